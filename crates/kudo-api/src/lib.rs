@@ -1,0 +1,457 @@
+//! Typed `kudo.dev/v1beta1` objects, serialising exactly to what KUDO v0.19's CRDs accept, so that
+//! Instance/OperatorVersion YAML written for KUDO applies unchanged. Field names are the CRD's JSON
+//! names (note `value-type` on parameters). Our additions, when they come, go in new optional fields.
+//!
+//! Plain serde structs rather than `kube::CustomResource` derives: the package crate and the pure
+//! engine must not pull in a Kubernetes client, and the CRD manifests are written by hand to match
+//! KUDO's schemas field for field.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+pub const GROUP: &str = "kudo.dev";
+pub const VERSION: &str = "v1beta1";
+pub const API_VERSION: &str = "kudo.dev/v1beta1";
+
+/// Standard object metadata, reduced to what KUDO objects use; unknown fields are kept.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ObjectMeta {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub annotations: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub finalizers: Vec<String>,
+    #[serde(flatten)]
+    pub other: BTreeMap<String, serde_json::Value>,
+}
+
+/// `corev1.ObjectReference` as KUDO uses it (`kind`/`name`, optionally `namespace`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ObjectReference {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    #[serde(default)]
+    pub name: String,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Maintainer {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub email: String,
+}
+
+// ---------------------------------------------------------------- Operator
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OperatorSpec {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub description: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub kudo_version: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub kubernetes_version: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub maintainers: Vec<Maintainer>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub url: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub namespace_manifest: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Operator {
+    pub api_version: String,
+    pub kind: String,
+    pub metadata: ObjectMeta,
+    pub spec: OperatorSpec,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<serde_json::Value>,
+}
+
+// ---------------------------------------------------------------- OperatorVersion
+
+/// A step of a phase: tasks run (re-applied) together until all are done.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Step {
+    pub name: String,
+    #[serde(default)]
+    pub tasks: Vec<String>,
+    /// Our addition: fail the step with FATAL_ERROR when it has not completed within this many
+    /// seconds (KUDO had no timeouts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Phase {
+    pub name: String,
+    #[serde(default)]
+    pub strategy: Ordering,
+    #[serde(default)]
+    pub steps: Vec<Step>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    #[serde(default)]
+    pub strategy: Ordering,
+    #[serde(default)]
+    pub phases: Vec<Phase>,
+    /// Our addition: plan-wide timeout (a Go-style duration such as `10m`), see [`Step::timeout`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<String>,
+}
+
+/// `serial` / `parallel`. Anything else (including empty) behaves like `parallel` in KUDO's engine,
+/// so the original string is kept.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Ordering(pub String);
+
+impl Ordering {
+    pub fn serial() -> Ordering {
+        Ordering("serial".into())
+    }
+    pub fn parallel() -> Ordering {
+        Ordering("parallel".into())
+    }
+    pub fn is_serial(&self) -> bool {
+        self.0 == "serial"
+    }
+}
+
+/// `{file|envFile, kind, key}` of a Pipe task.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PipeSpec {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub file: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub env_file: String,
+    #[serde(default)]
+    pub kind: String,
+    #[serde(default)]
+    pub key: String,
+}
+
+/// KUDO flattens every task kind's spec into one struct; any task may carry any field.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskSpec {
+    // Apply / Delete / Toggle
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resources: Vec<String>,
+    // Toggle
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub parameter: String,
+    // Dummy
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub want_err: bool,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub fatal: bool,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub done: bool,
+    // Pipe
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub pod: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pipe: Vec<PipeSpec>,
+    // KudoOperator
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub package: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub instance_name: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub app_version: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub operator_version: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub parameter_file: String,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Task {
+    pub name: String,
+    pub kind: String,
+    #[serde(default)]
+    pub spec: TaskSpec,
+}
+
+/// An OperatorVersion parameter: every value is a string in the API (see kudo-behaviour.md §2.5).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Parameter {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub display_name: String,
+    pub name: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub description: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub required: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default: Option<String>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub trigger: String,
+    #[serde(rename = "value-type", default, skip_serializing_if = "String::is_empty")]
+    pub value_type: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub immutable: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub r#enum: Option<Vec<String>>,
+}
+
+impl Parameter {
+    /// KUDO defaults `required` to true when omitted.
+    pub fn is_required(&self) -> bool {
+        self.required.unwrap_or(true)
+    }
+    pub fn is_immutable(&self) -> bool {
+        self.immutable.unwrap_or(false)
+    }
+    /// The declared type, `string` when omitted.
+    pub fn value_type(&self) -> &str {
+        if self.value_type.is_empty() { "string" } else { &self.value_type }
+    }
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OperatorVersionSpec {
+    #[serde(default)]
+    pub operator: ObjectReference,
+    #[serde(default)]
+    pub version: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub app_version: String,
+    /// Template file key (path below `templates/`) → content.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub templates: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tasks: Vec<Task>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub parameters: Vec<Parameter>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub plans: BTreeMap<String, Plan>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub connection_string: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub upgradable_from: Vec<ObjectReference>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OperatorVersion {
+    pub api_version: String,
+    pub kind: String,
+    pub metadata: ObjectMeta,
+    pub spec: OperatorVersionSpec,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<serde_json::Value>,
+}
+
+// ---------------------------------------------------------------- Instance
+
+/// `NEVER_RUN`, `PENDING`, `IN_PROGRESS`, `COMPLETE`, `ERROR`, `FATAL_ERROR` (plus our `CANCELLED`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ExecutionStatus {
+    #[default]
+    #[serde(rename = "NEVER_RUN")]
+    NeverRun,
+    #[serde(rename = "PENDING")]
+    Pending,
+    #[serde(rename = "IN_PROGRESS")]
+    InProgress,
+    #[serde(rename = "COMPLETE")]
+    Complete,
+    #[serde(rename = "ERROR")]
+    Error,
+    #[serde(rename = "FATAL_ERROR")]
+    FatalError,
+    /// Our addition: the run was stopped by a cancel request (KUDO had no cancel).
+    #[serde(rename = "CANCELLED")]
+    Cancelled,
+}
+
+impl ExecutionStatus {
+    /// COMPLETE, FATAL_ERROR (and our CANCELLED): the run will not progress any more.
+    pub fn is_terminal(self) -> bool {
+        matches!(self, Self::Complete | Self::FatalError | Self::Cancelled)
+    }
+    pub fn is_finished(self) -> bool {
+        self == Self::Complete
+    }
+    /// PENDING, IN_PROGRESS or ERROR.
+    pub fn is_running(self) -> bool {
+        matches!(self, Self::Pending | Self::InProgress | Self::Error)
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::NeverRun => "NEVER_RUN",
+            Self::Pending => "PENDING",
+            Self::InProgress => "IN_PROGRESS",
+            Self::Complete => "COMPLETE",
+            Self::Error => "ERROR",
+            Self::FatalError => "FATAL_ERROR",
+            Self::Cancelled => "CANCELLED",
+        }
+    }
+}
+
+impl std::fmt::Display for ExecutionStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PlanExecution {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub plan_name: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub uid: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<ExecutionStatus>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InstanceSpec {
+    #[serde(default)]
+    pub operator_version: ObjectReference,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub parameters: BTreeMap<String, String>,
+    #[serde(default)]
+    pub plan_execution: PlanExecution,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct StepStatus {
+    pub name: String,
+    #[serde(default)]
+    pub status: ExecutionStatus,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub message: String,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PhaseStatus {
+    pub name: String,
+    #[serde(default)]
+    pub status: ExecutionStatus,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub message: String,
+    #[serde(default)]
+    pub steps: Vec<StepStatus>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PlanStatus {
+    pub name: String,
+    #[serde(default)]
+    pub status: ExecutionStatus,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub message: String,
+    /// RFC 3339 timestamp of the last change.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_updated_timestamp: Option<String>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub uid: String,
+    #[serde(default)]
+    pub phases: Vec<PhaseStatus>,
+}
+
+/// `metav1.Condition`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Condition {
+    #[serde(rename = "type")]
+    pub type_: String,
+    pub status: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    #[serde(default)]
+    pub last_transition_time: String,
+    #[serde(default)]
+    pub reason: String,
+    #[serde(default)]
+    pub message: String,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InstanceStatus {
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub plan_status: BTreeMap<String, PlanStatus>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Instance {
+    pub api_version: String,
+    pub kind: String,
+    pub metadata: ObjectMeta,
+    pub spec: InstanceSpec,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<InstanceStatus>,
+}
+
+/// Finalizer KUDO puts on Instances whose OperatorVersion has a `cleanup` plan.
+pub const CLEANUP_FINALIZER: &str = "kudo.dev.instance.cleanup";
+
+/// Well-known labels and annotations.
+pub mod labels {
+    pub const HERITAGE: &str = "heritage";
+    pub const OPERATOR: &str = "kudo.dev/operator";
+    pub const INSTANCE: &str = "kudo.dev/instance";
+    pub const PLAN: &str = "kudo.dev/plan";
+    pub const PHASE: &str = "kudo.dev/phase";
+    pub const STEP: &str = "kudo.dev/step";
+    pub const PLAN_UID: &str = "kudo.dev/last-plan-execution-uid";
+    pub const OPERATOR_VERSION: &str = "kudo.dev/operator-version";
+    pub const DEPENDENCIES_HASH: &str = "kudo.dev/dependencies-hash";
+    pub const SKIP_HASH: &str = "kudo.dev/skip-hash-calculation";
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parameter_uses_value_type_key_and_required_defaults_true() {
+        let p: Parameter = serde_json::from_str(r#"{"name":"A","value-type":"integer"}"#).unwrap();
+        assert_eq!(p.value_type(), "integer");
+        assert!(p.is_required());
+        let back = serde_json::to_value(&p).unwrap();
+        assert_eq!(back["value-type"], "integer");
+    }
+
+    #[test]
+    fn status_strings_round_trip() {
+        let s: ExecutionStatus = serde_json::from_str("\"FATAL_ERROR\"").unwrap();
+        assert_eq!(s, ExecutionStatus::FatalError);
+        assert!(s.is_terminal());
+        assert_eq!(serde_json::to_string(&ExecutionStatus::InProgress).unwrap(), "\"IN_PROGRESS\"");
+    }
+}
