@@ -22,12 +22,15 @@ struct Cli {
 enum Command {
     /// Render Go templates (text/template + Sprig) exactly as KUDO does.
     Template(cmd::template::TemplateArgs),
+    /// Create, verify, list and render operator packages (offline).
+    Package(cmd::package::PackageArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Template(args) => cmd::template::run(args),
+        Command::Package(args) => cmd::package::run(args),
     };
     match result {
         Ok(code) => code,

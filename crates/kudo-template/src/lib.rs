@@ -17,3 +17,7 @@ pub mod value;
 
 pub use func::{FuncEnv, FuncError, FuncMap, Function, ParamType, Signature};
 pub use value::{ElemType, GoObject, List, Map, Value};
+pub mod sprig;
+pub mod yaml;
+
+pub use sprig::kudo_funcs;
