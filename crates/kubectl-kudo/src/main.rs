@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod cmd;
+mod output;
 
 /// KUDO, the Kubernetes Universal Declarative Operator: write an operator as a package of plans and
 /// templates, and drive it with `kubectl kudo`.

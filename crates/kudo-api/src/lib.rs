@@ -417,6 +417,17 @@ pub struct Instance {
     pub status: Option<InstanceStatus>,
 }
 
+/// The three `kudo.dev/v1beta1` CustomResourceDefinitions (apiextensions v1), in install order:
+/// operators, operatorversions, instances. Schema-compatible with KUDO v0.19's, so existing KUDO YAML
+/// applies unchanged; printer columns added for `kubectl get`.
+pub fn crd_manifests() -> [&'static str; 3] {
+    [
+        include_str!("../crds/operators.yaml"),
+        include_str!("../crds/operatorversions.yaml"),
+        include_str!("../crds/instances.yaml"),
+    ]
+}
+
 /// Finalizer KUDO puts on Instances whose OperatorVersion has a `cleanup` plan.
 pub const CLEANUP_FINALIZER: &str = "kudo.dev.instance.cleanup";
 
@@ -445,6 +456,15 @@ mod tests {
         assert!(p.is_required());
         let back = serde_json::to_value(&p).unwrap();
         assert_eq!(back["value-type"], "integer");
+    }
+
+    #[test]
+    fn crd_manifests_name_the_three_kinds() {
+        let names: Vec<&str> = crd_manifests()
+            .iter()
+            .map(|m| m.lines().find(|l| l.starts_with("  name: ")).unwrap().trim_start_matches("  name: "))
+            .collect();
+        assert_eq!(names, ["operators.kudo.dev", "operatorversions.kudo.dev", "instances.kudo.dev"]);
     }
 
     #[test]

@@ -21,3 +21,106 @@ pub mod sprig;
 pub mod yaml;
 
 pub use sprig::kudo_funcs;
+
+mod builtins;
+mod exec;
+pub mod gofmt;
+mod lex;
+pub mod parse;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// A template error, displayed exactly as KUDO (and the Go oracle in single mode) prints it, so
+/// that plan status messages stay byte-identical.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Error {
+    /// The text could not be parsed (`error parsing template: template: NAME:LINE: MSG`).
+    #[error("error parsing template: template: {name}:{line}: {message}")]
+    Parse { name: String, line: usize, message: String },
+    /// Execution failed. `message` is Go's `template: NAME:LINE:COL: executing "T" at <NODE>: MSG`;
+    /// `limit` is true when one of the [`limits`] stopped the render (not a Go error).
+    #[error("error rendering template: {message}")]
+    Exec { message: String, limit: bool },
+}
+
+/// A parsed template file: its main body plus every `define`/`block` it contains.
+///
+/// Holds only plain data and an `Arc<FuncMap>`, so it is `Send + Sync` and can be cached and shared.
+pub struct Template {
+    name: String,
+    text: String,
+    trees: HashMap<String, parse::Tree>,
+    order: Vec<String>,
+    funcs: Arc<FuncMap>,
+}
+
+impl std::fmt::Debug for Template {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Template").field("name", &self.name).field("templates", &self.order).finish()
+    }
+}
+
+impl Template {
+    /// Parses `text` as the template `name`. Function names are checked against `funcs` and the
+    /// builtins at parse time, as Go does (`function "env" not defined`).
+    pub fn parse(name: &str, text: &str, funcs: &Arc<FuncMap>) -> Result<Template, Error> {
+        let has = |n: &str| funcs.contains(n);
+        match parse::parse(name, text, &has) {
+            Ok(p) => Ok(Template {
+                name: name.to_string(),
+                text: text.to_string(),
+                trees: p.trees,
+                order: p.order,
+                funcs: funcs.clone(),
+            }),
+            Err(e) => Err(Error::Parse { name: name.to_string(), line: e.line, message: e.msg }),
+        }
+    }
+
+    /// Executes the template's own body with `missingkey=error` semantics. Output is buffered:
+    /// on error nothing is returned.
+    pub fn execute(&self, data: &Value, env: &mut FuncEnv) -> Result<String, Error> {
+        exec::execute(self, &self.name, data, env)
+    }
+
+    /// Executes one of the templates of this file by name (the main one or a `define`d one).
+    pub fn execute_template(&self, name: &str, data: &Value, env: &mut FuncEnv) -> Result<String, Error> {
+        exec::execute(self, name, data, env)
+    }
+
+    /// The parsed tree of the main template (what `execute` runs).
+    pub fn tree(&self) -> &parse::Tree {
+        // The main tree is always registered under the file's name by `parse`.
+        &self.trees[&self.name]
+    }
+
+    /// Every other template defined in the file (`define`/`block`), in definition order.
+    pub fn defined(&self) -> impl Iterator<Item = (&str, &parse::Tree)> {
+        self.order
+            .iter()
+            .filter(move |n| **n != self.name)
+            .filter_map(move |n| self.trees.get(n).map(|t| (n.as_str(), t)))
+    }
+
+    /// The template (file) name used in error messages.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+/// Parses and executes `text` with [`kudo_funcs`] and random seed 0 (tests, one-off renders).
+pub fn render(name: &str, text: &str, data: &Value) -> Result<String, Error> {
+    let t = Template::parse(name, text, &kudo_funcs())?;
+    let mut env = FuncEnv::with_seed(0);
+    t.execute(data, &mut env)
+}
+
+#[cfg(test)]
+mod send_sync {
+    fn assert_send_sync<T: Send + Sync>() {}
+    #[test]
+    fn template_is_send_sync() {
+        assert_send_sync::<super::Template>();
+    }
+}

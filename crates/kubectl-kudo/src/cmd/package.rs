@@ -1,8 +1,17 @@
-//! `kubectl kudo package …` (owned by the package work, issue #3).
+//! `kubectl kudo package …`: scaffold, list, verify, pack and render operator packages, offline.
 
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use clap::{Args, Subcommand};
+use anyhow::{Context, bail};
+use clap::{Args, Subcommand, ValueEnum};
+
+use kudo_package::convert::{ConvertOptions, to_resources};
+use kudo_package::list::{self, ParamListOptions};
+use kudo_package::render::{RenderContext, render_plan};
+use kudo_package::verify::{ParamChecks, Verification, verify};
+use kudo_package::{Package, params, read_path};
 
 #[derive(Args, Debug)]
 pub struct PackageArgs {
@@ -10,9 +19,235 @@ pub struct PackageArgs {
     pub command: PackageCommand,
 }
 
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Output {
+    Yaml,
+    Json,
+}
+
 #[derive(Subcommand, Debug)]
-pub enum PackageCommand {}
+pub enum PackageCommand {
+    /// Scaffold a new package: ./operator/operator.yaml and ./operator/params.yaml.
+    #[command(after_help = "Examples:\n  kubectl kudo package new galera\n  kubectl kudo package new galera --overwrite")]
+    New {
+        /// Operator name (a DNS-1123 label; it prefixes every object name).
+        name: String,
+        /// Replace the package files if ./operator already exists.
+        #[arg(short = 'w', long)]
+        overwrite: bool,
+    },
+    /// List the parameters, plans or tasks of a package.
+    #[command(subcommand)]
+    List(ListCommand),
+    /// Check a package with every verifier KUDO has (plus a few of ours); exits non-zero on errors.
+    #[command(after_help = "Examples:\n  kubectl kudo package verify ./operator\n  kubectl kudo package verify galera-10.5.3_0.1.0.tgz --param-checks all")]
+    Verify {
+        /// Package directory or .tgz.
+        package: PathBuf,
+        /// Extra parameter checks (warnings): display, hint, desc, type, hasgroup, groups, all.
+        #[arg(long, value_delimiter = ',')]
+        param_checks: Vec<String>,
+        /// Print the result as yaml or json instead of tables.
+        #[arg(short, long)]
+        output: Option<Output>,
+    },
+    /// Verify a package and pack it into a reproducible <name>-<appVersion>_<operatorVersion>.tgz.
+    #[command(after_help = "Examples:\n  kubectl kudo package create ./operator\n  kubectl kudo package create ./operator -d dist --overwrite")]
+    Create {
+        /// Package directory (or .tgz to re-pack).
+        package: PathBuf,
+        /// Directory to write the tarball into.
+        #[arg(short, long, default_value = ".")]
+        destination: PathBuf,
+        /// Replace an existing tarball.
+        #[arg(short = 'w', long)]
+        overwrite: bool,
+    },
+    /// Render a plan offline: the exact objects the controller would apply or delete, step by step.
+    #[command(after_help = "Examples:\n  kubectl kudo package render ./operator\n  kubectl kudo package render ./operator --plan node_update -p NODE_COUNT=5 -n db\n  kubectl kudo package render ./operator -P values.yaml -o json")]
+    Render {
+        /// Package directory or .tgz.
+        package: PathBuf,
+        /// Plan to render.
+        #[arg(long, default_value = "deploy")]
+        plan: String,
+        /// Instance name (default: <operator>-instance).
+        #[arg(long)]
+        instance: Option<String>,
+        /// Namespace of the instance.
+        #[arg(short, long, default_value = "default")]
+        namespace: String,
+        /// Parameter value NAME=VALUE (repeatable; overrides -P).
+        #[arg(short = 'p', long = "parameter")]
+        parameters: Vec<String>,
+        /// YAML file of parameter values (repeatable; later files win).
+        #[arg(short = 'P', long = "parameter-file")]
+        parameter_files: Vec<PathBuf>,
+        /// Output format.
+        #[arg(short, long, default_value = "yaml")]
+        output: Output,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ListCommand {
+    /// Parameters, sorted by name.
+    #[command(after_help = "Examples:\n  kubectl kudo package list parameters ./operator\n  kubectl kudo package list parameters ./operator --required")]
+    Parameters {
+        /// Package directory or .tgz.
+        #[arg(default_value = ".")]
+        package: PathBuf,
+        /// Add a column with descriptions.
+        #[arg(short, long)]
+        descriptions: bool,
+        /// Only parameters that must be given at install (required, no default).
+        #[arg(short, long)]
+        required: bool,
+        /// Only names.
+        #[arg(long)]
+        names: bool,
+    },
+    /// Plans as a tree of phases, steps and tasks.
+    #[command(after_help = "Examples:\n  kubectl kudo package list plans ./operator\n  kubectl kudo package list plans ./operator -t")]
+    Plans {
+        #[arg(default_value = ".")]
+        package: PathBuf,
+        /// Show each task's kind and templates.
+        #[arg(short = 't', long)]
+        with_tasks: bool,
+    },
+    /// Tasks with their kind and templates.
+    #[command(after_help = "Examples:\n  kubectl kudo package list tasks ./operator")]
+    Tasks {
+        #[arg(default_value = ".")]
+        package: PathBuf,
+    },
+}
+
+fn load(path: &Path) -> anyhow::Result<Package> {
+    read_path(path).with_context(|| format!("failed to read package {}", path.display()))
+}
+
+fn print_result(v: &Verification) {
+    // Same layout as KUDO: a one-column table per kind, warnings first.
+    if !v.warnings.is_empty() {
+        let mut t = list::Table::new();
+        t.row(["Warnings"]);
+        for w in &v.warnings {
+            t.row([w.as_str()]);
+        }
+        println!("{}", t.render());
+    }
+    if !v.errors.is_empty() {
+        let mut t = list::Table::new();
+        t.row(["Errors"]);
+        for e in &v.errors {
+            t.row([e.as_str()]);
+        }
+        println!("{}", t.render());
+    }
+}
+
+fn to_yaml(v: &serde_json::Value) -> anyhow::Result<String> {
+    serde_saphyr::to_string(v).context("cannot serialise to YAML")
+}
 
 pub fn run(args: PackageArgs) -> anyhow::Result<ExitCode> {
-    match args.command {}
+    match args.command {
+        PackageCommand::New { name, overwrite } => {
+            let dir = std::env::current_dir().context("cannot determine the current directory")?;
+            kudo_package::scaffold::new_package(&dir, &name, overwrite)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        PackageCommand::List(l) => {
+            let out = match l {
+                ListCommand::Parameters { package, descriptions, required, names } => {
+                    if [descriptions, required, names].iter().filter(|b| **b).count() > 1 {
+                        bail!("only one of the flags 'required', 'names', 'descriptions' can be set");
+                    }
+                    let pkg = load(&package)?;
+                    list::parameters(&pkg, ParamListOptions { descriptions, required_only: required, names_only: names })
+                }
+                ListCommand::Plans { package, with_tasks } => list::plans(&load(&package)?, with_tasks),
+                ListCommand::Tasks { package } => list::tasks(&load(&package)?),
+            };
+            print!("{out}");
+            Ok(ExitCode::SUCCESS)
+        }
+        PackageCommand::Verify { package, param_checks, output } => {
+            let checks = ParamChecks::parse(&param_checks).map_err(anyhow::Error::msg)?;
+            let pkg = load(&package)?;
+            let v = verify(&pkg, checks);
+            match output {
+                Some(fmt) => {
+                    let j = serde_json::json!({"valid": v.is_valid(), "errors": v.errors, "warnings": v.warnings});
+                    match fmt {
+                        Output::Json => println!("{}", serde_json::to_string_pretty(&j)?),
+                        Output::Yaml => print!("{}", to_yaml(&j)?),
+                    }
+                }
+                None => {
+                    print_result(&v);
+                    if v.is_valid() {
+                        println!("package is valid");
+                    }
+                }
+            }
+            if v.is_valid() {
+                Ok(ExitCode::SUCCESS)
+            } else {
+                bail!("package verification found {} error(s)", v.errors.len())
+            }
+        }
+        PackageCommand::Create { package, destination, overwrite } => {
+            let pkg = load(&package)?;
+            let v = verify(&pkg, ParamChecks::default());
+            if !v.is_valid() {
+                print_result(&v);
+                bail!("package verification found {} error(s); not creating a package", v.errors.len());
+            }
+            let path = kudo_package::create::write_tarball(&pkg, &destination, overwrite)?;
+            println!("Package created: {}", path.display());
+            Ok(ExitCode::SUCCESS)
+        }
+        PackageCommand::Render { package, plan, instance, namespace, parameters, parameter_files, output } => {
+            let pkg = load(&package)?;
+            let mut values = BTreeMap::new();
+            for f in &parameter_files {
+                let text = std::fs::read_to_string(f).with_context(|| format!("cannot read {}", f.display()))?;
+                values.extend(params::parse_param_file(&f.display().to_string(), &text).map_err(anyhow::Error::msg)?);
+            }
+            values.extend(params::parse_cli_params(&parameters).map_err(anyhow::Error::msg)?);
+            let res = to_resources(&pkg, &ConvertOptions { instance_name: instance.clone(), ..Default::default() })?;
+            let inst = res.instance.metadata.name.clone();
+            let ctx = RenderContext::offline(&inst, &namespace, values);
+            let objs = render_plan(&res.operator_version, &plan, &ctx)?;
+            match output {
+                Output::Json => {
+                    let list: Vec<serde_json::Value> = objs
+                        .iter()
+                        .map(|o| {
+                            serde_json::json!({
+                                "plan": o.plan, "phase": o.phase, "step": o.step, "task": o.task,
+                                "template": o.template, "action": o.action.as_str(), "object": o.object,
+                            })
+                        })
+                        .collect();
+                    println!("{}", serde_json::to_string_pretty(&list)?);
+                }
+                Output::Yaml => {
+                    for o in &objs {
+                        let suffix = match o.action {
+                            kudo_package::render::Action::Apply => String::new(),
+                            a => format!(" ({})", a.as_str()),
+                        };
+                        println!("---");
+                        println!("# {}/{}/{}/{}: {}{}", o.plan, o.phase, o.step, o.task, o.template, suffix);
+                        print!("{}", to_yaml(&o.object)?);
+                    }
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
 }

@@ -1,8 +1,23 @@
-//! `kubectl kudo template render` (owned by the template work, issue #2).
+//! `kubectl kudo template render`: render Go templates (text/template + Sprig, KUDO's function set)
+//! exactly as the KUDO controller renders operator resources, without a cluster.
+//!
+//! Two modes share one engine:
+//! * single: one template to stdout (what an operator developer uses to preview a resource);
+//! * `--batch DIR`: the Go oracle's batch conventions (`NAME.tmpl` → `NAME.out` | `NAME.err`), so a
+//!   directory of cases can be rendered by both implementations and diffed byte for byte.
+//!
+//! Exit codes (same as the oracle): 0 ok, 1 template parse/execution error, 2 unreadable file, bad
+//! data or bad flag, 3 a batch case could not be run.
 
+use std::fmt;
+use std::fs;
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Instant;
 
-use clap::{Args, Subcommand};
+use clap::{Args, Subcommand, ValueEnum};
+use kudo_template::{FuncEnv, Template, Value, kudo_funcs};
 
 #[derive(Args, Debug)]
 pub struct TemplateArgs {
@@ -11,8 +26,465 @@ pub struct TemplateArgs {
 }
 
 #[derive(Subcommand, Debug)]
-pub enum TemplateCommand {}
+pub enum TemplateCommand {
+    /// Render a template (or a directory of templates) with KUDO's Go template engine.
+    Render(RenderArgs),
+}
+
+const RENDER_HELP: &str = "\
+Renders with the semantics of KUDO v0.19's renderer: Go text/template with missingkey=error and
+Sprig's functions as KUDO exposes them (plus toYaml; minus env, expandenv, base, dir, clean, ext,
+isAbs). Data is JSON or YAML; every number is a float64, as in KUDO. KUDO parameters are strings,
+so --set values are always strings.
+
+Exit status: 0 rendered; 1 template parse or execution error (message on stderr); 2 unreadable
+file, bad data or bad --set; 3 (--batch) a case could not be run.
+
+Examples:
+  # Preview a resource of an operator package with instance data
+  kubectl kudo template render templates/statefulset.yaml --data instance.yaml
+
+  # KUDO-style parameters from the command line (dotted paths create maps)
+  kubectl kudo template render galera_config.yaml \\
+      --set Name=galera-instance --set OperatorName=galera \\
+      --set StepName=firstboot_config --set Params.NODE_COUNT=3
+
+  # Template from stdin
+  echo '{{ .Params.NODE_COUNT | int | until }}' | kubectl kudo template render - --set Params.NODE_COUNT=3
+
+  # Render every DIR/NAME.tmpl into NAME.out or NAME.err (the Go oracle's batch layout)
+  kubectl kudo template render --batch tests/corpus/galera";
+
+#[derive(Args, Debug)]
+#[command(after_long_help = RENDER_HELP)]
+pub struct RenderArgs {
+    /// Template file to render to stdout; `-` reads the template from stdin.
+    #[arg(value_name = "TEMPLATE", required_unless_present = "batch", conflicts_with = "batch")]
+    pub template: Option<PathBuf>,
+
+    /// Data file (JSON or YAML, chosen by extension unless --data-format); `-` reads stdin.
+    /// Without it the template sees an empty map.
+    #[arg(long, short = 'd', value_name = "FILE", conflicts_with = "batch")]
+    pub data: Option<PathBuf>,
+
+    /// Format of data files: by extension (.yaml/.yml are YAML, anything else JSON), or forced.
+    #[arg(long, value_enum, default_value_t = DataFormat::Auto)]
+    pub data_format: DataFormat,
+
+    /// Set a string value at a dotted path of the data, after --data (e.g. Params.NODE_COUNT=3).
+    /// Repeatable; missing maps on the path are created. In --batch mode applied to every case.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
+
+    /// Template name used in error messages [default: the template file's name; `tpl` for stdin
+    /// and in --batch mode, as the Go oracle].
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+
+    /// Seed of the random functions (randAlpha, uuidv4, shuffle, genPrivateKey…), so renders
+    /// are reproducible.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub seed: u64,
+
+    /// Render every DIR/NAME.tmpl into DIR/NAME.out, or DIR/NAME.err (message + newline) on a
+    /// template error. Data: DIR/NAME.{json,yaml,yml}, else DIR/data.{json,yaml,yml}, else {}.
+    #[arg(long, value_name = "DIR")]
+    pub batch: Option<PathBuf>,
+
+    /// With --batch: no summary on stderr.
+    #[arg(long, requires = "batch")]
+    pub quiet: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum DataFormat {
+    Auto,
+    Json,
+    Yaml,
+}
+
+const EXIT_TEMPLATE: u8 = 1;
+const EXIT_INPUT: u8 = 2;
+const EXIT_BATCH: u8 = 3;
+
+/// A problem with the inputs (not with the template): exit code 2.
+#[derive(Debug)]
+struct InputError(String);
+
+impl fmt::Display for InputError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
 
 pub fn run(args: TemplateArgs) -> anyhow::Result<ExitCode> {
-    match args.command {}
+    match args.command {
+        TemplateCommand::Render(r) => Ok(match &r.batch {
+            Some(dir) => run_batch(&r, dir),
+            None => run_single(&r),
+        }),
+    }
+}
+
+fn run_single(args: &RenderArgs) -> ExitCode {
+    let Some(tpl_path) = &args.template else {
+        eprintln!("kubectl-kudo: a TEMPLATE (or --batch DIR) is required");
+        return ExitCode::from(EXIT_INPUT);
+    };
+    let from_stdin = tpl_path.as_os_str() == "-";
+    let prepared = (|| -> Result<(String, Value), InputError> {
+        if from_stdin && args.data.as_deref().is_some_and(|d| d.as_os_str() == "-") {
+            return Err(InputError("template and data cannot both be read from stdin".into()));
+        }
+        let text = read_input(tpl_path)?;
+        let mut data = match &args.data {
+            Some(p) => decode_data(p, &read_input(p)?, args.data_format)?,
+            None => serde_json::Value::Object(Default::default()),
+        };
+        apply_sets(&mut data, &args.set)?;
+        Ok((text, Value::from_json(&data)))
+    })();
+    let (text, data) = match prepared {
+        Ok(v) => v,
+        Err(e) => {
+            eprintln!("kubectl-kudo: {e}");
+            return ExitCode::from(EXIT_INPUT);
+        }
+    };
+    let name = args.name.clone().unwrap_or_else(|| {
+        if from_stdin {
+            "tpl".to_string()
+        } else {
+            tpl_path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "tpl".into())
+        }
+    });
+    match render(&name, &text, &data, args.seed) {
+        Ok(out) => {
+            let mut stdout = io::stdout().lock();
+            if let Err(e) = stdout.write_all(out.as_bytes()).and_then(|_| stdout.flush()) {
+                eprintln!("kubectl-kudo: writing output: {e}");
+                return ExitCode::from(EXIT_INPUT);
+            }
+            ExitCode::SUCCESS
+        }
+        Err(msg) => {
+            eprintln!("{msg}");
+            ExitCode::from(EXIT_TEMPLATE)
+        }
+    }
+}
+
+/// Parses and executes once; the error is the one-line message KUDO reports
+/// (`error parsing template: …` / `error rendering template: …`).
+fn render(name: &str, text: &str, data: &Value, seed: u64) -> Result<String, String> {
+    let funcs = kudo_funcs();
+    let tpl = Template::parse(name, text, &funcs).map_err(|e| e.to_string())?;
+    let mut env = FuncEnv::with_seed(seed);
+    tpl.execute(data, &mut env).map_err(|e| e.to_string())
+}
+
+fn read_input(path: &Path) -> Result<String, InputError> {
+    if path.as_os_str() == "-" {
+        let mut s = String::new();
+        io::stdin().read_to_string(&mut s).map_err(|e| InputError(format!("reading stdin: {e}")))?;
+        return Ok(s);
+    }
+    fs::read_to_string(path).map_err(|e| InputError(format!("{}: {e}", path.display())))
+}
+
+fn format_of(path: &Path, forced: DataFormat) -> DataFormat {
+    match forced {
+        DataFormat::Auto => match path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase) {
+            Some(e) if e == "yaml" || e == "yml" => DataFormat::Yaml,
+            _ => DataFormat::Json,
+        },
+        other => other,
+    }
+}
+
+/// Decodes data as the oracle and KUDO do: JSON with Go's `encoding/json` typing, YAML with
+/// `sigs.k8s.io/yaml` (YAML 1.1 scalars, converted to JSON). `null`/empty documents become `{}`.
+fn decode_data(path: &Path, raw: &str, forced: DataFormat) -> Result<serde_json::Value, InputError> {
+    let decoded = match format_of(path, forced) {
+        DataFormat::Yaml => go_yaml::to_json(raw),
+        _ => serde_json::from_str(raw).map_err(|e| e.to_string()),
+    };
+    let v = decoded.map_err(|e| InputError(format!("data {}: {e}", path.display())))?;
+    Ok(if v.is_null() { serde_json::Value::Object(Default::default()) } else { v })
+}
+
+/// Applies `--set a.b.c=value` (string values, maps created along the path).
+fn apply_sets(data: &mut serde_json::Value, sets: &[String]) -> Result<(), InputError> {
+    for set in sets {
+        let (key, value) = set
+            .split_once('=')
+            .ok_or_else(|| InputError(format!("--set {set:?}: expected KEY=VALUE (e.g. Params.NODE_COUNT=3)")))?;
+        if key.is_empty() || key.split('.').any(str::is_empty) {
+            return Err(InputError(format!("--set {set:?}: empty key or path segment")));
+        }
+        let mut cur = &mut *data;
+        let segments: Vec<&str> = key.split('.').collect();
+        for (i, seg) in segments.iter().enumerate() {
+            let serde_json::Value::Object(map) = cur else {
+                let parent = if i == 0 { "the data".to_string() } else { segments[..i].join(".") };
+                return Err(InputError(format!("--set {set:?}: {parent} is not a map")));
+            };
+            if i + 1 == segments.len() {
+                map.insert((*seg).to_string(), serde_json::Value::String(value.to_string()));
+                break;
+            }
+            cur = map.entry((*seg).to_string()).or_insert_with(|| serde_json::Value::Object(Default::default()));
+        }
+    }
+    Ok(())
+}
+
+/// Raw data of a batch case; decoded anew for every case because templates can mutate their data.
+struct DataSource {
+    path: PathBuf,
+    raw: String,
+}
+
+fn find_data(dir: &Path, stem: &str) -> Result<Option<DataSource>, InputError> {
+    for ext in ["json", "yaml", "yml"] {
+        let path = dir.join(format!("{stem}.{ext}"));
+        match fs::read_to_string(&path) {
+            Ok(raw) => return Ok(Some(DataSource { path, raw })),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(InputError(format!("{}: {e}", path.display()))),
+        }
+    }
+    Ok(None)
+}
+
+enum CaseResult {
+    Ok,
+    TemplateError,
+}
+
+fn run_batch(args: &RenderArgs, dir: &Path) -> ExitCode {
+    let start = Instant::now();
+    let mut tmpls: Vec<PathBuf> = match fs::read_dir(dir) {
+        Ok(rd) => rd
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|e| e == "tmpl") && p.is_file())
+            .collect(),
+        Err(e) => {
+            eprintln!("kubectl-kudo: {}: {e}", dir.display());
+            return ExitCode::from(EXIT_BATCH);
+        }
+    };
+    tmpls.sort();
+    let shared = match find_data(dir, "data") {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("kubectl-kudo: {e}");
+            return ExitCode::from(EXIT_BATCH);
+        }
+    };
+    let name = args.name.clone().unwrap_or_else(|| "tpl".to_string());
+    let (mut n_ok, mut n_err, mut n_fail) = (0usize, 0usize, 0usize);
+    for tmpl in &tmpls {
+        match batch_case(args, dir, tmpl, shared.as_ref(), &name) {
+            Ok(CaseResult::Ok) => n_ok += 1,
+            Ok(CaseResult::TemplateError) => n_err += 1,
+            Err(e) => {
+                eprintln!("kubectl-kudo: {}: {e}", tmpl.display());
+                n_fail += 1;
+            }
+        }
+    }
+    if !args.quiet {
+        eprintln!(
+            "kubectl-kudo: {} templates: {n_ok} ok, {n_err} template errors, {n_fail} failures in {:.3}s",
+            tmpls.len(),
+            start.elapsed().as_secs_f64()
+        );
+    }
+    if n_fail > 0 { ExitCode::from(EXIT_BATCH) } else { ExitCode::SUCCESS }
+}
+
+fn batch_case(
+    args: &RenderArgs,
+    dir: &Path,
+    tmpl: &Path,
+    shared: Option<&DataSource>,
+    name: &str,
+) -> Result<CaseResult, InputError> {
+    let stem = tmpl.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let out_path = dir.join(format!("{stem}.out"));
+    let err_path = dir.join(format!("{stem}.err"));
+    for p in [&out_path, &err_path] {
+        match fs::remove_file(p) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(InputError(format!("{}: {e}", p.display()))),
+        }
+    }
+    let text = fs::read_to_string(tmpl).map_err(|e| InputError(e.to_string()))?;
+    let own = find_data(dir, &stem)?;
+    let mut data = match own.as_ref().or(shared) {
+        Some(src) => decode_data(&src.path, &src.raw, args.data_format)?,
+        None => serde_json::Value::Object(Default::default()),
+    };
+    apply_sets(&mut data, &args.set)?;
+    let data = Value::from_json(&data);
+    let write = |path: &Path, bytes: &[u8]| fs::write(path, bytes).map_err(|e| InputError(format!("{}: {e}", path.display())));
+    match render(name, &text, &data, args.seed) {
+        Ok(out) => {
+            write(&out_path, out.as_bytes())?;
+            Ok(CaseResult::Ok)
+        }
+        Err(msg) => {
+            write(&err_path, format!("{msg}\n").as_bytes())?;
+            Ok(CaseResult::TemplateError)
+        }
+    }
+}
+
+/// YAML → JSON with `sigs.k8s.io/yaml` semantics (the library KUDO and the oracle use): YAML 1.1
+/// scalars (`yes`/`on`/`y` are booleans, `0755` is octal), non-string keys spelled as JSON strings
+/// (`true`, `1`), merge keys expanded, non-finite floats rejected because JSON cannot hold them.
+/// Kept in step with crates/kudo-template/tests/support/godata.rs (the differential test's copy).
+mod go_yaml {
+    use std::fmt;
+
+    use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+
+    pub fn to_json(raw: &str) -> Result<serde_json::Value, String> {
+        if raw.trim().is_empty() {
+            return Ok(serde_json::Value::Null);
+        }
+        let mut opts = serde_saphyr::Options::default();
+        opts.legacy_octal_numbers = true;
+        let v: GoYaml = serde_saphyr::from_str_with_options(raw, opts).map_err(|e| e.to_string())?;
+        Ok(v.0)
+    }
+
+    struct GoYaml(serde_json::Value);
+
+    impl<'de> Deserialize<'de> for GoYaml {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            d.deserialize_any(GoYamlVisitor)
+        }
+    }
+
+    struct GoYamlVisitor;
+
+    impl<'de> Visitor<'de> for GoYamlVisitor {
+        type Value = GoYaml;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a YAML value")
+        }
+        fn visit_bool<E>(self, v: bool) -> Result<GoYaml, E> {
+            Ok(GoYaml(v.into()))
+        }
+        fn visit_i64<E>(self, v: i64) -> Result<GoYaml, E> {
+            Ok(GoYaml(v.into()))
+        }
+        fn visit_u64<E>(self, v: u64) -> Result<GoYaml, E> {
+            Ok(GoYaml(v.into()))
+        }
+        fn visit_f64<E: de::Error>(self, v: f64) -> Result<GoYaml, E> {
+            serde_json::Number::from_f64(v)
+                .map(|n| GoYaml(n.into()))
+                .ok_or_else(|| E::custom(format!("json: unsupported value: {v}")))
+        }
+        fn visit_str<E>(self, v: &str) -> Result<GoYaml, E> {
+            Ok(GoYaml(v.into()))
+        }
+        fn visit_string<E>(self, v: String) -> Result<GoYaml, E> {
+            Ok(GoYaml(v.into()))
+        }
+        fn visit_unit<E>(self) -> Result<GoYaml, E> {
+            Ok(GoYaml(serde_json::Value::Null))
+        }
+        fn visit_none<E>(self) -> Result<GoYaml, E> {
+            Ok(GoYaml(serde_json::Value::Null))
+        }
+        fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<GoYaml, D::Error> {
+            GoYaml::deserialize(d)
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<GoYaml, A::Error> {
+            let mut items = Vec::new();
+            while let Some(GoYaml(v)) = seq.next_element()? {
+                items.push(v);
+            }
+            Ok(GoYaml(serde_json::Value::Array(items)))
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<GoYaml, A::Error> {
+            let mut out = serde_json::Map::new();
+            while let Some(GoYaml(k)) = map.next_key()? {
+                let GoYaml(v) = map.next_value()?;
+                out.insert(key_string(&k), v);
+            }
+            Ok(GoYaml(serde_json::Value::Object(out)))
+        }
+    }
+
+    /// How sigs.k8s.io/yaml spells a non-string mapping key in JSON.
+    fn key_string(k: &serde_json::Value) -> String {
+        match k {
+            serde_json::Value::String(s) => s.clone(),
+            serde_json::Value::Null => "null".into(),
+            serde_json::Value::Bool(b) => b.to_string(),
+            serde_json::Value::Number(n) if n.is_f64() => go_float_key(n.as_f64().unwrap_or(0.0)),
+            other => other.to_string(),
+        }
+    }
+
+    /// Go's `strconv.FormatFloat(f, 'g', -1, 64)`.
+    fn go_float_key(f: f64) -> String {
+        let exp = if f == 0.0 { 0 } else { f.abs().log10().floor() as i32 };
+        if (-4..6).contains(&exp) {
+            format!("{f}")
+        } else {
+            let s = format!("{f:e}");
+            let (mant, e) = s.split_once('e').unwrap_or((&s, "0"));
+            let e: i32 = e.parse().unwrap_or(0);
+            format!("{mant}e{}{:02}", if e < 0 { '-' } else { '+' }, e.abs())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn set_creates_maps_and_sets_strings() {
+        let mut d = serde_json::json!({"Name": "x", "Params": {"A": "1"}});
+        apply_sets(&mut d, &["Params.NODE_COUNT=3".into(), "New.Deep.Key=a=b".into(), "Name=".into()]).unwrap();
+        assert_eq!(
+            d,
+            serde_json::json!({"Name": "", "Params": {"A": "1", "NODE_COUNT": "3"}, "New": {"Deep": {"Key": "a=b"}}})
+        );
+    }
+
+    #[test]
+    fn set_rejects_bad_paths() {
+        let mut d = serde_json::json!({"Name": "x"});
+        assert!(apply_sets(&mut d, &["Name.Sub=1".into()]).unwrap_err().0.contains("Name is not a map"));
+        assert!(apply_sets(&mut d, &["novalue".into()]).unwrap_err().0.contains("KEY=VALUE"));
+        assert!(apply_sets(&mut d, &["a..b=1".into()]).unwrap_err().0.contains("empty"));
+        let mut list = serde_json::json!([1]);
+        assert!(apply_sets(&mut list, &["a=1".into()]).unwrap_err().0.contains("the data is not a map"));
+    }
+
+    #[test]
+    fn yaml_uses_yaml11_and_json_typing() {
+        let v = go_yaml::to_json("a: 3\nb: yes\nc: 0755\nd: '3'\n1: one\ne: ~\n").unwrap();
+        assert_eq!(v, serde_json::json!({"a": 3, "b": true, "c": 493, "d": "3", "1": "one", "e": null}));
+        assert_eq!(go_yaml::to_json("").unwrap(), serde_json::Value::Null);
+        assert!(go_yaml::to_json("a: .nan\n").is_err());
+    }
+
+    #[test]
+    fn data_format_by_extension() {
+        assert_eq!(format_of(Path::new("x.YAML"), DataFormat::Auto), DataFormat::Yaml);
+        assert_eq!(format_of(Path::new("x.yml"), DataFormat::Auto), DataFormat::Yaml);
+        assert_eq!(format_of(Path::new("x.txt"), DataFormat::Auto), DataFormat::Json);
+        assert_eq!(format_of(Path::new("x.json"), DataFormat::Yaml), DataFormat::Yaml);
+    }
 }

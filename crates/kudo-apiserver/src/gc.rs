@@ -1,0 +1,167 @@
+//! In-process garbage collector and namespace controller: ownerReference cascading (background,
+//! foreground, orphan) and namespace termination.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::backend::ObjKey;
+use crate::meta;
+use crate::store::{DeleteOptions, Propagation, Store};
+
+/// Run until `shutdown` flips; wakes on relevant store changes and once a second.
+pub(crate) async fn run(store: Store, mut shutdown: tokio::sync::watch::Receiver<bool>) {
+    loop {
+        tokio::select! {
+            _ = store.gc_wakeup().notified() => {}
+            _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+            _ = shutdown.changed() => return,
+        }
+        // Let a burst of writes settle into one sweep.
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        // Repeat while a sweep changes something, so cascades finish promptly.
+        for _ in 0..50 {
+            if !sweep(&store) {
+                break;
+            }
+        }
+    }
+}
+
+fn delete(store: &Store, key: &ObjKey, propagation: Propagation) -> bool {
+    let Some(def) = store.registry().by_gr(&key.gr) else {
+        return false;
+    };
+    let opts = DeleteOptions {
+        propagation: Some(propagation),
+        ..Default::default()
+    };
+    match store.delete(&def, &key.namespace, &key.name, &opts) {
+        Ok(_) => true,
+        Err(e) if e.code == 404 => false,
+        Err(e) => {
+            tracing::warn!("garbage collector: deleting {key:?}: {e}");
+            false
+        }
+    }
+}
+
+fn remove_finalizer(store: &Store, key: &ObjKey, fin: &str) {
+    let r = store.raw_update(key, |o| {
+        let fins: Vec<String> = meta::finalizers(o).into_iter().filter(|f| f != fin).collect();
+        meta::set_finalizers(o, &fins);
+    });
+    if let Err(e) = r {
+        tracing::warn!("garbage collector: removing finalizer {fin} from {key:?}: {e}");
+    }
+}
+
+/// One pass; returns whether anything changed.
+pub(crate) fn sweep(store: &Store) -> bool {
+    let all = store.snapshot_all();
+    let mut changed = false;
+    let by_uid: HashMap<&str, &(ObjKey, Arc<Value>)> = all.iter().map(|e| (meta::uid(&e.1), e)).collect();
+    let mut dependents: HashMap<String, Vec<&(ObjKey, Arc<Value>)>> = HashMap::new();
+    for e in &all {
+        for r in meta::owner_refs(&e.1) {
+            if let Some(u) = r["uid"].as_str() {
+                dependents.entry(u.to_string()).or_default().push(e);
+            }
+        }
+    }
+    // Owners being deleted in the foreground or with orphaning.
+    for (key, obj) in &all {
+        if !meta::is_deleting(obj) {
+            continue;
+        }
+        let fins = meta::finalizers(obj);
+        let uid = meta::uid(obj);
+        let deps = dependents.get(uid).cloned().unwrap_or_default();
+        if fins.iter().any(|f| f == "orphan") {
+            for (dk, _) in &deps {
+                let owner = uid.to_string();
+                let _ = store.raw_update(dk, |o| {
+                    let refs: Vec<Value> =
+                        meta::owner_refs(o).into_iter().filter(|r| r["uid"].as_str() != Some(&owner)).collect();
+                    let md = meta::meta_mut(o);
+                    if refs.is_empty() {
+                        md.remove("ownerReferences");
+                    } else {
+                        md.insert("ownerReferences".into(), Value::from(refs));
+                    }
+                });
+            }
+            remove_finalizer(store, key, "orphan");
+            changed = true;
+            continue;
+        }
+        if fins.iter().any(|f| f == "foregroundDeletion") {
+            for (dk, d) in &deps {
+                if !meta::is_deleting(d) {
+                    changed |= delete(store, dk, Propagation::Foreground);
+                }
+            }
+            let blocking = deps.iter().any(|(_, d)| {
+                meta::owner_refs(d)
+                    .iter()
+                    .any(|r| r["uid"].as_str() == Some(uid) && r["blockOwnerDeletion"].as_bool() == Some(true))
+            });
+            if !blocking {
+                remove_finalizer(store, key, "foregroundDeletion");
+                changed = true;
+            }
+        }
+    }
+    // Dependents whose owners are all gone.
+    for (key, obj) in &all {
+        let refs = meta::owner_refs(obj);
+        if refs.is_empty() || meta::is_deleting(obj) {
+            continue;
+        }
+        let alive: Vec<&Value> = refs
+            .iter()
+            .filter(|r| r["uid"].as_str().is_some_and(|u| by_uid.contains_key(u)))
+            .collect();
+        if alive.is_empty() {
+            changed |= delete(store, key, Propagation::Background);
+        } else if alive.len() < refs.len() {
+            let keep: HashSet<String> = alive.iter().filter_map(|r| r["uid"].as_str().map(String::from)).collect();
+            let _ = store.raw_update(key, |o| {
+                let refs: Vec<Value> = meta::owner_refs(o)
+                    .into_iter()
+                    .filter(|r| r["uid"].as_str().is_some_and(|u| keep.contains(u)))
+                    .collect();
+                meta::meta_mut(o).insert("ownerReferences".into(), Value::from(refs));
+            });
+            changed = true;
+        }
+    }
+    // Terminating namespaces: delete contents, then the namespace.
+    for (key, obj) in &all {
+        if !(key.gr.group.is_empty() && key.gr.resource == "namespaces" && meta::is_deleting(obj)) {
+            continue;
+        }
+        let ns = &key.name;
+        let contents: Vec<&(ObjKey, Arc<Value>)> = all.iter().filter(|(k, _)| &k.namespace == ns).collect();
+        if contents.is_empty() {
+            let _ = store.raw_update(key, |o| {
+                if let Some(spec) = o.get_mut("spec").and_then(|s| s.as_object_mut()) {
+                    spec.remove("finalizers");
+                }
+            });
+            if meta::finalizers(obj).is_empty() {
+                let _ = store.force_remove(key);
+            }
+            changed = true;
+        } else {
+            for (k, o) in contents {
+                if !meta::is_deleting(o) {
+                    changed |= delete(store, k, Propagation::Background);
+                }
+            }
+        }
+    }
+    changed
+}

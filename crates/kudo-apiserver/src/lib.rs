@@ -1,0 +1,170 @@
+//! An embedded, single-process, Kubernetes-compatible API server.
+//!
+//! No real cluster can run where kudo-rs is tested, so every end-to-end test stands on this server
+//! instead: the real `kubectl` and kube-rs talk to it over HTTP on loopback and should not be able to
+//! tell it from kube-apiserver for the features they use (discovery, OpenAPI v3, CRUD, watch with
+//! bookmarks and streaming lists, the four patch types, status/scale subresources, finalizers,
+//! garbage collection, CRDs). In-process users (simulated kubelet and controllers) use [`Store`]
+//! directly and get identical semantics.
+
+pub mod backend;
+mod crd;
+mod discovery;
+pub mod error;
+mod gc;
+mod http;
+pub mod meta;
+mod openapi;
+mod patch;
+pub mod registry;
+pub mod selector;
+pub mod store;
+mod table;
+mod validate;
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+pub use backend::{Backend, BackendError, FileBackend, MemoryBackend, ObjKey};
+pub use error::ApiError;
+pub use registry::{GroupResource, Registry, ResourceDef};
+pub use store::{DeleteOptions, EventType, Propagation, Store, Subresource, WatchEvent, WriteOptions};
+
+/// The `gitVersion` reported by `/version`.
+pub const GIT_VERSION: &str = "v1.37.1-kudo";
+
+/// How to start a server.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Port on 127.0.0.1; 0 picks an ephemeral port.
+    pub port: u16,
+    /// Directory for durable storage; `None` keeps everything in memory.
+    pub data_dir: Option<PathBuf>,
+    /// How many past changes are kept for watches resuming from an older resourceVersion.
+    pub history_capacity: usize,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            port: 0,
+            data_dir: None,
+            history_capacity: 10_000,
+        }
+    }
+}
+
+/// Why the server could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// Binding the listening socket failed.
+    #[error("binding 127.0.0.1:{port}: {source}")]
+    Bind {
+        /// Requested port.
+        port: u16,
+        /// Cause.
+        source: std::io::Error,
+    },
+    /// The storage backend could not be opened or loaded.
+    #[error(transparent)]
+    Backend(#[from] BackendError),
+}
+
+/// Entry point.
+#[derive(Debug)]
+pub struct ApiServer;
+
+impl ApiServer {
+    /// Bind, load storage and start serving (plus the garbage collector) on the current tokio runtime.
+    pub async fn start(config: Config) -> Result<RunningServer, StartError> {
+        let backend: Box<dyn Backend> = match &config.data_dir {
+            Some(d) => Box::new(FileBackend::open(d)?),
+            None => Box::new(MemoryBackend),
+        };
+        let store = Store::open(Registry::new(), backend, config.history_capacity)?;
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", config.port))
+            .await
+            .map_err(|source| StartError::Bind {
+                port: config.port,
+                source,
+            })?;
+        let addr = listener.local_addr().map_err(|source| StartError::Bind {
+            port: config.port,
+            source,
+        })?;
+        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        let state = Arc::new(http::AppState {
+            store: store.clone(),
+            addr: addr.to_string(),
+            shutdown: stop_rx.clone(),
+        });
+        let app = axum::Router::new().fallback(http::handle).with_state(state);
+        let mut stop_serve = stop_rx.clone();
+        let serve = tokio::spawn(async move {
+            let r = axum::serve(listener, app)
+                .with_graceful_shutdown(async move {
+                    let _ = stop_serve.wait_for(|v| *v).await;
+                })
+                .await;
+            if let Err(e) = r {
+                tracing::error!("api server stopped: {e}");
+            }
+        });
+        let gc = tokio::spawn(gc::run(store.clone(), stop_rx));
+        Ok(RunningServer {
+            addr,
+            store,
+            stop: stop_tx,
+            tasks: vec![serve, gc],
+        })
+    }
+}
+
+/// A started server. Dropping it without [`RunningServer::shutdown`] leaves the tasks running until
+/// the runtime ends.
+#[derive(Debug)]
+pub struct RunningServer {
+    addr: SocketAddr,
+    store: Store,
+    stop: tokio::sync::watch::Sender<bool>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl RunningServer {
+    /// `http://127.0.0.1:PORT`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// The bound address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The in-process store, for simulated controllers and tests.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// A kubeconfig pointing at this server without authentication.
+    pub fn kubeconfig(&self) -> String {
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: kudo\n  cluster:\n    server: {}\ncontexts:\n- name: kudo\n  context:\n    cluster: kudo\n    user: kudo\n    namespace: default\ncurrent-context: kudo\nusers:\n- name: kudo\n  user: {{}}\npreferences: {{}}\n",
+            self.url()
+        )
+    }
+
+    /// Write [`RunningServer::kubeconfig`] to `path`.
+    pub fn write_kubeconfig(&self, path: &Path) -> std::io::Result<()> {
+        std::fs::write(path, self.kubeconfig())
+    }
+
+    /// Stop accepting requests, end open watches and the garbage collector, and wait for them.
+    pub async fn shutdown(self) {
+        let _ = self.stop.send(true);
+        for t in self.tasks {
+            let _ = t.await;
+        }
+    }
+}

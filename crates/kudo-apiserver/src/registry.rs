@@ -1,0 +1,310 @@
+//! The set of served resource types: built-in kinds plus every kind registered through a CRD.
+//!
+//! Discovery, OpenAPI, routing and the store all read this one table, so a CRD that is created shows up
+//! everywhere at once, as it does on a real server.
+
+use std::sync::{Arc, RwLock};
+
+use serde_json::Value;
+
+/// Storage identity of a resource type: one per group + plural, shared by all served versions.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct GroupResource {
+    /// API group, `""` for core.
+    pub group: String,
+    /// Plural resource name.
+    pub resource: String,
+}
+
+impl GroupResource {
+    /// Build from parts.
+    pub fn new(group: &str, resource: &str) -> Self {
+        GroupResource {
+            group: group.into(),
+            resource: resource.into(),
+        }
+    }
+}
+
+/// Where `/scale` reads and writes replicas (from a CRD's `subresources.scale`, or built-in).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScaleSpec {
+    /// JSON path such as `.spec.replicas`.
+    pub spec_replicas: String,
+    /// JSON path such as `.status.replicas`.
+    pub status_replicas: String,
+    /// Optional JSON path of the label selector string in status.
+    pub label_selector: Option<String>,
+}
+
+/// One additional printer column of a CRD version.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PrinterColumn {
+    /// Column header.
+    pub name: String,
+    /// OpenAPI type (`string`, `integer`, `date`...).
+    pub type_: String,
+    /// Optional format.
+    pub format: String,
+    /// Simple JSON path, e.g. `.spec.replicas`.
+    pub json_path: String,
+    /// Shown only with `-o wide` when > 0.
+    pub priority: i64,
+    /// Description.
+    pub description: String,
+}
+
+/// Everything about one served group/version/resource.
+#[derive(Debug, Clone)]
+pub struct ResourceDef {
+    /// API group.
+    pub group: String,
+    /// API version within the group.
+    pub version: String,
+    /// Kind.
+    pub kind: String,
+    /// Plural resource name (URL segment).
+    pub plural: String,
+    /// Singular name.
+    pub singular: String,
+    /// Namespaced or cluster scoped.
+    pub namespaced: bool,
+    /// Short names for kubectl.
+    pub short_names: Vec<String>,
+    /// Categories (e.g. `all`).
+    pub categories: Vec<String>,
+    /// Has a `/status` subresource (main writes ignore status).
+    pub status: bool,
+    /// Has a `/scale` subresource.
+    pub scale: Option<ScaleSpec>,
+    /// Whether `metadata.generation` is maintained.
+    pub generation: bool,
+    /// Set for CRD-defined kinds.
+    pub custom: Option<CustomInfo>,
+    /// Version used for storage and as preferred version in discovery.
+    pub storage_version: bool,
+}
+
+/// CRD-specific data for a custom kind.
+#[derive(Debug, Clone)]
+pub struct CustomInfo {
+    /// Name of the defining CRD.
+    pub crd_name: String,
+    /// The version's `openAPIV3Schema`, if any.
+    pub schema: Option<Value>,
+    /// `additionalPrinterColumns`.
+    pub printer_columns: Vec<PrinterColumn>,
+    /// `selectableFields` JSON paths.
+    pub selectable_fields: Vec<String>,
+}
+
+impl ResourceDef {
+    /// `v1` or `apps/v1`.
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() {
+            self.version.clone()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
+    }
+    /// The storage key.
+    pub fn gr(&self) -> GroupResource {
+        GroupResource::new(&self.group, &self.plural)
+    }
+    /// Whether strategic merge patch is accepted (built-in kinds only, as on a real server).
+    pub fn supports_smp(&self) -> bool {
+        self.custom.is_none()
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn builtin(
+    group: &str,
+    version: &str,
+    kind: &str,
+    plural: &str,
+    namespaced: bool,
+    short: &[&str],
+    status: bool,
+    scale: bool,
+    generation: bool,
+) -> ResourceDef {
+    ResourceDef {
+        group: group.into(),
+        version: version.into(),
+        kind: kind.into(),
+        plural: plural.into(),
+        singular: kind.to_lowercase(),
+        namespaced,
+        short_names: short.iter().map(|s| s.to_string()).collect(),
+        categories: Vec::new(),
+        status,
+        scale: scale.then(|| ScaleSpec {
+            spec_replicas: ".spec.replicas".into(),
+            status_replicas: ".status.replicas".into(),
+            label_selector: None,
+        }),
+        generation,
+        custom: None,
+        storage_version: true,
+    }
+}
+
+fn builtins() -> Vec<ResourceDef> {
+    let mut v = vec![
+        builtin("", "v1", "Namespace", "namespaces", false, &["ns"], true, false, false),
+        builtin("", "v1", "ConfigMap", "configmaps", true, &["cm"], false, false, false),
+        builtin("", "v1", "Secret", "secrets", true, &[], false, false, false),
+        builtin("", "v1", "Service", "services", true, &["svc"], true, false, false),
+        builtin("", "v1", "ServiceAccount", "serviceaccounts", true, &["sa"], false, false, false),
+        builtin("", "v1", "Pod", "pods", true, &["po"], true, false, true),
+        builtin("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims", true, &["pvc"], true, false, false),
+        builtin("", "v1", "PersistentVolume", "persistentvolumes", false, &["pv"], true, false, false),
+        builtin("", "v1", "Event", "events", true, &["ev"], false, false, false),
+        builtin("", "v1", "Endpoints", "endpoints", true, &["ep"], false, false, false),
+        builtin("", "v1", "Node", "nodes", false, &["no"], true, false, false),
+        builtin("apps", "v1", "Deployment", "deployments", true, &["deploy"], true, true, true),
+        builtin("apps", "v1", "ReplicaSet", "replicasets", true, &["rs"], true, true, true),
+        builtin("apps", "v1", "StatefulSet", "statefulsets", true, &["sts"], true, true, true),
+        builtin("apps", "v1", "DaemonSet", "daemonsets", true, &["ds"], true, false, true),
+        builtin("apps", "v1", "ControllerRevision", "controllerrevisions", true, &[], false, false, false),
+        builtin("batch", "v1", "Job", "jobs", true, &[], true, false, true),
+        builtin("batch", "v1", "CronJob", "cronjobs", true, &["cj"], true, false, true),
+        builtin("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", true, &["pdb"], true, false, true),
+        builtin("rbac.authorization.k8s.io", "v1", "Role", "roles", true, &[], false, false, false),
+        builtin("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", true, &[], false, false, false),
+        builtin("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", false, &[], false, false, false),
+        builtin(
+            "rbac.authorization.k8s.io",
+            "v1",
+            "ClusterRoleBinding",
+            "clusterrolebindings",
+            false,
+            &[],
+            false,
+            false,
+            false,
+        ),
+        builtin("coordination.k8s.io", "v1", "Lease", "leases", true, &[], false, false, false),
+        builtin("events.k8s.io", "v1", "Event", "events", true, &["ev"], false, false, false),
+        builtin(
+            "apiextensions.k8s.io",
+            "v1",
+            "CustomResourceDefinition",
+            "customresourcedefinitions",
+            false,
+            &["crd", "crds"],
+            true,
+            false,
+            true,
+        ),
+    ];
+    for d in v.iter_mut() {
+        if matches!(
+            d.plural.as_str(),
+            "pods" | "services" | "deployments" | "replicasets" | "statefulsets" | "daemonsets" | "jobs" | "cronjobs"
+        ) {
+            d.categories = vec!["all".into()];
+        }
+        if d.kind == "PersistentVolumeClaim" {
+            d.singular = "persistentvolumeclaim".into();
+        }
+    }
+    v
+}
+
+/// The live table of served types.
+#[derive(Debug, Clone)]
+pub struct Registry {
+    defs: Arc<RwLock<Vec<Arc<ResourceDef>>>>,
+}
+
+impl Default for Registry {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Registry {
+    /// A registry with all built-in kinds.
+    pub fn new() -> Self {
+        Registry {
+            defs: Arc::new(RwLock::new(builtins().into_iter().map(Arc::new).collect())),
+        }
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Vec<Arc<ResourceDef>>> {
+        self.defs.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// All served definitions.
+    pub fn all(&self) -> Vec<Arc<ResourceDef>> {
+        self.read().clone()
+    }
+
+    /// Look up by URL parts.
+    pub fn by_path(&self, group: &str, version: &str, plural: &str) -> Option<Arc<ResourceDef>> {
+        self.read()
+            .iter()
+            .find(|d| d.group == group && d.version == version && d.plural == plural)
+            .cloned()
+    }
+
+    /// Look up by `apiVersion` + `kind`.
+    pub fn by_kind(&self, api_version: &str, kind: &str) -> Option<Arc<ResourceDef>> {
+        let (group, version) = split_api_version(api_version);
+        self.read()
+            .iter()
+            .find(|d| d.group == group && d.version == version && d.kind == kind)
+            .cloned()
+    }
+
+    /// The storage-version definition of a group/resource.
+    pub fn by_gr(&self, gr: &GroupResource) -> Option<Arc<ResourceDef>> {
+        let defs = self.read();
+        defs.iter()
+            .find(|d| d.group == gr.group && d.plural == gr.resource && d.storage_version)
+            .or_else(|| defs.iter().find(|d| d.group == gr.group && d.plural == gr.resource))
+            .cloned()
+    }
+
+    /// Whether any version of a group is served.
+    pub fn has_group_version(&self, group: &str, version: &str) -> bool {
+        self.read().iter().any(|d| d.group == group && d.version == version)
+    }
+
+    /// Replace all definitions belonging to one CRD (empty `defs` unregisters it).
+    pub fn set_crd(&self, crd_name: &str, defs: Vec<ResourceDef>) {
+        let mut w = self.defs.write().unwrap_or_else(|p| p.into_inner());
+        w.retain(|d| d.custom.as_ref().map(|c| c.crd_name.as_str()) != Some(crd_name));
+        w.extend(defs.into_iter().map(Arc::new));
+    }
+
+    /// Groups in discovery order (core excluded), each with its versions, preferred first.
+    pub fn groups(&self) -> Vec<(String, Vec<String>)> {
+        let mut out: Vec<(String, Vec<String>)> = Vec::new();
+        for d in self.read().iter().filter(|d| !d.group.is_empty()) {
+            match out.iter_mut().find(|(g, _)| *g == d.group) {
+                Some((_, vs)) => {
+                    if !vs.contains(&d.version) {
+                        if d.storage_version {
+                            vs.insert(0, d.version.clone());
+                        } else {
+                            vs.push(d.version.clone());
+                        }
+                    }
+                }
+                None => out.push((d.group.clone(), vec![d.version.clone()])),
+            }
+        }
+        out
+    }
+}
+
+/// `apps/v1` → (`apps`, `v1`); `v1` → (``, `v1`).
+pub fn split_api_version(api_version: &str) -> (&str, &str) {
+    match api_version.split_once('/') {
+        Some((g, v)) => (g, v),
+        None => ("", api_version),
+    }
+}

@@ -1,0 +1,976 @@
+//! The object store: Kubernetes write semantics over a global resourceVersion, an event history for
+//! watches, and write-through persistence.
+//!
+//! HTTP handlers and in-process users (simulated kubelet/controllers, tests) call the same methods, so
+//! both see identical behaviour: uid/creationTimestamp/generation, optimistic concurrency, status
+//! subresource rules, finalizers and deletionTimestamp, CRD registration.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use serde_json::{Value, json};
+use tokio::sync::{Notify, broadcast};
+
+use crate::backend::{Backend, BackendError, ObjKey};
+use crate::error::{ApiError, Cause};
+use crate::meta;
+use crate::registry::{GroupResource, Registry, ResourceDef, split_api_version};
+use crate::{crd, validate};
+
+/// Kind of a watch event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventType {
+    /// Object created.
+    Added,
+    /// Object changed.
+    Modified,
+    /// Object removed (the object is its last state, with the deletion's resourceVersion).
+    Deleted,
+}
+
+impl EventType {
+    /// Wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventType::Added => "ADDED",
+            EventType::Modified => "MODIFIED",
+            EventType::Deleted => "DELETED",
+        }
+    }
+}
+
+/// One committed change.
+#[derive(Debug, Clone)]
+pub struct WatchEvent {
+    /// resourceVersion of the change.
+    pub rv: u64,
+    /// What happened.
+    pub type_: EventType,
+    /// Object identity.
+    pub key: ObjKey,
+    /// New state (last state for `Deleted`).
+    pub object: Arc<Value>,
+    /// Previous state, so selector-filtered watches can turn "stopped matching" into DELETED.
+    pub old: Option<Arc<Value>>,
+}
+
+/// Which part of an object a write targets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Subresource {
+    /// The object itself (status ignored when the kind has a status subresource).
+    Main,
+    /// Only `.status`.
+    Status,
+}
+
+/// Options common to writes.
+#[derive(Debug, Clone, Default)]
+pub struct WriteOptions {
+    /// `dryRun=All`: validate and return the result without storing it.
+    pub dry_run: bool,
+    /// `fieldManager`.
+    pub field_manager: Option<String>,
+}
+
+/// How dependents are treated when an owner is deleted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Propagation {
+    /// Delete the owner now; the garbage collector deletes dependents afterwards.
+    #[default]
+    Background,
+    /// Keep the owner (with the `foregroundDeletion` finalizer) until blocking dependents are gone.
+    Foreground,
+    /// Remove the owner reference from dependents.
+    Orphan,
+}
+
+/// Options of a DELETE.
+#[derive(Debug, Clone, Default)]
+pub struct DeleteOptions {
+    /// `propagationPolicy`.
+    pub propagation: Option<Propagation>,
+    /// `preconditions.uid`.
+    pub uid: Option<String>,
+    /// `preconditions.resourceVersion`.
+    pub resource_version: Option<String>,
+    /// `dryRun=All`.
+    pub dry_run: bool,
+}
+
+type Objects = HashMap<GroupResource, BTreeMap<(String, String), Arc<Value>>>;
+
+struct State {
+    rv: u64,
+    objects: Objects,
+    history: VecDeque<Arc<WatchEvent>>,
+    /// Events at or below this resourceVersion are no longer in `history`.
+    compacted: u64,
+    next_ip: u32,
+}
+
+struct Inner {
+    registry: Registry,
+    state: Mutex<State>,
+    backend: Box<dyn Backend>,
+    tx: broadcast::Sender<Arc<WatchEvent>>,
+    history_cap: usize,
+    gc_wakeup: Notify,
+}
+
+/// Handle to the store; cheap to clone.
+#[derive(Clone)]
+pub struct Store {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").field("rv", &self.current_rv()).finish()
+    }
+}
+
+const GENERATE_CHARS: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+
+fn now() -> String {
+    meta::now_rfc3339()
+}
+
+impl Store {
+    /// Open a store over a backend, restoring its content and making sure the default namespaces exist.
+    pub fn open(registry: Registry, backend: Box<dyn Backend>, history_cap: usize) -> Result<Store, BackendError> {
+        let snapshot = backend.load()?;
+        let (tx, _) = broadcast::channel(history_cap.max(1024));
+        let mut objects: Objects = HashMap::new();
+        for (k, v) in snapshot.objects {
+            objects
+                .entry(k.gr.clone())
+                .or_default()
+                .insert((k.namespace, k.name), Arc::new(v));
+        }
+        let store = Store {
+            inner: Arc::new(Inner {
+                registry,
+                state: Mutex::new(State {
+                    rv: snapshot.resource_version,
+                    objects,
+                    history: VecDeque::new(),
+                    compacted: snapshot.resource_version,
+                    next_ip: 10,
+                }),
+                backend,
+                tx,
+                history_cap: history_cap.max(16),
+                gc_wakeup: Notify::new(),
+            }),
+        };
+        // Re-register CRDs restored from the backend.
+        let crds = store.list_gr(&GroupResource::new("apiextensions.k8s.io", "customresourcedefinitions"), None);
+        for c in crds {
+            store.inner.registry.set_crd(meta::name(&c), crd::defs_from_crd(&c));
+        }
+        for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
+            if store.get_gr(&GroupResource::new("", "namespaces"), "", ns).is_none() {
+                let def = store.inner.registry.by_kind("v1", "Namespace").ok_or_else(|| BackendError::Corrupt {
+                    path: Default::default(),
+                    line: 0,
+                    message: "namespace kind missing from registry".into(),
+                })?;
+                let r = store.create(
+                    &def,
+                    "",
+                    json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
+                    &WriteOptions::default(),
+                );
+                if let Err(e) = r {
+                    tracing::warn!("creating namespace {ns}: {e}");
+                }
+            }
+        }
+        Ok(store)
+    }
+
+    /// The type registry (built-ins plus CRDs).
+    pub fn registry(&self) -> &Registry {
+        &self.inner.registry
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.inner.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Latest committed resourceVersion.
+    pub fn current_rv(&self) -> u64 {
+        self.lock().rv
+    }
+
+    /// Resolve `apiVersion` + `kind` to a served type.
+    pub fn resolve(&self, api_version: &str, kind: &str) -> Result<Arc<ResourceDef>, ApiError> {
+        self.inner.registry.by_kind(api_version, kind).ok_or_else(|| {
+            ApiError::not_found(split_api_version(api_version).0, &kind.to_lowercase(), "")
+                .with_message(format!("no matches for kind \"{kind}\" in version \"{api_version}\""))
+        })
+    }
+
+    pub(crate) fn gc_wakeup(&self) -> &Notify {
+        &self.inner.gc_wakeup
+    }
+
+    pub(crate) fn get_gr(&self, gr: &GroupResource, ns: &str, name: &str) -> Option<Arc<Value>> {
+        self.lock()
+            .objects
+            .get(gr)
+            .and_then(|m| m.get(&(ns.to_string(), name.to_string())))
+            .cloned()
+    }
+
+    pub(crate) fn list_gr(&self, gr: &GroupResource, ns: Option<&str>) -> Vec<Arc<Value>> {
+        let st = self.lock();
+        list_locked(&st, gr, ns)
+    }
+
+    /// All objects of all types (for the garbage collector).
+    pub(crate) fn snapshot_all(&self) -> Vec<(ObjKey, Arc<Value>)> {
+        let st = self.lock();
+        let mut out = Vec::new();
+        for (gr, m) in &st.objects {
+            for ((ns, name), v) in m {
+                out.push((
+                    ObjKey {
+                        gr: gr.clone(),
+                        namespace: ns.clone(),
+                        name: name.clone(),
+                    },
+                    v.clone(),
+                ));
+            }
+        }
+        out
+    }
+
+    /// Get one object, presented in `def`'s version.
+    pub fn get(&self, def: &ResourceDef, ns: &str, name: &str) -> Result<Value, ApiError> {
+        let ns = if def.namespaced { ns } else { "" };
+        self.get_gr(&def.gr(), ns, name)
+            .map(|o| present(def, &o))
+            .ok_or_else(|| ApiError::not_found(&def.group, &def.plural, name))
+    }
+
+    /// List objects (all namespaces when `ns` is `None`), with the list's resourceVersion.
+    pub fn list(&self, def: &ResourceDef, ns: Option<&str>) -> (Vec<Value>, u64) {
+        let st = self.lock();
+        let ns = if def.namespaced { ns } else { None };
+        let items = list_locked(&st, &def.gr(), ns).iter().map(|o| present(def, o)).collect();
+        (items, st.rv)
+    }
+
+    /// Subscribe to changes after `from_rv` (0 = from now). Returns the replayed history and a receiver
+    /// for everything later, with no gap and no duplicate between the two.
+    pub fn subscribe(
+        &self,
+        from_rv: u64,
+    ) -> Result<(Vec<Arc<WatchEvent>>, broadcast::Receiver<Arc<WatchEvent>>), ApiError> {
+        let st = self.lock();
+        let rx = self.inner.tx.subscribe();
+        if from_rv == 0 || from_rv >= st.rv {
+            return Ok((Vec::new(), rx));
+        }
+        if from_rv < st.compacted {
+            return Err(ApiError::gone(format!(
+                "too old resource version: {from_rv} ({})",
+                st.compacted + 1
+            )));
+        }
+        let replay = st.history.iter().filter(|e| e.rv > from_rv).cloned().collect();
+        Ok((replay, rx))
+    }
+
+    /// Like [`Store::subscribe`] but also returns a consistent snapshot of current objects of one type,
+    /// for list-then-watch and `sendInitialEvents`.
+    pub fn snapshot_and_subscribe(
+        &self,
+        gr: &GroupResource,
+        ns: Option<&str>,
+    ) -> (Vec<Arc<Value>>, u64, broadcast::Receiver<Arc<WatchEvent>>) {
+        let st = self.lock();
+        let rx = self.inner.tx.subscribe();
+        (list_locked(&st, gr, ns), st.rv, rx)
+    }
+
+    // ----- writes -----
+
+    fn commit_put(
+        &self,
+        st: &mut State,
+        key: ObjKey,
+        mut obj: Value,
+        old: Option<Arc<Value>>,
+    ) -> Result<Arc<Value>, ApiError> {
+        let rv = st.rv + 1;
+        meta::meta_mut(&mut obj).insert("resourceVersion".into(), Value::String(rv.to_string()));
+        self.inner
+            .backend
+            .put(&key, &obj, rv)
+            .map_err(|e| ApiError::internal(e.to_string()))?;
+        st.rv = rv;
+        let obj = Arc::new(obj);
+        st.objects
+            .entry(key.gr.clone())
+            .or_default()
+            .insert((key.namespace.clone(), key.name.clone()), obj.clone());
+        let type_ = if old.is_some() { EventType::Modified } else { EventType::Added };
+        self.emit(st, WatchEvent {
+            rv,
+            type_,
+            key,
+            object: obj.clone(),
+            old,
+        });
+        Ok(obj)
+    }
+
+    fn commit_delete(&self, st: &mut State, key: &ObjKey) -> Result<Option<Arc<Value>>, ApiError> {
+        let Some(old) = st
+            .objects
+            .get(&key.gr)
+            .and_then(|m| m.get(&(key.namespace.clone(), key.name.clone())))
+            .cloned()
+        else {
+            return Ok(None);
+        };
+        let rv = st.rv + 1;
+        self.inner
+            .backend
+            .delete(key, rv)
+            .map_err(|e| ApiError::internal(e.to_string()))?;
+        st.rv = rv;
+        if let Some(m) = st.objects.get_mut(&key.gr) {
+            m.remove(&(key.namespace.clone(), key.name.clone()));
+        }
+        let mut last = (*old).clone();
+        meta::meta_mut(&mut last).insert("resourceVersion".into(), Value::String(rv.to_string()));
+        let last = Arc::new(last);
+        self.emit(st, WatchEvent {
+            rv,
+            type_: EventType::Deleted,
+            key: key.clone(),
+            object: last.clone(),
+            old: Some(old),
+        });
+        Ok(Some(last))
+    }
+
+    fn emit(&self, st: &mut State, ev: WatchEvent) {
+        let ev = Arc::new(ev);
+        if ev.type_ == EventType::Deleted
+            || meta::is_deleting(&ev.object)
+            || !meta::owner_refs(&ev.object).is_empty()
+        {
+            self.inner.gc_wakeup.notify_one();
+        }
+        st.history.push_back(ev.clone());
+        while st.history.len() > self.inner.history_cap {
+            if let Some(e) = st.history.pop_front() {
+                st.compacted = e.rv;
+            }
+        }
+        let _ = self.inner.tx.send(ev);
+    }
+
+    /// Create an object in namespace `ns` (ignored for cluster-scoped kinds).
+    pub fn create(&self, def: &ResourceDef, ns: &str, mut obj: Value, opts: &WriteOptions) -> Result<Value, ApiError> {
+        if !obj.is_object() {
+            return Err(ApiError::bad_request("the request body must be a JSON object"));
+        }
+        let ns = if def.namespaced {
+            let body_ns = meta::namespace(&obj);
+            if !body_ns.is_empty() && !ns.is_empty() && body_ns != ns {
+                return Err(ApiError::bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request",
+                ));
+            }
+            let ns = if ns.is_empty() { body_ns.to_string() } else { ns.to_string() };
+            if ns.is_empty() {
+                return Err(ApiError::bad_request("a namespace must be specified for a namespaced resource"));
+            }
+            ns
+        } else {
+            String::new()
+        };
+        obj["apiVersion"] = json!(def.api_version());
+        obj["kind"] = json!(def.kind);
+        let mut st = self.lock();
+        // Name, possibly generated.
+        let mut name = meta::name(&obj).to_string();
+        if name.is_empty() {
+            let prefix = meta::meta_str(&obj, "generateName").to_string();
+            if prefix.is_empty() {
+                return Err(ApiError::invalid(&def.group, &def.kind, "", vec![Cause::required(
+                    "metadata.name",
+                    "name or generateName is required",
+                )]));
+            }
+            loop {
+                let suffix: String = (0..5)
+                    .map(|_| GENERATE_CHARS[(uuid::Uuid::new_v4().as_u128() % GENERATE_CHARS.len() as u128) as usize] as char)
+                    .collect();
+                let candidate = format!("{prefix}{suffix}");
+                if !exists(&st, &def.gr(), &ns, &candidate) {
+                    name = candidate;
+                    break;
+                }
+            }
+        }
+        if def.namespaced {
+            match st
+                .objects
+                .get(&GroupResource::new("", "namespaces"))
+                .and_then(|m| m.get(&(String::new(), ns.clone())))
+            {
+                None => return Err(ApiError::not_found("", "namespaces", &ns)),
+                Some(n) if meta::is_deleting(n) => {
+                    return Err(ApiError::forbidden(format!(
+                        "{} \"{name}\" is forbidden: unable to create new content in namespace {ns} because it is being terminated",
+                        crate::error::qualified(&def.group, &def.plural)
+                    ))
+                    .with_reason("Forbidden"));
+                }
+                Some(_) => {}
+            }
+        }
+        if exists(&st, &def.gr(), &ns, &name) {
+            return Err(ApiError::already_exists(&def.group, &def.plural, &name));
+        }
+        {
+            let md = meta::meta_mut(&mut obj);
+            md.insert("name".into(), json!(name));
+            if def.namespaced {
+                md.insert("namespace".into(), json!(ns));
+            } else {
+                md.remove("namespace");
+            }
+            md.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
+            md.insert("creationTimestamp".into(), json!(now()));
+            md.remove("resourceVersion");
+            md.remove("deletionTimestamp");
+            md.remove("deletionGracePeriodSeconds");
+            if def.generation {
+                md.insert("generation".into(), json!(1));
+            } else {
+                md.remove("generation");
+            }
+        }
+        if def.status {
+            if let Some(m) = obj.as_object_mut() {
+                m.remove("status");
+            }
+        }
+        let ip = if def.group.is_empty() && def.plural == "services" {
+            Some(allocate_ip(&mut st))
+        } else {
+            None
+        };
+        validate::default_object(def, &mut obj, ip);
+        if let Some(c) = &def.custom {
+            crd::default_and_prune(c.schema.as_ref(), &mut obj);
+        }
+        let causes = validate::validate_create(def, &obj);
+        if !causes.is_empty() {
+            return Err(ApiError::invalid(&def.group, &def.kind, &name, causes));
+        }
+        let is_crd = def.group == "apiextensions.k8s.io" && def.plural == "customresourcedefinitions";
+        if is_crd {
+            crd::accept_crd(&self.inner.registry, &mut obj)?;
+        }
+        obj = crate::patch::record_update(None, &obj, opts.field_manager.as_deref(), def, None);
+        if opts.dry_run {
+            return Ok(present(def, &obj));
+        }
+        let key = ObjKey {
+            gr: def.gr(),
+            namespace: ns,
+            name,
+        };
+        let stored = self.commit_put(&mut st, key, obj, None)?;
+        drop(st);
+        if is_crd {
+            self.inner.registry.set_crd(meta::name(&stored), crd::defs_from_crd(&stored));
+        }
+        Ok(present(def, &stored))
+    }
+
+    /// Replace an object (PUT). `obj.metadata.resourceVersion`, when set, must match.
+    pub fn update(
+        &self,
+        def: &ResourceDef,
+        ns: &str,
+        name: &str,
+        obj: Value,
+        sub: Subresource,
+        opts: &WriteOptions,
+    ) -> Result<Value, ApiError> {
+        if !obj.is_object() {
+            return Err(ApiError::bad_request("the request body must be a JSON object"));
+        }
+        let body_name = meta::name(&obj);
+        if !body_name.is_empty() && body_name != name {
+            return Err(ApiError::bad_request(format!(
+                "the name of the object ({body_name}) does not match the name on the URL ({name})"
+            )));
+        }
+        let rv = meta::meta_str(&obj, "resourceVersion").to_string();
+        self.modify(def, ns, name, sub, opts, |cur| {
+            let Some(cur) = cur else {
+                return Err(ApiError::not_found(&def.group, &def.plural, name));
+            };
+            if rv.is_empty() {
+                if def.custom.is_some() {
+                    return Err(ApiError::invalid(&def.group, &def.kind, name, vec![Cause::invalid(
+                        "metadata.resourceVersion",
+                        &json!(0),
+                        "must be specified for an update",
+                    )]));
+                }
+            } else if rv != meta::meta_str(cur, "resourceVersion") {
+                return Err(ApiError::stale(&def.group, &def.plural, name));
+            }
+            Ok(obj)
+        })
+        .map(|(v, _)| v)
+    }
+
+    /// Read-modify-write under the store lock: `f` gets the current object (None if absent) and returns
+    /// the desired object. Returning a value for an absent object creates it (server-side apply).
+    /// Returns the stored object and whether it was created.
+    pub fn modify<F>(
+        &self,
+        def: &ResourceDef,
+        ns: &str,
+        name: &str,
+        sub: Subresource,
+        opts: &WriteOptions,
+        f: F,
+    ) -> Result<(Value, bool), ApiError>
+    where
+        F: FnOnce(Option<&Value>) -> Result<Value, ApiError>,
+    {
+        let ns = if def.namespaced { ns.to_string() } else { String::new() };
+        let current = self.get_gr(&def.gr(), &ns, name);
+        let Some(current) = current else {
+            let desired = f(None)?;
+            return self.create(def, &ns, desired, opts).map(|v| (v, true));
+        };
+        let mut st = self.lock();
+        // Re-read under the lock; if it changed between the two reads, the closure saw a stale object.
+        let cur = match st
+            .objects
+            .get(&def.gr())
+            .and_then(|m| m.get(&(ns.clone(), name.to_string())))
+            .cloned()
+        {
+            Some(c) if Arc::ptr_eq(&c, &current) => c,
+            _ => {
+                drop(st);
+                return self.modify(def, &ns, name, sub, opts, f);
+            }
+        };
+        let cur_presented = present(def, &cur);
+        let mut new = f(Some(&cur_presented))?;
+        if !new.is_object() {
+            return Err(ApiError::bad_request("the resulting object must be a JSON object"));
+        }
+        new["apiVersion"] = json!(def.api_version());
+        new["kind"] = json!(def.kind);
+        let old = &*cur;
+        match sub {
+            Subresource::Main => {
+                if def.status {
+                    restore_field(&mut new, old, "status");
+                }
+            }
+            Subresource::Status => {
+                let status = new.get("status").cloned();
+                let mut n = old.clone();
+                match status {
+                    Some(s) => n["status"] = s,
+                    None => {
+                        if let Some(m) = n.as_object_mut() {
+                            m.remove("status");
+                        }
+                    }
+                }
+                // managedFields written through /status are still recorded.
+                if let Some(mf) = new.pointer("/metadata/managedFields").cloned() {
+                    meta::meta_mut(&mut n).insert("managedFields".into(), mf);
+                }
+                new = n;
+            }
+        }
+        {
+            let old_md = old.get("metadata").cloned().unwrap_or(json!({}));
+            let md = meta::meta_mut(&mut new);
+            md.insert("name".into(), json!(name));
+            if def.namespaced {
+                md.insert("namespace".into(), json!(ns));
+            } else {
+                md.remove("namespace");
+            }
+            for k in [
+                "uid",
+                "creationTimestamp",
+                "deletionTimestamp",
+                "deletionGracePeriodSeconds",
+                "generation",
+            ] {
+                match old_md.get(k) {
+                    Some(v) => {
+                        md.insert(k.into(), v.clone());
+                    }
+                    None => {
+                        md.remove(k);
+                    }
+                }
+            }
+            md.insert(
+                "resourceVersion".into(),
+                old_md.get("resourceVersion").cloned().unwrap_or(Value::Null),
+            );
+        }
+        if let Some(c) = &def.custom {
+            crd::default_and_prune(c.schema.as_ref(), &mut new);
+        }
+        validate::default_update(def, old, &mut new);
+        // Finalizers cannot be added once deletion started.
+        if meta::is_deleting(old) {
+            let before = meta::finalizers(old);
+            let added: Vec<String> = meta::finalizers(&new).into_iter().filter(|f| !before.contains(f)).collect();
+            if !added.is_empty() {
+                return Err(ApiError::invalid(&def.group, &def.kind, name, vec![Cause::forbidden(
+                    "metadata.finalizers",
+                    &format!(
+                        "no new finalizers can be added if the object is being deleted, found new finalizers []string{{{}}}",
+                        added.iter().map(|a| format!("{a:?}")).collect::<Vec<_>>().join(", ")
+                    ),
+                )]));
+            }
+        }
+        let causes = validate::validate_update(def, old, &new);
+        if !causes.is_empty() {
+            return Err(ApiError::invalid(&def.group, &def.kind, name, causes));
+        }
+        if def.generation && meta::spec_part(&new) != meta::spec_part(old) {
+            let g = old.pointer("/metadata/generation").and_then(|v| v.as_i64()).unwrap_or(0);
+            meta::meta_mut(&mut new).insert("generation".into(), json!(g + 1));
+        }
+        let subname = match sub {
+            Subresource::Main => None,
+            Subresource::Status => Some("status"),
+        };
+        if &new != old {
+            new = crate::patch::record_update(Some(old), &new, opts.field_manager.as_deref(), def, subname);
+        }
+        let is_crd = def.group == "apiextensions.k8s.io" && def.plural == "customresourcedefinitions";
+        if is_crd {
+            crd::accept_crd(&self.inner.registry, &mut new)?;
+        }
+        if &new == old {
+            // A no-op write does not bump the resourceVersion (kubectl apply relies on this).
+            return Ok((present(def, old), false));
+        }
+        if opts.dry_run {
+            return Ok((present(def, &new), false));
+        }
+        let key = ObjKey {
+            gr: def.gr(),
+            namespace: ns.clone(),
+            name: name.to_string(),
+        };
+        let stored = if meta::is_deleting(&new) && meta::finalizers(&new).is_empty() {
+            // Last finalizer removed: the object goes away now.
+            self.commit_delete(&mut st, &key)?
+                .unwrap_or_else(|| Arc::new(new.clone()))
+        } else {
+            self.commit_put(&mut st, key, new, Some(cur.clone()))?
+        };
+        drop(st);
+        if is_crd {
+            self.inner.registry.set_crd(name, crd::defs_from_crd(&stored));
+        }
+        Ok((present(def, &stored), false))
+    }
+
+    /// Delete an object. Returns the object: gone, or (with finalizers) marked with deletionTimestamp.
+    pub fn delete(&self, def: &ResourceDef, ns: &str, name: &str, opts: &DeleteOptions) -> Result<Value, ApiError> {
+        let ns = if def.namespaced { ns.to_string() } else { String::new() };
+        let mut st = self.lock();
+        let key = ObjKey {
+            gr: def.gr(),
+            namespace: ns.clone(),
+            name: name.to_string(),
+        };
+        let Some(cur) = st
+            .objects
+            .get(&key.gr)
+            .and_then(|m| m.get(&(ns.clone(), name.to_string())))
+            .cloned()
+        else {
+            return Err(ApiError::not_found(&def.group, &def.plural, name));
+        };
+        if let Some(uid) = &opts.uid {
+            if uid != meta::uid(&cur) {
+                return Err(ApiError::conflict(
+                    &def.group,
+                    &def.plural,
+                    name,
+                    &format!(
+                        "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                        meta::uid(&cur)
+                    ),
+                ));
+            }
+        }
+        if let Some(rv) = &opts.resource_version {
+            if rv != meta::meta_str(&cur, "resourceVersion") {
+                return Err(ApiError::conflict(
+                    &def.group,
+                    &def.plural,
+                    name,
+                    &format!(
+                        "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
+                        meta::meta_str(&cur, "resourceVersion")
+                    ),
+                ));
+            }
+        }
+        let mut obj = (*cur).clone();
+        let is_ns = def.group.is_empty() && def.plural == "namespaces";
+        let mut fins = meta::finalizers(&obj);
+        match opts.propagation {
+            Some(Propagation::Foreground) if !fins.iter().any(|f| f == "foregroundDeletion") => {
+                fins.push("foregroundDeletion".into())
+            }
+            Some(Propagation::Orphan) if !fins.iter().any(|f| f == "orphan") => fins.push("orphan".into()),
+            _ => {}
+        }
+        if is_ns {
+            if let Some(m) = obj.as_object_mut() {
+                m.insert("spec".into(), json!({"finalizers": ["kubernetes"]}));
+                m.insert("status".into(), json!({"phase": "Terminating"}));
+            }
+        }
+        if fins.is_empty() && !is_ns {
+            if opts.dry_run {
+                return Ok(present(def, &obj));
+            }
+            let last = self.commit_delete(&mut st, &key)?.unwrap_or(cur);
+            drop(st);
+            if def.group == "apiextensions.k8s.io" && def.plural == "customresourcedefinitions" {
+                self.remove_crd(&last);
+            }
+            return Ok(present(def, &last));
+        }
+        meta::set_finalizers(&mut obj, &fins);
+        if !meta::is_deleting(&obj) {
+            let md = meta::meta_mut(&mut obj);
+            md.insert("deletionTimestamp".into(), json!(now()));
+            md.insert("deletionGracePeriodSeconds".into(), json!(0));
+            if def.generation {
+                let g = md.get("generation").and_then(|v| v.as_i64()).unwrap_or(0);
+                md.insert("generation".into(), json!(g + 1));
+            }
+        }
+        if opts.dry_run || obj == *cur {
+            return Ok(present(def, &obj));
+        }
+        let stored = self.commit_put(&mut st, key, obj, Some(cur))?;
+        Ok(present(def, &stored))
+    }
+
+    /// Remove an object outright, bypassing finalizers (used by the garbage collector once they are done).
+    pub(crate) fn force_remove(&self, key: &ObjKey) -> Result<Option<Arc<Value>>, ApiError> {
+        let mut st = self.lock();
+        self.commit_delete(&mut st, key)
+    }
+
+    /// Replace an object without any semantics except the resourceVersion (garbage collector bookkeeping).
+    pub(crate) fn raw_update(&self, key: &ObjKey, f: impl FnOnce(&mut Value)) -> Result<(), ApiError> {
+        let mut st = self.lock();
+        let Some(cur) = st
+            .objects
+            .get(&key.gr)
+            .and_then(|m| m.get(&(key.namespace.clone(), key.name.clone())))
+            .cloned()
+        else {
+            return Ok(());
+        };
+        let mut new = (*cur).clone();
+        f(&mut new);
+        if new == *cur {
+            return Ok(());
+        }
+        if meta::is_deleting(&new) && meta::finalizers(&new).is_empty() {
+            self.commit_delete(&mut st, key)?;
+        } else {
+            self.commit_put(&mut st, key.clone(), new, Some(cur))?;
+        }
+        Ok(())
+    }
+
+    fn remove_crd(&self, crd_obj: &Value) {
+        let name = meta::name(crd_obj);
+        let group = crd_obj.pointer("/spec/group").and_then(|v| v.as_str()).unwrap_or("");
+        let plural = crd_obj.pointer("/spec/names/plural").and_then(|v| v.as_str()).unwrap_or("");
+        let gr = GroupResource::new(group, plural);
+        let keys: Vec<ObjKey> = {
+            let st = self.lock();
+            st.objects
+                .get(&gr)
+                .map(|m| {
+                    m.keys()
+                        .map(|(ns, n)| ObjKey {
+                            gr: gr.clone(),
+                            namespace: ns.clone(),
+                            name: n.clone(),
+                        })
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        for k in keys {
+            if let Err(e) = self.force_remove(&k) {
+                tracing::warn!("removing {k:?} of deleted CRD {name}: {e}");
+            }
+        }
+        self.inner.registry.set_crd(name, Vec::new());
+    }
+
+    // ----- convenience API for in-process users -----
+
+    /// Get by `apiVersion`/`kind`; `Ok(None)` when absent.
+    pub fn get_obj(&self, api_version: &str, kind: &str, ns: &str, name: &str) -> Result<Option<Value>, ApiError> {
+        let def = self.resolve(api_version, kind)?;
+        match self.get(&def, ns, name) {
+            Ok(v) => Ok(Some(v)),
+            Err(e) if e.code == 404 => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// List by `apiVersion`/`kind` in one namespace (or all when `None`).
+    pub fn list_objs(&self, api_version: &str, kind: &str, ns: Option<&str>) -> Result<Vec<Value>, ApiError> {
+        let def = self.resolve(api_version, kind)?;
+        Ok(self.list(&def, ns).0)
+    }
+
+    /// Create an object whose `apiVersion`, `kind` and `metadata.namespace` say where it goes.
+    pub fn create_obj(&self, obj: Value) -> Result<Value, ApiError> {
+        let def = self.def_of(&obj)?;
+        let ns = meta::namespace(&obj).to_string();
+        self.create(&def, &ns, obj, &WriteOptions::default())
+    }
+
+    /// Replace an object (main resource); honours `metadata.resourceVersion` when set.
+    pub fn update_obj(&self, obj: Value) -> Result<Value, ApiError> {
+        let def = self.def_of(&obj)?;
+        let (ns, name) = (meta::namespace(&obj).to_string(), meta::name(&obj).to_string());
+        self.update(&def, &ns, &name, obj, Subresource::Main, &WriteOptions::default())
+    }
+
+    /// Replace only `.status` (what a kubelet or controller does).
+    pub fn update_status_obj(&self, obj: Value) -> Result<Value, ApiError> {
+        let def = self.def_of(&obj)?;
+        let (ns, name) = (meta::namespace(&obj).to_string(), meta::name(&obj).to_string());
+        let sub = if def.status { Subresource::Status } else { Subresource::Main };
+        self.update(&def, &ns, &name, obj, sub, &WriteOptions::default())
+    }
+
+    /// Delete by `apiVersion`/`kind` with background propagation.
+    pub fn delete_obj(&self, api_version: &str, kind: &str, ns: &str, name: &str) -> Result<Value, ApiError> {
+        let def = self.resolve(api_version, kind)?;
+        self.delete(&def, ns, name, &DeleteOptions::default())
+    }
+
+    fn def_of(&self, obj: &Value) -> Result<Arc<ResourceDef>, ApiError> {
+        let av = obj.get("apiVersion").and_then(|v| v.as_str()).unwrap_or("");
+        let kind = obj.get("kind").and_then(|v| v.as_str()).unwrap_or("");
+        if av.is_empty() || kind.is_empty() {
+            return Err(ApiError::bad_request("object has no apiVersion or kind"));
+        }
+        self.resolve(av, kind)
+    }
+}
+
+fn exists(st: &State, gr: &GroupResource, ns: &str, name: &str) -> bool {
+    st.objects
+        .get(gr)
+        .is_some_and(|m| m.contains_key(&(ns.to_string(), name.to_string())))
+}
+
+fn list_locked(st: &State, gr: &GroupResource, ns: Option<&str>) -> Vec<Arc<Value>> {
+    let Some(m) = st.objects.get(gr) else {
+        return Vec::new();
+    };
+    match ns {
+        None => m.values().cloned().collect(),
+        Some(ns) => m
+            .range((ns.to_string(), String::new())..)
+            .take_while(|((n, _), _)| n == ns)
+            .map(|(_, v)| v.clone())
+            .collect(),
+    }
+}
+
+fn restore_field(new: &mut Value, old: &Value, field: &str) {
+    if let Some(m) = new.as_object_mut() {
+        match old.get(field) {
+            Some(v) => {
+                m.insert(field.into(), v.clone());
+            }
+            None => {
+                m.remove(field);
+            }
+        }
+    }
+}
+
+fn allocate_ip(st: &mut State) -> String {
+    let used: std::collections::HashSet<String> = st
+        .objects
+        .get(&GroupResource::new("", "services"))
+        .map(|m| {
+            m.values()
+                .filter_map(|s| s.pointer("/spec/clusterIP").and_then(|v| v.as_str()).map(String::from))
+                .collect()
+        })
+        .unwrap_or_default();
+    loop {
+        let n = st.next_ip;
+        st.next_ip = if n >= 65_000 { 10 } else { n + 1 };
+        let ip = format!("10.96.{}.{}", n / 256, n % 256);
+        if n % 256 != 0 && n % 256 != 255 && !used.contains(&ip) {
+            return ip;
+        }
+    }
+}
+
+/// The object as served in `def`'s version (CRDs without conversion webhooks only rewrite apiVersion).
+pub fn present(def: &ResourceDef, obj: &Value) -> Value {
+    let mut o = obj.clone();
+    if let Some(m) = o.as_object_mut() {
+        m.insert("apiVersion".into(), json!(def.api_version()));
+        m.insert("kind".into(), json!(def.kind));
+    }
+    o
+}
+
+impl ApiError {
+    /// Replace the message (keeping code/reason/details).
+    pub fn with_message(mut self, message: String) -> Self {
+        self.message = message;
+        self
+    }
+    /// Replace the reason.
+    pub fn with_reason(mut self, reason: &str) -> Self {
+        self.reason = reason.into();
+        self
+    }
+}

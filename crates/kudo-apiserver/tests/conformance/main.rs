@@ -1,0 +1,7 @@
+//! Conformance tests: the real kubectl and kube-rs against the embedded API server.
+
+mod util;
+
+mod kubectl;
+mod kuberust;
+mod store;

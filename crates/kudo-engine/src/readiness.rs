@@ -1,0 +1,212 @@
+//! The Instance's `Ready` condition (KUDO KEP-34).
+//!
+//! While a plan runs, readiness follows the plan ([`plan_condition`]); when no plan is scheduled
+//! the controller lists the instance's Deployments, StatefulSets, ReplicaSets, DaemonSets and Pods
+//! (labels `kudo.dev/instance=<name>,heritage=kudo`) and [`ready_condition`] judges them with
+//! [`crate::health()`].
+//!
+//! Difference from KUDO: Pods in phase `Succeeded` (finished Job pods) are ignored; KUDO counted
+//! them as not ready, so operators that leave completed Job pods around never became Ready.
+
+use kudo_api::{Condition, ExecutionStatus};
+use serde_json::Value;
+
+use crate::health::{Health, health};
+use crate::time::Timestamp;
+
+pub const READY: &str = "Ready";
+pub const RESOURCES_READY: &str = "ResourcesReady";
+pub const RESOURCE_NOT_READY: &str = "ResourceNotReady";
+pub const PLAN_IN_PROGRESS: &str = "PlanInProgress";
+pub const PLAN_IN_FATAL_ERROR: &str = "PlanInFatalError";
+
+fn cond(status: &str, reason: &str, message: String, now: Timestamp) -> Condition {
+    Condition {
+        type_: READY.into(),
+        status: status.into(),
+        observed_generation: None,
+        last_transition_time: now.to_string(),
+        reason: reason.into(),
+        message,
+    }
+}
+
+/// Ready condition of an idle instance from its live objects: True/ResourcesReady when every
+/// object is healthy, otherwise False/ResourceNotReady with the messages of the unhealthy objects
+/// joined by `", "` (KUDO's format).
+pub fn ready_condition(objects: &[Value], now: Timestamp) -> Condition {
+    let mut messages = Vec::new();
+    for obj in objects {
+        let is_pod = obj.get("kind").and_then(Value::as_str) == Some("Pod")
+            && obj.get("apiVersion").and_then(Value::as_str) == Some("v1");
+        if is_pod && obj.pointer("/status/phase").and_then(Value::as_str) == Some("Succeeded") {
+            continue;
+        }
+        match health(obj) {
+            Health::Healthy => {}
+            Health::Progressing(m) | Health::Failed(m) => messages.push(m),
+        }
+    }
+    if messages.is_empty() {
+        cond("True", RESOURCES_READY, String::new(), now)
+    } else {
+        cond("False", RESOURCE_NOT_READY, messages.join(", "), now)
+    }
+}
+
+/// Ready condition while a plan is scheduled, or `None` when KUDO leaves the condition alone:
+/// deploy/update/upgrade in progress → Unknown/PlanInProgress (other plans, e.g. backup, do not
+/// make a running instance unready); any plan in FATAL_ERROR → Unknown/PlanInFatalError; a plan
+/// COMPLETE → True/ResourcesReady. CANCELLED (ours) → Unknown/PlanInFatalError for the plans that
+/// mark progress, since the resources are in an unknown intermediate state.
+pub fn plan_condition(plan: &str, status: ExecutionStatus, now: Timestamp) -> Option<Condition> {
+    let lifecycle = matches!(plan, "deploy" | "update" | "upgrade");
+    match status {
+        ExecutionStatus::Complete => Some(cond("True", RESOURCES_READY, String::new(), now)),
+        ExecutionStatus::FatalError => Some(cond(
+            "Unknown",
+            PLAN_IN_FATAL_ERROR,
+            format!("Plan {plan} failed with a fatal error"),
+            now,
+        )),
+        ExecutionStatus::Cancelled if lifecycle => Some(cond(
+            "Unknown",
+            PLAN_IN_FATAL_ERROR,
+            format!("Plan {plan} was cancelled"),
+            now,
+        )),
+        ExecutionStatus::NeverRun
+        | ExecutionStatus::Pending
+        | ExecutionStatus::InProgress
+        | ExecutionStatus::Error
+            if lifecycle =>
+        {
+            Some(cond(
+                "Unknown",
+                PLAN_IN_PROGRESS,
+                format!("Plan {plan} is running"),
+                now,
+            ))
+        }
+        _ => None,
+    }
+}
+
+/// Inserts or updates a condition by type (Kubernetes `meta.SetStatusCondition` semantics):
+/// `lastTransitionTime` only moves when the status value changes. Returns whether anything
+/// changed, so the caller can skip a status write (KUDO writes only on change).
+pub fn set_condition(conditions: &mut Vec<Condition>, new: Condition) -> bool {
+    match conditions.iter_mut().find(|c| c.type_ == new.type_) {
+        None => {
+            conditions.push(new);
+            true
+        }
+        Some(existing) => {
+            let mut changed = false;
+            if existing.status != new.status {
+                existing.status = new.status;
+                existing.last_transition_time = new.last_transition_time;
+                changed = true;
+            }
+            if existing.reason != new.reason {
+                existing.reason = new.reason;
+                changed = true;
+            }
+            if existing.message != new.message {
+                existing.message = new.message;
+                changed = true;
+            }
+            if existing.observed_generation != new.observed_generation {
+                existing.observed_generation = new.observed_generation;
+                changed = true;
+            }
+            changed
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn now() -> Timestamp {
+        Timestamp::parse("2024-05-01T10:00:00Z").unwrap()
+    }
+
+    fn deploy(name: &str, available: i64) -> Value {
+        json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "generation": 1},
+            "spec": {"replicas": 2}, "status": {"observedGeneration": 1, "replicas": 2, "updatedReplicas": 2, "availableReplicas": available}})
+    }
+
+    #[test]
+    fn all_healthy_is_ready() {
+        let c = ready_condition(&[deploy("a", 2), deploy("b", 2)], now());
+        assert_eq!(c.type_, "Ready");
+        assert_eq!(c.status, "True");
+        assert_eq!(c.reason, "ResourcesReady");
+        assert_eq!(c.message, "");
+        assert_eq!(c.last_transition_time, "2024-05-01T10:00:00Z");
+        let empty = ready_condition(&[], now());
+        assert_eq!(empty.status, "True");
+    }
+
+    #[test]
+    fn unhealthy_messages_are_concatenated() {
+        let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ns"}, "status": {"phase": "Pending"}});
+        let c = ready_condition(&[deploy("a", 1), deploy("ok", 2), pod], now());
+        assert_eq!(c.status, "False");
+        assert_eq!(c.reason, "ResourceNotReady");
+        assert_eq!(
+            c.message,
+            "deployment \"a\" is not healthy: Waiting for deployment \"a\" rollout to finish: 1 of 2 updated replicas are available..., pod ns/p is not running yet: Pending"
+        );
+    }
+
+    #[test]
+    fn completed_job_pods_do_not_count() {
+        let done = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "job-x", "namespace": "ns"}, "status": {"phase": "Succeeded"}});
+        assert_eq!(ready_condition(&[done], now()).status, "True");
+    }
+
+    #[test]
+    fn plan_conditions() {
+        let c = plan_condition("deploy", ExecutionStatus::InProgress, now()).unwrap();
+        assert_eq!(
+            (c.status.as_str(), c.reason.as_str()),
+            ("Unknown", "PlanInProgress")
+        );
+        assert!(plan_condition("backup", ExecutionStatus::InProgress, now()).is_none());
+        let c = plan_condition("backup", ExecutionStatus::FatalError, now()).unwrap();
+        assert_eq!(
+            (c.status.as_str(), c.reason.as_str()),
+            ("Unknown", "PlanInFatalError")
+        );
+        let c = plan_condition("update", ExecutionStatus::Complete, now()).unwrap();
+        assert_eq!((c.status.as_str(), c.reason.as_str()), ("True", "ResourcesReady"));
+        assert!(plan_condition("upgrade", ExecutionStatus::Cancelled, now()).is_some());
+    }
+
+    #[test]
+    fn set_condition_keeps_transition_time_when_status_unchanged() {
+        let mut conds = Vec::new();
+        assert!(set_condition(&mut conds, ready_condition(&[], now())));
+        let later = Timestamp::parse("2024-05-01T11:00:00Z").unwrap();
+        assert!(!set_condition(&mut conds, ready_condition(&[], later)));
+        assert_eq!(conds[0].last_transition_time, "2024-05-01T10:00:00Z");
+        assert!(set_condition(
+            &mut conds,
+            ready_condition(&[deploy("a", 0)], later)
+        ));
+        assert_eq!(conds.len(), 1);
+        assert_eq!(conds[0].status, "False");
+        assert_eq!(conds[0].last_transition_time, "2024-05-01T11:00:00Z");
+        // reason/message changes without a status change keep the time
+        let even_later = Timestamp::parse("2024-05-01T12:00:00Z").unwrap();
+        assert!(set_condition(
+            &mut conds,
+            ready_condition(&[deploy("b", 0)], even_later)
+        ));
+        assert_eq!(conds[0].last_transition_time, "2024-05-01T11:00:00Z");
+    }
+}

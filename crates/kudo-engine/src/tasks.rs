@@ -1,0 +1,192 @@
+//! Pure task-level rules the controller needs around executing a task: build-time validation
+//! (KUDO's `task.Build`), the parameter values tasks and templates see, and Toggle's choice
+//! between Apply and Delete.
+
+use std::collections::BTreeMap;
+
+use kudo_api::{Parameter, Task};
+
+/// The task kinds KUDO knows (case-sensitive).
+pub const TASK_KINDS: [&str; 6] = ["Apply", "Delete", "Toggle", "Pipe", "Dummy", "KudoOperator"];
+
+/// Build-time validation of a task (KUDO's `task.Build`): a task failing it makes the plan FATAL
+/// before anything is applied, instead of misbehaving at runtime.
+pub fn validate_task(task: &Task) -> Result<(), String> {
+    let s = &task.spec;
+    match task.kind.as_str() {
+        "Apply" | "Delete" => {
+            if s.resources.is_empty() {
+                return Err(format!(
+                    "task validation error: {} task has an empty resource list, use a Dummy task instead",
+                    task.kind
+                ));
+            }
+        }
+        "Toggle" => {
+            if s.resources.is_empty() {
+                return Err("task validation error: Toggle task has an empty resource list".into());
+            }
+            if s.parameter.is_empty() {
+                return Err("task validation error: Toggle task has no parameter".into());
+            }
+        }
+        "Pipe" => {
+            if s.pod.is_empty() {
+                return Err("task validation error: Pipe task has no pod template".into());
+            }
+            if s.pipe.is_empty() {
+                return Err("task validation error: Pipe task has no pipe entries".into());
+            }
+            for p in &s.pipe {
+                if p.file.is_empty() == p.env_file.is_empty() {
+                    return Err(format!(
+                        "task validation error: pipe entry {:?} must set exactly one of file or envFile",
+                        p.key
+                    ));
+                }
+                if p.kind != "Secret" && p.kind != "ConfigMap" {
+                    return Err(format!(
+                        "task validation error: pipe entry {:?} has kind {:?}, expected Secret or ConfigMap",
+                        p.key, p.kind
+                    ));
+                }
+                if p.key.is_empty()
+                    || !p
+                        .key
+                        .bytes()
+                        .all(|c| c.is_ascii_alphanumeric() || c == b'_' || c == b'-')
+                {
+                    return Err(format!(
+                        "task validation error: pipe key {:?} must match ^[a-zA-Z0-9_\\-]+$",
+                        p.key
+                    ));
+                }
+            }
+        }
+        "Dummy" => {}
+        "KudoOperator" => {
+            if s.package.is_empty() {
+                return Err("task validation error: KudoOperator task has no package".into());
+            }
+            if s.operator_version.is_empty() {
+                return Err("task validation error: KudoOperator task has no operatorVersion".into());
+            }
+        }
+        other => return Err(format!("unknown task kind {other}")),
+    }
+    Ok(())
+}
+
+/// The values a run sees for the OV's parameters (KUDO's `ParamsMap` before type conversion):
+/// for every parameter *declared in the OperatorVersion*, the instance value if the key exists,
+/// else the default, else the empty string. Instance values of undeclared names are ignored.
+pub fn effective_parameters(
+    defs: &[Parameter],
+    instance: &BTreeMap<String, String>,
+) -> BTreeMap<String, String> {
+    defs.iter()
+        .map(|p| {
+            let v = instance
+                .get(&p.name)
+                .or(p.default.as_ref())
+                .cloned()
+                .unwrap_or_default();
+            (p.name.clone(), v)
+        })
+        .collect()
+}
+
+/// What a Toggle task does in this run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToggleAction {
+    /// The parameter is true: behave exactly like an Apply task over the same resources.
+    Apply,
+    /// The parameter is false: behave exactly like a Delete task over the same resources.
+    Delete,
+}
+
+/// Resolves a Toggle task against the effective parameters (see [`effective_parameters`]). The
+/// value must be one of Go's `strconv.ParseBool` spellings; a missing or unparseable value is a
+/// fatal task error (KUDO's `ToggleTaskError`).
+pub fn toggle_action(task: &Task, params: &BTreeMap<String, String>) -> Result<ToggleAction, String> {
+    let name = &task.spec.parameter;
+    let Some(value) = params.get(name) else {
+        return Err(format!(
+            "toggle task {}: parameter {name:?} is not declared in the OperatorVersion",
+            task.name
+        ));
+    };
+    match crate::triggers::parse_go_bool(value) {
+        Some(true) => Ok(ToggleAction::Apply),
+        Some(false) => Ok(ToggleAction::Delete),
+        None => Err(format!(
+            "toggle task {}: value {value:?} of parameter {name:?} is not a boolean",
+            task.name
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kudo_api::TaskSpec;
+
+    #[test]
+    fn effective_parameters_use_value_then_default_then_empty() {
+        let defs = vec![
+            Parameter {
+                name: "A".into(),
+                default: Some("da".into()),
+                ..Default::default()
+            },
+            Parameter {
+                name: "B".into(),
+                default: Some("db".into()),
+                ..Default::default()
+            },
+            Parameter {
+                name: "C".into(),
+                ..Default::default()
+            },
+        ];
+        let inst = BTreeMap::from([
+            ("A".to_string(), "va".to_string()),
+            ("X".to_string(), "ignored".to_string()),
+        ]);
+        let got = effective_parameters(&defs, &inst);
+        let want = BTreeMap::from([
+            ("A".to_string(), "va".to_string()),
+            ("B".to_string(), "db".to_string()),
+            ("C".to_string(), String::new()),
+        ]);
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn toggle_follows_go_parse_bool() {
+        let task = Task {
+            name: "feature".into(),
+            kind: "Toggle".into(),
+            spec: TaskSpec {
+                parameter: "ON".into(),
+                ..Default::default()
+            },
+        };
+        let p = |v: &str| BTreeMap::from([("ON".to_string(), v.to_string())]);
+        assert_eq!(toggle_action(&task, &p("true")), Ok(ToggleAction::Apply));
+        assert_eq!(toggle_action(&task, &p("T")), Ok(ToggleAction::Apply));
+        assert_eq!(toggle_action(&task, &p("1")), Ok(ToggleAction::Apply));
+        assert_eq!(toggle_action(&task, &p("False")), Ok(ToggleAction::Delete));
+        assert_eq!(toggle_action(&task, &p("0")), Ok(ToggleAction::Delete));
+        assert_eq!(
+            toggle_action(&task, &p("yes")),
+            Err("toggle task feature: value \"yes\" of parameter \"ON\" is not a boolean".into())
+        );
+        assert!(toggle_action(&task, &p("")).is_err());
+        assert!(
+            toggle_action(&task, &BTreeMap::new())
+                .unwrap_err()
+                .contains("not declared")
+        );
+    }
+}

@@ -1,0 +1,583 @@
+//! Which plan a change of an Instance schedules — KUDO's admission-webhook rules
+//! (`instance_admission.go`) as a pure function.
+//!
+//! KUDO ran these rules in a mutating webhook, so a change it disliked was rejected before it was
+//! stored. kudo-rs has no webhook: the controller compares the Instance it sees with the last spec
+//! it admitted and calls [`decide`]. A change KUDO would have denied is therefore already stored;
+//! the controller reports the [`Decision::Deny`] message (event/condition) and does not execute it.
+//!
+//! Rules (in KUDO's order):
+//! * Create: the OV needs a `deploy` plan; defaults of immutable parameters are written into the
+//!   spec; all values are validated; `deploy` is scheduled; the cleanup finalizer is added when the
+//!   OV has a `cleanup` plan.
+//! * Update: a scheduled plan must exist; changed/added values must be declared parameters (only
+//!   those declared in the *old* OV count as changes, #1780); immutability (see
+//!   [`decide`]); values are validated; the changed parameters' `trigger`s select one plan.
+//! * While deleting only `cleanup` may be scheduled (by the controller), nothing else changes.
+//! * Otherwise the decision table of kudo-behaviour.md §4.3 (deny cases first).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use kudo_api::{CLEANUP_FINALIZER, ExecutionStatus, Instance, OperatorVersion, Parameter, PlanExecution};
+
+/// Plan names with a special meaning.
+pub const DEPLOY: &str = "deploy";
+pub const UPDATE: &str = "update";
+pub const UPGRADE: &str = "upgrade";
+pub const CLEANUP: &str = "cleanup";
+
+/// Why a plan is scheduled (for events/logs).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ScheduleReason {
+    /// The Instance was created.
+    Install,
+    /// `spec.operatorVersion` changed.
+    Upgrade,
+    /// These parameters changed (or were removed).
+    ParameterUpdate(Vec<String>),
+    /// The user set `spec.planExecution.planName` with no plan scheduled (`kubectl kudo plan trigger`).
+    DirectTrigger,
+    /// The scheduled plan got a new uid: run it again from scratch.
+    Retrigger,
+}
+
+/// What the change means for plan execution.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// Schedule `plan` with a fresh uid (planExecution = {plan, new uid, NEVER_RUN}); restarts it
+    /// if it is the plan already scheduled.
+    Schedule { plan: String, reason: ScheduleReason },
+    /// KUDO would have rejected the change; `message` is KUDO's wording.
+    Deny { message: String },
+    /// `spec.planExecution.status` became terminal: clear `spec.planExecution`.
+    ClearTerminal,
+    /// Nothing to do for plan execution.
+    NoChange,
+}
+
+/// The result of admitting a change: the decision plus the spec edits KUDO's webhook made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Admission {
+    pub decision: Decision,
+    /// Values to write into `spec.parameters` (defaults of immutable parameters on create).
+    pub set_parameters: BTreeMap<String, String>,
+    /// Parameters to drop from `spec.parameters` (declared by the old OV, gone in the new one).
+    pub remove_parameters: Vec<String>,
+    /// Add the `kudo.dev.instance.cleanup` finalizer (create, when the OV has a cleanup plan).
+    pub add_cleanup_finalizer: bool,
+}
+
+impl Admission {
+    /// Applies the admission to the Instance spec the way KUDO's webhook patched it: a scheduled
+    /// plan gets `planExecution = {plan, new_uid, NEVER_RUN}`, a terminal one is cleared, parameter
+    /// edits and the finalizer are applied. A denial changes nothing. `new_uid` is only used when a
+    /// plan is scheduled (the engine does not generate uids: no randomness in here). Returns
+    /// whether the Instance changed.
+    pub fn apply(&self, instance: &mut Instance, new_uid: &str) -> bool {
+        let before = instance.clone();
+        match &self.decision {
+            Decision::Deny { .. } => return false,
+            Decision::NoChange => {}
+            Decision::ClearTerminal => instance.spec.plan_execution = PlanExecution::default(),
+            Decision::Schedule { plan, .. } => {
+                instance.spec.plan_execution = PlanExecution {
+                    plan_name: plan.clone(),
+                    uid: new_uid.to_string(),
+                    status: Some(ExecutionStatus::NeverRun),
+                };
+            }
+        }
+        for (k, v) in &self.set_parameters {
+            instance.spec.parameters.insert(k.clone(), v.clone());
+        }
+        for k in &self.remove_parameters {
+            instance.spec.parameters.remove(k);
+        }
+        if self.add_cleanup_finalizer
+            && !instance
+                .metadata
+                .finalizers
+                .iter()
+                .any(|f| f == CLEANUP_FINALIZER)
+        {
+            instance.metadata.finalizers.push(CLEANUP_FINALIZER.to_string());
+        }
+        *instance != before
+    }
+
+    fn only(decision: Decision) -> Admission {
+        Admission {
+            decision,
+            set_parameters: BTreeMap::new(),
+            remove_parameters: Vec::new(),
+            add_cleanup_finalizer: false,
+        }
+    }
+    fn deny(message: String) -> Admission {
+        Admission::only(Decision::Deny { message })
+    }
+}
+
+/// A change of an Instance to admit.
+#[derive(Debug, Clone, Copy)]
+pub struct InstanceChange<'a> {
+    /// The previously admitted Instance; `None` for a creation.
+    pub old: Option<&'a Instance>,
+    pub new: &'a Instance,
+    /// The OperatorVersion `old` references (same as `new_ov` unless this is an upgrade; ignored
+    /// on create).
+    pub old_ov: &'a OperatorVersion,
+    /// The OperatorVersion `new` references.
+    pub new_ov: &'a OperatorVersion,
+    /// `metadata.deletionTimestamp` is set on `new`.
+    pub deleting: bool,
+}
+
+fn ns_name(i: &Instance) -> String {
+    format!(
+        "{}/{}",
+        i.metadata.namespace.as_deref().unwrap_or(""),
+        i.metadata.name
+    )
+}
+
+fn plan_exists(ov: &OperatorVersion, plan: &str) -> bool {
+    ov.spec.plans.contains_key(plan)
+}
+
+fn select_plan(ov: &OperatorVersion, candidates: &[&str]) -> Option<String> {
+    candidates
+        .iter()
+        .find(|p| plan_exists(ov, p))
+        .map(|p| p.to_string())
+}
+
+fn find_param<'o>(ov: &'o OperatorVersion, name: &str) -> Option<&'o Parameter> {
+    ov.spec.parameters.iter().find(|p| p.name == name)
+}
+
+/// KUDO's CRD semantics: `required` counts only when explicitly true (the package reader writes
+/// it explicitly; an absent field in a stored OperatorVersion means "not required").
+fn is_required(p: &Parameter) -> bool {
+    p.required == Some(true)
+}
+
+/// Admits a creation or update of an Instance (see the module docs).
+pub fn decide(change: &InstanceChange<'_>) -> Admission {
+    match change.old {
+        None => admit_create(change.new, change.new_ov),
+        Some(old) => admit_update(old, change.new, change.old_ov, change.new_ov, change.deleting),
+    }
+}
+
+fn admit_create(new: &Instance, ov: &OperatorVersion) -> Admission {
+    let who = ns_name(new);
+    let add_cleanup_finalizer = plan_exists(ov, CLEANUP);
+    if !plan_exists(ov, DEPLOY) {
+        return Admission::deny(format!(
+            "failed to create an Instance {who}: couldn't find '{DEPLOY}' plan in the operatorVersion"
+        ));
+    }
+    let mut params = new.spec.parameters.clone();
+    let mut set_parameters = BTreeMap::new();
+    for p in &ov.spec.parameters {
+        if p.is_immutable()
+            && let Some(d) = &p.default
+            && !params.contains_key(&p.name)
+        {
+            params.insert(p.name.clone(), d.clone());
+            set_parameters.insert(p.name.clone(), d.clone());
+        }
+    }
+    if let Err(e) = validate_parameters(&ov.spec.parameters, &params) {
+        return Admission::deny(format!(
+            "failed to create an Instance {who}: parameters are not valid: {e}"
+        ));
+    }
+    Admission {
+        decision: Decision::Schedule {
+            plan: DEPLOY.into(),
+            reason: ScheduleReason::Install,
+        },
+        set_parameters,
+        remove_parameters: Vec::new(),
+        add_cleanup_finalizer,
+    }
+}
+
+fn admit_update(
+    old: &Instance,
+    new: &Instance,
+    old_ov: &OperatorVersion,
+    ov: &OperatorVersion,
+    deleting: bool,
+) -> Admission {
+    if old.spec == new.spec && old.status == new.status {
+        return Admission::only(Decision::NoChange);
+    }
+    let who = ns_name(old);
+    let new_plan = new.spec.plan_execution.plan_name.as_str();
+    let old_plan = old.spec.plan_execution.plan_name.as_str();
+    let had_plan = !old_plan.is_empty();
+    let is_upgrade = old.spec.operator_version != new.spec.operator_version;
+    let is_novel_plan = !had_plan && !new_plan.is_empty();
+    let is_plan_override = had_plan && !new_plan.is_empty() && new_plan != old_plan;
+    let is_plan_retriggered =
+        had_plan && new_plan == old_plan && new.spec.plan_execution.uid != old.spec.plan_execution.uid;
+    let is_plan_cancellation = had_plan && new_plan.is_empty();
+    let is_plan_terminal = new.spec.plan_execution.status.is_some_and(|s| s.is_terminal());
+
+    if !new_plan.is_empty() && !plan_exists(ov, new_plan) {
+        return Admission::deny(format!("plan {new_plan} does not exist"));
+    }
+
+    // --- parameter diff: changed/added values (must be declared in the new OV; only those declared
+    // in the old OV count as changes) and removed values
+    let old_params = &old.spec.parameters;
+    let mut new_params = new.spec.parameters.clone();
+    let mut changed_defs: Vec<&Parameter> = Vec::new();
+    for (k, v) in &new_params {
+        if old_params.get(k) == Some(v) {
+            continue;
+        }
+        let Some(def) = find_param(ov, k) else {
+            return Admission::deny(format!(
+                "failed to update Instance {who}: failed to find parameter {k:?} in the OperatorVersion"
+            ));
+        };
+        if find_param(old_ov, k).is_some() {
+            changed_defs.push(def);
+        }
+    }
+    let removed_defs: Vec<&Parameter> = old_params
+        .keys()
+        .filter(|k| !new_params.contains_key(*k))
+        .filter_map(|k| find_param(ov, k))
+        .collect();
+
+    // --- immutability
+    let mut remove_parameters = Vec::new();
+    if !is_upgrade {
+        if let Some(p) = changed_defs.iter().find(|p| p.is_immutable()) {
+            return Admission::deny(format!(
+                "failed to check immutable parameters for Instance {who}: parameter '{}' is immutable but was changed from '{}' to '{}'",
+                p.name,
+                old_params.get(&p.name).map_or("", String::as_str),
+                new_params.get(&p.name).map_or("", String::as_str)
+            ));
+        }
+    } else {
+        let ov_name = &ov.metadata.name;
+        for np in &ov.spec.parameters {
+            if let Some(op) = find_param(old_ov, &np.name)
+                && np.is_immutable()
+                && !op.is_immutable()
+                && !new_params.contains_key(&np.name)
+            {
+                return Admission::deny(format!(
+                    "failed to check immutable parameters for Instance {who}: parameter '{}' was changed to immutable in operator version {ov_name} but no value was provided",
+                    np.name
+                ));
+            }
+        }
+        for op in &old_ov.spec.parameters {
+            if find_param(ov, &op.name).is_none() && new_params.remove(&op.name).is_some() {
+                remove_parameters.push(op.name.clone());
+            }
+        }
+        for np in &ov.spec.parameters {
+            if find_param(old_ov, &np.name).is_none()
+                && np.is_immutable()
+                && !new_params.contains_key(&np.name)
+            {
+                let tail = match &np.default {
+                    Some(d) => format!(" (default would be {d})"),
+                    None => String::new(),
+                };
+                return Admission::deny(format!(
+                    "failed to check immutable parameters for Instance {who}: parameter '{}' was added in operator version {ov_name}, but no value was provided{tail}",
+                    np.name
+                ));
+            }
+        }
+    }
+    if let Err(e) = validate_parameters(&ov.spec.parameters, &new_params) {
+        return Admission::deny(format!(
+            "failed to validate parameters for Instance {}: {e}",
+            ns_name(new)
+        ));
+    }
+
+    let mut updated: Vec<&Parameter> = changed_defs;
+    updated.extend(removed_defs);
+    let triggered = match triggered_by_parameter_update(&updated, ov) {
+        Ok(t) => t,
+        Err(e) => return Admission::deny(format!("failed to update Instance {who}: {e}")),
+    };
+    let mut changed_names: Vec<String> = updated.iter().map(|p| p.name.clone()).collect();
+    changed_names.sort();
+    changed_names.dedup();
+    let is_parameter_update = triggered.is_some();
+    let update_incompatible_with_upgrade = triggered.as_deref().is_some_and(|t| t != DEPLOY);
+
+    let with_removals = |decision: Decision| Admission {
+        decision,
+        set_parameters: BTreeMap::new(),
+        remove_parameters: remove_parameters.clone(),
+        add_cleanup_finalizer: false,
+    };
+
+    // --- uninstall phase
+    if deleting {
+        if old_plan == CLEANUP && new_plan != old_plan {
+            return Admission::deny(format!(
+                "failed to update Instance {who}: '{old_plan}' plan can not be cancelled or overridden by another plan since the instance is being deleted"
+            ));
+        }
+        if is_parameter_update || is_upgrade {
+            return Admission::deny(format!(
+                "failed to update Instance {who}: parameter update and/or upgrade is not allowed when an instance is being deleted"
+            ));
+        }
+        if !new_plan.is_empty() && new_plan != CLEANUP {
+            return Admission::deny(format!(
+                "failed to update Instance {who}: only '{CLEANUP}' plan can be scheduled when an instance is being deleted"
+            ));
+        }
+        return with_removals(Decision::NoChange);
+    }
+
+    // --- normal life-cycle: deny cases first
+    let ov_ref = &new.spec.operator_version.name;
+    if let Some(t) = &triggered
+        && had_plan
+        && t != old_plan
+    {
+        return Admission::deny(format!(
+            "failed to update Instance {who}: plan '{old_plan}' is scheduled (or running) and an update would trigger a different plan '{t}'"
+        ));
+    }
+    if is_upgrade && had_plan {
+        return Admission::deny(format!(
+            "failed to update Instance {who}: upgrade to new OperatorVersion {ov_ref} while a plan '{old_plan}' is scheduled (or running) is not allowed"
+        ));
+    }
+    if is_upgrade && is_novel_plan {
+        return Admission::deny(format!(
+            "failed to update Instance {who}: upgrade to new OperatorVersion {ov_ref} and triggering new plan '{new_plan}' is not allowed"
+        ));
+    }
+    if is_upgrade && update_incompatible_with_upgrade {
+        return Admission::deny(format!(
+            "failed to update Instance {who}: upgrade to new OperatorVersion {ov_ref} together with a parameter update triggering '{}' is not allowed",
+            triggered.as_deref().unwrap_or("")
+        ));
+    }
+    if is_plan_override {
+        return Admission::deny(format!(
+            "failed to update Instance {who}: overriding currently scheduled (or running) plan '{old_plan}' with '{new_plan}' is not supported"
+        ));
+    }
+    if is_plan_cancellation {
+        return Admission::deny(format!(
+            "failed to update Instance {who}: cancelling currently scheduled (or running) plan '{old_plan}' is not supported"
+        ));
+    }
+    if is_parameter_update && is_novel_plan {
+        return Admission::deny(format!(
+            "failed to update Instance {who}: triggering one plan '{new_plan}' directly and through parameter update '{}' is not allowed",
+            triggered.as_deref().unwrap_or("")
+        ));
+    }
+    if new_plan == CLEANUP {
+        return Admission::deny(format!(
+            "failed to update Instance {who}: only the controller schedules the '{CLEANUP}' plan when the instance is deleted"
+        ));
+    }
+
+    // --- which plan to trigger
+    if is_upgrade {
+        return match select_plan(ov, &[UPGRADE, UPDATE, DEPLOY]) {
+            Some(plan) => with_removals(Decision::Schedule {
+                plan,
+                reason: ScheduleReason::Upgrade,
+            }),
+            None => Admission::deny(format!(
+                "failed to update Instance {who}: couldn't find any suitable plan that would be triggered by an OperatorVersion upgrade"
+            )),
+        };
+    }
+    if let Some(plan) = triggered {
+        return with_removals(Decision::Schedule {
+            plan,
+            reason: ScheduleReason::ParameterUpdate(changed_names),
+        });
+    }
+    if is_novel_plan {
+        return with_removals(Decision::Schedule {
+            plan: new_plan.to_string(),
+            reason: ScheduleReason::DirectTrigger,
+        });
+    }
+    if is_plan_terminal {
+        return with_removals(Decision::ClearTerminal);
+    }
+    if is_plan_retriggered {
+        return with_removals(Decision::Schedule {
+            plan: new_plan.to_string(),
+            reason: ScheduleReason::Retrigger,
+        });
+    }
+    with_removals(Decision::NoChange)
+}
+
+/// The plan a set of changed parameters triggers: their `trigger`s (each must name an existing
+/// plan); none → `update`, else `deploy`; more than one distinct plan is an error. `Ok(None)` when
+/// no parameter changed.
+pub fn triggered_by_parameter_update(
+    params: &[&Parameter],
+    ov: &OperatorVersion,
+) -> Result<Option<String>, String> {
+    if params.is_empty() {
+        return Ok(None);
+    }
+    let mut plans: Vec<&str> = Vec::new();
+    for p in params {
+        if p.trigger.is_empty() {
+            continue;
+        }
+        if !plan_exists(ov, &p.trigger) {
+            return Err(format!(
+                "param {} defined trigger plan {}, but plan not defined in operatorversion",
+                p.name, p.trigger
+            ));
+        }
+        if !plans.contains(&p.trigger.as_str()) {
+            plans.push(&p.trigger);
+        }
+    }
+    match plans.as_slice() {
+        [] => select_plan(ov, &[UPDATE, DEPLOY])
+            .map(Some)
+            .ok_or_else(|| "couldn't find any plans that would be triggered by the update".to_string()),
+        [one] => Ok(Some(one.to_string())),
+        many => Err(format!(
+            "triggering multiple plans: [{}] at once is not allowed",
+            many.join(" ")
+        )),
+    }
+}
+
+/// Validates instance values against the OV's parameter declarations (KUDO's
+/// `Parameter.ValidateValue`): a required parameter without default needs a non-empty value; a
+/// non-empty value must match the declared type and, for enums, be one of the listed strings.
+/// Values of undeclared parameters are not looked at here.
+pub fn validate_parameters(defs: &[Parameter], values: &BTreeMap<String, String>) -> Result<(), String> {
+    for p in defs {
+        let v = values.get(&p.name).map_or("", String::as_str);
+        validate_value(p, v)?;
+    }
+    Ok(())
+}
+
+/// Validates one value (see [`validate_parameters`]).
+pub fn validate_value(p: &Parameter, v: &str) -> Result<(), String> {
+    if is_required(p) && p.default.is_none() && v.is_empty() {
+        return Err(format!("parameter {:?} is required but has no value set", p.name));
+    }
+    if v.is_empty() {
+        return Ok(());
+    }
+    if let Err(e) = validate_type(p.value_type(), v) {
+        return Err(format!("parameter {:?} has an invalid value {v:?}: {e}", p.name));
+    }
+    if let Some(allowed) = &p.r#enum
+        && !allowed.iter().any(|a| a == v)
+    {
+        return Err(format!(
+            "parameter {:?} has an invalid value {v:?}: value is {v:?}, but only allowed values are [{}]",
+            p.name,
+            allowed.join(" ")
+        ));
+    }
+    Ok(())
+}
+
+/// Go's `strconv.ParseBool` accepted spellings.
+pub fn parse_go_bool(v: &str) -> Option<bool> {
+    match v {
+        "1" | "t" | "T" | "TRUE" | "true" | "True" => Some(true),
+        "0" | "f" | "F" | "FALSE" | "false" | "False" => Some(false),
+        _ => None,
+    }
+}
+
+fn validate_type(t: &str, v: &str) -> Result<(), String> {
+    match t {
+        "integer" => v.parse::<i64>().map(|_| ()).map_err(|_| {
+            format!("type is \"integer\" but format of {v:?} is invalid: not a base-10 64-bit integer")
+        }),
+        "number" => {
+            let lower = v.trim_start_matches(['+', '-']).to_ascii_lowercase();
+            match v.parse::<f64>() {
+                Ok(f) if f.is_finite() || f.is_nan() || lower == "inf" || lower == "infinity" => Ok(()),
+                Ok(_) => Err(format!(
+                    "type is \"number\" but format of {v:?} is invalid: value out of range"
+                )),
+                Err(_) => Err(format!(
+                    "type is \"number\" but format of {v:?} is invalid: not a number"
+                )),
+            }
+        }
+        "boolean" => parse_go_bool(v)
+            .map(|_| ())
+            .ok_or_else(|| format!("type is \"boolean\" but format of {v:?} is invalid: not a boolean")),
+        "array" => match serde_saphyr::from_str::<serde_json::Value>(v) {
+            Ok(serde_json::Value::Array(_) | serde_json::Value::Null) => Ok(()),
+            _ => Err(format!("type is \"array\", but format of {v} is invalid")),
+        },
+        "map" => match serde_saphyr::from_str::<serde_json::Value>(v) {
+            Ok(serde_json::Value::Object(_) | serde_json::Value::Null) => Ok(()),
+            _ => Err(format!("type is \"map\", but format of {v} is invalid")),
+        },
+        // string and unknown types (KUDO never rejected unknown type names)
+        _ => Ok(()),
+    }
+}
+
+/// KUDO's controller-side special case for deletes: an Instance being deleted whose OV has a
+/// `cleanup` plan that has never run and is not scheduled gets `cleanup` scheduled (with a fresh
+/// uid), overriding any running plan.
+pub fn should_schedule_cleanup(instance: &Instance, ov: &OperatorVersion, deleting: bool) -> bool {
+    if !deleting || !plan_exists(ov, CLEANUP) || instance.spec.plan_execution.plan_name == CLEANUP {
+        return false;
+    }
+    instance
+        .status
+        .as_ref()
+        .and_then(|s| s.plan_status.get(CLEANUP))
+        .is_none_or(|ps| ps.status == ExecutionStatus::NeverRun)
+}
+
+/// Whether the cleanup finalizer may be removed: the OV has no `cleanup` plan (any more), or the
+/// cleanup plan COMPLETED. On FATAL_ERROR the finalizer stays and a human must intervene (KUDO).
+pub fn cleanup_finalizer_removable(instance: &Instance, ov: &OperatorVersion) -> bool {
+    if !plan_exists(ov, CLEANUP) {
+        return true;
+    }
+    instance
+        .status
+        .as_ref()
+        .and_then(|s| s.plan_status.get(CLEANUP))
+        .is_some_and(|ps| ps.status == ExecutionStatus::Complete)
+}
+
+/// Names of the parameters whose values differ between two parameter maps (changed, added or
+/// removed) — handy for events.
+pub fn parameter_diff(old: &BTreeMap<String, String>, new: &BTreeMap<String, String>) -> BTreeSet<String> {
+    old.keys()
+        .chain(new.keys())
+        .filter(|k| old.get(*k) != new.get(*k))
+        .cloned()
+        .collect()
+}

@@ -1,0 +1,187 @@
+//! Package → the `kudo.dev/v1beta1` objects `kubectl kudo install` creates: Operator,
+//! OperatorVersion and Instance.
+
+use std::collections::BTreeMap;
+
+use kudo_api as api;
+
+use crate::error::PackageError;
+use crate::model::{self, Package};
+
+/// The three cluster objects of a package.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Resources {
+    pub operator: api::Operator,
+    pub operator_version: api::OperatorVersion,
+    pub instance: api::Instance,
+}
+
+/// Options for [`to_resources`].
+#[derive(Clone, Debug, Default)]
+pub struct ConvertOptions {
+    /// Instance name; `<operator>-instance` when `None`.
+    pub instance_name: Option<String>,
+    /// Namespace put on all three objects (`None` leaves it unset, as the CLI does before apply).
+    pub namespace: Option<String>,
+    /// Instance parameter values (`-p`/`-P`), stored verbatim.
+    pub parameters: BTreeMap<String, String>,
+}
+
+fn meta(name: &str, namespace: &Option<String>) -> api::ObjectMeta {
+    api::ObjectMeta { name: name.to_string(), namespace: namespace.clone(), ..Default::default() }
+}
+
+/// Converts one package task to the API form.
+pub fn task_to_api(t: &model::Task) -> api::Task {
+    let s = &t.spec;
+    api::Task {
+        name: t.name.clone(),
+        kind: t.kind.clone(),
+        spec: api::TaskSpec {
+            resources: s.resources.clone(),
+            parameter: s.parameter.clone(),
+            want_err: s.want_err,
+            fatal: s.fatal,
+            done: s.done,
+            pod: s.pod.clone(),
+            pipe: s
+                .pipe
+                .iter()
+                .map(|p| api::PipeSpec { file: p.file.clone(), env_file: p.env_file.clone(), kind: p.kind.clone(), key: p.key.clone() })
+                .collect(),
+            package: s.package.clone(),
+            instance_name: s.instance_name.clone(),
+            app_version: s.app_version.clone(),
+            operator_version: s.operator_version.clone(),
+            parameter_file: s.parameter_file.clone(),
+        },
+    }
+}
+
+/// Converts one package plan to the API form.
+pub fn plan_to_api(p: &model::Plan) -> api::Plan {
+    api::Plan {
+        strategy: api::Ordering(p.strategy.clone()),
+        timeout: p.timeout.clone(),
+        phases: p
+            .phases
+            .iter()
+            .map(|ph| api::Phase {
+                name: ph.name.clone(),
+                strategy: api::Ordering(ph.strategy.clone()),
+                steps: ph
+                    .steps
+                    .iter()
+                    .map(|st| api::Step { name: st.name.clone(), tasks: st.tasks.clone(), timeout: st.timeout.clone() })
+                    .collect(),
+            })
+            .collect(),
+    }
+}
+
+/// Converts a package parameter to the OperatorVersion form (values as strings, `value-type`).
+pub fn parameter_to_api(p: &model::Parameter) -> api::Parameter {
+    api::Parameter {
+        display_name: p.display_name.clone(),
+        name: p.name.clone(),
+        description: p.description.clone(),
+        required: Some(p.is_required()),
+        default: p.default_string(),
+        trigger: p.trigger.clone(),
+        value_type: p.type_.clone(),
+        immutable: Some(p.is_immutable()),
+        r#enum: p.enum_strings(),
+    }
+}
+
+/// KUDO's conversion-time cross-check: referenced templates exist, Toggle has a parameter, Pipe has
+/// entries, kinds are known.
+pub fn check_tasks(pkg: &Package) -> Result<(), PackageError> {
+    for t in &pkg.operator.tasks {
+        let missing = |f: &str| {
+            PackageError::Invalid(format!("task {:?}: template {:?} is not defined in templates/", t.name, f))
+        };
+        match t.kind.as_str() {
+            "Apply" | "Delete" | "Toggle" => {
+                for r in &t.spec.resources {
+                    if !pkg.templates.contains_key(r) {
+                        return Err(missing(r));
+                    }
+                }
+                if t.kind == "Toggle" && t.spec.parameter.is_empty() {
+                    return Err(PackageError::Invalid(format!("task {:?}: a Toggle task needs a parameter", t.name)));
+                }
+            }
+            "Pipe" => {
+                if !pkg.templates.contains_key(&t.spec.pod) {
+                    return Err(missing(&t.spec.pod));
+                }
+                if t.spec.pipe.is_empty() {
+                    return Err(PackageError::Invalid(format!("task {:?}: a Pipe task needs at least one pipe entry", t.name)));
+                }
+            }
+            "KudoOperator" => {
+                let f = &t.spec.parameter_file;
+                if !f.is_empty() && !pkg.templates.contains_key(f) {
+                    return Err(missing(f));
+                }
+            }
+            "Dummy" => {}
+            other => return Err(PackageError::Invalid(format!("task {:?}: unknown task kind {other}", t.name))),
+        }
+    }
+    Ok(())
+}
+
+/// Converts a package to its cluster objects.
+pub fn to_resources(pkg: &Package, opts: &ConvertOptions) -> Result<Resources, PackageError> {
+    check_tasks(pkg)?;
+    let o = &pkg.operator;
+    let operator = api::Operator {
+        api_version: api::API_VERSION.into(),
+        kind: "Operator".into(),
+        metadata: meta(&o.name, &opts.namespace),
+        spec: api::OperatorSpec {
+            description: o.description.clone(),
+            kudo_version: o.kudo_version.clone(),
+            kubernetes_version: o.kubernetes_version.clone(),
+            maintainers: o.maintainers.iter().map(|m| api::Maintainer { name: m.name.clone(), email: m.email.clone() }).collect(),
+            url: o.url.clone(),
+            namespace_manifest: o.namespace_manifest.clone(),
+        },
+        status: None,
+    };
+    let ov_name = pkg.operator_version_name();
+    let operator_version = api::OperatorVersion {
+        api_version: api::API_VERSION.into(),
+        kind: "OperatorVersion".into(),
+        metadata: meta(&ov_name, &opts.namespace),
+        spec: api::OperatorVersionSpec {
+            operator: api::ObjectReference { kind: Some("Operator".into()), namespace: None, name: o.name.clone() },
+            version: o.operator_version.clone(),
+            app_version: o.app_version.clone(),
+            templates: pkg.templates.clone(),
+            tasks: o.tasks.iter().map(task_to_api).collect(),
+            parameters: pkg.params.parameters.iter().map(parameter_to_api).collect(),
+            plans: o.plans.iter().map(|(k, v)| (k.clone(), plan_to_api(v))).collect(),
+            connection_string: String::new(),
+            upgradable_from: Vec::new(),
+        },
+        status: None,
+    };
+    let inst_name = opts.instance_name.clone().unwrap_or_else(|| pkg.default_instance_name());
+    let mut imeta = meta(&inst_name, &opts.namespace);
+    imeta.labels.insert(api::labels::OPERATOR.into(), o.name.clone());
+    let instance = api::Instance {
+        api_version: api::API_VERSION.into(),
+        kind: "Instance".into(),
+        metadata: imeta,
+        spec: api::InstanceSpec {
+            operator_version: api::ObjectReference { kind: None, namespace: None, name: ov_name },
+            parameters: opts.parameters.clone(),
+            plan_execution: Default::default(),
+        },
+        status: None,
+    };
+    Ok(Resources { operator, operator_version, instance })
+}

@@ -1,0 +1,27 @@
+//! KUDO operator packages: reading (directory or `.tgz`, safe against hostile archives), the
+//! package model with every field of KUDO's v1beta1 schema, verification with KUDO's checks and
+//! messages, conversion to `kudo.dev/v1beta1` objects, and offline rendering of plans into the
+//! exact objects the controller applies.
+//!
+//! Entry points: [`reader::read_path`] → [`model::Package`]; [`verify::verify`];
+//! [`convert::to_resources`]; [`params`] for value validation and template typing;
+//! [`render::render_plan`] and [`enhance::enhance`] (shared with the controller).
+
+pub mod convert;
+pub mod create;
+pub mod enhance;
+pub mod error;
+pub mod list;
+pub mod model;
+pub mod params;
+pub mod reader;
+pub mod render;
+pub mod scaffold;
+pub mod split;
+pub mod verify;
+pub mod yaml;
+mod tmpl;
+
+pub use error::PackageError;
+pub use model::Package;
+pub use reader::read_path;

@@ -1,0 +1,351 @@
+//! Rendering a plan into the exact objects the controller applies or deletes, step by step in plan
+//! order — the same code path for `package render` (offline) and the controller.
+//!
+//! Works on the cluster form ([`kudo_api::OperatorVersion`]) so the controller needs nothing else.
+//! Objects come out in declaration order: the task's resources in list order, then the documents
+//! of each file in order (KUDO applied files in random order; we do not).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use kudo_api::{OperatorVersion, Task};
+use kudo_template::{FuncEnv, Template, Value, kudo_funcs};
+use serde_json::json;
+
+use crate::enhance::{self, Metadata, Owner};
+use crate::params::{ParamDef, parse_bool, template_params};
+
+/// What the controller does with a rendered object.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    Apply,
+    Delete,
+    /// The generator Pod of a Pipe task (applied, then its files copied out and the Pod deleted).
+    PipePod,
+    /// A child Instance of a KudoOperator task.
+    ChildInstance,
+}
+
+impl Action {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Action::Apply => "apply",
+            Action::Delete => "delete",
+            Action::PipePod => "pipe-pod",
+            Action::ChildInstance => "child-instance",
+        }
+    }
+}
+
+/// One rendered, enhanced object and where it came from.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RenderedObject {
+    pub plan: String,
+    pub phase: String,
+    pub step: String,
+    pub task: String,
+    /// Template key the object was rendered from.
+    pub template: String,
+    pub action: Action,
+    pub object: serde_json::Value,
+}
+
+/// Decides whether a kind (apiVersion, kind) is namespaced; the controller plugs in discovery.
+pub type NamespacedFn = Arc<dyn Fn(&str, &str) -> bool + Send + Sync>;
+
+/// The run a render belongs to.
+#[derive(Clone)]
+pub struct RenderContext {
+    pub instance_name: String,
+    pub namespace: String,
+    /// Instance parameter values (undeclared names are ignored, as in KUDO).
+    pub parameters: BTreeMap<String, String>,
+    /// The plan execution UID (annotation, and the seed of random functions).
+    pub plan_uid: String,
+    /// The Instance UID for ownerReferences.
+    pub instance_uid: String,
+    /// Namespacedness of a kind; `None` uses the built-in table.
+    pub is_namespaced: Option<NamespacedFn>,
+}
+
+impl std::fmt::Debug for RenderContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RenderContext")
+            .field("instance_name", &self.instance_name)
+            .field("namespace", &self.namespace)
+            .field("parameters", &self.parameters)
+            .field("plan_uid", &self.plan_uid)
+            .field("instance_uid", &self.instance_uid)
+            .field("is_namespaced", &self.is_namespaced.is_some())
+            .finish()
+    }
+}
+
+impl RenderContext {
+    /// An offline context: placeholder UIDs, built-in namespacedness.
+    pub fn offline(instance_name: &str, namespace: &str, parameters: BTreeMap<String, String>) -> RenderContext {
+        RenderContext {
+            instance_name: instance_name.into(),
+            namespace: namespace.into(),
+            parameters,
+            plan_uid: enhance::OFFLINE_UID.into(),
+            instance_uid: enhance::OFFLINE_UID.into(),
+            is_namespaced: None,
+        }
+    }
+}
+
+/// A render failure, worded like KUDO's fatal task errors and naming plan/phase/step/task.
+#[derive(Debug, thiserror::Error)]
+pub enum RenderError {
+    #[error("plan {0:?} does not exist")]
+    NoPlan(String),
+    #[error("invalid parameters: {}", .0.join("; "))]
+    InvalidParams(Vec<String>),
+    #[error("{plan}.{phase}.{step}.{task}: {message}")]
+    Task { plan: String, phase: String, step: String, task: String, message: String },
+}
+
+/// Pipe artifact / pod names: each segment lower-cased with everything but `[a-z0-9]` removed,
+/// joined with `.`.
+pub fn pipe_artifact_name(segments: &[&str]) -> String {
+    segments
+        .iter()
+        .map(|s| s.to_lowercase().chars().filter(|c| c.is_ascii_lowercase() || c.is_ascii_digit()).collect::<String>())
+        .collect::<Vec<_>>()
+        .join(".")
+}
+
+/// FNV-1a of the plan UID and template: a stable seed per plan run and file.
+fn seed(plan_uid: &str, template: &str) -> u64 {
+    let mut h: u64 = 0xcbf29ce484222325;
+    for b in plan_uid.bytes().chain([0]).chain(template.bytes()) {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x100000001b3);
+    }
+    h
+}
+
+/// Parses OperatorVersion templates on demand, once each.
+struct Templates<'a> {
+    ov: &'a OperatorVersion,
+    parsed: BTreeMap<String, Template>,
+}
+
+impl Templates<'_> {
+    fn render(&mut self, name: &str, data: &Value, plan_uid: &str) -> Result<String, String> {
+        if !self.parsed.contains_key(name) {
+            let text = self.ov.spec.templates.get(name).ok_or_else(|| format!("template {name:?} is not defined"))?;
+            let t = Template::parse(name, text, &kudo_funcs()).map_err(|e| format!("error expanding template {name}: {e}"))?;
+            self.parsed.insert(name.to_string(), t);
+        }
+        let t = &self.parsed[name];
+        let mut env = FuncEnv::with_seed(seed(plan_uid, name));
+        t.execute(data, &mut env).map_err(|e| format!("error expanding template {name}: {e}"))
+    }
+}
+
+/// Validates `ctx.parameters` against the OperatorVersion (type, enum, required) with KUDO's
+/// wording. Returns all errors.
+pub fn validate_parameters(ov: &OperatorVersion, values: &BTreeMap<String, String>) -> Vec<String> {
+    let defs: Vec<&dyn ParamDef> = ov.spec.parameters.iter().map(|p| p as &dyn ParamDef).collect();
+    crate::params::validate_values(&defs, values)
+}
+
+/// Renders every step of `plan_name`, in plan order. Parameters are validated first.
+pub fn render_plan(ov: &OperatorVersion, plan_name: &str, ctx: &RenderContext) -> Result<Vec<RenderedObject>, RenderError> {
+    let plan = ov.spec.plans.get(plan_name).ok_or_else(|| RenderError::NoPlan(plan_name.to_string()))?;
+    let errs = validate_parameters(ov, &ctx.parameters);
+    if !errs.is_empty() {
+        return Err(RenderError::InvalidParams(errs));
+    }
+    let defs: Vec<&dyn ParamDef> = ov.spec.parameters.iter().map(|p| p as &dyn ParamDef).collect();
+    let params = template_params(&defs, &ctx.parameters).map_err(|e| RenderError::InvalidParams(vec![e]))?;
+    let pipes = crate::tmpl::pipes_for_plan(&ctx.instance_name, plan_name, plan, &ov.spec.tasks);
+    let mut templates = Templates { ov, parsed: BTreeMap::new() };
+    let mut out = Vec::new();
+    for phase in &plan.phases {
+        for step in &phase.steps {
+            for tname in &step.tasks {
+                let fail = |message: String| RenderError::Task {
+                    plan: plan_name.to_string(),
+                    phase: phase.name.clone(),
+                    step: step.name.clone(),
+                    task: tname.clone(),
+                    message,
+                };
+                let task = ov.spec.tasks.iter().find(|t| &t.name == tname).ok_or_else(|| fail("unknown task".into()))?;
+                let step_ctx = StepCtx {
+                    plan: plan_name,
+                    phase: &phase.name,
+                    step: &step.name,
+                    params: &params,
+                    pipes: &pipes,
+                };
+                render_task(ov, ctx, &step_ctx, task, &mut templates, &mut out).map_err(fail)?;
+            }
+        }
+    }
+    Ok(out)
+}
+
+struct StepCtx<'a> {
+    plan: &'a str,
+    phase: &'a str,
+    step: &'a str,
+    params: &'a BTreeMap<String, Value>,
+    pipes: &'a BTreeMap<String, String>,
+}
+
+fn template_data(ov: &OperatorVersion, ctx: &RenderContext, s: &StepCtx) -> Value {
+    let mut m = BTreeMap::new();
+    m.insert("Name".into(), Value::str(ctx.instance_name.as_str()));
+    m.insert("Namespace".into(), Value::str(ctx.namespace.as_str()));
+    m.insert("OperatorName".into(), Value::str(ov.spec.operator.name.as_str()));
+    m.insert("OperatorVersion".into(), Value::str(ov.spec.version.as_str()));
+    m.insert("AppVersion".into(), Value::str(ov.spec.app_version.as_str()));
+    m.insert("PlanName".into(), Value::str(s.plan));
+    m.insert("PhaseName".into(), Value::str(s.phase));
+    m.insert("StepName".into(), Value::str(s.step));
+    // A fresh map per render: Sprig's `set` mutates maps in place and must not leak between files.
+    m.insert("Params".into(), Value::map(s.params.clone()));
+    m.insert("Pipes".into(), Value::map(s.pipes.iter().map(|(k, v)| (k.clone(), Value::str(v.as_str()))).collect()));
+    Value::map(m)
+}
+
+fn render_task(
+    ov: &OperatorVersion,
+    ctx: &RenderContext,
+    s: &StepCtx,
+    task: &Task,
+    templates: &mut Templates,
+    out: &mut Vec<RenderedObject>,
+) -> Result<(), String> {
+    let meta = Metadata {
+        instance_name: ctx.instance_name.clone(),
+        instance_namespace: ctx.namespace.clone(),
+        operator_name: ov.spec.operator.name.clone(),
+        operator_version: ov.spec.version.clone(),
+        plan: s.plan.to_string(),
+        phase: s.phase.to_string(),
+        step: s.step.to_string(),
+        plan_uid: ctx.plan_uid.clone(),
+        owner: Some(Owner {
+            api_version: kudo_api::API_VERSION.into(),
+            kind: "Instance".into(),
+            name: ctx.instance_name.clone(),
+            uid: ctx.instance_uid.clone(),
+        }),
+    };
+    let namespaced = |obj: &serde_json::Value| {
+        let av = obj["apiVersion"].as_str().unwrap_or("");
+        let k = obj["kind"].as_str().unwrap_or("");
+        match &ctx.is_namespaced {
+            Some(f) => f(av, k),
+            None => enhance::builtin_is_namespaced(av, k),
+        }
+    };
+    let mut push = |template: &str, action: Action, object: serde_json::Value| {
+        out.push(RenderedObject {
+            plan: s.plan.into(),
+            phase: s.phase.into(),
+            step: s.step.into(),
+            task: task.name.clone(),
+            template: template.into(),
+            action,
+            object,
+        })
+    };
+    let data = template_data(ov, ctx, s);
+    let resources = |action: Action, templates: &mut Templates, push: &mut dyn FnMut(&str, Action, serde_json::Value)| {
+        for r in &task.spec.resources {
+            let text = templates.render(r, &data, &ctx.plan_uid)?;
+            for doc in crate::split::parse_objects(r, &text)? {
+                let mut obj = doc.object;
+                let ns = namespaced(&obj);
+                enhance::enhance(&mut obj, &meta, ns);
+                push(r, action, obj);
+            }
+        }
+        Ok::<(), String>(())
+    };
+    match task.kind.as_str() {
+        "Apply" => resources(Action::Apply, templates, &mut push),
+        "Delete" => resources(Action::Delete, templates, &mut push),
+        "Toggle" => {
+            let p = &task.spec.parameter;
+            let Some(v) = s.params.get(p) else {
+                return Err(format!("toggle task parameter {p:?} is not defined"));
+            };
+            let Some(sv) = v.as_str() else {
+                return Err(format!("toggle task parameter {p:?} is not a string value"));
+            };
+            match parse_bool(sv) {
+                Some(true) => resources(Action::Apply, templates, &mut push),
+                Some(false) => resources(Action::Delete, templates, &mut push),
+                None => Err(format!("toggle task parameter {p:?} has value {sv:?} which is not a boolean")),
+            }
+        }
+        "Pipe" => {
+            let text = templates.render(&task.spec.pod, &data, &ctx.plan_uid)?;
+            let docs = crate::split::parse_objects(&task.spec.pod, &text)?;
+            let [doc] = docs.as_slice() else {
+                return Err(format!("pipe pod template {} must render exactly one Pod", task.spec.pod));
+            };
+            let mut pod = doc.object.clone();
+            if pod["kind"] != "Pod" {
+                return Err(format!("pipe pod template {} must render a Pod", task.spec.pod));
+            }
+            let name = format!(
+                "{}.pipepod",
+                pipe_artifact_name(&[&ctx.instance_name, s.plan, s.phase, s.step, &task.name])
+            );
+            pod["metadata"]["name"] = json!(name);
+            pod["metadata"]["annotations"]["kudo.dev/pipepod"] = json!("true");
+            let ns = namespaced(&pod);
+            enhance::enhance(&mut pod, &meta, ns);
+            push(&task.spec.pod, Action::PipePod, pod);
+            Ok(())
+        }
+        "KudoOperator" => {
+            let sp = &task.spec;
+            let mut params = serde_json::Map::new();
+            if !sp.parameter_file.is_empty() {
+                let text = templates.render(&sp.parameter_file, &data, &ctx.plan_uid)?;
+                let v = crate::params::parse_param_file(&sp.parameter_file, &text)?;
+                for (k, val) in v {
+                    params.insert(k, json!(val));
+                }
+            }
+            let child = if sp.instance_name.is_empty() {
+                format!("{}-{}", ctx.instance_name, sp.package)
+            } else {
+                sp.instance_name.clone()
+            };
+            let ov_name = if sp.app_version.is_empty() {
+                format!("{}-{}", sp.package, sp.operator_version)
+            } else {
+                format!("{}-{}-{}", sp.package, sp.app_version, sp.operator_version)
+            };
+            let obj = json!({
+                "apiVersion": kudo_api::API_VERSION,
+                "kind": "Instance",
+                "metadata": {
+                    "name": child,
+                    "namespace": ctx.namespace,
+                    "labels": {"kudo.dev/operator": sp.package},
+                    "ownerReferences": [{
+                        "apiVersion": kudo_api::API_VERSION, "kind": "Instance",
+                        "name": ctx.instance_name, "uid": ctx.instance_uid,
+                        "blockOwnerDeletion": true
+                    }]
+                },
+                "spec": {"operatorVersion": {"name": ov_name}, "parameters": params}
+            });
+            push(&sp.parameter_file, Action::ChildInstance, obj);
+            Ok(())
+        }
+        "Dummy" => Ok(()),
+        other => Err(format!("unknown task kind {other}")),
+    }
+}

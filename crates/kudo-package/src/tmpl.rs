@@ -1,0 +1,322 @@
+//! The template-dependent verifiers: which parameters and implicit variables each template uses
+//! (by walking the parsed AST), whether every template renders with the defaults, and our warnings
+//! for non-hermetic functions.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use kudo_template::parse::{Arg, Node, Pipe, Tree};
+use kudo_template::{FuncEnv, Template, Value, kudo_funcs};
+
+use crate::model::Package;
+use crate::verify::Verification;
+
+/// The implicit top-level variables templates may use (besides `.Params` and `.Pipes`).
+pub const IMPLICITS: [&str; 8] =
+    ["Name", "Namespace", "OperatorName", "OperatorVersion", "AppVersion", "PlanName", "PhaseName", "StepName"];
+
+/// Functions whose output differs between renders (time, randomness, DNS). KUDO re-renders on
+/// every reconcile pass, so objects using them are re-patched and pods restarted.
+pub const NON_HERMETIC: [&str; 16] = [
+    "now",
+    "ago",
+    "randAlphaNum",
+    "randAlpha",
+    "randAscii",
+    "randNumeric",
+    "uuidv4",
+    "shuffle",
+    "genPrivateKey",
+    "genCA",
+    "genSelfSignedCert",
+    "genSignedCert",
+    "getHostByName",
+    "htmlDate",
+    "date_modify",
+    "dateModify",
+];
+
+/// What one template references.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct References {
+    /// `.Params.X`, `$.Params.X`, `index .Params "X"`.
+    pub params: BTreeSet<String>,
+    /// `.Pipes.X`, `$.Pipes.X`.
+    pub pipes: BTreeSet<String>,
+    /// Single-segment fields on the root data (`.Name`, `$.Foo`).
+    pub implicits: BTreeSet<String>,
+    /// Non-hermetic functions called.
+    pub non_hermetic: BTreeSet<String>,
+}
+
+/// Is `dot` the template's root data at this point? (`range`/`with` bodies and `define` bodies
+/// rebind it.)
+#[derive(Clone, Copy)]
+struct Scope {
+    dot_is_root: bool,
+}
+
+impl References {
+    fn root_chain(&mut self, idents: &[String]) {
+        match idents {
+            [] => {}
+            [one] => {
+                self.implicits.insert(one.clone());
+            }
+            [first, second, ..] if first == "Params" => {
+                self.params.insert(second.clone());
+            }
+            [first, second, ..] if first == "Pipes" => {
+                self.pipes.insert(second.clone());
+            }
+            // `.Name.Foo`: the implicit is used (its field access fails at run time, not here).
+            [first, ..] => {
+                self.implicits.insert(first.clone());
+            }
+        }
+    }
+
+    fn arg(&mut self, a: &Arg, s: Scope) {
+        match a {
+            Arg::Field { idents, .. } if s.dot_is_root => self.root_chain(idents),
+            Arg::Variable { idents, .. } if idents.first().map(String::as_str) == Some("$") && s.dot_is_root => {
+                self.root_chain(&idents[1..])
+            }
+            Arg::Variable { idents, .. } if idents.first().map(String::as_str) == Some("$") => {
+                // Inside a `define` the root is whatever was passed; still, `$.Params.X` there
+                // almost always means the package's parameter.
+                if idents.len() >= 3 && idents[1] == "Params" {
+                    self.params.insert(idents[2].clone());
+                }
+            }
+            Arg::Identifier { name, .. } if NON_HERMETIC.contains(&name.as_str()) => {
+                self.non_hermetic.insert(name.clone());
+            }
+            Arg::Chain { node, .. } => self.arg(node, s),
+            Arg::Pipe(p) => self.pipe(p, s),
+            _ => {}
+        }
+    }
+
+    fn is_root_params(a: &Arg, s: Scope) -> bool {
+        match a {
+            Arg::Field { idents, .. } => s.dot_is_root && idents.len() == 1 && idents[0] == "Params",
+            Arg::Variable { idents, .. } => idents.len() == 2 && idents[0] == "$" && idents[1] == "Params",
+            _ => false,
+        }
+    }
+
+    fn pipe(&mut self, p: &Pipe, s: Scope) {
+        for c in &p.cmds {
+            // `index .Params "X"` names parameter X as surely as `.Params.X` does.
+            if let [Arg::Identifier { name, .. }, target, Arg::String { text, .. }, ..] = c.args.as_slice()
+                && name == "index"
+                && Self::is_root_params(target, s)
+            {
+                self.params.insert(text.clone());
+                // Do not also record `.Params` as an implicit named "Params".
+                for a in c.args.iter().skip(3) {
+                    self.arg(a, s);
+                }
+                continue;
+            }
+            for a in &c.args {
+                // A bare `.Params` (e.g. `toYaml .Params`) is neither an implicit nor one param.
+                if Self::is_root_params(a, s) {
+                    continue;
+                }
+                self.arg(a, s);
+            }
+        }
+    }
+
+    fn nodes(&mut self, nodes: &[Node], s: Scope) {
+        for n in nodes {
+            match n {
+                Node::Action { pipe, .. } => self.pipe(pipe, s),
+                Node::If(b) => {
+                    self.pipe(&b.pipe, s);
+                    self.nodes(&b.list, s);
+                    if let Some(e) = &b.else_list {
+                        self.nodes(e, s);
+                    }
+                }
+                Node::Range(b) | Node::With(b) => {
+                    self.pipe(&b.pipe, s);
+                    self.nodes(&b.list, Scope { dot_is_root: false });
+                    if let Some(e) = &b.else_list {
+                        // `else` of range/with runs with the outer dot.
+                        self.nodes(e, s);
+                    }
+                }
+                Node::Template { pipe: Some(p), .. } => self.pipe(p, s),
+                _ => {}
+            }
+        }
+    }
+
+    /// Collects the references of a parsed template file.
+    pub fn of(t: &Template) -> References {
+        let mut r = References::default();
+        r.tree(t.tree(), Scope { dot_is_root: true });
+        for (_, tree) in t.defined() {
+            r.tree(tree, Scope { dot_is_root: false });
+        }
+        r
+    }
+
+    fn tree(&mut self, t: &Tree, s: Scope) {
+        self.nodes(&t.root, s);
+    }
+}
+
+/// Parses every template once. Parse errors are returned per file.
+pub(crate) fn parse_all(pkg: &Package) -> BTreeMap<String, Result<Template, kudo_template::Error>> {
+    let funcs = kudo_funcs();
+    pkg.templates.iter().map(|(k, v)| (k.clone(), Template::parse(k, v, &funcs))).collect()
+}
+
+/// Verifier 7 (template half): undefined/unused parameters, invalid implicits, parse errors; plus
+/// our non-hermetic-function warnings.
+pub(crate) fn parameter_usage(pkg: &Package, r: &mut Verification) {
+    let declared: BTreeSet<&str> = pkg.params.parameters.iter().map(|p| p.name.as_str()).collect();
+    let mut used: BTreeSet<String> = BTreeSet::new();
+    for (name, parsed) in parse_all(pkg) {
+        let t = match parsed {
+            Ok(t) => t,
+            Err(e) => {
+                r.error(format!("template file {name:?} reports the following error: {e}"));
+                continue;
+            }
+        };
+        let refs = References::of(&t);
+        for p in &refs.params {
+            if !declared.contains(p.as_str()) {
+                r.error(format!("parameter {p:?} in template {name} is not defined"));
+            }
+        }
+        used.extend(refs.params.iter().cloned());
+        for i in &refs.implicits {
+            if !IMPLICITS.contains(&i.as_str()) && i != "Params" && i != "Pipes" {
+                r.error(format!("template {name} defines an invalid implicit parameter {i:?}"));
+            }
+        }
+        for f in &refs.non_hermetic {
+            r.warn(format!(
+                "template {name} uses {f:?}, whose result changes between renders: the controller re-renders on every pass, so the object is re-applied with a new value each time"
+            ));
+        }
+    }
+    for t in &pkg.operator.tasks {
+        if t.kind == "Toggle" && !t.spec.parameter.is_empty() {
+            if !declared.contains(t.spec.parameter.as_str()) {
+                r.error(format!("parameter {:?} in ToggleTask {} is not defined", t.spec.parameter, t.name));
+            }
+            used.insert(t.spec.parameter.clone());
+        }
+    }
+    for p in &pkg.params.parameters {
+        if !used.contains(&p.name) && p.trigger.is_empty() {
+            r.warn(format!("parameter {:?} defined but not used.", p.name));
+        }
+    }
+}
+
+/// The `.Pipes` map a plan's templates see: every Pipe task of the plan, key → artifact name.
+pub fn pipes_for_plan(
+    instance: &str,
+    plan_name: &str,
+    plan: &kudo_api::Plan,
+    tasks: &[kudo_api::Task],
+) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for phase in &plan.phases {
+        for step in &phase.steps {
+            for tname in &step.tasks {
+                if let Some(t) = tasks.iter().find(|t| &t.name == tname && t.kind == "Pipe") {
+                    for p in &t.spec.pipe {
+                        out.insert(
+                            p.key.clone(),
+                            crate::render::pipe_artifact_name(&[instance, plan_name, &phase.name, &step.name, &t.name, &p.key]),
+                        );
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Verifier 9: every template renders with placeholder implicits and the parameter defaults, and
+/// (except KudoOperator parameter files) its output parses as Kubernetes objects.
+pub(crate) fn render_all(pkg: &Package, r: &mut Verification) {
+    let param_files: BTreeSet<&str> = pkg
+        .operator
+        .tasks
+        .iter()
+        .filter(|t| t.kind == "KudoOperator")
+        .map(|t| t.spec.parameter_file.as_str())
+        .collect();
+    let defs: Vec<&dyn crate::params::ParamDef> =
+        pkg.params.parameters.iter().map(|p| p as &dyn crate::params::ParamDef).collect();
+    let params = match crate::params::template_params(&defs, &BTreeMap::new()) {
+        Ok(p) => p,
+        Err(e) => {
+            r.error(e);
+            return;
+        }
+    };
+    let mut pipes = BTreeMap::new();
+    let api_tasks: Vec<kudo_api::Task> = pkg.operator.tasks.iter().map(crate::convert::task_to_api).collect();
+    for (name, plan) in &pkg.operator.plans {
+        pipes.extend(pipes_for_plan("Name", name, &crate::convert::plan_to_api(plan), &api_tasks));
+    }
+    let mut data = BTreeMap::new();
+    for i in IMPLICITS {
+        data.insert(i.to_string(), Value::str(i));
+    }
+    data.insert("Params".into(), Value::map(params));
+    data.insert("Pipes".into(), Value::map(pipes.into_iter().map(|(k, v)| (k, Value::str(v))).collect()));
+    for (name, parsed) in parse_all(pkg) {
+        let Ok(t) = parsed else { continue }; // reported by parameter_usage
+        let data = Value::map(data.clone());
+        let mut env = FuncEnv::with_seed(0);
+        match t.execute(&data, &mut env) {
+            Err(e) => r.error(format!("error expanding template {name}: {e}")),
+            Ok(out) => {
+                if !param_files.contains(name.as_str())
+                    && name != pkg.operator.namespace_manifest
+                    && let Err(e) = crate::split::parse_objects(&name, &out)
+                {
+                    r.error(e);
+                }
+            }
+        }
+    }
+}
+
+/// Verifier 10 (manifest half): the namespace manifest must render to exactly one Namespace.
+pub(crate) fn check_namespace_manifest(_pkg: &Package, nm: &str, text: &str, r: &mut Verification) {
+    let funcs = kudo_funcs();
+    let rendered = Template::parse(nm, text, &funcs).and_then(|t| {
+        let mut data = BTreeMap::new();
+        for i in IMPLICITS {
+            data.insert(i.to_string(), Value::str(i));
+        }
+        data.insert("Params".into(), Value::map(BTreeMap::new()));
+        t.execute(&Value::map(data), &mut FuncEnv::with_seed(0))
+    });
+    let objs = rendered.ok().and_then(|out| crate::split::parse_objects(nm, &out).ok());
+    match objs {
+        None => r.error(format!("Unable to marshal NamespaceManifest {nm:?} ")),
+        Some(objs) if objs.is_empty() => r.error(format!("NamespaceManifest {nm:?} found but does not contain a manifest")),
+        Some(objs) if objs.len() > 1 => r.error(format!(
+            "NamespaceManifest {nm:?} found but contains {} manifests which is greater than 1",
+            objs.len()
+        )),
+        Some(objs) => {
+            if objs[0].object["kind"] != "Namespace" {
+                r.error(format!("NamespaceManifest {nm:?} found but manifest is not kind: Namespace"));
+            }
+        }
+    }
+}

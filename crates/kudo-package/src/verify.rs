@@ -1,0 +1,463 @@
+//! `package verify`: every check of KUDO's verifiers (kudo-behaviour.md §6), in KUDO's order and
+//! with KUDO's messages, plus a few checks of our own (marked below) for mistakes KUDO only
+//! discovered at run time.
+
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+
+use regex::Regex;
+
+use crate::model::{Package, TASK_KINDS};
+use crate::params::validate_decoded_for_type;
+use crate::yaml::go_s;
+
+/// Errors make a package invalid; warnings do not.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Verification {
+    pub errors: Vec<String>,
+    pub warnings: Vec<String>,
+}
+
+impl Verification {
+    pub fn is_valid(&self) -> bool {
+        self.errors.is_empty()
+    }
+    pub fn error(&mut self, s: impl Into<String>) {
+        self.errors.push(s.into());
+    }
+    pub fn warn(&mut self, s: impl Into<String>) {
+        self.warnings.push(s.into());
+    }
+    fn param_error(&mut self, name: &str, reason: &str) {
+        self.error(format!("parameter {name:?} {reason}"));
+    }
+    fn param_warning(&mut self, name: &str, reason: &str) {
+        self.warn(format!("parameter {name:?} {reason}"));
+    }
+}
+
+/// The optional `--param-checks` (all produce warnings).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ParamChecks {
+    pub display: bool,
+    pub hint: bool,
+    pub desc: bool,
+    pub type_: bool,
+    pub hasgroup: bool,
+    pub groups: bool,
+}
+
+impl ParamChecks {
+    /// Parses `display,hint,desc,type,hasgroup,groups,all`.
+    pub fn parse(list: &[String]) -> Result<ParamChecks, String> {
+        let mut c = ParamChecks::default();
+        for item in list.iter().flat_map(|s| s.split(',')) {
+            match item.trim() {
+                "display" => c.display = true,
+                "hint" => c.hint = true,
+                "desc" => c.desc = true,
+                "type" => c.type_ = true,
+                "hasgroup" => c.hasgroup = true,
+                "groups" => c.groups = true,
+                "all" => {
+                    c = ParamChecks { display: true, hint: true, desc: true, type_: true, hasgroup: true, groups: true }
+                }
+                "" => {}
+                other => {
+                    return Err(format!(
+                        "unknown parameter check {other:?} (use display, hint, desc, type, hasgroup, groups or all)"
+                    ));
+                }
+            }
+        }
+        Ok(c)
+    }
+}
+
+/// Parameter types KUDO defines.
+pub const PARAM_TYPES: [&str; 6] = ["string", "integer", "number", "boolean", "array", "map"];
+
+/// Runs every always-on check, then the optional parameter checks.
+pub fn verify(pkg: &Package, checks: ParamChecks) -> Verification {
+    let mut r = Verification::default();
+    duplicates(pkg, &mut r);
+    invalid_chars(pkg, &mut r);
+    versions(pkg, &mut r);
+    task_build(pkg, &mut r);
+    task_references(pkg, &mut r);
+    plan_references(pkg, &mut r);
+    crate::tmpl::parameter_usage(pkg, &mut r);
+    parameter_definitions(pkg, &mut r);
+    template_references(pkg, &mut r);
+    crate::tmpl::render_all(pkg, &mut r);
+    namespaces(pkg, &mut r);
+    extended(pkg, checks, &mut r);
+    r
+}
+
+fn duplicates(pkg: &Package, r: &mut Verification) {
+    let mut seen = HashSet::new();
+    for p in &pkg.params.parameters {
+        if !seen.insert(p.name.to_lowercase()) {
+            r.param_error(&p.name, "has a duplicate");
+        }
+    }
+}
+
+fn invalid_chars(pkg: &Package, r: &mut Verification) {
+    for p in &pkg.params.parameters {
+        for c in [';', ','] {
+            if p.name.contains(c) {
+                r.param_error(&p.name, &format!("contains invalid character '{c}'"));
+            }
+        }
+        // Ours: a parameter without a name cannot be set or referenced.
+        if p.name.is_empty() {
+            r.error("params.yaml: a parameter has no name");
+        }
+    }
+}
+
+/// Semantic versions as KUDO's (Masterminds) parser accepts them: optional `v`, missing minor or
+/// patch allowed.
+pub fn parse_semver(s: &str) -> Result<(), String> {
+    static RE: std::sync::OnceLock<Regex> = std::sync::OnceLock::new();
+    let re = RE.get_or_init(|| {
+        Regex::new(
+            r"^v?(0|[1-9][0-9]*|[0-9]+)(\.[0-9]+)?(\.[0-9]+)?(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?$",
+        )
+        .expect("static regex")
+    });
+    if re.is_match(s) { Ok(()) } else { Err("Invalid Semantic Version".into()) }
+}
+
+fn versions(pkg: &Package, r: &mut Verification) {
+    let o = &pkg.operator;
+    if o.operator_version.is_empty() || parse_semver(&o.operator_version).is_err() {
+        r.error("\"operatorVersion\" is required and must be semver");
+    }
+    if o.kubernetes_version.is_empty() || parse_semver(&o.kubernetes_version).is_err() {
+        r.error("\"kubernetesVersion\" is required and must be semver");
+    }
+    for (field, v) in [("appVersion", &o.app_version), ("kudoVersion", &o.kudo_version)] {
+        if !v.is_empty()
+            && let Err(e) = parse_semver(v)
+        {
+            r.error(format!("unable to parse {field:?}: {e}"));
+        }
+    }
+    // Ours: the name prefixes every object name, so it must be a DNS-1123 label.
+    if o.name.is_empty() {
+        r.error("operator.yaml: \"name\" is required");
+    } else if !crate::scaffold::valid_name(&o.name) {
+        r.error(format!(
+            "operator.yaml: name {:?} is not a valid DNS-1123 label (lower-case letters, digits, '-')",
+            o.name
+        ));
+    }
+}
+
+fn pipe_file_display(p: &crate::model::PipeSpec) -> String {
+    format!("{{{} {} {} {}}}", p.file, p.env_file, p.kind, p.key)
+}
+
+fn task_build(pkg: &Package, r: &mut Verification) {
+    let key_re = Regex::new(r"^[a-zA-Z0-9_\-]+$").expect("static regex");
+    let mut names = HashSet::new();
+    for t in &pkg.operator.tasks {
+        // Ours: steps reference tasks by name, so a name must be unique and non-empty.
+        if t.name.is_empty() {
+            r.error(format!("operator.yaml: a task of kind {:?} has no name", t.kind));
+        } else if !names.insert(t.name.as_str()) {
+            r.error(format!("task {:?} is defined more than once", t.name));
+        }
+        let s = &t.spec;
+        match t.kind.as_str() {
+            "Apply" | "Delete" if s.resources.is_empty() => r.error(format!(
+                "task validation error: {} task '{}' has an empty resource list. if that's what you need, use a Dummy task instead",
+                t.kind.to_lowercase(),
+                t.name
+            )),
+            "Toggle" if s.resources.is_empty() => r.error(
+                "task validation error: toggle task has an empty resource list. if that's what you need, use a Dummy task instead",
+            ),
+            "Toggle" if s.parameter.is_empty() => {
+                r.error("task validation error: Missing parameter to evaluate the Toggle Task")
+            }
+            "Pipe" if s.pipe.is_empty() => r.error("task validation error: pipe task has an empty pipe files list"),
+            "Pipe" => {
+                for p in &s.pipe {
+                    let shown = pipe_file_display(p);
+                    if p.file.is_empty() == p.env_file.is_empty() {
+                        r.error(format!(
+                            "task validation error: pipe file {shown} must have either 'file' or 'envFile' field set but not both"
+                        ));
+                    } else if p.kind != "Secret" && p.kind != "ConfigMap" {
+                        r.error(format!("task validation error: invalid pipe kind (must be Secret or ConfigMap): {shown}"));
+                    } else if !key_re.is_match(&p.key) {
+                        r.error(format!(
+                            "task validation error: invalid pipe key (only letters, numbers and _ and - are allowed): {shown}"
+                        ));
+                    }
+                }
+            }
+            "KudoOperator" if s.package.is_empty() => {
+                r.error(format!("task validation error: kudo operator task '{}' has an empty package name", t.name))
+            }
+            k if !TASK_KINDS.contains(&k) => r.error(format!("unknown task kind {k}")),
+            _ => {}
+        }
+    }
+}
+
+fn task_references(pkg: &Package, r: &mut Verification) {
+    let defined: BTreeSet<&str> = pkg.operator.tasks.iter().map(|t| t.name.as_str()).collect();
+    let mut used = BTreeSet::new();
+    for (plan_name, plan) in &pkg.operator.plans {
+        let mut phases = HashSet::new();
+        for phase in &plan.phases {
+            // Ours: statuses are keyed by phase and step names, duplicates make them ambiguous.
+            if !phases.insert(phase.name.as_str()) {
+                r.error(format!("phase {:?} in plan {plan_name:?} is defined more than once", phase.name));
+            }
+            let mut steps = HashSet::new();
+            for step in &phase.steps {
+                if !steps.insert(step.name.as_str()) {
+                    r.error(format!(
+                        "step {:?} in phase {:?} of plan {plan_name:?} is defined more than once",
+                        step.name, phase.name
+                    ));
+                }
+                for t in &step.tasks {
+                    used.insert(t.as_str());
+                    if !defined.contains(t.as_str()) {
+                        r.error(format!("task {t:?} in plan {plan_name:?} is not defined"));
+                    }
+                }
+            }
+        }
+        for (label, s) in [("plan", &plan.strategy)]
+            .into_iter()
+            .chain(plan.phases.iter().map(|p| ("phase", &p.strategy)))
+        {
+            // Ours: KUDO silently treats any other strategy as parallel.
+            if !s.is_empty() && s != "serial" && s != "parallel" {
+                r.warn(format!(
+                    "plan {plan_name:?}: {label} strategy {s:?} is neither \"serial\" nor \"parallel\" and behaves as parallel"
+                ));
+            }
+        }
+    }
+    for t in &pkg.operator.tasks {
+        if !used.contains(t.name.as_str()) {
+            r.warn(format!("task {:?} defined but not used", t.name));
+        }
+    }
+}
+
+fn plan_references(pkg: &Package, r: &mut Verification) {
+    for p in &pkg.params.parameters {
+        if !p.trigger.is_empty() && !pkg.operator.plans.contains_key(&p.trigger) {
+            r.error(format!("plan {:?} used in parameter {:?} is not defined", p.trigger, p.name));
+        }
+    }
+    if !pkg.operator.plans.contains_key("deploy") {
+        r.error("an operator is required to have 'deploy' plan");
+    }
+}
+
+fn parameter_definitions(pkg: &Package, r: &mut Verification) {
+    let params = &pkg.params.parameters;
+    for p in params {
+        if p.is_immutable() && !p.has_default() && !p.is_required() {
+            r.param_error(&p.name, "is immutable but is not marked as required or has a default value");
+        }
+    }
+    for p in params {
+        // Ours: KUDO accepts any type string and then treats unknown types as strings.
+        if !p.type_.is_empty() && !PARAM_TYPES.contains(&p.type_.as_str()) {
+            r.param_error(
+                &p.name,
+                &format!("has an unknown type {:?} (must be one of {})", p.type_, PARAM_TYPES.join(", ")),
+            );
+        }
+    }
+    for p in params {
+        if let Some(vals) = &p.enum_ {
+            if vals.is_empty() {
+                r.param_error(&p.name, "is an enum but has no allowed values");
+                continue;
+            }
+            for v in vals {
+                if let Err(e) = validate_decoded_for_type(p.value_type(), v) {
+                    r.param_error(&p.name, &format!("has an invalid enum value: {e}"));
+                }
+            }
+        }
+    }
+    for p in params {
+        let Some(d) = &p.default else { continue };
+        if let Err(e) = validate_decoded_for_type(p.value_type(), d) {
+            r.error(format!("parameter {:?} has an invalid default value: {e}", p.name));
+            continue;
+        }
+        if let Some(vals) = &p.enum_
+            && !vals.is_empty()
+            && !vals.contains(d)
+        {
+            let allowed: Vec<String> = vals.iter().map(go_s).collect();
+            r.error(format!(
+                "parameter {:?} has an invalid default value: value is {:?}, but only allowed values are [{}]",
+                p.name,
+                go_s(d),
+                allowed.join(" ")
+            ));
+        }
+        // Ours: Go prints large/small floats in exponent form, which is what the cluster stores.
+        if let serde_json::Value::Number(n) = d {
+            let shown = crate::yaml::go_sprint(d);
+            if shown.contains('e') && !p.type_.eq("number") {
+                r.param_warning(
+                    &p.name,
+                    &format!("has the numeric default {n}, which KUDO stores as {shown:?}; quote it to keep the digits"),
+                );
+            }
+        }
+    }
+    for p in params {
+        if p.group.contains('/') {
+            r.param_error(&p.name, "has a group with invalid character '/'");
+        }
+        if p.is_advanced() && !p.has_default() && p.is_required() {
+            r.param_error(
+                &p.name,
+                "is marked as advanced, but also as required and has no default. An advanced parameter must either be optional or have a default value",
+            );
+        }
+    }
+    let mut groups = BTreeMap::new();
+    for g in &pkg.params.groups {
+        if g.name.contains('/') {
+            r.error(format!("group {:?} contains invalid character '/'", g.name));
+        }
+        if groups.insert(g.name.as_str(), g).is_some() {
+            r.error(format!("group {:?} is duplicated", g.name));
+        }
+    }
+    for p in params {
+        if !p.group.is_empty() && !groups.contains_key(p.group.as_str()) {
+            r.param_error(&p.name, "has a group that is not defined in the group section");
+        }
+    }
+}
+
+/// Templates each task needs (resources, Pipe pod, KudoOperator parameter file).
+pub fn task_templates(t: &crate::model::Task) -> Vec<&str> {
+    match t.kind.as_str() {
+        "Apply" | "Delete" | "Toggle" => t.spec.resources.iter().map(String::as_str).collect(),
+        "Pipe" if !t.spec.pod.is_empty() => vec![t.spec.pod.as_str()],
+        "KudoOperator" if !t.spec.parameter_file.is_empty() => vec![t.spec.parameter_file.as_str()],
+        _ => Vec::new(),
+    }
+}
+
+fn template_references(pkg: &Package, r: &mut Verification) {
+    let mut referenced = BTreeSet::new();
+    for t in &pkg.operator.tasks {
+        for f in task_templates(t) {
+            referenced.insert(f);
+            if !pkg.templates.contains_key(f) {
+                r.error(format!("template {f:?} required by {} but is not defined", t.name));
+            }
+        }
+        if t.kind == "Pipe" && t.spec.pod.is_empty() {
+            // Ours: KUDO only fails when the Pipe task runs.
+            r.error(format!("task {:?}: a Pipe task needs a pod template", t.name));
+        }
+    }
+    for name in pkg.templates.keys() {
+        if !referenced.contains(name.as_str()) && *name != pkg.operator.namespace_manifest {
+            r.warn(format!("template {name:?} is not referenced from any task"));
+        }
+    }
+}
+
+fn namespaces(pkg: &Package, r: &mut Verification) {
+    let re = Regex::new(r"kind:\s*Namespace").expect("static regex");
+    let nm = &pkg.operator.namespace_manifest;
+    for (name, text) in &pkg.templates {
+        if name != nm && re.is_match(text) {
+            r.error(format!("template {name:?} contains 'kind: Namespace' not allowed unless specified as 'NamespaceManifest'"));
+        }
+    }
+    if nm.is_empty() {
+        return;
+    }
+    let Some(text) = pkg.templates.get(nm) else {
+        r.error(format!("NamespaceManifest {nm:?} not found in /templates folder"));
+        return;
+    };
+    crate::tmpl::check_namespace_manifest(pkg, nm, text, r);
+}
+
+fn starts_upper(s: &str) -> bool {
+    s.chars().next().is_some_and(char::is_uppercase)
+}
+
+fn extended(pkg: &Package, c: ParamChecks, r: &mut Verification) {
+    for p in &pkg.params.parameters {
+        if c.display {
+            if p.display_name.is_empty() {
+                r.param_warning(&p.name, "has no displayName");
+            } else {
+                if p.display_name.ends_with(':') {
+                    r.param_warning(&p.name, "has a displayName ending with ':'");
+                }
+                if !starts_upper(&p.display_name) {
+                    r.param_warning(&p.name, "has a displayName that does not start with a capital letter");
+                }
+            }
+        }
+        if c.desc {
+            if p.description.is_empty() {
+                r.param_warning(&p.name, "has no description");
+            } else {
+                if !p.description.ends_with(['.', '!', '?', ')']) {
+                    r.param_warning(&p.name, "has a description not ending with one of '.!?)'");
+                }
+                if !starts_upper(&p.description) {
+                    r.param_warning(&p.name, "has a description that does not start with a capital letter");
+                }
+            }
+        }
+        if c.hint {
+            if p.hint.is_empty() {
+                r.param_warning(&p.name, "has no hint");
+            } else if !p.hint.ends_with('.') {
+                r.param_warning(&p.name, "has a hint not ending with '.'");
+            }
+        }
+        if c.type_ && p.type_.is_empty() {
+            r.param_warning(&p.name, "has no explicit type assigned");
+        }
+        if c.hasgroup && p.group.is_empty() {
+            r.param_warning(&p.name, "has no group assigned");
+        }
+    }
+    if c.groups {
+        for g in &pkg.params.groups {
+            if g.display_name.is_empty() {
+                r.warn(format!("group {:?} has no displayName", g.name));
+            } else if g.display_name.ends_with(':') || !starts_upper(&g.display_name) {
+                r.warn(format!("group {:?} has a displayName that does not start upper-case or ends with ':'", g.name));
+            }
+            if g.description.is_empty() {
+                r.warn(format!("group {:?} has no description", g.name));
+            } else if !g.description.ends_with(['.', '!', '?', ')']) || !starts_upper(&g.description) {
+                r.warn(format!(
+                    "group {:?} has a description that does not start upper-case or end with one of '.!?)'",
+                    g.name
+                ));
+            }
+        }
+    }
+}

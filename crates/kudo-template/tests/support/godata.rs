@@ -1,0 +1,127 @@
+//! Decoding template data files exactly as the Go oracle (and KUDO) do, into `serde_json::Value`.
+//!
+//! JSON: Go's `encoding/json` into `interface{}`; `Value::from_json` then makes every number a
+//! `float64`. YAML: `sigs.k8s.io/yaml` (YAML 1.1 via yaml.v2, converted to JSON): YAML 1.1 scalars
+//! (`yes`/`on`/`y` booleans, `0755` octal), non-string keys rendered as strings (`true`, `1`),
+//! merge keys expanded, non-finite floats rejected (JSON cannot hold them), empty document = `{}`.
+//!
+//! The same rules live in `kubectl-kudo`'s `template render` (crates/kubectl-kudo/src/cmd/template.rs).
+
+use std::fmt;
+
+use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+
+/// Decodes a data file by extension (`.yaml`/`.yml` → YAML, anything else JSON). A `null` or empty
+/// document becomes `{}`, as the oracle passes KUDO's (possibly empty) map.
+pub fn decode_data(path: &std::path::Path, raw: &str) -> Result<serde_json::Value, String> {
+    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("").to_ascii_lowercase();
+    let v = if ext == "yaml" || ext == "yml" { yaml_to_json(raw)? } else { json(raw)? };
+    Ok(if v.is_null() { serde_json::Value::Object(Default::default()) } else { v })
+}
+
+pub fn json(raw: &str) -> Result<serde_json::Value, String> {
+    serde_json::from_str(raw).map_err(|e| e.to_string())
+}
+
+pub fn yaml_to_json(raw: &str) -> Result<serde_json::Value, String> {
+    if raw.trim().is_empty() {
+        return Ok(serde_json::Value::Null);
+    }
+    let mut opts = serde_saphyr::Options::default();
+    opts.legacy_octal_numbers = true;
+    let v: GoYaml = serde_saphyr::from_str_with_options(raw, opts).map_err(|e| e.to_string())?;
+    Ok(v.0)
+}
+
+/// A YAML node converted the way `sigs.k8s.io/yaml` converts it to JSON.
+struct GoYaml(serde_json::Value);
+
+impl<'de> Deserialize<'de> for GoYaml {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(GoYamlVisitor)
+    }
+}
+
+struct GoYamlVisitor;
+
+impl<'de> Visitor<'de> for GoYamlVisitor {
+    type Value = GoYaml;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a YAML value")
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<GoYaml, E> {
+        Ok(GoYaml(v.into()))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<GoYaml, E> {
+        Ok(GoYaml(v.into()))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<GoYaml, E> {
+        Ok(GoYaml(v.into()))
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<GoYaml, E> {
+        serde_json::Number::from_f64(v)
+            .map(|n| GoYaml(n.into()))
+            .ok_or_else(|| E::custom(format!("json: unsupported value: {v}")))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<GoYaml, E> {
+        Ok(GoYaml(v.into()))
+    }
+    fn visit_string<E>(self, v: String) -> Result<GoYaml, E> {
+        Ok(GoYaml(v.into()))
+    }
+    fn visit_unit<E>(self) -> Result<GoYaml, E> {
+        Ok(GoYaml(serde_json::Value::Null))
+    }
+    fn visit_none<E>(self) -> Result<GoYaml, E> {
+        Ok(GoYaml(serde_json::Value::Null))
+    }
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<GoYaml, D::Error> {
+        GoYaml::deserialize(d)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<GoYaml, A::Error> {
+        let mut items = Vec::new();
+        while let Some(GoYaml(v)) = seq.next_element()? {
+            items.push(v);
+        }
+        Ok(GoYaml(serde_json::Value::Array(items)))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<GoYaml, A::Error> {
+        let mut out = serde_json::Map::new();
+        while let Some(GoYaml(k)) = map.next_key()? {
+            let GoYaml(v) = map.next_value()?;
+            out.insert(key_string(&k), v);
+        }
+        Ok(GoYaml(serde_json::Value::Object(out)))
+    }
+}
+
+/// How sigs.k8s.io/yaml spells a non-string mapping key in JSON.
+fn key_string(k: &serde_json::Value) -> String {
+    match k {
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Null => "null".into(),
+        serde_json::Value::Bool(b) => b.to_string(),
+        serde_json::Value::Number(n) => {
+            if n.is_f64() {
+                go_float_key(n.as_f64().unwrap_or(0.0))
+            } else {
+                n.to_string()
+            }
+        }
+        other => other.to_string(),
+    }
+}
+
+/// Go's `strconv.FormatFloat(f, 'g', -1, 64)`.
+fn go_float_key(f: f64) -> String {
+    let exp = if f == 0.0 { 0 } else { f.abs().log10().floor() as i32 };
+    if (-4..6).contains(&exp) {
+        format!("{f}")
+    } else {
+        let s = format!("{f:e}");
+        let (mant, e) = s.split_once('e').unwrap_or((&s, "0"));
+        let e: i32 = e.parse().unwrap_or(0);
+        format!("{mant}e{}{:02}", if e < 0 { '-' } else { '+' }, e.abs())
+    }
+}
