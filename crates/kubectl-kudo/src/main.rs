@@ -1,7 +1,7 @@
 //! `kubectl-kudo`: a thin binary over the library crates. Each command group lives in `cmd/`.
 //!
-//! Exit codes: 0 success; 1 the operation failed (template error, invalid package, failed plan…);
-//! 2 usage error (clap).
+//! Exit codes: 0 success; 1 the operation failed (template error, invalid package, failed plan,
+//! API error…); 2 usage error (bad flags or arguments).
 
 use std::process::ExitCode;
 
@@ -15,16 +15,34 @@ mod output;
 #[derive(Parser, Debug)]
 #[command(name = "kubectl-kudo", bin_name = "kubectl kudo", version, about, long_about = None)]
 struct Cli {
+    #[command(flatten)]
+    cluster: cmd::cluster::ClusterOpts,
     #[command(subcommand)]
     command: Command,
 }
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Render Go templates (text/template + Sprig) exactly as KUDO does.
-    Template(cmd::template::TemplateArgs),
+    /// Install KUDO's CRDs and manager into the cluster (or print them with --dry-run).
+    Init(cmd::init::InitArgs),
+    /// Install an operator package and create an Instance of it.
+    Install(cmd::instance::InstallArgs),
+    /// Change parameters of an Instance (runs the plan the parameters trigger).
+    Update(cmd::instance::UpdateArgs),
+    /// Move an Instance to a newer version of its operator package.
+    Upgrade(cmd::instance::UpgradeArgs),
+    /// Delete an Instance and everything it created.
+    Uninstall(cmd::instance::UninstallArgs),
+    /// Inspect and trigger the plans of an Instance.
+    Plan(cmd::plan::PlanArgs),
+    /// List installed operators, operator versions and instances.
+    Get(cmd::get::GetArgs),
     /// Create, verify, list and render operator packages (offline).
     Package(cmd::package::PackageArgs),
+    /// Render Go templates (text/template + Sprig) exactly as KUDO does.
+    Template(cmd::template::TemplateArgs),
+    /// Print the version of this binary.
+    Version(cmd::version::VersionArgs),
 }
 
 fn main() -> ExitCode {
@@ -32,6 +50,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Template(args) => cmd::template::run(args),
         Command::Package(args) => cmd::package::run(args),
+        Command::Version(args) => cmd::version::run(args),
+        command => run_async(&cli.cluster, command),
     };
     match result {
         Ok(code) => code,
@@ -40,4 +60,23 @@ fn main() -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+/// Commands that talk to a cluster run on a tokio runtime.
+fn run_async(cluster: &cmd::cluster::ClusterOpts, command: Command) -> anyhow::Result<ExitCode> {
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    runtime.block_on(async move {
+        match command {
+            Command::Init(args) => cmd::init::run(cluster, args).await,
+            Command::Install(args) => cmd::instance::install(cluster, args).await,
+            Command::Update(args) => cmd::instance::update(cluster, args).await,
+            Command::Upgrade(args) => cmd::instance::upgrade(cluster, args).await,
+            Command::Uninstall(args) => cmd::instance::uninstall(cluster, args).await,
+            Command::Plan(args) => cmd::plan::run(cluster, args).await,
+            Command::Get(args) => cmd::get::run(cluster, args).await,
+            Command::Template(_) | Command::Package(_) | Command::Version(_) => {
+                unreachable!("handled synchronously in main")
+            }
+        }
+    })
 }

@@ -90,8 +90,8 @@ pub struct Step {
     pub name: String,
     #[serde(default)]
     pub tasks: Vec<String>,
-    /// Our addition: fail the step with FATAL_ERROR when it has not completed within this many
-    /// seconds (KUDO had no timeouts).
+    /// Our addition: fail the step with FATAL_ERROR when it has not completed within this time, a
+    /// Go-style duration (`90s`, `10m`, `1h30m`) or bare seconds (KUDO had no timeouts).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout: Option<String>,
 }
@@ -219,9 +219,11 @@ pub struct Parameter {
 }
 
 impl Parameter {
-    /// KUDO defaults `required` to true when omitted.
+    /// Whether a value must be supplied. On a stored OperatorVersion an absent `required` means
+    /// *not* required (KUDO's `*bool` nil); the `required: true` default of `params.yaml` is applied
+    /// by the package reader, which always writes the field explicitly.
     pub fn is_required(&self) -> bool {
-        self.required.unwrap_or(true)
+        self.required.unwrap_or(false)
     }
     pub fn is_immutable(&self) -> bool {
         self.immutable.unwrap_or(false)
@@ -450,10 +452,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn parameter_uses_value_type_key_and_required_defaults_true() {
+    fn parameter_uses_value_type_key_and_required_defaults_false() {
         let p: Parameter = serde_json::from_str(r#"{"name":"A","value-type":"integer"}"#).unwrap();
         assert_eq!(p.value_type(), "integer");
-        assert!(p.is_required());
+        assert!(!p.is_required(), "absent `required` on a stored OperatorVersion means optional");
         let back = serde_json::to_value(&p).unwrap();
         assert_eq!(back["value-type"], "integer");
     }

@@ -45,11 +45,22 @@ pub fn accept_crd(registry: &Registry, crd: &mut Value) -> Result<(), ApiError> 
             "must be spec.names.plural+\".\"+spec.group",
         ));
     }
-    let versions = crd.pointer("/spec/versions").and_then(|v| v.as_array()).cloned().unwrap_or_default();
+    let versions = crd
+        .pointer("/spec/versions")
+        .and_then(|v| v.as_array())
+        .cloned()
+        .unwrap_or_default();
     if versions.is_empty() {
-        causes.push(Cause::invalid("spec.versions", &json!([]), "must have exactly one version marked as storage version"));
+        causes.push(Cause::invalid(
+            "spec.versions",
+            &json!([]),
+            "must have exactly one version marked as storage version",
+        ));
     }
-    let storage: Vec<&Value> = versions.iter().filter(|v| v["storage"].as_bool() == Some(true)).collect();
+    let storage: Vec<&Value> = versions
+        .iter()
+        .filter(|v| v["storage"].as_bool() == Some(true))
+        .collect();
     if !versions.is_empty() && storage.len() != 1 {
         causes.push(Cause::invalid(
             "spec.versions",
@@ -66,17 +77,27 @@ pub fn accept_crd(registry: &Registry, crd: &mut Value) -> Result<(), ApiError> 
         }
     }
     if !causes.is_empty() {
-        return Err(ApiError::invalid(CRD_GROUP, "CustomResourceDefinition", &name, causes));
+        return Err(ApiError::invalid(
+            CRD_GROUP,
+            "CustomResourceDefinition",
+            &name,
+            causes,
+        ));
     }
     // A built-in or another CRD already owning the names is a naming conflict.
     for d in registry.all() {
         let owner = d.custom.as_ref().map(|c| c.crd_name.as_str());
         if d.group == group && d.plural == plural && owner != Some(name.as_str()) {
-            return Err(ApiError::invalid(CRD_GROUP, "CustomResourceDefinition", &name, vec![Cause::invalid(
-                "spec.names.plural",
-                &json!(plural),
-                "is already in use",
-            )]));
+            return Err(ApiError::invalid(
+                CRD_GROUP,
+                "CustomResourceDefinition",
+                &name,
+                vec![Cause::invalid(
+                    "spec.names.plural",
+                    &json!(plural),
+                    "is already in use",
+                )],
+            ));
         }
     }
     let mut accepted = crd.pointer("/spec/names").cloned().unwrap_or(json!({}));
@@ -97,7 +118,11 @@ pub fn accept_crd(registry: &Registry, crd: &mut Value) -> Result<(), ApiError> 
     if !stored.contains(&storage_name) {
         stored.push(storage_name);
     }
-    let existing = crd.pointer("/status/conditions").and_then(|v| v.as_array()).cloned().unwrap_or_default();
+    let existing = crd
+        .pointer("/status/conditions")
+        .and_then(|v| v.as_array())
+        .cloned()
+        .unwrap_or_default();
     let cond = |t: &str, reason: &str, message: &str| {
         let prev = existing.iter().find(|c| c["type"] == t && c["status"] == "True");
         json!({
@@ -126,7 +151,10 @@ pub fn defs_from_crd(crd: &Value) -> Vec<ResourceDef> {
     let names = crd.pointer("/spec/names").cloned().unwrap_or(json!({}));
     let kind = names["kind"].as_str().unwrap_or("").to_string();
     let plural = names["plural"].as_str().unwrap_or("").to_string();
-    let singular = names["singular"].as_str().map(String::from).unwrap_or_else(|| kind.to_lowercase());
+    let singular = names["singular"]
+        .as_str()
+        .map(String::from)
+        .unwrap_or_else(|| kind.to_lowercase());
     let strs = |v: &Value| -> Vec<String> {
         v.as_array()
             .map(|a| a.iter().filter_map(|x| x.as_str().map(String::from)).collect())
@@ -134,13 +162,21 @@ pub fn defs_from_crd(crd: &Value) -> Vec<ResourceDef> {
     };
     let namespaced = s(crd, "/spec/scope") != "Cluster";
     let mut out = Vec::new();
-    for v in crd.pointer("/spec/versions").and_then(|v| v.as_array()).into_iter().flatten() {
+    for v in crd
+        .pointer("/spec/versions")
+        .and_then(|v| v.as_array())
+        .into_iter()
+        .flatten()
+    {
         if v["served"].as_bool() == Some(false) {
             continue;
         }
         let scale = v.pointer("/subresources/scale").map(|sc| ScaleSpec {
             spec_replicas: sc["specReplicasPath"].as_str().unwrap_or(".spec.replicas").into(),
-            status_replicas: sc["statusReplicasPath"].as_str().unwrap_or(".status.replicas").into(),
+            status_replicas: sc["statusReplicasPath"]
+                .as_str()
+                .unwrap_or(".status.replicas")
+                .into(),
             label_selector: sc["labelSelectorPath"].as_str().map(String::from),
         });
         let printer_columns = v["additionalPrinterColumns"]
@@ -176,7 +212,11 @@ pub fn defs_from_crd(crd: &Value) -> Vec<ResourceDef> {
                 printer_columns,
                 selectable_fields: v["selectableFields"]
                     .as_array()
-                    .map(|a| a.iter().filter_map(|f| f["jsonPath"].as_str().map(String::from)).collect())
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(|f| f["jsonPath"].as_str().map(String::from))
+                            .collect()
+                    })
                     .unwrap_or_default(),
             }),
             storage_version: v["storage"].as_bool() == Some(true),
@@ -187,33 +227,36 @@ pub fn defs_from_crd(crd: &Value) -> Vec<ResourceDef> {
 
 /// Apply schema `default`s and drop fields the structural schema does not declare (unless
 /// `x-kubernetes-preserve-unknown-fields`). `apiVersion`, `kind` and `metadata` are always kept.
-pub fn default_and_prune(schema: Option<&Value>, obj: &mut Value) {
-    let Some(schema) = schema else { return };
-    let Some(root) = obj.as_object_mut() else { return };
+/// Returns the dropped field paths (for `fieldValidation=Strict`).
+pub fn default_and_prune(schema: Option<&Value>, obj: &mut Value) -> Vec<String> {
+    let mut pruned = Vec::new();
+    let Some(schema) = schema else { return pruned };
+    let Some(root) = obj.as_object_mut() else { return pruned };
     let keep: Map<String, Value> = ["apiVersion", "kind", "metadata"]
         .iter()
         .filter_map(|k| root.remove(*k).map(|v| (k.to_string(), v)))
         .collect();
     let mut rest = Value::Object(std::mem::take(root));
-    walk(schema, &mut rest, true);
+    walk(schema, &mut rest, true, "", &mut pruned);
     let mut m = keep;
     if let Value::Object(r) = rest {
         m.extend(r);
     }
     *obj = Value::Object(m);
+    pruned
 }
 
-fn walk(schema: &Value, v: &mut Value, is_root: bool) {
+fn walk(schema: &Value, v: &mut Value, is_root: bool, path: &str, pruned: &mut Vec<String>) {
     let preserve = schema["x-kubernetes-preserve-unknown-fields"].as_bool() == Some(true);
     match v {
         Value::Object(m) => {
             let props = schema["properties"].as_object();
             if let Some(props) = props {
                 for (k, ps) in props {
-                    if !m.contains_key(k) {
-                        if let Some(d) = ps.get("default") {
-                            m.insert(k.clone(), d.clone());
-                        }
+                    if !m.contains_key(k)
+                        && let Some(d) = ps.get("default")
+                    {
+                        m.insert(k.clone(), d.clone());
                     }
                 }
             }
@@ -224,14 +267,18 @@ fn walk(schema: &Value, v: &mut Value, is_root: bool) {
                 match sub {
                     Some(sub) => {
                         if let Some(child) = m.get_mut(&k) {
-                            walk(sub, child, false);
+                            let p = if path.is_empty() { k.clone() } else { format!("{path}.{k}") };
+                            walk(sub, child, false, &p, pruned);
                         }
                     }
                     None => {
                         let additional_true = schema.get("additionalProperties") == Some(&Value::Bool(true));
-                        if !preserve && !additional_true && (props.is_some() || is_root || schema["type"] == "object")
+                        if !preserve
+                            && !additional_true
+                            && (props.is_some() || is_root || schema["type"] == "object")
                         {
                             m.remove(&k);
+                            pruned.push(if path.is_empty() { k.clone() } else { format!("{path}.{k}") });
                         }
                     }
                 }
@@ -239,8 +286,8 @@ fn walk(schema: &Value, v: &mut Value, is_root: bool) {
         }
         Value::Array(items) => {
             if let Some(item_schema) = schema.get("items") {
-                for it in items.iter_mut() {
-                    walk(item_schema, it, false);
+                for (i, it) in items.iter_mut().enumerate() {
+                    walk(item_schema, it, false, &format!("{path}[{i}]"), pruned);
                 }
             }
         }

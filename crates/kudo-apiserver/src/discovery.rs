@@ -4,7 +4,16 @@ use serde_json::{Value, json};
 
 use crate::registry::{Registry, ResourceDef};
 
-const VERBS: [&str; 8] = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
+const VERBS: [&str; 8] = [
+    "create",
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "update",
+    "watch",
+];
 
 /// The `Content-Type` to answer an aggregated-discovery request with, if the `Accept` header asks for it.
 pub fn aggregated_version(accept: &str) -> Option<&'static str> {
@@ -19,7 +28,11 @@ pub fn aggregated_version(accept: &str) -> Option<&'static str> {
                 return Some("v2beta1");
             }
         }
-        if params.first().is_some_and(|p| *p == "application/json" || *p == "*/*") && params.len() == 1 {
+        if params
+            .first()
+            .is_some_and(|p| *p == "application/json" || *p == "*/*")
+            && params.len() == 1
+        {
             return None;
         }
     }
@@ -64,7 +77,10 @@ pub fn api_group(reg: &Registry, group: &str) -> Option<Value> {
 }
 
 fn defs_of(reg: &Registry, group: &str, version: &str) -> Vec<std::sync::Arc<ResourceDef>> {
-    reg.all().into_iter().filter(|d| d.group == group && d.version == version).collect()
+    reg.all()
+        .into_iter()
+        .filter(|d| d.group == group && d.version == version)
+        .collect()
 }
 
 /// `/api/v1` or `/apis/G/V`.
@@ -165,7 +181,10 @@ pub fn aggregated(reg: &Registry, core: bool, version: &str) -> Value {
         let versions: Vec<Value> = vs
             .iter()
             .map(|v| {
-                let resources: Vec<Value> = defs_of(reg, &g, v).iter().map(|d| aggregated_resource(d)).collect();
+                let resources: Vec<Value> = defs_of(reg, &g, v)
+                    .iter()
+                    .map(|d| aggregated_resource(d))
+                    .collect();
                 json!({"version": v, "resources": resources, "freshness": "Current"})
             })
             .collect();

@@ -16,7 +16,7 @@ pub struct ApiError {
     /// Human message, printed by kubectl.
     pub message: String,
     /// Optional `details` object (name, group, kind, causes).
-    pub details: Option<Value>,
+    pub details: Option<Box<Value>>,
 }
 
 /// One field-level cause in a 422 Invalid error.
@@ -94,7 +94,7 @@ impl ApiError {
             d.insert("group".into(), json!(group));
         }
         d.insert("kind".into(), json!(kind));
-        self.details = Some(Value::Object(d));
+        self.details = Some(Box::new(Value::Object(d)));
         self
     }
 
@@ -110,8 +110,12 @@ impl ApiError {
 
     /// 404 for a path the server does not serve.
     pub fn path_not_found() -> Self {
-        Self::new(404, "NotFound", "the server could not find the requested resource".into())
-            .with_details("", "", "")
+        Self::new(
+            404,
+            "NotFound",
+            "the server could not find the requested resource".into(),
+        )
+        .with_details("", "", "")
     }
 
     /// 409 for a create of an existing name.
@@ -164,15 +168,19 @@ impl ApiError {
         } else {
             format!("[{}]", text.join(", "))
         };
-        let mut e = Self::new(422, "Invalid", format!("{kind}{} \"{name}\" is invalid: {joined}", {
-            if group.is_empty() {
-                String::new()
-            } else {
-                format!(".{group}")
-            }
-        }))
+        let mut e = Self::new(
+            422,
+            "Invalid",
+            format!("{kind}{} \"{name}\" is invalid: {joined}", {
+                if group.is_empty() {
+                    String::new()
+                } else {
+                    format!(".{group}")
+                }
+            }),
+        )
         .with_details(group, kind, name);
-        if let Some(Value::Object(d)) = e.details.as_mut() {
+        if let Some(Value::Object(d)) = e.details.as_deref_mut() {
             d.insert(
                 "causes".into(),
                 Value::Array(
@@ -243,7 +251,7 @@ impl ApiError {
             "code": self.code,
         });
         if let Some(d) = &self.details {
-            s["details"] = d.clone();
+            s["details"] = (**d).clone();
         }
         s
     }

@@ -83,8 +83,10 @@ pub(crate) fn sweep(store: &Store) -> bool {
             for (dk, _) in &deps {
                 let owner = uid.to_string();
                 let _ = store.raw_update(dk, |o| {
-                    let refs: Vec<Value> =
-                        meta::owner_refs(o).into_iter().filter(|r| r["uid"].as_str() != Some(&owner)).collect();
+                    let refs: Vec<Value> = meta::owner_refs(o)
+                        .into_iter()
+                        .filter(|r| r["uid"].as_str() != Some(&owner))
+                        .collect();
                     let md = meta::meta_mut(o);
                     if refs.is_empty() {
                         md.remove("ownerReferences");
@@ -104,9 +106,9 @@ pub(crate) fn sweep(store: &Store) -> bool {
                 }
             }
             let blocking = deps.iter().any(|(_, d)| {
-                meta::owner_refs(d)
-                    .iter()
-                    .any(|r| r["uid"].as_str() == Some(uid) && r["blockOwnerDeletion"].as_bool() == Some(true))
+                meta::owner_refs(d).iter().any(|r| {
+                    r["uid"].as_str() == Some(uid) && r["blockOwnerDeletion"].as_bool() == Some(true)
+                })
             });
             if !blocking {
                 remove_finalizer(store, key, "foregroundDeletion");
@@ -127,7 +129,10 @@ pub(crate) fn sweep(store: &Store) -> bool {
         if alive.is_empty() {
             changed |= delete(store, key, Propagation::Background);
         } else if alive.len() < refs.len() {
-            let keep: HashSet<String> = alive.iter().filter_map(|r| r["uid"].as_str().map(String::from)).collect();
+            let keep: HashSet<String> = alive
+                .iter()
+                .filter_map(|r| r["uid"].as_str().map(String::from))
+                .collect();
             let _ = store.raw_update(key, |o| {
                 let refs: Vec<Value> = meta::owner_refs(o)
                     .into_iter()

@@ -20,7 +20,9 @@ use crate::meta;
 use crate::patch::{self, PatchKind};
 use crate::registry::ResourceDef;
 use crate::selector::{FieldSelector, LabelSelector};
-use crate::store::{DeleteOptions, EventType, Propagation, Store, Subresource, WatchEvent, WriteOptions, present};
+use crate::store::{
+    DeleteOptions, EventType, Propagation, Store, Subresource, WatchEvent, WriteOptions, present,
+};
 use crate::{discovery, openapi, table};
 
 /// Shared state of the HTTP layer.
@@ -61,8 +63,10 @@ fn error_response(e: &ApiError) -> Response {
 fn text(code: u16, body: &'static str) -> Response {
     let mut r = Response::new(Body::from(body));
     *r.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::OK);
-    r.headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
     r
 }
 
@@ -93,21 +97,24 @@ pub(crate) async fn handle(State(app): State<Arc<AppState>>, req: Request) -> Re
     let get = parts.method == Method::GET;
     match segs.as_slice() {
         ["version"] if get => {
-            return json_response(200, &json!({
-                "major": "1",
-                "minor": "37",
-                "emulationMajor": "1",
-                "emulationMinor": "37",
-                "minCompatibilityMajor": "1",
-                "minCompatibilityMinor": "36",
-                "gitVersion": crate::GIT_VERSION,
-                "gitCommit": "0000000000000000000000000000000000000000",
-                "gitTreeState": "clean",
-                "buildDate": "2026-11-21T00:00:00Z",
-                "goVersion": "go1.25.0",
-                "compiler": "gc",
-                "platform": "linux/amd64",
-            }));
+            return json_response(
+                200,
+                &json!({
+                    "major": "1",
+                    "minor": "37",
+                    "emulationMajor": "1",
+                    "emulationMinor": "37",
+                    "minCompatibilityMajor": "1",
+                    "minCompatibilityMinor": "36",
+                    "gitVersion": crate::GIT_VERSION,
+                    "gitCommit": "0000000000000000000000000000000000000000",
+                    "gitTreeState": "clean",
+                    "buildDate": "2026-11-21T00:00:00Z",
+                    "goVersion": "go1.25.0",
+                    "compiler": "gc",
+                    "platform": "linux/amd64",
+                }),
+            );
         }
         ["healthz"] | ["readyz"] | ["livez"] if get => return text(200, "ok"),
         ["api"] if get => {
@@ -164,9 +171,12 @@ pub(crate) async fn handle(State(app): State<Arc<AppState>>, req: Request) -> Re
         rest.remove(0);
     }
     let (namespace, resource, name, sub) = match rest.as_slice() {
-        ["namespaces", ns, res, more @ ..] if !["status", "finalize"].contains(res) => {
-            (Some(ns.to_string()), *res, more.first().copied(), more.get(1).copied())
-        }
+        ["namespaces", ns, res, more @ ..] if !["status", "finalize"].contains(res) => (
+            Some(ns.to_string()),
+            *res,
+            more.first().copied(),
+            more.get(1).copied(),
+        ),
         [res, more @ ..] => (None, *res, more.first().copied(), more.get(1).copied()),
         [] => return error_response(&ApiError::path_not_found()),
     };
@@ -237,6 +247,9 @@ type Reply = Result<(u16, Value), ApiError>;
 
 fn decode_body(body: &[u8], content_type: &str) -> Result<Value, ApiError> {
     let ct = content_type.split(';').next().unwrap_or("").trim();
+    if ct == "application/vnd.kubernetes.protobuf" {
+        return crate::proto::decode(body);
+    }
     if ct.contains("protobuf") || ct.contains("cbor") {
         return Err(ApiError::unsupported_media_type(
             ct,
@@ -253,7 +266,10 @@ fn decode_body(body: &[u8], content_type: &str) -> Result<Value, ApiError> {
     }
     Err(ApiError::bad_request(format!(
         "couldn't get version/kind; json parse error: {}",
-        serde_json::from_slice::<Value>(body).err().map(|e| e.to_string()).unwrap_or_default()
+        serde_json::from_slice::<Value>(body)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default()
     )))
 }
 
@@ -266,6 +282,8 @@ impl Ctx {
         WriteOptions {
             dry_run: self.query.get("dryRun").is_some_and(|v| v == "All"),
             field_manager: self.query.get("fieldManager").cloned(),
+            applied: false,
+            strict: self.query.get("fieldValidation").is_some_and(|v| v == "Strict"),
         }
     }
 
@@ -275,7 +293,10 @@ impl Ctx {
 
     fn selectors(&self) -> Result<(LabelSelector, FieldSelector), ApiError> {
         let l = LabelSelector::parse(self.query.get("labelSelector").map(String::as_str).unwrap_or(""))?;
-        let f = FieldSelector::parse(self.query.get("fieldSelector").map(String::as_str).unwrap_or(""), &self.def)?;
+        let f = FieldSelector::parse(
+            self.query.get("fieldSelector").map(String::as_str).unwrap_or(""),
+            &self.def,
+        )?;
         Ok((l, f))
     }
 
@@ -303,13 +324,19 @@ impl Ctx {
     }
 
     fn include(&self) -> &str {
-        self.query.get("includeObject").map(String::as_str).unwrap_or("Metadata")
+        self.query
+            .get("includeObject")
+            .map(String::as_str)
+            .unwrap_or("Metadata")
     }
 
     fn list(&self) -> Reply {
         let (l, f) = self.selectors()?;
         let (items, rv) = self.store().list(&self.def, self.ns_opt());
-        let mut items: Vec<Value> = items.into_iter().filter(|o| l.matches(o) && f.matches(o)).collect();
+        let mut items: Vec<Value> = items
+            .into_iter()
+            .filter(|o| l.matches(o) && f.matches(o))
+            .collect();
         let mut list_meta = json!({"resourceVersion": rv.to_string()});
         if let Some(token) = self.query.get("continue").filter(|t| !t.is_empty()) {
             let start = decode_continue(token)?;
@@ -341,7 +368,9 @@ impl Ctx {
     fn create(&self, body: &[u8]) -> Reply {
         let obj = decode_body(body, &self.content_type)?;
         self.check_kind(&obj)?;
-        let created = self.store().create(&self.def, &self.ns, obj, &self.write_opts())?;
+        let created = self
+            .store()
+            .create(&self.def, &self.ns, obj, &self.write_opts())?;
         Ok((201, created))
     }
 
@@ -369,31 +398,58 @@ impl Ctx {
         if sub == Some("scale") {
             let replicas = obj.pointer("/spec/replicas").cloned().unwrap_or(json!(0));
             let rv = meta::meta_str(&obj, "resourceVersion").to_string();
-            let path = self.def.scale.as_ref().map(|s| s.spec_replicas.clone()).unwrap_or_default();
-            let (v, _) = self.store().modify(&self.def, &self.ns, name, Subresource::Main, &self.write_opts(), |cur| {
-                let cur = cur.ok_or_else(|| ApiError::not_found(&self.def.group, &self.def.plural, name))?;
-                if !rv.is_empty() && rv != meta::meta_str(cur, "resourceVersion") {
-                    return Err(ApiError::stale(&self.def.group, &self.def.plural, name));
-                }
-                let mut n = cur.clone();
-                set_path(&mut n, &path, replicas);
-                Ok(n)
-            })?;
+            let path = self
+                .def
+                .scale
+                .as_ref()
+                .map(|s| s.spec_replicas.clone())
+                .unwrap_or_default();
+            let (v, _) = self.store().modify(
+                &self.def,
+                &self.ns,
+                name,
+                Subresource::Main,
+                &self.write_opts(),
+                |cur| {
+                    let cur =
+                        cur.ok_or_else(|| ApiError::not_found(&self.def.group, &self.def.plural, name))?;
+                    if !rv.is_empty() && rv != meta::meta_str(cur, "resourceVersion") {
+                        return Err(ApiError::stale(&self.def.group, &self.def.plural, name));
+                    }
+                    let mut n = cur.clone();
+                    set_path(&mut n, &path, replicas);
+                    Ok(n)
+                },
+            )?;
             return Ok((200, self.scale_of(&v)));
         }
         if sub == Some("finalize") {
             let fins = obj.pointer("/spec/finalizers").cloned();
-            let (v, _) = self.store().modify(&self.def, &self.ns, name, Subresource::Main, &self.write_opts(), |cur| {
-                let mut n = cur.cloned().ok_or_else(|| ApiError::not_found("", "namespaces", name))?;
-                n["spec"]["finalizers"] = fins.unwrap_or(json!([]));
-                Ok(n)
-            })?;
+            let (v, _) = self.store().modify(
+                &self.def,
+                &self.ns,
+                name,
+                Subresource::Main,
+                &self.write_opts(),
+                |cur| {
+                    let mut n = cur
+                        .cloned()
+                        .ok_or_else(|| ApiError::not_found("", "namespaces", name))?;
+                    n["spec"]["finalizers"] = fins.unwrap_or(json!([]));
+                    Ok(n)
+                },
+            )?;
             return Ok((200, v));
         }
         self.check_kind(&obj)?;
-        let v = self
-            .store()
-            .update(&self.def, &self.ns, name, obj, Self::subresource(sub), &self.write_opts())?;
+        let v = self.store().update(
+            &self.def,
+            &self.ns,
+            name,
+            obj,
+            Self::subresource(sub),
+            &self.write_opts(),
+        )?;
         Ok((200, v))
     }
 
@@ -410,15 +466,17 @@ impl Ctx {
             .and_then(|p| meta::json_path(obj, p))
             .and_then(|v| v.as_str())
             .map(String::from);
-        if selector.is_none() {
-            if let Some(ml) = obj.pointer("/spec/selector/matchLabels").and_then(|v| v.as_object()) {
-                selector = Some(
-                    ml.iter()
-                        .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("")))
-                        .collect::<Vec<_>>()
-                        .join(","),
-                );
-            }
+        if selector.is_none()
+            && let Some(ml) = obj
+                .pointer("/spec/selector/matchLabels")
+                .and_then(|v| v.as_object())
+        {
+            selector = Some(
+                ml.iter()
+                    .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("")))
+                    .collect::<Vec<_>>()
+                    .join(","),
+            );
         }
         let mut md = json!({
             "name": meta::name(obj),
@@ -444,13 +502,27 @@ impl Ctx {
 
     fn patch(&self, name: &str, sub: Option<&str>, body: &[u8]) -> Reply {
         let Some(kind) = PatchKind::from_content_type(&self.content_type) else {
-            return Err(ApiError::unsupported_media_type(&self.content_type, &patch::accepted_types(&self.def)));
+            return Err(ApiError::unsupported_media_type(
+                &self.content_type,
+                &patch::accepted_types(&self.def),
+            ));
         };
         if kind == PatchKind::Strategic && !self.def.supports_smp() {
-            return Err(ApiError::unsupported_media_type(&self.content_type, &patch::accepted_types(&self.def)));
+            return Err(ApiError::unsupported_media_type(
+                &self.content_type,
+                &patch::accepted_types(&self.def),
+            ));
         }
-        let p = decode_body(body, if kind == PatchKind::Apply { "application/yaml" } else { "application/json" })?;
-        let opts = self.write_opts();
+        let p = decode_body(
+            body,
+            if kind == PatchKind::Apply {
+                "application/yaml"
+            } else {
+                "application/json"
+            },
+        )?;
+        let mut opts = self.write_opts();
+        opts.applied = kind == PatchKind::Apply;
         let force = self.query.get("force").is_some_and(|v| v == "true");
         if kind == PatchKind::Apply && opts.field_manager.as_deref().unwrap_or("").is_empty() {
             return Err(ApiError::bad_request(
@@ -488,7 +560,7 @@ impl Ctx {
                     }
                     patch::apply(Some(&base), &p, &manager, force, &def).map_err(|mut e| {
                         if e.code == 409 {
-                            e.details.get_or_insert(json!({}))["name"] = json!(name);
+                            e.details.get_or_insert_with(|| Box::new(json!({})))["name"] = json!(name);
                         }
                         e
                     })?
@@ -502,11 +574,10 @@ impl Ctx {
             }
             // A patch may carry a resourceVersion precondition.
             let want = meta::meta_str(&patched, "resourceVersion");
-            if let Some(c) = cur {
-                if !want.is_empty() && want != meta::meta_str(c, "resourceVersion") {
+            if let Some(c) = cur
+                && !want.is_empty() && want != meta::meta_str(c, "resourceVersion") {
                     return Err(ApiError::stale(&def.group, &def.plural, name));
                 }
-            }
             Ok(patched)
         })?;
         if scale {
@@ -536,13 +607,18 @@ impl Ctx {
             Some("Foreground") => Some(Propagation::Foreground),
             Some("Orphan") => Some(Propagation::Orphan),
             Some(other) => {
-                return Err(ApiError::invalid("", "DeleteOptions", "", vec![crate::error::Cause {
-                    reason: "FieldValueNotSupported".into(),
-                    field: "propagationPolicy".into(),
-                    message: format!(
-                        "Unsupported value: {other:?}: supported values: \"Foreground\", \"Background\", \"Orphan\", \"nil\""
-                    ),
-                }]));
+                return Err(ApiError::invalid(
+                    "",
+                    "DeleteOptions",
+                    "",
+                    vec![crate::error::Cause {
+                        reason: "FieldValueNotSupported".into(),
+                        field: "propagationPolicy".into(),
+                        message: format!(
+                            "Unsupported value: {other:?}: supported values: \"Foreground\", \"Background\", \"Orphan\", \"nil\""
+                        ),
+                    }],
+                ));
             }
         };
         let dry = b
@@ -552,7 +628,10 @@ impl Ctx {
             || self.query.get("dryRun").is_some_and(|v| v == "All");
         Ok(DeleteOptions {
             propagation,
-            uid: b.pointer("/preconditions/uid").and_then(|v| v.as_str()).map(String::from),
+            uid: b
+                .pointer("/preconditions/uid")
+                .and_then(|v| v.as_str())
+                .map(String::from),
             resource_version: b
                 .pointer("/preconditions/resourceVersion")
                 .and_then(|v| v.as_str())
@@ -573,7 +652,10 @@ impl Ctx {
         let (items, rv) = self.store().list(&self.def, self.ns_opt());
         let mut deleted = Vec::new();
         for o in items.into_iter().filter(|o| l.matches(o) && f.matches(o)) {
-            match self.store().delete(&self.def, meta::namespace(&o), meta::name(&o), &opts) {
+            match self
+                .store()
+                .delete(&self.def, meta::namespace(&o), meta::name(&o), &opts)
+            {
                 Ok(v) => deleted.push(v),
                 Err(e) if e.code == 404 => {}
                 Err(e) => return Err(e),
@@ -610,12 +692,20 @@ impl Ctx {
             .and_then(|t| t.parse::<u64>().ok())
             .filter(|t| *t > 0)
             .unwrap_or(1800);
-        if send_initial && self.query.get("resourceVersionMatch").map(String::as_str) != Some("NotOlderThan") {
-            return error_response(&ApiError::invalid("", "ListOptions", "", vec![crate::error::Cause {
-                reason: "FieldValueForbidden".into(),
-                field: "resourceVersionMatch".into(),
-                message: "Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan".into(),
-            }]));
+        if send_initial && self.query.get("resourceVersionMatch").map(String::as_str) != Some("NotOlderThan")
+        {
+            return error_response(&ApiError::invalid(
+                "",
+                "ListOptions",
+                "",
+                vec![crate::error::Cause {
+                    reason: "FieldValueForbidden".into(),
+                    field: "resourceVersionMatch".into(),
+                    message:
+                        "Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"
+                            .into(),
+                }],
+            ));
         }
         let gr = self.def.gr();
         let ns = self.ns_opt().map(String::from);
@@ -637,7 +727,9 @@ impl Ctx {
                 Err(e) => {
                     // Real servers report an expired resourceVersion as an ERROR event in a 200 stream.
                     let line = format!("{}\n", json!({"type": "ERROR", "object": e.to_status()}));
-                    return stream_response(futures::stream::iter(vec![Ok::<_, Infallible>(Bytes::from(line))]));
+                    return stream_response(futures::stream::iter(vec![Ok::<_, Infallible>(Bytes::from(
+                        line,
+                    ))]));
                 }
             }
         };
@@ -653,8 +745,18 @@ impl Ctx {
             include: self.include().to_string(),
         };
         tokio::spawn(async move {
-            w.run(tx, initial, start_rv, replay, rx, send_initial && bookmarks, bookmarks, timeout, shutdown)
-                .await;
+            w.run(
+                tx,
+                initial,
+                start_rv,
+                replay,
+                rx,
+                send_initial && bookmarks,
+                bookmarks,
+                timeout,
+                shutdown,
+            )
+            .await;
         });
         stream_response(tokio_stream::wrappers::ReceiverStream::new(out))
     }
@@ -671,8 +773,10 @@ where
     let mut r = Response::new(Body::from_stream(s));
     r.headers_mut()
         .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    r.headers_mut()
-        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache, private"));
+    r.headers_mut().insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("no-cache, private"),
+    );
     r
 }
 
@@ -693,7 +797,12 @@ impl Watcher {
     fn line(&self, type_: &str, obj: &Value) -> Bytes {
         let o = present(&self.def, obj);
         let o = if self.table && type_ != "BOOKMARK" {
-            table::to_table(&self.def, &[o], json!({"resourceVersion": meta::meta_str(obj, "resourceVersion")}), &self.include)
+            table::to_table(
+                &self.def,
+                &[o],
+                json!({"resourceVersion": meta::meta_str(obj, "resourceVersion")}),
+                &self.include,
+            )
         } else {
             o
         };
@@ -718,13 +827,13 @@ impl Watcher {
         if ev.key.gr != self.def.gr() {
             return None;
         }
-        if let Some(ns) = &self.ns {
-            if &ev.key.namespace != ns {
-                return None;
-            }
+        if let Some(ns) = &self.ns
+            && &ev.key.namespace != ns
+        {
+            return None;
         }
-        let now = self.matches(&ev.object);
-        let before = ev.old.as_deref().is_some_and(|o| self.matches(o));
+        let now = self.matches(&present(&self.def, &ev.object));
+        let before = ev.old.as_deref().is_some_and(|o| self.matches(&present(&self.def, o)));
         let t = match ev.type_ {
             EventType::Added if now => "ADDED",
             EventType::Modified if now && before => "MODIFIED",
@@ -749,7 +858,7 @@ impl Watcher {
         timeout: u64,
         mut shutdown: tokio::sync::watch::Receiver<bool>,
     ) {
-        for o in initial.iter().filter(|o| self.matches(o)) {
+        for o in initial.iter().filter(|o| self.matches(&present(&self.def, o))) {
             if tx.send(Ok(self.line("ADDED", o))).await.is_err() {
                 return;
             }
@@ -760,10 +869,10 @@ impl Watcher {
         let mut last_rv = start_rv;
         for ev in replay {
             last_rv = ev.rv;
-            if let Some(line) = self.translate(&ev) {
-                if tx.send(Ok(line)).await.is_err() {
-                    return;
-                }
+            if let Some(line) = self.translate(&ev)
+                && tx.send(Ok(line)).await.is_err()
+            {
+                return;
             }
         }
         let deadline = tokio::time::sleep(Duration::from_secs(timeout));
@@ -785,11 +894,10 @@ impl Watcher {
                             continue;
                         }
                         last_rv = ev.rv;
-                        if let Some(line) = self.translate(&ev) {
-                            if tx.send(Ok(line)).await.is_err() {
+                        if let Some(line) = self.translate(&ev)
+                            && tx.send(Ok(line)).await.is_err() {
                                 return;
                             }
-                        }
                     }
                     Err(RecvError::Lagged(_)) => {
                         let e = ApiError::gone(format!("too old resource version: {last_rv}"));
@@ -811,7 +919,7 @@ fn encode_continue(ns: &str, name: &str) -> String {
 
 fn decode_continue(token: &str) -> Result<(String, String), ApiError> {
     let bad = || ApiError::bad_request("continue key is not valid: incorrect encoded start resourceVersion");
-    if token.len() % 2 != 0 {
+    if !token.len().is_multiple_of(2) {
         return Err(bad());
     }
     let bytes: Result<Vec<u8>, _> = (0..token.len())

@@ -10,12 +10,14 @@
 pub mod backend;
 mod crd;
 mod discovery;
+mod events;
 pub mod error;
 mod gc;
 mod http;
 pub mod meta;
 mod openapi;
 mod patch;
+mod proto;
 pub mod registry;
 pub mod selector;
 pub mod store;

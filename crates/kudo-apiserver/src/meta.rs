@@ -63,7 +63,8 @@ pub fn set_finalizers(obj: &mut Value, fins: &[String]) {
 
 /// Whether deletion has started.
 pub fn is_deleting(obj: &Value) -> bool {
-    obj.pointer("/metadata/deletionTimestamp").is_some_and(|v| !v.is_null())
+    obj.pointer("/metadata/deletionTimestamp")
+        .is_some_and(|v| !v.is_null())
 }
 
 /// `metadata.labels` as a map (empty when absent).
@@ -128,7 +129,11 @@ pub fn human_duration(secs: i64) -> String {
     let m = s / 60;
     if m < 10 {
         let rs = s % 60;
-        return if rs == 0 { format!("{m}m") } else { format!("{m}m{rs}s") };
+        return if rs == 0 {
+            format!("{m}m")
+        } else {
+            format!("{m}m{rs}s")
+        };
     }
     if m < 180 {
         return format!("{m}m");
@@ -136,7 +141,11 @@ pub fn human_duration(secs: i64) -> String {
     let h = s / 3600;
     if h < 8 {
         let rm = (s % 3600) / 60;
-        return if rm == 0 { format!("{h}h") } else { format!("{h}h{rm}m") };
+        return if rm == 0 {
+            format!("{h}h")
+        } else {
+            format!("{h}h{rm}m")
+        };
     }
     if h < 48 {
         return format!("{h}h");

@@ -129,7 +129,11 @@ fn op(action: &str, d: &ResourceDef, schema_ref: &str, params: Vec<Value>, body:
 
 /// `/openapi/v3/api/v1` or `/openapi/v3/apis/G/V`; `None` if not served.
 pub fn gv_document(reg: &Registry, group: &str, version: &str) -> Option<Value> {
-    let defs: Vec<_> = reg.all().into_iter().filter(|d| d.group == group && d.version == version).collect();
+    let defs: Vec<_> = reg
+        .all()
+        .into_iter()
+        .filter(|d| d.group == group && d.version == version)
+        .collect();
     if defs.is_empty() {
         return None;
     }
@@ -140,13 +144,22 @@ pub fn gv_document(reg: &Registry, group: &str, version: &str) -> Option<Value> 
     };
     let mut paths = Map::new();
     let mut schemas = Map::new();
-    schemas.insert("io.k8s.apimachinery.pkg.apis.meta.v1.Patch".into(), json!({"type": "object"}));
-    schemas.insert("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta".into(), object_meta());
+    schemas.insert(
+        "io.k8s.apimachinery.pkg.apis.meta.v1.Patch".into(),
+        json!({"type": "object"}),
+    );
+    schemas.insert(
+        "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta".into(),
+        object_meta(),
+    );
     for d in &defs {
         let name = def_name(d);
         let mut schema = match &d.custom {
             Some(c) => {
-                let mut s = c.schema.clone().unwrap_or(json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}));
+                let mut s = c
+                    .schema
+                    .clone()
+                    .unwrap_or(json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}));
                 if let Some(p) = s.get_mut("properties").and_then(|p| p.as_object_mut()) {
                     p.insert("metadata".into(), json!({"$ref": "#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"}));
                 }
@@ -161,7 +174,11 @@ pub fn gv_document(reg: &Registry, group: &str, version: &str) -> Option<Value> 
         // kubectl would then compute client-side-apply patches from these (partial) schemas; without
         // it, kubectl uses its compiled-in type metadata for built-ins (exactly what it does against a
         // real server) and JSON merge patch for custom resources.
-        let patch_types = ["application/json-patch+json", "application/merge-patch+json", "application/apply-patch+yaml"];
+        let patch_types = [
+            "application/json-patch+json",
+            "application/merge-patch+json",
+            "application/apply-patch+yaml",
+        ];
         let mut content = Map::new();
         for t in patch_types {
             content.insert(t.into(), json!({"schema": {"$ref": "#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.Patch"}}));
@@ -183,9 +200,12 @@ pub fn gv_document(reg: &Registry, group: &str, version: &str) -> Option<Value> 
         } else {
             format!("{prefix}/{}", d.plural)
         };
-        let mut path_params = vec![json!({"name": "name", "in": "path", "required": true, "schema": {"type": "string"}})];
+        let mut path_params =
+            vec![json!({"name": "name", "in": "path", "required": true, "schema": {"type": "string"}})];
         if d.namespaced {
-            path_params.push(json!({"name": "namespace", "in": "path", "required": true, "schema": {"type": "string"}}));
+            path_params.push(
+                json!({"name": "namespace", "in": "path", "required": true, "schema": {"type": "string"}}),
+            );
         }
         paths.insert(
             format!("{base}/{{name}}"),
@@ -238,7 +258,9 @@ pub fn index(reg: &Registry) -> Value {
         }
     }
     for (g, v) in gvs {
-        let Some(doc) = gv_document(reg, &g, &v) else { continue };
+        let Some(doc) = gv_document(reg, &g, &v) else {
+            continue;
+        };
         let key = if g.is_empty() {
             "api/v1".to_string()
         } else {

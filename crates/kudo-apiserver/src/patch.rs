@@ -6,8 +6,6 @@ use serde_json::Value;
 use crate::error::ApiError;
 use crate::registry::ResourceDef;
 
-
-
 /// The PATCH flavours a client can send, by `Content-Type`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PatchKind {
@@ -29,9 +27,9 @@ impl PatchKind {
             "application/json-patch+json" => Some(PatchKind::Json),
             "application/merge-patch+json" => Some(PatchKind::Merge),
             "application/strategic-merge-patch+json" => Some(PatchKind::Strategic),
-            "application/apply-patch+yaml" | "application/apply-patch+json" | "application/apply-patch+cbor" => {
-                Some(PatchKind::Apply)
-            }
+            "application/apply-patch+yaml"
+            | "application/apply-patch+json"
+            | "application/apply-patch+cbor" => Some(PatchKind::Apply),
             _ => None,
         }
     }
@@ -39,7 +37,11 @@ impl PatchKind {
 
 /// Content types a resource accepts for PATCH (listed in 415 errors).
 pub fn accepted_types(def: &ResourceDef) -> Vec<&'static str> {
-    let mut v = vec!["application/json-patch+json", "application/merge-patch+json", "application/apply-patch+yaml"];
+    let mut v = vec![
+        "application/json-patch+json",
+        "application/merge-patch+json",
+        "application/apply-patch+yaml",
+    ];
     if def.supports_smp() {
         v.push("application/strategic-merge-patch+json");
     }
@@ -83,7 +85,8 @@ pub fn apply(
     def: &ResourceDef,
 ) -> Result<Value, ApiError> {
     let now = crate::meta::now_rfc3339();
-    kudo_patch::ssa::apply(live, applied, manager, force, &gvk(def), &now).map_err(|e| from_status(&e.to_status()))
+    kudo_patch::ssa::apply(live, applied, manager, force, &gvk(def), &now)
+        .map_err(|e| from_status(&e.to_status()))
 }
 
 /// managedFields bookkeeping for non-apply writes (create, update, patch).
@@ -102,9 +105,12 @@ pub fn record_update(
 /// Turn a `Status` body produced by kudo-patch into our error type.
 fn from_status(st: &Value) -> ApiError {
     ApiError {
-        code: st["code"].as_u64().and_then(|c| u16::try_from(c).ok()).unwrap_or(500),
+        code: st["code"]
+            .as_u64()
+            .and_then(|c| u16::try_from(c).ok())
+            .unwrap_or(500),
         reason: st["reason"].as_str().unwrap_or("InternalError").to_string(),
         message: st["message"].as_str().unwrap_or("").to_string(),
-        details: st.get("details").cloned(),
+        details: st.get("details").cloned().map(Box::new),
     }
 }

@@ -107,9 +107,17 @@ impl ResourceDef {
             format!("{}/{}", self.group, self.version)
         }
     }
-    /// The storage key.
+    /// The storage key. `events.k8s.io` Events share storage with core Events.
     pub fn gr(&self) -> GroupResource {
+        if self.is_events_v1() {
+            return GroupResource::new("", "events");
+        }
         GroupResource::new(&self.group, &self.plural)
+    }
+
+    /// The `events.k8s.io` view of core Events.
+    pub fn is_events_v1(&self) -> bool {
+        self.group == "events.k8s.io" && self.plural == "events"
     }
     /// Whether strategic merge patch is accepted (built-in kinds only, as on a real server).
     pub fn supports_smp(&self) -> bool {
@@ -152,28 +160,198 @@ fn builtin(
 
 fn builtins() -> Vec<ResourceDef> {
     let mut v = vec![
-        builtin("", "v1", "Namespace", "namespaces", false, &["ns"], true, false, false),
-        builtin("", "v1", "ConfigMap", "configmaps", true, &["cm"], false, false, false),
+        builtin(
+            "",
+            "v1",
+            "Namespace",
+            "namespaces",
+            false,
+            &["ns"],
+            true,
+            false,
+            false,
+        ),
+        builtin(
+            "",
+            "v1",
+            "ConfigMap",
+            "configmaps",
+            true,
+            &["cm"],
+            false,
+            false,
+            false,
+        ),
         builtin("", "v1", "Secret", "secrets", true, &[], false, false, false),
-        builtin("", "v1", "Service", "services", true, &["svc"], true, false, false),
-        builtin("", "v1", "ServiceAccount", "serviceaccounts", true, &["sa"], false, false, false),
+        builtin(
+            "",
+            "v1",
+            "Service",
+            "services",
+            true,
+            &["svc"],
+            true,
+            false,
+            false,
+        ),
+        builtin(
+            "",
+            "v1",
+            "ServiceAccount",
+            "serviceaccounts",
+            true,
+            &["sa"],
+            false,
+            false,
+            false,
+        ),
         builtin("", "v1", "Pod", "pods", true, &["po"], true, false, true),
-        builtin("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims", true, &["pvc"], true, false, false),
-        builtin("", "v1", "PersistentVolume", "persistentvolumes", false, &["pv"], true, false, false),
+        builtin(
+            "",
+            "v1",
+            "PersistentVolumeClaim",
+            "persistentvolumeclaims",
+            true,
+            &["pvc"],
+            true,
+            false,
+            false,
+        ),
+        builtin(
+            "",
+            "v1",
+            "PersistentVolume",
+            "persistentvolumes",
+            false,
+            &["pv"],
+            true,
+            false,
+            false,
+        ),
         builtin("", "v1", "Event", "events", true, &["ev"], false, false, false),
-        builtin("", "v1", "Endpoints", "endpoints", true, &["ep"], false, false, false),
+        builtin(
+            "",
+            "v1",
+            "Endpoints",
+            "endpoints",
+            true,
+            &["ep"],
+            false,
+            false,
+            false,
+        ),
         builtin("", "v1", "Node", "nodes", false, &["no"], true, false, false),
-        builtin("apps", "v1", "Deployment", "deployments", true, &["deploy"], true, true, true),
-        builtin("apps", "v1", "ReplicaSet", "replicasets", true, &["rs"], true, true, true),
-        builtin("apps", "v1", "StatefulSet", "statefulsets", true, &["sts"], true, true, true),
-        builtin("apps", "v1", "DaemonSet", "daemonsets", true, &["ds"], true, false, true),
-        builtin("apps", "v1", "ControllerRevision", "controllerrevisions", true, &[], false, false, false),
+        builtin(
+            "apps",
+            "v1",
+            "Deployment",
+            "deployments",
+            true,
+            &["deploy"],
+            true,
+            true,
+            true,
+        ),
+        builtin(
+            "apps",
+            "v1",
+            "ReplicaSet",
+            "replicasets",
+            true,
+            &["rs"],
+            true,
+            true,
+            true,
+        ),
+        builtin(
+            "apps",
+            "v1",
+            "StatefulSet",
+            "statefulsets",
+            true,
+            &["sts"],
+            true,
+            true,
+            true,
+        ),
+        builtin(
+            "apps",
+            "v1",
+            "DaemonSet",
+            "daemonsets",
+            true,
+            &["ds"],
+            true,
+            false,
+            true,
+        ),
+        builtin(
+            "apps",
+            "v1",
+            "ControllerRevision",
+            "controllerrevisions",
+            true,
+            &[],
+            false,
+            false,
+            false,
+        ),
         builtin("batch", "v1", "Job", "jobs", true, &[], true, false, true),
-        builtin("batch", "v1", "CronJob", "cronjobs", true, &["cj"], true, false, true),
-        builtin("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", true, &["pdb"], true, false, true),
-        builtin("rbac.authorization.k8s.io", "v1", "Role", "roles", true, &[], false, false, false),
-        builtin("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", true, &[], false, false, false),
-        builtin("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", false, &[], false, false, false),
+        builtin(
+            "batch",
+            "v1",
+            "CronJob",
+            "cronjobs",
+            true,
+            &["cj"],
+            true,
+            false,
+            true,
+        ),
+        builtin(
+            "policy",
+            "v1",
+            "PodDisruptionBudget",
+            "poddisruptionbudgets",
+            true,
+            &["pdb"],
+            true,
+            false,
+            true,
+        ),
+        builtin(
+            "rbac.authorization.k8s.io",
+            "v1",
+            "Role",
+            "roles",
+            true,
+            &[],
+            false,
+            false,
+            false,
+        ),
+        builtin(
+            "rbac.authorization.k8s.io",
+            "v1",
+            "RoleBinding",
+            "rolebindings",
+            true,
+            &[],
+            false,
+            false,
+            false,
+        ),
+        builtin(
+            "rbac.authorization.k8s.io",
+            "v1",
+            "ClusterRole",
+            "clusterroles",
+            false,
+            &[],
+            false,
+            false,
+            false,
+        ),
         builtin(
             "rbac.authorization.k8s.io",
             "v1",
@@ -185,8 +363,28 @@ fn builtins() -> Vec<ResourceDef> {
             false,
             false,
         ),
-        builtin("coordination.k8s.io", "v1", "Lease", "leases", true, &[], false, false, false),
-        builtin("events.k8s.io", "v1", "Event", "events", true, &["ev"], false, false, false),
+        builtin(
+            "coordination.k8s.io",
+            "v1",
+            "Lease",
+            "leases",
+            true,
+            &[],
+            false,
+            false,
+            false,
+        ),
+        builtin(
+            "events.k8s.io",
+            "v1",
+            "Event",
+            "events",
+            true,
+            &["ev"],
+            false,
+            false,
+            false,
+        ),
         builtin(
             "apiextensions.k8s.io",
             "v1",
@@ -202,7 +400,14 @@ fn builtins() -> Vec<ResourceDef> {
     for d in v.iter_mut() {
         if matches!(
             d.plural.as_str(),
-            "pods" | "services" | "deployments" | "replicasets" | "statefulsets" | "daemonsets" | "jobs" | "cronjobs"
+            "pods"
+                | "services"
+                | "deployments"
+                | "replicasets"
+                | "statefulsets"
+                | "daemonsets"
+                | "jobs"
+                | "cronjobs"
         ) {
             d.categories = vec!["all".into()];
         }
@@ -264,13 +469,18 @@ impl Registry {
         let defs = self.read();
         defs.iter()
             .find(|d| d.group == gr.group && d.plural == gr.resource && d.storage_version)
-            .or_else(|| defs.iter().find(|d| d.group == gr.group && d.plural == gr.resource))
+            .or_else(|| {
+                defs.iter()
+                    .find(|d| d.group == gr.group && d.plural == gr.resource)
+            })
             .cloned()
     }
 
     /// Whether any version of a group is served.
     pub fn has_group_version(&self, group: &str, version: &str) -> bool {
-        self.read().iter().any(|d| d.group == group && d.version == version)
+        self.read()
+            .iter()
+            .any(|d| d.group == group && d.version == version)
     }
 
     /// Replace all definitions belonging to one CRD (empty `defs` unregisters it).

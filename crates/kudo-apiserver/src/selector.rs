@@ -39,13 +39,14 @@ fn split_top(s: &str) -> Vec<String> {
         }
     }
     out.push(cur);
-    out.into_iter().map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect()
+    out.into_iter()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .collect()
 }
 
 fn valid_key(k: &str) -> bool {
-    !k.is_empty()
-        && k.len() <= 317
-        && k.chars().all(|c| c.is_ascii_alphanumeric() || "-_./".contains(c))
+    !k.is_empty() && k.len() <= 317 && k.chars().all(|c| c.is_ascii_alphanumeric() || "-_./".contains(c))
 }
 
 impl LabelSelector {
@@ -60,7 +61,11 @@ impl LabelSelector {
                     .strip_prefix('(')
                     .and_then(|x| x.strip_suffix(')'))
                     .ok_or_else(|| bad(&format!("found '{r}', expected: '('")))?;
-                Ok(inner.split(',').map(|v| v.trim().to_string()).filter(|v| !v.is_empty()).collect())
+                Ok(inner
+                    .split(',')
+                    .map(|v| v.trim().to_string())
+                    .filter(|v| !v.is_empty())
+                    .collect())
             };
             let words: Vec<&str> = term.split_whitespace().collect();
             if words.len() >= 2 && (words[1] == "in" || words[1] == "notin") {
@@ -164,7 +169,11 @@ fn supported_fields(def: &ResourceDef) -> Vec<String> {
     };
     v.extend(extra.iter().map(|s| s.to_string()));
     if let Some(c) = &def.custom {
-        v.extend(c.selectable_fields.iter().map(|p| p.trim_start_matches('.').to_string()));
+        v.extend(
+            c.selectable_fields
+                .iter()
+                .map(|p| p.trim_start_matches('.').to_string()),
+        );
     }
     v
 }
@@ -182,7 +191,9 @@ impl FieldSelector {
             } else if let Some((k, v)) = term.split_once('=') {
                 (k, true, v)
             } else {
-                return Err(ApiError::bad_request(format!("invalid selector: '{s}'; can't understand '{term}'")));
+                return Err(ApiError::bad_request(format!(
+                    "invalid selector: '{s}'; can't understand '{term}'"
+                )));
             };
             let k = k.trim();
             if !supported.iter().any(|f| f == k) {

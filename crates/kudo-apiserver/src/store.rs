@@ -70,6 +70,12 @@ pub struct WriteOptions {
     pub dry_run: bool,
     /// `fieldManager`.
     pub field_manager: Option<String>,
+    /// The object comes from server-side apply, which already maintained `managedFields`; no
+    /// `Update` entry is recorded on top.
+    pub applied: bool,
+    /// `fieldValidation=Strict`: unknown fields of custom resources are an error instead of being
+    /// dropped silently.
+    pub strict: bool,
 }
 
 /// How dependents are treated when an owner is deleted.
@@ -96,6 +102,9 @@ pub struct DeleteOptions {
     /// `dryRun=All`.
     pub dry_run: bool,
 }
+
+/// Receiver of committed changes, in resourceVersion order.
+pub type EventReceiver = broadcast::Receiver<Arc<WatchEvent>>;
 
 type Objects = HashMap<GroupResource, BTreeMap<(String, String), Arc<Value>>>;
 
@@ -137,7 +146,11 @@ fn now() -> String {
 
 impl Store {
     /// Open a store over a backend, restoring its content and making sure the default namespaces exist.
-    pub fn open(registry: Registry, backend: Box<dyn Backend>, history_cap: usize) -> Result<Store, BackendError> {
+    pub fn open(
+        registry: Registry,
+        backend: Box<dyn Backend>,
+        history_cap: usize,
+    ) -> Result<Store, BackendError> {
         let snapshot = backend.load()?;
         let (tx, _) = broadcast::channel(history_cap.max(1024));
         let mut objects: Objects = HashMap::new();
@@ -164,17 +177,31 @@ impl Store {
             }),
         };
         // Re-register CRDs restored from the backend.
-        let crds = store.list_gr(&GroupResource::new("apiextensions.k8s.io", "customresourcedefinitions"), None);
+        let crds = store.list_gr(
+            &GroupResource::new("apiextensions.k8s.io", "customresourcedefinitions"),
+            None,
+        );
         for c in crds {
-            store.inner.registry.set_crd(meta::name(&c), crd::defs_from_crd(&c));
+            store
+                .inner
+                .registry
+                .set_crd(meta::name(&c), crd::defs_from_crd(&c));
         }
         for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
-            if store.get_gr(&GroupResource::new("", "namespaces"), "", ns).is_none() {
-                let def = store.inner.registry.by_kind("v1", "Namespace").ok_or_else(|| BackendError::Corrupt {
-                    path: Default::default(),
-                    line: 0,
-                    message: "namespace kind missing from registry".into(),
-                })?;
+            if store
+                .get_gr(&GroupResource::new("", "namespaces"), "", ns)
+                .is_none()
+            {
+                let def =
+                    store
+                        .inner
+                        .registry
+                        .by_kind("v1", "Namespace")
+                        .ok_or_else(|| BackendError::Corrupt {
+                            path: Default::default(),
+                            line: 0,
+                            message: "namespace kind missing from registry".into(),
+                        })?;
                 let r = store.create(
                     &def,
                     "",
@@ -206,8 +233,9 @@ impl Store {
     /// Resolve `apiVersion` + `kind` to a served type.
     pub fn resolve(&self, api_version: &str, kind: &str) -> Result<Arc<ResourceDef>, ApiError> {
         self.inner.registry.by_kind(api_version, kind).ok_or_else(|| {
-            ApiError::not_found(split_api_version(api_version).0, &kind.to_lowercase(), "")
-                .with_message(format!("no matches for kind \"{kind}\" in version \"{api_version}\""))
+            ApiError::not_found(split_api_version(api_version).0, &kind.to_lowercase(), "").with_message(
+                format!("no matches for kind \"{kind}\" in version \"{api_version}\""),
+            )
         })
     }
 
@@ -259,16 +287,16 @@ impl Store {
     pub fn list(&self, def: &ResourceDef, ns: Option<&str>) -> (Vec<Value>, u64) {
         let st = self.lock();
         let ns = if def.namespaced { ns } else { None };
-        let items = list_locked(&st, &def.gr(), ns).iter().map(|o| present(def, o)).collect();
+        let items = list_locked(&st, &def.gr(), ns)
+            .iter()
+            .map(|o| present(def, o))
+            .collect();
         (items, st.rv)
     }
 
     /// Subscribe to changes after `from_rv` (0 = from now). Returns the replayed history and a receiver
     /// for everything later, with no gap and no duplicate between the two.
-    pub fn subscribe(
-        &self,
-        from_rv: u64,
-    ) -> Result<(Vec<Arc<WatchEvent>>, broadcast::Receiver<Arc<WatchEvent>>), ApiError> {
+    pub fn subscribe(&self, from_rv: u64) -> Result<(Vec<Arc<WatchEvent>>, EventReceiver), ApiError> {
         let st = self.lock();
         let rx = self.inner.tx.subscribe();
         if from_rv == 0 || from_rv >= st.rv {
@@ -317,14 +345,21 @@ impl Store {
             .entry(key.gr.clone())
             .or_default()
             .insert((key.namespace.clone(), key.name.clone()), obj.clone());
-        let type_ = if old.is_some() { EventType::Modified } else { EventType::Added };
-        self.emit(st, WatchEvent {
-            rv,
-            type_,
-            key,
-            object: obj.clone(),
-            old,
-        });
+        let type_ = if old.is_some() {
+            EventType::Modified
+        } else {
+            EventType::Added
+        };
+        self.emit(
+            st,
+            WatchEvent {
+                rv,
+                type_,
+                key,
+                object: obj.clone(),
+                old,
+            },
+        );
         Ok(obj)
     }
 
@@ -349,13 +384,16 @@ impl Store {
         let mut last = (*old).clone();
         meta::meta_mut(&mut last).insert("resourceVersion".into(), Value::String(rv.to_string()));
         let last = Arc::new(last);
-        self.emit(st, WatchEvent {
-            rv,
-            type_: EventType::Deleted,
-            key: key.clone(),
-            object: last.clone(),
-            old: Some(old),
-        });
+        self.emit(
+            st,
+            WatchEvent {
+                rv,
+                type_: EventType::Deleted,
+                key: key.clone(),
+                object: last.clone(),
+                old: Some(old),
+            },
+        );
         Ok(Some(last))
     }
 
@@ -377,7 +415,13 @@ impl Store {
     }
 
     /// Create an object in namespace `ns` (ignored for cluster-scoped kinds).
-    pub fn create(&self, def: &ResourceDef, ns: &str, mut obj: Value, opts: &WriteOptions) -> Result<Value, ApiError> {
+    pub fn create(
+        &self,
+        def: &ResourceDef,
+        ns: &str,
+        mut obj: Value,
+        opts: &WriteOptions,
+    ) -> Result<Value, ApiError> {
         if !obj.is_object() {
             return Err(ApiError::bad_request("the request body must be a JSON object"));
         }
@@ -388,30 +432,50 @@ impl Store {
                     "the namespace of the provided object does not match the namespace sent on the request",
                 ));
             }
-            let ns = if ns.is_empty() { body_ns.to_string() } else { ns.to_string() };
+            let ns = if ns.is_empty() {
+                body_ns.to_string()
+            } else {
+                ns.to_string()
+            };
             if ns.is_empty() {
-                return Err(ApiError::bad_request("a namespace must be specified for a namespaced resource"));
+                return Err(ApiError::bad_request(
+                    "a namespace must be specified for a namespaced resource",
+                ));
             }
             ns
         } else {
             String::new()
         };
+        let presented_def = def;
+        let def = &storage_def(def);
         obj["apiVersion"] = json!(def.api_version());
         obj["kind"] = json!(def.kind);
+        if def.group.is_empty() && def.plural == "events" {
+            obj = crate::events::to_core(&obj);
+        }
         let mut st = self.lock();
         // Name, possibly generated.
         let mut name = meta::name(&obj).to_string();
         if name.is_empty() {
             let prefix = meta::meta_str(&obj, "generateName").to_string();
             if prefix.is_empty() {
-                return Err(ApiError::invalid(&def.group, &def.kind, "", vec![Cause::required(
-                    "metadata.name",
-                    "name or generateName is required",
-                )]));
+                return Err(ApiError::invalid(
+                    &def.group,
+                    &def.kind,
+                    "",
+                    vec![Cause::required(
+                        "metadata.name",
+                        "name or generateName is required",
+                    )],
+                ));
             }
             loop {
                 let suffix: String = (0..5)
-                    .map(|_| GENERATE_CHARS[(uuid::Uuid::new_v4().as_u128() % GENERATE_CHARS.len() as u128) as usize] as char)
+                    .map(|_| {
+                        GENERATE_CHARS
+                            [(uuid::Uuid::new_v4().as_u128() % GENERATE_CHARS.len() as u128) as usize]
+                            as char
+                    })
                     .collect();
                 let candidate = format!("{prefix}{suffix}");
                 if !exists(&st, &def.gr(), &ns, &candidate) {
@@ -459,10 +523,10 @@ impl Store {
                 md.remove("generation");
             }
         }
-        if def.status {
-            if let Some(m) = obj.as_object_mut() {
-                m.remove("status");
-            }
+        if def.status
+            && let Some(m) = obj.as_object_mut()
+        {
+            m.remove("status");
         }
         let ip = if def.group.is_empty() && def.plural == "services" {
             Some(allocate_ip(&mut st))
@@ -471,7 +535,10 @@ impl Store {
         };
         validate::default_object(def, &mut obj, ip);
         if let Some(c) = &def.custom {
-            crd::default_and_prune(c.schema.as_ref(), &mut obj);
+            let pruned = crd::default_and_prune(c.schema.as_ref(), &mut obj);
+            if opts.strict && !pruned.is_empty() {
+                return Err(strict_error(def, &pruned));
+            }
         }
         let causes = validate::validate_create(def, &obj);
         if !causes.is_empty() {
@@ -481,9 +548,11 @@ impl Store {
         if is_crd {
             crd::accept_crd(&self.inner.registry, &mut obj)?;
         }
-        obj = crate::patch::record_update(None, &obj, opts.field_manager.as_deref(), def, None);
+        if !opts.applied {
+            obj = crate::patch::record_update(None, &obj, opts.field_manager.as_deref(), def, None);
+        }
         if opts.dry_run {
-            return Ok(present(def, &obj));
+            return Ok(present(presented_def, &obj));
         }
         let key = ObjKey {
             gr: def.gr(),
@@ -493,9 +562,11 @@ impl Store {
         let stored = self.commit_put(&mut st, key, obj, None)?;
         drop(st);
         if is_crd {
-            self.inner.registry.set_crd(meta::name(&stored), crd::defs_from_crd(&stored));
+            self.inner
+                .registry
+                .set_crd(meta::name(&stored), crd::defs_from_crd(&stored));
         }
-        Ok(present(def, &stored))
+        Ok(present(presented_def, &stored))
     }
 
     /// Replace an object (PUT). `obj.metadata.resourceVersion`, when set, must match.
@@ -524,11 +595,16 @@ impl Store {
             };
             if rv.is_empty() {
                 if def.custom.is_some() {
-                    return Err(ApiError::invalid(&def.group, &def.kind, name, vec![Cause::invalid(
-                        "metadata.resourceVersion",
-                        &json!(0),
-                        "must be specified for an update",
-                    )]));
+                    return Err(ApiError::invalid(
+                        &def.group,
+                        &def.kind,
+                        name,
+                        vec![Cause::invalid(
+                            "metadata.resourceVersion",
+                            &json!(0),
+                            "must be specified for an update",
+                        )],
+                    ));
                 }
             } else if rv != meta::meta_str(cur, "resourceVersion") {
                 return Err(ApiError::stale(&def.group, &def.plural, name));
@@ -553,7 +629,11 @@ impl Store {
     where
         F: FnOnce(Option<&Value>) -> Result<Value, ApiError>,
     {
-        let ns = if def.namespaced { ns.to_string() } else { String::new() };
+        let ns = if def.namespaced {
+            ns.to_string()
+        } else {
+            String::new()
+        };
         let current = self.get_gr(&def.gr(), &ns, name);
         let Some(current) = current else {
             let desired = f(None)?;
@@ -576,7 +656,14 @@ impl Store {
         let cur_presented = present(def, &cur);
         let mut new = f(Some(&cur_presented))?;
         if !new.is_object() {
-            return Err(ApiError::bad_request("the resulting object must be a JSON object"));
+            return Err(ApiError::bad_request(
+                "the resulting object must be a JSON object",
+            ));
+        }
+        let presented_def = def;
+        let def = &storage_def(def);
+        if def.group.is_empty() && def.plural == "events" {
+            new = crate::events::to_core(&new);
         }
         new["apiVersion"] = json!(def.api_version());
         new["kind"] = json!(def.kind);
@@ -636,21 +723,36 @@ impl Store {
             );
         }
         if let Some(c) = &def.custom {
-            crd::default_and_prune(c.schema.as_ref(), &mut new);
+            let pruned = crd::default_and_prune(c.schema.as_ref(), &mut new);
+            if opts.strict && !pruned.is_empty() {
+                return Err(strict_error(def, &pruned));
+            }
         }
         validate::default_update(def, old, &mut new);
         // Finalizers cannot be added once deletion started.
         if meta::is_deleting(old) {
             let before = meta::finalizers(old);
-            let added: Vec<String> = meta::finalizers(&new).into_iter().filter(|f| !before.contains(f)).collect();
+            let added: Vec<String> = meta::finalizers(&new)
+                .into_iter()
+                .filter(|f| !before.contains(f))
+                .collect();
             if !added.is_empty() {
-                return Err(ApiError::invalid(&def.group, &def.kind, name, vec![Cause::forbidden(
-                    "metadata.finalizers",
-                    &format!(
-                        "no new finalizers can be added if the object is being deleted, found new finalizers []string{{{}}}",
-                        added.iter().map(|a| format!("{a:?}")).collect::<Vec<_>>().join(", ")
-                    ),
-                )]));
+                return Err(ApiError::invalid(
+                    &def.group,
+                    &def.kind,
+                    name,
+                    vec![Cause::forbidden(
+                        "metadata.finalizers",
+                        &format!(
+                            "no new finalizers can be added if the object is being deleted, found new finalizers []string{{{}}}",
+                            added
+                                .iter()
+                                .map(|a| format!("{a:?}"))
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                    )],
+                ));
             }
         }
         let causes = validate::validate_update(def, old, &new);
@@ -658,14 +760,17 @@ impl Store {
             return Err(ApiError::invalid(&def.group, &def.kind, name, causes));
         }
         if def.generation && meta::spec_part(&new) != meta::spec_part(old) {
-            let g = old.pointer("/metadata/generation").and_then(|v| v.as_i64()).unwrap_or(0);
+            let g = old
+                .pointer("/metadata/generation")
+                .and_then(|v| v.as_i64())
+                .unwrap_or(0);
             meta::meta_mut(&mut new).insert("generation".into(), json!(g + 1));
         }
         let subname = match sub {
             Subresource::Main => None,
             Subresource::Status => Some("status"),
         };
-        if &new != old {
+        if &new != old && !opts.applied {
             new = crate::patch::record_update(Some(old), &new, opts.field_manager.as_deref(), def, subname);
         }
         let is_crd = def.group == "apiextensions.k8s.io" && def.plural == "customresourcedefinitions";
@@ -674,10 +779,10 @@ impl Store {
         }
         if &new == old {
             // A no-op write does not bump the resourceVersion (kubectl apply relies on this).
-            return Ok((present(def, old), false));
+            return Ok((present(presented_def, old), false));
         }
         if opts.dry_run {
-            return Ok((present(def, &new), false));
+            return Ok((present(presented_def, &new), false));
         }
         let key = ObjKey {
             gr: def.gr(),
@@ -695,12 +800,22 @@ impl Store {
         if is_crd {
             self.inner.registry.set_crd(name, crd::defs_from_crd(&stored));
         }
-        Ok((present(def, &stored), false))
+        Ok((present(presented_def, &stored), false))
     }
 
     /// Delete an object. Returns the object: gone, or (with finalizers) marked with deletionTimestamp.
-    pub fn delete(&self, def: &ResourceDef, ns: &str, name: &str, opts: &DeleteOptions) -> Result<Value, ApiError> {
-        let ns = if def.namespaced { ns.to_string() } else { String::new() };
+    pub fn delete(
+        &self,
+        def: &ResourceDef,
+        ns: &str,
+        name: &str,
+        opts: &DeleteOptions,
+    ) -> Result<Value, ApiError> {
+        let ns = if def.namespaced {
+            ns.to_string()
+        } else {
+            String::new()
+        };
         let mut st = self.lock();
         let key = ObjKey {
             gr: def.gr(),
@@ -715,31 +830,31 @@ impl Store {
         else {
             return Err(ApiError::not_found(&def.group, &def.plural, name));
         };
-        if let Some(uid) = &opts.uid {
-            if uid != meta::uid(&cur) {
-                return Err(ApiError::conflict(
-                    &def.group,
-                    &def.plural,
-                    name,
-                    &format!(
-                        "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
-                        meta::uid(&cur)
-                    ),
-                ));
-            }
+        if let Some(uid) = &opts.uid
+            && uid != meta::uid(&cur)
+        {
+            return Err(ApiError::conflict(
+                &def.group,
+                &def.plural,
+                name,
+                &format!(
+                    "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                    meta::uid(&cur)
+                ),
+            ));
         }
-        if let Some(rv) = &opts.resource_version {
-            if rv != meta::meta_str(&cur, "resourceVersion") {
-                return Err(ApiError::conflict(
-                    &def.group,
-                    &def.plural,
-                    name,
-                    &format!(
-                        "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
-                        meta::meta_str(&cur, "resourceVersion")
-                    ),
-                ));
-            }
+        if let Some(rv) = &opts.resource_version
+            && rv != meta::meta_str(&cur, "resourceVersion")
+        {
+            return Err(ApiError::conflict(
+                &def.group,
+                &def.plural,
+                name,
+                &format!(
+                    "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
+                    meta::meta_str(&cur, "resourceVersion")
+                ),
+            ));
         }
         let mut obj = (*cur).clone();
         let is_ns = def.group.is_empty() && def.plural == "namespaces";
@@ -751,11 +866,9 @@ impl Store {
             Some(Propagation::Orphan) if !fins.iter().any(|f| f == "orphan") => fins.push("orphan".into()),
             _ => {}
         }
-        if is_ns {
-            if let Some(m) = obj.as_object_mut() {
-                m.insert("spec".into(), json!({"finalizers": ["kubernetes"]}));
-                m.insert("status".into(), json!({"phase": "Terminating"}));
-            }
+        if is_ns && let Some(m) = obj.as_object_mut() {
+            m.insert("spec".into(), json!({"finalizers": ["kubernetes"]}));
+            m.insert("status".into(), json!({"phase": "Terminating"}));
         }
         if fins.is_empty() && !is_ns {
             if opts.dry_run {
@@ -817,8 +930,14 @@ impl Store {
 
     fn remove_crd(&self, crd_obj: &Value) {
         let name = meta::name(crd_obj);
-        let group = crd_obj.pointer("/spec/group").and_then(|v| v.as_str()).unwrap_or("");
-        let plural = crd_obj.pointer("/spec/names/plural").and_then(|v| v.as_str()).unwrap_or("");
+        let group = crd_obj
+            .pointer("/spec/group")
+            .and_then(|v| v.as_str())
+            .unwrap_or("");
+        let plural = crd_obj
+            .pointer("/spec/names/plural")
+            .and_then(|v| v.as_str())
+            .unwrap_or("");
         let gr = GroupResource::new(group, plural);
         let keys: Vec<ObjKey> = {
             let st = self.lock();
@@ -846,7 +965,13 @@ impl Store {
     // ----- convenience API for in-process users -----
 
     /// Get by `apiVersion`/`kind`; `Ok(None)` when absent.
-    pub fn get_obj(&self, api_version: &str, kind: &str, ns: &str, name: &str) -> Result<Option<Value>, ApiError> {
+    pub fn get_obj(
+        &self,
+        api_version: &str,
+        kind: &str,
+        ns: &str,
+        name: &str,
+    ) -> Result<Option<Value>, ApiError> {
         let def = self.resolve(api_version, kind)?;
         match self.get(&def, ns, name) {
             Ok(v) => Ok(Some(v)),
@@ -879,7 +1004,11 @@ impl Store {
     pub fn update_status_obj(&self, obj: Value) -> Result<Value, ApiError> {
         let def = self.def_of(&obj)?;
         let (ns, name) = (meta::namespace(&obj).to_string(), meta::name(&obj).to_string());
-        let sub = if def.status { Subresource::Status } else { Subresource::Main };
+        let sub = if def.status {
+            Subresource::Status
+        } else {
+            Subresource::Main
+        };
         self.update(&def, &ns, &name, obj, sub, &WriteOptions::default())
     }
 
@@ -938,7 +1067,11 @@ fn allocate_ip(st: &mut State) -> String {
         .get(&GroupResource::new("", "services"))
         .map(|m| {
             m.values()
-                .filter_map(|s| s.pointer("/spec/clusterIP").and_then(|v| v.as_str()).map(String::from))
+                .filter_map(|s| {
+                    s.pointer("/spec/clusterIP")
+                        .and_then(|v| v.as_str())
+                        .map(String::from)
+                })
                 .collect()
         })
         .unwrap_or_default();
@@ -946,15 +1079,41 @@ fn allocate_ip(st: &mut State) -> String {
         let n = st.next_ip;
         st.next_ip = if n >= 65_000 { 10 } else { n + 1 };
         let ip = format!("10.96.{}.{}", n / 256, n % 256);
-        if n % 256 != 0 && n % 256 != 255 && !used.contains(&ip) {
+        if !n.is_multiple_of(256) && n % 256 != 255 && !used.contains(&ip) {
             return ip;
         }
     }
 }
 
+/// The real server's error for unknown fields under `fieldValidation=Strict`.
+fn strict_error(def: &ResourceDef, pruned: &[String]) -> ApiError {
+    let fields: Vec<String> = pruned.iter().map(|p| format!("unknown field \"{p}\"")).collect();
+    ApiError::bad_request(format!(
+        "{kind} in version \"{v}\" cannot be handled as a {kind}: strict decoding error: {}",
+        fields.join(", "),
+        kind = def.kind,
+        v = def.version
+    ))
+}
+
+/// The definition objects are stored under: core Events for the events.k8s.io view.
+fn storage_def(def: &ResourceDef) -> ResourceDef {
+    if def.is_events_v1() {
+        let mut d = def.clone();
+        d.group = String::new();
+        d.version = "v1".into();
+        return d;
+    }
+    def.clone()
+}
+
 /// The object as served in `def`'s version (CRDs without conversion webhooks only rewrite apiVersion).
 pub fn present(def: &ResourceDef, obj: &Value) -> Value {
-    let mut o = obj.clone();
+    let mut o = if def.is_events_v1() {
+        crate::events::from_core(obj)
+    } else {
+        obj.clone()
+    };
     if let Some(m) = o.as_object_mut() {
         m.insert("apiVersion".into(), json!(def.api_version()));
         m.insert("kind".into(), json!(def.kind));

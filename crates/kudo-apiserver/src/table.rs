@@ -30,7 +30,11 @@ fn builtin_columns(def: &ResourceDef) -> Vec<(Value, Cell)> {
     let c = |name: &str, t: &str, f: Cell| (col(name, t, "", 0, name), f);
     match (def.group.as_str(), def.plural.as_str()) {
         ("", "namespaces") => vec![c("Status", "string", Box::new(|o| json!(s(o, "/status/phase"))))],
-        ("", "configmaps") => vec![c("Data", "integer", Box::new(|o| json!(len(o, "/data") + len(o, "/binaryData"))))],
+        ("", "configmaps") => vec![c(
+            "Data",
+            "integer",
+            Box::new(|o| json!(len(o, "/data") + len(o, "/binaryData"))),
+        )],
         ("", "secrets") => vec![
             c("Type", "string", Box::new(|o| json!(s(o, "/type")))),
             c("Data", "integer", Box::new(|o| json!(len(o, "/data")))),
@@ -75,7 +79,11 @@ fn builtin_columns(def: &ResourceDef) -> Vec<(Value, Cell)> {
         ],
         ("", "services") => vec![
             c("Type", "string", Box::new(|o| json!(s(o, "/spec/type")))),
-            c("Cluster-IP", "string", Box::new(|o| json!(s(o, "/spec/clusterIP")))),
+            c(
+                "Cluster-IP",
+                "string",
+                Box::new(|o| json!(s(o, "/spec/clusterIP"))),
+            ),
             c("External-IP", "string", Box::new(|_| json!("<none>"))),
             c(
                 "Port(s)",
@@ -90,7 +98,11 @@ fn builtin_columns(def: &ResourceDef) -> Vec<(Value, Cell)> {
                                 .collect()
                         })
                         .unwrap_or_default();
-                    json!(if ports.is_empty() { "<none>".to_string() } else { ports.join(",") })
+                    json!(if ports.is_empty() {
+                        "<none>".to_string()
+                    } else {
+                        ports.join(",")
+                    })
                 }),
             ),
         ],
@@ -98,22 +110,50 @@ fn builtin_columns(def: &ResourceDef) -> Vec<(Value, Cell)> {
             c(
                 "Ready",
                 "string",
-                Box::new(|o| json!(format!("{}/{}", n(o, "/status/readyReplicas"), n(o, "/spec/replicas")))),
+                Box::new(|o| {
+                    json!(format!(
+                        "{}/{}",
+                        n(o, "/status/readyReplicas"),
+                        n(o, "/spec/replicas")
+                    ))
+                }),
             ),
-            c("Up-to-date", "integer", Box::new(|o| json!(n(o, "/status/updatedReplicas")))),
-            c("Available", "integer", Box::new(|o| json!(n(o, "/status/availableReplicas")))),
+            c(
+                "Up-to-date",
+                "integer",
+                Box::new(|o| json!(n(o, "/status/updatedReplicas"))),
+            ),
+            c(
+                "Available",
+                "integer",
+                Box::new(|o| json!(n(o, "/status/availableReplicas"))),
+            ),
         ],
         ("apps", "statefulsets") | ("apps", "replicasets") => vec![c(
             "Ready",
             "string",
-            Box::new(|o| json!(format!("{}/{}", n(o, "/status/readyReplicas"), n(o, "/spec/replicas")))),
+            Box::new(|o| {
+                json!(format!(
+                    "{}/{}",
+                    n(o, "/status/readyReplicas"),
+                    n(o, "/spec/replicas")
+                ))
+            }),
         )],
         ("batch", "jobs") => vec![c(
             "Completions",
             "string",
-            Box::new(|o| json!(format!("{}/{}", n(o, "/status/succeeded"), n(o, "/spec/completions")))),
+            Box::new(|o| {
+                json!(format!(
+                    "{}/{}",
+                    n(o, "/status/succeeded"),
+                    n(o, "/spec/completions")
+                ))
+            }),
         )],
-        ("", "persistentvolumeclaims") => vec![c("Status", "string", Box::new(|o| json!(s(o, "/status/phase"))))],
+        ("", "persistentvolumeclaims") => {
+            vec![c("Status", "string", Box::new(|o| json!(s(o, "/status/phase"))))]
+        }
         _ => Vec::new(),
     }
 }
@@ -132,9 +172,20 @@ fn printer_cell(pc: &PrinterColumn, o: &Value) -> Value {
 /// Build a Table for `items`. `include` is the `includeObject` parameter (`None`, `Metadata` default,
 /// `Object`).
 pub fn to_table(def: &ResourceDef, items: &[Value], list_meta: Value, include: &str) -> Value {
-    let mut columns = vec![col("Name", "string", "name", 0, "Name must be unique within a namespace.")];
+    let mut columns = vec![col(
+        "Name",
+        "string",
+        "name",
+        0,
+        "Name must be unique within a namespace.",
+    )];
     let mut rows = Vec::with_capacity(items.len());
-    let age = |o: &Value| json!(meta::human_duration(meta::age_secs(meta::meta_str(o, "creationTimestamp"))));
+    let age = |o: &Value| {
+        json!(meta::human_duration(meta::age_secs(meta::meta_str(
+            o,
+            "creationTimestamp"
+        ))))
+    };
     match &def.custom {
         Some(c) if !c.printer_columns.is_empty() => {
             for pc in &c.printer_columns {

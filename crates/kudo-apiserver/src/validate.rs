@@ -14,7 +14,8 @@ fn is(def: &ResourceDef, group: &str, plural: &str) -> bool {
 fn is_dns_label(s: &str) -> bool {
     !s.is_empty()
         && s.len() <= 63
-        && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
         && !s.starts_with('-')
         && !s.ends_with('-')
 }
@@ -38,6 +39,7 @@ pub fn default_object(def: &ResourceDef, obj: &mut Value, cluster_ip: Option<Str
                 }
             }
             "services" => default_service(obj, cluster_ip),
+            "secrets" => default_secret(obj),
             "pods" => {
                 obj["status"] = json!({"phase": "Pending", "qosClass": "BestEffort"});
                 default_pod_spec(obj.pointer_mut("/spec"));
@@ -52,21 +54,21 @@ pub fn default_object(def: &ResourceDef, obj: &mut Value, cluster_ip: Option<Str
             spec.entry("replicas").or_insert(json!(1));
             spec.entry("revisionHistoryLimit").or_insert(json!(10));
         }
-        if def.plural == "deployments" {
-            if let Some(spec) = obj.get_mut("spec").and_then(|s| s.as_object_mut()) {
-                spec.entry("progressDeadlineSeconds").or_insert(json!(600));
-                spec.entry("strategy").or_insert(json!({
-                    "type": "RollingUpdate",
-                    "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"}
-                }));
-            }
+        if def.plural == "deployments"
+            && let Some(spec) = obj.get_mut("spec").and_then(|s| s.as_object_mut())
+        {
+            spec.entry("progressDeadlineSeconds").or_insert(json!(600));
+            spec.entry("strategy").or_insert(json!({
+                "type": "RollingUpdate",
+                "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"}
+            }));
         }
-        if def.plural == "statefulsets" {
-            if let Some(spec) = obj.get_mut("spec").and_then(|s| s.as_object_mut()) {
-                spec.entry("podManagementPolicy").or_insert(json!("OrderedReady"));
-                spec.entry("updateStrategy")
-                    .or_insert(json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}));
-            }
+        if def.plural == "statefulsets"
+            && let Some(spec) = obj.get_mut("spec").and_then(|s| s.as_object_mut())
+        {
+            spec.entry("podManagementPolicy").or_insert(json!("OrderedReady"));
+            spec.entry("updateStrategy")
+                .or_insert(json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}));
         }
         default_pod_spec(obj.pointer_mut("/spec/template/spec"));
     }
@@ -81,7 +83,10 @@ pub fn default_object(def: &ResourceDef, obj: &mut Value, cluster_ip: Option<Str
             if !spec.contains_key("completions") {
                 spec.insert("completions".into(), json!(1));
             }
-            let manual = spec.get("manualSelector").and_then(|v| v.as_bool()).unwrap_or(false);
+            let manual = spec
+                .get("manualSelector")
+                .and_then(|v| v.as_bool())
+                .unwrap_or(false);
             if !manual && !spec.contains_key("selector") {
                 spec.insert(
                     "selector".into(),
@@ -107,6 +112,22 @@ pub fn default_object(def: &ResourceDef, obj: &mut Value, cluster_ip: Option<Str
     }
 }
 
+/// Secrets: `type` defaults to `Opaque`, and write-only `stringData` is folded into `data`.
+fn default_secret(obj: &mut Value) {
+    let Some(m) = obj.as_object_mut() else { return };
+    if m.get("type").and_then(|t| t.as_str()).unwrap_or("").is_empty() {
+        m.insert("type".into(), json!("Opaque"));
+    }
+    if let Some(Value::Object(sd)) = m.remove("stringData") {
+        let data = m.entry("data").or_insert(json!({}));
+        if let Some(d) = data.as_object_mut() {
+            for (k, v) in sd {
+                d.insert(k, json!(crate::proto::b64(v.as_str().unwrap_or("").as_bytes())));
+            }
+        }
+    }
+}
+
 fn default_pod_spec(spec: Option<&mut Value>) {
     let Some(Value::Object(spec)) = spec else { return };
     spec.entry("restartPolicy").or_insert(json!("Always"));
@@ -116,7 +137,8 @@ fn default_pod_spec(spec: Option<&mut Value>) {
     for list in ["containers", "initContainers"] {
         if let Some(Value::Array(cs)) = spec.get_mut(list) {
             for c in cs.iter_mut().filter_map(|c| c.as_object_mut()) {
-                c.entry("terminationMessagePath").or_insert(json!("/dev/termination-log"));
+                c.entry("terminationMessagePath")
+                    .or_insert(json!("/dev/termination-log"));
                 c.entry("terminationMessagePolicy").or_insert(json!("File"));
                 let image = c.get("image").and_then(|v| v.as_str()).unwrap_or("").to_string();
                 let tag = image.rsplit('/').next().unwrap_or("");
@@ -137,19 +159,21 @@ fn default_pod_spec(spec: Option<&mut Value>) {
 }
 
 fn default_service(obj: &mut Value, cluster_ip: Option<String>) {
-    let spec = obj
-        .as_object_mut()
-        .map(|m| m.entry("spec").or_insert(json!({})));
+    let spec = obj.as_object_mut().map(|m| m.entry("spec").or_insert(json!({})));
     let Some(Value::Object(spec)) = spec else { return };
     spec.entry("type").or_insert(json!("ClusterIP"));
     spec.entry("sessionAffinity").or_insert(json!("None"));
     let external_name = spec.get("type").and_then(|v| v.as_str()) == Some("ExternalName");
     if !external_name {
-        let current = spec.get("clusterIP").and_then(|v| v.as_str()).unwrap_or("").to_string();
-        if current.is_empty() {
-            if let Some(ip) = cluster_ip {
-                spec.insert("clusterIP".into(), json!(ip));
-            }
+        let current = spec
+            .get("clusterIP")
+            .and_then(|v| v.as_str())
+            .unwrap_or("")
+            .to_string();
+        if current.is_empty()
+            && let Some(ip) = cluster_ip
+        {
+            spec.insert("clusterIP".into(), json!(ip));
         }
         if let Some(ip) = spec.get("clusterIP").cloned() {
             spec.insert("clusterIPs".into(), json!([ip]));
@@ -172,35 +196,39 @@ fn default_service(obj: &mut Value, cluster_ip: Option<String>) {
 pub fn default_update(def: &ResourceDef, old: &Value, new: &mut Value) {
     if is(def, "", "services") {
         let old_ip = old.pointer("/spec/clusterIP").cloned();
-        let new_ip = new.pointer("/spec/clusterIP").and_then(|v| v.as_str()).unwrap_or("");
-        if new_ip.is_empty() {
-            if let (Some(ip), Some(Value::Object(spec))) = (old_ip, new.get_mut("spec")) {
-                spec.insert("clusterIP".into(), ip);
-            }
+        let new_ip = new
+            .pointer("/spec/clusterIP")
+            .and_then(|v| v.as_str())
+            .unwrap_or("");
+        if new_ip.is_empty()
+            && let (Some(ip), Some(Value::Object(spec))) = (old_ip, new.get_mut("spec"))
+        {
+            spec.insert("clusterIP".into(), ip);
         }
         default_service(new, None);
     }
     if is(def, "batch", "jobs") {
         // Generated selector and template labels are server-owned.
         for p in ["selector", "template"] {
-            if new.pointer(&format!("/spec/{p}")).is_none() {
-                if let (Some(v), Some(Value::Object(spec))) =
+            if new.pointer(&format!("/spec/{p}")).is_none()
+                && let (Some(v), Some(Value::Object(spec))) =
                     (old.pointer(&format!("/spec/{p}")).cloned(), new.get_mut("spec"))
-                {
-                    spec.insert(p.into(), v);
-                }
+            {
+                spec.insert(p.into(), v);
             }
         }
     }
     if def.group == "apps" || is(def, "batch", "jobs") {
         default_object(def, new, None);
     }
-    if is(def, "", "namespaces") {
-        if new.get("spec").is_none() {
-            if let Some(s) = old.get("spec").cloned() {
-                new["spec"] = s;
-            }
-        }
+    if is(def, "", "secrets") {
+        default_secret(new);
+    }
+    if is(def, "", "namespaces")
+        && new.get("spec").is_none()
+        && let Some(s) = old.get("spec").cloned()
+    {
+        new["spec"] = s;
     }
 }
 
@@ -222,7 +250,8 @@ pub fn validate_create(def: &ResourceDef, obj: &Value) -> Vec<Cause> {
             "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
         ));
     }
-    if def.group == "apps" && ["deployments", "statefulsets", "replicasets", "daemonsets"].contains(&def.plural.as_str())
+    if def.group == "apps"
+        && ["deployments", "statefulsets", "replicasets", "daemonsets"].contains(&def.plural.as_str())
     {
         match obj.pointer("/spec/selector") {
             None | Some(Value::Null) => causes.push(Cause::required("spec.selector", "")),
@@ -232,7 +261,11 @@ pub fn validate_create(def: &ResourceDef, obj: &Value) -> Vec<Cause> {
                     .and_then(|v| v.as_object())
                     .cloned()
                     .unwrap_or_default();
-                let ml = sel.get("matchLabels").and_then(|v| v.as_object()).cloned().unwrap_or_default();
+                let ml = sel
+                    .get("matchLabels")
+                    .and_then(|v| v.as_object())
+                    .cloned()
+                    .unwrap_or_default();
                 if ml.iter().any(|(k, v)| tl.get(k) != Some(v)) {
                     causes.push(Cause::invalid(
                         "spec.template.metadata.labels",
@@ -242,11 +275,19 @@ pub fn validate_create(def: &ResourceDef, obj: &Value) -> Vec<Cause> {
                 }
             }
         }
-        if obj.pointer("/spec/template/spec/containers").and_then(|v| v.as_array()).is_none_or(|a| a.is_empty()) {
+        if obj
+            .pointer("/spec/template/spec/containers")
+            .and_then(|v| v.as_array())
+            .is_none_or(|a| a.is_empty())
+        {
             causes.push(Cause::required("spec.template.spec.containers", ""));
         }
     }
-    if is(def, "", "pods") && obj.pointer("/spec/containers").and_then(|v| v.as_array()).is_none_or(|a| a.is_empty())
+    if is(def, "", "pods")
+        && obj
+            .pointer("/spec/containers")
+            .and_then(|v| v.as_array())
+            .is_none_or(|a| a.is_empty())
     {
         causes.push(Cause::required("spec.containers", ""));
     }
@@ -256,7 +297,8 @@ pub fn validate_create(def: &ResourceDef, obj: &Value) -> Vec<Cause> {
                 for k in d.keys() {
                     let ok = !k.is_empty()
                         && k.len() <= 253
-                        && k.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.');
+                        && k.bytes()
+                            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.');
                     if !ok {
                         causes.push(Cause::invalid(
                             &format!("{section}[{k}]"),
@@ -279,14 +321,25 @@ fn changed(old: &Value, new: &Value, ptr: &str) -> bool {
 pub fn validate_update(def: &ResourceDef, old: &Value, new: &Value) -> Vec<Cause> {
     let mut causes = Vec::new();
     if is(def, "", "services") {
-        let oi = old.pointer("/spec/clusterIP").and_then(|v| v.as_str()).unwrap_or("");
-        let ni = new.pointer("/spec/clusterIP").and_then(|v| v.as_str()).unwrap_or("");
+        let oi = old
+            .pointer("/spec/clusterIP")
+            .and_then(|v| v.as_str())
+            .unwrap_or("");
+        let ni = new
+            .pointer("/spec/clusterIP")
+            .and_then(|v| v.as_str())
+            .unwrap_or("");
         let external = new.pointer("/spec/type").and_then(|v| v.as_str()) == Some("ExternalName");
         if !oi.is_empty() && oi != ni && !external {
-            causes.push(Cause::invalid("spec.clusterIPs[0]", &json!([ni]), "may not change once set"));
+            causes.push(Cause::invalid(
+                "spec.clusterIPs[0]",
+                &json!([ni]),
+                "may not change once set",
+            ));
         }
     }
-    if def.group == "apps" && ["deployments", "statefulsets", "replicasets", "daemonsets"].contains(&def.plural.as_str())
+    if def.group == "apps"
+        && ["deployments", "statefulsets", "replicasets", "daemonsets"].contains(&def.plural.as_str())
         && changed(old, new, "/spec/selector")
     {
         causes.push(Cause::invalid(
@@ -305,7 +358,11 @@ pub fn validate_update(def: &ResourceDef, old: &Value, new: &Value) -> Vec<Cause
             "minReadySeconds",
         ];
         let strip = |v: &Value| {
-            let mut m = v.get("spec").and_then(|s| s.as_object()).cloned().unwrap_or_default();
+            let mut m = v
+                .get("spec")
+                .and_then(|s| s.as_object())
+                .cloned()
+                .unwrap_or_default();
             for a in allowed {
                 m.remove(a);
             }
@@ -345,17 +402,27 @@ pub fn validate_update(def: &ResourceDef, old: &Value, new: &Value) -> Vec<Cause
         && old.get("immutable").and_then(|v| v.as_bool()) == Some(true)
     {
         if new.get("immutable").and_then(|v| v.as_bool()) != Some(true) {
-            causes.push(Cause::forbidden("immutable", "field is immutable when `immutable` is set"));
+            causes.push(Cause::forbidden(
+                "immutable",
+                "field is immutable when `immutable` is set",
+            ));
         }
         for section in ["data", "binaryData"] {
             if old.get(section) != new.get(section) {
-                causes.push(Cause::forbidden(section, "field is immutable when `immutable` is set"));
+                causes.push(Cause::forbidden(
+                    section,
+                    "field is immutable when `immutable` is set",
+                ));
             }
         }
     }
     if is(def, "", "persistentvolumeclaims") {
         let strip = |v: &Value| {
-            let mut m = v.get("spec").and_then(|s| s.as_object()).cloned().unwrap_or_default();
+            let mut m = v
+                .get("spec")
+                .and_then(|s| s.as_object())
+                .cloned()
+                .unwrap_or_default();
             m.remove("resources");
             m.remove("volumeAttributesClassName");
             m.remove("volumeName");

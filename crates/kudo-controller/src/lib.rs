@@ -1,1 +1,213 @@
-//! placeholder
+//! The KUDO manager: turns `kudo.dev/v1beta1` Instances into running resources by executing their
+//! OperatorVersion's plans, with KUDO v0.19 semantics and these deliberate differences:
+//!
+//! * **No admission webhook.** The controller remembers the last Instance spec it admitted (the
+//!   annotation [`ADMITTED_SPEC_ANNOTATION`]) and runs KUDO's webhook rules
+//!   ([`kudo_engine::decide`]) against it. A change KUDO would have rejected is already stored, so
+//!   it is reported (condition `ChangeAccepted=False` plus a Warning Event on every reconcile) and
+//!   not executed until it becomes admissible (e.g. once the running plan ends).
+//! * **Server-side apply** with field manager `kudo` instead of a client-side three-way merge; no
+//!   `last-applied-configuration` annotation.
+//! * Objects are applied **in declaration order** (task resources in list order, documents in file
+//!   order).
+//! * Requests the API server rejects as invalid (400/403/422, e.g. an immutable field) fail the plan
+//!   at once (FATAL_ERROR with the server's message) instead of being retried forever.
+//! * Health is **watched**, not polled: the controller watches the child kinds KUDO creates
+//!   (label `heritage=kudo`) and re-reconciles the owning Instance when one changes; the timed
+//!   requeue is only a backstop.
+//!
+//! Everything about a run lives in the Instance (`status.planStatus`, `spec.planExecution`, the
+//! timing annotation), so a restarted controller resumes where the previous one stopped.
+
+mod discovery;
+mod execute;
+mod reconcile;
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, StatefulSet};
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod, Secret, Service};
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
+use kube::runtime::controller::Controller;
+use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::watcher;
+use kube::{Resource, ResourceExt};
+
+pub use reconcile::ReconcileError;
+
+/// Annotation holding the Instance spec the controller last admitted (JSON). It replaces the
+/// "old object" an admission webhook would have seen.
+pub const ADMITTED_SPEC_ANNOTATION: &str = "kudo-rs.dev/admitted-spec";
+
+/// Reporting controller name of the Events we publish (KUDO's manager name).
+pub const REPORTER: &str = "kudo-manager";
+
+/// Tunables of the controller. The defaults suit both tests and a real cluster.
+#[derive(Debug, Clone)]
+pub struct ControllerConfig {
+    /// Field manager for server-side apply and for our own writes: the owner of every field the
+    /// operator's templates set, so SSA conflicts with other managers are resolved in our favour.
+    pub field_manager: String,
+    /// Longest time a running plan waits before the controller looks again without any watch event
+    /// (KUDO's 1–60 s backoff is capped by this). Watches normally advance a plan much earlier.
+    pub requeue_backstop: Duration,
+    /// How often idle Instances re-check their readiness without a watch event.
+    pub idle_resync: Duration,
+    /// Delay before retrying after a reconcile failed with an unexpected (non-plan) error.
+    pub error_requeue: Duration,
+    /// Maximum number of Instances reconciled at the same time (0 = unbounded). One Instance is
+    /// never reconciled concurrently with itself.
+    pub concurrency: u16,
+}
+
+impl Default for ControllerConfig {
+    fn default() -> Self {
+        ControllerConfig {
+            field_manager: "kudo".to_string(),
+            requeue_backstop: Duration::from_secs(60),
+            idle_resync: Duration::from_secs(300),
+            error_requeue: Duration::from_secs(5),
+            concurrency: 4,
+        }
+    }
+}
+
+/// Why the controller stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The configuration cannot work.
+    #[error("invalid controller configuration: {0}")]
+    InvalidConfig(String),
+}
+
+/// The `kudo.dev/v1beta1` resources as dynamic API resources (the kudo-api types are plain serde
+/// structs, converted with serde_json).
+pub(crate) fn kudo_resource(kind: &str, plural: &str) -> ApiResource {
+    ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(kudo_api::GROUP, kudo_api::VERSION, kind), plural)
+}
+
+pub(crate) fn instance_resource() -> ApiResource {
+    kudo_resource("Instance", "instances")
+}
+
+pub(crate) fn operator_version_resource() -> ApiResource {
+    kudo_resource("OperatorVersion", "operatorversions")
+}
+
+/// Shared state of all reconciles.
+pub(crate) struct Context {
+    pub client: kube::Client,
+    pub config: ControllerConfig,
+    pub recorder: Recorder,
+    pub discovery: discovery::Cache,
+}
+
+/// Runs the controller until `shutdown` completes. The KUDO CRDs must already be installed (by
+/// `kubectl kudo init` or a test); nothing is created here except what plans apply and Events.
+pub async fn run(client: kube::Client, config: ControllerConfig, shutdown: impl Future) -> Result<(), Error> {
+    if config.field_manager.is_empty() {
+        return Err(Error::InvalidConfig("field_manager must not be empty".into()));
+    }
+    let iar = instance_resource();
+    let instances: Api<DynamicObject> = Api::all_with(client.clone(), &iar);
+    let controller = Controller::new_with(instances, watcher::Config::default(), iar.clone())
+        .with_config(kube::runtime::controller::Config::default().concurrency(config.concurrency));
+    let store = controller.store();
+
+    // OperatorVersion changes re-reconcile every Instance referencing the OV.
+    let ovar = operator_version_resource();
+    let ovs: Api<DynamicObject> = Api::all_with(client.clone(), &ovar);
+    let ov_store = store.clone();
+    let controller = controller.watches_with(ovs, ovar, watcher::Config::default(), move |ov: DynamicObject| {
+        instances_of_ov(&ov_store, &ov)
+    });
+
+    // Children: anything KUDO applied carries `heritage=kudo` and `kudo.dev/instance`.
+    let wc = || watcher::Config::default().labels("heritage=kudo");
+    let controller = controller
+        .watches_with(Api::<Deployment>::all(client.clone()), (), wc(), owner_of)
+        .watches_with(Api::<StatefulSet>::all(client.clone()), (), wc(), owner_of)
+        .watches_with(Api::<DaemonSet>::all(client.clone()), (), wc(), owner_of)
+        .watches_with(Api::<Job>::all(client.clone()), (), wc(), owner_of)
+        .watches_with(Api::<Pod>::all(client.clone()), (), wc(), owner_of)
+        .watches_with(Api::<Service>::all(client.clone()), (), wc(), owner_of)
+        .watches_with(Api::<ConfigMap>::all(client.clone()), (), wc(), owner_of)
+        .watches_with(Api::<Secret>::all(client.clone()), (), wc(), owner_of)
+        .watches_with(Api::<PersistentVolumeClaim>::all(client.clone()), (), wc(), owner_of)
+        .watches_with(
+            Api::<DynamicObject>::all_with(client.clone(), &iar),
+            iar.clone(),
+            wc(),
+            owner_of,
+        );
+
+    let recorder = Recorder::new(
+        client.clone(),
+        Reporter {
+            controller: REPORTER.into(),
+            instance: std::env::var("KUDO_POD_NAME").ok(),
+        },
+    );
+    let ctx = Arc::new(Context {
+        discovery: discovery::Cache::new(client.clone()),
+        client,
+        config,
+        recorder,
+    });
+    tracing::info!("kudo controller started");
+    // The caller's shutdown future need not be Send: it is awaited here, and a oneshot relays it
+    // to kube-runtime's graceful shutdown (running reconciles finish, no new ones start).
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let mut stream = std::pin::pin!(
+        controller
+            .graceful_shutdown_on(async move {
+                let _ = stop_rx.await;
+            })
+            .run(reconcile::reconcile, reconcile::error_policy, ctx)
+            .for_each(|res| async move {
+                match res {
+                    Ok((obj, _)) => tracing::trace!(instance = %obj, "reconciled"),
+                    Err(e) => tracing::debug!(error = %e, "reconcile failed"),
+                }
+            })
+    );
+    tokio::select! {
+        _ = &mut stream => {}
+        _ = shutdown => {
+            let _ = stop_tx.send(());
+            stream.await;
+        }
+    }
+    tracing::info!("kudo controller stopped");
+    Ok(())
+}
+
+/// Maps a child object back to its Instance through the `kudo.dev/instance` label (namespaced
+/// children live in the Instance's namespace).
+fn owner_of<K: Resource>(obj: K) -> Option<ObjectRef<DynamicObject>> {
+    let name = obj.labels().get(kudo_api::labels::INSTANCE)?.clone();
+    let ns = obj.namespace()?;
+    Some(ObjectRef::new_with(&name, instance_resource()).within(&ns))
+}
+
+/// Every cached Instance whose `spec.operatorVersion` names this OperatorVersion.
+fn instances_of_ov(store: &Store<DynamicObject>, ov: &DynamicObject) -> Vec<ObjectRef<DynamicObject>> {
+    let ov_name = ov.name_any();
+    let ov_ns = ov.namespace().unwrap_or_default();
+    store
+        .state()
+        .iter()
+        .filter(|i| {
+            let ns = i.namespace().unwrap_or_default();
+            let r = &i.data["spec"]["operatorVersion"];
+            let ref_ns = r["namespace"].as_str().filter(|s| !s.is_empty()).unwrap_or(&ns);
+            r["name"].as_str() == Some(ov_name.as_str()) && ref_ns == ov_ns
+        })
+        .map(|i| ObjectRef::from_obj_with(i.as_ref(), instance_resource()))
+        .collect()
+}

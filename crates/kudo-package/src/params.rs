@@ -97,7 +97,8 @@ pub fn validate_string_for_type(value_type: &str, s: &str) -> Result<(), String>
     }
 }
 
-/// KUDO's type check of a package default or enum value (decoded YAML).
+/// KUDO's type check of a package default or enum value (decoded YAML). `value_type` is the type
+/// as declared: an undeclared (empty) type checks nothing, as in KUDO.
 pub fn validate_decoded_for_type(value_type: &str, v: &serde_json::Value) -> Result<(), String> {
     use serde_json::Value as J;
     match (value_type, v) {

@@ -16,7 +16,7 @@ pub const IMPLICITS: [&str; 8] =
 
 /// Functions whose output differs between renders (time, randomness, DNS). KUDO re-renders on
 /// every reconcile pass, so objects using them are re-patched and pods restarted.
-pub const NON_HERMETIC: [&str; 16] = [
+pub const NON_HERMETIC: [&str; 13] = [
     "now",
     "ago",
     "randAlphaNum",
@@ -30,9 +30,6 @@ pub const NON_HERMETIC: [&str; 16] = [
     "genSelfSignedCert",
     "genSignedCert",
     "getHostByName",
-    "htmlDate",
-    "date_modify",
-    "dateModify",
 ];
 
 /// What one template references.
@@ -246,25 +243,12 @@ pub fn pipes_for_plan(
     out
 }
 
-/// Verifier 9: every template renders with placeholder implicits and the parameter defaults, and
-/// (except KudoOperator parameter files) its output parses as Kubernetes objects.
-pub(crate) fn render_all(pkg: &Package, r: &mut Verification) {
-    let param_files: BTreeSet<&str> = pkg
-        .operator
-        .tasks
-        .iter()
-        .filter(|t| t.kind == "KudoOperator")
-        .map(|t| t.spec.parameter_file.as_str())
-        .collect();
+/// The data `package verify` renders with: implicit variables as their own names (`.Name` is
+/// `"Name"`), parameters at their defaults with the runtime typing, pipes with computed names.
+fn verify_data(pkg: &Package) -> Result<BTreeMap<String, Value>, String> {
     let defs: Vec<&dyn crate::params::ParamDef> =
         pkg.params.parameters.iter().map(|p| p as &dyn crate::params::ParamDef).collect();
-    let params = match crate::params::template_params(&defs, &BTreeMap::new()) {
-        Ok(p) => p,
-        Err(e) => {
-            r.error(e);
-            return;
-        }
-    };
+    let params = crate::params::template_params(&defs, &BTreeMap::new())?;
     let mut pipes = BTreeMap::new();
     let api_tasks: Vec<kudo_api::Task> = pkg.operator.tasks.iter().map(crate::convert::task_to_api).collect();
     for (name, plan) in &pkg.operator.plans {
@@ -276,6 +260,26 @@ pub(crate) fn render_all(pkg: &Package, r: &mut Verification) {
     }
     data.insert("Params".into(), Value::map(params));
     data.insert("Pipes".into(), Value::map(pipes.into_iter().map(|(k, v)| (k, Value::str(v))).collect()));
+    Ok(data)
+}
+
+/// Verifier 9: every template renders with placeholder implicits and the parameter defaults, and
+/// (except KudoOperator parameter files) its output parses as Kubernetes objects.
+pub(crate) fn render_all(pkg: &Package, r: &mut Verification) {
+    let param_files: BTreeSet<&str> = pkg
+        .operator
+        .tasks
+        .iter()
+        .filter(|t| t.kind == "KudoOperator")
+        .map(|t| t.spec.parameter_file.as_str())
+        .collect();
+    let data = match verify_data(pkg) {
+        Ok(d) => d,
+        Err(e) => {
+            r.error(e);
+            return;
+        }
+    };
     for (name, parsed) in parse_all(pkg) {
         let Ok(t) = parsed else { continue }; // reported by parameter_usage
         let data = Value::map(data.clone());
@@ -295,17 +299,13 @@ pub(crate) fn render_all(pkg: &Package, r: &mut Verification) {
 }
 
 /// Verifier 10 (manifest half): the namespace manifest must render to exactly one Namespace.
-pub(crate) fn check_namespace_manifest(_pkg: &Package, nm: &str, text: &str, r: &mut Verification) {
+pub(crate) fn check_namespace_manifest(pkg: &Package, nm: &str, text: &str, r: &mut Verification) {
     let funcs = kudo_funcs();
-    let rendered = Template::parse(nm, text, &funcs).and_then(|t| {
-        let mut data = BTreeMap::new();
-        for i in IMPLICITS {
-            data.insert(i.to_string(), Value::str(i));
-        }
-        data.insert("Params".into(), Value::map(BTreeMap::new()));
-        t.execute(&Value::map(data), &mut FuncEnv::with_seed(0))
-    });
-    let objs = rendered.ok().and_then(|out| crate::split::parse_objects(nm, &out).ok());
+    let data = verify_data(pkg).unwrap_or_default();
+    let rendered = Template::parse(nm, text, &funcs)
+        .ok()
+        .and_then(|t| t.execute(&Value::map(data), &mut FuncEnv::with_seed(0)).ok());
+    let objs = rendered.and_then(|out| crate::split::parse_objects(nm, &out).ok());
     match objs {
         None => r.error(format!("Unable to marshal NamespaceManifest {nm:?} ")),
         Some(objs) if objs.is_empty() => r.error(format!("NamespaceManifest {nm:?} found but does not contain a manifest")),

@@ -288,7 +288,7 @@ fn parameter_definitions(pkg: &Package, r: &mut Verification) {
                 continue;
             }
             for v in vals {
-                if let Err(e) = validate_decoded_for_type(p.value_type(), v) {
+                if let Err(e) = validate_decoded_for_type(&p.type_, v) {
                     r.param_error(&p.name, &format!("has an invalid enum value: {e}"));
                 }
             }
@@ -296,7 +296,7 @@ fn parameter_definitions(pkg: &Package, r: &mut Verification) {
     }
     for p in params {
         let Some(d) = &p.default else { continue };
-        if let Err(e) = validate_decoded_for_type(p.value_type(), d) {
+        if let Err(e) = validate_decoded_for_type(&p.type_, d) {
             r.error(format!("parameter {:?} has an invalid default value: {e}", p.name));
             continue;
         }

@@ -11,7 +11,8 @@
 //!   manager is a conflict, unless forced, which transfers the ownership; applying the same
 //!   value as another manager shares ownership instead;
 //! * fields a manager applied before and omits now are removed from the object when nobody
-//!   else owns them (or anything below them);
+//!   else owns them (struct fields stay while anything below them is owned; list items and
+//!   map entries need an owner of their own);
 //! * a non-apply write takes ownership of the fields it changed away from every other
 //!   manager, so a later apply by them conflicts;
 //! * `apiVersion`, `kind`, `metadata.name`/`namespace`/`uid`/`resourceVersion`/
@@ -345,11 +346,12 @@ pub fn apply_with(
     let typed_err =
         |e: String| SsaError::Invalid(format!("failed to create typed patch object ({gvk}): {e}"));
 
-    let live_full = live.cloned().unwrap_or_else(|| Value::Object(Map::new()));
-    let mut managers = managed_fields(&live_full)
+    let mut managers = live
+        .map(managed_fields)
+        .unwrap_or_else(|| Ok(Vec::new()))
         .map_err(|e| SsaError::Invalid(format!("failed to decode managed fields: {e}")))?;
     let old_managers = managers.clone();
-    let live_clean = without_managed_fields(&live_full);
+    let live_clean = live.map_or_else(|| Value::Object(Map::new()), without_managed_fields);
     if live.is_some() && managers.is_empty() {
         // An existing object nobody manages yet: kube-apiserver hands all its fields to a
         // placeholder updater, so that a first apply conflicts instead of silently
@@ -382,8 +384,8 @@ pub fn apply_with(
     let config_set = tracking.filter(&config_set);
 
     // Merge the configuration into the live object.
-    let mut merged =
-        merge_value(Some(&live_clean), &config, &schema.root).unwrap_or_else(|| Value::Object(Map::new()));
+    let mut merged = merge_value(Some(live_clean.clone()), &config, &schema.root)
+        .unwrap_or_else(|| Value::Object(Map::new()));
 
     let me = ManagedFieldsEntry {
         manager: manager.to_string(),
@@ -418,24 +420,38 @@ pub fn apply_with(
     let changed = tracking.filter(&cmp.added.union(&cmp.modified));
     let removed = tracking.filter(&cmp.removed);
 
-    let mut causes = Vec::new();
+    let mut causes: Vec<(Path, Conflict)> = Vec::new();
     let mut conflict_sets: Vec<FieldSet> = Vec::new();
     for e in &managers {
         let c = e.fields.intersection(&changed);
         for p in c.paths() {
-            causes.push(Conflict {
+            let conflict = Conflict {
                 path: path_to_string(&p),
                 manager: e.manager.clone(),
                 operation: e.operation.clone(),
                 api_version: e.api_version.clone(),
                 time: e.time.clone(),
                 subresource: e.subresource.clone(),
-            });
+            };
+            causes.push((p, conflict));
         }
         conflict_sets.push(c);
     }
     if !force && !causes.is_empty() {
-        return Err(SsaError::Conflict { causes });
+        // `kubectl apply --server-side` over a client-side-applied object: conflicts on
+        // fields whose live value is still the one in the last-applied annotation are the
+        // user's own earlier intent, and are taken over silently.
+        let allowed = (manager == KUBECTL)
+            .then(|| last_applied_fields(&live_clean, &schema.root))
+            .flatten();
+        let remaining: Vec<Conflict> = causes
+            .into_iter()
+            .filter(|(p, _)| !allowed.as_ref().is_some_and(|a| a.has(p)))
+            .map(|(_, c)| c)
+            .collect();
+        if !remaining.is_empty() {
+            return Err(SsaError::Conflict { causes: remaining });
+        }
     }
     for (e, c) in managers.iter_mut().zip(&conflict_sets) {
         e.fields = e.fields.difference(c).difference(&removed);
@@ -443,12 +459,90 @@ pub fn apply_with(
     managers.push(me);
     managers.retain(|e| !e.fields.is_empty());
 
+    if manager == KUBECTL {
+        sync_last_applied(&mut merged, applied);
+    }
+
     if json_equal(&merged, &live_clean) && entries_equal_ignoring_time(&managers, &old_managers) {
         // Nothing changed: keep the old timestamps so the write is a no-op.
-        return Ok(live.cloned().unwrap_or(live_full));
+        return Ok(live.cloned().unwrap_or(live_clean));
     }
     set_managed_fields(&mut merged, managers);
     Ok(merged)
+}
+
+/// The field manager `kubectl apply --server-side` uses by default; kube-apiserver keeps the
+/// client-side-apply annotation in sync for it.
+const KUBECTL: &str = "kubectl";
+
+/// kubectl's client-side apply annotation.
+pub const LAST_APPLIED_ANNOTATION: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+/// Fields of the live object's last-applied annotation whose live value still equals the
+/// annotation's (`None` without a usable annotation).
+fn last_applied_fields(live: &Value, root: &Node) -> Option<FieldSet> {
+    let text = live
+        .pointer("/metadata/annotations")?
+        .get(LAST_APPLIED_ANNOTATION)?
+        .as_str()?;
+    let last: Value = serde_json::from_str(text).ok()?;
+    if !last.is_object() {
+        return None;
+    }
+    let mut set = FieldSet::new();
+    to_field_set(&last, root, &mut Vec::new(), &mut set, false).ok()?;
+    let mut cmp = Comparison::default();
+    compare(Some(&last), Some(live), root, &mut Vec::new(), &mut cmp);
+    Some(set.difference(&cmp.modified))
+}
+
+/// When the object carries the client-side apply annotation, kube-apiserver rewrites it
+/// with the configuration `kubectl` just applied (without the annotation itself), encoded
+/// like Go's `encoding/json` (sorted keys, HTML-safe escapes, trailing newline).
+fn sync_last_applied(obj: &mut Value, applied: &Value) {
+    let Some(annotations) = obj
+        .get_mut("metadata")
+        .and_then(|m| m.get_mut("annotations"))
+        .and_then(Value::as_object_mut)
+    else {
+        return;
+    };
+    if !annotations.contains_key(LAST_APPLIED_ANNOTATION) {
+        return;
+    }
+    let mut config = applied.clone();
+    if let Some(a) = config
+        .get_mut("metadata")
+        .and_then(|m| m.get_mut("annotations"))
+        .and_then(Value::as_object_mut)
+    {
+        a.shift_remove(LAST_APPLIED_ANNOTATION);
+    }
+    let text = format!("{}\n", go_json(&config));
+    annotations.insert(LAST_APPLIED_ANNOTATION.to_string(), Value::String(text));
+}
+
+/// Compact JSON as Go's `encoding/json` writes a `map[string]interface{}`: object keys
+/// sorted, and `<`, `>`, `&`, U+2028, U+2029 escaped.
+pub fn go_json(v: &Value) -> String {
+    fn sorted(v: &Value) -> Value {
+        match v {
+            Value::Object(m) => {
+                let mut keys: Vec<&String> = m.keys().collect();
+                keys.sort();
+                Value::Object(keys.into_iter().map(|k| (k.clone(), sorted(&m[k]))).collect())
+            }
+            Value::Array(a) => Value::Array(a.iter().map(sorted).collect()),
+            other => other.clone(),
+        }
+    }
+    sorted(v)
+        .to_string()
+        .replace('<', "\\u003c")
+        .replace('>', "\\u003e")
+        .replace('&', "\\u0026")
+        .replace('\u{2028}', "\\u2028")
+        .replace('\u{2029}', "\\u2029")
 }
 
 /// Records a non-apply write (create, update, patch) by `manager` in the managedFields of
@@ -493,8 +587,7 @@ pub fn record_update_with(
         }
     };
     let tracking = Tracking::new(gvk, opts);
-    let old_full = old.cloned().unwrap_or_else(|| Value::Object(Map::new()));
-    let old_managers = managed_fields(&old_full).unwrap_or_default();
+    let old_managers = old.map(managed_fields).and_then(Result::ok).unwrap_or_default();
 
     let requested = new.pointer("/metadata/managedFields");
     let reset = requested
@@ -511,7 +604,7 @@ pub fn record_update_with(
         }
     };
 
-    let old_clean = without_managed_fields(&old_full);
+    let old_clean = old.map_or_else(|| Value::Object(Map::new()), without_managed_fields);
     let mut out = without_managed_fields(new);
     let mut cmp = Comparison::default();
     compare(
@@ -730,15 +823,15 @@ fn clean(v: &Value) -> Value {
 }
 
 /// Merges the applied configuration `rhs` into `lhs`; `None` means "field absent".
-fn merge_value(lhs: Option<&Value>, rhs: &Value, node: &Node) -> Option<Value> {
+fn merge_value(lhs: Option<Value>, rhs: &Value, node: &Node) -> Option<Value> {
     if rhs.is_null() {
         return None;
     }
     match (lhs, rhs) {
-        (Some(Value::Object(l)), Value::Object(r)) if !node.object_is_atomic() => {
-            let mut out = l.clone();
+        (Some(Value::Object(mut out)), Value::Object(r)) if !node.object_is_atomic() => {
             for (k, rv) in r {
-                match merge_value(out.get(k), rv, node.child(k)) {
+                let current = out.get_mut(k).map(std::mem::take);
+                match merge_value(current, rv, node.child(k)) {
                     Some(v) => {
                         out.insert(k.clone(), v);
                     }
@@ -767,42 +860,44 @@ fn merge_value(lhs: Option<&Value>, rhs: &Value, node: &Node) -> Option<Value> {
 /// both lists, items only in `l` are emitted where they stand, shared items in the order of
 /// `r`, and new items of `r` where `r` has them.
 fn merge_items(
-    l: &[Value],
+    l: Vec<Value>,
     r: &[Value],
     element: impl Fn(&Value) -> Option<PathElement>,
-    merge: impl Fn(Option<&Value>, &Value) -> Option<Value>,
+    mut merge: impl FnMut(Option<Value>, &Value) -> Option<Value>,
 ) -> Vec<Value> {
-    let key = |v: &Value| element(v).map(|pe| pe.to_fields_v1_key());
-    let lkeys: Vec<Option<String>> = l.iter().map(key).collect();
-    let rkeys: Vec<Option<String>> = r.iter().map(key).collect();
-    let mut lindex: HashMap<&str, usize> = HashMap::new();
+    let lkeys: Vec<Option<PathElement>> = l.iter().map(&element).collect();
+    let rkeys: Vec<Option<PathElement>> = r.iter().map(&element).collect();
+    let mut l: Vec<Option<Value>> = l.into_iter().map(Some).collect();
+    let mut lindex: HashMap<&PathElement, usize> = HashMap::new();
     for (i, k) in lkeys.iter().enumerate() {
         if let Some(k) = k {
-            lindex.entry(k.as_str()).or_insert(i);
+            lindex.entry(k).or_insert(i);
         }
     }
-    let rset: HashSet<&str> = rkeys.iter().flatten().map(String::as_str).collect();
-    let shared: Vec<&str> = rkeys
+    let rset: HashSet<&PathElement> = rkeys.iter().flatten().collect();
+    let shared: Vec<&PathElement> = rkeys
         .iter()
         .flatten()
-        .map(String::as_str)
         .filter(|k| lindex.contains_key(k))
         .collect();
     let mut next_shared = 0;
-    let mut merged: HashSet<&str> = HashSet::new();
-    let mut out = Vec::new();
+    let mut merged: HashSet<&PathElement> = HashSet::new();
+    let mut out = Vec::with_capacity(l.len().max(r.len()));
     let (mut li, mut ri) = (0, 0);
-    let in_r = |k: &Option<String>| k.as_deref().is_some_and(|k| rset.contains(k));
+    let in_r = |k: &Option<PathElement>| k.as_ref().is_some_and(|k| rset.contains(k));
+    let take_l = |l: &mut Vec<Option<Value>>, i: usize| l[i].take();
     while li < l.len() || ri < r.len() {
         if li < l.len() && ri < r.len() {
-            if lkeys[li].is_some() && lkeys[li] == rkeys[ri] {
-                let k = lkeys[li].as_deref().unwrap_or_default();
-                if merged.insert(k)
-                    && let Some(v) = merge(Some(&l[li]), &r[ri])
-                {
-                    out.push(v);
+            if let (Some(lk), Some(rk)) = (&lkeys[li], &rkeys[ri])
+                && lk == rk
+            {
+                if merged.insert(lk) {
+                    let lv = lindex.get(lk).and_then(|&p| take_l(&mut l, p));
+                    if let Some(v) = merge(lv, &r[ri]) {
+                        out.push(v);
+                    }
                 }
-                if shared.get(next_shared) == Some(&k) {
+                if shared.get(next_shared) == Some(&lk) {
                     next_shared += 1;
                 }
                 li += 1;
@@ -812,7 +907,7 @@ fn merge_items(
             if in_r(&lkeys[li])
                 && shared
                     .get(next_shared)
-                    .is_some_and(|n| Some(*n) != lkeys[li].as_deref())
+                    .is_some_and(|n| Some(*n) != lkeys[li].as_ref())
             {
                 li += 1;
                 continue;
@@ -820,20 +915,20 @@ fn merge_items(
         }
         if li < l.len() {
             if !in_r(&lkeys[li]) {
-                out.push(l[li].clone());
+                out.extend(take_l(&mut l, li));
                 li += 1;
                 continue;
             }
-            if lkeys[li].as_deref().is_some_and(|k| merged.contains(k)) {
+            if lkeys[li].as_ref().is_some_and(|k| merged.contains(k)) {
                 li += 1;
                 continue;
             }
         }
         if ri < r.len() {
-            let k = rkeys[ri].as_deref();
+            let k = rkeys[ri].as_ref();
             let fresh = k.is_none_or(|k| merged.insert(k));
             if fresh {
-                let lv = k.and_then(|k| lindex.get(k)).map(|&i| &l[i]);
+                let lv = k.and_then(|k| lindex.get(k)).and_then(|&p| take_l(&mut l, p));
                 if let Some(v) = merge(lv, &r[ri]) {
                     out.push(v);
                 }
@@ -844,7 +939,7 @@ fn merge_items(
             ri += 1;
         } else {
             // Unreachable for consistent keys; guarantees progress regardless.
-            out.push(l[li].clone());
+            out.extend(take_l(&mut l, li));
             li += 1;
         }
     }
@@ -965,19 +1060,23 @@ fn compare(lhs: Option<&Value>, rhs: Option<&Value>, node: &Node, path: &mut Pat
     }
 }
 
-/// Removes from `v` what `last` owned and no current manager (`owned`) owns at or below.
+/// Removes from `v` what `last` owned and no current manager (`owned`) owns.
+///
+/// As in structured-merge-diff, a declared struct field counts as owned (and as previously
+/// applied) when anything below it is, so it survives while another manager owns one of its
+/// fields; a list item or map key counts only when owned itself, so an item the applier
+/// dropped disappears as a whole even if another manager changed one of its fields.
 fn prune(v: &mut Value, last: &FieldSet, owned: Option<&FieldSet>, node: &Node) {
-    let owns = |pe: &PathElement| owned.is_some_and(|o| o.has_member(pe) || o.child(pe).is_some());
+    let holds = |set: Option<&FieldSet>, pe: &PathElement, declared: bool| {
+        set.is_some_and(|s| s.has_member(pe) || (declared && s.child(pe).is_some()))
+    };
     match v {
         Value::Object(m) if !node.object_is_atomic() => {
             let keys: Vec<String> = m.keys().cloned().collect();
             for k in keys {
                 let pe = PathElement::Field(k.clone());
-                let in_last = last.has_member(&pe) || last.child(&pe).is_some();
-                if !in_last {
-                    continue;
-                }
-                if !owns(&pe) {
+                let declared = node.is_declared_field(&k);
+                if holds(Some(last), &pe, declared) && !holds(owned, &pe, declared) {
                     m.shift_remove(&k);
                     continue;
                 }
@@ -995,7 +1094,7 @@ fn prune(v: &mut Value, last: &FieldSet, owned: Option<&FieldSet>, node: &Node) 
                     kept.push(item);
                     continue;
                 };
-                if last.has_member(&pe) && !owns(&pe) {
+                if last.has_member(&pe) && !holds(owned, &pe, false) {
                     continue;
                 }
                 if let Some(lc) = last.child(&pe) {
@@ -1062,7 +1161,7 @@ mod tests {
         let l = vec![json!("a"), json!("b"), json!("c")];
         let r = vec![json!("c"), json!("a")];
         let out = merge_items(
-            &l,
+            l,
             &r,
             |v| Some(PathElement::Value(KeyValue(v.clone()))),
             |_, r| Some(r.clone()),

@@ -19,6 +19,8 @@
 //! Ordering without `$setElementOrder`: patch items take the order of the patch, items only
 //! on the server keep theirs, and the two are interleaved by their position on the server.
 
+use std::borrow::Cow;
+
 use serde_json::{Map, Value};
 
 use crate::schema::{self, Node, Schema};
@@ -65,24 +67,33 @@ fn kind_name(v: &Value) -> &'static str {
     }
 }
 
+fn is_directive_key(k: &str) -> bool {
+    k == DIRECTIVE
+        || k == RETAIN_KEYS
+        || k.starts_with(DELETE_FROM_PRIMITIVE)
+        || k.starts_with(SET_ELEMENT_ORDER)
+}
+
+/// Merges `patch` into `original` (owned, so unchanged subtrees are moved, not copied).
 fn merge_map(
     mut original: Map<String, Value>,
     patch: &Map<String, Value>,
     node: &Node,
 ) -> Result<Map<String, Value>, PatchError> {
-    let mut patch = patch.clone();
     if let Some(d) = patch.get(DIRECTIVE) {
         match d.as_str() {
             Some("replace") => {
                 // The patch becomes the value; its own nulls and nested directives are still
                 // interpreted (against nothing), as the typed server would store it.
-                patch.shift_remove(DIRECTIVE);
-                return merge_map(Map::new(), &patch, node);
+                let rest: Map<String, Value> = patch
+                    .iter()
+                    .filter(|(k, _)| *k != DIRECTIVE)
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect();
+                return merge_map(Map::new(), &rest, node);
             }
             Some("delete") => return Ok(Map::new()),
-            Some("merge") => {
-                patch.shift_remove(DIRECTIVE);
-            }
+            Some("merge") => {}
             _ => {
                 return Err(PatchError::BadRequest(format!(
                     "unknown patch type: {d} in map: {}",
@@ -92,12 +103,12 @@ fn merge_map(
         }
     }
 
-    if let Some(rk) = patch.shift_remove(RETAIN_KEYS) {
+    if let Some(rk) = patch.get(RETAIN_KEYS) {
         let keys: Vec<&str> = rk
             .as_array()
             .and_then(|a| a.iter().map(Value::as_str).collect::<Option<Vec<_>>>())
             .ok_or_else(|| PatchError::BadRequest("invalid patch format of retainKeys".into()))?;
-        for (k, v) in &patch {
+        for (k, v) in patch {
             if !k.starts_with('$') && !v.is_null() && !keys.contains(&k.as_str()) {
                 return Err(PatchError::Invalid(
                     "patch content doesn't match retainKeys list".into(),
@@ -107,70 +118,73 @@ fn merge_map(
         original.retain(|k, _| keys.contains(&k.as_str()));
     }
 
-    let directive_keys: Vec<String> = patch
-        .keys()
-        .filter(|k| k.starts_with(DELETE_FROM_PRIMITIVE) || k.starts_with(SET_ELEMENT_ORDER))
-        .cloned()
-        .collect();
     // Deletions from primitive lists first, so that a patch may both delete and add values.
-    for key in directive_keys
-        .iter()
-        .filter(|k| k.starts_with(DELETE_FROM_PRIMITIVE))
-    {
-        let field = &key[DELETE_FROM_PRIMITIVE.len()..];
-        let values = patch
-            .shift_remove(key)
-            .and_then(|v| v.as_array().cloned())
+    for (key, values) in patch {
+        let Some(field) = key.strip_prefix(DELETE_FROM_PRIMITIVE) else {
+            continue;
+        };
+        let values = values
+            .as_array()
             .ok_or_else(|| PatchError::BadRequest("invalid patch format of primitive list".into()))?;
         if let Some(Value::Array(list)) = original.get_mut(field) {
             list.retain(|item| !values.contains(item));
         }
     }
-    for key in directive_keys.iter().filter(|k| k.starts_with(SET_ELEMENT_ORDER)) {
-        let field = key[SET_ELEMENT_ORDER.len()..].to_string();
-        let order = patch
-            .shift_remove(key)
-            .and_then(|v| v.as_array().cloned())
+
+    // Fields whose list was merged together with its `$setElementOrder` directive.
+    let mut ordered_fields: Vec<&str> = Vec::new();
+    for (key, order) in patch {
+        let Some(field) = key.strip_prefix(SET_ELEMENT_ORDER) else {
+            continue;
+        };
+        let order = order
+            .as_array()
             .ok_or_else(|| PatchError::BadRequest("invalid patch format of setElementOrder list".into()))?;
-        let child = node.child(&field);
+        ordered_fields.push(field);
+        let child = node.child(field);
         let merge_key = child.smp_list().and_then(|s| s.merge_key);
-        let orig_list = original.get(&field).and_then(Value::as_array).cloned();
-        let merged = match (orig_list.as_ref(), patch.shift_remove(&field)) {
+        let orig_list = match original.get_mut(field) {
+            Some(Value::Array(a)) => Some(std::mem::take(a)),
+            _ => None,
+        };
+        let server_order = identities(orig_list.as_deref().unwrap_or(&[]), merge_key);
+        let merged = match (orig_list, patch.get(field)) {
             (_, Some(Value::Null)) => {
-                original.shift_remove(&field);
+                original.shift_remove(field);
                 continue;
             }
-            (Some(o), Some(Value::Array(p))) => merge_list(o, &p, child)?,
-            (None, Some(Value::Array(p))) => merge_list(&[], &p, child)?,
+            (Some(o), Some(Value::Array(p))) => merge_list(o, p, child)?,
+            (None, Some(Value::Array(p))) => merge_list(Vec::new(), p, child)?,
             (_, Some(other)) => {
-                original.insert(field.clone(), fresh(&other, child)?);
+                original.insert(field.to_string(), fresh(other, child)?);
                 continue;
             }
-            (Some(o), None) => o.clone(),
+            (Some(o), None) => o,
             (None, None) => continue,
         };
         let (in_order, server_only): (Vec<Value>, Vec<Value>) = merged
             .into_iter()
-            .partition(|item| position(&order, item, merge_key).is_some());
-        let ordered = normalize_order(
-            in_order,
-            server_only,
-            &order,
-            orig_list.as_deref().unwrap_or(&[]),
-            merge_key,
-        );
-        original.insert(field, Value::Array(ordered));
+            .partition(|item| position(order, item, merge_key).is_some());
+        let ordered = normalize_order(in_order, server_only, order, &server_order, merge_key);
+        original.insert(field.to_string(), Value::Array(ordered));
     }
 
-    for (k, v) in &patch {
+    for (k, v) in patch {
+        if is_directive_key(k) || ordered_fields.contains(&k.as_str()) {
+            continue;
+        }
         let child = node.child(k);
         if v.is_null() {
             original.shift_remove(k);
             continue;
         }
-        let merged = match (original.get(k), v) {
-            (Some(Value::Object(o)), Value::Object(p)) => Value::Object(merge_map(o.clone(), p, child)?),
-            (Some(Value::Array(o)), Value::Array(p)) => Value::Array(merge_list(o, p, child)?),
+        let merged = match (original.get_mut(k), v) {
+            (Some(Value::Object(o)), Value::Object(p)) => {
+                Value::Object(merge_map(std::mem::take(o), p, child)?)
+            }
+            (Some(Value::Array(o)), Value::Array(p)) => {
+                Value::Array(merge_list(std::mem::take(o), p, child)?)
+            }
             _ => fresh(v, child)?,
         };
         original.insert(k.clone(), merged);
@@ -183,12 +197,30 @@ fn merge_map(
 fn fresh(v: &Value, node: &Node) -> Result<Value, PatchError> {
     Ok(match v {
         Value::Object(p) => Value::Object(merge_map(Map::new(), p, node)?),
-        Value::Array(p) => Value::Array(merge_list(&[], p, node)?),
+        Value::Array(p) => Value::Array(merge_list(Vec::new(), p, node)?),
         other => other.clone(),
     })
 }
 
-fn merge_list(original: &[Value], patch: &[Value], node: &Node) -> Result<Vec<Value>, PatchError> {
+/// What identifies the items of a list for ordering: `{mergeKey: value}` stubs for lists of
+/// objects, the values themselves for scalars.
+fn identities(list: &[Value], merge_key: Option<&str>) -> Vec<Value> {
+    match merge_key {
+        Some(k) => list
+            .iter()
+            .map(|item| {
+                let mut m = Map::new();
+                if let Some(v) = item.get(k) {
+                    m.insert(k.to_string(), v.clone());
+                }
+                Value::Object(m)
+            })
+            .collect(),
+        None => list.iter().filter(|v| !v.is_object()).cloned().collect(),
+    }
+}
+
+fn merge_list(original: Vec<Value>, patch: &[Value], node: &Node) -> Result<Vec<Value>, PatchError> {
     let strategy = node.smp_list();
     let merges = strategy.is_some_and(|s| s.smp_merges());
     if !merges {
@@ -205,15 +237,16 @@ fn merge_list(original: &[Value], patch: &[Value], node: &Node) -> Result<Vec<Va
     let maps = original.iter().chain(patch).any(Value::is_object);
     if !maps {
         // Scalars: union, keeping the first occurrence.
-        let mut merged: Vec<Value> = Vec::new();
-        for v in original.iter().chain(patch) {
-            if !merged.contains(v) {
-                merged.push(v.clone());
+        let server_order = original.clone();
+        let mut merged: Vec<Value> = Vec::with_capacity(original.len() + patch.len());
+        for v in original.into_iter().chain(patch.iter().cloned()) {
+            if !merged.contains(&v) {
+                merged.push(v);
             }
         }
         let (in_patch, server_only): (Vec<Value>, Vec<Value>) =
             merged.into_iter().partition(|v| patch.contains(v));
-        return Ok(normalize_order(in_patch, server_only, patch, original, None));
+        return Ok(normalize_order(in_patch, server_only, patch, &server_order, None));
     }
     let Some(key) = merge_key else {
         return Err(PatchError::Internal(
@@ -221,9 +254,10 @@ fn merge_list(original: &[Value], patch: &[Value], node: &Node) -> Result<Vec<Va
         ));
     };
 
-    let mut deletes: Vec<Value> = Vec::new();
+    let mut deletes: Vec<&Value> = Vec::new();
     let mut replace = false;
-    let mut items: Vec<Map<String, Value>> = Vec::new();
+    // Patch items in patch order; `$patch: merge` items lose their directive.
+    let mut items: Vec<Cow<'_, Map<String, Value>>> = Vec::new();
     for p in patch {
         let Some(obj) = p.as_object() else {
             return Err(PatchError::Internal(format!(
@@ -232,19 +266,19 @@ fn merge_list(original: &[Value], patch: &[Value], node: &Node) -> Result<Vec<Va
             )));
         };
         match obj.get(DIRECTIVE) {
-            None => items.push(obj.clone()),
+            None => items.push(Cow::Borrowed(obj)),
             Some(d) => match d.as_str() {
                 Some("replace") => replace = true,
                 Some("delete") => {
                     let k = obj.get(key).ok_or_else(|| {
                         PatchError::Internal(format!("delete patch type with no merge key defined: {p}"))
                     })?;
-                    deletes.push(k.clone());
+                    deletes.push(k);
                 }
                 Some("merge") => {
                     let mut o = obj.clone();
                     o.shift_remove(DIRECTIVE);
-                    items.push(o);
+                    items.push(Cow::Owned(o));
                 }
                 _ => {
                     return Err(PatchError::BadRequest(format!(
@@ -261,37 +295,53 @@ fn merge_list(original: &[Value], patch: &[Value], node: &Node) -> Result<Vec<Va
             .collect();
     }
 
+    let server_order = identities(&original, Some(key));
     let mut result: Vec<Value> = original
-        .iter()
-        .filter(|o| !o.get(key).is_some_and(|k| deletes.contains(k)))
-        .cloned()
+        .into_iter()
+        .filter(|o| !o.get(key).is_some_and(|k| deletes.contains(&k)))
         .collect();
     for item in &items {
         let k = item.get(key).ok_or_else(|| {
             PatchError::Internal(format!(
                 "map: {} does not contain declared merge key: {key}",
-                Value::Object(item.clone())
+                Value::Object(item.clone().into_owned())
             ))
         })?;
         match result.iter().position(|o| o.get(key) == Some(k)) {
             Some(pos) => {
-                let base = result[pos].as_object().cloned().unwrap_or_default();
+                let base = match &mut result[pos] {
+                    Value::Object(m) => std::mem::take(m),
+                    _ => Map::new(),
+                };
                 result[pos] = Value::Object(merge_map(base, item, item_node)?);
             }
             None => result.push(Value::Object(merge_map(Map::new(), item, item_node)?)),
         }
     }
-    let patch_items: Vec<Value> = items.into_iter().map(Value::Object).collect();
+    let patch_order = identities_of_maps(&items, key);
     let (in_patch, server_only): (Vec<Value>, Vec<Value>) = result
         .into_iter()
-        .partition(|v| position(&patch_items, v, Some(key)).is_some());
+        .partition(|v| position(&patch_order, v, Some(key)).is_some());
     Ok(normalize_order(
         in_patch,
         server_only,
-        &patch_items,
-        original,
+        &patch_order,
+        &server_order,
         Some(key),
     ))
+}
+
+fn identities_of_maps(items: &[Cow<'_, Map<String, Value>>], key: &str) -> Vec<Value> {
+    items
+        .iter()
+        .map(|item| {
+            let mut m = Map::new();
+            if let Some(v) = item.get(key) {
+                m.insert(key.to_string(), v.clone());
+            }
+            Value::Object(m)
+        })
+        .collect()
 }
 
 /// Position of `item` in `list`, identifying list-of-object items by their merge key and

@@ -1257,3 +1257,109 @@ fn ssa_first_apply_to_an_unmanaged_object_conflicts_with_before_first_apply() {
     assert_eq!(placeholder["fieldsV1"], json!({"f:data": {"f:other": {}}}));
     assert!(placeholder.get("time").is_none());
 }
+
+#[test]
+fn ssa_kubectl_takes_over_client_side_applied_fields_without_conflicts() {
+    // Documented: switching from `kubectl apply` to `kubectl apply --server-side` transfers
+    // field management "without encountering conflicts", and the last-applied annotation
+    // is kept up to date by the server.
+    let manifest = cm(json!({"key": "1"}));
+    let mut created = manifest.clone();
+    created["metadata"]["annotations"] = json!({
+        ssa::LAST_APPLIED_ANNOTATION: format!("{}\n", ssa::go_json(&manifest))
+    });
+    let live = ssa::record_update(
+        None,
+        &created,
+        "kubectl-client-side-apply",
+        "Update",
+        None,
+        &cm_gvk(),
+        T0,
+    );
+    let applied = cm(json!({"key": "2"}));
+    // Another manager changing the same field conflicts with the client-side applier ...
+    let err = ssa::apply(Some(&live), &applied, "someone-else", false, &cm_gvk(), T1).unwrap_err();
+    assert!(err.to_string().contains("kubectl-client-side-apply"), "{err}");
+    // ... but kubectl itself takes the field over.
+    let out = ssa::apply(Some(&live), &applied, "kubectl", false, &cm_gvk(), T1).unwrap();
+    assert_eq!(out["data"]["key"], "2");
+    let annotation = out["metadata"]["annotations"][ssa::LAST_APPLIED_ANNOTATION]
+        .as_str()
+        .unwrap();
+    assert_eq!(
+        annotation,
+        "{\"apiVersion\":\"v1\",\"data\":{\"key\":\"2\"},\"kind\":\"ConfigMap\",\"metadata\":{\"labels\":{\"test-label\":\"test\"},\"name\":\"demo\",\"namespace\":\"default\"}}\n"
+    );
+    let csa = entry(&out, "kubectl-client-side-apply", "Update").unwrap();
+    assert!(csa["fieldsV1"]["f:data"].get("f:key").is_none());
+}
+
+#[test]
+fn go_json_escapes_like_encoding_json() {
+    assert_eq!(
+        ssa::go_json(&json!({"b": "<&>", "a": 1})),
+        "{\"a\":1,\"b\":\"\\u003c\\u0026\\u003e\"}"
+    );
+}
+
+#[test]
+fn ssa_dropped_container_goes_even_if_another_manager_changed_its_image() {
+    let live = ssa::apply(
+        None,
+        &deployment(json!([{"name": "a", "image": "a:1"}, {"name": "b", "image": "b:1"}])),
+        "kudo",
+        false,
+        &deployment_gvk(),
+        T0,
+    )
+    .unwrap();
+    // `kubectl set image` style update of container b.
+    let mut edited = live.clone();
+    edited["spec"]["template"]["spec"]["containers"][1]["image"] = json!("b:2");
+    let edited = ssa::record_update(
+        Some(&live),
+        &edited,
+        "kubectl-set",
+        "Update",
+        None,
+        &deployment_gvk(),
+        T1,
+    );
+    // The applier drops container b: the item goes as a whole (no half item without its
+    // key), and the other manager's ownership of its image goes with it.
+    let out = ssa::apply(
+        Some(&edited),
+        &deployment(json!([{"name": "a", "image": "a:1"}])),
+        "kudo",
+        false,
+        &deployment_gvk(),
+        T2,
+    )
+    .unwrap();
+    assert_eq!(containers(&out), &json!([{"name": "a", "image": "a:1"}]));
+    assert!(entry(&out, "kubectl-set", "Update").is_none());
+}
+
+#[test]
+fn ssa_struct_field_survives_while_another_manager_owns_below_it() {
+    let mut first = deployment(json!([{"name": "a", "image": "a"}]));
+    first["spec"]["strategy"] = json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1}});
+    let live = ssa::apply(None, &first, "kudo", false, &deployment_gvk(), T0).unwrap();
+    let other = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "nginx-deployment"},
+        "spec": {"strategy": {"rollingUpdate": {"maxUnavailable": 0}}}});
+    let live = ssa::apply(Some(&live), &other, "tuner", false, &deployment_gvk(), T1).unwrap();
+    let out = ssa::apply(
+        Some(&live),
+        &deployment(json!([{"name": "a", "image": "a"}])),
+        "kudo",
+        false,
+        &deployment_gvk(),
+        T2,
+    )
+    .unwrap();
+    assert_eq!(
+        out["spec"]["strategy"],
+        json!({"rollingUpdate": {"maxUnavailable": 0}})
+    );
+}

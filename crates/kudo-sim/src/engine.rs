@@ -68,7 +68,7 @@ where
     let (store, writer) = reflector::store();
     let ready = Arc::new(AtomicBool::new(false));
     let flag = ready.clone();
-    let stream = reflector(writer, watcher(api, cfg).default_backoff());
+    let stream = reflector::reflector(writer, watcher(api, cfg).default_backoff());
     tasks.spawn(async move {
         let mut stream = std::pin::pin!(stream);
         while let Some(ev) = stream.next().await {

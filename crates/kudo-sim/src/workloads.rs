@@ -162,7 +162,7 @@ pub async fn replicasets(sim: &mut Sim, snap: &Snapshot) {
         if rs.metadata.deletion_timestamp.is_some() {
             continue;
         }
-        let Some(spec) = rs.spec.as_ref() else { continue };
+        let spec = &rs.spec;
         let owner = InvolvedObject::of(rs.as_ref());
         let namespace = ns(&rs.metadata);
         let owned = owned_pods(snap, &rs.metadata);
@@ -243,7 +243,7 @@ pub async fn deployments(sim: &mut Sim, snap: &Snapshot) {
         if d.metadata.deletion_timestamp.is_some() {
             continue;
         }
-        let Some(spec) = d.spec.as_ref() else { continue };
+        let spec = &d.spec;
         let owner = InvolvedObject::of(d.as_ref());
         let namespace = ns(&d.metadata);
         let d_uid = uid(&d.metadata);
@@ -257,7 +257,7 @@ pub async fn deployments(sim: &mut Sim, snap: &Snapshot) {
             .collect();
         rss.sort_by_key(|r| (created_ms(&r.metadata), name(&r.metadata)));
         let new_rs = rss.iter().copied().find(|r| {
-            let t = r.spec.as_ref().and_then(|s| s.template.as_ref()).map(to_value).unwrap_or(Value::Null);
+            let t = r.spec.template.as_ref().map(to_value).unwrap_or(Value::Null);
             equiv(&strip_label(t, HASH_LABEL), &template)
         });
         let olds: Vec<&ReplicaSet> = rss
@@ -276,7 +276,7 @@ pub async fn deployments(sim: &mut Sim, snap: &Snapshot) {
             )
         };
         let paused = spec.paused == Some(true);
-        let spec_replicas = |r: &ReplicaSet| r.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
+        let spec_replicas = |r: &ReplicaSet| r.spec.replicas.unwrap_or(1);
         let avail = |r: &ReplicaSet| r.status.as_ref().and_then(|s| s.available_replicas).unwrap_or(0);
         let max_old_rev = olds.iter().map(|r| revision_of(&r.metadata)).max().unwrap_or(0);
 
@@ -460,14 +460,14 @@ async fn sync_deployment_status(
 ) {
     let st = |r: &ReplicaSet| r.status.clone().unwrap_or_default();
     let replicas: i32 = rss.iter().map(|r| st(r).replicas).sum();
-    let spec_total: i32 = rss.iter().map(|r| r.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1)).sum();
+    let spec_total: i32 = rss.iter().map(|r| r.spec.replicas.unwrap_or(1)).sum();
     let ready: i32 = rss.iter().map(|r| st(r).ready_replicas.unwrap_or(0)).sum();
     let available: i32 = rss.iter().map(|r| st(r).available_replicas.unwrap_or(0)).sum();
     let terminating: i32 = rss.iter().map(|r| st(r).terminating_replicas.unwrap_or(0)).sum();
     let updated = new_rs.map(|r| st(r).replicas).unwrap_or(0);
     let generation = d.metadata.generation.unwrap_or(0);
     let cur = status_of(&d.status);
-    let spec = d.spec.clone().unwrap_or_default();
+    let spec = d.spec.clone();
     let new_name = new_rs.map(|r| name(&r.metadata)).unwrap_or_default();
 
     let available_cond = if available >= desired - max_unavailable {
@@ -574,7 +574,7 @@ pub async fn statefulsets(sim: &mut Sim, snap: &Snapshot) {
         if sts.metadata.deletion_timestamp.is_some() {
             continue;
         }
-        let Some(spec) = sts.spec.as_ref() else { continue };
+        let spec = &sts.spec;
         let owner = InvolvedObject::of(sts.as_ref());
         let namespace = ns(&sts.metadata);
         let sts_name = owner.name.clone();
@@ -586,7 +586,7 @@ pub async fn statefulsets(sim: &mut Sim, snap: &Snapshot) {
         sim.mem
             .revisions
             .insert((namespace.clone(), update_rev.clone()), template.clone());
-        ensure_revision(sim, snap, sts, &update_rev, &hash, &template).await;
+        ensure_revision(sim, snap, sts.as_ref(), &update_rev, &hash, &template).await;
         let status = sts.status.clone().unwrap_or_default();
         let current_rev = status
             .current_revision
@@ -825,7 +825,7 @@ async fn ensure_revision<K: kube::Resource<DynamicType = ()>>(
     if mine.iter().any(|r| r.metadata.name.as_deref() == Some(rev_name)) {
         return;
     }
-    let next = mine.iter().map(|r| r.revision).max().unwrap_or(0) + 1;
+    let next = mine.iter().filter_map(|r| r.revision).max().unwrap_or(0) + 1;
     let mut labels = template.pointer("/metadata/labels").cloned().unwrap_or_else(|| json!({}));
     labels["controller.kubernetes.io/hash"] = json!(hash);
     let mut data_tmpl = template.clone();
@@ -861,7 +861,7 @@ async fn revision_template(sim: &mut Sim, namespace: &str, rev: &str) -> Option<
 }
 
 async fn create_sts_pod(sim: &mut Sim, snap: &Snapshot, sts: &StatefulSet, ord: i32, rev: &str, template: &Value) {
-    let Some(spec) = sts.spec.as_ref() else { return };
+    let spec = &sts.spec;
     let owner = InvolvedObject::of(sts);
     let namespace = ns(&sts.metadata);
     let sts_name = owner.name.clone();
@@ -965,7 +965,7 @@ pub async fn daemonsets(sim: &mut Sim, snap: &Snapshot) {
         if ds.metadata.deletion_timestamp.is_some() {
             continue;
         }
-        let Some(spec) = ds.spec.as_ref() else { continue };
+        let spec = &ds.spec;
         let owner = InvolvedObject::of(ds.as_ref());
         let namespace = ns(&ds.metadata);
         let template = to_value(&spec.template);
@@ -1356,7 +1356,7 @@ pub async fn cronjobs(sim: &mut Sim, snap: &Snapshot) {
         if cj.metadata.deletion_timestamp.is_some() {
             continue;
         }
-        let Some(spec) = cj.spec.as_ref() else { continue };
+        let spec = &cj.spec;
         let owner = InvolvedObject::of(cj.as_ref());
         let namespace = ns(&cj.metadata);
         let cur = status_of(&cj.status);

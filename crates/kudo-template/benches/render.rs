@@ -15,12 +15,16 @@ use kudo_template::{FuncEnv, Template, Value, kudo_funcs};
 
 fn main() {
     // `cargo bench` passes `--bench`; the first numeric argument is N.
-    let n: usize = std::env::args().skip(1).find_map(|a| a.parse().ok()).unwrap_or(10_000);
+    let n: usize = std::env::args()
+        .skip(1)
+        .find_map(|a| a.parse().ok())
+        .unwrap_or(10_000);
     let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus/oracle");
     let text = std::fs::read_to_string(corpus.join("galera-firstboot.tmpl")).expect("bench template");
     let golden = std::fs::read_to_string(corpus.join("galera-firstboot.out")).expect("oracle golden");
     let json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(corpus.join("data.json")).expect("bench data")).expect("json");
+        serde_json::from_str(&std::fs::read_to_string(corpus.join("data.json")).expect("bench data"))
+            .expect("json");
     let data = Value::from_json(&json);
     let funcs = kudo_funcs();
 
@@ -66,6 +70,14 @@ fn main() {
 
     let per = |d: std::time::Duration| d.as_secs_f64() * 1e6 / n as f64;
     println!("kudo-template: {n} renders of the oracle bench template");
-    println!("parse once + execute: {:.3} s  {:.2} us/render", a.as_secs_f64(), per(a));
-    println!("parse + execute each: {:.3} s  {:.2} us/render", b.as_secs_f64(), per(b));
+    println!(
+        "parse once + execute: {:.3} s  {:.2} us/render",
+        a.as_secs_f64(),
+        per(a)
+    );
+    println!(
+        "parse + execute each: {:.3} s  {:.2} us/render",
+        b.as_secs_f64(),
+        per(b)
+    );
 }

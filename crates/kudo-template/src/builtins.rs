@@ -78,7 +78,12 @@ fn index_arg(index: &Val, cap: usize) -> Result<usize, FuncError> {
     let x = match &index.v {
         Value::Int(i) | Value::Int64(i) if !index.iface => *i,
         Value::Nil if !index.iface => return err("cannot index slice/array with nil"),
-        _ => return err(format!("cannot index slice/array with type {}", index.static_type())),
+        _ => {
+            return err(format!(
+                "cannot index slice/array with type {}",
+                index.static_type()
+            ));
+        }
     };
     if x < 0 || x as u64 > cap as u64 {
         return err(format!("index out of range: {x}"));
@@ -88,7 +93,10 @@ fn index_arg(index: &Val, cap: usize) -> Result<usize, FuncError> {
 
 fn elem_zero(e: ElemType) -> Val {
     match e {
-        ElemType::Interface => Val { v: Value::Nil, iface: true },
+        ElemType::Interface => Val {
+            v: Value::Nil,
+            iface: true,
+        },
         ElemType::String => Val::new(Value::str("")),
         ElemType::Int | ElemType::Uint8 => Val::new(Value::Int(0)),
         ElemType::Int64 => Val::new(Value::Int64(0)),
@@ -111,7 +119,10 @@ fn index(item: &Val, indexes: &[Val]) -> BR {
             Value::List(l) => {
                 let x = index_arg(&idx, l.items.len())?;
                 match l.items.get(x) {
-                    Some(v) => Val { v: v.clone(), iface: l.elem == ElemType::Interface },
+                    Some(v) => Val {
+                        v: v.clone(),
+                        iface: l.elem == ElemType::Interface,
+                    },
                     None => return err("reflect: slice index out of range"),
                 }
             }
@@ -130,7 +141,10 @@ fn index(item: &Val, indexes: &[Val]) -> BR {
                 };
                 let found = m.entries.borrow().get(&*key).cloned();
                 match found {
-                    Some(v) => Val { v, iface: m.elem == ElemType::Interface },
+                    Some(v) => Val {
+                        v,
+                        iface: m.elem == ElemType::Interface,
+                    },
                     None => elem_zero(m.elem),
                 }
             }
@@ -168,12 +182,19 @@ fn slice(item: &Val, indexes: &[Val]) -> BR {
         return err(format!("invalid slice index: {} > {}", idx[1], idx[2]));
     }
     if is_str {
-        let Value::String(s) = &item.v else { return err("internal error") };
+        let Value::String(s) = &item.v else {
+            return err("internal error");
+        };
         let bytes = &s.as_bytes()[idx[0]..idx[1]];
         return Ok(Val::new(Value::str(String::from_utf8_lossy(bytes).as_ref())));
     }
-    let Value::List(l) = &item.v else { return err("internal error") };
-    Ok(Val::new(Value::typed_list(l.elem, l.items[idx[0]..idx[1]].to_vec())))
+    let Value::List(l) = &item.v else {
+        return err("internal error");
+    };
+    Ok(Val::new(Value::typed_list(
+        l.elem,
+        l.items[idx[0]..idx[1]].to_vec(),
+    )))
 }
 
 fn call(f: &Val) -> BR {
@@ -186,13 +207,21 @@ fn call(f: &Val) -> BR {
 /// `evalArgs` of html/js/urlquery: one string passes through; otherwise Sprint with nil shown as
 /// `<no value>`.
 fn eval_args(argv: Vec<Val>) -> String {
-    if argv.len() == 1 {
-        if let Value::String(s) = &argv[0].v {
-            return s.to_string();
-        }
+    if argv.len() == 1
+        && let Value::String(s) = &argv[0].v
+    {
+        return s.to_string();
     }
-    let vals: Vec<Value> =
-        argv.into_iter().map(|a| if matches!(a.v, Value::Nil) { Value::str("<no value>") } else { a.v }).collect();
+    let vals: Vec<Value> = argv
+        .into_iter()
+        .map(|a| {
+            if matches!(a.v, Value::Nil) {
+                Value::str("<no value>")
+            } else {
+                a.v
+            }
+        })
+        .collect();
     gofmt::sprint_args(&vals)
 }
 

@@ -29,18 +29,28 @@ impl Val {
     }
     /// Go's zero `reflect.Value` (e.g. the result of a pipeline that produced nil).
     pub fn invalid() -> Val {
-        Val { v: Value::Nil, iface: false }
+        Val {
+            v: Value::Nil,
+            iface: false,
+        }
     }
     pub fn is_invalid(&self) -> bool {
         matches!(self.v, Value::Nil) && !self.iface
     }
     /// Go's `%T`-style static type name (`interface {}` for interface slots).
     pub fn static_type(&self) -> String {
-        if self.iface { "interface {}".into() } else { self.v.type_name() }
+        if self.iface {
+            "interface {}".into()
+        } else {
+            self.v.type_name()
+        }
     }
     /// Pipeline unwrapping: an `interface {}` value becomes its dynamic value.
     fn unwrap(self) -> Val {
-        Val { v: self.v, iface: false }
+        Val {
+            v: self.v,
+            iface: false,
+        }
     }
 }
 
@@ -130,7 +140,10 @@ pub(crate) fn execute(t: &Template, name: &str, data: &Value, env: &mut FuncEnv)
     };
     match s.walk_list(&dot, &tree.root) {
         Ok(_) => Ok(s.out),
-        Err(e) => Err(Error::Exec { message: e.msg, limit: e.limit }),
+        Err(e) => Err(Error::Exec {
+            message: e.msg,
+            limit: e.limit,
+        }),
     }
 }
 
@@ -157,7 +170,10 @@ enum PT {
 }
 
 fn can_be_nil(p: PT) -> bool {
-    matches!(p, PT::Reflect | PT::Go(ParamType::Any | ParamType::ListAny | ParamType::StringList | ParamType::MapAny))
+    matches!(
+        p,
+        PT::Reflect | PT::Go(ParamType::Any | ParamType::ListAny | ParamType::StringList | ParamType::MapAny)
+    )
 }
 
 fn assignable(v: &Value, p: ParamType) -> bool {
@@ -223,11 +239,17 @@ impl<'t> State<'t, '_> {
     }
 
     fn errorf(&self, msg: impl std::fmt::Display) -> ExecErr {
-        ExecErr { msg: self.format_error(&msg.to_string()), limit: false }
+        ExecErr {
+            msg: self.format_error(&msg.to_string()),
+            limit: false,
+        }
     }
 
     fn limit_err(&self, msg: String) -> ExecErr {
-        ExecErr { msg: self.format_error(&msg), limit: true }
+        ExecErr {
+            msg: self.format_error(&msg),
+            limit: true,
+        }
     }
 
     fn format_error(&self, msg: &str) -> String {
@@ -315,7 +337,11 @@ impl<'t> State<'t, '_> {
         let r = (|| {
             let val = self.eval_pipeline(dot, &b.pipe)?;
             if builtins::truth(&val.v) {
-                if is_with { self.walk_list(&val, &b.list) } else { self.walk_list(dot, &b.list) }
+                if is_with {
+                    self.walk_list(&val, &b.list)
+                } else {
+                    self.walk_list(dot, &b.list)
+                }
             } else if let Some(e) = &b.else_list {
                 self.walk_list(dot, e)
             } else {
@@ -346,7 +372,10 @@ impl<'t> State<'t, '_> {
                 let iface = l.elem == ElemType::Interface;
                 let items = l.items.clone();
                 for (i, elem) in items.iter().enumerate() {
-                    let elem = Val { v: elem.clone(), iface };
+                    let elem = Val {
+                        v: elem.clone(),
+                        iface,
+                    };
                     self.count_iteration(node)?;
                     if self.one_iteration(Val::new(Value::Int(i as i64)), elem, ndecl, mark, b)? {
                         break;
@@ -356,8 +385,12 @@ impl<'t> State<'t, '_> {
             }
             Value::Map(m) if !m.entries.borrow().is_empty() => {
                 let iface = m.elem == ElemType::Interface;
-                let entries: Vec<(String, Value)> =
-                    m.entries.borrow().iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+                let entries: Vec<(String, Value)> = m
+                    .entries
+                    .borrow()
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect();
                 for (k, v) in entries {
                     self.count_iteration(node)?;
                     if self.one_iteration(Val::new(Value::str(k)), Val { v, iface }, ndecl, mark, b)? {
@@ -515,7 +548,10 @@ impl<'t> State<'t, '_> {
             Arg::Nil { .. } => Err(self.errorf("nil is not a command")),
             Arg::Number { num, .. } => self.ideal_constant(first, num),
             Arg::String { text, .. } => Ok(Val::new(Value::str(text.as_str()))),
-            _ => Err(self.errorf(format!("can't evaluate command {}", crate::gofmt::quote(&first.to_string())))),
+            _ => Err(self.errorf(format!(
+                "can't evaluate command {}",
+                crate::gofmt::quote(&first.to_string())
+            ))),
         }
     }
 
@@ -590,7 +626,10 @@ impl<'t> State<'t, '_> {
         recv: Val,
     ) -> R<Val> {
         if recv.is_invalid() {
-            return Err(self.errorf(format!("nil data; no entry for key {}", crate::gofmt::quote(field))));
+            return Err(self.errorf(format!(
+                "nil data; no entry for key {}",
+                crate::gofmt::quote(field)
+            )));
         }
         let typ = recv.static_type();
         let has_args = args.len() > 1 || final_.is_some();
@@ -602,12 +641,26 @@ impl<'t> State<'t, '_> {
                 }
                 let r = m.entries.borrow().get(field).cloned();
                 match r {
-                    Some(v) => Ok(Val { v, iface: m.elem == ElemType::Interface }),
-                    None => Err(self.errorf(format!("map has no entry for key {}", crate::gofmt::quote(field)))),
+                    Some(v) => Ok(Val {
+                        v,
+                        iface: m.elem == ElemType::Interface,
+                    }),
+                    None => {
+                        Err(self.errorf(format!("map has no entry for key {}", crate::gofmt::quote(field))))
+                    }
                 }
             }
             Value::Object(o) => {
                 let o = o.clone();
+                if has_args && o.field(field).is_some() {
+                    if o.has_field(field) {
+                        return Err(
+                            self.errorf(format!("{field} has arguments but cannot be invoked as function"))
+                        );
+                    }
+                    let got = args.len().saturating_sub(1) + usize::from(final_.is_some());
+                    return Err(self.errorf(format!("wrong number of args for {field}: want 0 got {got}")));
+                }
                 if has_args {
                     let mut argv = Vec::new();
                     for a in args.iter().skip(1) {
@@ -623,9 +676,6 @@ impl<'t> State<'t, '_> {
                             return Err(self.errorf(format!("error calling {field}: {e}")));
                         }
                         None => {}
-                    }
-                    if o.field(field).is_some() {
-                        return Err(self.errorf(format!("{field} has arguments but cannot be invoked as function")));
                     }
                 } else {
                     match o.field(field) {
@@ -655,12 +705,17 @@ impl<'t> State<'t, '_> {
         let callee = match funcs.get(name) {
             Some(f) => Callee::Func(f),
             None if builtin_arity(name).is_some() => Callee::Builtin,
-            None => return Err(self.errorf(format!("{} is not a defined function", crate::gofmt::quote(name)))),
+            None => {
+                return Err(self.errorf(format!("{} is not a defined function", crate::gofmt::quote(name))));
+            }
         };
         let args = if args.is_empty() { args } else { &args[1..] };
         let num_in = args.len() + usize::from(final_.is_some());
         let (nparams, variadic) = match &callee {
-            Callee::Func(f) => (f.sig.params.len() + usize::from(f.sig.variadic.is_some()), f.sig.variadic.is_some()),
+            Callee::Func(f) => (
+                f.sig.params.len() + usize::from(f.sig.variadic.is_some()),
+                f.sig.variadic.is_some(),
+            ),
             Callee::Builtin => {
                 let (fixed, v) = builtin_arity(name).unwrap_or((0, false));
                 (fixed + usize::from(v), v)
@@ -676,7 +731,9 @@ impl<'t> State<'t, '_> {
                 )));
             }
         } else if num_in != nparams {
-            return Err(self.errorf(format!("wrong number of args for {name}: want {nparams} got {num_in}")));
+            return Err(self.errorf(format!(
+                "wrong number of args for {name}: want {nparams} got {num_in}"
+            )));
         }
         let param = |i: usize| -> PT {
             match &callee {
@@ -733,7 +790,8 @@ impl<'t> State<'t, '_> {
 
     /// Go's `evalArg` with a nil type (chain receivers): any operand, nil allowed.
     fn eval_arg_untyped(&mut self, dot: &Val, n: &'t Arg) -> R<Val> {
-        self.eval_arg(dot, PT::Reflect, n).map(|v| if matches!(n, Arg::Pipe(_)) { v.unwrap() } else { v })
+        self.eval_arg(dot, PT::Reflect, n)
+            .map(|v| if matches!(n, Arg::Pipe(_)) { v.unwrap() } else { v })
     }
 
     fn eval_arg(&mut self, dot: &Val, typ: PT, n: &'t Arg) -> R<Val> {
@@ -782,9 +840,15 @@ impl<'t> State<'t, '_> {
             (ParamType::String, Arg::String { text, .. }) => Ok(Val::new(Value::str(text.as_str()))),
             (ParamType::String, _) => Err(self.errorf(format!("expected string; found {n}"))),
             (ParamType::Int, Arg::Number { num, .. }) if num.is_int => Ok(Val::new(Value::Int(num.int64))),
-            (ParamType::Int64, Arg::Number { num, .. }) if num.is_int => Ok(Val::new(Value::Int64(num.int64))),
-            (ParamType::Int | ParamType::Int64, _) => Err(self.errorf(format!("expected integer; found {n}"))),
-            (ParamType::Float64, Arg::Number { num, .. }) if num.is_float => Ok(Val::new(Value::Float(num.float64))),
+            (ParamType::Int64, Arg::Number { num, .. }) if num.is_int => {
+                Ok(Val::new(Value::Int64(num.int64)))
+            }
+            (ParamType::Int | ParamType::Int64, _) => {
+                Err(self.errorf(format!("expected integer; found {n}")))
+            }
+            (ParamType::Float64, Arg::Number { num, .. }) if num.is_float => {
+                Ok(Val::new(Value::Float(num.float64)))
+            }
             (ParamType::Float64, _) => Err(self.errorf(format!("expected float; found {n}"))),
             _ => Err(self.errorf(format!("can't handle {n} for arg of type {}", go_type_name(p)))),
         }
@@ -797,7 +861,9 @@ impl<'t> State<'t, '_> {
             Arg::Dot { .. } => Ok(dot.clone()),
             Arg::Number { num, .. } => self.ideal_constant(n, num),
             Arg::String { text, .. } => Ok(Val::new(Value::str(text.as_str()))),
-            _ => Err(self.errorf(format!("can't handle assignment of {n} to empty interface argument"))),
+            _ => Err(self.errorf(format!(
+                "can't handle assignment of {n} to empty interface argument"
+            ))),
         }
     }
 
@@ -816,11 +882,18 @@ impl<'t> State<'t, '_> {
             return Ok(v);
         }
         if v.iface && matches!(v.v, Value::Nil) {
-            return Err(self.errorf(format!("wrong type for value; expected {}; got interface {{}}", go_type_name(p))));
+            return Err(self.errorf(format!(
+                "wrong type for value; expected {}; got interface {{}}",
+                go_type_name(p)
+            )));
         }
         if assignable(&v.v, p) {
             return Ok(Val::new(v.v));
         }
-        Err(self.errorf(format!("wrong type for value; expected {}; got {}", go_type_name(p), v.v.type_name())))
+        Err(self.errorf(format!(
+            "wrong type for value; expected {}; got {}",
+            go_type_name(p),
+            v.v.type_name()
+        )))
     }
 }

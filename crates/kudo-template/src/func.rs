@@ -39,10 +39,16 @@ pub struct Signature {
 
 impl Signature {
     pub fn new(params: &[ParamType]) -> Signature {
-        Signature { params: params.to_vec(), variadic: None }
+        Signature {
+            params: params.to_vec(),
+            variadic: None,
+        }
     }
     pub fn variadic(params: &[ParamType], rest: ParamType) -> Signature {
-        Signature { params: params.to_vec(), variadic: Some(rest) }
+        Signature {
+            params: params.to_vec(),
+            variadic: Some(rest),
+        }
     }
 }
 
@@ -70,7 +76,10 @@ pub struct FuncEnv {
 impl FuncEnv {
     pub fn with_seed(seed: u64) -> FuncEnv {
         use rand::SeedableRng;
-        FuncEnv { rng: rand_chacha::ChaCha20Rng::seed_from_u64(seed), max_items: crate::limits::MAX_ITEMS }
+        FuncEnv {
+            rng: rand_chacha::ChaCha20Rng::seed_from_u64(seed),
+            max_items: crate::limits::MAX_ITEMS,
+        }
     }
 }
 
@@ -102,7 +111,13 @@ impl FuncMap {
     where
         F: Fn(&mut FuncEnv, &[Value]) -> Result<Value, FuncError> + Send + Sync + 'static,
     {
-        self.funcs.insert(name.to_string(), Function { sig, body: Arc::new(body) });
+        self.funcs.insert(
+            name.to_string(),
+            Function {
+                sig,
+                body: Arc::new(body),
+            },
+        );
     }
 
     pub fn get(&self, name: &str) -> Option<&Function> {

@@ -25,7 +25,10 @@ pub fn write_value(out: &mut String, v: &Value) {
         Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
         Value::Float(f) => out.push_str(&format_float(*f, b'g', -1, false)),
         _ => {
-            let mut p = Printer { out, f: Flags::default() };
+            let mut p = Printer {
+                out,
+                f: Flags::default(),
+            };
             p.print_arg(v, 'v', 0);
         }
     }
@@ -60,7 +63,10 @@ pub fn sprintln(args: &[Value]) -> String {
 /// `%!v(MISSING)`, `%!(EXTRA …)`, `%!(BADWIDTH)`, `%!(NOVERB)`).
 pub fn sprintf(format: &str, args: &[Value]) -> String {
     let mut out = String::with_capacity(format.len() + 16);
-    let mut p = Printer { out: &mut out, f: Flags::default() };
+    let mut p = Printer {
+        out: &mut out,
+        f: Flags::default(),
+    };
     p.do_printf(format, args);
     out
 }
@@ -135,7 +141,8 @@ pub fn is_print(c: char) -> bool {
 
 /// Go's `strconv.CanBackquote`.
 fn can_backquote(s: &str) -> bool {
-    s.chars().all(|c| c == '\t' || (c != '`' && c != '\u{feff}' && !c.is_control() && c != '\u{fffd}'))
+    s.chars()
+        .all(|c| c == '\t' || (c != '`' && c != '\u{feff}' && !c.is_control() && c != '\u{fffd}'))
 }
 
 /// Shortest or fixed-precision decimal digits of `|f|`: (digits without trailing zeros
@@ -198,7 +205,11 @@ fn fmt_f(out: &mut String, digits: &[u8], dp: i32, prec: i32) {
         out.push('.');
         for i in 0..prec {
             let j = dp + i;
-            out.push(if j >= 0 && (j as usize) < digits.len() { digits[j as usize] as char } else { '0' });
+            out.push(if j >= 0 && (j as usize) < digits.len() {
+                digits[j as usize] as char
+            } else {
+                '0'
+            });
         }
     }
 }
@@ -226,7 +237,7 @@ fn hex_float(f: f64, prec: i32, upper: bool) -> String {
     };
     // mant has the leading 1 at bit 52; 13 hex digits of fraction.
     let mut frac_digits = 13i32;
-    if prec >= 0 && prec < 13 {
+    if (0..13).contains(&prec) {
         let shift = (13 - prec) * 4;
         let half = 1u64 << (shift - 1);
         let rem = mant & ((1u64 << shift) - 1);
@@ -286,7 +297,11 @@ pub fn format_float(f: f64, verb: u8, prec: i32, _sharp: bool) -> String {
     match verb {
         b'x' | b'X' => out.push_str(&hex_float(f.abs(), prec, verb == b'X')),
         b'e' | b'E' => {
-            let (d, dp) = if shortest { decimal_digits(f, None) } else { decimal_digits(f, Some(prec as usize + 1)) };
+            let (d, dp) = if shortest {
+                decimal_digits(f, None)
+            } else {
+                decimal_digits(f, Some(prec as usize + 1))
+            };
             let p = if shortest { d.len() as i32 - 1 } else { prec };
             fmt_e(&mut out, &d, dp, p, verb == b'E');
         }
@@ -389,10 +404,10 @@ impl Printer<'_> {
     }
 
     fn truncate<'s>(&self, s: &'s str) -> &'s str {
-        if let Some(p) = self.f.prec {
-            if let Some((i, _)) = s.char_indices().nth(p) {
-                return &s[..i];
-            }
+        if let Some(p) = self.f.prec
+            && let Some((i, _)) = s.char_indices().nth(p)
+        {
+            return &s[..i];
         }
         s
     }
@@ -415,7 +430,11 @@ impl Printer<'_> {
     }
 
     fn fmt_sbx(&mut self, s: &[u8], upper: bool) {
-        let digits: &[u8; 16] = if upper { b"0123456789ABCDEF" } else { b"0123456789abcdef" };
+        let digits: &[u8; 16] = if upper {
+            b"0123456789ABCDEF"
+        } else {
+            b"0123456789abcdef"
+        };
         let x = if upper { 'X' } else { 'x' };
         let mut length = s.len();
         if let Some(p) = self.f.prec {
@@ -464,16 +483,20 @@ impl Printer<'_> {
     fn fmt_integer(&mut self, v: i64, base: u32, verb: char, upper: bool) {
         let negative = v < 0;
         let mut u = v.unsigned_abs();
-        let digits: &[u8] = if upper { b"0123456789ABCDEFX" } else { b"0123456789abcdefx" };
-        if let Some(0) = self.f.prec {
-            if u == 0 {
-                let old = self.f.zero;
-                self.f.zero = false;
-                let w = self.f.wid.unwrap_or(0);
-                self.write_padding(w);
-                self.f.zero = old;
-                return;
-            }
+        let digits: &[u8] = if upper {
+            b"0123456789ABCDEFX"
+        } else {
+            b"0123456789abcdefx"
+        };
+        if let Some(0) = self.f.prec
+            && u == 0
+        {
+            let old = self.f.zero;
+            self.f.zero = false;
+            let w = self.f.wid.unwrap_or(0);
+            self.write_padding(w);
+            self.f.zero = old;
+            return;
         }
         let mut prec = 0usize;
         if let Some(p) = self.f.prec {
@@ -497,11 +520,7 @@ impl Printer<'_> {
         if self.f.sharp {
             match base {
                 2 => buf.extend_from_slice(b"b0"),
-                8 => {
-                    if buf.last() != Some(&b'0') {
-                        buf.push(b'0');
-                    }
-                }
+                8 if buf.last() != Some(&b'0') => buf.push(b'0'),
                 16 => {
                     buf.push(digits[16]);
                     buf.push(b'0');
@@ -529,10 +548,10 @@ impl Printer<'_> {
 
     fn fmt_unicode(&mut self, u: i64) {
         let mut prec = 4usize;
-        if let Some(p) = self.f.prec {
-            if p > 4 {
-                prec = p;
-            }
+        if let Some(p) = self.f.prec
+            && p > 4
+        {
+            prec = p;
         }
         let hex = format!("{:X}", u as u64);
         let mut s = String::from("U+");
@@ -540,14 +559,13 @@ impl Printer<'_> {
             s.push('0');
         }
         s.push_str(&hex);
-        if self.f.sharp {
-            if let Some(c) = u32::try_from(u).ok().and_then(char::from_u32) {
-                if is_print(c) {
-                    s.push_str(" '");
-                    s.push(c);
-                    s.push('\'');
-                }
-            }
+        if self.f.sharp
+            && let Some(c) = u32::try_from(u).ok().and_then(char::from_u32)
+            && is_print(c)
+        {
+            s.push_str(" '");
+            s.push(c);
+            s.push('\'');
         }
         let old = self.f.zero;
         self.f.zero = false;
@@ -556,13 +574,20 @@ impl Printer<'_> {
     }
 
     fn rune_of(u: i64) -> char {
-        u32::try_from(u).ok().and_then(char::from_u32).unwrap_or('\u{fffd}')
+        u32::try_from(u)
+            .ok()
+            .and_then(char::from_u32)
+            .unwrap_or('\u{fffd}')
     }
 
     fn fmt_float(&mut self, v: f64, verb: u8, default_prec: i32) {
         let prec = self.f.prec.map(|p| p as i32).unwrap_or(default_prec);
         let s = format_float(v, verb, prec, false);
-        let mut num = if s.starts_with('-') || s.starts_with('+') { s } else { format!("+{s}") };
+        let mut num = if s.starts_with('-') || s.starts_with('+') {
+            s
+        } else {
+            format!("+{s}")
+        };
         if self.f.space && num.starts_with('+') && !self.f.plus {
             num.replace_range(0..1, " ");
         }
@@ -570,7 +595,11 @@ impl Printer<'_> {
         if body.starts_with('I') || body.starts_with('N') {
             let old = self.f.zero;
             self.f.zero = false;
-            let n = if body.starts_with('N') && !self.f.space && !self.f.plus { body.to_string() } else { num.clone() };
+            let n = if body.starts_with('N') && !self.f.space && !self.f.plus {
+                body.to_string()
+            } else {
+                num.clone()
+            };
             self.pad(&n);
             self.f.zero = old;
             return;

@@ -5,6 +5,8 @@
 //! scan. Those observable details are reproduced here token for token, so that error messages such
 //! as `template: x:3: unexpected "}" in operand` match Go's.
 
+use std::borrow::Cow;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum ItemType {
     Error,
@@ -64,20 +66,20 @@ impl ItemType {
 }
 
 #[derive(Clone, Debug)]
-pub(crate) struct Item {
+pub(crate) struct Item<'a> {
     pub typ: ItemType,
     pub pos: usize,
-    /// For errors: the message; otherwise the token text.
-    pub val: String,
+    /// For errors: the message; otherwise the token text (borrowed, so lexing allocates little).
+    pub val: Cow<'a, str>,
     pub line: usize,
 }
 
-impl Item {
+impl Item<'_> {
     /// Go's `item.String()`, used in "unexpected X in Y" messages.
     pub fn describe(&self) -> String {
         match self.typ {
             ItemType::Eof => "EOF".into(),
-            ItemType::Error => self.val.clone(),
+            ItemType::Error => self.val.to_string(),
             t if t.is_keyword() => format!("<{}>", self.val),
             _ => {
                 if self.val.chars().count() > 10 {
@@ -93,6 +95,23 @@ impl Item {
 
 const LEFT: &str = "{{";
 const RIGHT: &str = "}}";
+
+/// Position of the first `{{` (a byte scan; faster than a generic substring search for the short
+/// texts between actions).
+fn find_left_delim(b: &[u8]) -> Option<usize> {
+    let mut i = 0;
+    while i + 1 < b.len() {
+        if b[i] == b'{' {
+            if b[i + 1] == b'{' {
+                return Some(i);
+            }
+            i += 1;
+        } else {
+            i += 1;
+        }
+    }
+    None
+}
 
 fn is_space(c: char) -> bool {
     matches!(c, ' ' | '\t' | '\r' | '\n')
@@ -145,11 +164,11 @@ struct Lexer<'a> {
     paren_depth: i64,
     line: usize,
     start_line: usize,
-    items: Vec<Item>,
+    items: Vec<Item<'a>>,
 }
 
 /// Tokenizes `input` completely (the item list ends with EOF or an error item).
-pub(crate) fn lex(input: &str) -> Vec<Item> {
+pub(crate) fn lex(input: &str) -> Vec<Item<'_>> {
     let mut l = Lexer {
         input,
         pos: 0,
@@ -158,7 +177,7 @@ pub(crate) fn lex(input: &str) -> Vec<Item> {
         paren_depth: 0,
         line: 1,
         start_line: 1,
-        items: Vec::new(),
+        items: Vec::with_capacity(input.len() / 8 + 4),
     };
     let mut state = Some(State::Text);
     while let Some(s) = state {
@@ -167,17 +186,22 @@ pub(crate) fn lex(input: &str) -> Vec<Item> {
     l.items
 }
 
-impl Lexer<'_> {
+impl<'a> Lexer<'a> {
     fn next(&mut self) -> Option<char> {
         if self.pos >= self.input.len() {
             self.at_eof = true;
             return None;
         }
+        let b = self.input.as_bytes()[self.pos];
+        if b < 0x80 {
+            self.pos += 1;
+            if b == b'\n' {
+                self.line += 1;
+            }
+            return Some(b as char);
+        }
         let c = self.input[self.pos..].chars().next()?;
         self.pos += c.len_utf8();
-        if c == '\n' {
-            self.line += 1;
-        }
         Some(c)
     }
 
@@ -189,6 +213,14 @@ impl Lexer<'_> {
 
     fn backup(&mut self) {
         if !self.at_eof && self.pos > 0 {
+            let b = self.input.as_bytes()[self.pos - 1];
+            if b < 0x80 {
+                self.pos -= 1;
+                if b == b'\n' {
+                    self.line -= 1;
+                }
+                return;
+            }
             if let Some(c) = self.input[..self.pos].chars().next_back() {
                 self.pos -= c.len_utf8();
                 if c == '\n' {
@@ -202,7 +234,7 @@ impl Lexer<'_> {
         self.items.push(Item {
             typ,
             pos: self.start,
-            val: self.input[self.start..self.pos].to_string(),
+            val: Cow::Borrowed(&self.input[self.start..self.pos]),
             line: self.start_line,
         });
         self.start = self.pos;
@@ -236,7 +268,12 @@ impl Lexer<'_> {
     }
 
     fn errorf(&mut self, msg: String) -> Option<State> {
-        self.items.push(Item { typ: ItemType::Error, pos: self.start, val: msg, line: self.start_line });
+        self.items.push(Item {
+            typ: ItemType::Error,
+            pos: self.start,
+            val: Cow::Owned(msg),
+            line: self.start_line,
+        });
         None
     }
 
@@ -263,7 +300,7 @@ impl Lexer<'_> {
     fn step(&mut self, s: State) -> Option<State> {
         match s {
             State::Text => {
-                if let Some(x) = self.input[self.pos..].find(LEFT) {
+                if let Some(x) = find_left_delim(&self.input.as_bytes()[self.pos..]) {
                     self.pos += x;
                     let mut trim = 0;
                     if has_left_trim(&self.input[self.pos + LEFT.len()..]) {
@@ -393,7 +430,9 @@ impl Lexer<'_> {
                         }
                     }
                     c if (c as u32) < 0x80 && !c.is_ascii_control() => self.emit(ItemType::Char),
-                    c => return self.errorf(format!("unrecognized character in action: {}", unicode_desc(c))),
+                    c => {
+                        return self.errorf(format!("unrecognized character in action: {}", unicode_desc(c)));
+                    }
                 }
                 Some(State::InsideAction)
             }
@@ -521,7 +560,11 @@ impl Lexer<'_> {
 
     fn field_or_variable(&mut self, typ: ItemType) -> Option<State> {
         if self.at_terminator() {
-            self.emit(if typ == ItemType::Variable { ItemType::Variable } else { ItemType::Dot });
+            self.emit(if typ == ItemType::Variable {
+                ItemType::Variable
+            } else {
+                ItemType::Dot
+            });
             return Some(State::InsideAction);
         }
         let r = loop {
@@ -566,11 +609,11 @@ impl Lexer<'_> {
             self.accept_run("0123456789_");
         }
         self.accept("i");
-        if let Some(c) = self.peek() {
-            if is_alnum(c) {
-                self.next();
-                return false;
-            }
+        if let Some(c) = self.peek()
+            && is_alnum(c)
+        {
+            self.next();
+            return false;
         }
         true
     }

@@ -37,7 +37,11 @@ use std::sync::Arc;
 pub enum Error {
     /// The text could not be parsed (`error parsing template: template: NAME:LINE: MSG`).
     #[error("error parsing template: template: {name}:{line}: {message}")]
-    Parse { name: String, line: usize, message: String },
+    Parse {
+        name: String,
+        line: usize,
+        message: String,
+    },
     /// Execution failed. `message` is Go's `template: NAME:LINE:COL: executing "T" at <NODE>: MSG`;
     /// `limit` is true when one of the [`limits`] stopped the render (not a Go error).
     #[error("error rendering template: {message}")]
@@ -57,7 +61,10 @@ pub struct Template {
 
 impl std::fmt::Debug for Template {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Template").field("name", &self.name).field("templates", &self.order).finish()
+        f.debug_struct("Template")
+            .field("name", &self.name)
+            .field("templates", &self.order)
+            .finish()
     }
 }
 
@@ -74,7 +81,11 @@ impl Template {
                 order: p.order,
                 funcs: funcs.clone(),
             }),
-            Err(e) => Err(Error::Parse { name: name.to_string(), line: e.line, message: e.msg }),
+            Err(e) => Err(Error::Parse {
+                name: name.to_string(),
+                line: e.line,
+                message: e.msg,
+            }),
         }
     }
 

@@ -24,16 +24,34 @@ pub struct Tree {
 #[derive(Clone, Debug)]
 pub enum Node {
     /// Literal text (after trim markers were applied).
-    Text { pos: usize, text: String },
+    Text {
+        pos: usize,
+        text: String,
+    },
     /// `{{ pipeline }}`; prints the value unless the pipeline declares variables.
-    Action { pos: usize, line: usize, pipe: Pipe },
+    Action {
+        pos: usize,
+        line: usize,
+        pipe: Pipe,
+    },
     If(Branch),
     Range(Branch),
     With(Branch),
     /// `{{template "name" pipeline}}` (also what a `{{block}}` leaves in place).
-    Template { pos: usize, line: usize, name: String, pipe: Option<Pipe> },
-    Break { pos: usize, line: usize },
-    Continue { pos: usize, line: usize },
+    Template {
+        pos: usize,
+        line: usize,
+        name: String,
+        pipe: Option<Pipe>,
+    },
+    Break {
+        pos: usize,
+        line: usize,
+    },
+    Continue {
+        pos: usize,
+        line: usize,
+    },
 }
 
 /// The shared shape of `if`, `range` and `with`.
@@ -70,21 +88,48 @@ pub struct Command {
 #[derive(Clone, Debug)]
 pub enum Arg {
     /// `.A.B.C` — a field chain on dot; `idents` is `["A","B","C"]`.
-    Field { pos: usize, idents: Vec<String> },
+    Field {
+        pos: usize,
+        idents: Vec<String>,
+    },
     /// `$x.A.B` — `idents[0]` is the variable (`"$x"` or `"$"`), the rest field names.
-    Variable { pos: usize, idents: Vec<String> },
+    Variable {
+        pos: usize,
+        idents: Vec<String>,
+    },
     /// A function name (builtin or from the function map).
-    Identifier { pos: usize, name: String },
+    Identifier {
+        pos: usize,
+        name: String,
+    },
     /// `(pipeline).A.B` or `func.A` — fields applied to another operand.
-    Chain { pos: usize, node: Box<Arg>, fields: Vec<String> },
+    Chain {
+        pos: usize,
+        node: Box<Arg>,
+        fields: Vec<String>,
+    },
     /// A parenthesised pipeline.
     Pipe(Box<Pipe>),
-    Dot { pos: usize },
-    Nil { pos: usize },
-    Bool { pos: usize, val: bool },
-    Number { pos: usize, num: Number },
+    Dot {
+        pos: usize,
+    },
+    Nil {
+        pos: usize,
+    },
+    Bool {
+        pos: usize,
+        val: bool,
+    },
+    Number {
+        pos: usize,
+        num: Number,
+    },
     /// A string constant: `quoted` is the source spelling, `text` the unquoted value.
-    String { pos: usize, quoted: String, text: String },
+    String {
+        pos: usize,
+        quoted: String,
+        text: String,
+    },
 }
 
 /// A numeric constant, with Go's "ideal constant" interpretations.
@@ -245,8 +290,8 @@ type PResult<T> = Result<T, ParseError>;
 
 /// Builtin function names (always defined).
 pub(crate) const BUILTINS: &[&str] = &[
-    "and", "call", "html", "index", "slice", "js", "len", "not", "or", "print", "printf", "println", "urlquery",
-    "eq", "ge", "gt", "le", "lt", "ne",
+    "and", "call", "html", "index", "slice", "js", "len", "not", "or", "print", "printf", "println",
+    "urlquery", "eq", "ge", "gt", "le", "lt", "ne",
 ];
 
 /// Maximum nesting of parenthesised pipelines and control structures; deeper input is rejected so
@@ -277,7 +322,7 @@ impl Control {
 }
 
 struct Parser<'a> {
-    items: Vec<Item>,
+    items: Vec<Item<'a>>,
     next_item: usize,
     token: [usize; 3],
     peek_count: usize,
@@ -292,7 +337,10 @@ struct Parser<'a> {
 
 /// Parses `text` as template `name` (plus any `define`/`block` templates it contains).
 pub(crate) fn parse(name: &str, text: &str, has_func: &dyn Fn(&str) -> bool) -> PResult<Parsed> {
-    let mut parsed = Parsed { trees: HashMap::new(), order: Vec::new() };
+    let mut parsed = Parsed {
+        trees: HashMap::new(),
+        order: Vec::new(),
+    };
     let items = lex(text);
     let mut p = Parser {
         items,
@@ -308,7 +356,10 @@ pub(crate) fn parse(name: &str, text: &str, has_func: &dyn Fn(&str) -> bool) -> 
         parsed: &mut parsed,
     };
     let root = p.parse_top()?;
-    p.add(Tree { name: name.to_string(), root })?;
+    p.add(Tree {
+        name: name.to_string(),
+        root,
+    })?;
     Ok(parsed)
 }
 
@@ -320,8 +371,8 @@ fn is_empty_tree(l: &[Node]) -> bool {
     })
 }
 
-impl Parser<'_> {
-    fn item(&self, idx: usize) -> &Item {
+impl<'a> Parser<'a> {
+    fn item(&self, idx: usize) -> &Item<'a> {
         &self.items[idx.min(self.items.len() - 1)]
     }
 
@@ -386,7 +437,10 @@ impl Parser<'_> {
     }
 
     fn errorf<T>(&self, msg: impl Into<String>) -> PResult<T> {
-        Err(ParseError { line: self.item(self.token[0]).line, msg: msg.into() })
+        Err(ParseError {
+            line: self.item(self.token[0]).line,
+            msg: msg.into(),
+        })
     }
 
     fn unexpected<T>(&self, t: usize, context: &str) -> PResult<T> {
@@ -415,7 +469,9 @@ impl Parser<'_> {
     fn enter(&mut self) -> PResult<()> {
         self.depth += 1;
         if self.depth > MAX_PARSE_DEPTH {
-            return self.errorf(format!("template nesting exceeds the limit of {MAX_PARSE_DEPTH} levels"));
+            return self.errorf(format!(
+                "template nesting exceeds the limit of {MAX_PARSE_DEPTH} levels"
+            ));
         }
         Ok(())
     }
@@ -520,7 +576,10 @@ impl Parser<'_> {
         match self.typ(t) {
             ItemType::Text => {
                 let it = self.item(t);
-                Ok(Control::Node(Node::Text { pos: it.pos, text: it.val.clone() }))
+                Ok(Control::Node(Node::Text {
+                    pos: it.pos,
+                    text: it.val.to_string(),
+                }))
             }
             ItemType::LeftDelim => {
                 self.action_line = self.item(t).line;
@@ -592,7 +651,13 @@ impl Parser<'_> {
         self.vars.truncate(nvars);
         self.depth -= 1;
         let (pipe, list, else_list) = r?;
-        let b = Branch { pos: pipe.pos, line: pipe.line, pipe, list, else_list };
+        let b = Branch {
+            pos: pipe.pos,
+            line: pipe.line,
+            pipe,
+            list,
+            else_list,
+        };
         Ok(match kind {
             ControlKind::If => Node::If(b),
             ControlKind::Range => Node::Range(b),
@@ -601,7 +666,11 @@ impl Parser<'_> {
     }
 
     #[allow(clippy::type_complexity)]
-    fn control_inner(&mut self, kind: ControlKind, context: &str) -> PResult<(Pipe, Vec<Node>, Option<Vec<Node>>)> {
+    fn control_inner(
+        &mut self,
+        kind: ControlKind,
+        context: &str,
+    ) -> PResult<(Pipe, Vec<Node>, Option<Vec<Node>>)> {
         let pipe = self.pipeline(context, ItemType::RightDelim)?;
         if kind == ControlKind::Range {
             self.range_depth += 1;
@@ -660,7 +729,12 @@ impl Parser<'_> {
         } else {
             None
         };
-        Ok(Control::Node(Node::Template { pos, line, name, pipe }))
+        Ok(Control::Node(Node::Template {
+            pos,
+            line,
+            name,
+            pipe,
+        }))
     }
 
     fn block_control(&mut self) -> PResult<Control> {
@@ -675,16 +749,29 @@ impl Parser<'_> {
         if !matches!(end, Control::End) {
             return self.errorf(format!("unexpected {} in {}", end.describe(), context));
         }
-        self.add(Tree { name: name.clone(), root })?;
+        self.add(Tree {
+            name: name.clone(),
+            root,
+        })?;
         self.sub_end(saved);
         self.depth -= 1;
-        Ok(Control::Node(Node::Template { pos, line, name, pipe: Some(pipe) }))
+        Ok(Control::Node(Node::Template {
+            pos,
+            line,
+            name,
+            pipe: Some(pipe),
+        }))
     }
 
     fn pipeline(&mut self, context: &str, end: ItemType) -> PResult<Pipe> {
         let t = self.peek_non_space();
-        let mut pipe =
-            Pipe { pos: self.item(t).pos, line: self.item(t).line, is_assign: false, decl: Vec::new(), cmds: Vec::new() };
+        let mut pipe = Pipe {
+            pos: self.item(t).pos,
+            line: self.item(t).line,
+            is_assign: false,
+            decl: Vec::new(),
+            cmds: Vec::new(),
+        };
         'decls: loop {
             let v = self.peek_non_space();
             if self.typ(v) == ItemType::Variable {
@@ -693,20 +780,23 @@ impl Parser<'_> {
                 let next = self.peek_non_space();
                 let nt = self.typ(next);
                 let vpos = self.item(v).pos;
-                let vval = self.item(v).val.clone();
                 if nt == ItemType::Assign || nt == ItemType::Declare {
+                    let vval = self.item(v).val.to_string();
                     pipe.is_assign = nt == ItemType::Assign;
                     self.next_non_space();
                     pipe.decl.push((vpos, vval.clone()));
                     self.vars.push(vval);
                 } else if nt == ItemType::Char && self.item(next).val == "," {
+                    let vval = self.item(v).val.to_string();
                     self.next_non_space();
                     pipe.decl.push((vpos, vval.clone()));
                     self.vars.push(vval);
                     if context == "range" && pipe.decl.len() < 2 {
                         let p = self.peek_non_space();
                         match self.typ(p) {
-                            ItemType::Variable | ItemType::RightDelim | ItemType::RightParen => continue 'decls,
+                            ItemType::Variable | ItemType::RightDelim | ItemType::RightParen => {
+                                continue 'decls;
+                            }
                             _ => return self.errorf("range can only initialize variables"),
                         }
                     }
@@ -753,8 +843,14 @@ impl Parser<'_> {
             return self.errorf(format!("missing value for {context}"));
         }
         for (i, c) in pipe.cmds.iter().enumerate().skip(1) {
-            if matches!(c.args[0], Arg::Bool { .. } | Arg::Dot { .. } | Arg::Nil { .. } | Arg::Number { .. } | Arg::String { .. })
-            {
+            if matches!(
+                c.args[0],
+                Arg::Bool { .. }
+                    | Arg::Dot { .. }
+                    | Arg::Nil { .. }
+                    | Arg::Number { .. }
+                    | Arg::String { .. }
+            ) {
                 return self.errorf(format!("non executable command in pipeline stage {}", i + 1));
             }
         }
@@ -763,7 +859,10 @@ impl Parser<'_> {
 
     fn command(&mut self) -> PResult<Command> {
         let t = self.peek_non_space();
-        let mut cmd = Command { pos: self.item(t).pos, args: Vec::new() };
+        let mut cmd = Command {
+            pos: self.item(t).pos,
+            args: Vec::new(),
+        };
         loop {
             self.peek_non_space();
             if let Some(op) = self.operand()? {
@@ -803,16 +902,31 @@ impl Parser<'_> {
             return match node {
                 Arg::Field { mut idents, .. } => {
                     idents.extend(fields);
-                    Ok(Some(Arg::Field { pos: chain_pos, idents }))
+                    Ok(Some(Arg::Field {
+                        pos: chain_pos,
+                        idents,
+                    }))
                 }
                 Arg::Variable { mut idents, .. } => {
                     idents.extend(fields);
-                    Ok(Some(Arg::Variable { pos: chain_pos, idents }))
+                    Ok(Some(Arg::Variable {
+                        pos: chain_pos,
+                        idents,
+                    }))
                 }
-                Arg::Bool { .. } | Arg::String { .. } | Arg::Number { .. } | Arg::Nil { .. } | Arg::Dot { .. } => {
-                    self.errorf(format!("unexpected . after term {}", crate::gofmt::quote(&node.to_string())))
-                }
-                other => Ok(Some(Arg::Chain { pos: chain_pos, node: Box::new(other), fields })),
+                Arg::Bool { .. }
+                | Arg::String { .. }
+                | Arg::Number { .. }
+                | Arg::Nil { .. }
+                | Arg::Dot { .. } => self.errorf(format!(
+                    "unexpected . after term {}",
+                    crate::gofmt::quote(&node.to_string())
+                )),
+                other => Ok(Some(Arg::Chain {
+                    pos: chain_pos,
+                    node: Box::new(other),
+                    fields,
+                })),
             };
         }
         Ok(Some(node))
@@ -820,30 +934,45 @@ impl Parser<'_> {
 
     fn term(&mut self) -> PResult<Option<Arg>> {
         let t = self.next_non_space();
-        let it = self.item(t).clone();
+        let it = self.item(t);
         let pos = it.pos;
+        let val: &'a str = match &it.val {
+            std::borrow::Cow::Borrowed(s) => s,
+            std::borrow::Cow::Owned(_) => "",
+        };
         Ok(Some(match it.typ {
             ItemType::Identifier => {
-                if !BUILTINS.contains(&it.val.as_str()) && !(self.has_func)(&it.val) {
-                    return self.errorf(format!("function {} not defined", crate::gofmt::quote(&it.val)));
+                if !BUILTINS.contains(&val) && !(self.has_func)(val) {
+                    return self.errorf(format!("function {} not defined", crate::gofmt::quote(val)));
                 }
-                Arg::Identifier { pos, name: it.val }
+                Arg::Identifier {
+                    pos,
+                    name: val.to_string(),
+                }
             }
             ItemType::Dot => Arg::Dot { pos },
             ItemType::Nil => Arg::Nil { pos },
             ItemType::Variable => {
-                let idents: Vec<String> = it.val.split('.').map(str::to_string).collect();
+                let idents: Vec<String> = val.split('.').map(str::to_string).collect();
                 if !self.vars.iter().any(|v| *v == idents[0]) {
                     return self.errorf(format!("undefined variable {}", crate::gofmt::quote(&idents[0])));
                 }
                 Arg::Variable { pos, idents }
             }
-            ItemType::Field => Arg::Field { pos, idents: it.val[1..].split('.').map(str::to_string).collect() },
-            ItemType::Bool => Arg::Bool { pos, val: it.val == "true" },
-            ItemType::CharConstant | ItemType::Complex | ItemType::Number => match parse_number(&it.val, it.typ) {
-                Ok(num) => Arg::Number { pos, num },
-                Err(e) => return self.errorf(e),
+            ItemType::Field => Arg::Field {
+                pos,
+                idents: val[1..].split('.').map(str::to_string).collect(),
             },
+            ItemType::Bool => Arg::Bool {
+                pos,
+                val: val == "true",
+            },
+            ItemType::CharConstant | ItemType::Complex | ItemType::Number => {
+                match parse_number(val, it.typ) {
+                    Ok(num) => Arg::Number { pos, num },
+                    Err(e) => return self.errorf(e),
+                }
+            }
             ItemType::LeftParen => {
                 self.enter()?;
                 let p = stacker::maybe_grow(64 * 1024, 1024 * 1024, || {
@@ -852,8 +981,12 @@ impl Parser<'_> {
                 self.depth -= 1;
                 Arg::Pipe(Box::new(p))
             }
-            ItemType::String | ItemType::RawString => match unquote(&it.val) {
-                Some(text) => Arg::String { pos, quoted: it.val, text },
+            ItemType::String | ItemType::RawString => match unquote(val) {
+                Some(text) => Arg::String {
+                    pos,
+                    quoted: val.to_string(),
+                    text,
+                },
                 None => return self.errorf("invalid syntax"),
             },
             _ => {
@@ -1049,7 +1182,10 @@ fn parse_go_float(s: &str) -> Option<f64> {
             }
         }
     }
-    let v = if let Some(h) = body_nou.strip_prefix("0x").or_else(|| body_nou.strip_prefix("0X")) {
+    let v = if let Some(h) = body_nou
+        .strip_prefix("0x")
+        .or_else(|| body_nou.strip_prefix("0X"))
+    {
         let (mant, exp) = match h.find(['p', 'P']) {
             Some(i) => (&h[..i], h[i + 1..].parse::<i32>().ok()?),
             None => return None,
@@ -1069,7 +1205,10 @@ fn parse_go_float(s: &str) -> Option<f64> {
         }
         m * 2f64.powi(exp)
     } else {
-        if body_nou.is_empty() || !body_nou.bytes().all(|c| c.is_ascii_digit() || matches!(c, b'.' | b'e' | b'E' | b'+' | b'-'))
+        if body_nou.is_empty()
+            || !body_nou
+                .bytes()
+                .all(|c| c.is_ascii_digit() || matches!(c, b'.' | b'e' | b'E' | b'+' | b'-'))
         {
             return None;
         }
@@ -1083,7 +1222,10 @@ fn parse_go_float(s: &str) -> Option<f64> {
 
 /// Go's `newNumber`: the interpretations of a numeric/char/complex constant.
 fn parse_number(text: &str, typ: ItemType) -> Result<Number, String> {
-    let mut n = Number { text: text.to_string(), ..Default::default() };
+    let mut n = Number {
+        text: text.to_string(),
+        ..Default::default()
+    };
     if typ == ItemType::CharConstant {
         let inner = &text[1..];
         let (c, tail) = unquote_char(inner, '\'').ok_or_else(|| "invalid syntax".to_string())?;
@@ -1118,7 +1260,11 @@ fn parse_number(text: &str, typ: ItemType) -> Result<Number, String> {
             n.uint64 = m;
         }
         let iv = if neg {
-            if m <= i64::MAX as u64 + 1 { Some((m as i128).wrapping_neg() as i64) } else { None }
+            if m <= i64::MAX as u64 + 1 {
+                Some((m as i128).wrapping_neg() as i64)
+            } else {
+                None
+            }
         } else if m <= i64::MAX as u64 {
             Some(m as i64)
         } else {

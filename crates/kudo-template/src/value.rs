@@ -72,6 +72,13 @@ pub trait GoObject: fmt::Debug {
     fn call_method(&self, _name: &str, _args: &[Value]) -> Option<Result<Value, String>> {
         None
     }
+    /// Is `name` a struct *field* (as opposed to a method)? Go reports arguments given to a field
+    /// as `X has arguments but cannot be invoked as function` but to a niladic method as `wrong
+    /// number of args for X: want 0 got N`; objects whose accessors are plain struct fields (Sprig's
+    /// certificate `.Cert`/`.Key`) override this.
+    fn has_field(&self, _name: &str) -> bool {
+        false
+    }
     /// Is this object "empty" in Sprig's sense (`empty`, `default`)? Structs never are.
     fn is_zero(&self) -> bool {
         false
@@ -105,22 +112,34 @@ impl Value {
 
     /// A `[]interface {}` from items.
     pub fn list(items: Vec<Value>) -> Value {
-        Value::List(List { elem: ElemType::Interface, items: Rc::new(items) })
+        Value::List(List {
+            elem: ElemType::Interface,
+            items: Rc::new(items),
+        })
     }
 
     /// A slice with a specific element type (`[]string`, `[]int`, …).
     pub fn typed_list(elem: ElemType, items: Vec<Value>) -> Value {
-        Value::List(List { elem, items: Rc::new(items) })
+        Value::List(List {
+            elem,
+            items: Rc::new(items),
+        })
     }
 
     /// A fresh `map[string]interface {}`.
     pub fn map(entries: BTreeMap<String, Value>) -> Value {
-        Value::Map(Map { elem: ElemType::Interface, entries: Rc::new(RefCell::new(entries)) })
+        Value::Map(Map {
+            elem: ElemType::Interface,
+            entries: Rc::new(RefCell::new(entries)),
+        })
     }
 
     /// A fresh map with a specific element type (`map[string]string`, …).
     pub fn typed_map(elem: ElemType, entries: BTreeMap<String, Value>) -> Value {
-        Value::Map(Map { elem, entries: Rc::new(RefCell::new(entries)) })
+        Value::Map(Map {
+            elem,
+            entries: Rc::new(RefCell::new(entries)),
+        })
     }
 
     /// Converts decoded JSON the way Go's `encoding/json` decodes into `interface{}`: objects become

@@ -2,16 +2,20 @@
 //!
 //! Operators paste `toYaml` output into manifests (`{{ toYaml .Params.X | indent 4 }}`), so the
 //! exact text matters: yaml.v2's key order (a "natural" sort, digits compared as numbers), its
-//! indentation (sequences inside mappings are not indented), which strings it quotes (anything a
+//! indentation (sequences inside mappings are not indented), folding of long plain and quoted scalars at
+//! column 80, which strings it quotes (anything a
 //! YAML 1.1 reader would retype: `yes`, `on`, `0755`, `1.0`, timestamps…) and how (double quotes for
 //! retyped strings and non-printable characters, single quotes for indicator characters), and
 //! literal blocks (`|`, `|-`, `|+`, indentation hints) for multi-line strings. The emitter below
-//! follows libyaml's state machine as yaml.v2 configures it (indent 2, unlimited width, unicode).
+//! follows libyaml's state machine as yaml.v2 configures it (indent 2, width 80, unicode).
 
 use std::cmp::Ordering;
 
 use crate::sprig::conv::{format_float_g, parse_float, parse_int};
 use crate::value::Value;
+
+/// yaml.v2's preferred line width: plain and quoted scalars are folded at spaces past column 80.
+const WIDTH: usize = 80;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Style {
@@ -38,7 +42,14 @@ struct Emitter {
 
 /// Marshals a template value like `yaml.Marshal` (including the final newline).
 pub fn to_yaml(v: &Value) -> Result<String, String> {
-    let mut e = Emitter { out: String::new(), column: 0, whitespace: true, indention: true, indent: -1, indents: vec![] };
+    let mut e = Emitter {
+        out: String::new(),
+        column: 0,
+        whitespace: true,
+        indention: true,
+        indent: -1,
+        indents: vec![],
+    };
     e.node(v, Ctx::default())?;
     // Document end: a newline unless the cursor is already at the start of an indented line.
     e.write_indent();
@@ -118,14 +129,17 @@ fn is_base60_float(s: &str) -> bool {
         Some((m, f)) => (m, Some(f)),
         None => (body, None),
     };
-    if let Some(f) = frac {
-        if !f.bytes().all(|c| c.is_ascii_digit() || c == b'_') {
-            return false;
-        }
+    if let Some(f) = frac
+        && !f.bytes().all(|c| c.is_ascii_digit() || c == b'_')
+    {
+        return false;
     }
     let mut parts = main.split(':');
     let first = parts.next().unwrap_or("");
-    if first.is_empty() || !first.as_bytes()[0].is_ascii_digit() || !first.bytes().all(|c| c.is_ascii_digit() || c == b'_') {
+    if first.is_empty()
+        || !first.as_bytes()[0].is_ascii_digit()
+        || !first.bytes().all(|c| c.is_ascii_digit() || c == b'_')
+    {
         return false;
     }
     let mut n = 0;
@@ -258,7 +272,12 @@ fn is_timestamp(s: &str) -> bool {
     // ±hh:mm
     if i < b.len() && (b[i] == b'+' || b[i] == b'-') {
         let z = &b[i + 1..];
-        return z.len() == 5 && z[0].is_ascii_digit() && z[1].is_ascii_digit() && z[2] == b':' && z[3].is_ascii_digit() && z[4].is_ascii_digit();
+        return z.len() == 5
+            && z[0].is_ascii_digit()
+            && z[1].is_ascii_digit()
+            && z[2] == b':'
+            && z[3].is_ascii_digit()
+            && z[4].is_ascii_digit();
     }
     false
 }
@@ -267,14 +286,16 @@ fn is_timestamp(s: &str) -> bool {
 fn resolves_to_str(s: &str) -> bool {
     const SPECIAL: [&str; 36] = [
         "y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON", "n", "N", "no", "No", "NO",
-        "false", "False", "FALSE", "off", "Off", "OFF", "", "~", "null", "Null", "NULL", ".nan", ".NaN", ".NAN",
-        ".inf", ".Inf", ".INF", "+.inf", "+.Inf", "<<",
+        "false", "False", "FALSE", "off", "Off", "OFF", "", "~", "null", "Null", "NULL", ".nan", ".NaN",
+        ".NAN", ".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF",
     ];
-    const SPECIAL2: [&str; 5] = ["+.INF", "-.inf", "-.Inf", "-.INF", "<<"];
+    const SPECIAL2: [&str; 3] = ["-.inf", "-.Inf", "-.INF"];
     if SPECIAL.contains(&s) || SPECIAL2.contains(&s) {
         return false;
     }
-    let Some(&c) = s.as_bytes().first() else { return false };
+    let Some(&c) = s.as_bytes().first() else {
+        return false;
+    };
     match c {
         b'.' => parse_float(s).is_none(),
         b'+' | b'-' | b'0'..=b'9' => {
@@ -292,10 +313,10 @@ fn resolves_to_str(s: &str) -> bool {
                 if !bits.is_empty() && bits.bytes().all(|c| c == b'0' || c == b'1') && bits.len() <= 64 {
                     return false;
                 }
-            } else if let Some(bits) = plain.strip_prefix("-0b") {
-                if parse_int(&format!("-{bits}"), 2).is_some() {
-                    return false;
-                }
+            } else if let Some(bits) = plain.strip_prefix("-0b")
+                && parse_int(&format!("-{bits}"), 2).is_some()
+            {
+                return false;
             }
             true
         }
@@ -307,7 +328,11 @@ fn parse_uint0(s: &str) -> bool {
     !s.starts_with(['+', '-']) && parse_int(&format!("-{s}"), 0).is_none() && {
         // Values above i64::MAX that still fit u64.
         let digits = s.trim_start_matches('0');
-        !digits.is_empty() && digits.len() <= 20 && digits.bytes().all(|c| c.is_ascii_digit()) && digits.parse::<u64>().is_ok() && !s.starts_with('0')
+        !digits.is_empty()
+            && digits.len() <= 20
+            && digits.bytes().all(|c| c.is_ascii_digit())
+            && digits.parse::<u64>().is_ok()
+            && !s.starts_with('0')
     }
 }
 
@@ -321,7 +346,10 @@ struct Analysis {
 
 fn is_printable(c: char) -> bool {
     let u = c as u32;
-    u == 0x0A || (0x20..=0x7E).contains(&u) || (0xA0..=0xD7FF).contains(&u) || ((0xE000..=0xFFFD).contains(&u) && u != 0xFEFF)
+    u == 0x0A
+        || (0x20..=0x7E).contains(&u)
+        || (0xA0..=0xD7FF).contains(&u)
+        || ((0xE000..=0xFFFD).contains(&u) && u != 0xFEFF)
 }
 
 fn is_break(c: char) -> bool {
@@ -334,7 +362,13 @@ fn is_blank(c: char) -> bool {
 
 fn analyze(s: &str) -> Analysis {
     if s.is_empty() {
-        return Analysis { multiline: false, flow_plain: false, block_plain: true, single: true, block: false };
+        return Analysis {
+            multiline: false,
+            flow_plain: false,
+            block_plain: true,
+            single: true,
+            block: false,
+        };
     }
     let chars: Vec<char> = s.chars().collect();
     let (mut block_ind, mut flow_ind) = (false, false);
@@ -343,7 +377,8 @@ fn analyze(s: &str) -> Analysis {
         flow_ind = true;
     }
     let (mut line_breaks, mut special) = (false, false);
-    let (mut leading_space, mut leading_break, mut trailing_space, mut trailing_break) = (false, false, false, false);
+    let (mut leading_space, mut leading_break, mut trailing_space, mut trailing_break) =
+        (false, false, false, false);
     let (mut break_space, mut space_break) = (false, false);
     let (mut prev_space, mut prev_break) = (false, false);
     let mut preceded_ws = true;
@@ -353,7 +388,8 @@ fn analyze(s: &str) -> Analysis {
         let followed_ws = i + 1 >= n || is_blank(chars[i + 1]) || is_break(chars[i + 1]);
         if i == 0 {
             match c {
-                '#' | ',' | '[' | ']' | '{' | '}' | '&' | '*' | '!' | '|' | '>' | '\'' | '"' | '%' | '@' | '`' => {
+                '#' | ',' | '[' | ']' | '{' | '}' | '&' | '*' | '!' | '|' | '>' | '\'' | '"' | '%' | '@'
+                | '`' => {
                     flow_ind = true;
                     block_ind = true;
                 }
@@ -419,7 +455,13 @@ fn analyze(s: &str) -> Analysis {
         }
         preceded_ws = is_blank(c) || is_break(c);
     }
-    let mut a = Analysis { multiline: line_breaks, flow_plain: true, block_plain: true, single: true, block: true };
+    let mut a = Analysis {
+        multiline: line_breaks,
+        flow_plain: true,
+        block_plain: true,
+        single: true,
+        block: true,
+    };
     if leading_space || leading_break || trailing_space || trailing_break {
         a.flow_plain = false;
         a.block_plain = false;
@@ -526,14 +568,24 @@ impl Emitter {
                 for it in l.items.iter() {
                     self.write_indent();
                     self.write_indicator("-", true, false, true);
-                    self.node(it, Ctx { mapping: false, simple_key: false })?;
+                    self.node(
+                        it,
+                        Ctx {
+                            mapping: false,
+                            simple_key: false,
+                        },
+                    )?;
                 }
                 self.pop_indent();
                 Ok(())
             }
             Value::Map(m) => {
-                let entries: Vec<(String, Value)> =
-                    m.entries.borrow().iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+                let entries: Vec<(String, Value)> = m
+                    .entries
+                    .borrow()
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect();
                 self.mapping(entries)
             }
             Value::Object(o) => {
@@ -542,7 +594,12 @@ impl Emitter {
                     return self.scalar(&s, Style::Plain, ctx);
                 }
                 if let Some(fields) = crate::sprig::struct_fields(o.as_ref()) {
-                    return self.mapping(fields.into_iter().map(|(k, v)| (k.to_lowercase(), Value::str(v))).collect());
+                    return self.mapping(
+                        fields
+                            .into_iter()
+                            .map(|(k, v)| (k.to_lowercase(), Value::str(v)))
+                            .collect(),
+                    );
                 }
                 // TextMarshaler-like objects (`*semver.Version`) marshal as their string form.
                 self.string(&o.go_string(), ctx)
@@ -562,15 +619,33 @@ impl Emitter {
             self.write_indent();
             let simple = !analyze(&k).multiline && k.len() <= 128;
             if simple {
-                self.string(&k, Ctx { mapping: true, simple_key: true })?;
+                self.string(
+                    &k,
+                    Ctx {
+                        mapping: true,
+                        simple_key: true,
+                    },
+                )?;
                 self.write_indicator(":", false, false, false);
             } else {
                 self.write_indicator("?", true, false, true);
-                self.string(&k, Ctx { mapping: true, simple_key: false })?;
+                self.string(
+                    &k,
+                    Ctx {
+                        mapping: true,
+                        simple_key: false,
+                    },
+                )?;
                 self.write_indent();
                 self.write_indicator(":", true, false, true);
             }
-            self.node(&v, Ctx { mapping: true, simple_key: false })?;
+            self.node(
+                &v,
+                Ctx {
+                    mapping: true,
+                    simple_key: false,
+                },
+            )?;
         }
         self.pop_indent();
         Ok(())
@@ -594,10 +669,8 @@ impl Emitter {
         if ctx.simple_key && a.multiline {
             style = Style::Double;
         }
-        if style == Style::Plain {
-            if !a.block_plain || (s.is_empty() && ctx.simple_key) {
-                style = Style::Single;
-            }
+        if style == Style::Plain && (!a.block_plain || (s.is_empty() && ctx.simple_key)) {
+            style = Style::Single;
         }
         if style == Style::Single && !a.single {
             style = Style::Double;
@@ -605,23 +678,57 @@ impl Emitter {
         if style == Style::Literal && (!a.block || ctx.simple_key) {
             style = Style::Double;
         }
+        let allow_breaks = !ctx.simple_key;
         self.increase_indent(true, false);
         match style {
             Style::Plain => {
                 if !self.whitespace {
                     self.put(' ');
                 }
-                self.write_str(s);
+                let chars: Vec<char> = s.chars().collect();
+                let mut spaces = false;
+                for (i, &c) in chars.iter().enumerate() {
+                    if c == ' ' {
+                        if allow_breaks && !spaces && self.column > WIDTH && chars.get(i + 1) != Some(&' ') {
+                            self.write_indent();
+                        } else {
+                            self.put(c);
+                        }
+                        spaces = true;
+                    } else {
+                        self.put(c);
+                        spaces = false;
+                    }
+                }
                 self.whitespace = false;
                 self.indention = false;
             }
             Style::Single => {
                 self.write_indicator("'", true, false, false);
-                for c in s.chars() {
-                    if c == '\'' {
-                        self.put('\'');
+                let chars: Vec<char> = s.chars().collect();
+                let n = chars.len();
+                let mut spaces = false;
+                for (i, &c) in chars.iter().enumerate() {
+                    if c == ' ' {
+                        if allow_breaks
+                            && !spaces
+                            && self.column > WIDTH
+                            && i > 0
+                            && i + 1 < n
+                            && chars[i + 1] != ' '
+                        {
+                            self.write_indent();
+                        } else {
+                            self.put(c);
+                        }
+                        spaces = true;
+                    } else {
+                        if c == '\'' {
+                            self.put('\'');
+                        }
+                        self.put(c);
+                        spaces = false;
                     }
-                    self.put(c);
                 }
                 self.write_indicator("'", false, false, false);
                 self.whitespace = false;
@@ -629,7 +736,10 @@ impl Emitter {
             }
             Style::Double => {
                 self.write_indicator("\"", true, false, false);
-                for c in s.chars() {
+                let chars: Vec<char> = s.chars().collect();
+                let n = chars.len();
+                let mut spaces = false;
+                for (i, &c) in chars.iter().enumerate() {
                     if !is_printable(c) || c == '\u{feff}' || is_break(c) || c == '"' || c == '\\' {
                         self.put('\\');
                         let u = c as u32;
@@ -660,8 +770,20 @@ impl Emitter {
                                 self.write_str(&esc);
                             }
                         }
+                        spaces = false;
+                    } else if c == ' ' {
+                        if allow_breaks && !spaces && self.column > WIDTH && i > 0 && i + 1 < n {
+                            self.write_indent();
+                            if chars[i + 1] == ' ' {
+                                self.put('\\');
+                            }
+                        } else {
+                            self.put(c);
+                        }
+                        spaces = true;
                     } else {
                         self.put(c);
+                        spaces = false;
                     }
                 }
                 self.write_indicator("\"", false, false, false);

@@ -38,7 +38,10 @@ struct Case {
 }
 
 fn find_data(dir: &Path, stem: &str) -> Option<PathBuf> {
-    ["json", "yaml", "yml"].iter().map(|ext| dir.join(format!("{stem}.{ext}"))).find(|p| p.is_file())
+    ["json", "yaml", "yml"]
+        .iter()
+        .map(|ext| dir.join(format!("{stem}.{ext}")))
+        .find(|p| p.is_file())
 }
 
 fn load_cases() -> Vec<Case> {
@@ -78,7 +81,12 @@ fn load_cases() -> Vec<Case> {
             };
             let template = fs::read_to_string(&tmpl).unwrap_or_else(|e| panic!("{id}: {e}"));
             let data_path = find_data(&dir, &stem).or_else(|| shared.clone());
-            cases.push(Case { id, template, data_path, expected });
+            cases.push(Case {
+                id,
+                template,
+                data_path,
+                expected,
+            });
         }
     }
     cases
@@ -89,7 +97,8 @@ fn render_case(case: &Case) -> Result<Vec<u8>, String> {
     let data = match &case.data_path {
         Some(p) => {
             let raw = fs::read_to_string(p).map_err(|e| format!("HARNESS: read {}: {e}", p.display()))?;
-            let json = godata::decode_data(p, &raw).map_err(|e| format!("HARNESS: data {}: {e}", p.display()))?;
+            let json =
+                godata::decode_data(p, &raw).map_err(|e| format!("HARNESS: data {}: {e}", p.display()))?;
             Value::from_json(&json)
         }
         None => Value::from_json(&serde_json::json!({})),
@@ -97,12 +106,18 @@ fn render_case(case: &Case) -> Result<Vec<u8>, String> {
     let funcs = kudo_funcs();
     let tpl = Template::parse("tpl", &case.template, &funcs).map_err(|e| e.to_string())?;
     let mut env = FuncEnv::with_seed(0);
-    tpl.execute(&data, &mut env).map(String::into_bytes).map_err(|e| e.to_string())
+    tpl.execute(&data, &mut env)
+        .map(String::into_bytes)
+        .map_err(|e| e.to_string())
 }
 
 fn short(s: &str, max: usize) -> String {
     let s = s.replace('\n', "\\n");
-    if s.chars().count() > max { format!("{}…", s.chars().take(max).collect::<String>()) } else { s }
+    if s.chars().count() > max {
+        format!("{}…", s.chars().take(max).collect::<String>())
+    } else {
+        s
+    }
 }
 
 /// A short description of where two outputs first differ.
@@ -121,7 +136,11 @@ fn first_difference(want_bytes: &[u8], got_bytes: &[u8]) -> String {
             );
         }
     }
-    let i = want_bytes.iter().zip(got_bytes).take_while(|(a, b)| a == b).count();
+    let i = want_bytes
+        .iter()
+        .zip(got_bytes)
+        .take_while(|(a, b)| a == b)
+        .count();
     format!("first differing byte at {i} (a side is not valid UTF-8: Go output can hold any bytes)")
 }
 
@@ -130,7 +149,9 @@ fn first_difference(want_bytes: &[u8], got_bytes: &[u8]) -> String {
 /// does not fail the test, and it must still differ, so a stale entry is caught.
 fn known_deviations() -> BTreeMap<String, String> {
     let path = corpus_dir().join("known-deviations.txt");
-    let Ok(text) = fs::read_to_string(&path) else { return BTreeMap::new() };
+    let Ok(text) = fs::read_to_string(&path) else {
+        return BTreeMap::new();
+    };
     text.lines()
         .map(str::trim)
         .filter(|l| !l.is_empty() && !l.starts_with('#'))
@@ -145,7 +166,11 @@ fn known_deviations() -> BTreeMap<String, String> {
 fn differential_against_go_oracle() {
     let cases = load_cases();
     let filtered = std::env::var("KUDO_DIFF_FILTER").is_ok_and(|f| !f.is_empty());
-    assert!(!cases.is_empty(), "no corpus cases found (filter: {:?})", std::env::var("KUDO_DIFF_FILTER").ok());
+    assert!(
+        !cases.is_empty(),
+        "no corpus cases found (filter: {:?})",
+        std::env::var("KUDO_DIFF_FILTER").ok()
+    );
     let deviations = known_deviations();
 
     // Panics are turned into mismatches so one broken case does not hide the others.
@@ -171,9 +196,11 @@ fn differential_against_go_oracle() {
                 out_match += 1;
                 None
             }
-            (Expected::Out(want), Ok(got)) => {
-                Some(format!("{}: output differs, {}", case.id, first_difference(want, &got)))
-            }
+            (Expected::Out(want), Ok(got)) => Some(format!(
+                "{}: output differs, {}",
+                case.id,
+                first_difference(want, &got)
+            )),
             (Expected::Out(want), Err(msg)) => Some(format!(
                 "{}: want output {:?}, got error {}",
                 case.id,
@@ -185,7 +212,12 @@ fn differential_against_go_oracle() {
                 if *want == msg {
                     err_same += 1;
                 } else {
-                    message_diffs.push(format!("{}:\n      want {}\n      got  {}", case.id, want, short(&msg, 300)));
+                    message_diffs.push(format!(
+                        "{}:\n      want {}\n      got  {}",
+                        case.id,
+                        want,
+                        short(&msg, 300)
+                    ));
                 }
                 None
             }
@@ -209,7 +241,12 @@ fn differential_against_go_oracle() {
     std::panic::set_hook(default_hook);
     if !filtered {
         let ids: Vec<&String> = cases.iter().map(|c| &c.id).collect();
-        stale.extend(deviations.keys().filter(|k| !ids.contains(k)).map(|k| format!("{k} (no such case)")));
+        stale.extend(
+            deviations
+                .keys()
+                .filter(|k| !ids.contains(k))
+                .map(|k| format!("{k} (no such case)")),
+        );
     }
 
     let n_mismatch: usize = mismatches.values().map(Vec::len).sum();
@@ -221,7 +258,11 @@ fn differential_against_go_oracle() {
         }
     }
     if !message_diffs.is_empty() {
-        let _ = writeln!(report, "  error cases with a different message ({}):", message_diffs.len());
+        let _ = writeln!(
+            report,
+            "  error cases with a different message ({}):",
+            message_diffs.len()
+        );
         for m in &message_diffs {
             let _ = writeln!(report, "    {m}");
         }
@@ -242,7 +283,10 @@ fn differential_against_go_oracle() {
         known.len()
     );
     eprintln!("{report}{summary}");
-    assert!(stale.is_empty(), "known-deviations.txt lists cases that now match the oracle (remove them): {stale:?}");
+    assert!(
+        stale.is_empty(),
+        "known-deviations.txt lists cases that now match the oracle (remove them): {stale:?}"
+    );
     assert_eq!(n_mismatch, 0, "{summary}");
 }
 
@@ -289,11 +333,17 @@ fn corpus_uses_every_kudo_function_at_least_twice() {
     assert_eq!(names.len(), 144, "the kudo profile lists 144 functions");
     let mut counts: BTreeMap<String, usize> = names.iter().map(|n| (n.clone(), 0)).collect();
     let mut n_templates = 0;
-    for dir in fs::read_dir(corpus_dir()).unwrap().filter_map(|e| e.ok().map(|e| e.path())) {
+    for dir in fs::read_dir(corpus_dir())
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+    {
         if !dir.is_dir() {
             continue;
         }
-        for f in fs::read_dir(&dir).unwrap().filter_map(|e| e.ok().map(|e| e.path())) {
+        for f in fs::read_dir(&dir)
+            .unwrap()
+            .filter_map(|e| e.ok().map(|e| e.path()))
+        {
             if f.extension().is_some_and(|e| e == "tmpl") {
                 n_templates += 1;
                 count_function_tokens(&fs::read_to_string(&f).unwrap(), &mut counts);
@@ -301,8 +351,16 @@ fn corpus_uses_every_kudo_function_at_least_twice() {
         }
     }
     assert!(n_templates >= 500, "corpus has only {n_templates} cases");
-    let rare: Vec<String> = counts.iter().filter(|(_, n)| **n < 2).map(|(k, n)| format!("{k} ({n})")).collect();
-    assert!(rare.is_empty(), "functions used fewer than twice in the corpus: {}", rare.join(", "));
+    let rare: Vec<String> = counts
+        .iter()
+        .filter(|(_, n)| **n < 2)
+        .map(|(k, n)| format!("{k} ({n})"))
+        .collect();
+    assert!(
+        rare.is_empty(),
+        "functions used fewer than twice in the corpus: {}",
+        rare.join(", ")
+    );
 }
 
 #[test]
@@ -311,5 +369,8 @@ fn kudo_funcs_has_exactly_the_oracle_names() {
     let have = kudo_funcs().names();
     let missing: Vec<&String> = want.iter().filter(|n| !have.contains(n)).collect();
     let extra: Vec<&String> = have.iter().filter(|n| !want.contains(n)).collect();
-    assert!(missing.is_empty() && extra.is_empty(), "kudo_funcs() vs oracle: missing {missing:?}, extra {extra:?}");
+    assert!(
+        missing.is_empty() && extra.is_empty(),
+        "kudo_funcs() vs oracle: missing {missing:?}, extra {extra:?}"
+    );
 }

@@ -1,4 +1,11 @@
 //! One module per command group.
 
+pub mod cluster;
+pub mod get;
+pub mod init;
+pub mod instance;
 pub mod package;
+pub mod plan;
 pub mod template;
+pub mod version;
+pub mod wait;

@@ -6,7 +6,9 @@ use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Service};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams};
+use kube::api::{
+    Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams,
+};
 use kube::core::{ApiResource, GroupVersionKind};
 use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::json;
@@ -40,20 +42,32 @@ fn reason(e: &kube::Error) -> String {
 async fn crud_conflicts_and_errors() {
     let env = Env::start().await;
     let api: Api<ConfigMap> = Api::namespaced(env.client().await, "default");
-    let created = api.create(&PostParams::default(), &cm("a", json!({"x": "1"}))).await.unwrap();
+    let created = api
+        .create(&PostParams::default(), &cm("a", json!({"x": "1"})))
+        .await
+        .unwrap();
     let md = &created.metadata;
     assert!(md.uid.as_deref().is_some_and(|u| u.len() == 36));
     assert!(md.creation_timestamp.is_some());
     let rv1: u64 = md.resource_version.as_deref().unwrap().parse().unwrap();
 
-    let e = api.create(&PostParams::default(), &cm("a", json!({}))).await.unwrap_err();
+    let e = api
+        .create(&PostParams::default(), &cm("a", json!({})))
+        .await
+        .unwrap_err();
     assert_eq!((status_code(&e), reason(&e).as_str()), (409, "AlreadyExists"));
 
     // Replace with the current resourceVersion works and bumps it; replaying the stale one conflicts.
     let mut c = created.clone();
     c.data = Some([("k".to_string(), "v2".to_string())].into());
     let replaced = api.replace("a", &PostParams::default(), &c).await.unwrap();
-    let rv2: u64 = replaced.metadata.resource_version.as_deref().unwrap().parse().unwrap();
+    let rv2: u64 = replaced
+        .metadata
+        .resource_version
+        .as_deref()
+        .unwrap()
+        .parse()
+        .unwrap();
     assert!(rv2 > rv1);
     let e = api.replace("a", &PostParams::default(), &c).await.unwrap_err();
     assert_eq!((status_code(&e), reason(&e).as_str()), (409, "Conflict"));
@@ -70,7 +84,10 @@ async fn crud_conflicts_and_errors() {
     assert!(api.get_opt("missing").await.unwrap().is_none());
 
     // Invalid name → 422 with a cause.
-    let e = api.create(&PostParams::default(), &cm("Bad_Name", json!({}))).await.unwrap_err();
+    let e = api
+        .create(&PostParams::default(), &cm("Bad_Name", json!({})))
+        .await
+        .unwrap_err();
     assert_eq!((status_code(&e), reason(&e).as_str()), (422, "Invalid"));
 
     // generateName.
@@ -83,7 +100,10 @@ async fn crud_conflicts_and_errors() {
 
     // Namespace must exist.
     let nope: Api<ConfigMap> = Api::namespaced(env.client().await, "does-not-exist");
-    let e = nope.create(&PostParams::default(), &cm("x", json!({}))).await.unwrap_err();
+    let e = nope
+        .create(&PostParams::default(), &cm("x", json!({})))
+        .await
+        .unwrap_err();
     assert_eq!(status_code(&e), 404);
 
     // dryRun does not store.
@@ -107,7 +127,9 @@ async fn wrong_scope_is_not_found() {
     let url = env.server.url();
     let http = |path: &str| {
         let client = client.clone();
-        let req = http::Request::get(format!("{url}{path}")).body(Vec::new()).unwrap();
+        let req = http::Request::get(format!("{url}{path}"))
+            .body(Vec::new())
+            .unwrap();
         async move { client.request_text(req).await }
     };
     // Namespaces are cluster-scoped: a namespaced path for them does not exist.
@@ -126,7 +148,9 @@ async fn selectors_and_pagination() {
         ("two", json!({"app": "b", "tier": "web"})),
         ("three", json!({"app": "c"})),
     ] {
-        api.create(&PostParams::default(), &cm(name, labels)).await.unwrap();
+        api.create(&PostParams::default(), &cm(name, labels))
+            .await
+            .unwrap();
     }
     let names = |l: kube::core::ObjectList<ConfigMap>| {
         let mut v: Vec<String> = l.items.into_iter().map(|c| c.metadata.name.unwrap()).collect();
@@ -136,7 +160,10 @@ async fn selectors_and_pagination() {
     let q = |sel: &str| ListParams::default().labels(sel);
     assert_eq!(names(api.list(&q("app=a")).await.unwrap()), ["one"]);
     assert_eq!(names(api.list(&q("app!=a")).await.unwrap()), ["three", "two"]);
-    assert_eq!(names(api.list(&q("app in (a,c)")).await.unwrap()), ["one", "three"]);
+    assert_eq!(
+        names(api.list(&q("app in (a,c)")).await.unwrap()),
+        ["one", "three"]
+    );
     assert_eq!(names(api.list(&q("app notin (a,c)")).await.unwrap()), ["two"]);
     assert_eq!(names(api.list(&q("tier")).await.unwrap()), ["one", "two"]);
     assert_eq!(names(api.list(&q("!tier")).await.unwrap()), ["three"]);
@@ -153,12 +180,17 @@ async fn selectors_and_pagination() {
     assert_eq!(page1.items.len(), 2);
     let token = page1.metadata.continue_.clone().expect("continue token");
     assert_eq!(page1.metadata.remaining_item_count, Some(1));
-    let page2 = api.list(&ListParams::default().limit(2).continue_token(&token)).await.unwrap();
+    let page2 = api
+        .list(&ListParams::default().limit(2).continue_token(&token))
+        .await
+        .unwrap();
     assert_eq!(page2.items.len(), 1);
     assert!(page2.metadata.continue_.as_deref().unwrap_or("").is_empty());
 
     // deletecollection with a selector.
-    api.delete_collection(&DeleteParams::default(), &q("tier=web")).await.unwrap();
+    api.delete_collection(&DeleteParams::default(), &q("tier=web"))
+        .await
+        .unwrap();
     assert_eq!(names(api.list(&ListParams::default()).await.unwrap()), ["three"]);
 }
 
@@ -169,28 +201,52 @@ async fn watcher_sees_changes_both_list_strategies() {
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
     for streaming in [false, true] {
         let label = format!("s{streaming}");
-        api.create(&PostParams::default(), &cm(&format!("pre-{label}"), json!({"w": label})))
-            .await
-            .unwrap();
+        api.create(
+            &PostParams::default(),
+            &cm(&format!("pre-{label}"), json!({"w": label})),
+        )
+        .await
+        .unwrap();
         let mut cfg = watcher::Config::default().labels(&format!("w={label}"));
         if streaming {
             cfg = cfg.streaming_lists();
         }
         let mut stream = watcher(api.clone(), cfg).applied_objects().boxed();
-        let first = tokio::time::timeout(Duration::from_secs(10), stream.try_next()).await.unwrap().unwrap().unwrap();
+        let first = tokio::time::timeout(Duration::from_secs(10), stream.try_next())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
         assert_eq!(first.metadata.name, Some(format!("pre-{label}")));
-        api.create(&PostParams::default(), &cm(&format!("other-{label}"), json!({"w": "other"})))
+        api.create(
+            &PostParams::default(),
+            &cm(&format!("other-{label}"), json!({"w": "other"})),
+        )
+        .await
+        .unwrap();
+        api.create(
+            &PostParams::default(),
+            &cm(&format!("live-{label}"), json!({"w": label})),
+        )
+        .await
+        .unwrap();
+        let next = tokio::time::timeout(Duration::from_secs(10), stream.try_next())
             .await
+            .unwrap()
+            .unwrap()
             .unwrap();
-        api.create(&PostParams::default(), &cm(&format!("live-{label}"), json!({"w": label})))
-            .await
-            .unwrap();
-        let next = tokio::time::timeout(Duration::from_secs(10), stream.try_next()).await.unwrap().unwrap().unwrap();
         assert_eq!(next.metadata.name, Some(format!("live-{label}")));
         // A label change that stops matching is seen as a deletion.
-        let mut deletes = watcher(api.clone(), watcher::Config::default().labels(&format!("w={label}"))).boxed();
+        let mut deletes = watcher(
+            api.clone(),
+            watcher::Config::default().labels(&format!("w={label}")),
+        )
+        .boxed();
         loop {
-            let ev = tokio::time::timeout(Duration::from_secs(10), deletes.try_next()).await.unwrap().unwrap();
+            let ev = tokio::time::timeout(Duration::from_secs(10), deletes.try_next())
+                .await
+                .unwrap()
+                .unwrap();
             if matches!(ev, Some(watcher::Event::InitDone)) {
                 break;
             }
@@ -204,7 +260,11 @@ async fn watcher_sees_changes_both_list_strategies() {
         .unwrap();
         let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
         loop {
-            let ev = tokio::time::timeout_at(deadline, deletes.try_next()).await.unwrap().unwrap().unwrap();
+            let ev = tokio::time::timeout_at(deadline, deletes.try_next())
+                .await
+                .unwrap()
+                .unwrap()
+                .unwrap();
             if let watcher::Event::Delete(o) = ev {
                 assert_eq!(o.metadata.name, Some(format!("live-{label}")));
                 break;
@@ -223,20 +283,35 @@ async fn raw_watch_replays_history_and_reports_gone() {
     .unwrap();
     let client = kube::Client::try_from(kube::Config::new(server.url().parse().unwrap())).unwrap();
     let api: Api<ConfigMap> = Api::namespaced(client, "default");
-    let first = api.create(&PostParams::default(), &cm("h0", json!({}))).await.unwrap();
+    let first = api
+        .create(&PostParams::default(), &cm("h0", json!({})))
+        .await
+        .unwrap();
     let rv0 = first.metadata.resource_version.unwrap();
-    api.create(&PostParams::default(), &cm("h1", json!({}))).await.unwrap();
+    api.create(&PostParams::default(), &cm("h1", json!({})))
+        .await
+        .unwrap();
     // Replay from rv0: the next change (h1) arrives first.
-    let mut w = api.watch(&WatchParams::default().timeout(5), &rv0).await.unwrap().boxed();
+    let mut w = api
+        .watch(&WatchParams::default().timeout(5), &rv0)
+        .await
+        .unwrap()
+        .boxed();
     match w.try_next().await.unwrap().unwrap() {
         WatchEvent::Added(o) => assert_eq!(o.metadata.name.as_deref(), Some("h1")),
         other => panic!("unexpected {other:?}"),
     }
     // Push rv0 out of the 16-event history; watching from it is now 410 Gone.
     for i in 2..40 {
-        api.create(&PostParams::default(), &cm(&format!("h{i}"), json!({}))).await.unwrap();
+        api.create(&PostParams::default(), &cm(&format!("h{i}"), json!({})))
+            .await
+            .unwrap();
     }
-    let mut w = api.watch(&WatchParams::default().timeout(5), &rv0).await.unwrap().boxed();
+    let mut w = api
+        .watch(&WatchParams::default().timeout(5), &rv0)
+        .await
+        .unwrap()
+        .boxed();
     match w.try_next().await.unwrap().unwrap() {
         WatchEvent::Error(s) => assert_eq!((s.code, s.reason.as_str()), (410, "Expired")),
         other => panic!("expected 410, got {other:?}"),
@@ -249,7 +324,11 @@ async fn raw_watch_replays_history_and_reports_gone() {
         .await
         .unwrap()
         .boxed();
-    let ev = tokio::time::timeout(Duration::from_secs(5), w.try_next()).await.unwrap().unwrap().unwrap();
+    let ev = tokio::time::timeout(Duration::from_secs(5), w.try_next())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
     assert!(matches!(ev, WatchEvent::Bookmark(_)), "{ev:?}");
     server.shutdown().await;
 }
@@ -271,28 +350,47 @@ async fn generation_and_status_subresource() {
     .unwrap();
     let d = api.create(&PostParams::default(), &d).await.unwrap();
     assert_eq!(d.metadata.generation, Some(1));
-    assert!(d.status.is_none() || d.status.as_ref().unwrap().replicas.is_none(), "status ignored on create");
+    assert!(
+        d.status.is_none() || d.status.as_ref().unwrap().replicas.is_none(),
+        "status ignored on create"
+    );
 
     // Metadata-only change: no generation bump.
     let d = api
-        .patch("web", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"labels": {"x": "y"}}})))
+        .patch(
+            "web",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"labels": {"x": "y"}}})),
+        )
         .await
         .unwrap();
     assert_eq!(d.metadata.generation, Some(1));
     // Spec change: bump.
     let d = api
-        .patch("web", &PatchParams::default(), &Patch::Merge(json!({"spec": {"replicas": 3}})))
+        .patch(
+            "web",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"replicas": 3}})),
+        )
         .await
         .unwrap();
     assert_eq!(d.metadata.generation, Some(2));
     // Status via main resource is ignored; via /status it sticks and leaves generation alone.
     let d = api
-        .patch("web", &PatchParams::default(), &Patch::Merge(json!({"status": {"replicas": 5}})))
+        .patch(
+            "web",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"replicas": 5}})),
+        )
         .await
         .unwrap();
     assert!(d.status.and_then(|s| s.replicas).is_none());
     let d = api
-        .patch_status("web", &PatchParams::default(), &Patch::Merge(json!({"status": {"replicas": 3, "readyReplicas": 3}, "spec": {"replicas": 7}})))
+        .patch_status(
+            "web",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"replicas": 3, "readyReplicas": 3}, "spec": {"replicas": 7}})),
+        )
         .await
         .unwrap();
     assert_eq!(d.status.as_ref().unwrap().ready_replicas, Some(3));
@@ -302,9 +400,13 @@ async fn generation_and_status_subresource() {
     // Scale subresource.
     let s = api.get_scale("web").await.unwrap();
     assert_eq!(s.spec.unwrap().replicas, Some(3));
-    api.patch_scale("web", &PatchParams::default(), &Patch::Merge(json!({"spec": {"replicas": 4}})))
-        .await
-        .unwrap();
+    api.patch_scale(
+        "web",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"replicas": 4}})),
+    )
+    .await
+    .unwrap();
     assert_eq!(api.get("web").await.unwrap().spec.replicas, Some(4));
 
     // Selector is immutable.
@@ -323,19 +425,27 @@ async fn generation_and_status_subresource() {
 async fn json_patch_test_null_for_finalizer_helper() {
     let env = Env::start().await;
     let api: Api<ConfigMap> = Api::namespaced(env.client().await, "default");
-    api.create(&PostParams::default(), &cm("f", json!({}))).await.unwrap();
+    api.create(&PostParams::default(), &cm("f", json!({})))
+        .await
+        .unwrap();
     // What kube-runtime's finalizer() sends for an object without finalizers.
     let p: json_patch::Patch = serde_json::from_value(json!([
         {"op": "test", "path": "/metadata/finalizers", "value": null},
         {"op": "add", "path": "/metadata/finalizers", "value": ["kudo.dev/test"]}
     ]))
     .unwrap();
-    let got = api.patch("f", &PatchParams::default(), &Patch::Json::<()>(p)).await.unwrap();
+    let got = api
+        .patch("f", &PatchParams::default(), &Patch::Json::<()>(p))
+        .await
+        .unwrap();
     assert_eq!(got.metadata.finalizers, Some(vec!["kudo.dev/test".to_string()]));
     // A failing test is 422.
     let p: json_patch::Patch =
         serde_json::from_value(json!([{"op": "test", "path": "/data/k", "value": "nope"}])).unwrap();
-    let e = api.patch("f", &PatchParams::default(), &Patch::Json::<()>(p)).await.unwrap_err();
+    let e = api
+        .patch("f", &PatchParams::default(), &Patch::Json::<()>(p))
+        .await
+        .unwrap_err();
     assert_eq!(status_code(&e), 422);
 }
 
@@ -363,9 +473,13 @@ async fn finalizers_and_deletion_timestamp() {
         .unwrap_err();
     assert_eq!(status_code(&e), 422);
     // Removing the last finalizer removes the object.
-    api.patch("fin", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"finalizers": null}})))
-        .await
-        .unwrap();
+    api.patch(
+        "fin",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+    )
+    .await
+    .unwrap();
     assert!(api.get_opt("fin").await.unwrap().is_none());
 }
 
@@ -375,21 +489,31 @@ async fn kube_runtime_finalizer_helper() {
     use kube::runtime::finalizer::{Event, finalizer};
     let env = Env::start().await;
     let api: Api<ConfigMap> = Api::namespaced(env.client().await, "default");
-    api.create(&PostParams::default(), &cm("rf", json!({}))).await.unwrap();
+    api.create(&PostParams::default(), &cm("rf", json!({})))
+        .await
+        .unwrap();
     let run = |obj: ConfigMap| {
         let api = api.clone();
         async move {
-            finalizer(&api, "kudo.dev/cleanup", std::sync::Arc::new(obj), |ev| async move {
-                Ok::<_, std::convert::Infallible>(match ev {
-                    Event::Apply(_) => Action::await_change(),
-                    Event::Cleanup(_) => Action::await_change(),
-                })
-            })
+            finalizer(
+                &api,
+                "kudo.dev/cleanup",
+                std::sync::Arc::new(obj),
+                |ev| async move {
+                    Ok::<_, std::convert::Infallible>(match ev {
+                        Event::Apply(_) => Action::await_change(),
+                        Event::Cleanup(_) => Action::await_change(),
+                    })
+                },
+            )
             .await
         }
     };
     run(api.get("rf").await.unwrap()).await.unwrap();
-    assert_eq!(api.get("rf").await.unwrap().metadata.finalizers, Some(vec!["kudo.dev/cleanup".to_string()]));
+    assert_eq!(
+        api.get("rf").await.unwrap().metadata.finalizers,
+        Some(vec!["kudo.dev/cleanup".to_string()])
+    );
     api.delete("rf", &DeleteParams::default()).await.unwrap();
     run(api.get("rf").await.unwrap()).await.unwrap();
     assert!(api.get_opt("rf").await.unwrap().is_none());
@@ -401,14 +525,24 @@ async fn discovery_legacy_and_aggregated() {
     let client = env.client().await;
     for aggregated in [false, true] {
         let d = kube::Discovery::new(client.clone());
-        let d = if aggregated { d.run_aggregated().await } else { d.run().await }.unwrap();
+        let d = if aggregated {
+            d.run_aggregated().await
+        } else {
+            d.run().await
+        }
+        .unwrap();
         let (ar, caps) = d
             .resolve_gvk(&GroupVersionKind::gvk("apps", "v1", "Deployment"))
             .expect("deployments discovered");
         assert_eq!(ar.plural, "deployments");
         assert_eq!(caps.scope, kube::discovery::Scope::Namespaced);
-        assert!(caps.subresources.iter().any(|(s, _)| s.plural == "status"), "aggregated={aggregated}");
-        let (_, caps) = d.resolve_gvk(&GroupVersionKind::gvk("", "v1", "Namespace")).unwrap();
+        assert!(
+            caps.subresources.iter().any(|(s, _)| s.plural == "status"),
+            "aggregated={aggregated}"
+        );
+        let (_, caps) = d
+            .resolve_gvk(&GroupVersionKind::gvk("", "v1", "Namespace"))
+            .unwrap();
         assert_eq!(caps.scope, kube::discovery::Scope::Cluster);
     }
 }
@@ -452,7 +586,10 @@ async fn crd_lifecycle_defaulting_pruning_subresources() {
         "widgets.example.com",
         kube::runtime::wait::conditions::is_crd_established(),
     );
-    tokio::time::timeout(Duration::from_secs(10), established).await.unwrap().unwrap();
+    tokio::time::timeout(Duration::from_secs(10), established)
+        .await
+        .unwrap()
+        .unwrap();
 
     let gvk = GroupVersionKind::gvk("example.com", "v1", "Widget");
     let ar = ApiResource::from_gvk(&gvk);
@@ -466,20 +603,31 @@ async fn crd_lifecycle_defaulting_pruning_subresources() {
     }))
     .unwrap();
     let got = api.create(&PostParams::default(), &w).await.unwrap();
-    assert_eq!(got.data["spec"], json!({"size": 3, "replicas": 1, "free": {"anything": {"goes": 1}}}));
+    assert_eq!(
+        got.data["spec"],
+        json!({"size": 3, "replicas": 1, "free": {"anything": {"goes": 1}}})
+    );
     assert!(got.data.get("extra").is_none());
     assert!(got.data.get("status").is_none());
     assert_eq!(got.metadata.generation, Some(1));
 
     // Strategic merge patch is refused for custom resources.
     let e = api
-        .patch("w1", &PatchParams::default(), &Patch::Strategic(json!({"spec": {"size": 4}})))
+        .patch(
+            "w1",
+            &PatchParams::default(),
+            &Patch::Strategic(json!({"spec": {"size": 4}})),
+        )
         .await
         .unwrap_err();
     assert_eq!(status_code(&e), 415);
 
     let st = api
-        .patch_status("w1", &PatchParams::default(), &Patch::Merge(json!({"status": {"phase": "Ready", "replicas": 1}})))
+        .patch_status(
+            "w1",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"phase": "Ready", "replicas": 1}})),
+        )
         .await
         .unwrap();
     assert_eq!(st.data["status"]["phase"], "Ready");
@@ -492,7 +640,9 @@ async fn crd_lifecycle_defaulting_pruning_subresources() {
     assert!(d.resolve_gvk(&gvk).is_some());
 
     // Deleting the CRD removes its objects and its API.
-    crds.delete("widgets.example.com", &DeleteParams::default()).await.unwrap();
+    crds.delete("widgets.example.com", &DeleteParams::default())
+        .await
+        .unwrap();
     let e = api.get("w1").await.unwrap_err();
     assert_eq!(status_code(&e), 404);
 }
@@ -528,33 +678,69 @@ async fn garbage_collection_background_foreground_orphan() {
     let env = Env::start().await;
     let api: Api<ConfigMap> = Api::namespaced(env.client().await, "default");
     // Background.
-    let owner = api.create(&PostParams::default(), &cm("bg-owner", json!({}))).await.unwrap();
-    api.create(&PostParams::default(), &owned("bg-dep", &owner, false)).await.unwrap();
+    let owner = api
+        .create(&PostParams::default(), &cm("bg-owner", json!({})))
+        .await
+        .unwrap();
+    api.create(&PostParams::default(), &owned("bg-dep", &owner, false))
+        .await
+        .unwrap();
     api.delete("bg-owner", &DeleteParams::background()).await.unwrap();
-    eventually("background dependent deleted", || async { api.get_opt("bg-dep").await.unwrap().is_none() }).await;
+    eventually("background dependent deleted", || async {
+        api.get_opt("bg-dep").await.unwrap().is_none()
+    })
+    .await;
 
     // Foreground: the owner waits (with the foregroundDeletion finalizer) for a blocking dependent.
-    let owner = api.create(&PostParams::default(), &cm("fg-owner", json!({}))).await.unwrap();
+    let owner = api
+        .create(&PostParams::default(), &cm("fg-owner", json!({})))
+        .await
+        .unwrap();
     let mut dep = owned("fg-dep", &owner, true);
     dep.metadata.finalizers = Some(vec!["example.com/slow".into()]);
     api.create(&PostParams::default(), &dep).await.unwrap();
     api.delete("fg-owner", &DeleteParams::foreground()).await.unwrap();
     eventually("dependent marked for deletion", || async {
-        api.get("fg-dep").await.unwrap().metadata.deletion_timestamp.is_some()
+        api.get("fg-dep")
+            .await
+            .unwrap()
+            .metadata
+            .deletion_timestamp
+            .is_some()
     })
     .await;
     let o = api.get("fg-owner").await.unwrap();
-    assert!(o.metadata.finalizers.unwrap().contains(&"foregroundDeletion".to_string()));
-    api.patch("fg-dep", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"finalizers": null}})))
-        .await
-        .unwrap();
-    eventually("foreground owner gone", || async { api.get_opt("fg-owner").await.unwrap().is_none() }).await;
+    assert!(
+        o.metadata
+            .finalizers
+            .unwrap()
+            .contains(&"foregroundDeletion".to_string())
+    );
+    api.patch(
+        "fg-dep",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+    )
+    .await
+    .unwrap();
+    eventually("foreground owner gone", || async {
+        api.get_opt("fg-owner").await.unwrap().is_none()
+    })
+    .await;
 
     // Orphan: dependents stay, without the owner reference.
-    let owner = api.create(&PostParams::default(), &cm("or-owner", json!({}))).await.unwrap();
-    api.create(&PostParams::default(), &owned("or-dep", &owner, false)).await.unwrap();
+    let owner = api
+        .create(&PostParams::default(), &cm("or-owner", json!({})))
+        .await
+        .unwrap();
+    api.create(&PostParams::default(), &owned("or-dep", &owner, false))
+        .await
+        .unwrap();
     api.delete("or-owner", &DeleteParams::orphan()).await.unwrap();
-    eventually("orphan owner gone", || async { api.get_opt("or-owner").await.unwrap().is_none() }).await;
+    eventually("orphan owner gone", || async {
+        api.get_opt("or-owner").await.unwrap().is_none()
+    })
+    .await;
     let d = api.get("or-dep").await.unwrap();
     assert!(d.metadata.owner_references.unwrap_or_default().is_empty());
 }
@@ -564,11 +750,16 @@ async fn namespace_deletion_cascades() {
     let env = Env::start().await;
     let client = env.client().await;
     let nss: Api<Namespace> = Api::all(client.clone());
-    nss.create(&PostParams::default(), &serde_json::from_value(json!({"metadata": {"name": "doomed"}})).unwrap())
+    nss.create(
+        &PostParams::default(),
+        &serde_json::from_value(json!({"metadata": {"name": "doomed"}})).unwrap(),
+    )
+    .await
+    .unwrap();
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "doomed");
+    api.create(&PostParams::default(), &cm("x", json!({})))
         .await
         .unwrap();
-    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "doomed");
-    api.create(&PostParams::default(), &cm("x", json!({}))).await.unwrap();
     let mut held = cm("held", json!({}));
     held.metadata.finalizers = Some(vec!["example.com/hold".into()]);
     api.create(&PostParams::default(), &held).await.unwrap();
@@ -576,14 +767,30 @@ async fn namespace_deletion_cascades() {
     let ns = nss.get("doomed").await.unwrap();
     assert_eq!(ns.status.unwrap().phase.as_deref(), Some("Terminating"));
     // No new content while terminating.
-    let e = api.create(&PostParams::default(), &cm("late", json!({}))).await.unwrap_err();
-    assert_eq!(status_code(&e), 403);
-    eventually("plain content deleted", || async { api.get_opt("x").await.unwrap().is_none() }).await;
-    assert!(nss.get_opt("doomed").await.unwrap().is_some(), "held by the finalizer of its content");
-    api.patch("held", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"finalizers": null}})))
+    let e = api
+        .create(&PostParams::default(), &cm("late", json!({})))
         .await
-        .unwrap();
-    eventually("namespace gone", || async { nss.get_opt("doomed").await.unwrap().is_none() }).await;
+        .unwrap_err();
+    assert_eq!(status_code(&e), 403);
+    eventually("plain content deleted", || async {
+        api.get_opt("x").await.unwrap().is_none()
+    })
+    .await;
+    assert!(
+        nss.get_opt("doomed").await.unwrap().is_some(),
+        "held by the finalizer of its content"
+    );
+    api.patch(
+        "held",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+    )
+    .await
+    .unwrap();
+    eventually("namespace gone", || async {
+        nss.get_opt("doomed").await.unwrap().is_none()
+    })
+    .await;
 }
 
 #[tokio::test]
@@ -604,11 +811,109 @@ async fn services_get_cluster_ips_which_are_immutable() {
     assert_eq!(port.protocol.as_deref(), Some("TCP"));
     let b = api.create(&PostParams::default(), &svc("b", None)).await.unwrap();
     assert_ne!(b.spec.unwrap().cluster_ip.unwrap(), ip);
-    let h = api.create(&PostParams::default(), &svc("headless", Some("None"))).await.unwrap();
+    let h = api
+        .create(&PostParams::default(), &svc("headless", Some("None")))
+        .await
+        .unwrap();
     assert_eq!(h.spec.unwrap().cluster_ip.as_deref(), Some("None"));
     let e = api
-        .patch("a", &PatchParams::default(), &Patch::Merge(json!({"spec": {"clusterIP": "10.96.200.200"}})))
+        .patch(
+            "a",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"clusterIP": "10.96.200.200"}})),
+        )
         .await
         .unwrap_err();
     assert_eq!(status_code(&e), 422);
+}
+
+#[tokio::test]
+async fn immutable_fields_are_rejected() {
+    use k8s_openapi::api::apps::v1::StatefulSet;
+    use k8s_openapi::api::batch::v1::Job;
+    use k8s_openapi::api::core::v1::PersistentVolumeClaim;
+    let env = Env::start().await;
+    let client = env.client().await;
+    let pp = PatchParams::default();
+    let invalid = |e: kube::Error| match e {
+        kube::Error::Api(s) => {
+            assert_eq!((s.code, s.reason.as_str()), (422, "Invalid"));
+            s.message
+        }
+        other => panic!("{other:?}"),
+    };
+
+    let sts: Api<StatefulSet> = Api::namespaced(client.clone(), "default");
+    sts.create(&PostParams::default(), &serde_json::from_value(json!({
+        "metadata": {"name": "db"},
+        "spec": {"serviceName": "db", "replicas": 1, "selector": {"matchLabels": {"a": "db"}},
+                 "template": {"metadata": {"labels": {"a": "db"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}}
+    })).unwrap()).await.unwrap();
+    // Allowed: replicas and template.
+    sts.patch("db", &pp, &Patch::Merge(json!({"spec": {"replicas": 3}}))).await.unwrap();
+    let msg = invalid(sts.patch("db", &pp, &Patch::Merge(json!({"spec": {"serviceName": "other"}}))).await.unwrap_err());
+    assert!(msg.contains("Forbidden: updates to statefulset spec for fields other than"), "{msg}");
+
+    let jobs: Api<Job> = Api::namespaced(client.clone(), "default");
+    let job = jobs.create(&PostParams::default(), &serde_json::from_value(json!({
+        "metadata": {"name": "once"},
+        "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "i"}]}}}
+    })).unwrap()).await.unwrap();
+    // The server generated the selector and template labels, as kube-apiserver does.
+    let uid = job.metadata.uid.clone().unwrap();
+    let sel = job.spec.as_ref().unwrap().selector.clone().unwrap().match_labels.unwrap();
+    assert_eq!(sel["batch.kubernetes.io/controller-uid"], uid);
+    let msg = invalid(jobs.patch("once", &pp, &Patch::Merge(json!({"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "j"}]}}}}))).await.unwrap_err());
+    assert!(msg.contains("spec.template"), "{msg}");
+
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let mut frozen = cm("frozen", json!({}));
+    frozen.immutable = Some(true);
+    cms.create(&PostParams::default(), &frozen).await.unwrap();
+    let msg = invalid(cms.patch("frozen", &pp, &Patch::Merge(json!({"data": {"k": "changed"}}))).await.unwrap_err());
+    assert!(msg.contains("field is immutable when `immutable` is set"), "{msg}");
+    // Labels can still change.
+    cms.patch("frozen", &pp, &Patch::Merge(json!({"metadata": {"labels": {"ok": "yes"}}}))).await.unwrap();
+
+    let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), "default");
+    pvcs.create(&PostParams::default(), &serde_json::from_value(json!({
+        "metadata": {"name": "data"},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}
+    })).unwrap()).await.unwrap();
+    pvcs.patch("data", &pp, &Patch::Merge(json!({"spec": {"resources": {"requests": {"storage": "2Gi"}}}})))
+        .await
+        .unwrap();
+    let msg = invalid(pvcs.patch("data", &pp, &Patch::Merge(json!({"spec": {"accessModes": ["ReadWriteMany"]}}))).await.unwrap_err());
+    assert!(msg.contains("spec is immutable after creation"), "{msg}");
+}
+
+#[tokio::test]
+async fn server_side_apply_with_kube_rs() {
+    let env = Env::start().await;
+    let api: Api<ConfigMap> = Api::namespaced(env.client().await, "default");
+    let desired = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ssa"}, "data": {"a": "1", "b": "2"}});
+    let pp = PatchParams::apply("kudo-test");
+    let got = api.patch("ssa", &pp, &Patch::Apply(&desired)).await.unwrap();
+    assert_eq!(got.data.unwrap().len(), 2);
+    let mf = got.metadata.managed_fields.unwrap();
+    assert_eq!(mf[0].manager.as_deref(), Some("kudo-test"));
+    assert_eq!(mf[0].operation.as_deref(), Some("Apply"));
+    // Another manager: conflict on an owned field, with causes.
+    let other = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ssa"}, "data": {"a": "x"}});
+    let e = api.patch("ssa", &PatchParams::apply("other"), &Patch::Apply(&other)).await.unwrap_err();
+    match e {
+        kube::Error::Api(s) => {
+            assert_eq!((s.code, s.reason.as_str()), (409, "Conflict"));
+            assert!(s.message.contains("conflict with \"kudo-test\""), "{}", s.message);
+        }
+        other => panic!("{other:?}"),
+    }
+    let forced = api
+        .patch("ssa", &PatchParams::apply("other").force(), &Patch::Apply(&other))
+        .await
+        .unwrap();
+    assert_eq!(forced.data.unwrap()["a"], "x");
+    // A field manager is required.
+    let e = api.patch("ssa", &PatchParams::default(), &Patch::Apply(&other)).await.unwrap_err();
+    assert_eq!(status_code(&e), 400);
 }

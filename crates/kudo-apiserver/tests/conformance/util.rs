@@ -1,8 +1,8 @@
 //! Test harness: a server per test, kubectl with an isolated HOME and discovery cache.
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
-use std::io::Write;
 
 use kudo_apiserver::{ApiServer, Config, RunningServer};
 
@@ -38,7 +38,11 @@ impl Env {
         let dir = tempfile::tempdir().expect("tempdir");
         let kubeconfig = dir.path().join("kubeconfig");
         server.write_kubeconfig(&kubeconfig).expect("kubeconfig written");
-        Env { server, dir, kubeconfig }
+        Env {
+            server,
+            dir,
+            kubeconfig,
+        }
     }
 
     fn command(&self, args: &[&str]) -> Command {

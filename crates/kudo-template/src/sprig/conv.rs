@@ -10,7 +10,9 @@ use crate::value::Value;
 /// Go's `int64(f)` for a float64 on amd64: truncation, and the "integer indefinite" value
 /// (`i64::MIN`) for NaN and out-of-range values (Rust's `as` would saturate instead).
 pub fn go_f64_to_i64(f: f64) -> i64 {
-    if f.is_nan() || f >= 9.223_372_036_854_775_807e18 || f < -9.223_372_036_854_775_808e18 {
+    // 2^63 is exactly representable; every float64 in [-2^63, 2^63) converts.
+    const LIMIT: f64 = 9_223_372_036_854_775_808.0;
+    if f.is_nan() || !(-LIMIT..LIMIT).contains(&f) {
         i64::MIN
     } else {
         f as i64
@@ -22,12 +24,16 @@ fn underscore_ok(s: &str) -> bool {
     let b = s.as_bytes();
     let mut i = 0;
     let mut saw = b'^';
-    let b = if !b.is_empty() && (b[0] == b'-' || b[0] == b'+') { &b[1..] } else { b };
+    let b = if !b.is_empty() && (b[0] == b'-' || b[0] == b'+') {
+        &b[1..]
+    } else {
+        b
+    };
     let mut hex = false;
     if b.len() >= 2 && b[0] == b'0' && matches!(b[1].to_ascii_lowercase(), b'b' | b'o' | b'x') {
         i = 2;
         saw = b'0';
-        hex = b[1].to_ascii_lowercase() == b'x';
+        hex = b[1].eq_ignore_ascii_case(&b'x');
     }
     while i < b.len() {
         let c = b[i];
@@ -85,13 +91,13 @@ fn parse_uint(s: &str, base: u32, whole: &str) -> Option<u64> {
     if base == 0 {
         base = 10;
         if b[0] == b'0' {
-            if b.len() >= 3 && b[1].to_ascii_lowercase() == b'b' {
+            if b.len() >= 3 && b[1].eq_ignore_ascii_case(&b'b') {
                 base = 2;
                 digits = &s[2..];
-            } else if b.len() >= 3 && b[1].to_ascii_lowercase() == b'o' {
+            } else if b.len() >= 3 && b[1].eq_ignore_ascii_case(&b'o') {
                 base = 8;
                 digits = &s[2..];
-            } else if b.len() >= 3 && b[1].to_ascii_lowercase() == b'x' {
+            } else if b.len() >= 3 && b[1].eq_ignore_ascii_case(&b'x') {
                 base = 16;
                 digits = &s[2..];
             } else {
@@ -279,7 +285,11 @@ pub fn format_float_g(f: f64) -> String {
         return if f > 0.0 { "+Inf".into() } else { "-Inf".into() };
     }
     if f == 0.0 {
-        return if f.is_sign_negative() { "-0".into() } else { "0".into() };
+        return if f.is_sign_negative() {
+            "-0".into()
+        } else {
+            "0".into()
+        };
     }
     let (neg, digits, exp) = shortest_digits(f);
     let mut out = String::new();
@@ -348,7 +358,11 @@ pub fn format_float_f(f: f64) -> String {
         return format_float_g(f);
     }
     if f == 0.0 {
-        return if f.is_sign_negative() { "-0".into() } else { "0".into() };
+        return if f.is_sign_negative() {
+            "-0".into()
+        } else {
+            "0".into()
+        };
     }
     let (neg, digits, exp) = shortest_digits(f);
     let mut out = String::new();
@@ -362,7 +376,7 @@ pub fn format_float_f(f: f64) -> String {
 /// `encoding/json`'s float64 formatting (ES6 style: `1e+21`, `1e-7`, otherwise fixed).
 pub fn format_float_json(f: f64) -> String {
     let a = f.abs();
-    if a != 0.0 && (a < 1e-6 || a >= 1e21) {
+    if a != 0.0 && !(1e-6..1e21).contains(&a) {
         let (neg, digits, exp) = shortest_digits(f);
         let mut out = String::new();
         if neg {
@@ -425,8 +439,8 @@ pub fn is_go_printable(c: char) -> bool {
         | 0x202A..=0x202E | 0x2060..=0x2064 | 0x2066..=0x206F | 0xFEFF | 0xFFF9..=0xFFFB
         | 0xE000..=0xF8FF | 0xF0000..=0x10FFFF | 0xFFFE | 0xFFFF | 0xFDD0..=0xFDEF
         | 0xE0001 | 0xE0020..=0xE007F | 0x110BD | 0x1BCA0..=0x1BCA3 | 0x1D173..=0x1D17A)
-        .then_some(false)
-        .unwrap_or(true)
+    .then_some(false)
+    .unwrap_or(true)
 }
 
 #[cfg(test)]

@@ -49,24 +49,54 @@ struct Civil {
 }
 
 const MONTHS: [&str; 12] = [
-    "January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
-    "November", "December",
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
 ];
-const DAYS: [&str; 7] = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"];
+const DAYS: [&str; 7] = [
+    "Sunday",
+    "Monday",
+    "Tuesday",
+    "Wednesday",
+    "Thursday",
+    "Friday",
+    "Saturday",
+];
 
 impl GoTime {
     pub fn now() -> GoTime {
         let n = Utc::now();
-        GoTime { secs: n.timestamp(), nanos: n.timestamp_subsec_nanos(), loc: Loc::Local }
+        GoTime {
+            secs: n.timestamp(),
+            nanos: n.timestamp_subsec_nanos(),
+            loc: Loc::Local,
+        }
     }
 
     pub fn unix(secs: i64) -> GoTime {
-        GoTime { secs, nanos: 0, loc: Loc::Local }
+        GoTime {
+            secs,
+            nanos: 0,
+            loc: Loc::Local,
+        }
     }
 
     /// Go's zero `time.Time` (January 1, year 1, 00:00:00 UTC).
     pub fn zero() -> GoTime {
-        GoTime { secs: -62_135_596_800, nanos: 0, loc: Loc::Utc }
+        GoTime {
+            secs: -62_135_596_800,
+            nanos: 0,
+            loc: Loc::Utc,
+        }
     }
 
     fn civil(&self) -> Civil {
@@ -78,8 +108,13 @@ impl GoTime {
             Loc::Named(tz) => {
                 use chrono_tz::OffsetName;
                 let o = tz.offset_from_utc_datetime(&utc.naive_utc());
-                let abbr = o.abbreviation().unwrap_or("").to_string();
-                (o.fix().local_minus_utc(), abbr)
+                let off = o.fix().local_minus_utc();
+                // tzdata's numeric abbreviations ("+11", "+0530") are not names in chrono-tz.
+                let abbr = o
+                    .abbreviation()
+                    .map(str::to_string)
+                    .unwrap_or_else(|| numeric_abbr(off));
+                (off, abbr)
             }
         };
         let local = utc.naive_utc() + chrono::Duration::seconds(offset as i64);
@@ -126,6 +161,18 @@ impl GoTime {
     }
 }
 
+/// tzdata's numeric zone abbreviation for an offset: `+11`, `-03`, `+0530`.
+fn numeric_abbr(off: i32) -> String {
+    let sign = if off < 0 { '-' } else { '+' };
+    let a = off.abs();
+    let (h, m) = (a / 3600, a / 60 % 60);
+    if m == 0 {
+        format!("{sign}{h:02}")
+    } else {
+        format!("{sign}{h:02}{m:02}")
+    }
+}
+
 /// Layout tokens of Go's `time` package.
 #[derive(Debug, Clone, PartialEq)]
 enum Tok {
@@ -150,24 +197,50 @@ enum Tok {
     PM(bool),
     Tz,
     /// ISO (Z) flag, with seconds, with colons, hours only
-    NumTz { iso: bool, secs: bool, colon: bool, short: bool },
-    Frac { zeros: bool, n: usize },
+    NumTz {
+        iso: bool,
+        secs: bool,
+        colon: bool,
+        short: bool,
+    },
+    Frac {
+        zeros: bool,
+        n: usize,
+        sep: char,
+    },
+    /// `002` (zero padded) / `__2` (space padded) day of year.
+    YearDay {
+        zero: bool,
+    },
 }
 
 fn next_std_chunk(l: &str) -> (&str, Option<Tok>, &str) {
     let b = l.as_bytes();
     let at = |i: usize, s: &str| l[i..].starts_with(s);
+    // "Mon"/"Jan" followed by a lower-case letter are words ("Month"), not layout elements.
+    let lower_next = |i: usize| b.get(i).is_some_and(|c| c.is_ascii_lowercase());
     for i in 0..b.len() {
         let c = b[i];
         let r = |n: usize, t: Tok| (&l[..i], Some(t), &l[i + n..]);
         match c {
             b'J' if at(i, "Jan") => {
-                return if at(i, "January") { r(7, Tok::LongMonth) } else { r(3, Tok::Month) };
+                if at(i, "January") {
+                    return r(7, Tok::LongMonth);
+                }
+                if !lower_next(i + 3) {
+                    return r(3, Tok::Month);
+                }
             }
             b'M' if at(i, "Mon") => {
-                return if at(i, "Monday") { r(6, Tok::LongWeekDay) } else { r(3, Tok::WeekDay) };
+                if at(i, "Monday") {
+                    return r(6, Tok::LongWeekDay);
+                }
+                if !lower_next(i + 3) {
+                    return r(3, Tok::WeekDay);
+                }
             }
             b'M' if at(i, "MST") => return r(3, Tok::Tz),
+            b'0' if at(i, "002") => return r(3, Tok::YearDay { zero: true }),
             b'0' if i + 1 < b.len() && (b'1'..=b'6').contains(&b[i + 1]) => {
                 let t = match b[i + 1] {
                     b'1' => Tok::ZeroMonth,
@@ -179,14 +252,27 @@ fn next_std_chunk(l: &str) -> (&str, Option<Tok>, &str) {
                 };
                 return r(2, t);
             }
-            b'1' => return if at(i, "15") { r(2, Tok::Hour) } else { r(1, Tok::NumMonth) },
-            b'2' => return if at(i, "2006") { r(4, Tok::LongYear) } else { r(1, Tok::Day) },
+            b'1' => {
+                return if at(i, "15") {
+                    r(2, Tok::Hour)
+                } else {
+                    r(1, Tok::NumMonth)
+                };
+            }
+            b'2' => {
+                return if at(i, "2006") {
+                    r(4, Tok::LongYear)
+                } else {
+                    r(1, Tok::Day)
+                };
+            }
             b'_' if at(i, "_2") => {
                 if at(i, "_2006") {
                     return (&l[..i + 1], Some(Tok::LongYear), &l[i + 5..]);
                 }
                 return r(2, Tok::UnderDay);
             }
+            b'_' if at(i, "__2") => return r(3, Tok::YearDay { zero: false }),
             b'3' => return r(1, Tok::Hour12),
             b'4' => return r(1, Tok::Minute),
             b'5' => return r(1, Tok::Second),
@@ -203,7 +289,15 @@ fn next_std_chunk(l: &str) -> (&str, Option<Tok>, &str) {
                 ];
                 for (f, secs, colon, short) in forms {
                     if l[i + 1..].starts_with(f) {
-                        return r(1 + f.len(), Tok::NumTz { iso, secs, colon, short });
+                        return r(
+                            1 + f.len(),
+                            Tok::NumTz {
+                                iso,
+                                secs,
+                                colon,
+                                short,
+                            },
+                        );
                     }
                 }
             }
@@ -214,7 +308,15 @@ fn next_std_chunk(l: &str) -> (&str, Option<Tok>, &str) {
                     j += 1;
                 }
                 if !(j < b.len() && b[j].is_ascii_digit()) {
-                    return (&l[..i], Some(Tok::Frac { zeros: ch == b'0', n: j - i - 1 }), &l[j..]);
+                    return (
+                        &l[..i],
+                        Some(Tok::Frac {
+                            zeros: ch == b'0',
+                            n: j - i - 1,
+                            sep: c as char,
+                        }),
+                        &l[j..],
+                    );
                 }
             }
             _ => {}
@@ -276,7 +378,12 @@ fn fmt_token(out: &mut String, t: &Tok, c: &Civil) {
                 pad(out, (z.abs() % 60) as i64, 2);
             }
         }
-        Tok::NumTz { iso, secs, colon, short } => {
+        Tok::NumTz {
+            iso,
+            secs,
+            colon,
+            short,
+        } => {
             if *iso && c.offset == 0 {
                 out.push('Z');
                 return;
@@ -297,7 +404,14 @@ fn fmt_token(out: &mut String, t: &Tok, c: &Civil) {
                 pad(out, (z % 60) as i64, 2);
             }
         }
-        Tok::Frac { zeros, n } => {
+        Tok::YearDay { zero } => {
+            if *zero {
+                pad(out, c.yday as i64, 3)
+            } else {
+                out.push_str(&format!("{:>3}", c.yday))
+            }
+        }
+        Tok::Frac { zeros, n, sep } => {
             let digits = format!("{:09}", c.nanos);
             let mut d = &digits[..(*n).min(9)];
             if !zeros {
@@ -306,7 +420,7 @@ fn fmt_token(out: &mut String, t: &Tok, c: &Civil) {
                     return;
                 }
             }
-            out.push('.');
+            out.push(*sep);
             out.push_str(d);
         }
     }
@@ -350,7 +464,10 @@ pub(crate) fn parse_duration(s: &str) -> Option<i128> {
         if int_part.is_empty() && frac_part.is_empty() {
             return None;
         }
-        let ul = s.bytes().take_while(|c| !c.is_ascii_digit() && *c != b'.').count();
+        let ul = s
+            .bytes()
+            .take_while(|c| !c.is_ascii_digit() && *c != b'.')
+            .count();
         let unit = &s[..ul];
         s = &s[ul..];
         let mult: i128 = match unit {
@@ -362,7 +479,11 @@ pub(crate) fn parse_duration(s: &str) -> Option<i128> {
             "h" => 3_600_000_000_000,
             _ => return None,
         };
-        let iv: i128 = if int_part.is_empty() { 0 } else { int_part.parse().ok()? };
+        let iv: i128 = if int_part.is_empty() {
+            0
+        } else {
+            int_part.parse().ok()?
+        };
         total_i = total_i.checked_add(iv.checked_mul(mult)?)?;
         if !frac_part.is_empty() {
             let f: f64 = format!("0.{frac_part}").parse().ok()?;
@@ -446,7 +567,11 @@ impl GoObject for GoTime {
             "Weekday" => Value::str(DAYS[c.wday as usize]),
             "Unix" => Value::Int64(self.secs),
             "UnixMilli" => Value::Int64(self.secs * 1000 + (self.nanos / 1_000_000) as i64),
-            "UnixNano" => Value::Int64(self.secs.wrapping_mul(1_000_000_000).wrapping_add(self.nanos as i64)),
+            "UnixNano" => Value::Int64(
+                self.secs
+                    .wrapping_mul(1_000_000_000)
+                    .wrapping_add(self.nanos as i64),
+            ),
             "UTC" => Value::Object(Rc::new(self.in_loc(Loc::Utc))),
             "Local" => Value::Object(Rc::new(self.in_loc(Loc::Local))),
             "String" => Value::str(GoTime::go_string(self)),
@@ -468,7 +593,9 @@ impl GoObject for GoTime {
 
 /// JSON form of a `time.Time` (RFC 3339 with nanoseconds), for `toJson`.
 pub(crate) fn object_json(o: &dyn GoObject) -> Option<String> {
-    o.as_any().downcast_ref::<GoTime>().map(|t| format!("\"{}\"", t.format("2006-01-02T15:04:05.999999999Z07:00")))
+    o.as_any()
+        .downcast_ref::<GoTime>()
+        .map(|t| format!("\"{}\"", t.format("2006-01-02T15:04:05.999999999Z07:00")))
 }
 
 /// The `time.Time` a value holds, if any.
@@ -497,7 +624,12 @@ fn date_in_zone(layout: &str, date: &Value, zone: &str) -> String {
 }
 
 fn need_time(v: &Value) -> Result<GoTime, FuncError> {
-    as_time(v).ok_or_else(|| FuncError(format!("wrong type for value; expected time.Time; got {}", v.type_name())))
+    as_time(v).ok_or_else(|| {
+        FuncError(format!(
+            "wrong type for value; expected time.Time; got {}",
+            v.type_name()
+        ))
+    })
 }
 
 // ---- parsing (time.ParseInLocation) ----
@@ -522,7 +654,8 @@ fn lookup_name<'a>(v: &'a str, names: &[&str], short: bool) -> Option<(usize, &'
 
 /// Go's `time.ParseInLocation(layout, value, time.Local)` for the layout elements templates use.
 fn parse_time(layout: &str, value: &str) -> Option<GoTime> {
-    let (mut year, mut month, mut day, mut hour, mut min, mut sec, mut nanos) = (1i64, 1i64, 1i64, 0i64, 0i64, 0i64, 0i64);
+    let (mut year, mut month, mut day, mut hour, mut min, mut sec, mut nanos) =
+        (0i64, 1i64, 1i64, 0i64, 0i64, 0i64, 0i64);
     let mut pm: Option<bool> = None;
     let mut offset: Option<i32> = None;
     let mut zone_name: Option<String> = None;
@@ -606,13 +739,28 @@ fn parse_time(layout: &str, value: &str) -> Option<GoTime> {
                 v = r;
                 // A fractional second may follow even when the layout has none.
                 let next_is_frac = matches!(next_std_chunk(l), ("", Some(Tok::Frac { .. }), _));
-                if !next_is_frac && v.len() > 1 && (v.starts_with('.') || v.starts_with(',')) && v.as_bytes()[1].is_ascii_digit() {
+                if !next_is_frac
+                    && v.len() > 1
+                    && (v.starts_with('.') || v.starts_with(','))
+                    && v.as_bytes()[1].is_ascii_digit()
+                {
                     let n = v[1..].bytes().take_while(|c| c.is_ascii_digit()).count();
                     nanos = frac_nanos(&v[1..1 + n]);
                     v = &v[1 + n..];
                 }
             }
-            Tok::Frac { zeros, n } => {
+            Tok::YearDay { .. } => {
+                let n = v
+                    .bytes()
+                    .take(3)
+                    .take_while(|c| c.is_ascii_digit() || *c == b' ')
+                    .count();
+                if n < 3 {
+                    return None;
+                }
+                v = &v[3..];
+            }
+            Tok::Frac { zeros, n, .. } => {
                 if !v.starts_with('.') && !v.starts_with(',') {
                     if zeros {
                         return None;
@@ -639,7 +787,12 @@ fn parse_time(layout: &str, value: &str) -> Option<GoTime> {
                 pm = Some(is_pm);
                 v = &v[2..];
             }
-            Tok::NumTz { iso, secs, colon, short } => {
+            Tok::NumTz {
+                iso,
+                secs,
+                colon,
+                short,
+            } => {
                 if iso && v.starts_with('Z') {
                     v = &v[1..];
                     offset = Some(0);
@@ -680,8 +833,24 @@ fn parse_time(layout: &str, value: &str) -> Option<GoTime> {
                     v = &v[3..];
                     continue;
                 }
+                if v.starts_with(['+', '-']) {
+                    // Unnamed zones print as "+11"/"-03" (Go's parseSignedOffset, hours ≤ 24).
+                    let n = v[1..].bytes().take_while(u8::is_ascii_digit).count();
+                    if n == 0 || v[1..1 + n].parse::<u32>().map_or(true, |h| h > 24) {
+                        return None;
+                    }
+                    zone_name = Some(v[..1 + n].to_string());
+                    v = &v[1 + n..];
+                    continue;
+                }
                 let n = v.bytes().take_while(|c| c.is_ascii_uppercase()).count();
-                if n < 3 {
+                let ok = match n {
+                    3 => true,
+                    4 => v.as_bytes()[3] == b'T' || v.starts_with("WITA"),
+                    5 => v.as_bytes()[4] == b'T',
+                    _ => false,
+                };
+                if !ok {
                     return None;
                 }
                 zone_name = Some(v[..n].to_string());
@@ -705,14 +874,22 @@ fn parse_time(layout: &str, value: &str) -> Option<GoTime> {
     let (secs, loc) = match (offset, zone_name) {
         (Some(0), Some(n)) if n == "UTC" => (local_secs, Loc::Utc),
         (Some(o), _) => {
-            let loc = if o == 0 { Loc::Utc } else { Loc::Fixed(String::new(), o) };
+            let loc = if o == 0 {
+                Loc::Utc
+            } else {
+                Loc::Fixed(String::new(), o)
+            };
             (local_secs - o as i64, loc)
         }
         (None, Some(n)) if n == "UTC" => (local_secs, Loc::Utc),
         (None, Some(n)) => (local_secs, Loc::Fixed(n, 0)),
         (None, None) => (local_secs, Loc::Local),
     };
-    Some(GoTime { secs, nanos: nanos as u32, loc })
+    Some(GoTime {
+        secs,
+        nanos: nanos as u32,
+        loc,
+    })
 }
 
 fn frac_nanos(d: &str) -> i64 {
@@ -725,13 +902,17 @@ fn frac_nanos(d: &str) -> i64 {
 
 pub(super) fn register(m: &mut FuncMap) {
     m.insert("now", sig(&[]), |_, _| Ok(time_value(GoTime::now())));
-    m.insert("date", sig(&[P::String, P::Any]), |_, a| Ok(Value::str(date_in_zone(a_str(a, 0)?, a_any(a, 1), "Local"))));
+    m.insert("date", sig(&[P::String, P::Any]), |_, a| {
+        Ok(Value::str(date_in_zone(a_str(a, 0)?, a_any(a, 1), "Local")))
+    });
     for name in ["dateInZone", "date_in_zone"] {
         m.insert(name, sig(&[P::String, P::Any, P::String]), |_, a| {
             Ok(Value::str(date_in_zone(a_str(a, 0)?, a_any(a, 1), a_str(a, 2)?)))
         });
     }
-    m.insert("htmlDate", sig(&[P::Any]), |_, a| Ok(Value::str(date_in_zone("2006-01-02", a_any(a, 0), "Local"))));
+    m.insert("htmlDate", sig(&[P::Any]), |_, a| {
+        Ok(Value::str(date_in_zone("2006-01-02", a_any(a, 0), "Local")))
+    });
     m.insert("htmlDateInZone", sig(&[P::Any, P::String]), |_, a| {
         Ok(Value::str(date_in_zone("2006-01-02", a_any(a, 0), a_str(a, 1)?)))
     });
@@ -760,11 +941,19 @@ pub(super) fn register(m: &mut FuncMap) {
         let d = (now.secs as i128 - t.secs as i128) * 1_000_000_000 + now.nanos as i128 - t.nanos as i128;
         // Duration.Round(time.Second): halves away from zero.
         let s = 1_000_000_000i128;
-        let r = if d >= 0 { (d + s / 2) / s * s } else { -((-d + s / 2) / s * s) };
+        let r = if d >= 0 {
+            (d + s / 2) / s * s
+        } else {
+            -((-d + s / 2) / s * s)
+        };
         Ok(Value::str(duration_string(r)))
     });
     m.insert("toDate", sig(&[P::String, P::String]), |_, a| {
-        Ok(time_value(parse_time(a_str(a, 0)?, a_str(a, 1)?).unwrap_or_else(GoTime::zero)))
+        Ok(time_value(
+            parse_time(a_str(a, 0)?, a_str(a, 1)?).unwrap_or_else(GoTime::zero),
+        ))
     });
-    m.insert("unixEpoch", sig(&[P::Any]), |_, a| Ok(Value::str(need_time(a_any(a, 0))?.secs.to_string())));
+    m.insert("unixEpoch", sig(&[P::Any]), |_, a| {
+        Ok(Value::str(need_time(a_any(a, 0))?.secs.to_string()))
+    });
 }

@@ -19,8 +19,12 @@ pub(crate) fn mergo_merge(dst: &Map, src: &Map, overwrite: bool) {
     if Rc::ptr_eq(&dst.entries, &src.entries) {
         return;
     }
-    let src_entries: Vec<(String, Value)> =
-        src.entries.borrow().iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    let src_entries: Vec<(String, Value)> = src
+        .entries
+        .borrow()
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
     for (k, sv) in src_entries {
         let de = dst.entries.borrow().get(&k).cloned();
         if matches!(sv, Value::Nil) {
@@ -49,10 +53,11 @@ pub(crate) fn mergo_merge(dst: &Map, src: &Map, overwrite: bool) {
             }
             _ => {}
         }
-        if let Some(d) = &de {
-            if !is_empty(d) && matches!(sv, Value::Map(_) | Value::List(_)) {
-                continue;
-            }
+        if let Some(d) = &de
+            && !is_empty(d)
+            && matches!(sv, Value::Map(_) | Value::List(_))
+        {
+            continue;
         }
         if overwrite || de.as_ref().is_none_or(is_empty) {
             dst.entries.borrow_mut().insert(k, sv);
@@ -66,7 +71,11 @@ pub(crate) fn deep_copy(v: &Value) -> Value {
         Value::List(l) => Value::typed_list(l.elem, l.items.iter().map(deep_copy).collect()),
         Value::Map(m) => Value::typed_map(
             m.elem,
-            m.entries.borrow().iter().map(|(k, v)| (k.clone(), deep_copy(v))).collect(),
+            m.entries
+                .borrow()
+                .iter()
+                .map(|(k, v)| (k.clone(), deep_copy(v)))
+                .collect(),
         ),
         other => other.clone(),
     }
@@ -87,7 +96,9 @@ pub(super) fn register(m: &mut FuncMap) {
     });
     m.insert("set", sig(&[P::MapAny, P::String, P::Any]), |_, a| {
         let d = a_map(a, 0)?;
-        d.entries.borrow_mut().insert(a_str(a, 1)?.to_string(), a_any(a, 2).clone());
+        d.entries
+            .borrow_mut()
+            .insert(a_str(a, 1)?.to_string(), a_any(a, 2).clone());
         Ok(Value::Map(d.clone()))
     });
     m.insert("unset", sig(&[P::MapAny, P::String]), |_, a| {
@@ -96,7 +107,9 @@ pub(super) fn register(m: &mut FuncMap) {
         Ok(Value::Map(d.clone()))
     });
     m.insert("hasKey", sig(&[P::MapAny, P::String]), |_, a| {
-        Ok(Value::Bool(a_map(a, 0)?.entries.borrow().contains_key(a_str(a, 1)?)))
+        Ok(Value::Bool(
+            a_map(a, 0)?.entries.borrow().contains_key(a_str(a, 1)?),
+        ))
     });
     m.insert("pluck", var(&[P::String], P::MapAny), |_, a| {
         let key = a_str(a, 0)?;
@@ -111,12 +124,20 @@ pub(super) fn register(m: &mut FuncMap) {
     m.insert("keys", var(&[], P::MapAny), |_, a| {
         let mut out = Vec::new();
         for i in 0..a.len() {
-            out.extend(a_map(a, i)?.entries.borrow().keys().map(|k| Value::str(k.as_str())));
+            out.extend(
+                a_map(a, i)?
+                    .entries
+                    .borrow()
+                    .keys()
+                    .map(|k| Value::str(k.as_str())),
+            );
         }
         Ok(Value::typed_list(ElemType::String, out))
     });
     m.insert("values", sig(&[P::MapAny]), |_, a| {
-        Ok(Value::list(a_map(a, 0)?.entries.borrow().values().cloned().collect()))
+        Ok(Value::list(
+            a_map(a, 0)?.entries.borrow().values().cloned().collect(),
+        ))
     });
     m.insert("pick", var(&[P::MapAny], P::String), |_, a| {
         let d = a_map(a, 0)?.entries.borrow();
@@ -133,7 +154,10 @@ pub(super) fn register(m: &mut FuncMap) {
         let omit: Vec<&str> = (1..a.len()).map(|i| a_str(a, i)).collect::<Result<_, _>>()?;
         let d = a_map(a, 0)?.entries.borrow();
         Ok(map_of(
-            d.iter().filter(|(k, _)| !omit.contains(&k.as_str())).map(|(k, v)| (k.clone(), v.clone())).collect(),
+            d.iter()
+                .filter(|(k, _)| !omit.contains(&k.as_str()))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
         ))
     });
     m.insert("merge", var(&[P::MapAny], P::MapAny), |_, a| {
@@ -152,7 +176,7 @@ pub(super) fn register(m: &mut FuncMap) {
     });
     m.insert("deepCopy", sig(&[P::Any]), |_, a| match a_any(a, 0) {
         Value::Nil => Err(FuncError(
-            "deepCopy error: reflect: call of reflect.Value.Type on zero Value".into(),
+            "reflect: call of reflect.Value.Type on zero Value".into(),
         )),
         v => Ok(deep_copy(v)),
     });

@@ -2,8 +2,8 @@
 //! `[]interface{}`), return `[]interface{}` (except `slice`, which keeps the slice's type), and
 //! fail with Sprig's messages (`Cannot push on type int`) for non-slices.
 
-use super::{a_any, deep_equal, is_empty, kind_or_nil_panic, list_items, sig, var};
 use super::conv::to_int64;
+use super::{a_any, deep_equal, is_empty, kind_or_nil_panic, list_items, sig, var};
 use crate::func::ParamType as P;
 use crate::func::{FuncError, FuncMap};
 use crate::value::Value;
@@ -33,10 +33,16 @@ pub(super) fn register(m: &mut FuncMap) {
         Ok(Value::list(v))
     });
     m.insert("first", sig(&[P::Any]), |_, a| {
-        Ok(items_or(a_any(a, 0), "find first")?.first().cloned().unwrap_or(Value::Nil))
+        Ok(items_or(a_any(a, 0), "find first")?
+            .first()
+            .cloned()
+            .unwrap_or(Value::Nil))
     });
     m.insert("last", sig(&[P::Any]), |_, a| {
-        Ok(items_or(a_any(a, 0), "find last")?.last().cloned().unwrap_or(Value::Nil))
+        Ok(items_or(a_any(a, 0), "find last")?
+            .last()
+            .cloned()
+            .unwrap_or(Value::Nil))
     });
     m.insert("rest", sig(&[P::Any]), |_, a| {
         let items = items_or(a_any(a, 0), "find rest")?;
@@ -53,7 +59,9 @@ pub(super) fn register(m: &mut FuncMap) {
     });
     m.insert("compact", sig(&[P::Any]), |_, a| {
         let items = items_or(a_any(a, 0), "compact")?;
-        Ok(Value::list(items.iter().filter(|v| !is_empty(v)).cloned().collect()))
+        Ok(Value::list(
+            items.iter().filter(|v| !is_empty(v)).cloned().collect(),
+        ))
     });
     m.insert("uniq", sig(&[P::Any]), |_, a| {
         let items = items_or(a_any(a, 0), "find uniq")?;
@@ -68,7 +76,13 @@ pub(super) fn register(m: &mut FuncMap) {
     m.insert("without", var(&[P::Any], P::Any), |_, a| {
         let items = items_or(a_any(a, 0), "find without")?;
         let omit = &a[1..];
-        Ok(Value::list(items.iter().filter(|it| !omit.iter().any(|o| deep_equal(it, o))).cloned().collect()))
+        Ok(Value::list(
+            items
+                .iter()
+                .filter(|it| !omit.iter().any(|o| deep_equal(it, o)))
+                .cloned()
+                .collect(),
+        ))
     });
     m.insert("has", sig(&[P::Any, P::Any]), |_, a| {
         let hay = a_any(a, 1);
@@ -83,7 +97,9 @@ pub(super) fn register(m: &mut FuncMap) {
         let v = a_any(a, 0);
         let kind = kind_or_nil_panic(v)?;
         let Value::List(l) = v else {
-            return Err(FuncError(format!("list should be type of slice or array but {kind}")));
+            return Err(FuncError(format!(
+                "list should be type of slice or array but {kind}"
+            )));
         };
         let len = l.items.len() as i64;
         if len == 0 {
@@ -94,13 +110,17 @@ pub(super) fn register(m: &mut FuncMap) {
         if start < 0 || end < start || end > len {
             return Err(FuncError("reflect.Value.Slice: slice index out of bounds".into()));
         }
-        Ok(Value::typed_list(l.elem, l.items[start as usize..end as usize].to_vec()))
+        Ok(Value::typed_list(
+            l.elem,
+            l.items[start as usize..end as usize].to_vec(),
+        ))
     });
     m.insert("concat", var(&[], P::Any), |_, a| {
         let mut out = Vec::new();
         for v in a {
             let kind = kind_or_nil_panic(v)?;
-            let items = list_items(v).ok_or_else(|| FuncError(format!("Cannot concat type {kind} as list")))?;
+            let items =
+                list_items(v).ok_or_else(|| FuncError(format!("Cannot concat type {kind} as list")))?;
             out.extend_from_slice(items);
         }
         Ok(Value::list(out))

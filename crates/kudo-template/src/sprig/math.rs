@@ -44,21 +44,35 @@ fn modf_frac(f: f64) -> f64 {
 }
 
 pub(super) fn register(m: &mut FuncMap) {
-    m.insert("int", sig(&[P::Any]), |_, a| Ok(Value::Int(to_int64(a_any(a, 0)))));
-    m.insert("int64", sig(&[P::Any]), |_, a| Ok(Value::Int64(to_int64(a_any(a, 0)))));
-    m.insert("float64", sig(&[P::Any]), |_, a| Ok(Value::Float(to_float64(a_any(a, 0)))));
+    m.insert("int", sig(&[P::Any]), |_, a| {
+        Ok(Value::Int(to_int64(a_any(a, 0))))
+    });
+    m.insert("int64", sig(&[P::Any]), |_, a| {
+        Ok(Value::Int64(to_int64(a_any(a, 0))))
+    });
+    m.insert("float64", sig(&[P::Any]), |_, a| {
+        Ok(Value::Float(to_float64(a_any(a, 0))))
+    });
     m.insert("toDecimal", sig(&[P::Any]), |_, a| {
         Ok(Value::Int64(parse_int(&sprint(a_any(a, 0)), 8).unwrap_or(0)))
     });
-    m.insert("add1", sig(&[P::Any]), |_, a| Ok(Value::Int64(to_int64(a_any(a, 0)).wrapping_add(1))));
+    m.insert("add1", sig(&[P::Any]), |_, a| {
+        Ok(Value::Int64(to_int64(a_any(a, 0)).wrapping_add(1)))
+    });
     m.insert("add", var(&[], P::Any), |_, a| {
-        Ok(Value::Int64(a.iter().fold(0i64, |acc, v| acc.wrapping_add(to_int64(v)))))
+        Ok(Value::Int64(
+            a.iter().fold(0i64, |acc, v| acc.wrapping_add(to_int64(v))),
+        ))
     });
     m.insert("sub", sig(&[P::Any, P::Any]), |_, a| {
-        Ok(Value::Int64(to_int64(a_any(a, 0)).wrapping_sub(to_int64(a_any(a, 1)))))
+        Ok(Value::Int64(
+            to_int64(a_any(a, 0)).wrapping_sub(to_int64(a_any(a, 1))),
+        ))
     });
     m.insert("mul", var(&[P::Any], P::Any), |_, a| {
-        Ok(Value::Int64(a.iter().fold(1i64, |acc, v| acc.wrapping_mul(to_int64(v)))))
+        Ok(Value::Int64(
+            a.iter().fold(1i64, |acc, v| acc.wrapping_mul(to_int64(v))),
+        ))
     });
     m.insert("div", sig(&[P::Any, P::Any]), |_, a| {
         let (x, y) = (to_int64(a_any(a, 0)), to_int64(a_any(a, 1)));
@@ -79,16 +93,26 @@ pub(super) fn register(m: &mut FuncMap) {
             Ok(Value::Int64(a.iter().map(to_int64).max().unwrap_or(0)))
         });
     }
-    m.insert("min", var(&[P::Any], P::Any), |_, a| Ok(Value::Int64(a.iter().map(to_int64).min().unwrap_or(0))));
-    m.insert("ceil", sig(&[P::Any]), |_, a| Ok(Value::Float(to_float64(a_any(a, 0)).ceil())));
-    m.insert("floor", sig(&[P::Any]), |_, a| Ok(Value::Float(to_float64(a_any(a, 0)).floor())));
+    m.insert("min", var(&[P::Any], P::Any), |_, a| {
+        Ok(Value::Int64(a.iter().map(to_int64).min().unwrap_or(0)))
+    });
+    m.insert("ceil", sig(&[P::Any]), |_, a| {
+        Ok(Value::Float(to_float64(a_any(a, 0)).ceil()))
+    });
+    m.insert("floor", sig(&[P::Any]), |_, a| {
+        Ok(Value::Float(to_float64(a_any(a, 0)).floor()))
+    });
     m.insert("round", var(&[P::Any, P::Int], P::Float64), |_, a| {
         let val = to_float64(a_any(a, 0));
         let places = a_int(a, 1)? as f64;
         let round_on = if a.len() > 2 { a_f64(a, 2)? } else { 0.5 };
         let pow = 10f64.powf(places);
         let digit = pow * val;
-        let r = if modf_frac(digit) >= round_on { digit.ceil() } else { digit.floor() };
+        let r = if modf_frac(digit) >= round_on {
+            digit.ceil()
+        } else {
+            digit.floor()
+        };
         Ok(Value::Float(r / pow))
     });
     m.insert("until", sig(&[P::Int]), |env, a| {
@@ -96,7 +120,13 @@ pub(super) fn register(m: &mut FuncMap) {
         until_step(env.max_items, 0, n, if n < 0 { -1 } else { 1 }, "until")
     });
     m.insert("untilStep", sig(&[P::Int, P::Int, P::Int]), |env, a| {
-        until_step(env.max_items, a_int(a, 0)?, a_int(a, 1)?, a_int(a, 2)?, "untilStep")
+        until_step(
+            env.max_items,
+            a_int(a, 0)?,
+            a_int(a, 1)?,
+            a_int(a, 2)?,
+            "untilStep",
+        )
     });
     let _ = go_f64_to_i64;
 }

@@ -105,8 +105,10 @@ fn json_value(out: &mut String, v: &Value, indent: Option<&str>, depth: usize) -
             } else if let Some(j) = super::semver::object_json(o.as_ref()) {
                 out.push_str(&j);
             } else if let Some(fields) = super::crypto::object_fields(o.as_ref()) {
-                let m: std::collections::BTreeMap<String, Value> =
-                    fields.into_iter().map(|(k, v)| (k.to_string(), Value::str(v))).collect();
+                let m: std::collections::BTreeMap<String, Value> = fields
+                    .into_iter()
+                    .map(|(k, v)| (k.to_string(), Value::str(v)))
+                    .collect();
                 // Struct fields keep declaration order (Cert, Key), which is also sorted order.
                 json_value(out, &Value::map(m), indent, depth)?;
             } else {
@@ -270,7 +272,13 @@ pub(crate) fn b32_decode(s: &[u8]) -> Result<Vec<u8>, usize> {
             j += 1;
         }
         let n = dbuf.iter().fold(0u64, |acc, &x| acc << 5 | x);
-        let bytes = [(n >> 32) as u8, (n >> 24) as u8, (n >> 16) as u8, (n >> 8) as u8, n as u8];
+        let bytes = [
+            (n >> 32) as u8,
+            (n >> 24) as u8,
+            (n >> 16) as u8,
+            (n >> 8) as u8,
+            n as u8,
+        ];
         let nb = match dlen {
             8 => 5,
             7 => 4,
@@ -298,35 +306,59 @@ pub(super) fn register(m: &mut FuncMap) {
             _ => a_any(a, 0).clone(),
         })
     });
-    m.insert("empty", sig(&[P::Any]), |_, a| Ok(Value::Bool(is_empty(a_any(a, 0)))));
+    m.insert("empty", sig(&[P::Any]), |_, a| {
+        Ok(Value::Bool(is_empty(a_any(a, 0))))
+    });
     m.insert("coalesce", var(&[], P::Any), |_, a| {
         Ok(a.iter().find(|v| !is_empty(v)).cloned().unwrap_or(Value::Nil))
     });
     m.insert("ternary", sig(&[P::Any, P::Any, P::Bool]), |_, a| {
-        Ok(if a_bool(a, 2)? { a_any(a, 0).clone() } else { a_any(a, 1).clone() })
+        Ok(if a_bool(a, 2)? {
+            a_any(a, 0).clone()
+        } else {
+            a_any(a, 1).clone()
+        })
     });
-    m.insert("typeOf", sig(&[P::Any]), |_, a| Ok(Value::str(a_any(a, 0).type_name())));
-    m.insert("typeIs", sig(&[P::String, P::Any]), |_, a| Ok(Value::Bool(a_str(a, 0)? == a_any(a, 1).type_name())));
+    m.insert("typeOf", sig(&[P::Any]), |_, a| {
+        Ok(Value::str(a_any(a, 0).type_name()))
+    });
+    m.insert("typeIs", sig(&[P::String, P::Any]), |_, a| {
+        Ok(Value::Bool(a_str(a, 0)? == a_any(a, 1).type_name()))
+    });
     m.insert("typeIsLike", sig(&[P::String, P::Any]), |_, a| {
         let (t, n) = (a_str(a, 0)?, a_any(a, 1).type_name());
         Ok(Value::Bool(t == n || format!("*{t}") == n))
     });
-    m.insert("kindOf", sig(&[P::Any]), |_, a| Ok(Value::str(a_any(a, 0).kind_name())));
-    m.insert("kindIs", sig(&[P::String, P::Any]), |_, a| Ok(Value::Bool(a_str(a, 0)? == a_any(a, 1).kind_name())));
-    m.insert("deepEqual", sig(&[P::Any, P::Any]), |_, a| Ok(Value::Bool(deep_equal(a_any(a, 0), a_any(a, 1)))));
-    m.insert("toJson", sig(&[P::Any]), |_, a| Ok(Value::str(to_json(a_any(a, 0), None).unwrap_or_default())));
+    m.insert("kindOf", sig(&[P::Any]), |_, a| {
+        Ok(Value::str(a_any(a, 0).kind_name()))
+    });
+    m.insert("kindIs", sig(&[P::String, P::Any]), |_, a| {
+        Ok(Value::Bool(a_str(a, 0)? == a_any(a, 1).kind_name()))
+    });
+    m.insert("deepEqual", sig(&[P::Any, P::Any]), |_, a| {
+        Ok(Value::Bool(deep_equal(a_any(a, 0), a_any(a, 1))))
+    });
+    m.insert("toJson", sig(&[P::Any]), |_, a| {
+        Ok(Value::str(to_json(a_any(a, 0), None).unwrap_or_default()))
+    });
     m.insert("toPrettyJson", sig(&[P::Any]), |_, a| {
         Ok(Value::str(to_json(a_any(a, 0), Some("  ")).unwrap_or_default()))
     });
-    m.insert("fail", sig(&[P::String]), |_, a| Err(FuncError(a_str(a, 0)?.to_string())));
-    m.insert("b64enc", sig(&[P::String]), |_, a| Ok(Value::str(b64_encode(a_str(a, 0)?.as_bytes()))));
+    m.insert("fail", sig(&[P::String]), |_, a| {
+        Err(FuncError(a_str(a, 0)?.to_string()))
+    });
+    m.insert("b64enc", sig(&[P::String]), |_, a| {
+        Ok(Value::str(b64_encode(a_str(a, 0)?.as_bytes())))
+    });
     m.insert("b64dec", sig(&[P::String]), |_, a| {
         Ok(Value::str(match b64_decode(a_str(a, 0)?.as_bytes()) {
             Ok(b) => String::from_utf8_lossy(&b).into_owned(),
             Err(at) => format!("illegal base64 data at input byte {at}"),
         }))
     });
-    m.insert("b32enc", sig(&[P::String]), |_, a| Ok(Value::str(b32_encode(a_str(a, 0)?.as_bytes()))));
+    m.insert("b32enc", sig(&[P::String]), |_, a| {
+        Ok(Value::str(b32_encode(a_str(a, 0)?.as_bytes())))
+    });
     m.insert("b32dec", sig(&[P::String]), |_, a| {
         Ok(Value::str(match b32_decode(a_str(a, 0)?.as_bytes()) {
             Ok(b) => String::from_utf8_lossy(&b).into_owned(),
@@ -334,12 +366,18 @@ pub(super) fn register(m: &mut FuncMap) {
         }))
     });
     m.insert("sha1sum", sig(&[P::String]), |_, a| {
-        Ok(Value::str(hex::encode(sha1::Sha1::digest(a_str(a, 0)?.as_bytes()))))
+        Ok(Value::str(hex::encode(sha1::Sha1::digest(
+            a_str(a, 0)?.as_bytes(),
+        ))))
     });
     m.insert("sha256sum", sig(&[P::String]), |_, a| {
-        Ok(Value::str(hex::encode(sha2::Sha256::digest(a_str(a, 0)?.as_bytes()))))
+        Ok(Value::str(hex::encode(sha2::Sha256::digest(
+            a_str(a, 0)?.as_bytes(),
+        ))))
     });
-    m.insert("adler32sum", sig(&[P::String]), |_, a| Ok(Value::str(adler32(a_str(a, 0)?.as_bytes()).to_string())));
+    m.insert("adler32sum", sig(&[P::String]), |_, a| {
+        Ok(Value::str(adler32(a_str(a, 0)?.as_bytes()).to_string()))
+    });
     m.insert("getHostByName", sig(&[P::String]), |_, a| {
         Err(FuncError(format!(
             "getHostByName is not supported by kudo-rs: templates may not use the network (looking up {:?})",

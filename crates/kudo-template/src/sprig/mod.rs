@@ -61,7 +61,11 @@ pub(crate) fn var(p: &[ParamType], rest: ParamType) -> Signature {
 }
 
 fn bad_arg(i: usize, want: &str, got: &Value) -> FuncError {
-    FuncError(format!("internal: argument {} should be {want}, got {}", i + 1, got.type_name()))
+    FuncError(format!(
+        "internal: argument {} should be {want}, got {}",
+        i + 1,
+        got.type_name()
+    ))
 }
 
 /// Argument `i`, declared `string`.
@@ -191,8 +195,7 @@ pub(crate) fn deep_equal(a: &Value, b: &Value) -> bool {
                 return true;
             }
             let (x, y) = (x.entries.borrow(), y.entries.borrow());
-            x.len() == y.len()
-                && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| deep_equal(v, w)))
+            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| deep_equal(v, w)))
         }
         (Value::Object(x), Value::Object(y)) => {
             x.type_name() == y.type_name() && x.go_string() == y.go_string()

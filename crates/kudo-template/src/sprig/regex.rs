@@ -13,9 +13,14 @@ use crate::value::{ElemType, Value};
 
 /// Go's `regexp` quote helper: backquotes when possible, else `strconv.Quote`.
 fn go_regexp_quote(s: &str) -> String {
-    let can_backquote =
-        !s.chars().any(|c| c == '`' || c == '\u{feff}' || (c.is_control() && c != '\t'));
-    if can_backquote { format!("`{s}`") } else { super::conv::go_quote(s) }
+    let can_backquote = !s
+        .chars()
+        .any(|c| c == '`' || c == '\u{feff}' || (c.is_control() && c != '\t'));
+    if can_backquote {
+        format!("`{s}`")
+    } else {
+        super::conv::go_quote(s)
+    }
 }
 
 fn perr(code: &str, arg: &str) -> String {
@@ -30,6 +35,305 @@ const ASCII_CLASSES: [(char, &str, bool); 6] = [
     ('s', "\\t\\n\\x0C\\r ", false),
     ('S', "\\t\\n\\x0C\\r ", true),
 ];
+
+/// Go's `regexp/syntax` parse errors, found in the order Go's parser reports them (left to
+/// right), with Go's wording and argument text. Returns `Ok` for expressions Go accepts.
+fn go_syntax_check(expr: &str) -> Result<(), String> {
+    let b: Vec<char> = expr.chars().collect();
+    let text = |a: usize, z: usize| -> String { b[a..z.min(b.len())].iter().collect() };
+    let mut i = 0;
+    let mut depth = 0usize;
+    // Whether an operand precedes the current position (false at start, after `(` and `|`).
+    let mut have_atom = false;
+    // Start index of the previous token if it was a repetition operator.
+    let mut last_repeat: Option<usize> = None;
+    while i < b.len() {
+        let c = b[i];
+        let mut repeat: Option<usize> = None;
+        match c {
+            '(' => {
+                if b.get(i + 1) == Some(&'?') {
+                    // (?P<name>re), (?flags), (?flags:re)
+                    if b.get(i + 2) == Some(&'P') && b.get(i + 3) == Some(&'<') {
+                        let end = b[i + 4..].iter().position(|&x| x == '>').map(|p| i + 4 + p);
+                        let Some(end) = end else {
+                            return Err(perr("invalid named capture", &text(i, b.len())));
+                        };
+                        let name = &b[i + 4..end];
+                        if name.is_empty() || !name.iter().all(|c| c.is_alphanumeric() || *c == '_') {
+                            return Err(perr("invalid named capture", &text(i, end + 1)));
+                        }
+                        i = end + 1;
+                        depth += 1;
+                        have_atom = false;
+                        last_repeat = None;
+                        continue;
+                    }
+                    let mut j = i + 2;
+                    let mut sign = false;
+                    let mut saw_flag = false;
+                    loop {
+                        match b.get(j) {
+                            Some('i' | 'm' | 's' | 'U') => {
+                                saw_flag = true;
+                                j += 1;
+                            }
+                            Some('-') if !sign => {
+                                sign = true;
+                                saw_flag = false;
+                                j += 1;
+                            }
+                            Some(':') | Some(')') if !(sign && !saw_flag) => break,
+                            _ => return Err(perr("invalid or unsupported Perl syntax", &text(i, j + 1))),
+                        }
+                    }
+                    if b[j] == ':' {
+                        depth += 1;
+                        have_atom = false;
+                    }
+                    i = j + 1;
+                    last_repeat = None;
+                    continue;
+                }
+                depth += 1;
+                have_atom = false;
+            }
+            '|' => have_atom = false,
+            ')' => {
+                if depth == 0 {
+                    return Err(perr("unexpected )", expr));
+                }
+                depth -= 1;
+                have_atom = true;
+            }
+            '[' => {
+                let start = i;
+                let mut j = i + 1;
+                if b.get(j) == Some(&'^') {
+                    j += 1;
+                }
+                let mut first = true;
+                let mut prev_lo: Option<char> = None;
+                loop {
+                    let Some(&d) = b.get(j) else {
+                        return Err(perr("missing closing ]", &text(start, b.len())));
+                    };
+                    if d == ']' && !first {
+                        break;
+                    }
+                    first = false;
+                    if d == '[' && b.get(j + 1) == Some(&':') {
+                        if let Some(p) = b[j + 2..].windows(2).position(|w| w == [':', ']']) {
+                            let name: String = b[j + 2..j + 2 + p].iter().collect();
+                            let known = [
+                                "alnum", "alpha", "ascii", "blank", "cntrl", "digit", "graph", "lower",
+                                "print", "punct", "space", "upper", "word", "xdigit",
+                            ];
+                            if !known.contains(&name.trim_start_matches('^')) {
+                                return Err(perr("invalid character class range", &text(j, j + 2 + p + 2)));
+                            }
+                            j = j + 2 + p + 2;
+                            prev_lo = None;
+                            continue;
+                        }
+                    }
+                    let lo_start = j;
+                    let lo = if d == '\\' {
+                        let (ch, n) = check_escape(&b, j, true)?;
+                        j += n;
+                        ch
+                    } else {
+                        j += 1;
+                        Some(d)
+                    };
+                    if b.get(j) == Some(&'-') && b.get(j + 1).is_some_and(|&x| x != ']') {
+                        j += 1;
+                        let hd = b[j];
+                        let hi = if hd == '\\' {
+                            let (ch, n) = check_escape(&b, j, true)?;
+                            j += n;
+                            ch
+                        } else {
+                            j += 1;
+                            Some(hd)
+                        };
+                        if let (Some(l), Some(h)) = (lo, hi) {
+                            if h < l {
+                                return Err(perr("invalid character class range", &text(lo_start, j)));
+                            }
+                        }
+                    }
+                    prev_lo = lo;
+                }
+                let _ = prev_lo;
+                i = j + 1;
+                have_atom = true;
+                last_repeat = None;
+                continue;
+            }
+            '*' | '+' | '?' => {
+                let mut end = i + 1;
+                if b.get(end) == Some(&'?') {
+                    end += 1;
+                }
+                if let Some(lr) = last_repeat {
+                    return Err(perr("invalid nested repetition operator", &text(lr, end)));
+                }
+                if !have_atom {
+                    return Err(perr("missing argument to repetition operator", &text(i, end)));
+                }
+                repeat = Some(i);
+                i = end;
+                last_repeat = repeat;
+                continue;
+            }
+            '{' => {
+                if let Some((min, max, len)) = parse_repeat(&b[i..]) {
+                    let mut end = i + len;
+                    if min > 1000 || max.is_some_and(|m| m > 1000 || min > m) {
+                        return Err(perr("invalid repeat count", &text(i, end)));
+                    }
+                    if b.get(end) == Some(&'?') {
+                        end += 1;
+                    }
+                    if let Some(lr) = last_repeat {
+                        return Err(perr("invalid nested repetition operator", &text(lr, end)));
+                    }
+                    if !have_atom {
+                        return Err(perr("missing argument to repetition operator", &text(i, end)));
+                    }
+                    last_repeat = Some(i);
+                    i = end;
+                    continue;
+                }
+                have_atom = true;
+            }
+            '\\' => {
+                if b.get(i + 1) == Some(&'Q') {
+                    let rest: String = b[i + 2..].iter().collect();
+                    let lit_len = rest
+                        .find("\\E")
+                        .map(|p| rest[..p].chars().count() + 2)
+                        .unwrap_or(rest.chars().count());
+                    i += 2 + lit_len;
+                    have_atom = true;
+                    last_repeat = None;
+                    continue;
+                }
+                let (_, n) = check_escape(&b, i, false)?;
+                i += n;
+                have_atom = true;
+                last_repeat = None;
+                continue;
+            }
+            _ => have_atom = true,
+        }
+        let _ = repeat;
+        last_repeat = None;
+        i += 1;
+    }
+    if depth > 0 {
+        return Err(perr("missing closing )", expr));
+    }
+    Ok(())
+}
+
+/// `{n}`, `{n,}`, `{n,m}` at the start of `b`: (min, max, length). `None`: a literal `{`.
+fn parse_repeat(b: &[char]) -> Option<(u64, Option<u64>, usize)> {
+    let mut j = 1;
+    let num = |j: &mut usize| -> Option<u64> {
+        let st = *j;
+        while *j < b.len() && b[*j].is_ascii_digit() {
+            *j += 1;
+        }
+        if *j == st {
+            return None;
+        }
+        let s: String = b[st..*j].iter().collect();
+        Some(s.parse::<u64>().unwrap_or(u64::MAX))
+    };
+    let min = num(&mut j)?;
+    let max = if b.get(j) == Some(&',') {
+        j += 1;
+        if b.get(j) == Some(&'}') {
+            None
+        } else {
+            Some(num(&mut j)?)
+        }
+    } else {
+        Some(min)
+    };
+    if b.get(j) != Some(&'}') {
+        return None;
+    }
+    Some((min, max, j + 1))
+}
+
+/// Checks the escape at `b[i] == '\\'`; returns the literal char it denotes (if any) and its length.
+fn check_escape(b: &[char], i: usize, in_class: bool) -> Result<(Option<char>, usize), String> {
+    let Some(&c) = b.get(i + 1) else {
+        return Err("error parsing regexp: trailing backslash at end of expression: ``".into());
+    };
+    let esc = |n: usize| -> String { b[i..(i + n).min(b.len())].iter().collect() };
+    match c {
+        '1'..='7' if !b.get(i + 2).is_some_and(|d| ('0'..='7').contains(d)) => {
+            Err(perr("invalid escape sequence", &esc(2)))
+        }
+        '0'..='7' => {
+            let mut n = 2;
+            let mut v = c.to_digit(8).unwrap_or(0);
+            while n < 4 && b.get(i + n).is_some_and(|d| ('0'..='7').contains(d)) {
+                v = v * 8 + b[i + n].to_digit(8).unwrap_or(0);
+                n += 1;
+            }
+            Ok((char::from_u32(v), n))
+        }
+        'x' => {
+            if b.get(i + 2) == Some(&'{') {
+                let end = b[i + 3..].iter().position(|&x| x == '}');
+                match end {
+                    Some(p) if p > 0 && b[i + 3..i + 3 + p].iter().all(|d| d.is_ascii_hexdigit()) => {
+                        let s: String = b[i + 3..i + 3 + p].iter().collect();
+                        match u32::from_str_radix(&s, 16).ok().and_then(char::from_u32) {
+                            Some(ch) => Ok((Some(ch), 4 + p)),
+                            None => Err(perr("invalid escape sequence", &esc(4 + p))),
+                        }
+                    }
+                    _ => Err(perr("invalid escape sequence", &esc(b.len() - i))),
+                }
+            } else if b.get(i + 2).is_some_and(|d| d.is_ascii_hexdigit())
+                && b.get(i + 3).is_some_and(|d| d.is_ascii_hexdigit())
+            {
+                let s: String = b[i + 2..i + 4].iter().collect();
+                Ok((u32::from_str_radix(&s, 16).ok().and_then(char::from_u32), 4))
+            } else {
+                Err(perr("invalid escape sequence", &esc(4)))
+            }
+        }
+        'a' => Ok((Some('\u{7}'), 2)),
+        'f' => Ok((Some('\u{c}'), 2)),
+        'n' => Ok((Some('\n'), 2)),
+        'r' => Ok((Some('\r'), 2)),
+        't' => Ok((Some('\t'), 2)),
+        'v' => Ok((Some('\u{b}'), 2)),
+        'd' | 'D' | 's' | 'S' | 'w' | 'W' => Ok((None, 2)),
+        'A' | 'z' | 'b' | 'B' if !in_class => Ok((None, 2)),
+        'p' | 'P' => {
+            if b.get(i + 2) == Some(&'{') {
+                match b[i + 3..].iter().position(|&x| x == '}') {
+                    Some(p) => Ok((None, 4 + p)),
+                    None => Err(perr("invalid character class range", &esc(b.len() - i))),
+                }
+            } else if b.get(i + 2).is_some() {
+                Ok((None, 3))
+            } else {
+                Err(perr("invalid character class range", &esc(2)))
+            }
+        }
+        c if (c as u32) < 0x80 && !c.is_ascii_alphanumeric() => Ok((Some(c), 2)),
+        _ => Err(perr("invalid escape sequence", &esc(2))),
+    }
+}
 
 /// Translates Go RE2 syntax to the `regex` crate's, detecting Go's most common syntax errors.
 fn translate(expr: &str) -> Result<String, String> {
@@ -92,7 +396,23 @@ fn translate(expr: &str) -> Result<String, String> {
                     continue;
                 }
                 c if c.is_ascii_alphanumeric()
-                    && !matches!(c, 'a' | 'f' | 't' | 'n' | 'r' | 'v' | 'x' | 'p' | 'P' | 'A' | 'z' | '0' | 'b' | 'B' | 'C') =>
+                    && !matches!(
+                        c,
+                        'a' | 'f'
+                            | 't'
+                            | 'n'
+                            | 'r'
+                            | 'v'
+                            | 'x'
+                            | 'p'
+                            | 'P'
+                            | 'A'
+                            | 'z'
+                            | '0'
+                            | 'b'
+                            | 'B'
+                            | 'C'
+                    ) =>
                 {
                     return Err(perr("invalid escape sequence", &format!("\\{c}")));
                 }
@@ -156,6 +476,12 @@ fn translate(expr: &str) -> Result<String, String> {
                 }
                 depth -= 1;
             }
+            // A `{` that does not start a Go repeat (`{n}`, `{n,}`, `{n,m}`) is a literal.
+            '{' if parse_repeat(&chars[i..]).is_none() => {
+                out.push_str("\\{");
+                i += 1;
+                continue;
+            }
             _ => {}
         }
         out.push(c);
@@ -173,6 +499,7 @@ fn translate(expr: &str) -> Result<String, String> {
 
 /// Compiles a Go regular expression; the error is Go's `regexp.Compile` error text.
 pub(crate) fn compile(expr: &str) -> Result<::regex::Regex, String> {
+    go_syntax_check(expr)?;
     let t = translate(expr)?;
     ::regex::RegexBuilder::new(&t).build().map_err(|e| {
         let msg = e.to_string();
@@ -181,14 +508,24 @@ pub(crate) fn compile(expr: &str) -> Result<::regex::Regex, String> {
         } else if msg.contains("invalid repetition count range") || msg.contains("repetition quantifier") {
             perr("invalid repeat count", &rep_count(expr))
         } else {
-            let detail = msg.lines().rev().find(|l| l.starts_with("error:")).unwrap_or("invalid syntax");
-            format!("error parsing regexp: {}: `{expr}`", detail.trim_start_matches("error: "))
+            let detail = msg
+                .lines()
+                .rev()
+                .find(|l| l.starts_with("error:"))
+                .unwrap_or("invalid syntax");
+            format!(
+                "error parsing regexp: {}: `{expr}`",
+                detail.trim_start_matches("error: ")
+            )
         }
     })
 }
 
 fn rep_op(expr: &str) -> String {
-    expr.chars().find(|c| matches!(c, '*' | '+' | '?' | '{')).map(String::from).unwrap_or_default()
+    expr.chars()
+        .find(|c| matches!(c, '*' | '+' | '?' | '{'))
+        .map(String::from)
+        .unwrap_or_default()
 }
 
 fn rep_count(expr: &str) -> String {
@@ -204,46 +541,9 @@ fn must(expr: &str) -> Result<::regex::Regex, FuncError> {
     compile(expr).map_err(|e| FuncError(format!("regexp: Compile({}): {e}", go_regexp_quote(expr))))
 }
 
-/// Detects Go's nested repetition error (`a**`), which the crate accepts.
-fn nested_rep(expr: &str) -> Option<String> {
-    let b: Vec<char> = expr.chars().collect();
-    let mut i = 0;
-    let mut in_class = false;
-    while i + 1 < b.len() {
-        match b[i] {
-            '\\' => {
-                i += 2;
-                continue;
-            }
-            '[' if !in_class => in_class = true,
-            ']' if in_class => in_class = false,
-            c @ ('*' | '+' | '?') if !in_class => {
-                let n = b[i + 1];
-                if matches!(n, '*' | '+') || (n == '?' && b.get(i + 2).is_some_and(|x| matches!(x, '*' | '+' | '?'))) {
-                    return Some(format!("{c}{n}"));
-                }
-            }
-            _ => {}
-        }
-        i += 1;
-    }
-    None
-}
-
-fn must_go(expr: &str) -> Result<::regex::Regex, FuncError> {
-    if let Some(op) = nested_rep(expr) {
-        return Err(FuncError(format!(
-            "regexp: Compile({}): {}",
-            go_regexp_quote(expr),
-            perr("invalid nested repetition operator", &op)
-        )));
-    }
-    must(expr)
-}
-
 /// Go's `FindAllString(s, n)`: `n < 0` all matches, else at most `n`; empty matches directly
 /// after a previous match are skipped (both libraries agree on that).
-fn find_all<'a>(re: &::regex::Regex, s: &'a str, n: i64) -> Vec<(usize, usize)> {
+fn find_all(re: &::regex::Regex, s: &str, n: i64) -> Vec<(usize, usize)> {
     if n == 0 {
         return vec![];
     }
@@ -292,32 +592,47 @@ pub(super) fn register(m: &mut FuncMap) {
     m.insert("regexMatch", sig(&[P::String, P::String]), |_, a| {
         let (expr, s) = (a_str(a, 0)?, a_str(a, 1)?);
         // regexp.MatchString: a compile error is returned (and ignored by Sprig) → false.
-        let ok = nested_rep(expr).is_none() && compile(expr).is_ok_and(|re| re.is_match(s));
+        let ok = compile(expr).is_ok_and(|re| re.is_match(s));
         Ok(Value::Bool(ok))
     });
     m.insert("regexFindAll", sig(&[P::String, P::String, P::Int]), |_, a| {
         let (expr, s, n) = (a_str(a, 0)?, a_str(a, 1)?, a_int(a, 2)?);
-        let re = must_go(expr)?;
-        Ok(str_list(find_all(&re, s, n).into_iter().map(|(x, y)| s[x..y].to_string()).collect()))
+        let re = must(expr)?;
+        Ok(str_list(
+            find_all(&re, s, n)
+                .into_iter()
+                .map(|(x, y)| s[x..y].to_string())
+                .collect(),
+        ))
     });
     m.insert("regexFind", sig(&[P::String, P::String]), |_, a| {
         let (expr, s) = (a_str(a, 0)?, a_str(a, 1)?);
-        let re = must_go(expr)?;
+        let re = must(expr)?;
         Ok(Value::str(re.find(s).map(|m| m.as_str()).unwrap_or("")))
     });
-    m.insert("regexReplaceAll", sig(&[P::String, P::String, P::String]), |_, a| {
-        let (expr, s, repl) = (a_str(a, 0)?, a_str(a, 1)?, a_str(a, 2)?);
-        let re = must_go(expr)?;
-        Ok(Value::str(re.replace_all(s, repl).into_owned()))
-    });
-    m.insert("regexReplaceAllLiteral", sig(&[P::String, P::String, P::String]), |_, a| {
-        let (expr, s, repl) = (a_str(a, 0)?, a_str(a, 1)?, a_str(a, 2)?);
-        let re = must_go(expr)?;
-        Ok(Value::str(re.replace_all(s, ::regex::NoExpand(repl)).into_owned()))
-    });
+    m.insert(
+        "regexReplaceAll",
+        sig(&[P::String, P::String, P::String]),
+        |_, a| {
+            let (expr, s, repl) = (a_str(a, 0)?, a_str(a, 1)?, a_str(a, 2)?);
+            let re = must(expr)?;
+            Ok(Value::str(re.replace_all(s, repl).into_owned()))
+        },
+    );
+    m.insert(
+        "regexReplaceAllLiteral",
+        sig(&[P::String, P::String, P::String]),
+        |_, a| {
+            let (expr, s, repl) = (a_str(a, 0)?, a_str(a, 1)?, a_str(a, 2)?);
+            let re = must(expr)?;
+            Ok(Value::str(
+                re.replace_all(s, ::regex::NoExpand(repl)).into_owned(),
+            ))
+        },
+    );
     m.insert("regexSplit", sig(&[P::String, P::String, P::Int]), |_, a| {
         let (expr, s, n) = (a_str(a, 0)?, a_str(a, 1)?, a_int(a, 2)?);
-        let re = must_go(expr)?;
+        let re = must(expr)?;
         Ok(str_list(go_regex_split(&re, expr, s, n)))
     });
 }

@@ -69,7 +69,10 @@ fn ident_char(c: char) -> bool {
 
 fn parse_u64(s: &str) -> Result<u64, String> {
     s.parse::<u64>().map_err(|_| {
-        format!("Error parsing version segment: strconv.ParseUint: parsing {}: value out of range", super::conv::go_quote(s))
+        format!(
+            "Error parsing version segment: strconv.ParseUint: parsing {}: value out of range",
+            super::conv::go_quote(s)
+        )
     })
 }
 
@@ -79,8 +82,16 @@ impl Version {
         let caps = res().version.captures(v).ok_or("Invalid Semantic Version")?;
         let g = |i: usize| caps.get(i).map(|m| m.as_str()).unwrap_or("");
         let major = parse_u64(g(1))?;
-        let minor = if g(2).is_empty() { 0 } else { parse_u64(&g(2)[1..])? };
-        let patch = if g(3).is_empty() { 0 } else { parse_u64(&g(3)[1..])? };
+        let minor = if g(2).is_empty() {
+            0
+        } else {
+            parse_u64(&g(2)[1..])?
+        };
+        let patch = if g(3).is_empty() {
+            0
+        } else {
+            parse_u64(&g(3)[1..])?
+        };
         let pre = g(5).to_string();
         let metadata = g(8).to_string();
         if !pre.is_empty() {
@@ -97,7 +108,14 @@ impl Version {
         if !metadata.is_empty() && !metadata.split('.').all(|p| only(p, ident_char)) {
             return Err("Invalid Metadata string".into());
         }
-        Ok(Version { major, minor, patch, pre, metadata, original: v.to_string() })
+        Ok(Version {
+            major,
+            minor,
+            patch,
+            pre,
+            metadata,
+            original: v.to_string(),
+        })
     }
 
     fn string(&self) -> String {
@@ -184,14 +202,27 @@ fn is_x(s: &str) -> bool {
 fn parse_constraint(c: &str) -> Result<Constraint, String> {
     if c.is_empty() {
         let con = Version::parse("0.0.0")?;
-        return Ok(Constraint { con, op: String::new(), minor_dirty: false, patch_dirty: false, dirty: true });
+        return Ok(Constraint {
+            con,
+            op: String::new(),
+            minor_dirty: false,
+            patch_dirty: false,
+            dirty: true,
+        });
     }
-    let caps = res().constraint.captures(c).ok_or_else(|| format!("improper constraint: {c}"))?;
+    let caps = res()
+        .constraint
+        .captures(c)
+        .ok_or_else(|| format!("improper constraint: {c}"))?;
     let g = |i: usize| caps.get(i).map(|m| m.as_str()).unwrap_or("");
     let (m3, m4, m5, m6) = (g(3), g(4), g(5), g(6));
     let mut ver = g(2).to_string();
     let (mut minor_dirty, mut patch_dirty, mut dirty) = (false, false, false);
-    let pre = if m6.is_empty() { String::new() } else { m6.to_string() };
+    let pre = if m6.is_empty() {
+        String::new()
+    } else {
+        m6.to_string()
+    };
     if is_x(m3) || m3.is_empty() {
         ver = format!("0.0.0{pre}");
         dirty = true;
@@ -205,7 +236,13 @@ fn parse_constraint(c: &str) -> Result<Constraint, String> {
         ver = format!("{m3}{m4}.0{pre}");
     }
     let con = Version::parse(&ver).map_err(|_| "constraint Parser Error".to_string())?;
-    Ok(Constraint { con, op: g(1).to_string(), minor_dirty, patch_dirty, dirty })
+    Ok(Constraint {
+        con,
+        op: g(1).to_string(),
+        minor_dirty,
+        patch_dirty,
+        dirty,
+    })
 }
 
 fn rewrite_range(s: &str) -> String {
@@ -231,7 +268,12 @@ fn new_constraints(c: &str) -> Result<Vec<Vec<Constraint>>, String> {
         if found.is_empty() {
             found.push(part);
         }
-        ors.push(found.into_iter().map(parse_constraint).collect::<Result<Vec<_>, _>>()?);
+        ors.push(
+            found
+                .into_iter()
+                .map(parse_constraint)
+                .collect::<Result<Vec<_>, _>>()?,
+        );
     }
     Ok(ors)
 }
@@ -244,7 +286,11 @@ fn check(v: &Version, c: &Constraint) -> bool {
             if pre_blocked {
                 return false;
             }
-            if c.dirty { tilde(v, c) } else { v.compare(&c.con) == Ordering::Equal }
+            if c.dirty {
+                tilde(v, c)
+            } else {
+                v.compare(&c.con) == Ordering::Equal
+            }
         }
         "!=" => {
             if c.dirty {
@@ -333,7 +379,7 @@ fn tilde(v: &Version, c: &Constraint) -> bool {
     if v.major != c.con.major {
         return false;
     }
-    !(v.minor != c.con.minor && !c.minor_dirty)
+    v.minor == c.con.minor || c.minor_dirty
 }
 
 /// `semverCompare CONSTRAINT VERSION`.
@@ -371,7 +417,11 @@ impl GoObject for Version {
             _ => None,
         };
         let cmp = |f: fn(Ordering) -> Value| -> Option<Result<Value, String>> {
-            Some(other.map(|o| f(self.compare(o))).ok_or_else(|| format!("{name} expects a *semver.Version")))
+            Some(
+                other
+                    .map(|o| f(self.compare(o)))
+                    .ok_or_else(|| format!("{name} expects a *semver.Version")),
+            )
         };
         match name {
             "LessThan" => cmp(|o| Value::Bool(o == Ordering::Less)),
@@ -388,14 +438,20 @@ impl GoObject for Version {
 
 /// JSON form of a `*semver.Version` (its `String()`, quoted), for `toJson`.
 pub(crate) fn object_json(o: &dyn GoObject) -> Option<String> {
-    o.as_any().downcast_ref::<Version>().map(|v| format!("\"{}\"", v.string()))
+    o.as_any()
+        .downcast_ref::<Version>()
+        .map(|v| format!("\"{}\"", v.string()))
 }
 
 pub(super) fn register(m: &mut FuncMap) {
     m.insert("semver", sig(&[P::String]), |_, a| {
-        Version::parse(a_str(a, 0)?).map(|v| Value::Object(Rc::new(v))).map_err(FuncError)
+        Version::parse(a_str(a, 0)?)
+            .map(|v| Value::Object(Rc::new(v)))
+            .map_err(FuncError)
     });
     m.insert("semverCompare", sig(&[P::String, P::String]), |_, a| {
-        semver_compare(a_str(a, 0)?, a_str(a, 1)?).map(Value::Bool).map_err(FuncError)
+        semver_compare(a_str(a, 0)?, a_str(a, 1)?)
+            .map(Value::Bool)
+            .map_err(FuncError)
     });
 }

@@ -7,9 +7,7 @@
 use std::collections::BTreeMap;
 
 use super::conv::{go_quote, parse_int};
-use super::{
-    a_any, a_int, a_str, check_bytes, check_items, sig, sprint, strval, var,
-};
+use super::{a_any, a_int, a_str, check_bytes, check_items, sig, sprint, strval, var};
 use crate::func::ParamType as P;
 use crate::func::{FuncError, FuncMap};
 use crate::value::{ElemType, Value};
@@ -24,8 +22,10 @@ pub(crate) fn byte_slice(s: &str, a: usize, b: usize) -> String {
 
 /// Go's `unicode.IsSpace`.
 pub(crate) fn go_is_space(c: char) -> bool {
-    matches!(c, '\t' | '\n' | '\u{b}' | '\u{c}' | '\r' | ' ' | '\u{85}' | '\u{a0}')
-        || ((c as u32) > 0xff && c.is_whitespace())
+    matches!(
+        c,
+        '\t' | '\n' | '\u{b}' | '\u{c}' | '\r' | ' ' | '\u{85}' | '\u{a0}'
+    ) || ((c as u32) > 0xff && c.is_whitespace())
 }
 
 /// Go's `unicode.ToUpper` (simple, one-rune case mapping).
@@ -69,8 +69,28 @@ pub(crate) fn go_is_punct(c: char) -> bool {
     if c.is_ascii() {
         return matches!(
             c,
-            '!' | '"' | '#' | '%' | '&' | '\'' | '(' | ')' | '*' | ',' | '-' | '.' | '/' | ':'
-                | ';' | '?' | '@' | '[' | '\\' | ']' | '_' | '{' | '}'
+            '!' | '"'
+                | '#'
+                | '%'
+                | '&'
+                | '\''
+                | '('
+                | ')'
+                | '*'
+                | ','
+                | '-'
+                | '.'
+                | '/'
+                | ':'
+                | ';'
+                | '?'
+                | '@'
+                | '['
+                | '\\'
+                | ']'
+                | '_'
+                | '{'
+                | '}'
         );
     }
     let u = c as u32;
@@ -162,7 +182,10 @@ fn nospace(s: &str) -> String {
         return s.to_string();
     }
     // Go writes each remaining byte as a rune: non-ASCII bytes become their Latin-1 characters.
-    b.iter().filter(|&&c| !byte_is_space(c)).map(|&c| c as char).collect()
+    b.iter()
+        .filter(|&&c| !byte_is_space(c))
+        .map(|&c| c as char)
+        .collect()
 }
 
 /// goutils `AbbreviateFull` (byte based).
@@ -188,7 +211,10 @@ fn abbreviate_full(s: &str, offset: i64, max_width: i64) -> String {
         let tail = byte_slice(s, offset as usize, len as usize);
         return format!("...{}", abbreviate_full(&tail, 0, max_width - 3));
     }
-    format!("...{}", byte_slice(s, (len - (max_width - 3)) as usize, len as usize))
+    format!(
+        "...{}",
+        byte_slice(s, (len - (max_width - 3)) as usize, len as usize)
+    )
 }
 
 /// goutils `WrapCustom` (byte based, words split on ' ').
@@ -308,10 +334,8 @@ fn next_word(s: &str) -> (Wt, &str, &str) {
                     prev_size = c.len_utf8();
                     end += prev_size;
                 }
-                if let Some(c) = stop {
-                    if is_alphabet(c) {
-                        end -= prev_size;
-                    }
+                if stop.is_some_and(is_alphabet) {
+                    end -= prev_size;
                 }
             } else if is_alphabet(r2) {
                 end += r2.len_utf8();
@@ -458,7 +482,11 @@ pub(crate) fn go_split(s: &str, sep: &str, n: i64) -> Vec<String> {
     }
     if sep.is_empty() {
         let chars: Vec<char> = s.chars().collect();
-        let limit = if n < 0 || n as usize > chars.len() { chars.len() } else { n as usize };
+        let limit = if n < 0 || n as usize > chars.len() {
+            chars.len()
+        } else {
+            n as usize
+        };
         let mut out: Vec<String> = Vec::with_capacity(limit);
         let mut idx = 0;
         for (i, c) in s.char_indices() {
@@ -481,8 +509,11 @@ pub(crate) fn go_split(s: &str, sep: &str, n: i64) -> Vec<String> {
 }
 
 fn index_map(parts: Vec<String>) -> Value {
-    let m: BTreeMap<String, Value> =
-        parts.into_iter().enumerate().map(|(i, p)| (format!("_{i}"), Value::str(p))).collect();
+    let m: BTreeMap<String, Value> = parts
+        .into_iter()
+        .enumerate()
+        .map(|(i, p)| (format!("_{i}"), Value::str(p)))
+        .collect();
     Value::typed_map(ElemType::String, m)
 }
 
@@ -490,7 +521,12 @@ fn index_map(parts: Vec<String>) -> Value {
 /// `strval`, nil → `[]`, any other value → a one-element list.
 pub(crate) fn strslice(v: &Value) -> Vec<String> {
     match v {
-        Value::List(l) => l.items.iter().filter(|x| !matches!(x, Value::Nil)).map(strval).collect(),
+        Value::List(l) => l
+            .items
+            .iter()
+            .filter(|x| !matches!(x, Value::Nil))
+            .map(strval)
+            .collect(),
         Value::Nil => vec![],
         other => vec![strval(other)],
     }
@@ -508,11 +544,19 @@ pub(super) fn register(m: &mut FuncMap) {
     m.insert("hello", sig(&[]), |_, _| Ok(Value::str("Hello!")));
     m.insert("abbrev", sig(&[P::Int, P::String]), |_, a| {
         let (w, s) = (a_int(a, 0)?, a_str(a, 1)?);
-        Ok(Value::str(if w < 4 { s.to_string() } else { abbreviate_full(s, 0, w) }))
+        Ok(Value::str(if w < 4 {
+            s.to_string()
+        } else {
+            abbreviate_full(s, 0, w)
+        }))
     });
     m.insert("abbrevboth", sig(&[P::Int, P::Int, P::String]), |_, a| {
         let (l, r, s) = (a_int(a, 0)?, a_int(a, 1)?, a_str(a, 2)?);
-        Ok(Value::str(if r < 4 || l > 0 && r < 7 { s.to_string() } else { abbreviate_full(s, l, r) }))
+        Ok(Value::str(if r < 4 || l > 0 && r < 7 {
+            s.to_string()
+        } else {
+            abbreviate_full(s, l, r)
+        }))
     });
     m.insert("trunc", sig(&[P::Int, P::String]), |_, a| {
         let (c, s) = (a_int(a, 0)?, a_str(a, 1)?);
@@ -525,19 +569,36 @@ pub(super) fn register(m: &mut FuncMap) {
             s.to_string()
         }))
     });
-    m.insert("trim", sig(&[P::String]), |_, a| Ok(Value::str(a_str(a, 0)?.trim_matches(go_is_space))));
+    m.insert("trim", sig(&[P::String]), |_, a| {
+        Ok(Value::str(a_str(a, 0)?.trim_matches(go_is_space)))
+    });
     m.insert("upper", sig(&[P::String]), |_, a| {
-        Ok(Value::str(a_str(a, 0)?.chars().map(go_upper).collect::<std::string::String>()))
+        Ok(Value::str(
+            a_str(a, 0)?
+                .chars()
+                .map(go_upper)
+                .collect::<std::string::String>(),
+        ))
     });
     m.insert("lower", sig(&[P::String]), |_, a| {
-        Ok(Value::str(a_str(a, 0)?.chars().map(go_lower).collect::<std::string::String>()))
+        Ok(Value::str(
+            a_str(a, 0)?
+                .chars()
+                .map(go_lower)
+                .collect::<std::string::String>(),
+        ))
     });
-    m.insert("title", sig(&[P::String]), |_, a| Ok(Value::str(strings_title(a_str(a, 0)?))));
-    m.insert("untitle", sig(&[P::String]), |_, a| Ok(Value::str(untitle(a_str(a, 0)?))));
+    m.insert("title", sig(&[P::String]), |_, a| {
+        Ok(Value::str(strings_title(a_str(a, 0)?)))
+    });
+    m.insert("untitle", sig(&[P::String]), |_, a| {
+        Ok(Value::str(untitle(a_str(a, 0)?)))
+    });
     m.insert("substr", sig(&[P::Int, P::Int, P::String]), |_, a| {
         let (start, end, s) = (a_int(a, 0)?, a_int(a, 1)?, a_str(a, 2)?);
         let len = s.len() as i64;
-        let oob = |m: std::string::String| Err(FuncError(format!("runtime error: slice bounds out of range {m}")));
+        let oob =
+            |m: std::string::String| Err(FuncError(format!("runtime error: slice bounds out of range {m}")));
         let (lo, hi) = if start < 0 {
             if end < 0 {
                 return oob(format!("[:{end}]"));
@@ -568,7 +629,9 @@ pub(super) fn register(m: &mut FuncMap) {
         Ok(Value::str(s.repeat(n as usize)))
     });
     for name in ["trimAll", "trimall"] {
-        m.insert(name, sig(&[P::String, P::String]), |_, a| Ok(Value::str(go_trim(a_str(a, 1)?, a_str(a, 0)?))));
+        m.insert(name, sig(&[P::String, P::String]), |_, a| {
+            Ok(Value::str(go_trim(a_str(a, 1)?, a_str(a, 0)?)))
+        });
     }
     m.insert("trimSuffix", sig(&[P::String, P::String]), |_, a| {
         let (suf, s) = (a_str(a, 0)?, a_str(a, 1)?);
@@ -578,61 +641,114 @@ pub(super) fn register(m: &mut FuncMap) {
         let (pre, s) = (a_str(a, 0)?, a_str(a, 1)?);
         Ok(Value::str(s.strip_prefix(pre).unwrap_or(s)))
     });
-    m.insert("nospace", sig(&[P::String]), |_, a| Ok(Value::str(nospace(a_str(a, 0)?))));
-    m.insert("initials", sig(&[P::String]), |_, a| Ok(Value::str(initials(a_str(a, 0)?))));
-    m.insert("swapcase", sig(&[P::String]), |_, a| Ok(Value::str(swapcase(a_str(a, 0)?))));
-    m.insert("snakecase", sig(&[P::String]), |_, a| Ok(Value::str(camel_to_lower(a_str(a, 0)?, '_'))));
-    m.insert("kebabcase", sig(&[P::String]), |_, a| Ok(Value::str(camel_to_lower(a_str(a, 0)?, '-'))));
-    m.insert("camelcase", sig(&[P::String]), |_, a| Ok(Value::str(camelcase(a_str(a, 0)?))));
+    m.insert("nospace", sig(&[P::String]), |_, a| {
+        Ok(Value::str(nospace(a_str(a, 0)?)))
+    });
+    m.insert("initials", sig(&[P::String]), |_, a| {
+        Ok(Value::str(initials(a_str(a, 0)?)))
+    });
+    m.insert("swapcase", sig(&[P::String]), |_, a| {
+        Ok(Value::str(swapcase(a_str(a, 0)?)))
+    });
+    m.insert("snakecase", sig(&[P::String]), |_, a| {
+        Ok(Value::str(camel_to_lower(a_str(a, 0)?, '_')))
+    });
+    m.insert("kebabcase", sig(&[P::String]), |_, a| {
+        Ok(Value::str(camel_to_lower(a_str(a, 0)?, '-')))
+    });
+    m.insert("camelcase", sig(&[P::String]), |_, a| {
+        Ok(Value::str(camelcase(a_str(a, 0)?)))
+    });
     m.insert("wrap", sig(&[P::Int, P::String]), |_, a| {
         Ok(Value::str(wrap_custom(a_str(a, 1)?, a_int(a, 0)?, "", false)))
     });
     m.insert("wrapWith", sig(&[P::Int, P::String, P::String]), |_, a| {
-        Ok(Value::str(wrap_custom(a_str(a, 2)?, a_int(a, 0)?, a_str(a, 1)?, true)))
+        Ok(Value::str(wrap_custom(
+            a_str(a, 2)?,
+            a_int(a, 0)?,
+            a_str(a, 1)?,
+            true,
+        )))
     });
-    m.insert("contains", sig(&[P::String, P::String]), |_, a| Ok(Value::Bool(a_str(a, 1)?.contains(a_str(a, 0)?))));
+    m.insert("contains", sig(&[P::String, P::String]), |_, a| {
+        Ok(Value::Bool(a_str(a, 1)?.contains(a_str(a, 0)?)))
+    });
     m.insert("hasPrefix", sig(&[P::String, P::String]), |_, a| {
         Ok(Value::Bool(a_str(a, 1)?.starts_with(a_str(a, 0)?)))
     });
-    m.insert("hasSuffix", sig(&[P::String, P::String]), |_, a| Ok(Value::Bool(a_str(a, 1)?.ends_with(a_str(a, 0)?))));
+    m.insert("hasSuffix", sig(&[P::String, P::String]), |_, a| {
+        Ok(Value::Bool(a_str(a, 1)?.ends_with(a_str(a, 0)?)))
+    });
     m.insert("quote", var(&[], P::Any), |_, a| {
-        let parts: Vec<std::string::String> =
-            a.iter().filter(|v| !matches!(v, Value::Nil)).map(|v| go_quote(&strval(v))).collect();
+        let parts: Vec<std::string::String> = a
+            .iter()
+            .filter(|v| !matches!(v, Value::Nil))
+            .map(|v| go_quote(&strval(v)))
+            .collect();
         Ok(Value::str(parts.join(" ")))
     });
     m.insert("squote", var(&[], P::Any), |_, a| {
-        let parts: Vec<std::string::String> =
-            a.iter().filter(|v| !matches!(v, Value::Nil)).map(|v| format!("'{}'", sprint(v))).collect();
+        let parts: Vec<std::string::String> = a
+            .iter()
+            .filter(|v| !matches!(v, Value::Nil))
+            .map(|v| format!("'{}'", sprint(v)))
+            .collect();
         Ok(Value::str(parts.join(" ")))
     });
     m.insert("cat", var(&[], P::Any), |_, a| {
-        let parts: Vec<std::string::String> =
-            a.iter().filter(|v| !matches!(v, Value::Nil)).map(sprint).collect();
+        let parts: Vec<std::string::String> = a
+            .iter()
+            .filter(|v| !matches!(v, Value::Nil))
+            .map(sprint)
+            .collect();
         Ok(Value::str(parts.join(" ")))
     });
-    m.insert("indent", sig(&[P::Int, P::String]), |env, a| Ok(Value::str(indent(env.max_items, a_int(a, 0)?, a_str(a, 1)?)?)));
+    m.insert("indent", sig(&[P::Int, P::String]), |env, a| {
+        Ok(Value::str(indent(env.max_items, a_int(a, 0)?, a_str(a, 1)?)?))
+    });
     m.insert("nindent", sig(&[P::Int, P::String]), |env, a| {
-        Ok(Value::str(format!("\n{}", indent(env.max_items, a_int(a, 0)?, a_str(a, 1)?)?)))
+        Ok(Value::str(format!(
+            "\n{}",
+            indent(env.max_items, a_int(a, 0)?, a_str(a, 1)?)?
+        )))
     });
     m.insert("replace", sig(&[P::String, P::String, P::String]), |env, a| {
         let (old, new, src) = (a_str(a, 0)?, a_str(a, 1)?, a_str(a, 2)?);
         if old.is_empty() {
             let n = src.chars().count() as u128 + 1;
-            check_bytes(env.max_items, src.len() as u128 + n * new.len() as u128, "replace")?;
+            check_bytes(
+                env.max_items,
+                src.len() as u128 + n * new.len() as u128,
+                "replace",
+            )?;
         }
         Ok(Value::str(src.replace(old, new)))
     });
     m.insert("plural", sig(&[P::String, P::String, P::Int]), |_, a| {
-        Ok(Value::str(if a_int(a, 2)? == 1 { a_str(a, 0)? } else { a_str(a, 1)? }))
+        Ok(Value::str(if a_int(a, 2)? == 1 {
+            a_str(a, 0)?
+        } else {
+            a_str(a, 1)?
+        }))
     });
-    m.insert("toString", sig(&[P::Any]), |_, a| Ok(Value::str(strval(a_any(a, 0)))));
-    m.insert("split", sig(&[P::String, P::String]), |_, a| Ok(index_map(go_split(a_str(a, 1)?, a_str(a, 0)?, -1))));
+    m.insert("toString", sig(&[P::Any]), |_, a| {
+        Ok(Value::str(strval(a_any(a, 0))))
+    });
+    m.insert("split", sig(&[P::String, P::String]), |_, a| {
+        Ok(index_map(go_split(a_str(a, 1)?, a_str(a, 0)?, -1)))
+    });
     m.insert("splitn", sig(&[P::String, P::Int, P::String]), |_, a| {
         Ok(index_map(go_split(a_str(a, 2)?, a_str(a, 0)?, a_int(a, 1)?)))
     });
-    m.insert("splitList", sig(&[P::String, P::String]), |_, a| Ok(str_list(go_split(a_str(a, 1)?, a_str(a, 0)?, -1))));
-    m.insert("toStrings", sig(&[P::Any]), |_, a| Ok(str_list(strslice(a_any(a, 0)))));
-    m.insert("join", sig(&[P::String, P::Any]), |_, a| Ok(Value::str(strslice(a_any(a, 1)).join(a_str(a, 0)?))));
+    m.insert("splitList", sig(&[P::String, P::String]), |_, a| {
+        Ok(str_list(go_split(a_str(a, 1)?, a_str(a, 0)?, -1)))
+    });
+    m.insert("toStrings", sig(&[P::Any]), |_, a| {
+        Ok(str_list(strslice(a_any(a, 0))))
+    });
+    m.insert("join", sig(&[P::String, P::Any]), |_, a| {
+        Ok(Value::str(strslice(a_any(a, 1)).join(a_str(a, 0)?)))
+    });
     m.insert("sortAlpha", sig(&[P::Any]), |_, a| {
         let v = a_any(a, 0);
         match v {

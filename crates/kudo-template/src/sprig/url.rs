@@ -26,7 +26,22 @@ fn should_escape(c: u8, mode: Mode) -> bool {
     if mode == Mode::Host
         && matches!(
             c,
-            b'!' | b'$' | b'&' | b'\'' | b'(' | b')' | b'*' | b'+' | b',' | b';' | b'=' | b':' | b'[' | b']' | b'<' | b'>' | b'"'
+            b'!' | b'$'
+                | b'&'
+                | b'\''
+                | b'('
+                | b')'
+                | b'*'
+                | b'+'
+                | b','
+                | b';'
+                | b'='
+                | b':'
+                | b'['
+                | b']'
+                | b'<'
+                | b'>'
+                | b'"'
         )
     {
         return false;
@@ -71,7 +86,10 @@ fn unescape(s: &str, mode: Mode) -> Result<String, String> {
                 n += 1;
                 if i + 2 >= b.len() || !b[i + 1].is_ascii_hexdigit() || !b[i + 2].is_ascii_hexdigit() {
                     let end = (i + 3).min(b.len());
-                    return Err(format!("invalid URL escape {}", go_quote(&String::from_utf8_lossy(&b[i..end]))));
+                    return Err(format!(
+                        "invalid URL escape {}",
+                        go_quote(&String::from_utf8_lossy(&b[i..end]))
+                    ));
                 }
                 if mode == Mode::Host && hexval(b[i + 1]) < 8 && &s[i..i + 3] != "%25" {
                     return Err(format!("invalid URL escape {}", go_quote(&s[i..i + 3])));
@@ -80,7 +98,10 @@ fn unescape(s: &str, mode: Mode) -> Result<String, String> {
             }
             c => {
                 if mode == Mode::Host && c < 0x80 && should_escape(c, mode) {
-                    return Err(format!("invalid character {} in host name", go_quote(&s[i..i + 1])));
+                    return Err(format!(
+                        "invalid character {} in host name",
+                        go_quote(&s[i..i + 1])
+                    ));
                 }
                 i += 1;
             }
@@ -171,7 +192,26 @@ fn parse_host(host: &str) -> Result<String, String> {
 fn valid_userinfo(s: &str) -> bool {
     s.chars().all(|r| {
         r.is_ascii_alphanumeric()
-            || matches!(r, '-' | '.' | '_' | ':' | '~' | '!' | '$' | '&' | '\'' | '(' | ')' | '*' | '+' | ',' | ';' | '=' | '%' | '@')
+            || matches!(
+                r,
+                '-' | '.'
+                    | '_'
+                    | ':'
+                    | '~'
+                    | '!'
+                    | '$'
+                    | '&'
+                    | '\''
+                    | '('
+                    | ')'
+                    | '*'
+                    | '+'
+                    | ','
+                    | ';'
+                    | '='
+                    | '%'
+                    | '@'
+            )
     })
 }
 
@@ -233,7 +273,10 @@ fn parse_no_frag(raw: &str) -> Result<GoUrl, String> {
                 }
                 let user = match ui.split_once(':') {
                     None => (unescape(ui, Mode::UserPassword)?, None),
-                    Some((u, p)) => (unescape(u, Mode::UserPassword)?, Some(unescape(p, Mode::UserPassword)?)),
+                    Some((u, p)) => (
+                        unescape(u, Mode::UserPassword)?,
+                        Some(unescape(p, Mode::UserPassword)?),
+                    ),
                 };
                 (Some(user), host)
             }
@@ -248,7 +291,10 @@ fn parse_no_frag(raw: &str) -> Result<GoUrl, String> {
 
 fn hostname(host: &str) -> String {
     let (h, _) = split_host_port(host);
-    h.strip_prefix('[').and_then(|x| x.strip_suffix(']')).unwrap_or(h).to_string()
+    h.strip_prefix('[')
+        .and_then(|x| x.strip_suffix(']'))
+        .unwrap_or(h)
+        .to_string()
 }
 
 fn split_host_port(host: &str) -> (&str, &str) {
@@ -287,7 +333,11 @@ fn url_string(u: &GoUrl) -> String {
                 buf.push_str(&escape(&u.host, Mode::Host));
             }
         }
-        let path = if u.path == "*" { "*".to_string() } else { escape(&u.path, Mode::Path) };
+        let path = if u.path == "*" {
+            "*".to_string()
+        } else {
+            escape(&u.path, Mode::Path)
+        };
         if !path.is_empty() && !path.starts_with('/') && !u.host.is_empty() {
             buf.push('/');
         }
@@ -333,7 +383,10 @@ pub(super) fn register(m: &mut FuncMap) {
         d.insert("query".into(), Value::str(u.raw_query.as_str()));
         d.insert("opaque".into(), Value::str(u.opaque.as_str()));
         d.insert("fragment".into(), Value::str(u.fragment.as_str()));
-        d.insert("userinfo".into(), Value::str(u.user.as_ref().map(user_string).unwrap_or_default()));
+        d.insert(
+            "userinfo".into(),
+            Value::str(u.user.as_ref().map(user_string).unwrap_or_default()),
+        );
         Ok(Value::map(d))
     });
     m.insert("urlJoin", sig(&[P::MapAny]), |_, a| {

@@ -14,9 +14,21 @@ use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 /// Decodes a data file by extension (`.yaml`/`.yml` → YAML, anything else JSON). A `null` or empty
 /// document becomes `{}`, as the oracle passes KUDO's (possibly empty) map.
 pub fn decode_data(path: &std::path::Path, raw: &str) -> Result<serde_json::Value, String> {
-    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("").to_ascii_lowercase();
-    let v = if ext == "yaml" || ext == "yml" { yaml_to_json(raw)? } else { json(raw)? };
-    Ok(if v.is_null() { serde_json::Value::Object(Default::default()) } else { v })
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    let v = if ext == "yaml" || ext == "yml" {
+        yaml_to_json(raw)?
+    } else {
+        json(raw)?
+    };
+    Ok(if v.is_null() {
+        serde_json::Value::Object(Default::default())
+    } else {
+        v
+    })
 }
 
 pub fn json(raw: &str) -> Result<serde_json::Value, String> {
@@ -115,7 +127,11 @@ fn key_string(k: &serde_json::Value) -> String {
 
 /// Go's `strconv.FormatFloat(f, 'g', -1, 64)`.
 fn go_float_key(f: f64) -> String {
-    let exp = if f == 0.0 { 0 } else { f.abs().log10().floor() as i32 };
+    let exp = if f == 0.0 {
+        0
+    } else {
+        f.abs().log10().floor() as i32
+    };
     if (-4..6).contains(&exp) {
         format!("{f}")
     } else {

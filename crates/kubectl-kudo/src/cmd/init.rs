@@ -1,0 +1,335 @@
+//! `init`: installs (or prints, or removes) KUDO's server side: the three CRDs, the `kudo-system`
+//! namespace, the manager's service account bound to cluster-admin, and the manager Deployment.
+//! No admission webhook and no cert-manager: the manager decides which plan runs itself.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, ValueEnum};
+use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams};
+use serde_json::{Value, json};
+
+use super::cluster::{ClusterOpts, connect};
+
+/// Field manager for everything `init` applies.
+const FIELD_MANAGER: &str = "kubectl-kudo-init";
+
+#[derive(Copy, Clone, Debug, ValueEnum)]
+pub enum InitOutput {
+    Yaml,
+    Json,
+}
+
+#[derive(Copy, Clone, Debug, ValueEnum, PartialEq, Eq)]
+pub enum PullPolicy {
+    Always,
+    IfNotPresent,
+    Never,
+}
+
+impl PullPolicy {
+    fn as_str(self) -> &'static str {
+        match self {
+            PullPolicy::Always => "Always",
+            PullPolicy::IfNotPresent => "IfNotPresent",
+            PullPolicy::Never => "Never",
+        }
+    }
+}
+
+#[derive(Args, Debug)]
+#[command(after_help = "Examples:\n  kubectl kudo init --wait\n  kubectl kudo init --dry-run -o yaml\n  kubectl kudo init --dry-run -o yaml | kubectl delete -f -\n  kubectl kudo init --uninstall")]
+pub struct InitArgs {
+    /// Only set up the local $KUDO_HOME, install nothing in the cluster.
+    #[arg(short = 'c', long, conflicts_with_all = ["crd_only", "upgrade", "verify", "uninstall", "wait"])]
+    pub client_only: bool,
+    /// Print the manifests instead of installing them (needs -o).
+    #[arg(long, requires = "output")]
+    pub dry_run: bool,
+    /// Output format for --dry-run.
+    #[arg(short = 'o', long)]
+    pub output: Option<InitOutput>,
+    /// Install only the CRDs.
+    #[arg(long, conflicts_with_all = ["wait", "upgrade"])]
+    pub crd_only: bool,
+    /// Re-apply an existing installation with this version's manifests.
+    #[arg(long, conflicts_with = "verify")]
+    pub upgrade: bool,
+    /// Check that an installation is complete, change nothing.
+    #[arg(long, conflicts_with = "dry_run")]
+    pub verify: bool,
+    /// Remove everything `init` installs (Instances are deleted with their CRDs).
+    #[arg(long, conflicts_with_all = ["dry_run", "upgrade", "verify", "crd_only"])]
+    pub uninstall: bool,
+    /// Wait until the manager is ready.
+    #[arg(short = 'w', long)]
+    pub wait: bool,
+    /// How long --wait waits, in seconds.
+    #[arg(long, default_value_t = 300, value_name = "SECONDS")]
+    pub wait_timeout: u64,
+    /// Manager image (default: the image of this version).
+    #[arg(short = 'i', long, value_name = "IMAGE")]
+    pub kudo_image: Option<String>,
+    /// Image pull policy of the manager.
+    #[arg(long, value_enum, default_value = "IfNotPresent")]
+    pub kudo_image_pull_policy: PullPolicy,
+    /// Use this existing service account (must be bound to cluster-admin) instead of creating one.
+    #[arg(long, value_name = "NAME")]
+    pub service_account: Option<String>,
+}
+
+/// The manager image this CLI version deploys.
+pub fn default_image() -> String {
+    format!("kudo-rs/manager:v{}", env!("CARGO_PKG_VERSION"))
+}
+
+/// One manifest and how to reach its API.
+struct Manifest {
+    resource: ApiResource,
+    namespaced: bool,
+    object: Value,
+    /// What `init` reports once this group is installed.
+    group: &'static str,
+}
+
+fn resource(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource {
+    ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural)
+}
+
+/// Every manifest `init` installs, in install order.
+fn manifests(args: &InitArgs, namespace: &str) -> Result<Vec<Manifest>> {
+    let mut out = Vec::new();
+    for text in kudo_api::crd_manifests() {
+        let object: Value = serde_saphyr::from_str(text).context("built-in CRD manifest")?;
+        out.push(Manifest {
+            resource: resource("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions"),
+            namespaced: false,
+            object,
+            group: "crds",
+        });
+    }
+    if args.crd_only {
+        return Ok(out);
+    }
+    let labels = json!({"app": "kudo-manager"});
+    out.push(Manifest {
+        resource: resource("", "v1", "Namespace", "namespaces"),
+        namespaced: false,
+        object: json!({"apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": namespace, "labels": {"app": "kudo-manager", "control-plane": "controller-manager"}}}),
+        group: "namespace",
+    });
+    let sa = args.service_account.clone().unwrap_or_else(|| "kudo-manager".to_string());
+    if args.service_account.is_none() {
+        out.push(Manifest {
+            resource: resource("", "v1", "ServiceAccount", "serviceaccounts"),
+            namespaced: true,
+            object: json!({"apiVersion": "v1", "kind": "ServiceAccount",
+                "metadata": {"name": sa, "namespace": namespace, "labels": labels}}),
+            group: "service accounts and other requirements for controller to run",
+        });
+        out.push(Manifest {
+            resource: resource("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings"),
+            namespaced: false,
+            object: json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+                "metadata": {"name": "kudo-manager-rolebinding", "labels": labels},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+                "subjects": [{"kind": "ServiceAccount", "name": sa, "namespace": namespace}]}),
+            group: "service accounts and other requirements for controller to run",
+        });
+    }
+    let image = args.kudo_image.clone().unwrap_or_else(default_image);
+    out.push(Manifest {
+        resource: resource("apps", "v1", "Deployment", "deployments"),
+        namespaced: true,
+        object: json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "kudo-controller-manager", "namespace": namespace,
+                "labels": {"app": "kudo-manager", "control-plane": "controller-manager"}},
+            "spec": {
+                "replicas": 1,
+                "selector": {"matchLabels": {"app": "kudo-manager", "control-plane": "controller-manager"}},
+                "template": {
+                    "metadata": {"labels": {"app": "kudo-manager", "control-plane": "controller-manager"}},
+                    "spec": {
+                        "serviceAccountName": sa,
+                        "terminationGracePeriodSeconds": 10,
+                        "containers": [{
+                            "name": "manager",
+                            "image": image,
+                            "imagePullPolicy": args.kudo_image_pull_policy.as_str(),
+                            "args": ["manager"],
+                            "ports": [{"name": "metrics", "containerPort": 8080, "protocol": "TCP"}],
+                            "resources": {"requests": {"cpu": "100m", "memory": "64Mi"},
+                                          "limits": {"memory": "256Mi"}}
+                        }]
+                    }
+                }
+            }}),
+        group: "kudo controller",
+    });
+    Ok(out)
+}
+
+fn api_for(client: &kube::Client, m: &Manifest) -> Api<DynamicObject> {
+    if m.namespaced {
+        let ns = m.object["metadata"]["namespace"].as_str().unwrap_or("default");
+        Api::namespaced_with(client.clone(), ns, &m.resource)
+    } else {
+        Api::all_with(client.clone(), &m.resource)
+    }
+}
+
+fn name_of(m: &Manifest) -> String {
+    m.object["metadata"]["name"].as_str().unwrap_or_default().to_string()
+}
+
+pub async fn run(opts: &ClusterOpts, args: InitArgs) -> Result<ExitCode> {
+    let home = opts.home_dir();
+    let namespace = opts.namespace.clone().unwrap_or_else(|| "kudo-system".to_string());
+    if args.dry_run {
+        let ms = manifests(&args, &namespace)?;
+        match args.output.unwrap_or(InitOutput::Yaml) {
+            InitOutput::Yaml => {
+                for m in &ms {
+                    println!("---");
+                    print!("{}", serde_saphyr::to_string(&m.object)?);
+                }
+            }
+            InitOutput::Json => {
+                let list: Vec<&Value> = ms.iter().map(|m| &m.object).collect();
+                println!("{}", serde_json::to_string_pretty(&list)?);
+            }
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    if !args.verify && !args.uninstall {
+        ensure_home(&home)?;
+        println!("$KUDO_HOME has been configured at {}", home.display());
+    }
+    if args.client_only {
+        return Ok(ExitCode::SUCCESS);
+    }
+    let cluster = connect(opts).await?;
+    let ms = manifests(&args, &namespace)?;
+    if args.uninstall {
+        for m in ms.iter().rev() {
+            let name = name_of(m);
+            match api_for(&cluster.client, m).delete(&name, &DeleteParams::background()).await {
+                Ok(_) => println!("{} {name} deleted", m.object["kind"].as_str().unwrap_or_default().to_lowercase()),
+                Err(kube::Error::Api(s)) if s.code == 404 => {}
+                Err(e) => return Err(e).with_context(|| format!("cannot delete {name}")),
+            }
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut missing = Vec::new();
+    for m in &ms {
+        if api_for(&cluster.client, m).get_opt(&name_of(m)).await?.is_none() {
+            missing.push(format!("{} {}", m.object["kind"].as_str().unwrap_or_default(), name_of(m)));
+        }
+    }
+    if args.verify {
+        if missing.is_empty() {
+            println!("✅ KUDO is installed in namespace {namespace}");
+            return Ok(ExitCode::SUCCESS);
+        }
+        eprintln!("KUDO installation is incomplete; missing: {}", missing.join(", "));
+        return Ok(ExitCode::from(1));
+    }
+    if missing.is_empty() && !args.upgrade && !args.crd_only {
+        bail!("KUDO is already installed in namespace {namespace}. Did you mean to use --upgrade?");
+    }
+    let pp = PatchParams::apply(FIELD_MANAGER).force();
+    let mut reported = Vec::new();
+    for m in &ms {
+        let name = name_of(m);
+        api_for(&cluster.client, m)
+            .patch(&name, &pp, &Patch::Apply(&m.object))
+            .await
+            .with_context(|| format!("cannot install {} {name}", m.object["kind"].as_str().unwrap_or_default()))?;
+        if !reported.contains(&m.group) && ms.iter().rev().find(|x| x.group == m.group).map(name_of) == Some(name) {
+            println!("✅ installed {}", m.group);
+            reported.push(m.group);
+        }
+    }
+    if args.wait && !args.crd_only {
+        println!("⌛Waiting for KUDO controller to be ready...");
+        wait_ready(&cluster.client, &namespace, Duration::from_secs(args.wait_timeout)).await?;
+        println!("✅ KUDO is ready!");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn ensure_home(home: &std::path::Path) -> Result<()> {
+    let repo_dir = home.join("repository");
+    std::fs::create_dir_all(&repo_dir).with_context(|| format!("cannot create {}", repo_dir.display()))?;
+    let file = repo_dir.join("repositories.yaml");
+    if !file.exists() {
+        std::fs::write(&file, "repoVersion: v1\ncontext: \"\"\nrepositories: []\n")
+            .with_context(|| format!("cannot write {}", file.display()))?;
+    }
+    Ok(())
+}
+
+async fn wait_ready(client: &kube::Client, namespace: &str, timeout: Duration) -> Result<()> {
+    use k8s_openapi::api::apps::v1::Deployment;
+    let api: Api<Deployment> = Api::namespaced(client.clone(), namespace);
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        if let Some(d) = api.get_opt("kudo-controller-manager").await? {
+            let want = d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
+            let st = d.status.unwrap_or_default();
+            if st.available_replicas.unwrap_or(0) >= want && st.updated_replicas.unwrap_or(0) >= want {
+                return Ok(());
+            }
+        }
+        if tokio::time::Instant::now() > deadline {
+            bail!("timed out after {}s waiting for the KUDO manager to become available", timeout.as_secs());
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct T {
+        #[command(flatten)]
+        init: InitArgs,
+    }
+
+    #[test]
+    fn dry_run_manifests_reference_this_versions_image_and_no_webhook() {
+        let t = T::parse_from(["init"]);
+        let ms = manifests(&t.init, "kudo-system").unwrap();
+        let kinds: Vec<&str> = ms.iter().map(|m| m.object["kind"].as_str().unwrap()).collect();
+        assert_eq!(
+            kinds,
+            [
+                "CustomResourceDefinition",
+                "CustomResourceDefinition",
+                "CustomResourceDefinition",
+                "Namespace",
+                "ServiceAccount",
+                "ClusterRoleBinding",
+                "Deployment"
+            ]
+        );
+        let image = ms[6].object["spec"]["template"]["spec"]["containers"][0]["image"].as_str().unwrap();
+        assert_eq!(image, format!("kudo-rs/manager:v{}", env!("CARGO_PKG_VERSION")));
+    }
+
+    #[test]
+    fn crd_only_and_custom_service_account() {
+        let t = T::parse_from(["init", "--crd-only"]);
+        assert_eq!(manifests(&t.init, "kudo-system").unwrap().len(), 3);
+        let t = T::parse_from(["init", "--service-account", "mine"]);
+        let ms = manifests(&t.init, "kudo-system").unwrap();
+        assert!(ms.iter().all(|m| m.object["kind"] != "ServiceAccount"));
+        assert_eq!(ms.last().unwrap().object["spec"]["template"]["spec"]["serviceAccountName"], "mine");
+    }
+}

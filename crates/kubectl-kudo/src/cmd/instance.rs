@@ -1,0 +1,398 @@
+//! `install`, `update`, `upgrade`, `uninstall`: the Instance lifecycle, with KUDO's messages.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use kube::api::DeleteParams;
+use kudo_api::{ExecutionStatus, Instance, Operator, OperatorVersion};
+use kudo_package::convert::{ConvertOptions, to_resources};
+use kudo_package::params;
+
+use super::cluster::{Cluster, ClusterOpts, KudoKind, api_error, connect};
+use super::wait::{WaitOutcome, wait_for_plan};
+
+/// Parameter flags shared by install/update/upgrade.
+#[derive(Args, Debug, Clone, Default)]
+pub struct ParamOpts {
+    /// Parameter value NAME=VALUE (repeatable; arrays/maps as inline YAML; overrides -P).
+    #[arg(short = 'p', long = "parameter", value_name = "NAME=VALUE")]
+    pub parameters: Vec<String>,
+    /// YAML file of NAME: value parameters (repeatable; later files override earlier ones).
+    #[arg(short = 'P', long = "parameter-file", value_name = "FILE")]
+    pub parameter_files: Vec<PathBuf>,
+}
+
+impl ParamOpts {
+    /// `-P` files in order, then `-p` values, as KUDO merged them.
+    pub fn values(&self) -> Result<BTreeMap<String, String>> {
+        let mut values = BTreeMap::new();
+        for f in &self.parameter_files {
+            let text = std::fs::read_to_string(f).with_context(|| format!("cannot read {}", f.display()))?;
+            values.extend(params::parse_param_file(&f.display().to_string(), &text).map_err(anyhow::Error::msg)?);
+        }
+        values.extend(params::parse_cli_params(&self.parameters).map_err(anyhow::Error::msg)?);
+        Ok(values)
+    }
+}
+
+/// Flags for waiting on a plan.
+#[derive(Args, Debug, Clone, Default)]
+pub struct WaitOpts {
+    /// Wait until the plan finishes (exit 1 if it fails).
+    #[arg(long)]
+    pub wait: bool,
+    /// How long to wait, in seconds.
+    #[arg(long, default_value_t = 300, value_name = "SECONDS")]
+    pub wait_time: u64,
+}
+
+#[derive(Args, Debug)]
+#[command(after_help = "Examples:\n  kubectl kudo install ./operator\n  kubectl kudo install ./galera -p NODE_COUNT=5 --instance db --wait\n  kubectl kudo install galera-10.5.3_0.1.0.tgz -P values.yaml -n databases --create-namespace")]
+pub struct InstallArgs {
+    /// The package: a directory or a .tgz file.
+    pub package: PathBuf,
+    /// Instance name (default: <operator>-instance).
+    #[arg(long)]
+    pub instance: Option<String>,
+    #[command(flatten)]
+    pub params: ParamOpts,
+    /// Install only the Operator and OperatorVersion, no Instance.
+    #[arg(long)]
+    pub skip_instance: bool,
+    /// Create the namespace first (rendering the package's namespaceManifest if it has one).
+    #[arg(long)]
+    pub create_namespace: bool,
+    #[command(flatten)]
+    pub wait: WaitOpts,
+}
+
+#[derive(Args, Debug)]
+#[command(after_help = "Examples:\n  kubectl kudo update --instance galera-instance -p NODE_COUNT=3\n  kubectl kudo update --instance db -P new-values.yaml --wait")]
+pub struct UpdateArgs {
+    /// The Instance to update.
+    #[arg(long)]
+    pub instance: String,
+    #[command(flatten)]
+    pub params: ParamOpts,
+    #[command(flatten)]
+    pub wait: WaitOpts,
+}
+
+#[derive(Args, Debug)]
+#[command(after_help = "Examples:\n  kubectl kudo upgrade ./galera-v2 --instance galera-instance\n  kubectl kudo upgrade galera-10.5.4_0.2.0.tgz --instance db -p NEW_PARAM=x --wait")]
+pub struct UpgradeArgs {
+    /// The new package version: a directory or a .tgz file.
+    pub package: PathBuf,
+    /// The Instance to upgrade.
+    #[arg(long)]
+    pub instance: String,
+    #[command(flatten)]
+    pub params: ParamOpts,
+    #[command(flatten)]
+    pub wait: WaitOpts,
+}
+
+#[derive(Args, Debug)]
+#[command(after_help = "Examples:\n  kubectl kudo uninstall --instance galera-instance\n  kubectl kudo uninstall --instance db --wait")]
+pub struct UninstallArgs {
+    /// The Instance to delete.
+    #[arg(long)]
+    pub instance: String,
+    #[command(flatten)]
+    pub wait: WaitOpts,
+}
+
+fn load_package(path: &Path) -> Result<kudo_package::Package> {
+    if !path.exists() {
+        bail!(
+            "package {} not found: pass a package directory or a .tgz file (installing by repository name is not supported yet)",
+            path.display()
+        );
+    }
+    Ok(kudo_package::read_path(path)?)
+}
+
+/// Required parameters without a default that `values` does not supply.
+fn missing_required(ov: &OperatorVersion, values: &BTreeMap<String, String>) -> Vec<String> {
+    ov.spec
+        .parameters
+        .iter()
+        .filter(|p| p.is_required() && p.default.is_none() && !values.contains_key(&p.name))
+        .map(|p| p.name.clone())
+        .collect()
+}
+
+fn check_values(ov: &OperatorVersion, values: &BTreeMap<String, String>, installing: bool) -> Result<()> {
+    if installing {
+        let missing = missing_required(ov, values);
+        if !missing.is_empty() {
+            bail!("missing required parameters during installation: {}", missing.join(","));
+        }
+    }
+    let errors = kudo_package::render::validate_parameters(ov, values);
+    if !errors.is_empty() {
+        bail!("{}", errors.join("\n"));
+    }
+    Ok(())
+}
+
+async fn operator_version_exists(cluster: &Cluster, ov: &OperatorVersion) -> Result<bool> {
+    // By object name, which includes the appVersion: KUDO compared only operatorVersion and silently
+    // skipped a new appVersion (kudo-behaviour.md §4.13).
+    Ok(cluster.get::<OperatorVersion>(KudoKind::OperatorVersion, &ov.metadata.name).await?.is_some())
+}
+
+pub async fn install(opts: &ClusterOpts, args: InstallArgs) -> Result<ExitCode> {
+    let pkg = load_package(&args.package)?;
+    let values = args.params.values()?;
+    let cluster = connect(opts).await?;
+    let ns = cluster.namespace.clone();
+    let res = to_resources(
+        &pkg,
+        &ConvertOptions {
+            instance_name: args.instance.clone(),
+            namespace: Some(ns.clone()),
+            parameters: values.clone(),
+        },
+    )?;
+    // Validate everything before creating anything.
+    if !args.skip_instance {
+        check_values(&res.operator_version, &values, true)?;
+        if cluster.get::<Instance>(KudoKind::Instance, &res.instance.metadata.name).await?.is_some() {
+            bail!(
+                "cannot install instance '{}' of operator '{}-{}' because an instance of that name already exists in namespace {}",
+                res.instance.metadata.name,
+                res.operator.metadata.name,
+                res.operator_version.spec.version,
+                ns
+            );
+        }
+    }
+    if args.create_namespace {
+        create_namespace(&cluster, &pkg, &res.instance.metadata.name, &values).await?;
+    }
+    if cluster.get::<Operator>(KudoKind::Operator, &res.operator.metadata.name).await?.is_none() {
+        cluster.create(KudoKind::Operator, &res.operator).await?;
+        println!("{} created", KudoKind::Operator.display(&res.operator.metadata.name));
+    }
+    let ov_name = res.operator_version.metadata.name.clone();
+    if operator_version_exists(&cluster, &res.operator_version).await? {
+        println!("{} already installed", KudoKind::OperatorVersion.display(&ov_name));
+    } else {
+        cluster.create(KudoKind::OperatorVersion, &res.operator_version).await?;
+        println!("{} created", KudoKind::OperatorVersion.display(&ov_name));
+    }
+    if args.skip_instance {
+        return Ok(ExitCode::SUCCESS);
+    }
+    let inst_name = res.instance.metadata.name.clone();
+    cluster.create(KudoKind::Instance, &res.instance).await?;
+    println!("{} created", KudoKind::Instance.display(&inst_name));
+    finish_wait(&cluster, &inst_name, None, &args.wait).await
+}
+
+async fn create_namespace(
+    cluster: &Cluster,
+    pkg: &kudo_package::Package,
+    instance: &str,
+    values: &BTreeMap<String, String>,
+) -> Result<()> {
+    use k8s_openapi::api::core::v1::Namespace;
+    let api: kube::Api<Namespace> = kube::Api::all(cluster.client.clone());
+    if api.get_opt(&cluster.namespace).await?.is_some() {
+        bail!("namespace {} already exists; drop --create-namespace to install into it", cluster.namespace);
+    }
+    let ns_obj = match render_namespace_manifest(pkg, instance, &cluster.namespace, values)? {
+        Some(obj) => serde_json::from_value::<Namespace>(obj).context("namespaceManifest is not a Namespace")?,
+        None => serde_json::from_value(serde_json::json!({
+            "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": cluster.namespace}
+        }))?,
+    };
+    api.create(&Default::default(), &ns_obj).await.context("cannot create the namespace")?;
+    println!("namespace/{} created", cluster.namespace);
+    Ok(())
+}
+
+/// Renders the package's `namespaceManifest` with KUDO's reduced variable set for it: the implicit
+/// names plus `.Params` holding only the values given on the command line, as raw strings.
+fn render_namespace_manifest(
+    pkg: &kudo_package::Package,
+    instance: &str,
+    namespace: &str,
+    values: &BTreeMap<String, String>,
+) -> Result<Option<serde_json::Value>> {
+    let file = &pkg.operator.namespace_manifest;
+    if file.is_empty() {
+        return Ok(None);
+    }
+    let text = pkg
+        .templates
+        .get(file)
+        .with_context(|| format!("namespaceManifest {file} is not in templates/"))?;
+    let data = serde_json::json!({
+        "Name": instance,
+        "Namespace": namespace,
+        "OperatorName": pkg.operator.name,
+        "OperatorVersion": pkg.operator.operator_version,
+        "AppVersion": pkg.operator.app_version,
+        "Params": values,
+    });
+    let out = kudo_template::render(file, text, &kudo_template::Value::from_json(&data))
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let obj: serde_json::Value =
+        serde_saphyr::from_str(&out).with_context(|| format!("rendered {file} is not valid YAML"))?;
+    Ok(Some(obj))
+}
+
+async fn get_instance(cluster: &Cluster, name: &str) -> Result<Instance> {
+    cluster.get::<Instance>(KudoKind::Instance, name).await?.with_context(|| {
+        format!("instance {}/{} does not exist", cluster.namespace, name)
+    })
+}
+
+async fn get_ov(cluster: &Cluster, instance: &Instance) -> Result<OperatorVersion> {
+    let name = &instance.spec.operator_version.name;
+    cluster.get::<OperatorVersion>(KudoKind::OperatorVersion, name).await?.with_context(|| {
+        format!(
+            "OperatorVersion {name} from instance {}/{} does not exist",
+            cluster.namespace, instance.metadata.name
+        )
+    })
+}
+
+pub async fn update(opts: &ClusterOpts, args: UpdateArgs) -> Result<ExitCode> {
+    let values = args.params.values()?;
+    if values.is_empty() {
+        bail!("update needs at least one parameter: -p NAME=VALUE or -P FILE");
+    }
+    let cluster = connect(opts).await?;
+    let instance = get_instance(&cluster, &args.instance).await?;
+    let ov = get_ov(&cluster, &instance).await?;
+    for name in values.keys() {
+        if !ov.spec.parameters.iter().any(|p| &p.name == name) {
+            bail!("parameter {name} is not defined by operator version {}", ov.metadata.name);
+        }
+    }
+    check_values(&ov, &values, false)?;
+    let previous_uid = instance.spec.plan_execution.uid.clone();
+    cluster
+        .merge_patch(KudoKind::Instance, &args.instance, serde_json::json!({"spec": {"parameters": values}}))
+        .await?;
+    println!("Instance {} was updated.", args.instance);
+    finish_wait(&cluster, &args.instance, Some(previous_uid), &args.wait).await
+}
+
+pub async fn upgrade(opts: &ClusterOpts, args: UpgradeArgs) -> Result<ExitCode> {
+    let pkg = load_package(&args.package)?;
+    let values = args.params.values()?;
+    let cluster = connect(opts).await?;
+    let instance = get_instance(&cluster, &args.instance).await?;
+    let current = get_ov(&cluster, &instance).await?;
+    let res = to_resources(
+        &pkg,
+        &ConvertOptions { namespace: Some(cluster.namespace.clone()), ..Default::default() },
+    )?;
+    let new_ov = res.operator_version;
+    if new_ov.spec.operator.name != current.spec.operator.name {
+        bail!(
+            "instance {} runs operator {}, not {}",
+            args.instance,
+            current.spec.operator.name,
+            new_ov.spec.operator.name
+        );
+    }
+    let order = compare_versions(&new_ov, &current)?;
+    if order == std::cmp::Ordering::Less {
+        bail!(
+            "upgraded version {} is older than the current version {}",
+            new_ov.metadata.name,
+            current.metadata.name
+        );
+    }
+    let previous_uid = instance.spec.plan_execution.uid.clone();
+    if new_ov.metadata.name == current.metadata.name {
+        // Same version again (KUDO issue 1752): re-run the upgrade plan if the last one failed.
+        let plan = ["upgrade", "update", "deploy"].into_iter().find(|p| new_ov.spec.plans.contains_key(*p));
+        let failed = plan
+            .and_then(|p| instance.status.as_ref()?.plan_status.get(p))
+            .is_some_and(|s| s.status == ExecutionStatus::FatalError);
+        match (plan, failed) {
+            (Some(plan), true) => {
+                super::plan::trigger_plan(&cluster, &args.instance, plan).await?;
+                println!("instance {}/{} upgrade re-triggered ({plan} plan)", cluster.namespace, args.instance);
+                return finish_wait(&cluster, &args.instance, Some(previous_uid), &args.wait).await;
+            }
+            _ => bail!("instance {} already runs {}; nothing to upgrade", args.instance, new_ov.metadata.name),
+        }
+    }
+    check_values(&new_ov, &values, false)?;
+    if !operator_version_exists(&cluster, &new_ov).await? {
+        cluster.create(KudoKind::OperatorVersion, &new_ov).await?;
+        println!("{} created", KudoKind::OperatorVersion.display(&new_ov.metadata.name));
+    }
+    let mut patch = serde_json::json!({"spec": {"operatorVersion": {"name": new_ov.metadata.name}}});
+    if !values.is_empty() {
+        patch["spec"]["parameters"] = serde_json::to_value(&values)?;
+    }
+    cluster.merge_patch(KudoKind::Instance, &args.instance, patch).await?;
+    println!("instance {}/{} updated", cluster.namespace, args.instance);
+    finish_wait(&cluster, &args.instance, Some(previous_uid), &args.wait).await
+}
+
+/// Orders two OperatorVersions by operatorVersion, then appVersion (semver where parseable).
+fn compare_versions(a: &OperatorVersion, b: &OperatorVersion) -> Result<std::cmp::Ordering> {
+    fn cmp(x: &str, y: &str) -> std::cmp::Ordering {
+        match (semver::Version::parse(x), semver::Version::parse(y)) {
+            (Ok(x), Ok(y)) => x.cmp(&y),
+            _ => x.cmp(y),
+        }
+    }
+    Ok(cmp(&a.spec.version, &b.spec.version).then_with(|| cmp(&a.spec.app_version, &b.spec.app_version)))
+}
+
+pub async fn uninstall(opts: &ClusterOpts, args: UninstallArgs) -> Result<ExitCode> {
+    let cluster = connect(opts).await?;
+    get_instance(&cluster, &args.instance).await?;
+    cluster
+        .api(KudoKind::Instance)
+        .delete(&args.instance, &DeleteParams::background())
+        .await
+        .map_err(|e| api_error(e, KudoKind::Instance, &args.instance))?;
+    println!("{} deleted", KudoKind::Instance.display(&args.instance));
+    if args.wait.wait {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(args.wait.wait_time);
+        while cluster.get::<Instance>(KudoKind::Instance, &args.instance).await?.is_some() {
+            if tokio::time::Instant::now() > deadline {
+                bail!("timed out after {}s waiting for instance {} to be deleted", args.wait.wait_time, args.instance);
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// After a change, optionally waits for the plan it scheduled (a uid other than `previous_uid`).
+pub async fn finish_wait(
+    cluster: &Cluster,
+    instance: &str,
+    previous_uid: Option<String>,
+    wait: &WaitOpts,
+) -> Result<ExitCode> {
+    if !wait.wait {
+        return Ok(ExitCode::SUCCESS);
+    }
+    match wait_for_plan(cluster, instance, previous_uid, Duration::from_secs(wait.wait_time)).await? {
+        WaitOutcome::Finished { plan, status } if status == ExecutionStatus::Complete => {
+            println!("{plan} plan of instance {instance} is COMPLETE");
+            Ok(ExitCode::SUCCESS)
+        }
+        WaitOutcome::Finished { plan, status } => {
+            eprintln!("{plan} plan of instance {instance} ended {status}; see `kubectl kudo plan status --instance {instance}`");
+            Ok(ExitCode::from(1))
+        }
+    }
+}

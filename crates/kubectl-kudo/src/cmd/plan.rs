@@ -1,0 +1,174 @@
+//! `plan status`, `plan history`, `plan trigger`.
+
+use std::io::{IsTerminal, Write};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, Subcommand, ValueEnum};
+use kudo_api::{Instance, OperatorVersion};
+
+use super::cluster::{Cluster, ClusterOpts, KudoKind, connect};
+use super::instance::{WaitOpts, finish_wait};
+use crate::output::plan_status;
+
+#[derive(Args, Debug)]
+pub struct PlanArgs {
+    #[command(subcommand)]
+    pub command: PlanCommand,
+}
+
+#[derive(Copy, Clone, Debug, ValueEnum)]
+pub enum StatusOutput {
+    Yaml,
+    Json,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum PlanCommand {
+    /// Show the plans of an Instance as a tree, with the live status of the last executed one.
+    #[command(after_help = "Examples:\n  kubectl kudo plan status --instance galera-instance\n  kubectl kudo plan status --instance galera-instance --wait\n  kubectl kudo plan status --instance galera-instance -o yaml")]
+    Status {
+        /// The Instance.
+        #[arg(long)]
+        instance: String,
+        /// Redraw until the plan finishes (in place on a terminal; once at the end on a pipe).
+        #[arg(long)]
+        wait: bool,
+        /// How long --wait waits, in seconds.
+        #[arg(long, default_value_t = 300, value_name = "SECONDS")]
+        wait_time: u64,
+        /// Print the Instance status as YAML or JSON instead of the tree.
+        #[arg(short = 'o', long)]
+        output: Option<StatusOutput>,
+    },
+    /// One line per plan: when it last finished, or that it is running or never ran.
+    History {
+        /// The Instance.
+        #[arg(long)]
+        instance: String,
+    },
+    /// Run a plan now (a new run restarts the plan if it is already running).
+    #[command(after_help = "Examples:\n  kubectl kudo plan trigger --name backup --instance db\n  kubectl kudo plan trigger --name deploy --instance galera-instance --wait")]
+    Trigger {
+        /// The plan to run.
+        #[arg(long)]
+        name: String,
+        /// The Instance.
+        #[arg(long)]
+        instance: String,
+        #[command(flatten)]
+        wait: WaitOpts,
+    },
+}
+
+async fn load(cluster: &Cluster, name: &str) -> Result<(Instance, OperatorVersion)> {
+    let instance = cluster
+        .get::<Instance>(KudoKind::Instance, name)
+        .await?
+        .with_context(|| format!("Instance {}/{} does not exist", cluster.namespace, name))?;
+    let ov_name = &instance.spec.operator_version.name;
+    let ov = cluster.get::<OperatorVersion>(KudoKind::OperatorVersion, ov_name).await?.with_context(|| {
+        format!("OperatorVersion {ov_name} from instance {}/{name} does not exist", cluster.namespace)
+    })?;
+    Ok((instance, ov))
+}
+
+fn local_offset() -> chrono::FixedOffset {
+    *chrono::Local::now().offset()
+}
+
+/// True when the plan shown live has finished (or nothing ever ran).
+fn settled(instance: &Instance) -> bool {
+    if !instance.spec.plan_execution.plan_name.is_empty() {
+        return false;
+    }
+    plan_status::last_executed_plan(instance).is_none_or(|p| p.status.is_terminal())
+}
+
+pub async fn run(opts: &ClusterOpts, args: PlanArgs) -> Result<ExitCode> {
+    let cluster = connect(opts).await?;
+    match args.command {
+        PlanCommand::Status { instance, wait, wait_time, output } => {
+            if let Some(fmt) = output {
+                let (inst, _) = load(&cluster, &instance).await?;
+                let status = serde_json::to_value(inst.status.unwrap_or_default())?;
+                match fmt {
+                    StatusOutput::Json => println!("{}", serde_json::to_string_pretty(&status)?),
+                    StatusOutput::Yaml => print!("{}", serde_saphyr::to_string(&status)?),
+                }
+                return Ok(ExitCode::SUCCESS);
+            }
+            if !wait {
+                let (inst, ov) = load(&cluster, &instance).await?;
+                print!("{}", plan_status::render(&inst, &ov, &cluster.namespace, &local_offset()));
+                return Ok(ExitCode::SUCCESS);
+            }
+            status_wait(&cluster, &instance, Duration::from_secs(wait_time)).await
+        }
+        PlanCommand::History { instance } => {
+            let (inst, ov) = load(&cluster, &instance).await?;
+            print!("{}", plan_status::render_history(&inst, &ov, &local_offset()));
+            Ok(ExitCode::SUCCESS)
+        }
+        PlanCommand::Trigger { name, instance, wait } => {
+            let (inst, ov) = load(&cluster, &instance).await?;
+            if !ov.spec.plans.contains_key(&name) {
+                let known: Vec<&str> = ov.spec.plans.keys().map(String::as_str).collect();
+                bail!("plan {name} does not exist in operator version {} (plans: {})", ov.metadata.name, known.join(", "));
+            }
+            trigger_plan(&cluster, &instance, &name).await?;
+            println!("Triggered {name} plan for {}/{instance} instance", cluster.namespace);
+            finish_wait(&cluster, &instance, Some(inst.spec.plan_execution.uid), &wait).await
+        }
+    }
+}
+
+/// Schedules `plan` with a fresh uid (what KUDO's `plan trigger` wrote).
+pub async fn trigger_plan(cluster: &Cluster, instance: &str, plan: &str) -> Result<()> {
+    let uid = uuid::Uuid::new_v4().to_string();
+    cluster
+        .merge_patch(
+            KudoKind::Instance,
+            instance,
+            serde_json::json!({"spec": {"planExecution": {"planName": plan, "uid": uid}}}),
+        )
+        .await
+}
+
+/// `plan status --wait`: on a terminal, redraws the tree in place (cursor up + clear) each time it
+/// changes; on a pipe, prints the final tree once so the output is never garbled.
+async fn status_wait(cluster: &Cluster, name: &str, timeout: Duration) -> Result<ExitCode> {
+    let tty = std::io::stdout().is_terminal();
+    let deadline = tokio::time::Instant::now() + timeout;
+    let mut last = String::new();
+    loop {
+        let (inst, ov) = load(cluster, name).await?;
+        let text = plan_status::render(&inst, &ov, &cluster.namespace, &local_offset());
+        let done = settled(&inst);
+        if tty && text != last {
+            let mut out = std::io::stdout().lock();
+            let previous_lines = last.lines().count() + usize::from(last.ends_with("\n\n"));
+            if previous_lines > 0 {
+                write!(out, "\x1b[{previous_lines}A\x1b[J")?;
+            }
+            write!(out, "{text}")?;
+            out.flush()?;
+            last = text.clone();
+        }
+        if done {
+            if !tty {
+                print!("{text}");
+            }
+            let failed = plan_status::last_executed_plan(&inst).is_some_and(|p| !p.status.is_finished());
+            return Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS });
+        }
+        if tokio::time::Instant::now() > deadline {
+            if !tty {
+                print!("{text}");
+            }
+            bail!("timed out after {}s waiting for the plan of {name} to finish", timeout.as_secs());
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}

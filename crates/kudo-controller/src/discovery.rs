@@ -1,0 +1,87 @@
+//! Resolving an object's `apiVersion`/`kind` to an API resource (plural, namespacedness) through
+//! the discovery API, cached and refreshed on a miss so that CRDs installed by an earlier step of
+//! the same plan are found.
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+
+use kube::api::{ApiResource, GroupVersionKind};
+use kube::discovery::{Scope, pinned_kind};
+
+/// Outcome of a lookup.
+#[derive(Debug, Clone)]
+pub enum Resolved {
+    Found { resource: ApiResource, namespaced: bool },
+    /// The server does not serve this kind (e.g. the CRD is absent): a fatal task error.
+    Unknown(String),
+}
+
+/// A discovery cache shared by all reconciles.
+#[derive(Clone)]
+pub struct Cache {
+    client: kube::Client,
+    known: Arc<RwLock<HashMap<(String, String), (ApiResource, bool)>>>,
+}
+
+fn split_api_version(api_version: &str) -> (&str, &str) {
+    match api_version.split_once('/') {
+        Some((g, v)) => (g, v),
+        None => ("", api_version),
+    }
+}
+
+impl Cache {
+    pub fn new(client: kube::Client) -> Cache {
+        Cache {
+            client,
+            known: Arc::default(),
+        }
+    }
+
+    /// Namespacedness from the cache only (synchronous, for the renderer); `None` on a miss.
+    pub fn cached_namespaced(&self, api_version: &str, kind: &str) -> Option<bool> {
+        let known = self.known.read().unwrap_or_else(|e| e.into_inner());
+        known
+            .get(&(api_version.to_string(), kind.to_string()))
+            .map(|(_, n)| *n)
+    }
+
+    /// Resolves a kind, asking the server on a cache miss. `Err` is a transient failure (the
+    /// server could not be asked); an unserved kind is `Ok(Resolved::Unknown)`.
+    pub async fn resolve(&self, api_version: &str, kind: &str) -> Result<Resolved, kube::Error> {
+        let key = (api_version.to_string(), kind.to_string());
+        if let Some((resource, namespaced)) = self
+            .known
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&key)
+            .cloned()
+        {
+            return Ok(Resolved::Found { resource, namespaced });
+        }
+        if api_version.is_empty() || kind.is_empty() {
+            return Ok(Resolved::Unknown(format!(
+                "object without apiVersion/kind (apiVersion {api_version:?}, kind {kind:?})"
+            )));
+        }
+        let (group, version) = split_api_version(api_version);
+        let gvk = GroupVersionKind::gvk(group, version, kind);
+        match pinned_kind(&self.client, &gvk).await {
+            Ok((resource, caps)) => {
+                let namespaced = caps.scope == Scope::Namespaced;
+                self.known
+                    .write()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(key, (resource.clone(), namespaced));
+                Ok(Resolved::Found { resource, namespaced })
+            }
+            Err(kube::Error::Api(e)) if e.code == 404 => Ok(Resolved::Unknown(format!(
+                "no matches for kind {kind:?} in version {api_version:?}: the API server does not serve {api_version}"
+            ))),
+            Err(kube::Error::Discovery(e)) => Ok(Resolved::Unknown(format!(
+                "no matches for kind {kind:?} in version {api_version:?}: {e}"
+            ))),
+            Err(e) => Err(e),
+        }
+    }
+}

@@ -1,0 +1,336 @@
+//! Performing the IO of one task: rendering the plan's objects and applying/deleting them, then
+//! judging their health. Everything here returns a [`TaskOutcome`] for the engine's pass.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::{Arc, Mutex};
+
+use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams};
+use kudo_api::OperatorVersion;
+use kudo_engine::{ErrorClass, Health, TaskCall, TaskOutcome, classify_api_error, health};
+use kudo_package::enhance::builtin_is_namespaced;
+use kudo_package::render::{Action, RenderContext, RenderError, RenderedObject, render_plan};
+use serde_json::Value;
+
+use crate::Context;
+use crate::discovery::Resolved;
+
+/// Event/fatal reasons used by the controller in addition to the engine's.
+pub mod reasons {
+    pub const TASK_RENDERING_ERROR: &str = "TaskRenderingError";
+    pub const TASK_ENHANCEMENT_ERROR: &str = "TaskEnhancementError";
+    pub const RESOURCE_VALIDATION_ERROR: &str = "ResourceValidationError";
+    pub const RESOURCE_APPLY_ERROR: &str = "ResourceApplyError";
+    pub const FAILED_TERMINAL_STATE: &str = "FailedTerminalStateError";
+    pub const TOGGLE_TASK_ERROR: &str = "ToggleTaskError";
+    pub const DUMMY_TASK_ERROR: &str = "DummyTaskError";
+    pub const PIPE_TASK_ERROR: &str = "PipeTaskError";
+    pub const KUDO_OPERATOR_TASK_ERROR: &str = "KudoOperatorTaskError";
+    pub const INVALID_PARAMS: &str = "InvalidParams";
+    pub const INVALID_PLAN: &str = "InvalidPlan";
+}
+
+type TaskKey = (String, String, String);
+
+/// The objects of one plan run, rendered once per reconcile, grouped by task. A template error
+/// belongs to the task that owns the template: tasks before it still run, and the pass fails
+/// only when it reaches that task (KUDO rendered task by task).
+pub struct Rendered {
+    objects: Vec<RenderedObject>,
+    errors: HashMap<TaskKey, String>,
+}
+
+impl Rendered {
+    fn for_task<'r>(&'r self, call: &'r TaskCall<'_>) -> impl Iterator<Item = &'r RenderedObject> + 'r {
+        self.objects
+            .iter()
+            .filter(move |o| o.phase == call.phase && o.step == call.step && o.task == call.task_name)
+    }
+
+    fn error(&self, call: &TaskCall<'_>) -> Option<&str> {
+        self.errors
+            .get(&(call.phase.to_string(), call.step.to_string(), call.task_name.to_string()))
+            .map(String::as_str)
+    }
+}
+
+/// The OperatorVersion reduced to one task of one plan, so a single task can be rendered on its
+/// own when another task of the plan has a template error.
+fn single_task_ov(ov: &OperatorVersion, plan: &str, phase: &str, step: &str, task: &str) -> OperatorVersion {
+    let mut sub = ov.clone();
+    if let Some(p) = sub.spec.plans.get(plan).cloned() {
+        let mut p = p;
+        p.phases.retain(|ph| ph.name == phase);
+        for ph in &mut p.phases {
+            ph.steps.retain(|s| s.name == step);
+            for s in &mut ph.steps {
+                s.tasks.retain(|t| t == task);
+            }
+        }
+        sub.spec.plans = BTreeMap::from([(plan.to_string(), p)]);
+    }
+    sub
+}
+
+fn render_all(ov: &OperatorVersion, plan: &str, rctx: &RenderContext) -> Result<Rendered, String> {
+    match render_plan(ov, plan, rctx) {
+        Ok(objects) => Ok(Rendered {
+            objects,
+            errors: HashMap::new(),
+        }),
+        Err(RenderError::Task { .. }) => {
+            // Render task by task so that only the broken task(s) fail.
+            let mut out = Rendered {
+                objects: Vec::new(),
+                errors: HashMap::new(),
+            };
+            let Some(p) = ov.spec.plans.get(plan) else {
+                return Err(format!("could not find required plan: {plan}"));
+            };
+            for ph in &p.phases {
+                for st in &ph.steps {
+                    for t in &st.tasks {
+                        let sub = single_task_ov(ov, plan, &ph.name, &st.name, t);
+                        match render_plan(&sub, plan, rctx) {
+                            Ok(objs) => out.objects.extend(objs),
+                            Err(RenderError::Task { message, .. }) => {
+                                out.errors.insert((ph.name.clone(), st.name.clone(), t.clone()), message);
+                            }
+                            Err(e) => return Err(e.to_string()),
+                        }
+                    }
+                }
+            }
+            Ok(out)
+        }
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// Renders a plan with namespacedness from discovery. Kinds missing from the discovery cache are
+/// looked up after a first render; if discovery disagrees with the built-in table used for them,
+/// the plan is rendered again. `Err` is a plan-level fatal (invalid parameters, missing plan).
+pub async fn render(
+    ctx: &Context,
+    ov: &OperatorVersion,
+    plan: &str,
+    base: RenderContext,
+) -> Result<Rendered, String> {
+    let misses: Arc<Mutex<BTreeSet<(String, String)>>> = Arc::default();
+    let make = |misses: Arc<Mutex<BTreeSet<(String, String)>>>| {
+        let cache = ctx.discovery.clone();
+        let mut rctx = base.clone();
+        rctx.is_namespaced = Some(Arc::new(move |av: &str, kind: &str| {
+            cache.cached_namespaced(av, kind).unwrap_or_else(|| {
+                misses
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert((av.to_string(), kind.to_string()));
+                builtin_is_namespaced(av, kind)
+            })
+        }));
+        rctx
+    };
+    let rendered = render_all(ov, plan, &make(misses.clone()))?;
+    let missed: Vec<(String, String)> = misses.lock().unwrap_or_else(|e| e.into_inner()).iter().cloned().collect();
+    let mut rerender = false;
+    for (av, kind) in missed {
+        if let Ok(Resolved::Found { namespaced, .. }) = ctx.discovery.resolve(&av, &kind).await
+            && namespaced != builtin_is_namespaced(&av, &kind)
+        {
+            rerender = true;
+        }
+    }
+    if rerender {
+        return render_all(ov, plan, &make(Arc::default()));
+    }
+    Ok(rendered)
+}
+
+fn fatal(reason: &str, message: impl Into<String>) -> TaskOutcome {
+    TaskOutcome::Fatal {
+        reason: reason.to_string(),
+        message: message.into(),
+    }
+}
+
+/// Runs one task of the pass.
+pub async fn run_task(
+    ctx: &Context,
+    call: &TaskCall<'_>,
+    rendered: &Rendered,
+    params: &BTreeMap<String, String>,
+) -> TaskOutcome {
+    let spec = &call.task.spec;
+    match call.task.kind.as_str() {
+        "Dummy" => {
+            if spec.want_err {
+                if spec.fatal {
+                    fatal(reasons::DUMMY_TASK_ERROR, format!("dummy task {} failed fatally", call.task_name))
+                } else {
+                    TaskOutcome::Transient(format!("dummy task {} failed", call.task_name))
+                }
+            } else if spec.done {
+                TaskOutcome::Done
+            } else {
+                TaskOutcome::InProgress(Some(format!("dummy task {} is not done", call.task_name)))
+            }
+        }
+        "Pipe" => fatal(
+            reasons::PIPE_TASK_ERROR,
+            format!("task {}: Pipe tasks are not supported yet by kudo-rs (issue #7)", call.task_name),
+        ),
+        "KudoOperator" => fatal(
+            reasons::KUDO_OPERATOR_TASK_ERROR,
+            format!(
+                "task {}: KudoOperator tasks (operator dependencies) are not supported yet by kudo-rs (issue #7)",
+                call.task_name
+            ),
+        ),
+        "Apply" | "Delete" | "Toggle" => {
+            if call.task.kind == "Toggle"
+                && let Err(e) = kudo_engine::toggle_action(call.task, params)
+            {
+                return fatal(reasons::TOGGLE_TASK_ERROR, e);
+            }
+            if let Some(e) = rendered.error(call) {
+                return fatal(reasons::TASK_RENDERING_ERROR, e);
+            }
+            run_objects(ctx, rendered.for_task(call)).await
+        }
+        other => fatal(
+            kudo_engine::reasons::UNKNOWN_TASK_NAME,
+            format!("unknown task kind {other}"),
+        ),
+    }
+}
+
+/// Applies or deletes the task's objects in order. Every object is handled even when an earlier
+/// one is still progressing (KUDO applied a step's objects together); the first fatal error stops.
+async fn run_objects<'r>(ctx: &Context, objects: impl Iterator<Item = &'r RenderedObject>) -> TaskOutcome {
+    let mut waiting = Vec::new();
+    let mut transient = Vec::new();
+    for obj in objects {
+        let res = match obj.action {
+            Action::Apply => apply(ctx, &obj.object).await,
+            Action::Delete => delete(ctx, &obj.object).await,
+            Action::PipePod => Err(fatal(
+                reasons::PIPE_TASK_ERROR,
+                "Pipe tasks are not supported yet by kudo-rs (issue #7)",
+            )),
+            Action::ChildInstance => Err(fatal(
+                reasons::KUDO_OPERATOR_TASK_ERROR,
+                "KudoOperator tasks are not supported yet by kudo-rs (issue #7)",
+            )),
+        };
+        match res {
+            Ok(None) => {}
+            Ok(Some(msg)) => waiting.push(msg),
+            Err(TaskOutcome::Transient(e)) => transient.push(e),
+            Err(other) => return other,
+        }
+    }
+    if !transient.is_empty() {
+        TaskOutcome::Transient(transient.join("; "))
+    } else if !waiting.is_empty() {
+        TaskOutcome::InProgress(Some(waiting.join(", ")))
+    } else {
+        TaskOutcome::Done
+    }
+}
+
+fn describe(obj: &Value) -> String {
+    let kind = obj["kind"].as_str().unwrap_or("?");
+    let name = obj["metadata"]["name"].as_str().unwrap_or("?");
+    match obj["metadata"]["namespace"].as_str() {
+        Some(ns) => format!("{kind} {ns}/{name}"),
+        None => format!("{kind} {name}"),
+    }
+}
+
+/// The dynamic API for an object, or the task outcome when its kind cannot be used.
+async fn api_for(ctx: &Context, obj: &Value) -> Result<(Api<DynamicObject>, String), TaskOutcome> {
+    let av = obj["apiVersion"].as_str().unwrap_or("");
+    let kind = obj["kind"].as_str().unwrap_or("");
+    let Some(name) = obj["metadata"]["name"].as_str().filter(|n| !n.is_empty()) else {
+        return Err(fatal(
+            reasons::RESOURCE_VALIDATION_ERROR,
+            format!("{kind} without metadata.name cannot be applied (generateName is not supported)"),
+        ));
+    };
+    match ctx.discovery.resolve(av, kind).await {
+        Ok(Resolved::Found { resource, namespaced }) => {
+            let api = if namespaced {
+                let ns = obj["metadata"]["namespace"].as_str().unwrap_or("default");
+                Api::namespaced_with(ctx.client.clone(), ns, &resource)
+            } else {
+                Api::all_with(ctx.client.clone(), &resource)
+            };
+            Ok((api, name.to_string()))
+        }
+        Ok(Resolved::Unknown(msg)) => Err(fatal(reasons::TASK_ENHANCEMENT_ERROR, msg)),
+        Err(e) => Err(TaskOutcome::Transient(format!("discovery of {av}/{kind} failed: {e}"))),
+    }
+}
+
+/// Turns a failed API call into the task outcome: requests the server rejected as invalid are
+/// fatal with the server's message, the rest is retried.
+fn api_error(what: &str, obj: &Value, e: kube::Error) -> TaskOutcome {
+    match e {
+        kube::Error::Api(s) => {
+            let msg = format!("{what} {} failed: {}", describe(obj), s.message);
+            match classify_api_error(s.code, &s.reason) {
+                ErrorClass::Fatal => fatal(reasons::RESOURCE_APPLY_ERROR, msg),
+                ErrorClass::Transient => TaskOutcome::Transient(msg),
+            }
+        }
+        other => TaskOutcome::Transient(format!("{what} {} failed: {other}", describe(obj))),
+    }
+}
+
+/// Server-side applies one object and judges the server's answer. `Ok(Some(msg))`: applied but
+/// not healthy yet.
+async fn apply(ctx: &Context, obj: &Value) -> Result<Option<String>, TaskOutcome> {
+    let (api, name) = api_for(ctx, obj).await?;
+    let pp = PatchParams::apply(&ctx.config.field_manager).force();
+    let live = api
+        .patch(&name, &pp, &Patch::Apply(obj))
+        .await
+        .map_err(|e| api_error("apply of", obj, e))?;
+    let mut live = serde_json::to_value(&live).map_err(|e| TaskOutcome::Transient(e.to_string()))?;
+    // The answer always names its type, but fill it in for servers that omit it.
+    if live.get("apiVersion").is_none() {
+        live["apiVersion"] = obj["apiVersion"].clone();
+    }
+    if live.get("kind").is_none() {
+        live["kind"] = obj["kind"].clone();
+    }
+    tracing::debug!(object = %describe(obj), "applied");
+    match health(&live) {
+        Health::Healthy => Ok(None),
+        Health::Progressing(m) => Ok(Some(m)),
+        Health::Failed(m) => Err(fatal(reasons::FAILED_TERMINAL_STATE, m)),
+    }
+}
+
+/// Deletes one object (foreground propagation) and reports it done once it is gone.
+async fn delete(ctx: &Context, obj: &Value) -> Result<Option<String>, TaskOutcome> {
+    let (api, name) = match api_for(ctx, obj).await {
+        Ok(x) => x,
+        // A kind the server does not serve has no objects to delete.
+        Err(TaskOutcome::Fatal { .. }) => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    match api.delete(&name, &DeleteParams::foreground()).await {
+        Ok(_) => {}
+        Err(kube::Error::Api(s)) if s.code == 404 => return Ok(None),
+        Err(e) => return Err(api_error("delete of", obj, e)),
+    }
+    match api.get_opt(&name).await {
+        Ok(None) => {
+            tracing::debug!(object = %describe(obj), "deleted");
+            Ok(None)
+        }
+        Ok(Some(_)) => Ok(Some(format!("{} is being deleted", describe(obj)))),
+        Err(e) => Err(api_error("get of", obj, e)),
+    }
+}

@@ -1,0 +1,635 @@
+//! One reconcile of an Instance: admission of spec changes (KUDO's webhook rules, run here), plan
+//! status bookkeeping, one execution pass, then persisting status, spec and Events.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::ObjectReference;
+use kube::api::{Api, ApiResource, DynamicObject, ListParams, Patch, PatchParams};
+use kube::runtime::controller::Action;
+use kube::runtime::events::{Event as KEvent, EventType as KEventType};
+use kudo_api::{
+    CLEANUP_FINALIZER, Condition, ExecutionStatus, Instance, InstanceSpec, InstanceStatus, OperatorVersion,
+    PlanExecution, PlanStatus,
+};
+use kudo_engine::{
+    Decision, EventType, InstanceChange, PlanPass, TIMING_ANNOTATION, Timestamp, Timing, cleanup_finalizer_removable,
+    decide, ensure_plan_statuses, mark_plan_fatal, needs_reset, plan_condition, ready_condition, requeue_after_secs,
+    reset_for_run, set_condition, should_schedule_cleanup,
+};
+use kudo_package::render::RenderContext;
+use serde_json::{Value, json};
+use tracing::{Instrument, debug, info, info_span, warn};
+
+use crate::execute::{self, reasons};
+use crate::{ADMITTED_SPEC_ANNOTATION, Context, instance_resource, operator_version_resource};
+
+/// Condition reporting a spec change KUDO's webhook would have rejected.
+pub const CHANGE_ACCEPTED: &str = "ChangeAccepted";
+
+/// Unexpected failures of a reconcile (not plan errors, which live in the Instance status).
+#[derive(Debug, thiserror::Error)]
+pub enum ReconcileError {
+    #[error("API request failed: {0}")]
+    Api(#[from] kube::Error),
+    #[error("instance {0} cannot be decoded: {1}")]
+    Decode(String, serde_json::Error),
+    #[error("instance {0} has no uid")]
+    NoUid(String),
+}
+
+fn now() -> Timestamp {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0);
+    Timestamp::from_unix(secs)
+}
+
+/// kube-runtime's error hook: retry after the configured delay.
+pub fn error_policy(obj: Arc<DynamicObject>, err: &ReconcileError, ctx: Arc<Context>) -> Action {
+    warn!(
+        instance = %format!("{}/{}", obj.metadata.namespace.as_deref().unwrap_or(""), obj.metadata.name.as_deref().unwrap_or("")),
+        error = %err,
+        "reconcile failed, retrying"
+    );
+    Action::requeue(ctx.config.error_requeue)
+}
+
+/// Entry point called by the kube-runtime controller.
+pub async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
+    let ns = obj.metadata.namespace.clone().unwrap_or_default();
+    let name = obj.metadata.name.clone().unwrap_or_default();
+    let span = info_span!("reconcile", instance = %format!("{ns}/{name}"));
+    Reconciler::new(&ctx, &ns, &name).run().instrument(span).await
+}
+
+struct Reconciler<'c> {
+    ctx: &'c Context,
+    ns: String,
+    name: String,
+    api: Api<DynamicObject>,
+    iar: ApiResource,
+}
+
+/// What admission decided for this reconcile.
+struct Admitted {
+    /// The spec to store (admission edits applied); equals the current spec for a denial.
+    spec: InstanceSpec,
+    finalizers: Vec<String>,
+    /// The spec whose plan and parameters are executed; `None` when nothing was ever admitted.
+    exec: Option<InstanceSpec>,
+    denial: Option<String>,
+    /// Spec the admitted-spec annotation should hold.
+    remember: Option<InstanceSpec>,
+}
+
+impl<'c> Reconciler<'c> {
+    fn new(ctx: &'c Context, ns: &str, name: &str) -> Self {
+        let iar = instance_resource();
+        Reconciler {
+            ctx,
+            ns: ns.to_string(),
+            name: name.to_string(),
+            api: Api::namespaced_with(ctx.client.clone(), ns, &iar),
+            iar,
+        }
+    }
+
+    fn reference(&self, raw: &DynamicObject) -> ObjectReference {
+        ObjectReference {
+            api_version: Some(kudo_api::API_VERSION.into()),
+            kind: Some("Instance".into()),
+            name: Some(self.name.clone()),
+            namespace: Some(self.ns.clone()),
+            uid: raw.metadata.uid.clone(),
+            resource_version: raw.metadata.resource_version.clone(),
+            ..Default::default()
+        }
+    }
+
+    /// Publishes an Event. `action` separates Event series: the recorder merges Events with the
+    /// same reason and action into one series keeping the first note, so plan events use the
+    /// plan name as action to keep each plan's message.
+    async fn event(&self, raw: &DynamicObject, type_: EventType, reason: &str, action: &str, message: &str) {
+        let mut note = message.to_string();
+        if note.len() > 1000 {
+            let mut cut = 1000;
+            while !note.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            note.truncate(cut);
+        }
+        let ev = KEvent {
+            type_: match type_ {
+                EventType::Normal => KEventType::Normal,
+                EventType::Warning => KEventType::Warning,
+            },
+            reason: reason.to_string(),
+            note: Some(note),
+            action: action.to_string(),
+            secondary: None,
+        };
+        if let Err(e) = self.ctx.recorder.publish(&ev, &self.reference(raw)).await {
+            warn!(reason, error = %e, "publishing event failed");
+        }
+    }
+
+    async fn get_ov(&self, inst: &Instance, spec: &InstanceSpec) -> Result<Option<OperatorVersion>, ReconcileError> {
+        let ov_ns = spec
+            .operator_version
+            .namespace
+            .clone()
+            .filter(|s| !s.is_empty())
+            .or_else(|| inst.metadata.namespace.clone())
+            .unwrap_or_default();
+        let api: Api<DynamicObject> = Api::namespaced_with(self.ctx.client.clone(), &ov_ns, &operator_version_resource());
+        let Some(raw) = api.get_opt(&spec.operator_version.name).await? else {
+            return Ok(None);
+        };
+        let v = serde_json::to_value(&raw).map_err(|e| ReconcileError::Decode(spec.operator_version.name.clone(), e))?;
+        let ov: OperatorVersion =
+            serde_json::from_value(v).map_err(|e| ReconcileError::Decode(spec.operator_version.name.clone(), e))?;
+        Ok(Some(ov))
+    }
+
+    async fn run(&self) -> Result<Action, ReconcileError> {
+        let Some(raw) = self.api.get_opt(&self.name).await? else {
+            return Ok(Action::await_change());
+        };
+        let who = format!("{}/{}", self.ns, self.name);
+        let v = serde_json::to_value(&raw).map_err(|e| ReconcileError::Decode(who.clone(), e))?;
+        let inst: Instance = serde_json::from_value(v).map_err(|e| ReconcileError::Decode(who.clone(), e))?;
+        let uid = raw.metadata.uid.clone().ok_or_else(|| ReconcileError::NoUid(who.clone()))?;
+        let deleting = raw.metadata.deletion_timestamp.is_some();
+        let has_finalizer = inst.metadata.finalizers.iter().any(|f| f == CLEANUP_FINALIZER);
+        if deleting && !has_finalizer {
+            // Nothing of ours holds the Instance: the garbage collector removes its objects.
+            return Ok(Action::await_change());
+        }
+
+        let Some(ov) = self.get_ov(&inst, &inst.spec).await? else {
+            let msg = format!(
+                "OperatorVersion {} of instance {who} does not exist",
+                inst.spec.operator_version.name
+            );
+            warn!("{msg}");
+            self.event(&raw, EventType::Warning, "InvalidOperatorVersion", "Reconcile", &msg).await;
+            return Ok(Action::requeue(self.ctx.config.error_requeue));
+        };
+
+        let admitted = self.admit(&inst, &ov, deleting).await?;
+        let now = now();
+
+        // --- the spec to execute, and the cleanup plan on deletion
+        let mut spec = admitted.spec.clone();
+        let mut exec = admitted.exec.clone();
+        let finalizers = admitted.finalizers.clone();
+        let mut remember = admitted.remember.clone();
+        if deleting
+            && let Some(e) = &exec
+        {
+            let mut probe = inst.clone();
+            probe.spec = e.clone();
+            if should_schedule_cleanup(&probe, &ov, true) {
+                let pe = PlanExecution {
+                    plan_name: kudo_engine::triggers::CLEANUP.into(),
+                    uid: uuid::Uuid::new_v4().to_string(),
+                    status: Some(ExecutionStatus::NeverRun),
+                };
+                info!(plan = "cleanup", uid = %pe.uid, "instance is being deleted, scheduling cleanup");
+                spec.plan_execution = pe.clone();
+                let mut e2 = e.clone();
+                e2.plan_execution = pe;
+                exec = Some(e2.clone());
+                remember = Some(e2);
+            }
+        }
+
+        // Persist admission results (a newly scheduled run's uid, defaults, finalizer) before
+        // executing anything, so the run is durable even if a later write fails.
+        let timing_now = inst.metadata.annotations.get(TIMING_ANNOTATION).cloned();
+        let (raw, inst) = match self
+            .write_spec(&inst, &spec, &finalizers, remember.as_ref(), timing_now.as_deref(), resource_version(&raw))
+            .await?
+        {
+            Some(updated) => {
+                let v = serde_json::to_value(&updated).map_err(|e| ReconcileError::Decode(who.clone(), e))?;
+                let i: Instance = serde_json::from_value(v).map_err(|e| ReconcileError::Decode(who.clone(), e))?;
+                (updated, i)
+            }
+            None => (raw, inst),
+        };
+        let generation = raw.metadata.generation;
+        let mut spec = inst.spec.clone();
+        let mut finalizers = inst.metadata.finalizers.clone();
+
+        // --- status: denial condition
+        let old_status = inst.status.clone().unwrap_or_default();
+        let mut status = old_status.clone();
+        match &admitted.denial {
+            Some(msg) => {
+                warn!(denied = %msg, "spec change not admitted");
+                set_condition(
+                    &mut status.conditions,
+                    Condition {
+                        type_: CHANGE_ACCEPTED.into(),
+                        status: "False".into(),
+                        observed_generation: generation,
+                        last_transition_time: now.to_string(),
+                        reason: "ChangeDenied".into(),
+                        message: msg.clone(),
+                    },
+                );
+                self.event(&raw, EventType::Warning, "ChangeDenied", "Admission", msg).await;
+            }
+            None => status.conditions.retain(|c| c.type_ != CHANGE_ACCEPTED),
+        }
+
+        let annotations = inst.metadata.annotations.clone();
+        let Some(exec) = exec else {
+            // A creation KUDO would have rejected: nothing runs until the spec is fixed.
+            self.write_status(&old_status, &status).await?;
+            return Ok(Action::requeue(self.ctx.config.idle_resync));
+        };
+        let plan = exec.plan_execution.plan_name.clone();
+        let mut timing_annotation = annotations.get(TIMING_ANNOTATION).cloned();
+
+        let mut requeue = self.ctx.config.idle_resync;
+        if plan.is_empty() {
+            // --- idle: readiness from the live workloads
+            let objects = self.workloads().await?;
+            let mut cond = ready_condition(&objects, now);
+            cond.observed_generation = generation;
+            set_condition(&mut status.conditions, cond);
+        } else {
+            let plan_uid = exec.plan_execution.uid.clone();
+            let span = info_span!("plan", plan = %plan, uid = %plan_uid);
+            let (plan_status, pass_requeue, timing) = self
+                .execute(&raw, &ov, &exec, &uid, &mut status, now, generation, &annotations)
+                .instrument(span)
+                .await;
+            timing_annotation = timing;
+            // Mirror the run's status into spec.planExecution; a finished plan is unscheduled.
+            // (Only for the run being executed: a denied planExecution edit is left alone.)
+            let mut e = exec.clone();
+            if plan_status.is_terminal() {
+                e.plan_execution = PlanExecution::default();
+            } else {
+                e.plan_execution.status = Some(plan_status);
+            }
+            if spec.plan_execution.uid == exec.plan_execution.uid {
+                spec.plan_execution = e.plan_execution.clone();
+            }
+            remember = Some(e);
+            if let Some(r) = pass_requeue {
+                requeue = r;
+            }
+        }
+
+        // --- finalizer: removable once cleanup COMPLETED (or there is no cleanup plan)
+        if deleting {
+            let mut probe = inst.clone();
+            probe.status = Some(status.clone());
+            if cleanup_finalizer_removable(&probe, &ov) {
+                info!("cleanup finished, removing finalizer");
+                finalizers.retain(|f| f != CLEANUP_FINALIZER);
+            }
+        }
+
+        // Status first: a crash before the spec write re-runs a terminal pass, which is a no-op.
+        let rv = self
+            .write_status(&old_status, &status)
+            .await?
+            .or_else(|| resource_version(&raw));
+        self.write_spec(&inst, &spec, &finalizers, remember.as_ref(), timing_annotation.as_deref(), rv)
+            .await?;
+        Ok(Action::requeue(requeue))
+    }
+
+    /// Runs KUDO's admission rules against the last admitted spec.
+    async fn admit(&self, inst: &Instance, ov: &OperatorVersion, deleting: bool) -> Result<Admitted, ReconcileError> {
+        let stored: Option<InstanceSpec> = inst
+            .metadata
+            .annotations
+            .get(ADMITTED_SPEC_ANNOTATION)
+            .and_then(|s| serde_json::from_str(s).ok());
+        let unchanged = |spec: InstanceSpec| Admitted {
+            spec: inst.spec.clone(),
+            finalizers: inst.metadata.finalizers.clone(),
+            exec: Some(spec.clone()),
+            denial: None,
+            remember: Some(spec),
+        };
+        let (admission, old_spec) = match stored {
+            None if deleting => {
+                return Ok(Admitted {
+                    spec: inst.spec.clone(),
+                    finalizers: inst.metadata.finalizers.clone(),
+                    exec: None,
+                    denial: None,
+                    remember: None,
+                });
+            }
+            None => (
+                decide(&InstanceChange {
+                    old: None,
+                    new: inst,
+                    old_ov: ov,
+                    new_ov: ov,
+                    deleting,
+                }),
+                None,
+            ),
+            Some(a) if a == inst.spec => return Ok(unchanged(a)),
+            Some(a) => {
+                let mut old = inst.clone();
+                old.spec = a.clone();
+                let old_ov = if a.operator_version == inst.spec.operator_version {
+                    None
+                } else {
+                    self.get_ov(&old, &a).await?
+                };
+                (
+                    decide(&InstanceChange {
+                        old: Some(&old),
+                        new: inst,
+                        old_ov: old_ov.as_ref().unwrap_or(ov),
+                        new_ov: ov,
+                        deleting,
+                    }),
+                    Some(a),
+                )
+            }
+        };
+        match &admission.decision {
+            Decision::Deny { message } => Ok(Admitted {
+                spec: inst.spec.clone(),
+                finalizers: inst.metadata.finalizers.clone(),
+                exec: old_spec.clone(),
+                denial: Some(message.clone()),
+                remember: old_spec,
+            }),
+            decision => {
+                let mut new = inst.clone();
+                let new_uid = uuid::Uuid::new_v4().to_string();
+                admission.apply(&mut new, &new_uid);
+                if let Decision::Schedule { plan, reason } = decision {
+                    info!(plan = %plan, reason = ?reason, uid = %new_uid, "plan scheduled");
+                }
+                Ok(Admitted {
+                    spec: new.spec.clone(),
+                    finalizers: new.metadata.finalizers.clone(),
+                    exec: Some(new.spec.clone()),
+                    denial: None,
+                    remember: Some(new.spec),
+                })
+            }
+        }
+    }
+
+    /// One execution pass of the scheduled plan. Returns the plan's status after the pass, the
+    /// requeue delay (None when the plan is terminal) and the timing annotation to store.
+    #[allow(clippy::too_many_arguments)]
+    async fn execute(
+        &self,
+        raw: &DynamicObject,
+        ov: &OperatorVersion,
+        exec: &InstanceSpec,
+        instance_uid: &str,
+        status: &mut InstanceStatus,
+        now: Timestamp,
+        generation: Option<i64>,
+        annotations: &BTreeMap<String, String>,
+    ) -> (ExecutionStatus, Option<Duration>, Option<String>) {
+        let plan = exec.plan_execution.plan_name.as_str();
+        let plan_uid = exec.plan_execution.uid.as_str();
+        ensure_plan_statuses(&ov.spec, status);
+        let timing = Timing::from_annotation(annotations.get(TIMING_ANNOTATION).map(String::as_str));
+
+        let mut ps = status.plan_status.get(plan).cloned().unwrap_or_else(|| PlanStatus {
+            name: plan.to_string(),
+            ..PlanStatus::default()
+        });
+        if needs_reset(&ps, plan_uid) {
+            reset_for_run(&mut ps, plan_uid, now);
+        }
+        if !ov.spec.plans.contains_key(plan) {
+            let msg = format!("could not find required plan: {plan}");
+            if !ps.status.is_terminal() {
+                mark_plan_fatal(&mut ps, &msg, now);
+                self.event(raw, EventType::Warning, reasons::INVALID_PLAN, plan, &msg).await;
+            }
+            let st = ps.status;
+            status.plan_status.insert(plan.to_string(), ps);
+            self.plan_ready(status, plan, st, now, generation);
+            return (st, None, None);
+        }
+
+        if ps.status.is_terminal() {
+            // A terminal plan runs nothing; the caller unschedules it.
+            let st = ps.status;
+            status.plan_status.insert(plan.to_string(), ps);
+            self.plan_ready(status, plan, st, now, generation);
+            return (st, None, None);
+        }
+        let rctx = RenderContext {
+            instance_name: self.name.clone(),
+            namespace: self.ns.clone(),
+            parameters: exec.parameters.clone(),
+            plan_uid: plan_uid.to_string(),
+            instance_uid: instance_uid.to_string(),
+            is_namespaced: None,
+        };
+        let rendered = match execute::render(self.ctx, ov, plan, rctx).await {
+            Ok(r) => r,
+            Err(msg) => {
+                let msg = format!("{}/{}: {msg}", self.ns, self.name);
+                mark_plan_fatal(&mut ps, &msg, now);
+                self.event(raw, EventType::Warning, reasons::INVALID_PARAMS, plan, &msg).await;
+                let st = ps.status;
+                status.plan_status.insert(plan.to_string(), ps);
+                self.plan_ready(status, plan, st, now, generation);
+                return (st, None, None);
+            }
+        };
+        let params = kudo_engine::effective_parameters(&ov.spec.parameters, &exec.parameters);
+
+        let mut pass = match PlanPass::start(&ov.spec, plan, ps.clone(), now) {
+            Ok(p) => p.with_instance(&self.ns, &self.name).with_timing(timing),
+            Err(e) => {
+                // Unreachable in practice: the plan's existence was checked above.
+                let msg = e.to_string();
+                mark_plan_fatal(&mut ps, &msg, now);
+                let st = ps.status;
+                status.plan_status.insert(plan.to_string(), ps);
+                return (st, None, None);
+            }
+        };
+        while let Some(call) = pass.next_task() {
+            let outcome = execute::run_task(self.ctx, &call, &rendered, &params)
+                .instrument(info_span!("task", phase = call.phase, step = call.step, task = call.task_name))
+                .await;
+            debug!(phase = call.phase, step = call.step, task = call.task_name, outcome = ?outcome, "task ran");
+            pass.report(outcome);
+        }
+        let (new_ps, summary) = pass.finish();
+        for (path, err) in &summary.transient_errors {
+            warn!(task = %path, error = %err, "transient task error");
+        }
+        for (path, msg) in &summary.waiting {
+            debug!(task = %path, waiting = %msg, "waiting");
+        }
+        if summary.status != summary.status_before {
+            info!(status = %summary.status, "plan status changed");
+        }
+        for ev in &summary.events {
+            self.event(raw, ev.type_, &ev.reason, plan, &ev.message).await;
+        }
+        let st = new_ps.status;
+        let requeue = if st.is_terminal() {
+            None
+        } else {
+            let mut secs = requeue_after_secs(&new_ps, now);
+            if let Some(d) = summary.next_deadline {
+                secs = secs.min(d.seconds_since(now).max(1) as u64);
+            }
+            Some(Duration::from_secs(secs).min(self.ctx.config.requeue_backstop))
+        };
+        status.plan_status.insert(plan.to_string(), new_ps);
+        self.plan_ready(status, plan, st, now, generation);
+        (st, requeue, summary.timing.to_annotation())
+    }
+
+    fn plan_ready(&self, status: &mut InstanceStatus, plan: &str, st: ExecutionStatus, now: Timestamp, generation: Option<i64>) {
+        if let Some(mut c) = plan_condition(plan, st, now) {
+            c.observed_generation = generation;
+            set_condition(&mut status.conditions, c);
+        }
+    }
+
+    /// The workloads KUDO's readiness looks at (KEP-34), as JSON with apiVersion/kind.
+    async fn workloads(&self) -> Result<Vec<Value>, ReconcileError> {
+        let selector = format!("{}={},heritage=kudo", kudo_api::labels::INSTANCE, self.name);
+        let kinds = [
+            ("apps", "v1", "Deployment", "deployments"),
+            ("apps", "v1", "StatefulSet", "statefulsets"),
+            ("apps", "v1", "ReplicaSet", "replicasets"),
+            ("apps", "v1", "DaemonSet", "daemonsets"),
+            ("", "v1", "Pod", "pods"),
+        ];
+        let mut out = Vec::new();
+        for (g, v, k, plural) in kinds {
+            let ar = ApiResource::from_gvk_with_plural(&kube::api::GroupVersionKind::gvk(g, v, k), plural);
+            let api: Api<DynamicObject> = Api::namespaced_with(self.ctx.client.clone(), &self.ns, &ar);
+            let list = api.list(&ListParams::default().labels(&selector)).await?;
+            for item in list.items {
+                let mut v = serde_json::to_value(&item).unwrap_or(Value::Null);
+                v["apiVersion"] = json!(ar.api_version);
+                v["kind"] = json!(k);
+                out.push(v);
+            }
+        }
+        let _ = &self.iar;
+        Ok(out)
+    }
+
+    /// Merge-patches the status subresource when it changed; returns the new resourceVersion.
+    async fn write_status(&self, old: &InstanceStatus, new: &InstanceStatus) -> Result<Option<String>, ReconcileError> {
+        if old == new {
+            return Ok(None);
+        }
+        let body = json!({
+            "status": {
+                "planStatus": serde_json::to_value(&new.plan_status).unwrap_or(Value::Null),
+                "conditions": serde_json::to_value(&new.conditions).unwrap_or(Value::Null),
+            }
+        });
+        let updated = self
+            .api
+            .patch_status(&self.name, &PatchParams::default(), &Patch::Merge(&body))
+            .await?;
+        Ok(updated.metadata.resource_version)
+    }
+
+    /// Writes spec and metadata changes with one merge patch guarded by the resourceVersion, so a
+    /// concurrent user edit is never overwritten (the conflict is retried with fresh data).
+    async fn write_spec(
+        &self,
+        inst: &Instance,
+        spec: &InstanceSpec,
+        finalizers: &[String],
+        remember: Option<&InstanceSpec>,
+        timing: Option<&str>,
+        resource_version: Option<String>,
+    ) -> Result<Option<DynamicObject>, ReconcileError> {
+        let mut patch = serde_json::Map::new();
+        let mut meta = serde_json::Map::new();
+        let mut annotations = serde_json::Map::new();
+
+        let mut spec_patch = serde_json::Map::new();
+        if spec.plan_execution != inst.spec.plan_execution {
+            let pe = if spec.plan_execution == PlanExecution::default() {
+                Value::Null
+            } else {
+                serde_json::to_value(&spec.plan_execution).unwrap_or(Value::Null)
+            };
+            spec_patch.insert("planExecution".into(), pe);
+        }
+        if spec.parameters != inst.spec.parameters {
+            let mut params = serde_json::Map::new();
+            for (k, v) in &spec.parameters {
+                if inst.spec.parameters.get(k) != Some(v) {
+                    params.insert(k.clone(), json!(v));
+                }
+            }
+            for k in inst.spec.parameters.keys() {
+                if !spec.parameters.contains_key(k) {
+                    params.insert(k.clone(), Value::Null);
+                }
+            }
+            spec_patch.insert("parameters".into(), Value::Object(params));
+        }
+        if !spec_patch.is_empty() {
+            patch.insert("spec".into(), Value::Object(spec_patch));
+        }
+        if finalizers != inst.metadata.finalizers.as_slice() {
+            meta.insert("finalizers".into(), json!(finalizers));
+        }
+        let cur = |k: &str| inst.metadata.annotations.get(k).map(String::as_str);
+        if let Some(r) = remember {
+            let text = serde_json::to_string(r).unwrap_or_default();
+            let same = cur(ADMITTED_SPEC_ANNOTATION)
+                .and_then(|s| serde_json::from_str::<InstanceSpec>(s).ok())
+                .is_some_and(|s| &s == r);
+            if !same {
+                annotations.insert(ADMITTED_SPEC_ANNOTATION.into(), json!(text));
+            }
+        }
+        if cur(TIMING_ANNOTATION) != timing {
+            annotations.insert(TIMING_ANNOTATION.into(), timing.map_or(Value::Null, |t| json!(t)));
+        }
+        if !annotations.is_empty() {
+            meta.insert("annotations".into(), Value::Object(annotations));
+        }
+        if patch.is_empty() && meta.is_empty() {
+            return Ok(None);
+        }
+        if let Some(rv) = resource_version {
+            meta.insert("resourceVersion".into(), json!(rv));
+        }
+        patch.insert("metadata".into(), Value::Object(meta));
+        let body = Value::Object(patch);
+        debug!(patch = %body, "writing instance spec/metadata");
+        let updated = self
+            .api
+            .patch(&self.name, &PatchParams::default(), &Patch::Merge(&body))
+            .await?;
+        Ok(Some(updated))
+    }
+}
+
+fn resource_version(raw: &DynamicObject) -> Option<String> {
+    raw.metadata.resource_version.clone()
+}

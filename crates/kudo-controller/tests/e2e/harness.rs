@@ -1,0 +1,299 @@
+//! Test environment: API server + simulator + controller per test, and helpers to install
+//! packages and wait for outcomes.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams, PostParams};
+use kudo_apiserver::{ApiServer, Config, RunningServer};
+use kudo_controller::ControllerConfig;
+use kudo_package::convert::{ConvertOptions, to_resources};
+use serde_json::Value;
+
+pub const NS: &str = "default";
+/// Upper bound for any awaited outcome; generous because two cores are shared by parallel tests.
+pub const TIMEOUT: Duration = Duration::from_secs(120);
+
+pub struct Env {
+    pub server: RunningServer,
+    pub client: kube::Client,
+    sim: Option<kudo_sim::SimHandle>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    controller: Option<tokio::task::JoinHandle<Result<(), kudo_controller::Error>>>,
+    pub dir: tempfile::TempDir,
+}
+
+fn init_tracing() {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("KUDO_TEST_LOG").unwrap_or_else(|_| "warn".into()),
+        )
+        .with_test_writer()
+        .try_init();
+}
+
+fn ar(api_version: &str, kind: &str) -> ApiResource {
+    let (g, v) = api_version.split_once('/').unwrap_or(("", api_version));
+    let plural = match kind {
+        "Instance" => "instances".to_string(),
+        "OperatorVersion" => "operatorversions".to_string(),
+        "Operator" => "operators".to_string(),
+        k => format!("{}s", k.to_lowercase()),
+    };
+    ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(g, v, kind), &plural)
+}
+
+pub fn condition<'v>(obj: &'v Value, type_: &str) -> Option<&'v Value> {
+    obj["status"]["conditions"].as_array()?.iter().find(|c| c["type"] == type_)
+}
+
+impl Env {
+    pub async fn start() -> Env {
+        init_tracing();
+        let server = ApiServer::start(Config::default()).await.expect("api server starts");
+        let cfg = kube::Config::new(server.url().parse().expect("url"));
+        let client = kube::Client::try_from(cfg).expect("client");
+        let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+        for text in kudo_api::crd_manifests() {
+            let crd: CustomResourceDefinition = serde_saphyr::from_str(text).expect("CRD yaml");
+            crds.create(&PostParams::default(), &crd).await.expect("CRD created");
+        }
+        // Wait until the Instance resource is served.
+        let iapi: Api<DynamicObject> = Api::namespaced_with(client.clone(), NS, &ar("kudo.dev/v1beta1", "Instance"));
+        wait_for("instances served", || async { iapi.list(&ListParams::default()).await.ok().map(|_| ()) }).await;
+        let sim = kudo_sim::spawn(client.clone(), kudo_sim::SimConfig::default());
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let controller = tokio::spawn(kudo_controller::run(
+            client.clone(),
+            ControllerConfig::default(),
+            async move {
+                let _ = rx.await;
+            },
+        ));
+        Env {
+            server,
+            client,
+            sim: Some(sim),
+            stop: Some(tx),
+            controller: Some(controller),
+            dir: tempfile::tempdir().expect("tempdir"),
+        }
+    }
+
+    pub async fn stop(mut self) {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+        if let Some(c) = self.controller.take() {
+            let _ = tokio::time::timeout(Duration::from_secs(10), c).await;
+        }
+        if let Some(s) = self.sim.take() {
+            let _ = tokio::time::timeout(Duration::from_secs(10), s.shutdown()).await;
+        }
+        self.server.shutdown().await;
+    }
+
+    fn api(&self, api_version: &str, kind: &str) -> Api<DynamicObject> {
+        Api::namespaced_with(self.client.clone(), NS, &ar(api_version, kind))
+    }
+
+    async fn create(&self, obj: Value) {
+        let av = obj["apiVersion"].as_str().unwrap().to_string();
+        let kind = obj["kind"].as_str().unwrap().to_string();
+        let d: DynamicObject = serde_json::from_value(obj).expect("dynamic object");
+        self.api(&av, &kind).create(&PostParams::default(), &d).await.expect("object created");
+    }
+
+    /// Reads a package directory, converts it and creates Operator, OperatorVersion and Instance.
+    pub async fn install(&self, dir: &Path, instance: &str, params: BTreeMap<String, String>) {
+        let pkg = kudo_package::read_path(dir).expect("package reads");
+        let res = to_resources(
+            &pkg,
+            &ConvertOptions {
+                instance_name: Some(instance.to_string()),
+                namespace: Some(NS.to_string()),
+                parameters: params,
+            },
+        )
+        .expect("package converts");
+        self.create(serde_json::to_value(&res.operator).unwrap()).await;
+        self.create(serde_json::to_value(&res.operator_version).unwrap()).await;
+        self.create(serde_json::to_value(&res.instance).unwrap()).await;
+    }
+
+    pub async fn get(&self, api_version: &str, kind: &str, name: &str) -> Option<Value> {
+        self.api(api_version, kind)
+            .get_opt(name)
+            .await
+            .expect("get")
+            .map(|o| serde_json::to_value(o).unwrap())
+    }
+
+    pub async fn patch_instance(&self, name: &str, patch: Value) {
+        self.api("kudo.dev/v1beta1", "Instance")
+            .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .expect("instance patched");
+    }
+
+    pub async fn delete_instance(&self, name: &str) {
+        self.api("kudo.dev/v1beta1", "Instance")
+            .delete(name, &DeleteParams::background())
+            .await
+            .expect("instance deleted");
+    }
+
+    pub async fn wait_instance(&self, name: &str, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
+        let what = format!("instance {name}: {what}");
+        let last = std::sync::Mutex::new(Value::Null);
+        let res = wait_for_opt(TIMEOUT, || async {
+            let i = self.get("kudo.dev/v1beta1", "Instance", name).await?;
+            *last.lock().unwrap() = i.clone();
+            pred(&i).then_some(i)
+        })
+        .await;
+        match res {
+            Some(v) => v,
+            None => panic!(
+                "timed out waiting for {what}; last seen:\n{}",
+                serde_json::to_string_pretty(&*last.lock().unwrap()).unwrap()
+            ),
+        }
+    }
+
+    pub async fn wait_plan(&self, name: &str, plan: &str, status: &str) -> Value {
+        self.wait_instance(name, &format!("plan {plan} {status}"), |i| {
+            i["status"]["planStatus"][plan]["status"] == status
+        })
+        .await
+    }
+
+    pub async fn wait_ready_replicas(&self, api_version: &str, kind: &str, name: &str, n: i64) -> Value {
+        wait_for(&format!("{kind} {name} with {n} ready replicas"), || async {
+            let o = self.get(api_version, kind, name).await?;
+            (o["spec"]["replicas"] == n && o["status"]["readyReplicas"] == n).then_some(o)
+        })
+        .await
+    }
+
+    pub async fn wait_gone(&self, api_version: &str, kind: &str, name: &str) {
+        wait_for(&format!("{kind} {name} to be gone"), || async {
+            self.get(api_version, kind, name).await.is_none().then_some(())
+        })
+        .await
+    }
+
+    /// (reason, note) of the events.k8s.io Events regarding the named Instance.
+    pub async fn events(&self, instance: &str) -> Vec<(String, String)> {
+        let api: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(self.client.clone(), NS);
+        api.list(&ListParams::default())
+            .await
+            .expect("events list")
+            .items
+            .into_iter()
+            .filter(|e| {
+                e.regarding.as_ref().is_some_and(|r| {
+                    r.kind.as_deref() == Some("Instance") && r.name.as_deref() == Some(instance)
+                })
+            })
+            .map(|e| (e.reason.unwrap_or_default(), e.note.unwrap_or_default()))
+            .collect()
+    }
+
+    pub async fn event_reasons(&self, instance: &str) -> Vec<String> {
+        self.events(instance).await.into_iter().map(|(r, _)| r).collect()
+    }
+
+    /// Runs the real kubectl against the server with an isolated HOME; `None` (with a note) when
+    /// kubectl is not installed.
+    pub fn kubectl(&self, args: &[&str]) -> Option<String> {
+        let kubeconfig = self.dir.path().join("kubeconfig");
+        self.server.write_kubeconfig(&kubeconfig).expect("kubeconfig");
+        let out = match Command::new("kubectl")
+            .env("KUBECONFIG", &kubeconfig)
+            .env("HOME", self.dir.path())
+            .arg("--cache-dir")
+            .arg(self.dir.path().join("cache"))
+            .args(args)
+            .output()
+        {
+            Ok(o) => o,
+            Err(e) => {
+                eprintln!("SKIPPED kubectl {args:?}: kubectl is not runnable: {e}");
+                return None;
+            }
+        };
+        assert!(
+            out.status.success(),
+            "kubectl {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Some(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+}
+
+pub async fn wait_for_opt<T, F, Fut>(timeout: Duration, mut f: F) -> Option<T>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let start = Instant::now();
+    loop {
+        if let Some(v) = f().await {
+            return Some(v);
+        }
+        if start.elapsed() > timeout {
+            return None;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+pub async fn wait_for<T, F, Fut>(what: &str, f: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    match wait_for_opt(TIMEOUT, f).await {
+        Some(v) => v,
+        None => panic!("timed out waiting for {what}"),
+    }
+}
+
+/// A package directory written from strings.
+pub struct Pkg {
+    root: PathBuf,
+    files: Vec<(String, String)>,
+}
+
+impl Pkg {
+    pub fn new(dir: &Path, name: &str) -> Pkg {
+        Pkg {
+            root: dir.join(name),
+            files: Vec::new(),
+        }
+    }
+    pub fn operator(mut self, text: &str) -> Pkg {
+        self.files.push(("operator.yaml".into(), text.into()));
+        self
+    }
+    pub fn params(mut self, text: &str) -> Pkg {
+        self.files.push(("params.yaml".into(), text.into()));
+        self
+    }
+    pub fn template(mut self, name: &str, text: &str) -> Pkg {
+        self.files.push((format!("templates/{name}"), text.into()));
+        self
+    }
+    pub fn write(self) -> PathBuf {
+        std::fs::create_dir_all(self.root.join("templates")).expect("mkdir");
+        for (p, t) in &self.files {
+            std::fs::write(self.root.join(p), t).expect("write package file");
+        }
+        self.root
+    }
+}

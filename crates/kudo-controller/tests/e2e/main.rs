@@ -1,0 +1,445 @@
+//! End-to-end tests of the controller: each test starts its own embedded API server on
+//! 127.0.0.1:0, the simulated kubelet/controllers and the KUDO controller in-process, installs the
+//! CRDs through kube-rs, installs an operator package (read and converted with kudo-package) and
+//! waits, with a bounded timeout, for the observable outcome.
+
+mod harness;
+
+use std::collections::BTreeMap;
+
+use harness::{Env, Pkg};
+use serde_json::json;
+
+fn first_operator(dir: &std::path::Path) -> std::path::PathBuf {
+    Pkg::new(dir, "first-operator")
+        .operator(
+            r#"apiVersion: kudo.dev/v1beta1
+name: first-operator
+operatorVersion: "0.2.0"
+appVersion: "1.7.9"
+kubernetesVersion: 1.15.0
+maintainers:
+  - name: Your name
+    email: you@example.com
+url: https://kudo.dev
+tasks:
+  - name: app
+    kind: Apply
+    spec:
+      resources:
+        - deployment.yaml
+plans:
+  deploy:
+    strategy: serial
+    phases:
+      - name: main
+        strategy: parallel
+        steps:
+          - name: everything
+            tasks:
+              - app
+"#,
+        )
+        .params(
+            r#"apiVersion: kudo.dev/v1beta1
+parameters:
+  - name: REPLICAS
+    description: Number of replicas that should be run as part of the deployment
+    default: 2
+"#,
+        )
+        .template(
+            "deployment.yaml",
+            r#"apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ .Name }}-nginx
+spec:
+  selector:
+    matchLabels:
+      app: nginx
+  replicas: {{ .Params.REPLICAS }}
+  template:
+    metadata:
+      labels:
+        app: nginx
+    spec:
+      containers:
+        - name: nginx
+          image: nginx:{{ .AppVersion }}
+          ports:
+            - containerPort: 80
+"#,
+        )
+        .write()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn first_operator_deploys_and_updates() {
+    let env = Env::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let pkg = first_operator(dir.path());
+    env.install(&pkg, "fo", BTreeMap::new()).await;
+
+    let inst = env.wait_plan("fo", "deploy", "COMPLETE").await;
+    let uid1 = inst["status"]["planStatus"]["deploy"]["uid"].as_str().unwrap().to_string();
+    assert_eq!(inst["status"]["planStatus"]["deploy"]["phases"][0]["steps"][0]["status"], "COMPLETE");
+    let dep = env.wait_ready_replicas("apps/v1", "Deployment", "fo-nginx", 2).await;
+    assert_eq!(dep["spec"]["replicas"], 2);
+    // Enhancement: KUDO labels, owner reference to the Instance, SSA field manager `kudo`.
+    assert_eq!(dep["metadata"]["labels"]["heritage"], "kudo");
+    assert_eq!(dep["metadata"]["labels"]["kudo.dev/instance"], "fo");
+    assert_eq!(dep["metadata"]["ownerReferences"][0]["kind"], "Instance");
+    let managers: Vec<&str> = dep["metadata"]["managedFields"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|m| m["manager"].as_str()).collect())
+        .unwrap_or_default();
+    assert!(managers.contains(&"kudo"), "managers: {managers:?}");
+    // The finished plan is unscheduled and the instance reports Ready.
+    let inst = env
+        .wait_instance("fo", "planExecution cleared and Ready=True", |i| {
+            i["spec"]["planExecution"]["planName"].as_str().unwrap_or("").is_empty()
+                && harness::condition(i, "Ready").is_some_and(|c| c["status"] == "True")
+        })
+        .await;
+    assert_eq!(harness::condition(&inst, "Ready").unwrap()["reason"], "ResourcesReady");
+    // Events PlanStarted/PlanFinished were published for the Instance.
+    let reasons = env.event_reasons("fo").await;
+    assert!(reasons.contains(&"PlanStarted".to_string()), "{reasons:?}");
+    assert!(reasons.contains(&"PlanFinished".to_string()), "{reasons:?}");
+
+    // Parameter update: REPLICAS has no trigger and the OV has no `update` plan → deploy again.
+    env.patch_instance("fo", json!({"spec": {"parameters": {"REPLICAS": "3"}}})).await;
+    let inst = env
+        .wait_instance("fo", "a new deploy run COMPLETE", |i| {
+            let ps = &i["status"]["planStatus"]["deploy"];
+            ps["status"] == "COMPLETE" && ps["uid"].as_str() != Some(uid1.as_str())
+        })
+        .await;
+    assert_ne!(inst["status"]["planStatus"]["deploy"]["uid"].as_str(), Some(uid1.as_str()));
+    let dep = env.wait_ready_replicas("apps/v1", "Deployment", "fo-nginx", 3).await;
+    assert_eq!(dep["spec"]["replicas"], 3);
+    env.stop().await;
+}
+
+fn galera_dir() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/galera")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn galera_deploy_scale_and_uninstall() {
+    let env = Env::start().await;
+    env.install(&galera_dir(), "db", BTreeMap::new()).await;
+    let inst = env.wait_plan("db", "deploy", "COMPLETE").await;
+    for phase in inst["status"]["planStatus"]["deploy"]["phases"].as_array().unwrap() {
+        assert_eq!(phase["status"], "COMPLETE", "{phase}");
+        for step in phase["steps"].as_array().unwrap() {
+            assert_eq!(step["status"], "COMPLETE", "{step}");
+        }
+    }
+    let sts = env.wait_ready_replicas("apps/v1", "StatefulSet", "db-galera", 3).await;
+    assert_eq!(sts["spec"]["serviceName"], "db-hs");
+    // The cleanup step deleted the bootstrap objects.
+    assert!(env.get("apps/v1", "Deployment", "db-bootstrap").await.is_none());
+    assert!(env.get("v1", "Service", "db-bootstrap-svc").await.is_none());
+    assert!(env.get("v1", "ConfigMap", "db-bootstrap").await.is_none());
+    // The final node config lists every node and no longer the bootstrap service.
+    let cm = env.get("v1", "ConfigMap", "db-nodeconfig").await.expect("node ConfigMap");
+    let cnf = cm["data"]["galera.cnf"].as_str().unwrap();
+    assert!(
+        cnf.contains("wsrep_cluster_address = gcomm://db-galera-0.db-hs,db-galera-1.db-hs,db-galera-2.db-hs\n"),
+        "{cnf}"
+    );
+    assert!(!cnf.contains("bootstrap"), "{cnf}");
+
+    // The real kubectl sees the instance and the ConfigMaps.
+    if let Some(out) = env.kubectl(&["get", "instances"]) {
+        assert!(out.lines().any(|l| l.starts_with("db ")), "{out}");
+    }
+    if let Some(out) = env.kubectl(&["get", "configmaps"]) {
+        assert!(out.contains("db-nodeconfig"), "{out}");
+        assert!(out.contains("db-node-scripts"), "{out}");
+    }
+
+    // NODE_COUNT has trigger node_update.
+    env.patch_instance("db", json!({"spec": {"parameters": {"NODE_COUNT": "5"}}})).await;
+    let inst = env.wait_plan("db", "node_update", "COMPLETE").await;
+    assert_eq!(inst["spec"]["parameters"]["NODE_COUNT"], "5");
+    env.wait_ready_replicas("apps/v1", "StatefulSet", "db-galera", 5).await;
+    let cm = env.get("v1", "ConfigMap", "db-nodeconfig").await.expect("node ConfigMap");
+    assert!(cm["data"]["galera.cnf"].as_str().unwrap().contains(",db-galera-4.db-hs\n"));
+
+    // Uninstall: the garbage collector removes everything the Instance owns.
+    env.delete_instance("db").await;
+    env.wait_gone("kudo.dev/v1beta1", "Instance", "db").await;
+    env.wait_gone("apps/v1", "StatefulSet", "db-galera").await;
+    env.wait_gone("v1", "ConfigMap", "db-nodeconfig").await;
+    env.wait_gone("v1", "Secret", "db-secret").await;
+    env.wait_gone("v1", "Service", "db-hs").await;
+    env.stop().await;
+}
+
+/// A one-step operator whose task applies the given templates.
+fn single_step(dir: &std::path::Path, name: &str, params: &str, templates: &[(&str, &str)]) -> std::path::PathBuf {
+    let resources: String = templates.iter().map(|(n, _)| format!("        - {n}\n")).collect();
+    let mut pkg = Pkg::new(dir, name)
+        .operator(&format!(
+            r#"apiVersion: kudo.dev/v1beta1
+name: {name}
+operatorVersion: "0.1.0"
+tasks:
+  - name: main
+    kind: Apply
+    spec:
+      resources:
+{resources}plans:
+  deploy:
+    strategy: serial
+    phases:
+      - name: main
+        strategy: serial
+        steps:
+          - name: main
+            tasks:
+              - main
+"#
+        ))
+        .params(params);
+    for (n, t) in templates {
+        pkg = pkg.template(n, t);
+    }
+    pkg.write()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rendering_error_is_fatal_with_template_message() {
+    let env = Env::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let pkg = single_step(
+        dir.path(),
+        "broken",
+        "apiVersion: kudo.dev/v1beta1\nparameters: []\n",
+        &[(
+            "cm.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndata:\n  a: {{ .Params.X | nosuchfunction }}\n",
+        )],
+    );
+    env.install(&pkg, "broken", BTreeMap::new()).await;
+    let inst = env.wait_plan("broken", "deploy", "FATAL_ERROR").await;
+    let msg = inst["status"]["planStatus"]["deploy"]["phases"][0]["steps"][0]["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(msg.contains("nosuchfunction"), "{msg}");
+    assert!(msg.contains("cm.yaml"), "{msg}");
+    assert_eq!(harness::condition(&inst, "Ready").unwrap()["reason"], "PlanInFatalError");
+    let reasons = env.event_reasons("broken").await;
+    assert!(reasons.contains(&"TaskRenderingError".to_string()), "{reasons:?}");
+    env.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failing_job_is_fatal() {
+    let env = Env::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let pkg = single_step(
+        dir.path(),
+        "jobs",
+        "apiVersion: kudo.dev/v1beta1\nparameters: []\n",
+        &[(
+            "job.yaml",
+            r#"apiVersion: batch/v1
+kind: Job
+metadata:
+  name: {{ .Name }}-migrate
+spec:
+  backoffLimit: 0
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+        - name: migrate
+          image: busybox
+          command: ["sh", "-c", "fail"]
+"#,
+        )],
+    );
+    env.install(&pkg, "jobs", BTreeMap::new()).await;
+    let inst = env.wait_plan("jobs", "deploy", "FATAL_ERROR").await;
+    let msg = inst["status"]["planStatus"]["deploy"]["phases"][0]["steps"][0]["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(msg.contains("jobs-migrate"), "{msg}");
+    let reasons = env.event_reasons("jobs").await;
+    assert!(reasons.contains(&"FailedTerminalStateError".to_string()), "{reasons:?}");
+    env.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn immutable_field_change_is_fatal_with_api_message() {
+    let env = Env::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let pkg = single_step(
+        dir.path(),
+        "sts",
+        "apiVersion: kudo.dev/v1beta1\nparameters:\n  - name: SERVICE\n    default: one\n",
+        &[(
+            "sts.yaml",
+            r#"apiVersion: apps/v1
+kind: StatefulSet
+metadata:
+  name: {{ .Name }}-db
+spec:
+  serviceName: {{ .Params.SERVICE }}
+  replicas: 1
+  selector:
+    matchLabels:
+      app: db
+  template:
+    metadata:
+      labels:
+        app: db
+    spec:
+      containers:
+        - name: db
+          image: mariadb
+"#,
+        )],
+    );
+    env.install(&pkg, "sts", BTreeMap::new()).await;
+    let inst = env.wait_plan("sts", "deploy", "COMPLETE").await;
+    let uid1 = inst["status"]["planStatus"]["deploy"]["uid"].as_str().unwrap().to_string();
+    env.patch_instance("sts", json!({"spec": {"parameters": {"SERVICE": "two"}}})).await;
+    let inst = env
+        .wait_instance("sts", "deploy re-run in FATAL_ERROR", |i| {
+            let ps = &i["status"]["planStatus"]["deploy"];
+            ps["status"] == "FATAL_ERROR" && ps["uid"].as_str() != Some(uid1.as_str())
+        })
+        .await;
+    let msg = inst["status"]["planStatus"]["deploy"]["phases"][0]["steps"][0]["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(msg.contains("StatefulSet default/sts-db"), "{msg}");
+    assert!(msg.contains("forbidden"), "{msg}");
+    env.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn toggle_applies_and_deletes() {
+    let env = Env::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let pkg = Pkg::new(dir.path(), "toggler")
+        .operator(
+            r#"apiVersion: kudo.dev/v1beta1
+name: toggler
+operatorVersion: "0.1.0"
+tasks:
+  - name: feature
+    kind: Toggle
+    spec:
+      parameter: FEATURE
+      resources:
+        - feature.yaml
+plans:
+  deploy:
+    strategy: serial
+    phases:
+      - name: main
+        strategy: serial
+        steps:
+          - name: feature
+            tasks:
+              - feature
+"#,
+        )
+        .params("apiVersion: kudo.dev/v1beta1\nparameters:\n  - name: FEATURE\n    default: \"false\"\n")
+        .template(
+            "feature.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Name }}-feature\ndata:\n  on: \"yes\"\n",
+        )
+        .write();
+    env.install(&pkg, "tg", BTreeMap::new()).await;
+    let inst = env.wait_plan("tg", "deploy", "COMPLETE").await;
+    assert!(env.get("v1", "ConfigMap", "tg-feature").await.is_none());
+    let mut uid = inst["status"]["planStatus"]["deploy"]["uid"].as_str().unwrap().to_string();
+    for (value, present) in [("true", true), ("false", false)] {
+        env.patch_instance("tg", json!({"spec": {"parameters": {"FEATURE": value}}})).await;
+        let inst = env
+            .wait_instance("tg", "toggle run COMPLETE", |i| {
+                let ps = &i["status"]["planStatus"]["deploy"];
+                ps["status"] == "COMPLETE" && ps["uid"].as_str() != Some(uid.as_str())
+            })
+            .await;
+        uid = inst["status"]["planStatus"]["deploy"]["uid"].as_str().unwrap().to_string();
+        assert_eq!(env.get("v1", "ConfigMap", "tg-feature").await.is_some(), present, "FEATURE={value}");
+    }
+    env.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cleanup_plan_runs_before_the_instance_goes() {
+    let env = Env::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let pkg = Pkg::new(dir.path(), "cleaner")
+        .operator(
+            r#"apiVersion: kudo.dev/v1beta1
+name: cleaner
+operatorVersion: "0.1.0"
+tasks:
+  - name: app
+    kind: Apply
+    spec:
+      resources:
+        - cm.yaml
+  - name: goodbye
+    kind: Apply
+    spec:
+      resources:
+        - goodbye.yaml
+plans:
+  deploy:
+    strategy: serial
+    phases:
+      - name: main
+        strategy: serial
+        steps:
+          - name: app
+            tasks:
+              - app
+  cleanup:
+    strategy: serial
+    phases:
+      - name: main
+        strategy: serial
+        steps:
+          - name: goodbye
+            tasks:
+              - goodbye
+"#,
+        )
+        .params("apiVersion: kudo.dev/v1beta1\nparameters: []\n")
+        .template("cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Name }}-app\ndata:\n  a: b\n")
+        .template(
+            "goodbye.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Name }}-goodbye\ndata:\n  a: b\n",
+        )
+        .write();
+    env.install(&pkg, "cl", BTreeMap::new()).await;
+    let inst = env.wait_plan("cl", "deploy", "COMPLETE").await;
+    assert_eq!(inst["metadata"]["finalizers"], json!(["kudo.dev.instance.cleanup"]));
+    env.delete_instance("cl").await;
+    // The cleanup plan ran (its ConfigMap was created) and the Instance was then released.
+    env.wait_gone("kudo.dev/v1beta1", "Instance", "cl").await;
+    let events = env.events("cl").await;
+    assert!(
+        events
+            .iter()
+            .any(|(r, n)| r == "PlanFinished" && n.contains("cleanup") && n.contains("COMPLETE")),
+        "{events:?}"
+    );
+    env.wait_gone("v1", "ConfigMap", "cl-app").await;
+    env.wait_gone("v1", "ConfigMap", "cl-goodbye").await;
+    env.stop().await;
+}
