@@ -1219,6 +1219,261 @@ def json_data_cases():
     c("negative-zero", "{{ .a }} {{ printf \"%v\" .a }}\n", {"a": -0.0})
 
 
+# ---------------------------------------------------------------------------------------------
+# extra: formatting and typing corners (fmt, constants, yaml.v2/json encoders, positions)
+# ---------------------------------------------------------------------------------------------
+def extra():
+    c = lambda n, t, d=None: case("extra", n, t, d)
+    T = TIME
+    c("const-float-printing", '{{ 1e6 }} {{ 2.0 }} {{ 0.1 }} {{ 100000000000000000000.0 }} {{ 1e-7 }} {{ 123456789.0 }}\n')
+    c("const-types", '{{ printf "%T %T %T %T %T %T" 1 1.0 1e3 0x10 \'a\' "s" }}\n')
+    c("const-integral-float-to-int-param", '{{ repeat 2.0 "x" }}\n')
+    c("const-fraction-to-int-param", '{{ repeat 1.5 "x" }}\n')
+    c("const-string-to-int-param", '{{ until "3" }}\n')
+    c("const-int-to-string-param", '{{ upper 5 }}\n')
+    c("const-untilStep-float", '{{ untilStep 0 1.5 1 }}\n')
+    c("data-float-printing", '{{ .a }} {{ .b }} {{ .c }} {{ .d }} {{ .e }} {{ .f }}\n', {"a": 123456789, "b": 1e20, "c": 0.1, "d": 100.5, "e": 1.0e-5, "f": 12345678.9})
+    c("printf-verbs-on-types", '{{ printf "%s|%d|%v|%q" .strs .list .map .strs }}\n')
+    c("printf-padding", '{{ printf "[%5s][%-5s][%05d][%+d][%8.3f][%-8.2f][%x][% x]" "ab" "ab" 42 7 3.14159 2.5 "hi" "hi" }}\n')
+    c("printf-char-unicode", '{{ printf "%c %U %c" 65 0x1F600 \'é\' }}\n')
+    c("printf-nil-and-bool", '{{ printf "%t %v %s" .t .nil .f }}\n')
+    c("printf-g-e", '{{ printf "%g %g %e %G %.3g" .big .huge .float 1e-10 3.14159 }}\n')
+    c("printf-int64", '{{ printf "%d %v %T" (int64 5) (int64 -3) (int64 1) }}\n')
+    c("printf-sharp", '{{ printf "%#v|%#v|%#v" .str .num .t }}\n')
+    c("printf-map-of-lists", '{{ printf "%v" (dict "b" (list 1 2) "a" (dict "x" .nil)) }}\n')
+    c("print-sprig-typed-lists", '{{ splitList "," "a,b" }} {{ until 3 }} {{ toStrings .list }} {{ list (int64 1) 2 }}\n')
+    c("print-numeric-like-keys", '{{ dict "10" 1 "2" 2 "a" 3 "B" 4 }} {{ range $k, $v := dict "10" 1 "2" 2 "1" 3 }}{{ $k }}{{ end }}\n')
+    c("eq-int64-int", '{{ eq (int64 1) 1 }} {{ lt (int64 1) 2 }} {{ eq (int 3) (int64 3) }}\n')
+    c("eq-int64-float-error", '{{ lt (int64 1) 2.0 }}\n')
+    c("eq-string-nil", '{{ eq .str .nil }}\n')
+    c("eq-nil-literal", '{{ eq .nil nil }}\n')
+    c("not-two-args", '{{ not 1 2 }}\n')
+    c("and-no-args", '{{ and }}\n')
+    c("len-int64", '{{ len (int64 3) }}\n')
+    c("len-dict", '{{ len (dict "a" 1 "b" 2) }} {{ len (list) }} {{ len (splitList "," "a,b,c") }}\n')
+    c("field-on-int-var", '{{ $x := 1 }}{{ $x.foo }}\n')
+    c("nil-chain", '{{ .nil.a.b }}\n')
+    c("index-too-many", '{{ index .users 0 "name" 1 }}\n')
+    c("index-map-list", '{{ index .users 1 "age" }} {{ index (index .matrix 0) 1 }}\n')
+    c("error-col-after-multibyte", '{{ "é✓" }}{{ .Nope }}\n')
+    c("error-col-after-crlf", 'a\r\nb {{ .Nope }}\r\n')
+    c("error-in-block", '{{ block "b" . }}{{ .Nope }}{{ end }}\n')
+    c("error-template-arg", '{{ define "x" }}{{ . }}{{ end }}{{ template "x" .Nope }}\n')
+    c("error-second-line-define", '{{ define "x" }}\nok\n{{ .Nope }}{{ end }}{{ template "x" . }}\n')
+    c("error-in-trimmed-action", 'a\n  {{- .Nope -}}\nb\n')
+    c("trim-if-block-yaml", 'spec:\n  {{- if .t }}\n  enabled: true\n  {{- end }}\n  {{- if .f }}\n  disabled: true\n  {{- end }}\nend\n')
+    c("with-range-scoping", '{{ with $u := index .users 0 }}{{ range $.strs }}{{ $u.name }}-{{ . }} {{ end }}{{ end }}\n')
+    c("template-dict-arg", '{{ define "x" }}{{ .a }}/{{ .b }}{{ end }}{{ template "x" (dict "a" 1 "b" .Name) }}\n')
+    c("multiple-defines", '{{ define "a" }}A{{ template "b" }}{{ end }}{{ define "b" }}B{{ end }}{{ template "a" }}{{ template "b" }}\n')
+    c("block-uses-later-define", '{{ template "x" . }}|{{ block "y" .Name }}[{{ . }}]{{ end }}{{ define "x" }}{{ .Namespace }}{{ end }}\n')
+    c("range-map-numeric-keys", '{{ range $k, $v := .m }}{{ $k }}={{ $v }} {{ end }}\n', {"m": {"10": "a", "9": "b", "1": "c", "B": "d", "a": "e"}})
+    c("range-else-break", '{{ range .list }}{{ break }}{{ else }}none{{ end }}done\n')
+    c("html-types", '{{ html 1 2 }} {{ html .t }} {{ js "\'\\"" }} {{ js 1 }} {{ urlquery "a+b c" .nil }}\n')
+    c("js-unicode", '{{ js "é\\u2028<script>" }}\n')
+    c("toJson-escapes", '{{ toJson "<a>&\\u2028\\u2029" }} {{ toJson (dict "k<" "v>") }} {{ toJson "é✓\\t\\n" }}\n')
+    c("toJson-key-order", '{{ toJson (dict "b" 1 "a" 2 "B" 3 "10" 4 "2" 5) }}\n')
+    c("toJson-floats", '{{ toJson (list .big .huge .small 0.1 1e-7 123456789.0 .float) }}\n')
+    c("toYaml-key-order", '{{ toYaml (dict "a10" 1 "a2" 2 "b" 3 "B" 4 "1" 5 "10" 6 "2" 7 "a1b" 8) }}')
+    c("toYaml-long-string", '{{ toYaml (dict "long" "this is a very long sentence that goes on and on well past the eighty column limit of yaml v2 folding") }}')
+    c("toYaml-special-strings", '{{ toYaml (list " lead" "trail " "a:b" "a: b" "a #b" "@x" "`x" "%x" "*x" "&x" "!x" "|x" ">x" "\'q" "\\"dq" "1.0" "0x10" "+1" ".5" "1_000" "2001-12-14" "Yes" "NO" "" "-" "?" "x\\ty") }}')
+    c("toYaml-floats", '{{ toYaml (list 1.0 0.5 1e-7 123456789.0 .big .huge -0.0 100.0) }}')
+    c("toYaml-unicode-keys", '{{ toYaml (dict "é" "✓" "" "empty-key" "a b" "space key") }}')
+    c("toYaml-nested-lists", '{{ toYaml (dict "l" (list (list 1 2) (dict "a" (list)) .nil)) }}')
+    c("toYaml-bools-ints", '{{ toYaml (list true false (int 3) (int64 -4) "true") }}')
+    c("toYaml-multiline-trailing", '{{ toYaml (dict "a" "x\\ny\\n" "b" "x\\ny" "c" "\\nlead" "d" "x\\n\\n\\n" "e" "  indented\\nnext") }}')
+    c("quote-escapes", '{{ quote "a\\nb\\t\\"c\\" é \\u2028" }} {{ squote "a\\nb" }}\n')
+    c("regex-dollar-group-names", '{{ regexReplaceAll "(a)(b)" "ab" "$1W|${1}W|$2" }}\n')
+    c("regexFindAll-zero", '{{ regexFindAll "a" "aaa" 0 }} {{ regexFindAll "a" "aaa" 1 }}\n')
+    c("splitn-more", '{{ splitn "," 10 "a,b" }}\n')
+    c("semverCompare-ranges", '{{ semverCompare "1.2 - 1.4" "1.3.0" }} {{ semverCompare ">=1.0, <2.0" "1.5.0" }} {{ semverCompare "<1.0 || >=3.0" "3.1.0" }} {{ semverCompare "^0.1.0" "0.2.0" }}\n')
+    c("semver-prerelease-order", '{{ (semver "1.0.0-alpha").Compare (semver "1.0.0") }} {{ (semver "1.0.0-alpha.1").LessThan (semver "1.0.0-alpha.beta") }} {{ (semver "1.2.3").IncMinor }}\n')
+    c("cast-int-strings", '{{ int64 "0x1F" }} {{ int "1e3" }} {{ float64 "0x10" }} {{ atoi "010" }} {{ toDecimal "0x10" }} {{ int " 3" }} {{ int "-010" }}\n')
+    c("math-float-truncation", '{{ max 1.5 2 }} {{ div 1 3.0 }} {{ mul .float 2 }} {{ add1 1.5 }} {{ sub 2.9 0.9 }} {{ mod 7.5 2 }}\n')
+    c("round-negatives", '{{ round -0.5 0 }} {{ round -1.55 1 }} {{ round 0.045 2 }} {{ round 1e20 2 }}\n')
+    c("dates-layouts", '{{ date "Mon Jan _2 15:04:05 2006" ' + T + ' }}|{{ date ".000 3:04PM Z07:00" ' + T + ' }}|{{ dateInZone "Z07:00 MST" ' + T + ' "Asia/Kolkata" }}\n')
+    c("toDate-zone-abbrev", '{{ toDate "2006-01-02 MST" "2020-01-01 PST" | date "2006-01-02 15:04 MST -0700" }}\n')
+    c("toDate-offset", '{{ toDate "2006-01-02T15:04:05-07:00" "2020-05-01T10:00:00+05:30" | unixEpoch }}\n')
+    c("kindOf-time", '{{ kindOf ' + T + ' }} {{ typeOf ' + T + ' }}\n')
+    c("time-methods", '{{ $t := ' + T + ' }}{{ $t.UTC.Hour }} {{ $t.YearDay }} {{ ($t.Add 3600000000000).Hour }} {{ $t.IsZero }}\n')
+    c("wrap-newlines", '{{ wrap 10 "line one is long\\nshort\\n\\nlast paragraph words" }}\n')
+    c("abbrev-unicode", '{{ abbrev 5 "héllo wörld" }}\n')
+    c("indent-crlf", '{{ indent 2 "a\\r\\nb" }}|\n')
+    c("b64dec-urlsafe", '{{ b64dec "_-8=" }}|{{ b64enc "\\xff" }}\n')
+    c("trimAll-cutset", '{{ trimAll "abc" "cabxcba" }} {{ trimAll "" " x " }}|\n')
+    c("cat-lists", '{{ cat (list 1 2) (dict "a" 1) .nil }}\n')
+    c("deepEqual-typed", '{{ deepEqual (list 1) (list 1.0) }} {{ deepEqual (splitList "," "a") (list "a") }} {{ deepEqual .nil .nil }}\n')
+    c("has-typed", '{{ has 1 (list 1 2) }} {{ has "1" (list 1) }} {{ has 1.0 .list }}\n')
+    c("uniq-typed", '{{ uniq (list 1 (int64 1) 1.0 "1") }}\n')
+    c("without-typed", '{{ without (list 1 1.0 "1") 1 }}\n')
+    c("sortAlpha-unicode", '{{ sortAlpha (list "é" "e" "z" "E" "a") }}\n')
+    c("coalesce-types", '{{ coalesce .emptymap .empty 0 .f "" .nil .list }}\n')
+    c("ternary-nil", '{{ ternary .nil "b" true }}\n')
+    c("set-nested-path", '{{ $_ := set .nested.a "new" "v" }}{{ .nested }}\n')
+    c("unset-then-missing", '{{ $_ := unset .Params "NODE_COUNT" }}{{ .Params.NODE_COUNT }}\n')
+    c("merge-lists-not-merged", '{{ merge (dict "l" (list 1)) (dict "l" (list 2 3) "m" 1) }}\n')
+    c("mergeOverwrite-empty-values", '{{ mergeOverwrite (dict "a" 1 "b" "x") (dict "a" 0 "b" "") }}\n')
+    c("pick-omit-typed", '{{ typeOf (pick .map "a") }} {{ typeOf (omit .smap "x") }}\n')
+    c("dict-nil-value", '{{ dict "a" .nil }} {{ toJson (dict "a" .nil) }}\n')
+    c("list-of-lists-toJson", '{{ toJson (list .matrix .users) }}\n')
+    c("urlParse-edge", '{{ urlParse "" }}|{{ urlParse "/just/path?x=1" }}|{{ urlParse "http://[::1]:80/" }}\n')
+    c("urlJoin-edge", '{{ urlJoin (dict "scheme" "http" "host" "h" "userinfo" "u:p" "fragment" "f g") }}\n')
+    c("nindent-empty", '[{{ nindent 2 "" }}]\n')
+    c("pipeline-decl-in-if", '{{ if $n := len .list }}{{ $n }} items{{ end }}\n')
+    c("range-assign-outer", '{{ $last := "" }}{{ range .strs }}{{ $last = . }}{{ end }}{{ $last }}\n')
+    c("deep-paren-nesting", '{{ add (add (add (add 1 2) 3) (mul 2 (sub 5 3))) (len (list (list) (list))) }}\n')
+    c("chained-method-on-paren", '{{ (semver (printf "%d.%d.0" 1 2)).Minor }}\n')
+
+
+# ---------------------------------------------------------------------------------------------
+# operators: realistic KUDO operator templates (ZooKeeper/Kafka/Cassandra-style), KUDO data
+# ---------------------------------------------------------------------------------------------
+ZK_DATA = {
+    "Name": "zk", "Namespace": "kudo-test", "OperatorName": "zookeeper", "OperatorVersion": "0.3.0",
+    "AppVersion": "3.4.14", "PlanName": "deploy", "PhaseName": "zookeeper", "StepName": "everything",
+    "Params": {"NODE_COUNT": "3", "CLIENT_PORT": "2181", "SERVER_PORT": "2888", "ELECTION_PORT": "3888",
+               "CPUS": "0.25", "MEMORY": "1Gi", "DISK_SIZE": "5Gi", "STORAGE_CLASS": "",
+               "METRICS_ENABLED": "true", "JVM_OPTS": "-Xmx512M -Xms512M", "CUSTOM_CONFIG": "",
+               "ZOOKEEPER_URI": "zk-zookeeper-0.zk-hs:2181,zk-zookeeper-1.zk-hs:2181", "TLS": "false",
+               "RESOURCES": "{\"cpu\":\"1\",\"memory\":\"2Gi\"}"},
+}
+
+ZK_CONFIG = """apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Name }}-configuration
+  namespace: {{ .Namespace }}
+data:
+  zoo.cfg: |
+    clientPort={{ .Params.CLIENT_PORT }}
+    dataDir=/var/lib/zookeeper/data
+    tickTime=2000
+    initLimit=10
+    syncLimit=5
+{{- range $i := until (int .Params.NODE_COUNT) }}
+    server.{{ add1 $i }}={{ $.Name }}-{{ $.OperatorName }}-{{ $i }}.{{ $.Name }}-hs.{{ $.Namespace }}.svc.cluster.local:{{ $.Params.SERVER_PORT }}:{{ $.Params.ELECTION_PORT }}
+{{- end }}
+  java.env: |
+    JVMFLAGS="{{ .Params.JVM_OPTS }}"
+"""
+
+ZK_STS = """apiVersion: apps/v1
+kind: StatefulSet
+metadata:
+  name: {{ .Name }}-{{ .OperatorName }}
+  namespace: {{ .Namespace }}
+  labels:
+    app: zookeeper
+    zookeeper: {{ .OperatorName }}
+    instance: {{ .Name }}
+spec:
+  serviceName: {{ .Name }}-hs
+  replicas: {{ .Params.NODE_COUNT }}
+  podManagementPolicy: Parallel
+  template:
+    metadata:
+      labels:
+        app: zookeeper
+        instance: {{ .Name }}
+      annotations:
+        {{- if eq .Params.METRICS_ENABLED "true" }}
+        prometheus.io/scrape: "true"
+        prometheus.io/port: "7000"
+        {{- end }}
+    spec:
+      containers:
+      - name: kubernetes-zookeeper
+        image: "zookeeper:{{ .AppVersion }}"
+        resources:
+          requests:
+            memory: {{ .Params.MEMORY | quote }}
+            cpu: {{ .Params.CPUS | quote }}
+        ports:
+        - containerPort: {{ .Params.CLIENT_PORT }}
+          name: client
+        - containerPort: {{ .Params.SERVER_PORT }}
+          name: server
+        - containerPort: {{ .Params.ELECTION_PORT }}
+          name: leader-election
+        env:
+        - name: ZOO_SERVERS
+          value: "{{ range $i, $e := until (int .Params.NODE_COUNT) }}{{ if $i }} {{ end }}server.{{ add1 $i }}={{ $.Name }}-{{ $.OperatorName }}-{{ $i }}.{{ $.Name }}-hs:{{ $.Params.SERVER_PORT }}:{{ $.Params.ELECTION_PORT }}{{ end }}"
+  volumeClaimTemplates:
+  - metadata:
+      name: datadir
+    spec:
+      accessModes: [ "ReadWriteOnce" ]
+      {{- with .Params.STORAGE_CLASS }}
+      storageClassName: {{ . }}
+      {{- end }}
+      resources:
+        requests:
+          storage: {{ .Params.DISK_SIZE }}
+"""
+
+ZK_PDB = """apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata:
+  name: {{ .Name }}-pdb
+  namespace: {{ .Namespace }}
+spec:
+  selector:
+    matchLabels:
+      app: zookeeper
+      instance: {{ .Name }}
+  {{- if gt (int .Params.NODE_COUNT) 2 }}
+  minAvailable: {{ sub (int .Params.NODE_COUNT) 1 }}
+  {{- else }}
+  maxUnavailable: 1
+  {{- end }}
+"""
+
+KAFKA_SERVER = """broker.id.generation.enable=true
+zookeeper.connect={{ .Params.ZOOKEEPER_URI }}/{{ .Name | replace "-" "_" }}
+listeners={{ if eq .Params.TLS "true" }}SSL{{ else }}PLAINTEXT{{ end }}://:9093
+{{- $brokers := list }}
+{{- range $i := until (int .Params.NODE_COUNT) }}
+{{- $brokers = append $brokers (printf "%s-kafka-%d.%s-svc:9093" $.Name $i $.Name) }}
+{{- end }}
+bootstrap.servers={{ join "," $brokers }}
+num.partitions={{ default "1" .Params.CUSTOM_CONFIG }}
+default.replication.factor={{ min 3 (int .Params.NODE_COUNT) }}
+log.dirs=/var/lib/kafka/data/{{ .Name | sha256sum | trunc 8 }}
+"""
+
+RESOURCES_JSON = """{{- $res := dict "cpu" .Params.CPUS "memory" .Params.MEMORY -}}
+resources:
+{{ toYaml (dict "requests" $res "limits" $res) | indent 2 }}
+labels:
+{{- range $k, $v := (dict "app" .OperatorName "version" .AppVersion "instance" .Name) }}
+  {{ $k }}: {{ $v | quote }}
+{{- end }}
+"""
+
+
+def operators():
+    c = lambda n, t, d=None: case("operators", n, t, d)
+    c("zk-config", ZK_CONFIG)
+    c("zk-config-5-nodes", ZK_CONFIG, {**ZK_DATA, "Params": {**ZK_DATA["Params"], "NODE_COUNT": "5"}})
+    c("zk-config-1-node", ZK_CONFIG, {**ZK_DATA, "Params": {**ZK_DATA["Params"], "NODE_COUNT": "1"}})
+    c("zk-statefulset", ZK_STS)
+    c("zk-statefulset-storage-class", ZK_STS, {**ZK_DATA, "Params": {**ZK_DATA["Params"], "STORAGE_CLASS": "fast", "METRICS_ENABLED": "false"}})
+    c("zk-pdb", ZK_PDB)
+    c("zk-pdb-small", ZK_PDB, {**ZK_DATA, "Params": {**ZK_DATA["Params"], "NODE_COUNT": "2"}})
+    c("kafka-server-properties", KAFKA_SERVER)
+    c("kafka-server-tls", KAFKA_SERVER, {**ZK_DATA, "Name": "kafka-prod", "Params": {**ZK_DATA["Params"], "TLS": "true", "NODE_COUNT": "5", "CUSTOM_CONFIG": "12"}})
+    c("resources-toyaml", RESOURCES_JSON)
+    c("secret-b64", 'apiVersion: v1\nkind: Secret\nmetadata:\n  name: {{ .Name }}-creds\ntype: Opaque\ndata:\n  user: {{ .Params.CPUS | b64enc }}\n  jvm: {{ .Params.JVM_OPTS | b64enc | quote }}\n')
+    c("cronjob-schedule", 'schedule: "{{ mod (adler32sum .Name | atoi) 60 }} */6 * * *"\n')
+    c("service-ports-loop", 'ports:\n{{- range $name, $port := dict "client" .Params.CLIENT_PORT "server" .Params.SERVER_PORT "election" .Params.ELECTION_PORT }}\n- name: {{ $name }}\n  port: {{ $port }}\n  targetPort: {{ int $port }}\n{{- end }}\n')
+    c("jvm-heap-calc", '{{ $mem := .Params.MEMORY | trimSuffix "Gi" | int }}-Xmx{{ div (mul $mem 1024) 2 }}m -Xms{{ div (mul $mem 1024) 2 }}m\n')
+    c("feature-flags", '{{- $flags := splitList " " .Params.JVM_OPTS }}\n{{- range $flags }}\n- {{ . | trimPrefix "-" | quote }}\n{{- end }}\n')
+    c("plan-conditional", '{{ if and (eq .PlanName "deploy") (ne .PhaseName "cleanup") }}deploying {{ .StepName | title }}{{ else }}other{{ end }}\n')
+    c("version-gate", '{{ if semverCompare ">=3.4.0" .AppVersion }}new-config{{ else }}old-config{{ end }} {{ (semver .AppVersion).Minor }}\n')
+    c("params-json-resources", '{{ .Params.RESOURCES }}\n')
+    c("instance-owner-annotation", 'annotations:\n  kudo.dev/instance: {{ printf "%s/%s" .Namespace .Name | quote }}\n  checksum: {{ toJson .Params | sha1sum }}\n')
+    c("missing-param-typo", 'replicas: {{ .Params.NODE_CONUT }}\n')
+
+
 def write(path, content):
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w", encoding="utf-8", newline="") as fh:
@@ -1238,8 +1493,10 @@ def main():
     sprig_extra()
     yaml_cases()
     json_data_cases()
+    extra()
+    operators()
 
-    shared = {"galera": KUDO, "syntax": TYPED, "errors": TYPED, "sprig": TYPED}
+    shared = {"galera": KUDO, "syntax": TYPED, "errors": TYPED, "sprig": TYPED, "extra": TYPED, "operators": ZK_DATA}
     written = set()
     for cat, cases in CASES.items():
         d = os.path.join(CORPUS, cat)

@@ -41,6 +41,10 @@ enum Command {
     Package(cmd::package::PackageArgs),
     /// Render Go templates (text/template + Sprig) exactly as KUDO does.
     Template(cmd::template::TemplateArgs),
+    /// Manage operator repositories (index files of package tarballs).
+    Repo(cmd::repo::RepoArgs),
+    /// Run kuttl-style operator tests against the embedded cluster or a kubeconfig's cluster.
+    Test(cmd::test::TestArgs),
     /// Print the version of this binary.
     Version(cmd::version::VersionArgs),
 }
@@ -51,6 +55,7 @@ fn main() -> ExitCode {
         Command::Template(args) => cmd::template::run(args),
         Command::Package(args) => cmd::package::run(args),
         Command::Version(args) => cmd::version::run(args),
+        Command::Repo(args) => cmd::repo::run(&cli.cluster, args),
         command => run_async(&cli.cluster, command),
     };
     match result {
@@ -74,7 +79,8 @@ fn run_async(cluster: &cmd::cluster::ClusterOpts, command: Command) -> anyhow::R
             Command::Uninstall(args) => cmd::instance::uninstall(cluster, args).await,
             Command::Plan(args) => cmd::plan::run(cluster, args).await,
             Command::Get(args) => cmd::get::run(cluster, args).await,
-            Command::Template(_) | Command::Package(_) | Command::Version(_) => {
+            Command::Test(args) => cmd::test::run(cluster, args).await,
+            Command::Template(_) | Command::Package(_) | Command::Version(_) | Command::Repo(_) => {
                 unreachable!("handled synchronously in main")
             }
         }

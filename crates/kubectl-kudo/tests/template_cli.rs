@@ -37,7 +37,10 @@ fn single_render_matches_oracle_golden() {
         c.join("galera-config-v2-node-config-7.json").to_str().unwrap(),
     ]);
     assert_eq!(out.status.code(), Some(0), "stderr: {}", text(&out.stderr));
-    assert_eq!(text(&out.stdout), golden("galera/galera-config-v2-node-config-7.out"));
+    assert_eq!(
+        text(&out.stdout),
+        golden("galera/galera-config-v2-node-config-7.out")
+    );
     assert!(out.stderr.is_empty());
 }
 
@@ -79,7 +82,11 @@ fn set_overrides_data_file() {
     // The data file says NODE_COUNT=1; --set applies after it.
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("d.json");
-    fs::write(&data, r#"{"Name":"galera-instance","OperatorName":"galera","Params":{"NODE_COUNT":"1"}}"#).unwrap();
+    fs::write(
+        &data,
+        r#"{"Name":"galera-instance","OperatorName":"galera","Params":{"NODE_COUNT":"1"}}"#,
+    )
+    .unwrap();
     let t = corpus().join("galera/galera-address-only.tmpl");
     let out = run(&[
         "template",
@@ -97,13 +104,24 @@ fn set_overrides_data_file() {
 #[test]
 fn template_from_stdin() {
     let mut child = bin()
-        .args(["template", "render", "-", "--data", corpus().join("galera/data.json").to_str().unwrap()])
+        .args([
+            "template",
+            "render",
+            "-",
+            "--data",
+            corpus().join("galera/data.json").to_str().unwrap(),
+        ])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    child.stdin.take().unwrap().write_all(golden("galera/statefulset-anti-affinity.tmpl").as_bytes()).unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(golden("galera/statefulset-anti-affinity.tmpl").as_bytes())
+        .unwrap();
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(0), "stderr: {}", text(&out.stderr));
     assert_eq!(text(&out.stdout), golden("galera/statefulset-anti-affinity.out"));
@@ -125,7 +143,13 @@ fn template_error_exit_1_with_oracle_message() {
     assert!(out.stdout.is_empty(), "no partial output on error");
     assert_eq!(text(&out.stderr), golden("errors/missingkey-params.err"));
 
-    let out = run(&["template", "render", c.join("parse-undefined-function.tmpl").to_str().unwrap(), "--name", "tpl"]);
+    let out = run(&[
+        "template",
+        "render",
+        c.join("parse-undefined-function.tmpl").to_str().unwrap(),
+        "--name",
+        "tpl",
+    ]);
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(text(&out.stderr), golden("errors/parse-undefined-function.err"));
 }
@@ -148,25 +172,59 @@ fn unreadable_files_and_bad_data_exit_2() {
     let missing = dir.path().join("nope.tmpl");
     let out = run(&["template", "render", missing.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out.stderr).contains("nope.tmpl"), "stderr: {}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("nope.tmpl"),
+        "stderr: {}",
+        text(&out.stderr)
+    );
 
     let t = corpus().join("galera/bootstrap-config.tmpl");
     let bad = dir.path().join("bad.json");
     fs::write(&bad, "{bad").unwrap();
-    let out = run(&["template", "render", t.to_str().unwrap(), "--data", bad.to_str().unwrap()]);
+    let out = run(&[
+        "template",
+        "render",
+        t.to_str().unwrap(),
+        "--data",
+        bad.to_str().unwrap(),
+    ]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out.stderr).contains("bad.json"), "stderr: {}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("bad.json"),
+        "stderr: {}",
+        text(&out.stderr)
+    );
     assert!(out.stdout.is_empty());
 
     let bad_yaml = dir.path().join("bad.yaml");
     fs::write(&bad_yaml, "a: [unclosed\n").unwrap();
-    let out = run(&["template", "render", t.to_str().unwrap(), "--data", bad_yaml.to_str().unwrap()]);
+    let out = run(&[
+        "template",
+        "render",
+        t.to_str().unwrap(),
+        "--data",
+        bad_yaml.to_str().unwrap(),
+    ]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out.stderr).contains("bad.yaml"), "stderr: {}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("bad.yaml"),
+        "stderr: {}",
+        text(&out.stderr)
+    );
 
-    let out = run(&["template", "render", t.to_str().unwrap(), "--set", "no-equals-sign"]);
+    let out = run(&[
+        "template",
+        "render",
+        t.to_str().unwrap(),
+        "--set",
+        "no-equals-sign",
+    ]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out.stderr).contains("KEY=VALUE"), "stderr: {}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("KEY=VALUE"),
+        "stderr: {}",
+        text(&out.stderr)
+    );
 }
 
 #[test]
@@ -190,7 +248,10 @@ fn batch_matches_oracle_goldens() {
     let out = run(&["template", "render", "--batch", dir.path().to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0), "stderr: {}", text(&out.stderr));
     let summary = text(&out.stderr);
-    assert!(summary.contains(&format!("{} templates", names.len())), "summary: {summary}");
+    assert!(
+        summary.contains(&format!("{} templates", names.len())),
+        "summary: {summary}"
+    );
 
     let mut mismatches = Vec::new();
     for name in &names {
@@ -204,9 +265,18 @@ fn batch_matches_oracle_goldens() {
             }
         }
     }
-    assert!(mismatches.is_empty(), "batch differs from the oracle: {mismatches:#?}");
+    assert!(
+        mismatches.is_empty(),
+        "batch differs from the oracle: {mismatches:#?}"
+    );
 
-    let quiet = run(&["template", "render", "--batch", dir.path().to_str().unwrap(), "--quiet"]);
+    let quiet = run(&[
+        "template",
+        "render",
+        "--batch",
+        dir.path().to_str().unwrap(),
+        "--quiet",
+    ]);
     assert_eq!(quiet.status.code(), Some(0));
     assert!(quiet.stderr.is_empty());
 }
@@ -214,15 +284,32 @@ fn batch_matches_oracle_goldens() {
 #[test]
 fn batch_case_with_bad_data_exits_3_and_others_still_render() {
     let dir = tempfile::tempdir().unwrap();
-    fs::write(dir.path().join("good.tmpl"), golden("galera/bootstrap-config.tmpl")).unwrap();
+    fs::write(
+        dir.path().join("good.tmpl"),
+        golden("galera/bootstrap-config.tmpl"),
+    )
+    .unwrap();
     fs::write(dir.path().join("data.json"), golden("galera/data.json")).unwrap();
     fs::write(dir.path().join("bad.tmpl"), "{{ .x }}").unwrap();
     fs::write(dir.path().join("bad.json"), "{not json").unwrap();
-    let out = run(&["template", "render", "--batch", dir.path().to_str().unwrap(), "--quiet"]);
+    let out = run(&[
+        "template",
+        "render",
+        "--batch",
+        dir.path().to_str().unwrap(),
+        "--quiet",
+    ]);
     assert_eq!(out.status.code(), Some(3));
-    assert!(text(&out.stderr).contains("bad.json"), "stderr: {}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("bad.json"),
+        "stderr: {}",
+        text(&out.stderr)
+    );
     assert!(!dir.path().join("bad.out").exists() && !dir.path().join("bad.err").exists());
-    assert_eq!(fs::read_to_string(dir.path().join("good.out")).unwrap(), golden("galera/bootstrap-config.out"));
+    assert_eq!(
+        fs::read_to_string(dir.path().join("good.out")).unwrap(),
+        golden("galera/bootstrap-config.out")
+    );
 }
 
 #[test]
@@ -230,7 +317,13 @@ fn help_has_examples() {
     let out = run(&["template", "render", "--help"]);
     assert_eq!(out.status.code(), Some(0));
     let help = text(&out.stdout);
-    for needle in ["--batch", "--set", "Params.NODE_COUNT=3", "Examples:", "Exit status"] {
+    for needle in [
+        "--batch",
+        "--set",
+        "Params.NODE_COUNT=3",
+        "Examples:",
+        "Exit status",
+    ] {
         assert!(help.contains(needle), "help lacks {needle:?}:\n{help}");
     }
 }

@@ -12,8 +12,10 @@ use kudo_apiserver::{ApiServer, Config};
 use serde_json::json;
 
 fn cm(name: &str) -> ConfigMap {
-    serde_json::from_value(json!({"metadata": {"name": name, "labels": {"bench": "yes"}}, "data": {"k": "v"}}))
-        .expect("valid ConfigMap")
+    serde_json::from_value(
+        json!({"metadata": {"name": name, "labels": {"bench": "yes"}}, "data": {"k": "v"}}),
+    )
+    .expect("valid ConfigMap")
 }
 
 fn pct(sorted: &[Duration], p: f64) -> Duration {
@@ -33,7 +35,8 @@ async fn main() {
     })
     .await
     .expect("server starts");
-    let client = kube::Client::try_from(kube::Config::new(server.url().parse().expect("url"))).expect("client");
+    let client =
+        kube::Client::try_from(kube::Config::new(server.url().parse().expect("url"))).expect("client");
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
     let mut rows: Vec<(String, String)> = Vec::new();
 
@@ -41,7 +44,9 @@ async fn main() {
     let n = 2000;
     let t = Instant::now();
     for i in 0..n {
-        api.create(&PostParams::default(), &cm(&format!("seq-{i}"))).await.expect("create");
+        api.create(&PostParams::default(), &cm(&format!("seq-{i}")))
+            .await
+            .expect("create");
     }
     let el = t.elapsed();
     rows.push((
@@ -58,7 +63,9 @@ async fn main() {
         let api = api.clone();
         handles.push(tokio::spawn(async move {
             for i in 0..per {
-                api.create(&PostParams::default(), &cm(&format!("par-{w}-{i}"))).await.expect("create");
+                api.create(&PostParams::default(), &cm(&format!("par-{w}-{i}")))
+                    .await
+                    .expect("create");
             }
         }));
     }
@@ -67,7 +74,10 @@ async fn main() {
     }
     let el = t.elapsed();
     rows.push((
-        format!("creates/s, {tasks} concurrent clients ({} ConfigMaps)", tasks * per),
+        format!(
+            "creates/s, {tasks} concurrent clients ({} ConfigMaps)",
+            tasks * per
+        ),
         format!("{:.0}", (tasks * per) as f64 / el.as_secs_f64()),
     ));
 
@@ -91,7 +101,10 @@ async fn main() {
         assert_eq!(l.items.len(), 10_000);
     }
     full.sort();
-    rows.push(("list 10,000 ConfigMaps, one page (p50)".into(), ms(pct(&full, 0.5))));
+    rows.push((
+        "list 10,000 ConfigMaps, one page (p50)".into(),
+        ms(pct(&full, 0.5)),
+    ));
     let mut paged = Vec::new();
     for _ in 0..10 {
         let t = Instant::now();
@@ -100,23 +113,40 @@ async fn main() {
         assert_eq!(l.items.len(), 500);
     }
     paged.sort();
-    rows.push(("list first page of 500 of 10,000 (p50)".into(), ms(pct(&paged, 0.5))));
+    rows.push((
+        "list first page of 500 of 10,000 (p50)".into(),
+        ms(pct(&paged, 0.5)),
+    ));
     let mut sel = Vec::new();
     for _ in 0..10 {
         let t = Instant::now();
-        api.list(&ListParams::default().labels("bench=yes").fields("metadata.name=fill-5000"))
-            .await
-            .expect("list");
+        api.list(
+            &ListParams::default()
+                .labels("bench=yes")
+                .fields("metadata.name=fill-5000"),
+        )
+        .await
+        .expect("list");
         sel.push(t.elapsed());
     }
     sel.sort();
-    rows.push(("list with label+field selector over 10,000 (p50)".into(), ms(pct(&sel, 0.5))));
+    rows.push((
+        "list with label+field selector over 10,000 (p50)".into(),
+        ms(pct(&sel, 0.5)),
+    ));
 
     // 4. Watch delivery latency with 100 watchers.
     let watchers = 100;
     let events = 50;
-    let rv = api.list(&ListParams::default().limit(1)).await.expect("list").metadata.resource_version.expect("rv");
-    let sent: Arc<std::sync::Mutex<Vec<Option<Instant>>>> = Arc::new(std::sync::Mutex::new(vec![None; events]));
+    let rv = api
+        .list(&ListParams::default().limit(1))
+        .await
+        .expect("list")
+        .metadata
+        .resource_version
+        .expect("rv");
+    let sent: Arc<std::sync::Mutex<Vec<Option<Instant>>>> =
+        Arc::new(std::sync::Mutex::new(vec![None; events]));
     let mut hs = Vec::new();
     let (ready_tx, mut ready_rx) = tokio::sync::mpsc::channel::<()>(watchers);
     for _ in 0..watchers {
@@ -136,7 +166,13 @@ async fn main() {
                 match s.try_next().await.expect("event") {
                     Some(WatchEvent::Added(o)) => {
                         let at = Instant::now();
-                        let idx: usize = o.metadata.name.as_deref().and_then(|n| n.strip_prefix("w-")).and_then(|n| n.parse().ok()).expect("index");
+                        let idx: usize = o
+                            .metadata
+                            .name
+                            .as_deref()
+                            .and_then(|n| n.strip_prefix("w-"))
+                            .and_then(|n| n.parse().ok())
+                            .expect("index");
                         let start = sent.lock().expect("lock")[idx].expect("sent time");
                         lat.push(at - start);
                     }
@@ -153,8 +189,10 @@ async fn main() {
     tokio::time::sleep(Duration::from_millis(200)).await;
     for i in 0..events {
         sent.lock().expect("lock")[i] = Some(Instant::now());
-        let c: ConfigMap = serde_json::from_value(json!({"metadata": {"name": format!("w-{i}"), "labels": {"watch": "me"}}}))
-            .expect("cm");
+        let c: ConfigMap = serde_json::from_value(
+            json!({"metadata": {"name": format!("w-{i}"), "labels": {"watch": "me"}}}),
+        )
+        .expect("cm");
         api.create(&PostParams::default(), &c).await.expect("create");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }

@@ -231,7 +231,9 @@ pub fn defs_from_crd(crd: &Value) -> Vec<ResourceDef> {
 pub fn default_and_prune(schema: Option<&Value>, obj: &mut Value) -> Vec<String> {
     let mut pruned = Vec::new();
     let Some(schema) = schema else { return pruned };
-    let Some(root) = obj.as_object_mut() else { return pruned };
+    let Some(root) = obj.as_object_mut() else {
+        return pruned;
+    };
     let keep: Map<String, Value> = ["apiVersion", "kind", "metadata"]
         .iter()
         .filter_map(|k| root.remove(*k).map(|v| (k.to_string(), v)))
@@ -267,7 +269,11 @@ fn walk(schema: &Value, v: &mut Value, is_root: bool, path: &str, pruned: &mut V
                 match sub {
                     Some(sub) => {
                         if let Some(child) = m.get_mut(&k) {
-                            let p = if path.is_empty() { k.clone() } else { format!("{path}.{k}") };
+                            let p = if path.is_empty() {
+                                k.clone()
+                            } else {
+                                format!("{path}.{k}")
+                            };
                             walk(sub, child, false, &p, pruned);
                         }
                     }
@@ -278,7 +284,11 @@ fn walk(schema: &Value, v: &mut Value, is_root: bool, path: &str, pruned: &mut V
                             && (props.is_some() || is_root || schema["type"] == "object")
                         {
                             m.remove(&k);
-                            pruned.push(if path.is_empty() { k.clone() } else { format!("{path}.{k}") });
+                            pruned.push(if path.is_empty() {
+                                k.clone()
+                            } else {
+                                format!("{path}.{k}")
+                            });
                         }
                     }
                 }

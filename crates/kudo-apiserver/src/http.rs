@@ -833,7 +833,10 @@ impl Watcher {
             return None;
         }
         let now = self.matches(&present(&self.def, &ev.object));
-        let before = ev.old.as_deref().is_some_and(|o| self.matches(&present(&self.def, o)));
+        let before = ev
+            .old
+            .as_deref()
+            .is_some_and(|o| self.matches(&present(&self.def, o)));
         let t = match ev.type_ {
             EventType::Added if now => "ADDED",
             EventType::Modified if now && before => "MODIFIED",

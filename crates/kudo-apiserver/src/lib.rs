@@ -10,8 +10,8 @@
 pub mod backend;
 mod crd;
 mod discovery;
-mod events;
 pub mod error;
+mod events;
 mod gc;
 mod http;
 pub mod meta;

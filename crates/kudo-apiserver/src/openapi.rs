@@ -7,88 +7,80 @@ use serde_json::{Map, Value, json};
 
 use crate::registry::{Registry, ResourceDef};
 
-fn list_meta(key: &str, strategy: &str, items: Value) -> Value {
-    json!({
-        "type": "array",
-        "items": items,
-        "x-kubernetes-patch-merge-key": key,
-        "x-kubernetes-patch-strategy": strategy,
-        "x-kubernetes-list-type": "map",
-        "x-kubernetes-list-map-keys": [key],
-    })
+/// Merge metadata for built-in kinds comes from kudo-patch's table, the same one its strategic merge
+/// patch and server-side apply use, so what the schema advertises is what the server does.
+fn builtin_schema(d: &ResourceDef) -> Value {
+    let gvk = kudo_patch::Gvk::new(d.group.as_str(), d.version.as_str(), d.kind.as_str());
+    let mut root = json!({"type": "object", "properties": {
+        "apiVersion": {"type": "string"},
+        "kind": {"type": "string"},
+        "metadata": {"type": "object"},
+    }});
+    let mut fields: Vec<(Vec<&'static str>, kudo_patch::ListStrategy)> =
+        kudo_patch::schema::list_fields(&gvk).collect();
+    fields.sort_by_key(|(p, _)| p.len());
+    for (path, strategy) in fields {
+        let mut node = &mut root;
+        for (i, seg) in path.iter().enumerate() {
+            while node.get("type").and_then(|t| t.as_str()) == Some("array") {
+                node = &mut node["items"];
+            }
+            if !node.get("properties").is_some_and(|p| p.is_object()) {
+                node["type"] = json!("object");
+                node["properties"] = json!({});
+            }
+            let child = node["properties"].as_object_mut().map(|p| {
+                p.entry(seg.to_string())
+                    .or_insert_with(|| json!({"type": "object"}))
+            });
+            let Some(child) = child else { break };
+            if i + 1 == path.len() {
+                let items = child
+                    .get("properties")
+                    .map(|p| json!({"type": "object", "properties": p}));
+                let mut list = json!({"type": "array", "items": items.unwrap_or(json!({"type": "object"}))});
+                if let Some(ps) = strategy.patch_strategy {
+                    list["x-kubernetes-patch-strategy"] = json!(ps);
+                }
+                if let Some(k) = strategy.merge_key {
+                    list["x-kubernetes-patch-merge-key"] = json!(k);
+                }
+                match strategy.list_type {
+                    kudo_patch::ListType::Atomic => list["x-kubernetes-list-type"] = json!("atomic"),
+                    kudo_patch::ListType::Set => {
+                        list["x-kubernetes-list-type"] = json!("set");
+                        list["items"] = json!({"type": "string"});
+                    }
+                    kudo_patch::ListType::Map(keys) => {
+                        list["x-kubernetes-list-type"] = json!("map");
+                        list["x-kubernetes-list-map-keys"] = json!(keys);
+                    }
+                }
+                *child = list;
+            }
+            node = child;
+        }
+    }
+    root
 }
 
 fn object_meta() -> Value {
-    json!({
-        "type": "object",
-        "properties": {
-            "ownerReferences": list_meta("uid", "merge", json!({"type": "object"})),
-            "finalizers": {"type": "array", "items": {"type": "string"}, "x-kubernetes-patch-strategy": "merge", "x-kubernetes-list-type": "set"},
-            "labels": {"type": "object", "additionalProperties": {"type": "string"}},
-            "annotations": {"type": "object", "additionalProperties": {"type": "string"}},
-        }
-    })
-}
-
-fn container() -> Value {
-    json!({
-        "type": "object",
-        "properties": {
-            "env": list_meta("name", "merge", json!({"type": "object"})),
-            "ports": list_meta("containerPort", "merge", json!({"type": "object"})),
-            "volumeMounts": list_meta("mountPath", "merge", json!({"type": "object"})),
-            "volumeDevices": list_meta("devicePath", "merge", json!({"type": "object"})),
-        }
-    })
-}
-
-fn pod_spec() -> Value {
-    json!({
-        "type": "object",
-        "properties": {
-            "containers": list_meta("name", "merge", container()),
-            "initContainers": list_meta("name", "merge", container()),
-            "ephemeralContainers": list_meta("name", "merge", container()),
-            "volumes": list_meta("name", "merge,retainKeys", json!({"type": "object"})),
-            "imagePullSecrets": list_meta("name", "merge", json!({"type": "object"})),
-            "hostAliases": list_meta("ip", "merge", json!({"type": "object"})),
-        }
-    })
-}
-
-fn pod_template() -> Value {
-    json!({"type": "object", "properties": {"metadata": object_meta(), "spec": pod_spec()}})
-}
-
-fn builtin_schema(d: &ResourceDef) -> Value {
-    let spec = match (d.group.as_str(), d.plural.as_str()) {
-        ("", "pods") => Some(pod_spec()),
-        ("", "services") => Some(json!({"type": "object", "properties": {
-            "ports": {
-                "type": "array",
-                "items": {"type": "object"},
-                "x-kubernetes-patch-merge-key": "port",
-                "x-kubernetes-patch-strategy": "merge",
-                "x-kubernetes-list-type": "map",
-                "x-kubernetes-list-map-keys": ["port", "protocol"],
-            }
-        }})),
-        ("apps", _) => Some(json!({"type": "object", "properties": {"template": pod_template()}})),
-        ("batch", "jobs") => Some(json!({"type": "object", "properties": {"template": pod_template()}})),
-        ("batch", "cronjobs") => Some(json!({"type": "object", "properties": {"jobTemplate": {
-            "type": "object",
-            "properties": {"metadata": object_meta(), "spec": {"type": "object", "properties": {"template": pod_template()}}}
-        }}})),
-        _ => None,
-    };
-    let mut props = Map::new();
-    props.insert("apiVersion".into(), json!({"type": "string"}));
-    props.insert("kind".into(), json!({"type": "string"}));
-    props.insert("metadata".into(), object_meta());
-    if let Some(s) = spec {
-        props.insert("spec".into(), s);
-    }
-    json!({"type": "object", "properties": props})
+    builtin_schema(&ResourceDef {
+        group: String::new(),
+        version: "v1".into(),
+        kind: "ConfigMap".into(),
+        plural: "configmaps".into(),
+        singular: "configmap".into(),
+        namespaced: true,
+        short_names: Vec::new(),
+        categories: Vec::new(),
+        status: false,
+        scale: None,
+        generation: false,
+        custom: None,
+        storage_version: true,
+    })["properties"]["metadata"]
+        .clone()
 }
 
 fn def_name(d: &ResourceDef) -> String {

@@ -253,6 +253,12 @@ impl<'c> Reconciler<'c> {
             self.write_status(&old_status, &status).await?;
             return Ok(Action::requeue(self.ctx.config.idle_resync));
         };
+        // A denied upgrade keeps executing against the previously admitted OperatorVersion.
+        let ov = if exec.operator_version != inst.spec.operator_version {
+            self.get_ov(&inst, &exec).await?.unwrap_or(ov)
+        } else {
+            ov
+        };
         let plan = exec.plan_execution.plan_name.clone();
         let mut timing_annotation = annotations.get(TIMING_ANNOTATION).cloned();
 

@@ -270,6 +270,47 @@ impl FieldSet {
         out
     }
 
+    /// Adds element `pe` at this level: as a member if `member`, with `sub` (paths relative
+    /// to `pe`) below it. Building sets level by level avoids re-walking from the root.
+    pub fn put(&mut self, pe: PathElement, member: bool, sub: FieldSet) {
+        if sub.is_empty() {
+            if member {
+                self.members.insert(pe);
+            }
+            return;
+        }
+        if member {
+            self.members.insert(pe.clone());
+        }
+        match self.children.get_mut(&pe) {
+            Some(existing) => *existing = existing.union(&sub),
+            None => {
+                self.children.insert(pe, sub);
+            }
+        }
+    }
+
+    /// Removes `pe` as a member at this level (members below it stay).
+    pub fn remove_member(&mut self, pe: &PathElement) {
+        self.members.remove(pe);
+    }
+
+    /// Runs `f` on the sub-set below `pe`, if any, dropping it when it becomes empty.
+    pub fn with_child_mut(&mut self, pe: &PathElement, f: impl FnOnce(&mut FieldSet)) {
+        if let Some(child) = self.children.get_mut(pe) {
+            f(child);
+            if child.is_empty() {
+                self.children.remove(pe);
+            }
+        }
+    }
+
+    /// Keeps only the top-level elements (and everything below them) for which `keep` holds.
+    pub fn retain_elements(&mut self, mut keep: impl FnMut(&PathElement) -> bool) {
+        self.members.retain(|pe| keep(pe));
+        self.children.retain(|pe, _| keep(pe));
+    }
+
     /// Removes every member under (and including) the top-level element `pe`.
     pub fn remove_element(&mut self, pe: &PathElement) {
         self.members.remove(pe);

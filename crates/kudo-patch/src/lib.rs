@@ -11,6 +11,20 @@
 //! * [`strategic`]: strategic merge patch for built-in kinds, driven by [`schema`];
 //! * [`ssa`]: server-side apply and `metadata.managedFields` bookkeeping, built on
 //!   [`fieldpath`] (the FieldsV1 set representation).
+//!
+//! How the API server uses it:
+//! * `PATCH` with `application/json-patch+json` → [`json_patch::apply`] (check
+//!   [`json_patch::MAX_OPERATIONS`] first), `merge-patch+json` → [`merge::apply`],
+//!   `strategic-merge-patch+json` → [`strategic::apply`] (built-in kinds only, see
+//!   [`schema::is_builtin`]); then [`ssa::record_update`] on the result;
+//! * `apply-patch+yaml` → [`ssa::apply`] (or [`ssa::apply_with`] with the CRD's
+//!   [`schema::Schema::from_openapi_v3`], the subresource and whether the kind has a status
+//!   subresource); `None` as live object means "create";
+//! * `POST`/`PUT` → [`ssa::record_update`] with `old = None` / the stored object;
+//! * errors render as kube-apiserver's `Status` bodies with [`PatchError::to_status`] /
+//!   [`SsaError::to_status`];
+//! * OpenAPI emission of patch metadata → [`schema::list_fields`] and
+//!   [`schema::field_shapes`].
 
 pub mod fieldpath;
 pub mod json_patch;

@@ -198,38 +198,33 @@ impl Tracking {
     }
 
     /// Removes the never-owned server fields and the fields this endpoint cannot write.
-    fn filter(&self, set: &FieldSet) -> FieldSet {
+    fn filter(&self, mut set: FieldSet) -> FieldSet {
         let f = |s: &str| PathElement::Field(s.to_string());
-        let mut strip = FieldSet::new();
-        strip.insert(&[f("apiVersion")]);
-        strip.insert(&[f("kind")]);
-        strip.insert(&[f("metadata")]);
-        for k in [
-            "name",
-            "namespace",
-            "creationTimestamp",
-            "selfLink",
-            "uid",
-            "clusterName",
-            "generation",
-            "managedFields",
-            "resourceVersion",
-        ] {
-            strip.insert(&[f("metadata"), f(k)]);
+        for k in ["apiVersion", "kind", "metadata"] {
+            set.remove_member(&f(k));
         }
-        let mut out = set.difference(&strip);
-        if self.is_status_write() {
-            let mut only = FieldSet::new();
-            for p in out.paths() {
-                if p.first() == Some(&f("status")) {
-                    only.insert(&p);
-                }
+        set.with_child_mut(&f("metadata"), |meta| {
+            for k in [
+                "name",
+                "namespace",
+                "creationTimestamp",
+                "selfLink",
+                "uid",
+                "clusterName",
+                "generation",
+                "managedFields",
+                "resourceVersion",
+            ] {
+                meta.remove_member(&f(k));
             }
-            out = only;
+        });
+        let status = f("status");
+        if self.is_status_write() {
+            set.retain_elements(|pe| *pe == status);
         } else if self.status_subresource {
-            out.remove_element(&f("status"));
+            set.remove_element(&status);
         }
-        out
+        set
     }
 
     /// Restricts an applied configuration to what this endpoint may change.
@@ -356,9 +351,8 @@ pub fn apply_with(
         // An existing object nobody manages yet: kube-apiserver hands all its fields to a
         // placeholder updater, so that a first apply conflicts instead of silently
         // overwriting values it did not set.
-        let mut existing = FieldSet::new();
-        if to_field_set(&live_clean, &schema.root, &mut Vec::new(), &mut existing, false).is_ok() {
-            let existing = tracking.filter(&existing);
+        if let Ok(existing) = to_field_set(&live_clean, &schema.root, false) {
+            let existing = tracking.filter(existing);
             if !existing.is_empty() {
                 managers.push(ManagedFieldsEntry {
                     manager: BEFORE_FIRST_APPLY.into(),
@@ -379,9 +373,7 @@ pub fn apply_with(
     let mut config = applied.clone();
     tracking.restrict_config(&mut config);
     strip_server_metadata(&mut config);
-    let mut config_set = FieldSet::new();
-    to_field_set(&config, &schema.root, &mut Vec::new(), &mut config_set, true).map_err(typed_err)?;
-    let config_set = tracking.filter(&config_set);
+    let config_set = tracking.filter(to_field_set(&config, &schema.root, true).map_err(typed_err)?);
 
     // Merge the configuration into the live object.
     let mut merged = merge_value(Some(live_clean.clone()), &config, &schema.root)
@@ -409,16 +401,9 @@ pub fn apply_with(
         prune(&mut merged, &last_set, Some(&owned), &schema.root);
     }
 
-    let mut cmp = Comparison::default();
-    compare(
-        Some(&live_clean),
-        Some(&merged),
-        &schema.root,
-        &mut Vec::new(),
-        &mut cmp,
-    );
-    let changed = tracking.filter(&cmp.added.union(&cmp.modified));
-    let removed = tracking.filter(&cmp.removed);
+    let mut cmp = compare(&live_clean, &merged, &schema.root);
+    let changed = tracking.filter(cmp.added.union(&cmp.modified));
+    let removed = tracking.filter(std::mem::take(&mut cmp.removed));
 
     let mut causes: Vec<(Path, Conflict)> = Vec::new();
     let mut conflict_sets: Vec<FieldSet> = Vec::new();
@@ -489,10 +474,8 @@ fn last_applied_fields(live: &Value, root: &Node) -> Option<FieldSet> {
     if !last.is_object() {
         return None;
     }
-    let mut set = FieldSet::new();
-    to_field_set(&last, root, &mut Vec::new(), &mut set, false).ok()?;
-    let mut cmp = Comparison::default();
-    compare(Some(&last), Some(live), root, &mut Vec::new(), &mut cmp);
+    let set = to_field_set(&last, root, false).ok()?;
+    let cmp = compare(&last, live, root);
     Some(set.difference(&cmp.modified))
 }
 
@@ -606,16 +589,9 @@ pub fn record_update_with(
 
     let old_clean = old.map_or_else(|| Value::Object(Map::new()), without_managed_fields);
     let mut out = without_managed_fields(new);
-    let mut cmp = Comparison::default();
-    compare(
-        Some(&old_clean),
-        Some(&out),
-        &schema.root,
-        &mut Vec::new(),
-        &mut cmp,
-    );
-    let current = tracking.filter(&cmp.added.union(&cmp.modified));
-    let removed = tracking.filter(&cmp.removed);
+    let mut cmp = compare(&old_clean, &out, &schema.root);
+    let current = tracking.filter(cmp.added.union(&cmp.modified));
+    let removed = tracking.filter(std::mem::take(&mut cmp.removed));
     for e in &mut managers {
         e.fields = e.fields.difference(&current).difference(&removed);
     }
@@ -688,13 +664,12 @@ fn cap_update_managers(managers: &mut Vec<ManagedFieldsEntry>) {
 /// server fields). Useful to inspect ownership in tests and tools.
 pub fn field_set(obj: &Value, gvk: &Gvk) -> Result<FieldSet, String> {
     let schema = Schema::cached(gvk);
-    let mut set = FieldSet::new();
-    to_field_set(obj, &schema.root, &mut Vec::new(), &mut set, true)?;
+    let set = to_field_set(obj, &schema.root, true)?;
     let tracking = Tracking {
         subresource: None,
         status_subresource: false,
     };
-    Ok(tracking.filter(&set))
+    Ok(tracking.filter(set))
 }
 
 // ---------------------------------------------------------------------------------------
@@ -737,55 +712,75 @@ fn item_element(item: &Value, list_type: &OwnedListType) -> Result<PathElement, 
     }
 }
 
-/// Collects the fields `v` sets into `set` (structured-merge-diff's rules: leaves, list
-/// items, map keys, empty or null struct fields and atomic values are members; declared
-/// struct fields with content are recorded only through their children).
-fn to_field_set(
-    v: &Value,
-    node: &Node,
-    path: &mut Path,
-    set: &mut FieldSet,
-    strict: bool,
-) -> Result<(), String> {
+/// Collects the fields `v` sets (structured-merge-diff's rules: leaves, list items, map
+/// keys, empty or null struct fields and atomic values are members; declared struct fields
+/// with content are recorded only through their children). `strict` rejects duplicate
+/// associative-list keys, as for applied configurations.
+fn to_field_set(v: &Value, node: &Node, strict: bool) -> Result<FieldSet, String> {
+    let mut set = FieldSet::new();
+    if granular(v, node) {
+        fill_level(v, node, &mut set, strict).map_err(|e| e.render())?;
+    }
+    Ok(set)
+}
+
+/// A typing error, with the path collected while unwinding (innermost element first).
+struct FieldError {
+    rev_path: Vec<PathElement>,
+    detail: String,
+}
+
+impl FieldError {
+    fn under(mut self, pe: &PathElement) -> Self {
+        self.rev_path.push(pe.clone());
+        self
+    }
+
+    fn render(self) -> String {
+        let path: Vec<PathElement> = self.rev_path.into_iter().rev().collect();
+        format!("{}: {}", path_to_string(&path), self.detail)
+    }
+}
+
+/// Fills `level` with the members and sub-sets of the children of the granular value `v`.
+fn fill_level(v: &Value, node: &Node, level: &mut FieldSet, strict: bool) -> Result<(), FieldError> {
     match v {
         Value::Object(m) => {
-            if node.object_is_atomic() {
-                set.insert(path);
-                return Ok(());
-            }
             for (k, cv) in m {
-                path.push(PathElement::Field(k.clone()));
-                to_field_set(cv, node.child(k), path, set, strict)?;
-                let empty_obj = cv.as_object().is_some_and(Map::is_empty);
-                if cv.is_null() || empty_obj || !node.is_declared_field(k) {
-                    set.insert(path);
+                let child = node.child(k);
+                let pe = PathElement::Field(k.clone());
+                let g = granular(cv, child);
+                let mut sub = FieldSet::new();
+                if g {
+                    fill_level(cv, child, &mut sub, strict).map_err(|e| e.under(&pe))?;
                 }
-                path.pop();
+                let member = !g || cv.as_object().is_some_and(Map::is_empty) || !node.is_declared_field(k);
+                level.put(pe, member, sub);
             }
         }
         Value::Array(items) => {
             let lt = node.list_type();
-            if *lt == OwnedListType::Atomic {
-                set.insert(path);
-                return Ok(());
-            }
+            let item_node = node.item();
             let mut seen = HashSet::new();
             for (i, item) in items.iter().enumerate() {
-                let pe = item_element(item, lt)
-                    .map_err(|e| format!("{}: element {i}: {e}", path_to_string(path)))?;
-                if strict && matches!(lt, OwnedListType::Map(_)) && !seen.insert(pe.to_fields_v1_key()) {
-                    return Err(format!(
-                        "{}: duplicate entries for key {pe}",
-                        path_to_string(path)
-                    ));
+                let pe = item_element(item, lt).map_err(|e| FieldError {
+                    rev_path: Vec::new(),
+                    detail: format!("element {i}: {e}"),
+                })?;
+                if strict && matches!(lt, OwnedListType::Map(_)) && !seen.insert(pe.clone()) {
+                    return Err(FieldError {
+                        rev_path: Vec::new(),
+                        detail: format!("duplicate entries for key {pe}"),
+                    });
                 }
-                path.push(pe);
-                to_field_set(item, node.item(), path, set, strict)?;
-                set.insert(path);
-                path.pop();
+                let mut sub = FieldSet::new();
+                if granular(item, item_node) {
+                    fill_level(item, item_node, &mut sub, strict).map_err(|e| e.under(&pe))?;
+                }
+                level.put(pe, true, sub);
             }
         }
-        _ => set.insert(path),
+        _ => {}
     }
     Ok(())
 }
@@ -974,87 +969,101 @@ fn children_of<'v>(v: Option<&'v Value>, node: &Node) -> Vec<(PathElement, &'v V
     }
 }
 
-fn compare(lhs: Option<&Value>, rhs: Option<&Value>, node: &Node, path: &mut Path, cmp: &mut Comparison) {
+/// Compares two versions of an object (roots are objects; anything else has no fields).
+fn compare(lhs: &Value, rhs: &Value, root: &Node) -> Comparison {
+    let mut out = Comparison::default();
+    compare_level(Some(lhs), Some(rhs), root, &mut out);
+    out
+}
+
+/// Compares the children of two versions of a granular value into `out` (one level).
+fn compare_level(l: Option<&Value>, r: Option<&Value>, node: &Node, out: &mut Comparison) {
+    let lc = children_of(l, node);
+    let rc = children_of(r, node);
+    let rindex: HashMap<&PathElement, usize> = rc.iter().enumerate().map(|(i, (pe, _, _))| (pe, i)).collect();
+    // A value struct missing on one side of an existing object stands for its empty value,
+    // as in the typed object kube-apiserver compares.
+    let stand_in = |parent: Option<&Value>, pe: &PathElement, key: &str| -> Option<&Value> {
+        if !parent.is_some_and(Value::is_object) || !matches!(pe, PathElement::Field(_)) {
+            return None;
+        }
+        let child = node.child(key);
+        if child.is_value_struct() {
+            Some(empty_object())
+        } else if child.is_value_list() {
+            Some(&Value::Null)
+        } else {
+            None
+        }
+    };
+    let child_node = |pe: &PathElement, key: &str| {
+        if matches!(pe, PathElement::Field(_)) {
+            node.child(key)
+        } else {
+            node.item()
+        }
+    };
+    let mut matched = vec![false; rc.len()];
+    for (pe, lv, key) in &lc {
+        let rv = match rindex.get(pe) {
+            Some(&i) => {
+                matched[i] = true;
+                Some(rc[i].1)
+            }
+            None => stand_in(r, pe, key),
+        };
+        compare_node(Some(*lv), rv, child_node(pe, key), pe, out);
+    }
+    for (i, (pe, rv, key)) in rc.iter().enumerate() {
+        if !matched[i] {
+            compare_node(stand_in(l, pe, key), Some(*rv), child_node(pe, key), pe, out);
+        }
+    }
+}
+
+/// Compares one child `pe` of two versions, recording it (and what lies below) in `out`.
+fn compare_node(
+    lhs: Option<&Value>,
+    rhs: Option<&Value>,
+    node: &Node,
+    pe: &PathElement,
+    out: &mut Comparison,
+) {
     let lg = lhs.is_some_and(|v| granular(v, node));
     let rg = rhs.is_some_and(|v| granular(v, node));
     let same_kind = match (lhs, rhs) {
         (Some(a), Some(b)) => a.is_object() == b.is_object() && a.is_array() == b.is_array(),
         _ => false,
     };
-    let descend = |cmp: &mut Comparison, path: &mut Path, l: Option<&Value>, r: Option<&Value>| {
-        let lc = children_of(l, node);
-        let rc = children_of(r, node);
-        let rindex: HashMap<&PathElement, usize> =
-            rc.iter().enumerate().map(|(i, (pe, _, _))| (pe, i)).collect();
-        let lindex: HashMap<&PathElement, usize> =
-            lc.iter().enumerate().map(|(i, (pe, _, _))| (pe, i)).collect();
-        let visit = |cmp: &mut Comparison,
-                     path: &mut Path,
-                     pe: &PathElement,
-                     key: &str,
-                     lv: Option<&Value>,
-                     rv: Option<&Value>| {
-            let child = if matches!(pe, PathElement::Field(_)) {
-                node.child(key)
-            } else {
-                node.item()
-            };
-            path.push(pe.clone());
-            compare(lv, rv, child, path, cmp);
-            path.pop();
-        };
-        // A value struct missing on one side of an existing object stands for its empty
-        // value, as in the typed object kube-apiserver compares.
-        let stand_in = |parent: Option<&Value>, pe: &PathElement, key: &str| -> Option<&Value> {
-            if !parent.is_some_and(Value::is_object) || !matches!(pe, PathElement::Field(_)) {
-                return None;
-            }
-            let child = node.child(key);
-            if child.is_value_struct() {
-                Some(empty_object())
-            } else if child.is_value_list() {
-                Some(&Value::Null)
-            } else {
-                None
-            }
-        };
-        for (pe, lv, key) in &lc {
-            let rv = rindex.get(pe).map(|&i| rc[i].1).or_else(|| stand_in(r, pe, key));
-            visit(cmp, path, pe, key, Some(*lv), rv);
-        }
-        for (pe, rv, key) in &rc {
-            if !lindex.contains_key(pe) {
-                visit(cmp, path, pe, key, stand_in(l, pe, key), Some(*rv));
-            }
-        }
+    let descend = |out: &mut Comparison, l: Option<&Value>, r: Option<&Value>| {
+        let mut sub = Comparison::default();
+        compare_level(l, r, node, &mut sub);
+        out.added.put(pe.clone(), false, sub.added);
+        out.modified.put(pe.clone(), false, sub.modified);
+        out.removed.put(pe.clone(), false, sub.removed);
     };
     match (lhs, rhs) {
         (None, None) => {}
         (Some(l), Some(r)) if lg && rg && same_kind => {
-            if is_empty_container(l) && is_empty_container(r) {
-                return;
+            if !(is_empty_container(l) && is_empty_container(r)) {
+                descend(out, lhs, rhs);
             }
-            descend(cmp, path, lhs, rhs);
         }
         (None, Some(r)) if rg && !is_empty_container(r) => {
-            cmp.added.insert(path);
-            descend(cmp, path, None, rhs);
+            out.added.put(pe.clone(), true, FieldSet::new());
+            descend(out, None, rhs);
         }
         (Some(l), None) if lg && !is_empty_container(l) => {
-            cmp.removed.insert(path);
-            descend(cmp, path, lhs, None);
+            out.removed.put(pe.clone(), true, FieldSet::new());
+            descend(out, lhs, None);
         }
-        (Some(Value::Null), Some(r)) if rg && !is_empty_container(r) => {
-            descend(cmp, path, None, rhs);
-        }
-        (Some(l), Some(Value::Null)) if lg && !is_empty_container(l) => {
-            descend(cmp, path, lhs, None);
-        }
-        (None, Some(_)) => cmp.added.insert(path),
-        (Some(_), None) => cmp.removed.insert(path),
+        (Some(Value::Null), Some(r)) if rg && !is_empty_container(r) => descend(out, None, rhs),
+        (Some(l), Some(Value::Null)) if lg && !is_empty_container(l) => descend(out, lhs, None),
+        (None, Some(_)) => out.added.put(pe.clone(), true, FieldSet::new()),
+        (Some(_), None) => out.removed.put(pe.clone(), true, FieldSet::new()),
         (Some(l), Some(r)) => {
             if !json_equal(l, r) {
-                cmp.modified.insert(path);
+                out.modified.put(pe.clone(), true, FieldSet::new());
             }
         }
     }
@@ -1145,14 +1154,7 @@ mod tests {
     #[test]
     fn compare_marks_new_maps() {
         let schema = Schema::for_gvk(&cm());
-        let mut cmp = Comparison::default();
-        compare(
-            Some(&json!({})),
-            Some(&json!({"data": {"a": "1"}})),
-            &schema.root,
-            &mut Vec::new(),
-            &mut cmp,
-        );
+        let cmp = compare(&json!({}), &json!({"data": {"a": "1"}}), &schema.root);
         assert_eq!(cmp.added.to_fields_v1(), json!({"f:data": {".": {}, "f:a": {}}}));
     }
 

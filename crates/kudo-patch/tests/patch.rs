@@ -1363,3 +1363,88 @@ fn ssa_struct_field_survives_while_another_manager_owns_below_it() {
         json!({"rollingUpdate": {"maxUnavailable": 0}})
     );
 }
+
+#[test]
+fn ssa_scale_subresource_owner_is_named_with_its_subresource() {
+    let live = ssa::apply(
+        None,
+        &deployment(json!([{"name": "a", "image": "a"}])),
+        "kudo",
+        false,
+        &deployment_gvk(),
+        T0,
+    )
+    .unwrap();
+    // `kubectl scale` writes spec.replicas through /scale.
+    let mut scaled = live.clone();
+    scaled["spec"]["replicas"] = json!(5);
+    let scaled = ssa::record_update(
+        Some(&live),
+        &scaled,
+        "kubectl",
+        "Update",
+        Some("scale"),
+        &deployment_gvk(),
+        T1,
+    );
+    let e = entry(&scaled, "kubectl", "Update").unwrap();
+    assert_eq!(e["subresource"], "scale");
+    assert_eq!(e["fieldsV1"], json!({"f:spec": {"f:replicas": {}}}));
+    let err = ssa::apply(
+        Some(&scaled),
+        &deployment(json!([{"name": "a", "image": "a"}])),
+        "kudo",
+        false,
+        &deployment_gvk(),
+        T2,
+    )
+    .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "Apply failed with 1 conflict: conflict with \"kubectl\" with subresource \"scale\" using apps/v1 at {T1}: .spec.replicas"
+        )
+    );
+}
+
+#[test]
+fn ssa_owner_references_are_keyed_by_uid_and_pruned() {
+    let with_owner = |uids: &[&str]| {
+        let mut cm = cm(json!({"a": "1"}));
+        cm["metadata"]["ownerReferences"] = Value::Array(
+            uids.iter()
+                .map(|u| json!({"apiVersion": "kudo.dev/v1beta1", "kind": "Instance", "name": "i", "uid": u}))
+                .collect(),
+        );
+        cm
+    };
+    let live = ssa::apply(None, &with_owner(&["u1", "u2"]), "kudo", false, &cm_gvk(), T0).unwrap();
+    assert_eq!(
+        entry(&live, "kudo", "Apply").unwrap()["fieldsV1"]["f:metadata"]["f:ownerReferences"],
+        json!({"k:{\"uid\":\"u1\"}": {}, "k:{\"uid\":\"u2\"}": {}})
+    );
+    let out = ssa::apply(Some(&live), &with_owner(&["u2"]), "kudo", false, &cm_gvk(), T1).unwrap();
+    let refs = out["metadata"]["ownerReferences"].as_array().unwrap();
+    assert_eq!(refs.len(), 1);
+    assert_eq!(refs[0]["uid"], "u2");
+}
+
+#[test]
+fn schema_exposes_patch_metadata_for_openapi() {
+    let svc = Gvk::new("", "v1", "Service");
+    let fields: Vec<(Vec<&str>, kudo_patch::ListStrategy)> = kudo_patch::schema::list_fields(&svc).collect();
+    let ports = fields.iter().find(|(p, _)| p == &["spec", "ports"]).unwrap();
+    assert_eq!(ports.1.merge_key, Some("port"));
+    assert_eq!(ports.1.patch_strategy, Some("merge"));
+    assert_eq!(
+        ports.1.list_type,
+        kudo_patch::ListType::Map(&["port", "protocol"])
+    );
+    let pod = Gvk::new("", "v1", "Pod");
+    let volumes = kudo_patch::schema::merge_key(&pod, &["spec", "volumes"]).unwrap();
+    assert_eq!(volumes.patch_strategy, Some("merge,retainKeys"));
+    assert!(kudo_patch::schema::is_builtin(&pod));
+    assert!(!kudo_patch::schema::is_builtin(&Gvk::new(
+        "kudo.dev", "v1beta1", "Instance"
+    )));
+}

@@ -16,7 +16,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet, Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::batch::v1::{CronJob, Job};
-use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::core::v1::{Endpoints, Node, PersistentVolume, PersistentVolumeClaim, Pod, Service};
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams, Preconditions};
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
@@ -98,6 +98,8 @@ pub struct Snapshot {
     pub cronjobs: Vec<Arc<CronJob>>,
     pub pvcs: Vec<Arc<PersistentVolumeClaim>>,
     pub pvs: Vec<Arc<PersistentVolume>>,
+    pub services: Vec<Arc<Service>>,
+    pub endpoints: Vec<Arc<Endpoints>>,
     /// Kinds whose initial list has completed; controllers only act on complete views.
     pub ready: ReadyKinds,
 }
@@ -116,6 +118,8 @@ pub struct ReadyKinds {
     pub cronjobs: bool,
     pub pvcs: bool,
     pub pvs: bool,
+    pub services: bool,
+    pub endpoints: bool,
 }
 
 struct Stores {
@@ -130,6 +134,8 @@ struct Stores {
     cronjobs: Watched<CronJob>,
     pvcs: Watched<PersistentVolumeClaim>,
     pvs: Watched<PersistentVolume>,
+    services: Watched<Service>,
+    endpoints: Watched<Endpoints>,
 }
 
 impl Stores {
@@ -146,6 +152,8 @@ impl Stores {
             cronjobs: self.cronjobs.sorted(),
             pvcs: self.pvcs.sorted(),
             pvs: self.pvs.sorted(),
+            services: self.services.sorted(),
+            endpoints: self.endpoints.sorted(),
             ready: ReadyKinds {
                 nodes: self.nodes.ready(),
                 pods: self.pods.ready(),
@@ -158,6 +166,8 @@ impl Stores {
                 cronjobs: self.cronjobs.ready(),
                 pvcs: self.pvcs.ready(),
                 pvs: self.pvs.ready(),
+                services: self.services.ready(),
+                endpoints: self.endpoints.ready(),
             },
         }
     }
@@ -460,6 +470,8 @@ pub async fn run(client: Client, cfg: SimConfig, shutdown: impl Future<Output = 
         cronjobs: watch(Api::all(client.clone()), wc(), notify.clone(), &mut tasks),
         pvcs: watch(Api::all(client.clone()), wc(), notify.clone(), &mut tasks),
         pvs: watch(Api::all(client.clone()), wc(), notify.clone(), &mut tasks),
+        services: watch(Api::all(client.clone()), wc(), notify.clone(), &mut tasks),
+        endpoints: watch(Api::all(client.clone()), wc(), notify.clone(), &mut tasks),
     };
     let resync = cfg.resync.max(Duration::from_millis(10));
     let mut sim = Sim {
@@ -511,6 +523,7 @@ async fn pass(sim: &mut Sim, snap: &Snapshot) {
     crate::workloads::daemonsets(sim, snap).await;
     crate::kubelet::schedule(sim, snap).await;
     crate::kubelet::pods(sim, snap).await;
+    crate::endpoints::reconcile(sim, snap).await;
     // Forget pods that are gone.
     if snap.ready.pods {
         let live: HashSet<&str> = snap.pods.iter().filter_map(|p| p.metadata.uid.as_deref()).collect();

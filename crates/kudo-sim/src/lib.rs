@@ -22,6 +22,7 @@
 //! * **ReplicaSets, Deployments (RollingUpdate/Recreate), StatefulSets (OrderedReady/Parallel,
 //!   RollingUpdate with partition/OnDelete, volumeClaimTemplates), DaemonSets, Jobs, CronJobs**,
 //!   writing the same status fields and conditions as the real controllers.
+//! * **Endpoints** for Services with selectors (ready pod IPs under `addresses`).
 //! * **Volumes**: a default StorageClass `standard`; every unbound PVC is bound to a generated PV
 //!   `pvc-<uid>`.
 //!
@@ -41,6 +42,7 @@
 //! of Deployments in the middle of a rollout, container restarts beyond the first.
 
 mod cron;
+mod endpoints;
 mod engine;
 mod rollout;
 mod util;

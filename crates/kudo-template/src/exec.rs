@@ -122,7 +122,7 @@ pub(crate) fn execute(t: &Template, name: &str, data: &Value, env: &mut FuncEnv)
             message: format!(
                 "template: no template {} associated with template {}",
                 crate::gofmt::quote(name),
-                crate::gofmt::quote("gotpl")
+                crate::gofmt::quote(&t.name)
             ),
             limit: false,
         });

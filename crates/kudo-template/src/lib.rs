@@ -10,6 +10,22 @@
 //!
 //! Public surface: [`Template::parse`] once per file, [`Template::execute`] per render, with a
 //! [`FuncMap`] (normally [`kudo_funcs`]) and a [`FuncEnv`] carrying the seeded randomness.
+//! A parsed [`Template`] is `Send + Sync`: parse once per package file and share it.
+//!
+//! The engine follows Go 1.19 `text/template` (the version of the oracle) with
+//! `missingkey=error`, message for message. Deliberate differences, all documented limits:
+//! * `template` nesting stops at [`limits::MAX_TEMPLATE_DEPTH`] (Go: 100,000), `range` bodies at
+//!   [`limits::MAX_RANGE_ITERATIONS`] per render, output at [`limits::MAX_OUTPUT`] bytes, and
+//!   parser nesting (parentheses, `if`/`range`/`with`) at [`parse::MAX_PARSE_DEPTH`] levels;
+//! * complex-number constants (`3i`) are rejected at parse time (Go accepts them);
+//! * `index` of a string yields an `int` byte value (Go: `uint8`; prints the same);
+//! * `\x` escapes in string constants that do not form UTF-8 become the matching Latin-1 code point.
+//!
+//! The AST ([`parse::Tree`]) is public for the package verifier: a field chain `.Params.X` is
+//! [`parse::Arg::Field`] with `idents == ["Params", "X"]`; `$.Params.X` / `$v.X` are
+//! [`parse::Arg::Variable`] with `idents == ["$", "Params", "X"]`; `(pipe).X` is
+//! [`parse::Arg::Chain`]. Operands sit in [`parse::Command::args`] of the [`parse::Pipe`]s found
+//! in [`parse::Node::Action`], the `pipe` of `If`/`Range`/`With` branches and `Template` nodes.
 
 pub mod func;
 pub mod limits;

@@ -536,8 +536,14 @@ impl<'a> Parser<'a> {
     }
 
     fn parse_definition(&mut self) -> PResult<()> {
-        let context = "define clause";
         let saved = self.sub_start();
+        let r = self.parse_definition_inner();
+        self.sub_end(saved);
+        r
+    }
+
+    fn parse_definition_inner(&mut self) -> PResult<()> {
+        let context = "define clause";
         let t = self.next_non_space();
         if !matches!(self.typ(t), ItemType::String | ItemType::RawString) {
             return self.unexpected(t, context);
@@ -551,9 +557,7 @@ impl<'a> Parser<'a> {
         if !matches!(end, Control::End) {
             return self.errorf(format!("unexpected {} in {}", end.describe(), context));
         }
-        self.add(Tree { name, root })?;
-        self.sub_end(saved);
-        Ok(())
+        self.add(Tree { name, root })
     }
 
     fn item_list(&mut self) -> PResult<(Vec<Node>, Control)> {
@@ -649,7 +653,7 @@ impl<'a> Parser<'a> {
         };
         let r = stacker::maybe_grow(64 * 1024, 1024 * 1024, || self.control_inner(kind, context));
         self.vars.truncate(nvars);
-        self.depth -= 1;
+        self.depth = self.depth.saturating_sub(1);
         let (pipe, list, else_list) = r?;
         let b = Branch {
             pos: pipe.pos,
@@ -677,7 +681,7 @@ impl<'a> Parser<'a> {
         }
         let r = self.item_list();
         if kind == ControlKind::Range {
-            self.range_depth -= 1;
+            self.range_depth = self.range_depth.saturating_sub(1);
         }
         let (list, next) = r?;
         let mut else_list = None;
@@ -745,7 +749,10 @@ impl<'a> Parser<'a> {
         let pipe = self.pipeline(context, ItemType::RightDelim)?;
         self.enter()?;
         let saved = self.sub_start();
-        let (root, end) = self.item_list()?;
+        let r = self.item_list();
+        self.sub_end(saved);
+        self.depth = self.depth.saturating_sub(1);
+        let (root, end) = r?;
         if !matches!(end, Control::End) {
             return self.errorf(format!("unexpected {} in {}", end.describe(), context));
         }
@@ -753,8 +760,6 @@ impl<'a> Parser<'a> {
             name: name.clone(),
             root,
         })?;
-        self.sub_end(saved);
-        self.depth -= 1;
         Ok(Control::Node(Node::Template {
             pos,
             line,
@@ -978,7 +983,7 @@ impl<'a> Parser<'a> {
                 let p = stacker::maybe_grow(64 * 1024, 1024 * 1024, || {
                     self.pipeline("parenthesized pipeline", ItemType::RightParen)
                 })?;
-                self.depth -= 1;
+                self.depth = self.depth.saturating_sub(1);
                 Arg::Pipe(Box::new(p))
             }
             ItemType::String | ItemType::RawString => match unquote(val) {

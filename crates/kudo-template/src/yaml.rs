@@ -66,8 +66,8 @@ fn key_less(a: &str, b: &str) -> bool {
             i += 1;
             continue;
         }
-        let al = ar[i].is_alphabetic();
-        let bl = br[i].is_alphabetic();
+        let al = crate::sprig::strings_go_is_letter(ar[i]);
+        let bl = crate::sprig::strings_go_is_letter(br[i]);
         if al && bl {
             return ar[i] < br[i];
         }
@@ -77,7 +77,7 @@ fn key_less(a: &str, b: &str) -> bool {
         let (mut an, mut bn): (i64, i64) = (0, 0);
         if ar[i] == '0' || br[i] == '0' {
             let mut j = i;
-            while j > 0 && ar[j - 1].is_numeric() {
+            while j > 0 && crate::sprig::strings_go_is_digit(ar[j - 1]) {
                 if ar[j - 1] != '0' {
                     an = 1;
                     bn = 1;
@@ -88,12 +88,12 @@ fn key_less(a: &str, b: &str) -> bool {
         }
         let digit = |c: char| c.to_digit(10).map(|d| d as i64).unwrap_or(c as i64 - '0' as i64);
         let mut ai = i;
-        while ai < ar.len() && ar[ai].is_numeric() {
+        while ai < ar.len() && crate::sprig::strings_go_is_digit(ar[ai]) {
             an = an.wrapping_mul(10).wrapping_add(digit(ar[ai]));
             ai += 1;
         }
         let mut bi = i;
-        while bi < br.len() && br[bi].is_numeric() {
+        while bi < br.len() && crate::sprig::strings_go_is_digit(br[bi]) {
             bn = bn.wrapping_mul(10).wrapping_add(digit(br[bi]));
             bi += 1;
         }
@@ -504,6 +504,16 @@ impl Emitter {
         self.column = 0;
     }
 
+    /// libyaml `write_break`: a line feed is the configured newline, other breaks are copied.
+    fn write_break(&mut self, c: char) {
+        if c == '\n' {
+            self.put_break();
+        } else {
+            self.out.push(c);
+            self.column = 0;
+        }
+    }
+
     fn write_str(&mut self, s: &str) {
         self.out.push_str(s);
         self.column += s.chars().count();
@@ -707,7 +717,7 @@ impl Emitter {
                 self.write_indicator("'", true, false, false);
                 let chars: Vec<char> = s.chars().collect();
                 let n = chars.len();
-                let mut spaces = false;
+                let (mut spaces, mut breaks) = (false, false);
                 for (i, &c) in chars.iter().enumerate() {
                     if c == ' ' {
                         if allow_breaks
@@ -722,12 +732,24 @@ impl Emitter {
                             self.put(c);
                         }
                         spaces = true;
+                    } else if is_break(c) {
+                        if !breaks && c == '\n' {
+                            self.put_break();
+                        }
+                        self.write_break(c);
+                        self.indention = true;
+                        breaks = true;
                     } else {
+                        if breaks {
+                            self.write_indent();
+                        }
                         if c == '\'' {
                             self.put('\'');
                         }
                         self.put(c);
+                        self.indention = false;
                         spaces = false;
+                        breaks = false;
                     }
                 }
                 self.write_indicator("'", false, false, false);
@@ -738,9 +760,12 @@ impl Emitter {
                 self.write_indicator("\"", true, false, false);
                 let chars: Vec<char> = s.chars().collect();
                 let n = chars.len();
+                let bom = s.starts_with('\u{feff}');
                 let mut spaces = false;
                 for (i, &c) in chars.iter().enumerate() {
-                    if !is_printable(c) || c == '\u{feff}' || is_break(c) || c == '"' || c == '\\' {
+                    // libyaml's is_bom() tests the start of the value, not the current character:
+                    // a value starting with U+FEFF has every character escaped.
+                    if bom || !is_printable(c) || is_break(c) || c == '"' || c == '\\' {
                         self.put('\\');
                         let u = c as u32;
                         match u {
@@ -814,12 +839,7 @@ impl Emitter {
                 let mut breaks = true;
                 for c in chars {
                     if is_break(c) {
-                        if c == '\n' {
-                            self.put_break();
-                        } else {
-                            self.out.push(c);
-                            self.column = 0;
-                        }
+                        self.write_break(c);
                         self.indention = true;
                         breaks = true;
                     } else {

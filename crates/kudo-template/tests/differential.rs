@@ -316,10 +316,11 @@ fn count_function_tokens(text: &str, counts: &mut BTreeMap<String, usize>) {
                 i += 1;
             }
             let prev = if start > 0 { bytes[start - 1] } else { b' ' };
-            if prev != b'.' && prev != b'$' {
-                if let Some(n) = counts.get_mut(&text[start..i]) {
-                    *n += 1;
-                }
+            if prev != b'.'
+                && prev != b'$'
+                && let Some(n) = counts.get_mut(&text[start..i])
+            {
+                *n += 1;
             }
         } else {
             i += 1;

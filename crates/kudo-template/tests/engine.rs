@@ -1542,6 +1542,63 @@ fn more_fmt_and_templates() {
     ]);
 }
 
+/// Template (re)definition rules, `block`, and parse state restored after nested definitions.
+#[test]
+fn definitions_and_blocks() {
+    check(&[
+        (
+            r#"{{ define "deployment.yaml" }}x{{ end }}y"#,
+            Err(
+                r#"error parsing template: template: deployment.yaml:1: template: multiple definition of template "deployment.yaml""#,
+            ),
+        ),
+        (r#"{{ define "deployment.yaml" }}x{{ end }}"#, Ok(r#"x"#)),
+        (
+            r#"{{ define "deployment.yaml" }}x{{ end }}  
+"#,
+            Ok(r#"x"#),
+        ),
+        (r#"{{ define "deployment.yaml" }}{{ end }}y"#, Ok(r#"y"#)),
+        (
+            r#"{{ define "t" }}{{ end }}{{ define "t" }}b{{ end }}{{ template "t" }}"#,
+            Ok(r#"b"#),
+        ),
+        (
+            r#"{{ define "t" }}a{{ end }}{{ define "t" }} {{ end }}{{ template "t" }}"#,
+            Ok(r#"a"#),
+        ),
+        (
+            r#"{{ define "t" }}a{{ end }}{{ block "t" . }}b{{ end }}"#,
+            Err(
+                r#"error parsing template: template: deployment.yaml:1: template: multiple definition of template "t""#,
+            ),
+        ),
+        (
+            r#"{{ define "t" }}{{/* c */}}{{ end }}{{ define "t" }}b{{ end }}{{ template "t" }}"#,
+            Ok(r#"b"#),
+        ),
+        (
+            r#"{{ define "t" -}} a {{- end }}[{{ template "t" }}]"#,
+            Ok(r#"[a]"#),
+        ),
+        (
+            r#"{{ range .l }}{{ block "b" . }}{{ break }}{{ end }}{{ end }}"#,
+            Err(r#"error parsing template: template: deployment.yaml:1: {{break}} outside {{range}}"#),
+        ),
+        (r#"{{ define `raw` }}R{{ end }}{{ template `raw` }}"#, Ok(r#"R"#)),
+        (
+            r#"{{ define "a\\tb" }}T{{ end }}{{ template "a\\tb" }}"#,
+            Ok(r#"T"#),
+        ),
+        (
+            r#"{{ define "x" }}{{ template "y" }}{{ end }}{{ define "y" }}{{ .zz }}{{ end }}{{ template "x" . }}"#,
+            Err(
+                r#"error rendering template: template: deployment.yaml:1:62: executing "y" at <.zz>: nil data; no entry for key "zz""#,
+            ),
+        ),
+    ]);
+}
+
 /// Runs `f` on a thread with a small (256 KiB) stack: deep templates must not overflow it.
 fn on_small_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
     std::thread::Builder::new()
@@ -1706,4 +1763,104 @@ fn maps_are_shared_with_the_data() {
         t.execute(&data(), &mut FuncEnv::with_seed(0)),
         Ok("2 2".to_string())
     );
+}
+
+/// Random token soup must never panic, hang or overflow: every input parses or fails cleanly.
+#[test]
+fn random_templates_never_panic() {
+    const PIECES: &[&str] = &[
+        "{{",
+        "}}",
+        "{{-",
+        "-}}",
+        " ",
+        "\n",
+        ".",
+        ".a",
+        ".m.x",
+        ".l",
+        "$",
+        "$x",
+        ":=",
+        "=",
+        "|",
+        "(",
+        ")",
+        "\"s\"",
+        "`r`",
+        "'c'",
+        "1",
+        "-2.5e3",
+        "0x1F",
+        "nil",
+        "true",
+        "if",
+        "else",
+        "end",
+        "range",
+        "with",
+        "define",
+        "template",
+        "block",
+        "break",
+        "continue",
+        "and",
+        "or",
+        "not",
+        "len",
+        "index",
+        "slice",
+        "eq",
+        "lt",
+        "printf",
+        "print",
+        "\"%d %s %v\"",
+        "html",
+        "js",
+        "urlquery",
+        "call",
+        "upper",
+        "until",
+        "dict",
+        "/*",
+        "*/",
+        ",",
+        "x",
+        "é",
+        "{",
+        "}",
+        "\"unterminated",
+        "`",
+        "\\",
+        "{{ range .l }}",
+        "{{ end }}",
+        "{{ block \"b\" . }}",
+        "{{ define \"d\" }}",
+        "{{ break }}",
+        "{{ continue }}",
+        "{{ template \"d\" . }}",
+        "{{ template \"b\" }}",
+        "{{ else }}",
+        "{{ if .a }}",
+        "{{ with .m }}",
+        "{{ else if .n }}",
+        "{{ $x := .l }}",
+        "{{ range $i, $v := .m }}",
+    ];
+    let data = data();
+    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    for _ in 0..30_000 {
+        let n = (next() % 24) as usize + 1;
+        let tpl: String = (0..n)
+            .map(|_| PIECES[(next() % PIECES.len() as u64) as usize])
+            .collect();
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_with(&tpl, &data)));
+        assert!(result.is_ok(), "panicked on {tpl:?}");
+    }
 }

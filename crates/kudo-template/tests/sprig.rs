@@ -696,7 +696,7 @@ const CASES: &[(&str, Expect)] = &[
     ),
     (
         "{{ toYaml \"\\u0085x\\u2028y\\ufeff\\u00a0\" }}",
-        Out("\"\\Nx\\Ly\\uFEFF \"\n"),
+        Out("\"\\Nx\\Ly\\uFEFF\u{a0}\"\n"),
     ),
     (
         "{{ toYaml (list \"it's\" \"a \\\"q\\\"\" \"back\\\\slash\") }}",
@@ -820,6 +820,250 @@ const CASES: &[(&str, Expect)] = &[
     (
         "{{ semverCompare \"^1.2.x\" \"1.3.0\" }} {{ semverCompare \"~1\" \"1.9.0\" }} {{ semverCompare \"~0.1\" \"0.2.0\" }} {{ semverCompare \">=1.2.3-0 <1.2.4\" \"1.2.3-rc1\" }} {{ semverCompare \"1.2.3-0 - 2.0.0\" \"1.5.0\" }} {{ semverCompare \"<=1.2.x\" \"1.2.7\" }} {{ semverCompare \"!=1.x\" \"2.0.0\" }}",
         Out("true true false false true true true"),
+    ),
+    (
+        "{{ $v := semver \"1.2.3-rc.1+b\" }}{{ $v.LessThan (semver \"1.3.0\") }} {{ $v.GreaterThan (semver \"1.0.0\") }} {{ $v.Equal (semver \"1.2.3-rc.1\") }} {{ $v.Compare (semver \"2.0.0\") }} {{ $v.String }} {{ printf \"%v|%s|%T\" $v $v $v }}",
+        Out("true true true -1 1.2.3-rc.1+b 1.2.3-rc.1+b|1.2.3-rc.1+b|*semver.Version"),
+    ),
+    (
+        "{{ $v := semver \"v1.2.3-rc.1+b\" }}{{ $v.IncMajor }} {{ $v.IncMinor }} {{ $v.IncPatch }} {{ typeOf $v.IncPatch }} {{ kindOf $v.IncPatch }} {{ (semver \"1.2.3\").IncPatch }}",
+        Out("2.0.0 1.3.0 1.2.3 semver.Version struct 1.2.4"),
+    ),
+    ("{{ (semver \"1.2.3\").IncPatch.Original }}", Fail("")),
+    (
+        "{{ $t := toDate \"2006-01-02 15:04\" \"2017-12-31 23:59\" }}{{ $t.Year }} {{ $t.Month }} {{ $t.Day }} {{ $t.Hour }} {{ $t.Minute }} {{ $t.Second }} {{ $t.Weekday }} {{ $t.YearDay }} {{ $t.Unix }} {{ $t.UnixNano }} {{ $t.IsZero }} {{ $t.UTC }} {{ $t.Format \"Jan 2\" }} {{ printf \"%v|%T\" $t $t }}",
+        Out(
+            "2017 December 31 23 59 0 Sunday 365 1514764740 1514764740000000000 false 2017-12-31 23:59:00 +0000 UTC Dec 31 2017-12-31 23:59:00 +0000 UTC|time.Time",
+        ),
+    ),
+    (
+        "{{ $t := toDate \"2006-01-02\" \"2020-01-31\" }}{{ $t.AddDate 0 1 0 }} {{ $t.AddDate 1 -13 400 }} {{ ((toDate \"2006-01-02 15:04 MST\" \"2021-03-27 02:30 CET\").AddDate 0 0 1) }}",
+        Out("2020-03-02 00:00:00 +0000 UTC 2021-02-03 00:00:00 +0000 UTC 2021-03-28 02:30:00 +0000 CET"),
+    ),
+    (
+        "{{ toJson (toDate \"2006-01-02\" \"2017-12-31\") }} {{ toString (toDate \"2006-01-02\" \"2017-12-31\") }} {{ toString (semver \"1.2.3\") }} {{ cat (semver \"v1.2\") }} {{ quote (semver \"1.0.0\") }} {{ squote (toDate \"2006\" \"2020\") }}",
+        Out(
+            "\"2017-12-31T00:00:00Z\" 2017-12-31 00:00:00 +0000 UTC 1.2.3 1.2.0 \"1.0.0\" '2020-01-01 00:00:00 +0000 UTC'",
+        ),
+    ),
+    (
+        "{{ empty (toDate \"2006\" \"2020\") }} {{ empty (semver \"1.0.0\") }} {{ default \"d\" (toDate \"2006\" \"x\") }} {{ deepEqual (semver \"1.0.0\") (semver \"1.0.0\") }} {{ deepEqual (toDate \"2006\" \"2020\") (toDate \"2006\" \"2020\") }}",
+        Out("false false 0001-01-01 00:00:00 +0000 UTC true true"),
+    ),
+    (
+        "{{ list (semver \"1.0.0\") (toDate \"2006\" \"2020\") }} {{ dict \"v\" (semver \"1.0.0\") }} {{ toStrings (list (semver \"1.0.0\") (toDate \"2006\" \"2020\")) }} {{ join \",\" (list (semver \"1.0.0\")) }}",
+        Out("[1.0.0 2020-01-01 00:00:00 +0000 UTC] map[v:1.0.0] [1.0.0 2020-01-01 00:00:00 +0000 UTC] 1.0.0"),
+    ),
+    (
+        "{{ abbrev 6 \"Now is the time\" }}|{{ abbrev 4 \"abcdef\" }}",
+        Out("Now...|a..."),
+    ),
+    (
+        "{{ abbrevboth 5 10 \"Now is the time for all\" }}|{{ abbrevboth 10 10 \"abcdefghijklmnop\" }}",
+        Out("...s th...|...jklmnop"),
+    ),
+    ("{{ add 1 2 3 }} {{ add \"0x10\" \"010\" }}", Out("6 24")),
+    ("{{ add1 -1 }} {{ add1 \"x\" }}", Out("0 1")),
+    ("{{ adler32sum \"Wikipedia\" }}", Out("300286872")),
+    (
+        "{{ b32dec \"MZXW6YTBOI======\" }} {{ b32dec \"mzxw\" }}",
+        Out("foobar illegal base32 data at input byte 0"),
+    ),
+    (
+        "{{ b32enc \"foobar\" }} {{ b32enc \"\" }}",
+        Out("MZXW6YTBOI====== "),
+    ),
+    (
+        "{{ b64enc \"\\u00e9\\n\" }} {{ b64enc \"any carnal pleas\" }}",
+        Out("w6kK YW55IGNhcm5hbCBwbGVhcw=="),
+    ),
+    ("{{ biggest 3 \"7\" 5.5 }} {{ biggest nil }}", Out("7 0")),
+    (
+        "{{ camelcase \"foo-bar_baz qux\" }} {{ camelcase \"ALL_CAPS\" }}",
+        Out("FooBarBazQux AllCaps"),
+    ),
+    ("{{ ceil 2.000001 }} {{ ceil \"-0.5\" }}", Out("3 -0")),
+    (
+        "{{ coalesce .e .n .m.a }} {{ coalesce (list) (dict) 0 }}",
+        Out("1 <no value>"),
+    ),
+    (
+        "{{ contains \"\" \"abc\" }} {{ contains \"é\" \"café\" }}",
+        Out("true true"),
+    ),
+    (
+        "{{ dateModify \"24h\" (toDate \"2006-01-02\" \"2020-02-28\") }}",
+        Out("2020-02-29 00:00:00 +0000 UTC"),
+    ),
+    (
+        "{{ date_in_zone \"2006-01-02 15:04 MST\" 86400 \"Europe/Paris\" }}",
+        Out("1970-01-02 01:00 CET"),
+    ),
+    (
+        "{{ date_modify \"-30m\" (toDate \"2006-01-02\" \"2020-01-01\") }}",
+        Out("2019-12-31 23:30:00 +0000 UTC"),
+    ),
+    ("{{ floor 2.99 }} {{ floor \"x\" }}", Out("2 0")),
+    ("{{ hasKey .m \"a\" }} {{ hasKey .em \"a\" }}", Out("true false")),
+    (
+        "{{ hasPrefix \"\" \"x\" }} {{ hasPrefix \"ab\" \"a\" }}",
+        Out("true false"),
+    ),
+    (
+        "{{ hasSuffix \"\" \"x\" }} {{ hasSuffix \"bc\" \"c\" }}",
+        Out("true false"),
+    ),
+    (
+        "{{ htmlDate 0 }} {{ htmlDate \"x\" | len }}",
+        Out("1970-01-01 10"),
+    ),
+    (
+        "{{ htmlDateInZone 0 \"America/Los_Angeles\" }} {{ htmlDateInZone 0 \"nope\" }}",
+        Out("1969-12-31 1970-01-01"),
+    ),
+    (
+        "{{ initials \"\" }}|{{ initials \"  a  b\" }}|{{ initials \"élan vital\" }}",
+        Out("|ab|Ãv"),
+    ),
+    (
+        "{{ kebabcase \"someHTTPThing2Go\" }} {{ kebabcase \"a b_c-d\" }}",
+        Out("some-http-thing2-go a-b-c-d"),
+    ),
+    ("{{ keys .m | sortAlpha }} {{ keys .em }}", Out("[a b c] []")),
+    (
+        "{{ kindIs \"int\" 1 }} {{ kindIs \"invalid\" nil }} {{ kindIs \"ptr\" (semver \"1.0.0\") }}",
+        Out("true true true"),
+    ),
+    (
+        "{{ lower \"ÉCOLE\" }} {{ lower \"MiXeD 123\" }}",
+        Out("école mixed 123"),
+    ),
+    ("{{ max \"x\" \"9\" }} {{ max 1 nil -2 }}", Out("9 1")),
+    ("{{ min \"x\" \"9\" }} {{ min 1 nil -2 }}", Out("0 -2")),
+    ("{{ mul 0 5 }} {{ mul -2 \"3\" \"4\" }}", Out("0 -24")),
+    (
+        "{{ nindent 2 \"a\\nb\" }}|{{ \"x\" | nindent 0 }}",
+        Out("\n  a\n  b|\nx"),
+    ),
+    ("{{ nospace \"\" }}|{{ nospace \"nospace\" }}", Out("|nospace")),
+    (
+        "{{ omit .m }} {{ omit (dict \"a\" 1 \"b\" 2) \"b\" }}",
+        Out("map[a:1 b:x c:map[d:[1 map[e:<nil>]]]] map[a:1]"),
+    ),
+    ("{{ pick (dict \"a\" 1 \"b\" 2) \"b\" \"b\" }}", Out("map[b:2]")),
+    ("{{ pluck \"b\" .m (dict \"b\" 2) }}", Out("[x 2]")),
+    (
+        "{{ plural \"\" \"s\" -1 }} {{ plural \"x\" \"y\" 1 }}",
+        Out("s x"),
+    ),
+    (
+        "{{ regexMatch \"^[a-z]+\\\\d*$\" \"abc123\" }} {{ regexMatch \"\" \"\" }}",
+        Out("true true"),
+    ),
+    (
+        "{{ regexReplaceAllLiteral \"x\" \"axbxc\" \"$1\" }}",
+        Out("a$1b$1c"),
+    ),
+    (
+        "{{ regexSplit \"\\\\s*,\\\\s*\" \"a , b,c\" -1 }} {{ regexSplit \",\" \"a,b,c\" 0 }}",
+        Out("[a b c] []"),
+    ),
+    (
+        "{{ replace \".\" \"-\" \"a.b.c\" }} {{ replace \"x\" \"y\" \"\" }}",
+        Out("a-b-c "),
+    ),
+    (
+        "{{ round 1.005 2 }} {{ round -1.5 0 }} {{ round 12345 -2 }}",
+        Out("1 -2 12300"),
+    ),
+    (
+        "{{ sha1sum \"\" }} {{ sha1sum \"héllo\" }}",
+        Out("da39a3ee5e6b4b0d3255bfef95601890afd80709 35b5ea45c5e41f78b46a937cc74d41dfea920890"),
+    ),
+    (
+        "{{ sha256sum \"hello world\" }}",
+        Out("b94d27b9934d3e08a52e52d7da7dabfac484efe37a5380ee9088f7ace2efcde9"),
+    ),
+    (
+        "{{ snakecase \"\" }}|{{ snakecase \"SimpleXMLParser\" }}|{{ snakecase \"already_snake\" }}",
+        Out("|simple_xml_parser|already_snake"),
+    ),
+    (
+        "{{ splitn \"/\" 3 \"a/b/c/d\" }} {{ typeOf (splitn \",\" 1 \"a\") }}",
+        Out("map[_0:a _1:b _2:c/d] map[string]string"),
+    ),
+    ("{{ sub -1 -1 }} {{ sub \"1.5\" 1 }}", Out("0 -1")),
+    (
+        "{{ swapcase \"\" }}|{{ swapcase \"ÀÉ iü 3x\" }}",
+        Out("|àé IÜ 3X"),
+    ),
+    (
+        "{{ ternary 1 2 (eq 1 1) }} {{ ternary nil \"b\" true }}",
+        Out("1 <no value>"),
+    ),
+    (
+        "{{ title \"\" }}|{{ title \"élan ÿ 3rd a.b\" }}",
+        Out("|Élan Ÿ 3rd A.B"),
+    ),
+    ("{{ toDecimal \"0755\" }} {{ toDecimal 1.5 }}", Out("493 0")),
+    (
+        "{{ toPrettyJson (list) }}|{{ toPrettyJson (dict \"a\" (dict \"b\" (list 1 \"x\"))) }}",
+        Out("[]|{\n  \"a\": {\n    \"b\": [\n      1,\n      \"x\"\n    ]\n  }\n}"),
+    ),
+    ("{{ trim \"\" }}|{{ trim \"\\u00a0x\\u3000\" }}", Out("|x")),
+    (
+        "{{ trimAll \" \" \"  x  \" }}|{{ trimAll \"\" \"ab\" }}",
+        Out("x|ab"),
+    ),
+    (
+        "{{ trimPrefix \"\" \"ab\" }}|{{ trimPrefix \"ab\" \"ab\" }}",
+        Out("ab|"),
+    ),
+    (
+        "{{ trimSuffix \"\" \"ab\" }}|{{ trimSuffix \"ab\" \"ab\" }}",
+        Out("ab|"),
+    ),
+    ("{{ trimall \"xy\" \"xyaxy\" }}", Out("a")),
+    ("{{ trunc 3 \"\" }}|{{ trunc -1 \"abc\" }}", Out("|c")),
+    ("{{ tuple }} {{ typeOf (tuple 1) }}", Out("[] []interface {}")),
+    (
+        "{{ typeIs \"<nil>\" nil }} {{ typeIs \"[]int\" (until 1) }}",
+        Out("true true"),
+    ),
+    (
+        "{{ typeIsLike \"semver.Version\" (semver \"1.0.0\") }} {{ typeIsLike \"string\" \"s\" }}",
+        Out("true true"),
+    ),
+    (
+        "{{ untitle \"\" }}|{{ untitle \"ÉCOLE Été\" }}",
+        Out("|éCOLE été"),
+    ),
+    ("{{ upper \"\" }}|{{ upper \"straße ǆ\" }}", Out("|STRAßE Ǆ")),
+    (
+        "{{ values .em }} {{ values (dict \"x\" (list 1)) }}",
+        Out("[] [[1]]"),
+    ),
+    ("{{ wrap 10 \"\" }}|{{ wrap 1 \"a b c\" }}", Out("|a\nb\nc")),
+    ("{{ wrapWith 2 \"\\n\" \"ab cd ef\" }}", Out("ab\ncd\nef")),
+    (
+        "{{ swapcase \"Ⅻ ⓐ ᾈ ǅ ß\" }}|{{ snakecase \"Σᾈé\\ufeffⅫⓐ \\u3000ÿ\" }}|{{ kebabcase \"\\u0085\\u200bÿⒶǆ,_1\" }}|{{ camelcase \"ⓐ_b Ⅻ\" }}",
+        Out("Ⅻ ⓐ ᾀ ǆ ß|σᾈé_\u{feff}Ⅻ_ⓐ__ÿ|-\u{200b}-ÿ-Ⓐ-ǆ,_1|ⒶBⅫ"),
+    ),
+    (
+        "{{ toYaml (dict \"k\" 1 \"ⓐ\" 2 \"é\" 3 \"Ⅻ\" 4) }}",
+        Out("Ⅻ: 4\nⓐ: 2\nk: 1\né: 3\n"),
+    ),
+    (
+        "{{ toYaml (list \"\\ufeffa b\" \"\\u2028ᾈ#\" \"a\\nb \" \"x\\u2029y\") }}",
+        Out("- \"\\uFEFF\\x61\\x20\\x62\"\n- '\u{2028}  ᾈ#'\n- \"a\\nb \"\n- 'x\u{2029}  y'\n"),
+    ),
+    (
+        "{{ regexReplaceAll \"(?P<name>a)(b)?\" \"xabyaz\" \"${${2}\" }}|{{ regexReplaceAll \"(?P<name>a)(b)?\" \"xabyaz\" \"${a${name}-$x\" }}|{{ regexReplaceAll \"(a)\" \"a\" \"$01 $1x ${1}x $$1 $\" }}",
+        Out("x${by${z|x${aa-y${aa-z|  ax $1 $"),
+    ),
+    (
+        "{{ $t := toDate \"2006-01-02 15:04:05\" \"2020-05-01 13:14:15\" }}{{ ($t.Add 3600000000000).Hour }} {{ $t.Before ($t.Add 1) }} {{ $t.After ($t.Add 1) }} {{ $t.Equal $t }}",
+        Out("14 true false true"),
     ),
 ];
 

@@ -278,7 +278,7 @@ async fn wait_ready(client: &kube::Client, namespace: &str, timeout: Duration) -
     let deadline = tokio::time::Instant::now() + timeout;
     loop {
         if let Some(d) = api.get_opt("kudo-controller-manager").await? {
-            let want = d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
+            let want = d.spec.replicas.unwrap_or(1);
             let st = d.status.unwrap_or_default();
             if st.available_replicas.unwrap_or(0) >= want && st.updated_replicas.unwrap_or(0) >= want {
                 return Ok(());

@@ -386,7 +386,7 @@ pub async fn finish_wait(
         return Ok(ExitCode::SUCCESS);
     }
     match wait_for_plan(cluster, instance, previous_uid, Duration::from_secs(wait.wait_time)).await? {
-        WaitOutcome::Finished { plan, status } if status == ExecutionStatus::Complete => {
+        WaitOutcome::Finished { plan, status: ExecutionStatus::Complete } => {
             println!("{plan} plan of instance {instance} is COMPLETE");
             Ok(ExitCode::SUCCESS)
         }

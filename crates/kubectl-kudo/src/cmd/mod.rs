@@ -6,6 +6,8 @@ pub mod init;
 pub mod instance;
 pub mod package;
 pub mod plan;
+pub mod repo;
 pub mod template;
+pub mod test;
 pub mod version;
 pub mod wait;

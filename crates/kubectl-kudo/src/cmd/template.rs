@@ -59,7 +59,11 @@ Examples:
 #[command(after_long_help = RENDER_HELP)]
 pub struct RenderArgs {
     /// Template file to render to stdout; `-` reads the template from stdin.
-    #[arg(value_name = "TEMPLATE", required_unless_present = "batch", conflicts_with = "batch")]
+    #[arg(
+        value_name = "TEMPLATE",
+        required_unless_present = "batch",
+        conflicts_with = "batch"
+    )]
     pub template: Option<PathBuf>,
 
     /// Data file (JSON or YAML, chosen by extension unless --data-format); `-` reads stdin.
@@ -134,7 +138,9 @@ fn run_single(args: &RenderArgs) -> ExitCode {
     let from_stdin = tpl_path.as_os_str() == "-";
     let prepared = (|| -> Result<(String, Value), InputError> {
         if from_stdin && args.data.as_deref().is_some_and(|d| d.as_os_str() == "-") {
-            return Err(InputError("template and data cannot both be read from stdin".into()));
+            return Err(InputError(
+                "template and data cannot both be read from stdin".into(),
+            ));
         }
         let text = read_input(tpl_path)?;
         let mut data = match &args.data {
@@ -155,7 +161,10 @@ fn run_single(args: &RenderArgs) -> ExitCode {
         if from_stdin {
             "tpl".to_string()
         } else {
-            tpl_path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "tpl".into())
+            tpl_path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "tpl".into())
         }
     });
     match render(&name, &text, &data, args.seed) {
@@ -186,7 +195,9 @@ fn render(name: &str, text: &str, data: &Value, seed: u64) -> Result<String, Str
 fn read_input(path: &Path) -> Result<String, InputError> {
     if path.as_os_str() == "-" {
         let mut s = String::new();
-        io::stdin().read_to_string(&mut s).map_err(|e| InputError(format!("reading stdin: {e}")))?;
+        io::stdin()
+            .read_to_string(&mut s)
+            .map_err(|e| InputError(format!("reading stdin: {e}")))?;
         return Ok(s);
     }
     fs::read_to_string(path).map_err(|e| InputError(format!("{}: {e}", path.display())))
@@ -194,7 +205,11 @@ fn read_input(path: &Path) -> Result<String, InputError> {
 
 fn format_of(path: &Path, forced: DataFormat) -> DataFormat {
     match forced {
-        DataFormat::Auto => match path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase) {
+        DataFormat::Auto => match path
+            .extension()
+            .and_then(|e| e.to_str())
+            .map(str::to_ascii_lowercase)
+        {
             Some(e) if e == "yaml" || e == "yml" => DataFormat::Yaml,
             _ => DataFormat::Json,
         },
@@ -210,15 +225,21 @@ fn decode_data(path: &Path, raw: &str, forced: DataFormat) -> Result<serde_json:
         _ => serde_json::from_str(raw).map_err(|e| e.to_string()),
     };
     let v = decoded.map_err(|e| InputError(format!("data {}: {e}", path.display())))?;
-    Ok(if v.is_null() { serde_json::Value::Object(Default::default()) } else { v })
+    Ok(if v.is_null() {
+        serde_json::Value::Object(Default::default())
+    } else {
+        v
+    })
 }
 
 /// Applies `--set a.b.c=value` (string values, maps created along the path).
 fn apply_sets(data: &mut serde_json::Value, sets: &[String]) -> Result<(), InputError> {
     for set in sets {
-        let (key, value) = set
-            .split_once('=')
-            .ok_or_else(|| InputError(format!("--set {set:?}: expected KEY=VALUE (e.g. Params.NODE_COUNT=3)")))?;
+        let (key, value) = set.split_once('=').ok_or_else(|| {
+            InputError(format!(
+                "--set {set:?}: expected KEY=VALUE (e.g. Params.NODE_COUNT=3)"
+            ))
+        })?;
         if key.is_empty() || key.split('.').any(str::is_empty) {
             return Err(InputError(format!("--set {set:?}: empty key or path segment")));
         }
@@ -226,14 +247,20 @@ fn apply_sets(data: &mut serde_json::Value, sets: &[String]) -> Result<(), Input
         let segments: Vec<&str> = key.split('.').collect();
         for (i, seg) in segments.iter().enumerate() {
             let serde_json::Value::Object(map) = cur else {
-                let parent = if i == 0 { "the data".to_string() } else { segments[..i].join(".") };
+                let parent = if i == 0 {
+                    "the data".to_string()
+                } else {
+                    segments[..i].join(".")
+                };
                 return Err(InputError(format!("--set {set:?}: {parent} is not a map")));
             };
             if i + 1 == segments.len() {
                 map.insert((*seg).to_string(), serde_json::Value::String(value.to_string()));
                 break;
             }
-            cur = map.entry((*seg).to_string()).or_insert_with(|| serde_json::Value::Object(Default::default()));
+            cur = map
+                .entry((*seg).to_string())
+                .or_insert_with(|| serde_json::Value::Object(Default::default()));
         }
     }
     Ok(())
@@ -301,7 +328,11 @@ fn run_batch(args: &RenderArgs, dir: &Path) -> ExitCode {
             start.elapsed().as_secs_f64()
         );
     }
-    if n_fail > 0 { ExitCode::from(EXIT_BATCH) } else { ExitCode::SUCCESS }
+    if n_fail > 0 {
+        ExitCode::from(EXIT_BATCH)
+    } else {
+        ExitCode::SUCCESS
+    }
 }
 
 fn batch_case(
@@ -311,7 +342,10 @@ fn batch_case(
     shared: Option<&DataSource>,
     name: &str,
 ) -> Result<CaseResult, InputError> {
-    let stem = tmpl.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let stem = tmpl
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let out_path = dir.join(format!("{stem}.out"));
     let err_path = dir.join(format!("{stem}.err"));
     for p in [&out_path, &err_path] {
@@ -329,7 +363,9 @@ fn batch_case(
     };
     apply_sets(&mut data, &args.set)?;
     let data = Value::from_json(&data);
-    let write = |path: &Path, bytes: &[u8]| fs::write(path, bytes).map_err(|e| InputError(format!("{}: {e}", path.display())));
+    let write = |path: &Path, bytes: &[u8]| {
+        fs::write(path, bytes).map_err(|e| InputError(format!("{}: {e}", path.display())))
+    };
     match render(name, &text, &data, args.seed) {
         Ok(out) => {
             write(&out_path, out.as_bytes())?;
@@ -436,7 +472,11 @@ mod go_yaml {
 
     /// Go's `strconv.FormatFloat(f, 'g', -1, 64)`.
     fn go_float_key(f: f64) -> String {
-        let exp = if f == 0.0 { 0 } else { f.abs().log10().floor() as i32 };
+        let exp = if f == 0.0 {
+            0
+        } else {
+            f.abs().log10().floor() as i32
+        };
         if (-4..6).contains(&exp) {
             format!("{f}")
         } else {
@@ -455,7 +495,15 @@ mod tests {
     #[test]
     fn set_creates_maps_and_sets_strings() {
         let mut d = serde_json::json!({"Name": "x", "Params": {"A": "1"}});
-        apply_sets(&mut d, &["Params.NODE_COUNT=3".into(), "New.Deep.Key=a=b".into(), "Name=".into()]).unwrap();
+        apply_sets(
+            &mut d,
+            &[
+                "Params.NODE_COUNT=3".into(),
+                "New.Deep.Key=a=b".into(),
+                "Name=".into(),
+            ],
+        )
+        .unwrap();
         assert_eq!(
             d,
             serde_json::json!({"Name": "", "Params": {"A": "1", "NODE_COUNT": "3"}, "New": {"Deep": {"Key": "a=b"}}})
@@ -465,17 +513,40 @@ mod tests {
     #[test]
     fn set_rejects_bad_paths() {
         let mut d = serde_json::json!({"Name": "x"});
-        assert!(apply_sets(&mut d, &["Name.Sub=1".into()]).unwrap_err().0.contains("Name is not a map"));
-        assert!(apply_sets(&mut d, &["novalue".into()]).unwrap_err().0.contains("KEY=VALUE"));
-        assert!(apply_sets(&mut d, &["a..b=1".into()]).unwrap_err().0.contains("empty"));
+        assert!(
+            apply_sets(&mut d, &["Name.Sub=1".into()])
+                .unwrap_err()
+                .0
+                .contains("Name is not a map")
+        );
+        assert!(
+            apply_sets(&mut d, &["novalue".into()])
+                .unwrap_err()
+                .0
+                .contains("KEY=VALUE")
+        );
+        assert!(
+            apply_sets(&mut d, &["a..b=1".into()])
+                .unwrap_err()
+                .0
+                .contains("empty")
+        );
         let mut list = serde_json::json!([1]);
-        assert!(apply_sets(&mut list, &["a=1".into()]).unwrap_err().0.contains("the data is not a map"));
+        assert!(
+            apply_sets(&mut list, &["a=1".into()])
+                .unwrap_err()
+                .0
+                .contains("the data is not a map")
+        );
     }
 
     #[test]
     fn yaml_uses_yaml11_and_json_typing() {
         let v = go_yaml::to_json("a: 3\nb: yes\nc: 0755\nd: '3'\n1: one\ne: ~\n").unwrap();
-        assert_eq!(v, serde_json::json!({"a": 3, "b": true, "c": 493, "d": "3", "1": "one", "e": null}));
+        assert_eq!(
+            v,
+            serde_json::json!({"a": 3, "b": true, "c": 493, "d": "3", "1": "one", "e": null})
+        );
         assert_eq!(go_yaml::to_json("").unwrap(), serde_json::Value::Null);
         assert!(go_yaml::to_json("a: .nan\n").is_err());
     }

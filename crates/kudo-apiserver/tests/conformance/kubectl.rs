@@ -35,6 +35,21 @@ async fn version_and_api_resources() {
         ns.split_whitespace().collect::<Vec<_>>(),
         ["namespaces", "ns", "v1", "false", "Namespace"]
     );
+    for expected in [
+        "ingresses ing networking.k8s.io/v1 true Ingress",
+        "horizontalpodautoscalers hpa autoscaling/v2 true HorizontalPodAutoscaler",
+        "storageclasses sc storage.k8s.io/v1 false StorageClass",
+        "poddisruptionbudgets pdb policy/v1 true PodDisruptionBudget",
+        "customresourcedefinitions crd,crds apiextensions.k8s.io/v1 false CustomResourceDefinition",
+        "leases coordination.k8s.io/v1 true Lease",
+        "clusterroles rbac.authorization.k8s.io/v1 false ClusterRole",
+        "events ev events.k8s.io/v1 true Event",
+    ] {
+        assert!(
+            res.lines().any(|l| l.split_whitespace().collect::<Vec<_>>().join(" ") == expected),
+            "{expected} not in\n{res}"
+        );
+    }
     let names = env.ok(&["get", "namespaces", "-o", "name"]);
     for n in [
         "namespace/default",
@@ -336,7 +351,7 @@ spec:
     env.apply(CM, &[]);
     let store = env.server.store().clone();
     let changer = tokio::spawn(async move {
-        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        tokio::time::sleep(std::time::Duration::from_millis(3000)).await;
         let mut cm = store
             .get_obj("v1", "ConfigMap", "default", "demo")
             .unwrap()
@@ -355,7 +370,7 @@ spec:
 
     let store = env.server.store().clone();
     let deleter = tokio::spawn(async move {
-        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        tokio::time::sleep(std::time::Duration::from_millis(3000)).await;
         store.delete_obj("v1", "ConfigMap", "default", "demo").unwrap();
     });
     let out = env.ok(&["wait", "--for=delete", "--timeout=20s", "cm/demo"]);
@@ -494,7 +509,8 @@ async fn recorder_events_show_in_describe() {
     let env = Env::start().await;
     env.apply(CM, &[]);
     let client = env.client().await;
-    let api: kube::Api<k8s_openapi::api::core::v1::ConfigMap> = kube::Api::namespaced(client.clone(), "default");
+    let api: kube::Api<k8s_openapi::api::core::v1::ConfigMap> =
+        kube::Api::namespaced(client.clone(), "default");
     let cm = api.get("demo").await.unwrap();
     let reporter = Reporter {
         controller: "kudo-test-controller".into(),
@@ -517,8 +533,14 @@ async fn recorder_events_show_in_describe() {
         .unwrap();
     // Written through events.k8s.io/v1, read through core v1 by kubectl describe.
     let d = env.ok(&["describe", "cm", "demo"]);
-    let line = d.lines().find(|l| l.contains("Reconciled")).unwrap_or_else(|| panic!("{d}"));
-    assert!(line.contains("all good") && line.contains("kudo-test-controller"), "{line}");
+    let line = d
+        .lines()
+        .find(|l| l.contains("Reconciled"))
+        .unwrap_or_else(|| panic!("{d}"));
+    assert!(
+        line.contains("all good") && line.contains("kudo-test-controller"),
+        "{line}"
+    );
     let core: kube::Api<k8s_openapi::api::core::v1::Event> = kube::Api::namespaced(client.clone(), "default");
     let evs = core.list(&Default::default()).await.unwrap();
     assert_eq!(evs.items.len(), 1);

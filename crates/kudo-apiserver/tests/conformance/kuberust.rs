@@ -850,9 +850,22 @@ async fn immutable_fields_are_rejected() {
                  "template": {"metadata": {"labels": {"a": "db"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}}
     })).unwrap()).await.unwrap();
     // Allowed: replicas and template.
-    sts.patch("db", &pp, &Patch::Merge(json!({"spec": {"replicas": 3}}))).await.unwrap();
-    let msg = invalid(sts.patch("db", &pp, &Patch::Merge(json!({"spec": {"serviceName": "other"}}))).await.unwrap_err());
-    assert!(msg.contains("Forbidden: updates to statefulset spec for fields other than"), "{msg}");
+    sts.patch("db", &pp, &Patch::Merge(json!({"spec": {"replicas": 3}})))
+        .await
+        .unwrap();
+    let msg = invalid(
+        sts.patch(
+            "db",
+            &pp,
+            &Patch::Merge(json!({"spec": {"serviceName": "other"}})),
+        )
+        .await
+        .unwrap_err(),
+    );
+    assert!(
+        msg.contains("Forbidden: updates to statefulset spec for fields other than"),
+        "{msg}"
+    );
 
     let jobs: Api<Job> = Api::namespaced(client.clone(), "default");
     let job = jobs.create(&PostParams::default(), &serde_json::from_value(json!({
@@ -861,29 +874,78 @@ async fn immutable_fields_are_rejected() {
     })).unwrap()).await.unwrap();
     // The server generated the selector and template labels, as kube-apiserver does.
     let uid = job.metadata.uid.clone().unwrap();
-    let sel = job.spec.as_ref().unwrap().selector.clone().unwrap().match_labels.unwrap();
+    let sel = job
+        .spec
+        .as_ref()
+        .unwrap()
+        .selector
+        .clone()
+        .unwrap()
+        .match_labels
+        .unwrap();
     assert_eq!(sel["batch.kubernetes.io/controller-uid"], uid);
-    let msg = invalid(jobs.patch("once", &pp, &Patch::Merge(json!({"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "j"}]}}}}))).await.unwrap_err());
+    let msg = invalid(
+        jobs.patch(
+            "once",
+            &pp,
+            &Patch::Merge(
+                json!({"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "j"}]}}}}),
+            ),
+        )
+        .await
+        .unwrap_err(),
+    );
     assert!(msg.contains("spec.template"), "{msg}");
 
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
     let mut frozen = cm("frozen", json!({}));
     frozen.immutable = Some(true);
     cms.create(&PostParams::default(), &frozen).await.unwrap();
-    let msg = invalid(cms.patch("frozen", &pp, &Patch::Merge(json!({"data": {"k": "changed"}}))).await.unwrap_err());
-    assert!(msg.contains("field is immutable when `immutable` is set"), "{msg}");
+    let msg = invalid(
+        cms.patch("frozen", &pp, &Patch::Merge(json!({"data": {"k": "changed"}})))
+            .await
+            .unwrap_err(),
+    );
+    assert!(
+        msg.contains("field is immutable when `immutable` is set"),
+        "{msg}"
+    );
     // Labels can still change.
-    cms.patch("frozen", &pp, &Patch::Merge(json!({"metadata": {"labels": {"ok": "yes"}}}))).await.unwrap();
+    cms.patch(
+        "frozen",
+        &pp,
+        &Patch::Merge(json!({"metadata": {"labels": {"ok": "yes"}}})),
+    )
+    .await
+    .unwrap();
 
     let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), "default");
-    pvcs.create(&PostParams::default(), &serde_json::from_value(json!({
-        "metadata": {"name": "data"},
-        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}
-    })).unwrap()).await.unwrap();
-    pvcs.patch("data", &pp, &Patch::Merge(json!({"spec": {"resources": {"requests": {"storage": "2Gi"}}}})))
+    pvcs.create(
+        &PostParams::default(),
+        &serde_json::from_value(json!({
+            "metadata": {"name": "data"},
+            "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}
+        }))
+        .unwrap(),
+    )
+    .await
+    .unwrap();
+    pvcs.patch(
+        "data",
+        &pp,
+        &Patch::Merge(json!({"spec": {"resources": {"requests": {"storage": "2Gi"}}}})),
+    )
+    .await
+    .unwrap();
+    let msg = invalid(
+        pvcs.patch(
+            "data",
+            &pp,
+            &Patch::Merge(json!({"spec": {"accessModes": ["ReadWriteMany"]}})),
+        )
         .await
-        .unwrap();
-    let msg = invalid(pvcs.patch("data", &pp, &Patch::Merge(json!({"spec": {"accessModes": ["ReadWriteMany"]}}))).await.unwrap_err());
+        .unwrap_err(),
+    );
     assert!(msg.contains("spec is immutable after creation"), "{msg}");
 }
 
@@ -899,8 +961,12 @@ async fn server_side_apply_with_kube_rs() {
     assert_eq!(mf[0].manager.as_deref(), Some("kudo-test"));
     assert_eq!(mf[0].operation.as_deref(), Some("Apply"));
     // Another manager: conflict on an owned field, with causes.
-    let other = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ssa"}, "data": {"a": "x"}});
-    let e = api.patch("ssa", &PatchParams::apply("other"), &Patch::Apply(&other)).await.unwrap_err();
+    let other =
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ssa"}, "data": {"a": "x"}});
+    let e = api
+        .patch("ssa", &PatchParams::apply("other"), &Patch::Apply(&other))
+        .await
+        .unwrap_err();
     match e {
         kube::Error::Api(s) => {
             assert_eq!((s.code, s.reason.as_str()), (409, "Conflict"));
@@ -914,6 +980,121 @@ async fn server_side_apply_with_kube_rs() {
         .unwrap();
     assert_eq!(forced.data.unwrap()["a"], "x");
     // A field manager is required.
-    let e = api.patch("ssa", &PatchParams::default(), &Patch::Apply(&other)).await.unwrap_err();
+    let e = api
+        .patch("ssa", &PatchParams::default(), &Patch::Apply(&other))
+        .await
+        .unwrap_err();
     assert_eq!(status_code(&e), 400);
+}
+
+#[tokio::test]
+async fn openapi_v3_documents() {
+    let env = Env::start().await;
+    let client = env.client().await;
+    let url = env.server.url();
+    let get = |path: String| {
+        let client = client.clone();
+        let url = url.clone();
+        async move {
+            let req = http::Request::get(format!("{url}{path}"))
+                .body(Vec::new())
+                .unwrap();
+            client
+                .request_text(req)
+                .await
+                .map(|t| serde_json::from_str::<serde_json::Value>(&t).unwrap())
+        }
+    };
+    let index = get("/openapi/v3".into()).await.unwrap();
+    let apps = index["paths"]["apis/apps/v1"]["serverRelativeURL"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(index["paths"]["api/v1"]["serverRelativeURL"].is_string());
+    let doc = get(apps).await.unwrap();
+    let patch = &doc["paths"]["/apis/apps/v1/namespaces/{namespace}/deployments/{name}"]["patch"];
+    assert_eq!(
+        patch["x-kubernetes-group-version-kind"],
+        json!({"group": "apps", "version": "v1", "kind": "Deployment"})
+    );
+    assert!(
+        patch["parameters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["name"] == "fieldValidation" && p["in"] == "query")
+    );
+    let schema = &doc["components"]["schemas"]["io.k8s.api.apps.v1.Deployment"];
+    let containers = &schema["properties"]["spec"]["properties"]["template"]["properties"]["spec"]["properties"]
+        ["containers"];
+    assert_eq!(containers["x-kubernetes-patch-merge-key"], "name");
+    assert_eq!(containers["x-kubernetes-patch-strategy"], "merge");
+    assert!(get("/openapi/v2".into()).await.is_err());
+
+    // A CRD's group appears once it is created.
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    crds.create(&PostParams::default(), &serde_json::from_str(CRD).unwrap())
+        .await
+        .unwrap();
+    let index = get("/openapi/v3".into()).await.unwrap();
+    let url = index["paths"]["apis/example.com/v1"]["serverRelativeURL"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let doc = get(url).await.unwrap();
+    let schema = &doc["components"]["schemas"]["com.example.v1.Widget"];
+    assert_eq!(schema["properties"]["spec"]["properties"]["size"]["default"], 3);
+}
+
+#[tokio::test]
+async fn pod_field_selectors() {
+    use k8s_openapi::api::core::v1::Pod;
+    let env = Env::start().await;
+    let api: Api<Pod> = Api::namespaced(env.client().await, "default");
+    for (name, node) in [("p1", "node-a"), ("p2", "node-b")] {
+        let p: Pod = serde_json::from_value(json!({
+            "metadata": {"name": name},
+            "spec": {"nodeName": node, "containers": [{"name": "c", "image": "busybox:1"}]}
+        }))
+        .unwrap();
+        let created = api.create(&PostParams::default(), &p).await.unwrap();
+        assert_eq!(created.status.unwrap().phase.as_deref(), Some("Pending"));
+    }
+    api.patch_status(
+        "p1",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"status": {"phase": "Running"}})),
+    )
+    .await
+    .unwrap();
+    let names = |l: kube::core::ObjectList<Pod>| {
+        l.items
+            .into_iter()
+            .map(|p| p.metadata.name.unwrap())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        names(
+            api.list(&ListParams::default().fields("status.phase=Running"))
+                .await
+                .unwrap()
+        ),
+        ["p1"]
+    );
+    assert_eq!(
+        names(
+            api.list(&ListParams::default().fields("spec.nodeName=node-b"))
+                .await
+                .unwrap()
+        ),
+        ["p2"]
+    );
+    assert_eq!(
+        names(
+            api.list(&ListParams::default().fields("status.phase!=Running,spec.nodeName=node-b"))
+                .await
+                .unwrap()
+        ),
+        ["p2"]
+    );
 }

@@ -92,7 +92,17 @@ async fn file_backend_survives_restart() {
     server.shutdown().await;
 }
 
-fn spawn_server(dir: &std::path::Path) -> (std::process::Child, String) {
+/// Kills the server process even when an assertion fails first.
+struct Server(std::process::Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn spawn_server(dir: &std::path::Path) -> (Server, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_kudo-apiserver"))
         .arg("--data-dir")
         .arg(dir)
@@ -108,7 +118,7 @@ fn spawn_server(dir: &std::path::Path) -> (std::process::Child, String) {
         .strip_prefix("listening on ")
         .expect("ready line")
         .to_string();
-    (child, url)
+    (Server(child), url)
 }
 
 #[tokio::test]
@@ -126,11 +136,11 @@ async fn data_survives_sigkill() {
     }
     let last_rv = api.get("cm19").await.unwrap().metadata.resource_version.unwrap();
     // SIGKILL: no chance to flush anything at exit.
-    child.kill().unwrap();
-    child.wait().unwrap();
+    child.0.kill().unwrap();
+    child.0.wait().unwrap();
     tokio::time::sleep(Duration::from_millis(100)).await;
 
-    let (mut child, url) = spawn_server(dir.path());
+    let (_child, url) = spawn_server(dir.path());
     let client = kube::Client::try_from(kube::Config::new(url.parse().unwrap())).unwrap();
     let api: kube::Api<k8s_openapi::api::core::v1::ConfigMap> = kube::Api::namespaced(client, "default");
     let all = api.list(&Default::default()).await.unwrap();
@@ -143,6 +153,4 @@ async fn data_survives_sigkill() {
     let after = api.create(&kube::api::PostParams::default(), &cm).await.unwrap();
     let rv: u64 = after.metadata.resource_version.unwrap().parse().unwrap();
     assert!(rv > last_rv.parse::<u64>().unwrap());
-    child.kill().unwrap();
-    child.wait().unwrap();
 }

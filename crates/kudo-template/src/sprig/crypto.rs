@@ -191,7 +191,7 @@ fn pem_decode(input: &str) -> Option<(String, Vec<u8>)> {
     let label = &rest[11..label_end];
     let end_marker = format!("-----END {label}-----");
     let end = rest.find(&end_marker)? + end_marker.len();
-    let (l, der) = x509_cert::der::pem::decode_vec(rest[..end].as_bytes()).ok()?;
+    let (l, der) = x509_cert::der::pem::decode_vec(&rest.as_bytes()[..end]).ok()?;
     Some((l.to_string(), der))
 }
 

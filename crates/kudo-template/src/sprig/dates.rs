@@ -133,6 +133,46 @@ impl GoTime {
         }
     }
 
+    /// Go's `Time.AddDate`: civil arithmetic in the time's zone, normalising overflow
+    /// (January 31 + 1 month = March 3, or 2 in a leap year).
+    fn add_date(&self, years: i64, months: i64, days: i64) -> Result<GoTime, String> {
+        let c = self.civil();
+        let total_months = c.year * 12 + (c.month as i64 - 1) + years * 12 + months;
+        let (y, m) = (total_months.div_euclid(12), total_months.rem_euclid(12) + 1);
+        let first =
+            chrono::NaiveDate::from_ymd_opt(y as i32, m as u32, 1).ok_or("AddDate: year out of range")?;
+        let date = first
+            .checked_add_signed(chrono::Duration::days(c.day as i64 - 1 + days))
+            .ok_or("AddDate: date out of range")?;
+        let local = date
+            .and_hms_opt(c.hour, c.min, c.sec)
+            .ok_or("AddDate: bad time")?;
+        let offset = match &self.loc {
+            Loc::Named(tz) => tz
+                .from_local_datetime(&local)
+                .earliest()
+                .map(|d| d.offset().fix().local_minus_utc())
+                .unwrap_or(c.offset),
+            _ => c.offset,
+        };
+        let secs = local.and_utc().timestamp() - offset as i64;
+        Ok(GoTime {
+            secs,
+            nanos: self.nanos,
+            loc: self.loc.clone(),
+        })
+    }
+
+    /// `Time.Add(d)` for a duration in nanoseconds.
+    pub fn add_nanos(&self, d: i128) -> GoTime {
+        let total = self.secs as i128 * 1_000_000_000 + self.nanos as i128 + d;
+        GoTime {
+            secs: total.div_euclid(1_000_000_000) as i64,
+            nanos: total.rem_euclid(1_000_000_000) as u32,
+            loc: self.loc.clone(),
+        }
+    }
+
     pub fn in_loc(&self, loc: Loc) -> GoTime {
         GoTime { loc, ..self.clone() }
     }
@@ -152,12 +192,10 @@ impl GoTime {
         out
     }
 
+    /// Go's `Time.String()` (without the monotonic-clock suffix `m=+…` that `time.Now()` values
+    /// carry in Go: it depends on process uptime and has no meaning across renders).
     fn go_string(&self) -> String {
-        let mut s = self.format("2006-01-02 15:04:05.999999999 -0700 MST");
-        if matches!(self.loc, Loc::Fixed(..)) && s.ends_with(' ') {
-            s.pop();
-        }
-        s
+        self.format("2006-01-02 15:04:05.999999999 -0700 MST")
     }
 }
 
@@ -437,7 +475,6 @@ fn load_location(name: &str) -> Option<Loc> {
 
 /// Go's `time.ParseDuration`, in nanoseconds.
 pub(crate) fn parse_duration(s: &str) -> Option<i128> {
-    let orig = s;
     let (neg, mut s) = match s.as_bytes().first() {
         Some(b'-') => (true, &s[1..]),
         Some(b'+') => (false, &s[1..]),
@@ -492,7 +529,6 @@ pub(crate) fn parse_duration(s: &str) -> Option<i128> {
     }
     let v = total_i + total as i128;
     if v > i64::MAX as i128 {
-        let _ = orig;
         return None;
     }
     Some(if neg { -v } else { v })
@@ -583,6 +619,35 @@ impl GoObject for GoTime {
         match (name, args) {
             ("Format", [Value::String(l)]) => Some(Ok(Value::str(self.format(l)))),
             ("Format", _) => Some(Err("wrong number or type of args for Format".into())),
+            ("Add", [Value::Int(d) | Value::Int64(d)]) => {
+                Some(Ok(Value::Object(Rc::new(self.add_nanos(*d as i128)))))
+            }
+            ("Before" | "After" | "Equal", [other]) => Some(match as_time(other) {
+                Some(o) => {
+                    let (a, b) = ((self.secs, self.nanos), (o.secs, o.nanos));
+                    Ok(Value::Bool(match name {
+                        "Before" => a < b,
+                        "After" => a > b,
+                        _ => a == b,
+                    }))
+                }
+                None => Err(format!(
+                    "wrong type for value; expected time.Time; got {}",
+                    other.type_name()
+                )),
+            }),
+            ("AddDate", [y, m, d]) => {
+                let n = |v: &Value| match v {
+                    Value::Int(i) | Value::Int64(i) => Some(*i),
+                    _ => None,
+                };
+                match (n(y), n(m), n(d)) {
+                    (Some(y), Some(m), Some(d)) => {
+                        Some(self.add_date(y, m, d).map(|t| Value::Object(Rc::new(t))))
+                    }
+                    _ => Some(Err("wrong type for value; expected int".into())),
+                }
+            }
             _ => None,
         }
     }
@@ -920,14 +985,7 @@ pub(super) fn register(m: &mut FuncMap) {
         m.insert(name, sig(&[P::String, P::Any]), |_, a| {
             let t = need_time(a_any(a, 1))?;
             Ok(time_value(match parse_duration(a_str(a, 0)?) {
-                Some(d) => {
-                    let total = t.secs as i128 * 1_000_000_000 + t.nanos as i128 + d;
-                    GoTime {
-                        secs: total.div_euclid(1_000_000_000) as i64,
-                        nanos: total.rem_euclid(1_000_000_000) as u32,
-                        loc: t.loc,
-                    }
-                }
+                Some(d) => t.add_nanos(d),
                 None => t,
             }))
         });

@@ -2,7 +2,7 @@
 //! `functions.go`). All integer math goes through cast's `ToInt64` (strings parsed with Go literal
 //! syntax, failures → 0) and wraps around on overflow like Go's `int64`.
 
-use super::conv::{go_f64_to_i64, parse_int, to_float64, to_int64};
+use super::conv::{parse_int, to_float64, to_int64};
 use super::{a_any, a_f64, a_int, check_items, sig, sprint, var};
 use crate::func::ParamType as P;
 use crate::func::{FuncError, FuncMap};
@@ -128,5 +128,4 @@ pub(super) fn register(m: &mut FuncMap) {
             "untilStep",
         )
     });
-    let _ = go_f64_to_i64;
 }

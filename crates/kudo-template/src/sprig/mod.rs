@@ -221,6 +221,7 @@ pub(crate) fn is_empty(v: &Value) -> bool {
 }
 
 pub(crate) use dates::GoTime as GoTimeRef;
+pub(crate) use strings::{go_is_digit as strings_go_is_digit, go_is_letter as strings_go_is_letter};
 
 /// Exported struct fields of a Sprig struct object (`certificate`), for `toYaml`/`toJson`.
 pub(crate) fn struct_fields(o: &dyn crate::value::GoObject) -> Option<Vec<(&'static str, String)>> {

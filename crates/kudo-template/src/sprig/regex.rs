@@ -49,7 +49,6 @@ fn go_syntax_check(expr: &str) -> Result<(), String> {
     let mut last_repeat: Option<usize> = None;
     while i < b.len() {
         let c = b[i];
-        let mut repeat: Option<usize> = None;
         match c {
             '(' => {
                 if b.get(i + 1) == Some(&'?') {
@@ -83,7 +82,7 @@ fn go_syntax_check(expr: &str) -> Result<(), String> {
                                 saw_flag = false;
                                 j += 1;
                             }
-                            Some(':') | Some(')') if !(sign && !saw_flag) => break,
+                            Some(':') | Some(')') if !sign || saw_flag => break,
                             _ => return Err(perr("invalid or unsupported Perl syntax", &text(i, j + 1))),
                         }
                     }
@@ -113,7 +112,6 @@ fn go_syntax_check(expr: &str) -> Result<(), String> {
                     j += 1;
                 }
                 let mut first = true;
-                let mut prev_lo: Option<char> = None;
                 loop {
                     let Some(&d) = b.get(j) else {
                         return Err(perr("missing closing ]", &text(start, b.len())));
@@ -122,20 +120,20 @@ fn go_syntax_check(expr: &str) -> Result<(), String> {
                         break;
                     }
                     first = false;
-                    if d == '[' && b.get(j + 1) == Some(&':') {
-                        if let Some(p) = b[j + 2..].windows(2).position(|w| w == [':', ']']) {
-                            let name: String = b[j + 2..j + 2 + p].iter().collect();
-                            let known = [
-                                "alnum", "alpha", "ascii", "blank", "cntrl", "digit", "graph", "lower",
-                                "print", "punct", "space", "upper", "word", "xdigit",
-                            ];
-                            if !known.contains(&name.trim_start_matches('^')) {
-                                return Err(perr("invalid character class range", &text(j, j + 2 + p + 2)));
-                            }
-                            j = j + 2 + p + 2;
-                            prev_lo = None;
-                            continue;
+                    if d == '['
+                        && b.get(j + 1) == Some(&':')
+                        && let Some(p) = b[j + 2..].windows(2).position(|w| w == [':', ']'])
+                    {
+                        let name: String = b[j + 2..j + 2 + p].iter().collect();
+                        let known = [
+                            "alnum", "alpha", "ascii", "blank", "cntrl", "digit", "graph", "lower", "print",
+                            "punct", "space", "upper", "word", "xdigit",
+                        ];
+                        if !known.contains(&name.trim_start_matches('^')) {
+                            return Err(perr("invalid character class range", &text(j, j + 2 + p + 2)));
                         }
+                        j = j + 2 + p + 2;
+                        continue;
                     }
                     let lo_start = j;
                     let lo = if d == '\\' {
@@ -157,15 +155,13 @@ fn go_syntax_check(expr: &str) -> Result<(), String> {
                             j += 1;
                             Some(hd)
                         };
-                        if let (Some(l), Some(h)) = (lo, hi) {
-                            if h < l {
-                                return Err(perr("invalid character class range", &text(lo_start, j)));
-                            }
+                        if let (Some(l), Some(h)) = (lo, hi)
+                            && h < l
+                        {
+                            return Err(perr("invalid character class range", &text(lo_start, j)));
                         }
                     }
-                    prev_lo = lo;
                 }
-                let _ = prev_lo;
                 i = j + 1;
                 have_atom = true;
                 last_repeat = None;
@@ -182,9 +178,8 @@ fn go_syntax_check(expr: &str) -> Result<(), String> {
                 if !have_atom {
                     return Err(perr("missing argument to repetition operator", &text(i, end)));
                 }
-                repeat = Some(i);
+                last_repeat = Some(i);
                 i = end;
-                last_repeat = repeat;
                 continue;
             }
             '{' => {
@@ -228,7 +223,6 @@ fn go_syntax_check(expr: &str) -> Result<(), String> {
             }
             _ => have_atom = true,
         }
-        let _ = repeat;
         last_repeat = None;
         i += 1;
     }
@@ -557,6 +551,67 @@ fn find_all(re: &::regex::Regex, s: &str, n: i64) -> Vec<(usize, usize)> {
     out
 }
 
+/// Go's `Regexp.Expand` template syntax (`$1`, `${1}`, `$name`, `${name}`, `$$`); a malformed
+/// reference keeps its `$` as text, where the `regex` crate would drop it.
+fn go_expand(dst: &mut String, template: &str, caps: &::regex::Captures<'_>, names: &[Option<&str>]) {
+    let mut t = template;
+    while let Some(pos) = t.find('$') {
+        dst.push_str(&t[..pos]);
+        t = &t[pos + 1..];
+        if let Some(rest) = t.strip_prefix('$') {
+            dst.push('$');
+            t = rest;
+            continue;
+        }
+        let (brace, body) = match t.strip_prefix('{') {
+            Some(b) => (true, b),
+            None => (false, t),
+        };
+        let name_len: usize = body
+            .chars()
+            .take_while(|&c| super::strings::go_is_letter(c) || super::strings::go_is_digit(c) || c == '_')
+            .map(char::len_utf8)
+            .sum();
+        if name_len == 0 || (brace && !body[name_len..].starts_with('}')) {
+            dst.push('$');
+            continue;
+        }
+        let name = &body[..name_len];
+        t = &body[name_len + usize::from(brace)..];
+        let num = if name.bytes().all(|b| b.is_ascii_digit()) && !(name.starts_with('0') && name.len() > 1) {
+            name.parse::<usize>().ok()
+        } else {
+            None
+        };
+        let group = match num {
+            Some(n) => caps.get(n),
+            None => names
+                .iter()
+                .position(|n| *n == Some(name))
+                .and_then(|i| caps.get(i)),
+        };
+        if let Some(m) = group {
+            dst.push_str(m.as_str());
+        }
+    }
+    dst.push_str(t);
+}
+
+/// Go's `ReplaceAllString` (template expansion with Go's rules).
+fn replace_all_go(re: &::regex::Regex, s: &str, repl: &str) -> String {
+    let names: Vec<Option<&str>> = re.capture_names().collect();
+    let mut out = String::with_capacity(s.len());
+    let mut last = 0;
+    for caps in re.captures_iter(s) {
+        let Some(m) = caps.get(0) else { continue };
+        out.push_str(&s[last..m.start()]);
+        go_expand(&mut out, repl, &caps, &names);
+        last = m.end();
+    }
+    out.push_str(&s[last..]);
+    out
+}
+
 /// Go's `Regexp.Split(s, n)`.
 fn go_regex_split(re: &::regex::Regex, expr: &str, s: &str, n: i64) -> Vec<String> {
     if n == 0 {
@@ -616,7 +671,7 @@ pub(super) fn register(m: &mut FuncMap) {
         |_, a| {
             let (expr, s, repl) = (a_str(a, 0)?, a_str(a, 1)?, a_str(a, 2)?);
             let re = must(expr)?;
-            Ok(Value::str(re.replace_all(s, repl).into_owned()))
+            Ok(Value::str(replace_all_go(&re, s, repl)))
         },
     );
     m.insert(

@@ -27,6 +27,9 @@ pub(crate) struct Version {
     pre: String,
     metadata: String,
     original: String,
+    /// A `semver.Version` value (what `IncMajor`… return) rather than a `*semver.Version`:
+    /// pointer-receiver methods such as `Original` are not callable on it from a template.
+    by_value: bool,
 }
 
 const WS: &str = r"[\t\n\x0C\r ]";
@@ -115,7 +118,38 @@ impl Version {
             pre,
             metadata,
             original: v.to_string(),
+            by_value: false,
         })
+    }
+
+    /// Masterminds `IncMajor`/`IncMinor`/`IncPatch` (pre-release and metadata are dropped; a
+    /// pre-release `IncPatch` only drops them); `Original` keeps a leading `v`.
+    fn incremented(&self, part: &str) -> Version {
+        let mut n = Version {
+            pre: String::new(),
+            metadata: String::new(),
+            by_value: true,
+            ..self.clone()
+        };
+        match part {
+            "IncMajor" => {
+                n.major += 1;
+                n.minor = 0;
+                n.patch = 0;
+            }
+            "IncMinor" => {
+                n.minor += 1;
+                n.patch = 0;
+            }
+            _ => {
+                if self.pre.is_empty() {
+                    n.patch += 1;
+                }
+            }
+        }
+        let v = if self.original.starts_with('v') { "v" } else { "" };
+        n.original = format!("{v}{}", n.string());
+        n
     }
 
     fn string(&self) -> String {
@@ -391,10 +425,14 @@ pub(crate) fn semver_compare(constraint: &str, version: &str) -> Result<bool, St
 
 impl GoObject for Version {
     fn type_name(&self) -> String {
-        "*semver.Version".into()
+        if self.by_value {
+            "semver.Version".into()
+        } else {
+            "*semver.Version".into()
+        }
     }
     fn kind(&self) -> &'static str {
-        "ptr"
+        if self.by_value { "struct" } else { "ptr" }
     }
     fn go_string(&self) -> String {
         self.string()
@@ -406,7 +444,8 @@ impl GoObject for Version {
             "Patch" => Value::Int64(self.patch as i64),
             "Prerelease" => Value::str(self.pre.as_str()),
             "Metadata" => Value::str(self.metadata.as_str()),
-            "Original" => Value::str(self.original.as_str()),
+            "Original" if !self.by_value => Value::str(self.original.as_str()),
+            "IncMajor" | "IncMinor" | "IncPatch" => Value::Object(Rc::new(self.incremented(name))),
             "String" => Value::str(self.string()),
             _ => return None,
         }))

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 
 use super::conv::{go_quote, parse_int};
-use super::{a_any, a_int, a_str, check_bytes, check_items, sig, sprint, strval, var};
+use super::{a_any, a_int, a_str, check_bytes, sig, sprint, strval, var};
 use crate::func::ParamType as P;
 use crate::func::{FuncError, FuncMap};
 use crate::value::{ElemType, Value};
@@ -60,8 +60,44 @@ pub(crate) fn go_title(c: char) -> char {
     }
 }
 
+/// Go's `unicode.IsUpper` (category Lu). Rust's `is_uppercase` also accepts Other_Uppercase
+/// (Roman numerals, circled letters), which Go does not.
+pub(crate) fn go_is_upper(c: char) -> bool {
+    c.is_uppercase() && !matches!(c as u32, 0x2160..=0x216F | 0x24B6..=0x24CF | 0x1F130..=0x1F189)
+}
+
+/// Go's `unicode.IsLower` (category Ll), without Rust's Other_Lowercase additions.
+pub(crate) fn go_is_lower(c: char) -> bool {
+    c.is_lowercase()
+        && !matches!(c as u32,
+            0xAA | 0xBA | 0x2B0..=0x2B8 | 0x2C0..=0x2C1 | 0x2E0..=0x2E4 | 0x345 | 0x37A
+            | 0x1D2C..=0x1D6A | 0x1D78 | 0x1D9B..=0x1DBF | 0x2071 | 0x207F | 0x2090..=0x209C
+            | 0x2170..=0x217F | 0x24D0..=0x24E9 | 0x2C7C..=0x2C7D | 0xA69C..=0xA69D | 0xA770
+            | 0xA7F8..=0xA7F9 | 0xAB5C..=0xAB5F)
+}
+
+/// Go's `unicode.IsLetter` (categories L*): alphabetic, but not letter-like numbers (Nl) nor
+/// the other alphabetic marks Rust includes.
+pub(crate) fn go_is_letter(c: char) -> bool {
+    c.is_alphabetic()
+        && !c.is_numeric()
+        && !matches!(c as u32, 0x345 | 0x5B0..=0x5C7 | 0x610..=0x61A | 0x64B..=0x657 | 0x900..=0x903 | 0x93A..=0x94C
+            | 0x24B6..=0x24E9 | 0x1F130..=0x1F189)
+}
+
+/// Go's `unicode.IsDigit` (category Nd): numeric characters that have a decimal digit value.
+pub(crate) fn go_is_digit(c: char) -> bool {
+    c.is_ascii_digit()
+        || (!c.is_ascii()
+            && c.is_numeric()
+            && !matches!(c as u32, 0xB2 | 0xB3 | 0xB9 | 0xBC..=0xBE | 0x2070..=0x2079 | 0x2080..=0x2089
+                | 0x2150..=0x218B | 0x2460..=0x24FF | 0x2776..=0x2793 | 0x3007 | 0x3021..=0x3029
+                | 0x3038..=0x303A | 0x3192..=0x3195 | 0x3220..=0x3229 | 0x3248..=0x324F
+                | 0x3251..=0x325F | 0x3280..=0x3289 | 0x32B1..=0x32BF | 0x4E00..=0x9FFF))
+}
+
 fn is_title_case(c: char) -> bool {
-    matches!(c, 'ǅ' | 'ǈ' | 'ǋ' | 'ǲ') || ('\u{1f88}'..='\u{1faf}').contains(&c) && !c.is_lowercase()
+    matches!(c as u32, 0x1C5 | 0x1C8 | 0x1CB | 0x1F2 | 0x1F88..=0x1F8F | 0x1F98..=0x1F9F | 0x1FA8..=0x1FAF | 0x1FBC | 0x1FCC | 0x1FFC)
 }
 
 /// Go's `unicode.IsPunct` (general category P). Exact for ASCII and Latin-1, approximate beyond.
@@ -107,7 +143,7 @@ fn strings_title(s: &str) -> String {
         .map(|c| {
             let sep = if prev.is_ascii() {
                 !(prev.is_ascii_alphanumeric() || prev == '_')
-            } else if prev.is_alphanumeric() {
+            } else if go_is_letter(prev) || go_is_digit(prev) {
                 false
             } else {
                 go_is_space(prev)
@@ -139,10 +175,10 @@ fn swapcase(s: &str) -> String {
     let mut ws = true;
     s.chars()
         .map(|c| {
-            if c.is_uppercase() || is_title_case(c) {
+            if go_is_upper(c) || is_title_case(c) {
                 ws = false;
                 go_lower(c)
-            } else if c.is_lowercase() {
+            } else if go_is_lower(c) {
                 if ws {
                     ws = false;
                     go_title(c)
@@ -273,7 +309,7 @@ fn is_connector(c: char) -> bool {
 }
 
 fn is_alphabet(c: char) -> bool {
-    if !c.is_alphabetic() {
+    if !go_is_letter(c) {
         return false;
     }
     let u = c as u32;
@@ -319,15 +355,15 @@ fn next_word(s: &str) -> (Wt, &str, &str) {
     } else if go_is_punct(r) {
         wt = Wt::Punct;
         end = take_while(end, &go_is_punct);
-    } else if r.is_uppercase() {
+    } else if go_is_upper(r) {
         wt = Wt::Upper;
         if let Some(r2) = rest(end).chars().next() {
-            if r2.is_uppercase() {
+            if go_is_upper(r2) {
                 let mut prev_size = r2.len_utf8();
                 end += prev_size;
                 let mut stop = None;
                 for c in s[end..].chars() {
-                    if !c.is_uppercase() {
+                    if !go_is_upper(c) {
                         stop = Some(c);
                         break;
                     }
@@ -339,12 +375,12 @@ fn next_word(s: &str) -> (Wt, &str, &str) {
                 }
             } else if is_alphabet(r2) {
                 end += r2.len_utf8();
-                end = take_while(end, &|c| is_alphabet(c) && !c.is_uppercase());
+                end = take_while(end, &|c| is_alphabet(c) && !go_is_upper(c));
             }
         }
     } else if is_alphabet(r) {
         wt = Wt::Alpha;
-        end = take_while(end, &|c| is_alphabet(c) && !c.is_uppercase());
+        end = take_while(end, &|c| is_alphabet(c) && !go_is_upper(c));
     } else if is_number(r) {
         wt = Wt::Number;
         end = take_while(end, &is_number);
@@ -365,7 +401,7 @@ fn to_lower_word(buf: &mut String, wt: Wt, w: &str, conn: char) {
     for c in w.chars() {
         if is_connector(c) {
             buf.push(conn);
-        } else if c.is_uppercase() {
+        } else if go_is_upper(c) {
             buf.push(go_lower(c));
         } else {
             buf.push(c);
@@ -488,17 +524,13 @@ pub(crate) fn go_split(s: &str, sep: &str, n: i64) -> Vec<String> {
             n as usize
         };
         let mut out: Vec<String> = Vec::with_capacity(limit);
-        let mut idx = 0;
         for (i, c) in s.char_indices() {
             if out.len() + 1 == limit {
                 out.push(s[i..].to_string());
-                idx = s.len();
                 break;
             }
             out.push(c.to_string());
-            idx = i + c.len_utf8();
         }
-        let _ = idx;
         return out;
     }
     if n < 0 {
@@ -662,13 +694,16 @@ pub(super) fn register(m: &mut FuncMap) {
     m.insert("wrap", sig(&[P::Int, P::String]), |_, a| {
         Ok(Value::str(wrap_custom(a_str(a, 1)?, a_int(a, 0)?, "", false)))
     });
-    m.insert("wrapWith", sig(&[P::Int, P::String, P::String]), |_, a| {
-        Ok(Value::str(wrap_custom(
-            a_str(a, 2)?,
-            a_int(a, 0)?,
-            a_str(a, 1)?,
-            true,
-        )))
+    m.insert("wrapWith", sig(&[P::Int, P::String, P::String]), |env, a| {
+        let (width, sep, s) = (a_int(a, 0)?, a_str(a, 1)?, a_str(a, 2)?);
+        // At most one separator per `width` bytes of input.
+        let breaks = s.len() as u128 / width.max(1) as u128 + 1;
+        check_bytes(
+            env.max_items,
+            s.len() as u128 + breaks * sep.len() as u128,
+            "wrapWith",
+        )?;
+        Ok(Value::str(wrap_custom(s, width, sep, true)))
     });
     m.insert("contains", sig(&[P::String, P::String]), |_, a| {
         Ok(Value::Bool(a_str(a, 1)?.contains(a_str(a, 0)?)))
@@ -767,7 +802,6 @@ pub(super) fn register(m: &mut FuncMap) {
         let ok = !digits.is_empty() && digits.bytes().all(|c| c.is_ascii_digit());
         Ok(Value::Int(if ok { parse_int(s, 10).unwrap_or(0) } else { 0 }))
     });
-    let _ = check_items;
 }
 
 fn indent(max: usize, n: i64, s: &str) -> Result<std::string::String, FuncError> {
