@@ -23,6 +23,8 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Run a whole cluster in this process: API server, simulated workloads and the KUDO manager.
+    Dev(cmd::dev::DevArgs),
     /// Install KUDO's CRDs and manager into the cluster (or print them with --dry-run).
     Init(cmd::init::InitArgs),
     /// Install an operator package and create an Instance of it.
@@ -72,6 +74,7 @@ fn run_async(cluster: &cmd::cluster::ClusterOpts, command: Command) -> anyhow::R
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     runtime.block_on(async move {
         match command {
+            Command::Dev(args) => cmd::dev::run(cluster, args).await,
             Command::Init(args) => cmd::init::run(cluster, args).await,
             Command::Install(args) => cmd::instance::install(cluster, args).await,
             Command::Update(args) => cmd::instance::update(cluster, args).await,

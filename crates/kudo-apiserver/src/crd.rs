@@ -304,3 +304,140 @@ fn walk(schema: &Value, v: &mut Value, is_root: bool, path: &str, pruned: &mut V
         _ => {}
     }
 }
+
+/// Validate a custom object against its structural schema (types, required fields, enums, simple
+/// bounds), producing the causes the real server reports as 422 Invalid.
+pub fn validate(schema: Option<&Value>, obj: &Value) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    let Some(schema) = schema else { return causes };
+    let Some(m) = obj.as_object() else { return causes };
+    let props = schema["properties"].as_object();
+    for (k, v) in m {
+        if ["apiVersion", "kind", "metadata"].contains(&k.as_str()) {
+            continue;
+        }
+        if let Some(ps) = props.and_then(|p| p.get(k)) {
+            check(ps, v, k, &mut causes);
+        }
+    }
+    required(schema, m, "", &mut causes);
+    causes
+}
+
+fn required(schema: &Value, m: &Map<String, Value>, path: &str, causes: &mut Vec<Cause>) {
+    for r in schema["required"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|r| r.as_str())
+    {
+        if !m.contains_key(r) {
+            let p = if path.is_empty() {
+                r.to_string()
+            } else {
+                format!("{path}.{r}")
+            };
+            causes.push(Cause::required(&p, ""));
+        }
+    }
+}
+
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+fn check(schema: &Value, v: &Value, path: &str, causes: &mut Vec<Cause>) {
+    if v.is_null() {
+        if schema["nullable"].as_bool() != Some(true) && schema.get("type").is_some() {
+            causes.push(Cause::invalid(
+                path,
+                v,
+                &format!(
+                    "{path} in body must be of type {}: \"null\"",
+                    schema["type"].as_str().unwrap_or("object")
+                ),
+            ));
+        }
+        return;
+    }
+    if schema["x-kubernetes-int-or-string"].as_bool() == Some(true) {
+        if !(v.is_string() || type_name(v) == "integer") {
+            causes.push(Cause::invalid(
+                path,
+                v,
+                &format!("{path} in body must be of type int-or-string"),
+            ));
+        }
+        return;
+    }
+    if let Some(t) = schema["type"].as_str() {
+        let actual = type_name(v);
+        let ok = actual == t || (t == "number" && actual == "integer");
+        if !ok {
+            // The real server shows the offending type as the "value" here.
+            causes.push(Cause::invalid(
+                path,
+                &Value::from(actual),
+                &format!("{path} in body must be of type {t}: \"{actual}\""),
+            ));
+            return;
+        }
+    }
+    if let Some(options) = schema["enum"].as_array()
+        && !options.contains(v)
+    {
+        let supported: Vec<String> = options.iter().map(|o| o.to_string()).collect();
+        causes.push(Cause {
+            reason: "FieldValueNotSupported".into(),
+            field: path.into(),
+            message: format!(
+                "Unsupported value: {v}: supported values: {}",
+                supported.join(", ")
+            ),
+        });
+    }
+    if let Some(n) = v.as_f64() {
+        if let Some(min) = schema["minimum"].as_f64().filter(|min| n < *min) {
+            causes.push(Cause::invalid(
+                path,
+                v,
+                &format!("{path} in body should be greater than or equal to {min}"),
+            ));
+        }
+        if let Some(max) = schema["maximum"].as_f64().filter(|max| n > *max) {
+            causes.push(Cause::invalid(
+                path,
+                v,
+                &format!("{path} in body should be less than or equal to {max}"),
+            ));
+        }
+    }
+    match v {
+        Value::Object(m) => {
+            let props = schema["properties"].as_object();
+            let additional = schema.get("additionalProperties").filter(|a| a.is_object());
+            for (k, child) in m {
+                if let Some(cs) = props.and_then(|p| p.get(k)).or(additional) {
+                    check(cs, child, &format!("{path}.{k}"), causes);
+                }
+            }
+            required(schema, m, path, causes);
+        }
+        Value::Array(items) => {
+            if let Some(is) = schema.get("items") {
+                for (i, it) in items.iter().enumerate() {
+                    check(is, it, &format!("{path}[{i}]"), causes);
+                }
+            }
+        }
+        _ => {}
+    }
+}

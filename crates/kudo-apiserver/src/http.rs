@@ -332,25 +332,37 @@ impl Ctx {
 
     fn list(&self) -> Reply {
         let (l, f) = self.selectors()?;
-        let (items, rv) = self.store().list(&self.def, self.ns_opt());
-        let mut items: Vec<Value> = items
-            .into_iter()
-            .filter(|o| l.matches(o) && f.matches(o))
-            .collect();
+        let (shared, rv) = self.store().list_shared(&self.def, self.ns_opt());
+        // Filter on the stored objects and copy only what is returned (a page of 500 out of
+        // 10,000 objects copies 500). The events.k8s.io view is filtered in its own shape.
+        let convert = self.def.is_events_v1();
+        let mut items: Vec<Value> = Vec::new();
+        let mut matching: Vec<&Arc<Value>> = Vec::new();
+        for o in &shared {
+            if convert {
+                let p = present(&self.def, o);
+                if l.matches(&p) && f.matches(&p) {
+                    matching.push(o);
+                }
+            } else if l.matches(o) && f.matches(o) {
+                matching.push(o);
+            }
+        }
         let mut list_meta = json!({"resourceVersion": rv.to_string()});
         if let Some(token) = self.query.get("continue").filter(|t| !t.is_empty()) {
             let start = decode_continue(token)?;
-            items.retain(|o| (meta::namespace(o).to_string(), meta::name(o).to_string()) > start);
+            matching.retain(|o| (meta::namespace(o).to_string(), meta::name(o).to_string()) > start);
         }
         let limit: usize = self.query.get("limit").and_then(|l| l.parse().ok()).unwrap_or(0);
-        if limit > 0 && items.len() > limit {
-            let remaining = items.len() - limit;
-            items.truncate(limit);
-            if let Some(last) = items.last() {
+        if limit > 0 && matching.len() > limit {
+            let remaining = matching.len() - limit;
+            matching.truncate(limit);
+            if let Some(last) = matching.last() {
                 list_meta["continue"] = json!(encode_continue(meta::namespace(last), meta::name(last)));
                 list_meta["remainingItemCount"] = json!(remaining);
             }
         }
+        items.extend(matching.into_iter().map(|o| present(&self.def, o)));
         if self.wants_table() {
             return Ok((200, table::to_table(&self.def, &items, list_meta, self.include())));
         }
@@ -368,6 +380,11 @@ impl Ctx {
     fn create(&self, body: &[u8]) -> Reply {
         let obj = decode_body(body, &self.content_type)?;
         self.check_kind(&obj)?;
+        if !meta::meta_str(&obj, "resourceVersion").is_empty() {
+            return Err(ApiError::bad_request(
+                "resourceVersion should not be set on objects to be created",
+            ));
+        }
         let created = self
             .store()
             .create(&self.def, &self.ns, obj, &self.write_opts())?;
@@ -794,6 +811,16 @@ impl Watcher {
         self.labels.matches(o) && self.fields.matches(o)
     }
 
+    /// Selector match on a stored object, in the shape this watch serves (only the events.k8s.io
+    /// view differs from storage, so other kinds are matched without a copy).
+    fn matches_stored(&self, o: &Value) -> bool {
+        if self.def.is_events_v1() {
+            self.matches(&present(&self.def, o))
+        } else {
+            self.matches(o)
+        }
+    }
+
     fn line(&self, type_: &str, obj: &Value) -> Bytes {
         let o = present(&self.def, obj);
         let o = if self.table && type_ != "BOOKMARK" {
@@ -832,11 +859,8 @@ impl Watcher {
         {
             return None;
         }
-        let now = self.matches(&present(&self.def, &ev.object));
-        let before = ev
-            .old
-            .as_deref()
-            .is_some_and(|o| self.matches(&present(&self.def, o)));
+        let now = self.matches_stored(&ev.object);
+        let before = ev.old.as_deref().is_some_and(|o| self.matches_stored(o));
         let t = match ev.type_ {
             EventType::Added if now => "ADDED",
             EventType::Modified if now && before => "MODIFIED",
@@ -861,7 +885,7 @@ impl Watcher {
         timeout: u64,
         mut shutdown: tokio::sync::watch::Receiver<bool>,
     ) {
-        for o in initial.iter().filter(|o| self.matches(&present(&self.def, o))) {
+        for o in initial.iter().filter(|o| self.matches_stored(o)) {
             if tx.send(Ok(self.line("ADDED", o))).await.is_err() {
                 return;
             }

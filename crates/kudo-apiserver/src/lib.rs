@@ -6,6 +6,23 @@
 //! bookmarks and streaming lists, the four patch types, status/scale subresources, finalizers,
 //! garbage collection, CRDs). In-process users (simulated kubelet and controllers) use [`Store`]
 //! directly and get identical semantics.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use kudo_apiserver::{ApiServer, Config};
+//! let server = ApiServer::start(Config::default()).await?; // 127.0.0.1, ephemeral port
+//! server.write_kubeconfig(std::path::Path::new("/tmp/kubeconfig"))?; // for kubectl
+//! let store = server.store();
+//! let (_replay, mut changes) = store.subscribe(store.current_rv())?; // every later change
+//! store.create_obj(serde_json::json!({
+//!     "apiVersion": "v1", "kind": "ConfigMap",
+//!     "metadata": {"name": "demo", "namespace": "default"},
+//! }))?;
+//! let ev = changes.recv().await?;
+//! assert_eq!(ev.key.name, "demo");
+//! server.shutdown().await;
+//! # Ok(()) }
+//! ```
 
 pub mod backend;
 mod crd;

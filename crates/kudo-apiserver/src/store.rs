@@ -294,6 +294,14 @@ impl Store {
         (items, st.rv)
     }
 
+    /// List stored objects without copying them (in the storage shape), with the list's
+    /// resourceVersion; callers present only what they return.
+    pub fn list_shared(&self, def: &ResourceDef, ns: Option<&str>) -> (Vec<Arc<Value>>, u64) {
+        let st = self.lock();
+        let ns = if def.namespaced { ns } else { None };
+        (list_locked(&st, &def.gr(), ns), st.rv)
+    }
+
     /// Subscribe to changes after `from_rv` (0 = from now). Returns the replayed history and a receiver
     /// for everything later, with no gap and no duplicate between the two.
     pub fn subscribe(&self, from_rv: u64) -> Result<(Vec<Arc<WatchEvent>>, EventReceiver), ApiError> {
@@ -539,6 +547,10 @@ impl Store {
             if opts.strict && !pruned.is_empty() {
                 return Err(strict_error(def, &pruned));
             }
+            let causes = crd::validate(c.schema.as_ref(), &obj);
+            if !causes.is_empty() {
+                return Err(ApiError::invalid(&def.group, &def.kind, meta::name(&obj), causes));
+            }
         }
         let causes = validate::validate_create(def, &obj);
         if !causes.is_empty() {
@@ -726,6 +738,10 @@ impl Store {
             let pruned = crd::default_and_prune(c.schema.as_ref(), &mut new);
             if opts.strict && !pruned.is_empty() {
                 return Err(strict_error(def, &pruned));
+            }
+            let causes = crd::validate(c.schema.as_ref(), &new);
+            if !causes.is_empty() {
+                return Err(ApiError::invalid(&def.group, &def.kind, meta::name(&new), causes));
             }
         }
         validate::default_update(def, old, &mut new);
@@ -1010,6 +1026,26 @@ impl Store {
             Subresource::Main
         };
         self.update(&def, &ns, &name, obj, sub, &WriteOptions::default())
+    }
+
+    /// JSON-merge-patch an object (or only its status with [`Subresource::Status`]) without a
+    /// read-modify-write race: the patch is applied under the store lock to the current state.
+    pub fn merge_patch_obj(
+        &self,
+        api_version: &str,
+        kind: &str,
+        ns: &str,
+        name: &str,
+        sub: Subresource,
+        patch: &Value,
+    ) -> Result<Value, ApiError> {
+        let def = self.resolve(api_version, kind)?;
+        let sub = if def.status { sub } else { Subresource::Main };
+        self.modify(&def, ns, name, sub, &WriteOptions::default(), |cur| match cur {
+            Some(c) => Ok(crate::patch::merge_patch(c, patch)),
+            None => Err(ApiError::not_found(&def.group, &def.plural, name)),
+        })
+        .map(|(v, _)| v)
     }
 
     /// Delete by `apiVersion`/`kind` with background propagation.

@@ -197,6 +197,17 @@ pub fn to_table(def: &ResourceDef, items: &[Value], list_meta: Value, include: &
                 rows.push(row(cells, o, include));
             }
         }
+        // Like kube-apiserver's default table for kinds without a printer: the timestamp itself.
+        None if def.group == "apiextensions.k8s.io" => {
+            columns.push(col("Created At", "date", "", 0, "CreationTimestamp"));
+            for o in items {
+                let cells = vec![
+                    json!(meta::name(o)),
+                    json!(meta::meta_str(o, "creationTimestamp")),
+                ];
+                rows.push(row(cells, o, include));
+            }
+        }
         _ => {
             let extra = builtin_columns(def);
             for (c, _) in &extra {

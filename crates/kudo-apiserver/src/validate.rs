@@ -232,9 +232,48 @@ pub fn default_update(def: &ResourceDef, old: &Value, new: &mut Value) {
     }
 }
 
+fn is_label_value(v: &str) -> bool {
+    v.is_empty()
+        || (v.len() <= 63
+            && v.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.')
+            && v.as_bytes()[0].is_ascii_alphanumeric()
+            && v.as_bytes()[v.len() - 1].is_ascii_alphanumeric())
+}
+
+fn is_qualified_name(k: &str) -> bool {
+    let (prefix, name) = match k.rsplit_once('/') {
+        Some((p, n)) => (Some(p), n),
+        None => (None, k),
+    };
+    prefix.is_none_or(is_dns_subdomain) && !name.is_empty() && is_label_value(name)
+}
+
+/// Label keys and values, checked on every write as the real server does.
+fn validate_labels(obj: &Value, causes: &mut Vec<Cause>) {
+    for (k, v) in meta::labels(obj) {
+        if !is_qualified_name(&k) {
+            causes.push(Cause::invalid(
+                "metadata.labels",
+                &json!(k),
+                "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')",
+            ));
+        }
+        let value = v.as_str().unwrap_or("");
+        if !v.is_string() || !is_label_value(value) {
+            causes.push(Cause::invalid(
+                "metadata.labels",
+                &v,
+                "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')",
+            ));
+        }
+    }
+}
+
 /// Validation of a new object.
 pub fn validate_create(def: &ResourceDef, obj: &Value) -> Vec<Cause> {
     let mut causes = Vec::new();
+    validate_labels(obj, &mut causes);
     let name = meta::name(obj);
     let label_named = def.group.is_empty() && ["namespaces", "services"].contains(&def.plural.as_str());
     if label_named && !is_dns_label(name) {
@@ -320,6 +359,7 @@ fn changed(old: &Value, new: &Value, ptr: &str) -> bool {
 /// Validation of an update: immutable fields.
 pub fn validate_update(def: &ResourceDef, old: &Value, new: &Value) -> Vec<Cause> {
     let mut causes = Vec::new();
+    validate_labels(new, &mut causes);
     if is(def, "", "services") {
         let oi = old
             .pointer("/spec/clusterIP")

@@ -11,16 +11,22 @@ use kube::discovery::{Scope, pinned_kind};
 /// Outcome of a lookup.
 #[derive(Debug, Clone)]
 pub enum Resolved {
-    Found { resource: ApiResource, namespaced: bool },
+    Found {
+        resource: ApiResource,
+        namespaced: bool,
+    },
     /// The server does not serve this kind (e.g. the CRD is absent): a fatal task error.
     Unknown(String),
 }
+
+/// (apiVersion, kind) → (resource, namespaced).
+type Known = HashMap<(String, String), (ApiResource, bool)>;
 
 /// A discovery cache shared by all reconciles.
 #[derive(Clone)]
 pub struct Cache {
     client: kube::Client,
-    known: Arc<RwLock<HashMap<(String, String), (ApiResource, bool)>>>,
+    known: Arc<RwLock<Known>>,
 }
 
 fn split_api_version(api_version: &str) -> (&str, &str) {

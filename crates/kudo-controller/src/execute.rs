@@ -31,6 +31,11 @@ pub mod reasons {
 
 type TaskKey = (String, String, String);
 
+/// Cluster-scoped objects applied during a reconcile: (apiVersion, kind, name). They get no owner
+/// reference (an owner must be in the same namespace), so the controller records them on the
+/// Instance and deletes them itself on uninstall (KUDO leaked them, #1073).
+pub type ClusterObjects = Mutex<BTreeSet<(String, String, String)>>;
+
 /// The objects of one plan run, rendered once per reconcile, grouped by task. A template error
 /// belongs to the task that owns the template: tasks before it still run, and the pass fails
 /// only when it reaches that task (KUDO rendered task by task).
@@ -48,7 +53,11 @@ impl Rendered {
 
     fn error(&self, call: &TaskCall<'_>) -> Option<&str> {
         self.errors
-            .get(&(call.phase.to_string(), call.step.to_string(), call.task_name.to_string()))
+            .get(&(
+                call.phase.to_string(),
+                call.step.to_string(),
+                call.task_name.to_string(),
+            ))
             .map(String::as_str)
     }
 }
@@ -93,7 +102,8 @@ fn render_all(ov: &OperatorVersion, plan: &str, rctx: &RenderContext) -> Result<
                         match render_plan(&sub, plan, rctx) {
                             Ok(objs) => out.objects.extend(objs),
                             Err(RenderError::Task { message, .. }) => {
-                                out.errors.insert((ph.name.clone(), st.name.clone(), t.clone()), message);
+                                out.errors
+                                    .insert((ph.name.clone(), st.name.clone(), t.clone()), message);
                             }
                             Err(e) => return Err(e.to_string()),
                         }
@@ -131,7 +141,12 @@ pub async fn render(
         rctx
     };
     let rendered = render_all(ov, plan, &make(misses.clone()))?;
-    let missed: Vec<(String, String)> = misses.lock().unwrap_or_else(|e| e.into_inner()).iter().cloned().collect();
+    let missed: Vec<(String, String)> = misses
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .cloned()
+        .collect();
     let mut rerender = false;
     for (av, kind) in missed {
         if let Ok(Resolved::Found { namespaced, .. }) = ctx.discovery.resolve(&av, &kind).await
@@ -159,13 +174,17 @@ pub async fn run_task(
     call: &TaskCall<'_>,
     rendered: &Rendered,
     params: &BTreeMap<String, String>,
+    cluster: &ClusterObjects,
 ) -> TaskOutcome {
     let spec = &call.task.spec;
     match call.task.kind.as_str() {
         "Dummy" => {
             if spec.want_err {
                 if spec.fatal {
-                    fatal(reasons::DUMMY_TASK_ERROR, format!("dummy task {} failed fatally", call.task_name))
+                    fatal(
+                        reasons::DUMMY_TASK_ERROR,
+                        format!("dummy task {} failed fatally", call.task_name),
+                    )
                 } else {
                     TaskOutcome::Transient(format!("dummy task {} failed", call.task_name))
                 }
@@ -177,7 +196,10 @@ pub async fn run_task(
         }
         "Pipe" => fatal(
             reasons::PIPE_TASK_ERROR,
-            format!("task {}: Pipe tasks are not supported yet by kudo-rs (issue #7)", call.task_name),
+            format!(
+                "task {}: Pipe tasks are not supported yet by kudo-rs (issue #7)",
+                call.task_name
+            ),
         ),
         "KudoOperator" => fatal(
             reasons::KUDO_OPERATOR_TASK_ERROR,
@@ -195,7 +217,7 @@ pub async fn run_task(
             if let Some(e) = rendered.error(call) {
                 return fatal(reasons::TASK_RENDERING_ERROR, e);
             }
-            run_objects(ctx, rendered.for_task(call)).await
+            run_objects(ctx, rendered.for_task(call), cluster).await
         }
         other => fatal(
             kudo_engine::reasons::UNKNOWN_TASK_NAME,
@@ -206,12 +228,16 @@ pub async fn run_task(
 
 /// Applies or deletes the task's objects in order. Every object is handled even when an earlier
 /// one is still progressing (KUDO applied a step's objects together); the first fatal error stops.
-async fn run_objects<'r>(ctx: &Context, objects: impl Iterator<Item = &'r RenderedObject>) -> TaskOutcome {
+async fn run_objects<'r>(
+    ctx: &Context,
+    objects: impl Iterator<Item = &'r RenderedObject>,
+    cluster: &ClusterObjects,
+) -> TaskOutcome {
     let mut waiting = Vec::new();
     let mut transient = Vec::new();
     for obj in objects {
         let res = match obj.action {
-            Action::Apply => apply(ctx, &obj.object).await,
+            Action::Apply => apply(ctx, &obj.object, cluster).await,
             Action::Delete => delete(ctx, &obj.object).await,
             Action::PipePod => Err(fatal(
                 reasons::PIPE_TASK_ERROR,
@@ -248,7 +274,7 @@ fn describe(obj: &Value) -> String {
 }
 
 /// The dynamic API for an object, or the task outcome when its kind cannot be used.
-async fn api_for(ctx: &Context, obj: &Value) -> Result<(Api<DynamicObject>, String), TaskOutcome> {
+pub async fn api_for(ctx: &Context, obj: &Value) -> Result<(Api<DynamicObject>, String, bool), TaskOutcome> {
     let av = obj["apiVersion"].as_str().unwrap_or("");
     let kind = obj["kind"].as_str().unwrap_or("");
     let Some(name) = obj["metadata"]["name"].as_str().filter(|n| !n.is_empty()) else {
@@ -265,10 +291,12 @@ async fn api_for(ctx: &Context, obj: &Value) -> Result<(Api<DynamicObject>, Stri
             } else {
                 Api::all_with(ctx.client.clone(), &resource)
             };
-            Ok((api, name.to_string()))
+            Ok((api, name.to_string(), namespaced))
         }
         Ok(Resolved::Unknown(msg)) => Err(fatal(reasons::TASK_ENHANCEMENT_ERROR, msg)),
-        Err(e) => Err(TaskOutcome::Transient(format!("discovery of {av}/{kind} failed: {e}"))),
+        Err(e) => Err(TaskOutcome::Transient(format!(
+            "discovery of {av}/{kind} failed: {e}"
+        ))),
     }
 }
 
@@ -289,8 +317,16 @@ fn api_error(what: &str, obj: &Value, e: kube::Error) -> TaskOutcome {
 
 /// Server-side applies one object and judges the server's answer. `Ok(Some(msg))`: applied but
 /// not healthy yet.
-async fn apply(ctx: &Context, obj: &Value) -> Result<Option<String>, TaskOutcome> {
-    let (api, name) = api_for(ctx, obj).await?;
+async fn apply(ctx: &Context, obj: &Value, cluster: &ClusterObjects) -> Result<Option<String>, TaskOutcome> {
+    let (api, name, namespaced) = api_for(ctx, obj).await?;
+    if !namespaced {
+        // Recorded before the request: if it succeeds after a timeout we must still own it.
+        cluster.lock().unwrap_or_else(|e| e.into_inner()).insert((
+            obj["apiVersion"].as_str().unwrap_or("").to_string(),
+            obj["kind"].as_str().unwrap_or("").to_string(),
+            name.clone(),
+        ));
+    }
     let pp = PatchParams::apply(&ctx.config.field_manager).force();
     let live = api
         .patch(&name, &pp, &Patch::Apply(obj))
@@ -313,8 +349,8 @@ async fn apply(ctx: &Context, obj: &Value) -> Result<Option<String>, TaskOutcome
 }
 
 /// Deletes one object (foreground propagation) and reports it done once it is gone.
-async fn delete(ctx: &Context, obj: &Value) -> Result<Option<String>, TaskOutcome> {
-    let (api, name) = match api_for(ctx, obj).await {
+pub async fn delete(ctx: &Context, obj: &Value) -> Result<Option<String>, TaskOutcome> {
+    let (api, name, _) = match api_for(ctx, obj).await {
         Ok(x) => x,
         // A kind the server does not serve has no objects to delete.
         Err(TaskOutcome::Fatal { .. }) => return Ok(None),
@@ -332,5 +368,71 @@ async fn delete(ctx: &Context, obj: &Value) -> Result<Option<String>, TaskOutcom
         }
         Ok(Some(_)) => Ok(Some(format!("{} is being deleted", describe(obj)))),
         Err(e) => Err(api_error("get of", obj, e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kudo_api::{Phase, Plan, Step};
+
+    fn ov() -> OperatorVersion {
+        let step = |name: &str, tasks: &[&str]| Step {
+            name: name.into(),
+            tasks: tasks.iter().map(|t| t.to_string()).collect(),
+            ..Step::default()
+        };
+        let plan = Plan {
+            phases: vec![
+                Phase {
+                    name: "a".into(),
+                    steps: vec![step("s1", &["t1", "t2"]), step("s2", &["t3"])],
+                    ..Phase::default()
+                },
+                Phase {
+                    name: "b".into(),
+                    steps: vec![step("s1", &["t4"])],
+                    ..Phase::default()
+                },
+            ],
+            ..Plan::default()
+        };
+        let mut ov: OperatorVersion = serde_json::from_value(serde_json::json!({
+            "apiVersion": "kudo.dev/v1beta1", "kind": "OperatorVersion",
+            "metadata": {"name": "x"}, "spec": {}
+        }))
+        .unwrap();
+        ov.spec.plans.insert("deploy".into(), plan.clone());
+        ov.spec.plans.insert("other".into(), plan);
+        ov
+    }
+
+    #[test]
+    fn single_task_ov_keeps_exactly_one_task_of_one_plan() {
+        let sub = single_task_ov(&ov(), "deploy", "a", "s1", "t2");
+        assert_eq!(sub.spec.plans.len(), 1);
+        let p = &sub.spec.plans["deploy"];
+        assert_eq!(p.phases.len(), 1);
+        assert_eq!(p.phases[0].name, "a");
+        assert_eq!(p.phases[0].steps.len(), 1);
+        assert_eq!(p.phases[0].steps[0].name, "s1");
+        assert_eq!(p.phases[0].steps[0].tasks, vec!["t2".to_string()]);
+    }
+
+    #[test]
+    fn single_task_ov_distinguishes_same_step_names_in_other_phases() {
+        let sub = single_task_ov(&ov(), "deploy", "b", "s1", "t4");
+        let p = &sub.spec.plans["deploy"];
+        assert_eq!(p.phases.len(), 1);
+        assert_eq!(p.phases[0].name, "b");
+        assert_eq!(p.phases[0].steps[0].tasks, vec!["t4".to_string()]);
+    }
+
+    #[test]
+    fn describe_names_kind_namespace_and_name() {
+        let obj = serde_json::json!({"kind": "Service", "metadata": {"name": "s", "namespace": "ns"}});
+        assert_eq!(describe(&obj), "Service ns/s");
+        let obj = serde_json::json!({"kind": "ClusterRole", "metadata": {"name": "r"}});
+        assert_eq!(describe(&obj), "ClusterRole r");
     }
 }

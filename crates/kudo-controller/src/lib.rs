@@ -44,6 +44,13 @@ pub use reconcile::ReconcileError;
 /// "old object" an admission webhook would have seen.
 pub const ADMITTED_SPEC_ANNOTATION: &str = "kudo-rs.dev/admitted-spec";
 
+/// Annotation listing the cluster-scoped objects the Instance's plans applied (JSON list of
+/// `[apiVersion, kind, name]`), deleted by the controller on uninstall.
+pub const CLUSTER_OBJECTS_ANNOTATION: &str = "kudo-rs.dev/cluster-objects";
+
+/// Finalizer holding an Instance until its recorded cluster-scoped objects are deleted.
+pub const CLUSTER_OBJECTS_FINALIZER: &str = "kudo-rs.dev/cluster-objects";
+
 /// Reporting controller name of the Events we publish (KUDO's manager name).
 pub const REPORTER: &str = "kudo-manager";
 
@@ -88,7 +95,10 @@ pub enum Error {
 /// The `kudo.dev/v1beta1` resources as dynamic API resources (the kudo-api types are plain serde
 /// structs, converted with serde_json).
 pub(crate) fn kudo_resource(kind: &str, plural: &str) -> ApiResource {
-    ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(kudo_api::GROUP, kudo_api::VERSION, kind), plural)
+    ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk(kudo_api::GROUP, kudo_api::VERSION, kind),
+        plural,
+    )
 }
 
 pub(crate) fn instance_resource() -> ApiResource {
@@ -123,9 +133,10 @@ pub async fn run(client: kube::Client, config: ControllerConfig, shutdown: impl 
     let ovar = operator_version_resource();
     let ovs: Api<DynamicObject> = Api::all_with(client.clone(), &ovar);
     let ov_store = store.clone();
-    let controller = controller.watches_with(ovs, ovar, watcher::Config::default(), move |ov: DynamicObject| {
-        instances_of_ov(&ov_store, &ov)
-    });
+    let controller =
+        controller.watches_with(ovs, ovar, watcher::Config::default(), move |ov: DynamicObject| {
+            instances_of_ov(&ov_store, &ov)
+        });
 
     // Children: anything KUDO applied carries `heritage=kudo` and `kudo.dev/instance`.
     let wc = || watcher::Config::default().labels("heritage=kudo");
@@ -138,7 +149,12 @@ pub async fn run(client: kube::Client, config: ControllerConfig, shutdown: impl 
         .watches_with(Api::<Service>::all(client.clone()), (), wc(), owner_of)
         .watches_with(Api::<ConfigMap>::all(client.clone()), (), wc(), owner_of)
         .watches_with(Api::<Secret>::all(client.clone()), (), wc(), owner_of)
-        .watches_with(Api::<PersistentVolumeClaim>::all(client.clone()), (), wc(), owner_of)
+        .watches_with(
+            Api::<PersistentVolumeClaim>::all(client.clone()),
+            (),
+            wc(),
+            owner_of,
+        )
         .watches_with(
             Api::<DynamicObject>::all_with(client.clone(), &iar),
             iar.clone(),

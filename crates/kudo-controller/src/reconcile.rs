@@ -1,7 +1,7 @@
 //! One reconcile of an Instance: admission of spec changes (KUDO's webhook rules, run here), plan
 //! status bookkeeping, one execution pass, then persisting status, spec and Events.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,16 +14,19 @@ use kudo_api::{
     PlanExecution, PlanStatus,
 };
 use kudo_engine::{
-    Decision, EventType, InstanceChange, PlanPass, TIMING_ANNOTATION, Timestamp, Timing, cleanup_finalizer_removable,
-    decide, ensure_plan_statuses, mark_plan_fatal, needs_reset, plan_condition, ready_condition, requeue_after_secs,
-    reset_for_run, set_condition, should_schedule_cleanup,
+    Decision, EventType, InstanceChange, PlanPass, TIMING_ANNOTATION, TaskOutcome, Timestamp, Timing,
+    cleanup_finalizer_removable, decide, ensure_plan_statuses, mark_plan_fatal, needs_reset, plan_condition,
+    ready_condition, requeue_after_secs, reset_for_run, set_condition, should_schedule_cleanup,
 };
 use kudo_package::render::RenderContext;
 use serde_json::{Value, json};
 use tracing::{Instrument, debug, info, info_span, warn};
 
 use crate::execute::{self, reasons};
-use crate::{ADMITTED_SPEC_ANNOTATION, Context, instance_resource, operator_version_resource};
+use crate::{
+    ADMITTED_SPEC_ANNOTATION, CLUSTER_OBJECTS_ANNOTATION, CLUSTER_OBJECTS_FINALIZER, Context,
+    instance_resource, operator_version_resource,
+};
 
 /// Condition reporting a spec change KUDO's webhook would have rejected.
 pub const CHANGE_ACCEPTED: &str = "ChangeAccepted";
@@ -62,7 +65,15 @@ pub async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Context>) -> Result<Act
     let ns = obj.metadata.namespace.clone().unwrap_or_default();
     let name = obj.metadata.name.clone().unwrap_or_default();
     let span = info_span!("reconcile", instance = %format!("{ns}/{name}"));
-    Reconciler::new(&ctx, &ns, &name).run().instrument(span).await
+    match Reconciler::new(&ctx, &ns, &name).run().instrument(span).await {
+        // The Instance disappeared while we worked on it (deleted, finalizer released).
+        Err(ReconcileError::Api(kube::Error::Api(s)))
+            if s.code == 404 && s.details.as_ref().is_some_and(|d| d.kind == "instances") =>
+        {
+            Ok(Action::await_change())
+        }
+        other => other,
+    }
 }
 
 struct Reconciler<'c> {
@@ -70,7 +81,8 @@ struct Reconciler<'c> {
     ns: String,
     name: String,
     api: Api<DynamicObject>,
-    iar: ApiResource,
+    /// Cluster-scoped objects applied by this reconcile's pass.
+    cluster: execute::ClusterObjects,
 }
 
 /// What admission decided for this reconcile.
@@ -93,7 +105,7 @@ impl<'c> Reconciler<'c> {
             ns: ns.to_string(),
             name: name.to_string(),
             api: Api::namespaced_with(ctx.client.clone(), ns, &iar),
-            iar,
+            cluster: Default::default(),
         }
     }
 
@@ -136,7 +148,11 @@ impl<'c> Reconciler<'c> {
         }
     }
 
-    async fn get_ov(&self, inst: &Instance, spec: &InstanceSpec) -> Result<Option<OperatorVersion>, ReconcileError> {
+    async fn get_ov(
+        &self,
+        inst: &Instance,
+        spec: &InstanceSpec,
+    ) -> Result<Option<OperatorVersion>, ReconcileError> {
         let ov_ns = spec
             .operator_version
             .namespace
@@ -144,13 +160,15 @@ impl<'c> Reconciler<'c> {
             .filter(|s| !s.is_empty())
             .or_else(|| inst.metadata.namespace.clone())
             .unwrap_or_default();
-        let api: Api<DynamicObject> = Api::namespaced_with(self.ctx.client.clone(), &ov_ns, &operator_version_resource());
+        let api: Api<DynamicObject> =
+            Api::namespaced_with(self.ctx.client.clone(), &ov_ns, &operator_version_resource());
         let Some(raw) = api.get_opt(&spec.operator_version.name).await? else {
             return Ok(None);
         };
-        let v = serde_json::to_value(&raw).map_err(|e| ReconcileError::Decode(spec.operator_version.name.clone(), e))?;
-        let ov: OperatorVersion =
-            serde_json::from_value(v).map_err(|e| ReconcileError::Decode(spec.operator_version.name.clone(), e))?;
+        let v = serde_json::to_value(&raw)
+            .map_err(|e| ReconcileError::Decode(spec.operator_version.name.clone(), e))?;
+        let ov: OperatorVersion = serde_json::from_value(v)
+            .map_err(|e| ReconcileError::Decode(spec.operator_version.name.clone(), e))?;
         Ok(Some(ov))
     }
 
@@ -161,10 +179,22 @@ impl<'c> Reconciler<'c> {
         let who = format!("{}/{}", self.ns, self.name);
         let v = serde_json::to_value(&raw).map_err(|e| ReconcileError::Decode(who.clone(), e))?;
         let inst: Instance = serde_json::from_value(v).map_err(|e| ReconcileError::Decode(who.clone(), e))?;
-        let uid = raw.metadata.uid.clone().ok_or_else(|| ReconcileError::NoUid(who.clone()))?;
+        let uid = raw
+            .metadata
+            .uid
+            .clone()
+            .ok_or_else(|| ReconcileError::NoUid(who.clone()))?;
         let deleting = raw.metadata.deletion_timestamp.is_some();
         let has_finalizer = inst.metadata.finalizers.iter().any(|f| f == CLEANUP_FINALIZER);
         if deleting && !has_finalizer {
+            if inst
+                .metadata
+                .finalizers
+                .iter()
+                .any(|f| f == CLUSTER_OBJECTS_FINALIZER)
+            {
+                return self.release_cluster_objects(&raw, &inst).await;
+            }
             // Nothing of ours holds the Instance: the garbage collector removes its objects.
             return Ok(Action::await_change());
         }
@@ -175,7 +205,14 @@ impl<'c> Reconciler<'c> {
                 inst.spec.operator_version.name
             );
             warn!("{msg}");
-            self.event(&raw, EventType::Warning, "InvalidOperatorVersion", "Reconcile", &msg).await;
+            self.event(
+                &raw,
+                EventType::Warning,
+                "InvalidOperatorVersion",
+                "Reconcile",
+                &msg,
+            )
+            .await;
             return Ok(Action::requeue(self.ctx.config.error_requeue));
         };
 
@@ -187,9 +224,7 @@ impl<'c> Reconciler<'c> {
         let mut exec = admitted.exec.clone();
         let finalizers = admitted.finalizers.clone();
         let mut remember = admitted.remember.clone();
-        if deleting
-            && let Some(e) = &exec
-        {
+        if deleting && let Some(e) = &exec {
             let mut probe = inst.clone();
             probe.spec = e.clone();
             if should_schedule_cleanup(&probe, &ov, true) {
@@ -209,14 +244,21 @@ impl<'c> Reconciler<'c> {
 
         // Persist admission results (a newly scheduled run's uid, defaults, finalizer) before
         // executing anything, so the run is durable even if a later write fails.
-        let timing_now = inst.metadata.annotations.get(TIMING_ANNOTATION).cloned();
         let (raw, inst) = match self
-            .write_spec(&inst, &spec, &finalizers, remember.as_ref(), timing_now.as_deref(), resource_version(&raw))
+            .write_spec(
+                &inst,
+                &spec,
+                &finalizers,
+                remember.as_ref(),
+                &BTreeMap::new(),
+                resource_version(&raw),
+            )
             .await?
         {
             Some(updated) => {
                 let v = serde_json::to_value(&updated).map_err(|e| ReconcileError::Decode(who.clone(), e))?;
-                let i: Instance = serde_json::from_value(v).map_err(|e| ReconcileError::Decode(who.clone(), e))?;
+                let i: Instance =
+                    serde_json::from_value(v).map_err(|e| ReconcileError::Decode(who.clone(), e))?;
                 (updated, i)
             }
             None => (raw, inst),
@@ -242,7 +284,8 @@ impl<'c> Reconciler<'c> {
                         message: msg.clone(),
                     },
                 );
-                self.event(&raw, EventType::Warning, "ChangeDenied", "Admission", msg).await;
+                self.event(&raw, EventType::Warning, "ChangeDenied", "Admission", msg)
+                    .await;
             }
             None => status.conditions.retain(|c| c.type_ != CHANGE_ACCEPTED),
         }
@@ -265,8 +308,14 @@ impl<'c> Reconciler<'c> {
         let mut requeue = self.ctx.config.idle_resync;
         if plan.is_empty() {
             // --- idle: readiness from the live workloads
-            let objects = self.workloads().await?;
-            let mut cond = ready_condition(&objects, now);
+            // A failed lifecycle run keeps the instance's readiness Unknown until the user acts:
+            // healthy-looking leftovers of a half-applied plan do not make it Ready (KUDO
+            // reported them as ready once the failed plan was unscheduled).
+            let mut cond = match last_failed_lifecycle_plan(&status) {
+                Some(plan) => plan_condition(&plan, ExecutionStatus::FatalError, now)
+                    .unwrap_or_else(|| ready_condition(&[], now)),
+                None => ready_condition(&self.workloads().await?, now),
+            };
             cond.observed_generation = generation;
             set_condition(&mut status.conditions, cond);
         } else {
@@ -304,18 +353,87 @@ impl<'c> Reconciler<'c> {
             }
         }
 
+        // --- cluster-scoped objects applied by the pass are recorded for uninstall
+        let mut extra = BTreeMap::from([(TIMING_ANNOTATION, timing_annotation)]);
+        let stored = stored_cluster_objects(&inst);
+        let mut recorded = stored.clone();
+        recorded.extend(
+            self.cluster
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .iter()
+                .cloned(),
+        );
+        if recorded != stored {
+            extra.insert(
+                CLUSTER_OBJECTS_ANNOTATION,
+                Some(serde_json::to_string(&recorded).unwrap_or_default()),
+            );
+        }
+        // (Kubernetes forbids adding finalizers to an Instance being deleted.)
+        if !recorded.is_empty() && !deleting && !finalizers.iter().any(|f| f == CLUSTER_OBJECTS_FINALIZER) {
+            finalizers.push(CLUSTER_OBJECTS_FINALIZER.to_string());
+        }
+
         // Status first: a crash before the spec write re-runs a terminal pass, which is a no-op.
         let rv = self
             .write_status(&old_status, &status)
             .await?
             .or_else(|| resource_version(&raw));
-        self.write_spec(&inst, &spec, &finalizers, remember.as_ref(), timing_annotation.as_deref(), rv)
+        self.write_spec(&inst, &spec, &finalizers, remember.as_ref(), &extra, rv)
             .await?;
         Ok(Action::requeue(requeue))
     }
 
+    /// Uninstall of an Instance whose plans created cluster-scoped objects: delete them, then
+    /// release the Instance (namespaced objects are left to the garbage collector).
+    async fn release_cluster_objects(
+        &self,
+        raw: &DynamicObject,
+        inst: &Instance,
+    ) -> Result<Action, ReconcileError> {
+        let mut pending = Vec::new();
+        for (api_version, kind, name) in stored_cluster_objects(inst) {
+            let obj = json!({"apiVersion": api_version, "kind": kind, "metadata": {"name": name}});
+            match execute::delete(self.ctx, &obj).await {
+                Ok(None) => {}
+                Ok(Some(waiting)) => pending.push(waiting),
+                Err(TaskOutcome::Transient(e)) => pending.push(e),
+                Err(other) => pending.push(format!("{other:?}")),
+            }
+        }
+        if !pending.is_empty() {
+            debug!(pending = %pending.join(", "), "waiting for cluster-scoped objects to be deleted");
+            // Cluster-scoped kinds are not watched: poll until they are gone.
+            return Ok(Action::requeue(Duration::from_secs(1)));
+        }
+        info!("cluster-scoped objects deleted, releasing the instance");
+        let finalizers: Vec<String> = inst
+            .metadata
+            .finalizers
+            .iter()
+            .filter(|f| *f != CLUSTER_OBJECTS_FINALIZER)
+            .cloned()
+            .collect();
+        self.write_spec(
+            inst,
+            &inst.spec,
+            &finalizers,
+            None,
+            &BTreeMap::new(),
+            resource_version(raw),
+        )
+        .await?;
+        Ok(Action::await_change())
+    }
+
     /// Runs KUDO's admission rules against the last admitted spec.
-    async fn admit(&self, inst: &Instance, ov: &OperatorVersion, deleting: bool) -> Result<Admitted, ReconcileError> {
+    async fn admit(
+        &self,
+        inst: &Instance,
+        ov: &OperatorVersion,
+        deleting: bool,
+    ) -> Result<Admitted, ReconcileError> {
         let stored: Option<InstanceSpec> = inst
             .metadata
             .annotations
@@ -414,10 +532,14 @@ impl<'c> Reconciler<'c> {
         ensure_plan_statuses(&ov.spec, status);
         let timing = Timing::from_annotation(annotations.get(TIMING_ANNOTATION).map(String::as_str));
 
-        let mut ps = status.plan_status.get(plan).cloned().unwrap_or_else(|| PlanStatus {
-            name: plan.to_string(),
-            ..PlanStatus::default()
-        });
+        let mut ps = status
+            .plan_status
+            .get(plan)
+            .cloned()
+            .unwrap_or_else(|| PlanStatus {
+                name: plan.to_string(),
+                ..PlanStatus::default()
+            });
         if needs_reset(&ps, plan_uid) {
             reset_for_run(&mut ps, plan_uid, now);
         }
@@ -425,7 +547,8 @@ impl<'c> Reconciler<'c> {
             let msg = format!("could not find required plan: {plan}");
             if !ps.status.is_terminal() {
                 mark_plan_fatal(&mut ps, &msg, now);
-                self.event(raw, EventType::Warning, reasons::INVALID_PLAN, plan, &msg).await;
+                self.event(raw, EventType::Warning, reasons::INVALID_PLAN, plan, &msg)
+                    .await;
             }
             let st = ps.status;
             status.plan_status.insert(plan.to_string(), ps);
@@ -453,7 +576,8 @@ impl<'c> Reconciler<'c> {
             Err(msg) => {
                 let msg = format!("{}/{}: {msg}", self.ns, self.name);
                 mark_plan_fatal(&mut ps, &msg, now);
-                self.event(raw, EventType::Warning, reasons::INVALID_PARAMS, plan, &msg).await;
+                self.event(raw, EventType::Warning, reasons::INVALID_PARAMS, plan, &msg)
+                    .await;
                 let st = ps.status;
                 status.plan_status.insert(plan.to_string(), ps);
                 self.plan_ready(status, plan, st, now, generation);
@@ -474,8 +598,13 @@ impl<'c> Reconciler<'c> {
             }
         };
         while let Some(call) = pass.next_task() {
-            let outcome = execute::run_task(self.ctx, &call, &rendered, &params)
-                .instrument(info_span!("task", phase = call.phase, step = call.step, task = call.task_name))
+            let outcome = execute::run_task(self.ctx, &call, &rendered, &params, &self.cluster)
+                .instrument(info_span!(
+                    "task",
+                    phase = call.phase,
+                    step = call.step,
+                    task = call.task_name
+                ))
                 .await;
             debug!(phase = call.phase, step = call.step, task = call.task_name, outcome = ?outcome, "task ran");
             pass.report(outcome);
@@ -508,7 +637,14 @@ impl<'c> Reconciler<'c> {
         (st, requeue, summary.timing.to_annotation())
     }
 
-    fn plan_ready(&self, status: &mut InstanceStatus, plan: &str, st: ExecutionStatus, now: Timestamp, generation: Option<i64>) {
+    fn plan_ready(
+        &self,
+        status: &mut InstanceStatus,
+        plan: &str,
+        st: ExecutionStatus,
+        now: Timestamp,
+        generation: Option<i64>,
+    ) {
         if let Some(mut c) = plan_condition(plan, st, now) {
             c.observed_generation = generation;
             set_condition(&mut status.conditions, c);
@@ -537,12 +673,15 @@ impl<'c> Reconciler<'c> {
                 out.push(v);
             }
         }
-        let _ = &self.iar;
         Ok(out)
     }
 
     /// Merge-patches the status subresource when it changed; returns the new resourceVersion.
-    async fn write_status(&self, old: &InstanceStatus, new: &InstanceStatus) -> Result<Option<String>, ReconcileError> {
+    async fn write_status(
+        &self,
+        old: &InstanceStatus,
+        new: &InstanceStatus,
+    ) -> Result<Option<String>, ReconcileError> {
         if old == new {
             return Ok(None);
         }
@@ -567,7 +706,7 @@ impl<'c> Reconciler<'c> {
         spec: &InstanceSpec,
         finalizers: &[String],
         remember: Option<&InstanceSpec>,
-        timing: Option<&str>,
+        extra_annotations: &BTreeMap<&str, Option<String>>,
         resource_version: Option<String>,
     ) -> Result<Option<DynamicObject>, ReconcileError> {
         let mut patch = serde_json::Map::new();
@@ -613,8 +752,10 @@ impl<'c> Reconciler<'c> {
                 annotations.insert(ADMITTED_SPEC_ANNOTATION.into(), json!(text));
             }
         }
-        if cur(TIMING_ANNOTATION) != timing {
-            annotations.insert(TIMING_ANNOTATION.into(), timing.map_or(Value::Null, |t| json!(t)));
+        for (k, v) in extra_annotations {
+            if cur(k) != v.as_deref() {
+                annotations.insert(k.to_string(), v.as_ref().map_or(Value::Null, |t| json!(t)));
+            }
         }
         if !annotations.is_empty() {
             meta.insert("annotations".into(), Value::Object(annotations));
@@ -638,4 +779,93 @@ impl<'c> Reconciler<'c> {
 
 fn resource_version(raw: &DynamicObject) -> Option<String> {
     raw.metadata.resource_version.clone()
+}
+
+/// The most recently updated of deploy/update/upgrade when its last run ended in FATAL_ERROR.
+fn last_failed_lifecycle_plan(status: &InstanceStatus) -> Option<String> {
+    let latest = ["deploy", "update", "upgrade"]
+        .iter()
+        .filter_map(|p| status.plan_status.get(*p))
+        .filter(|ps| ps.status != ExecutionStatus::NeverRun)
+        .max_by_key(|ps| {
+            ps.last_updated_timestamp
+                .as_deref()
+                .and_then(|t| Timestamp::parse(t).ok())
+                .map_or(i64::MIN, |t| t.unix())
+        })?;
+    (latest.status == ExecutionStatus::FatalError).then(|| latest.name.clone())
+}
+
+/// The cluster-scoped objects recorded on the Instance (see [`CLUSTER_OBJECTS_ANNOTATION`]).
+fn stored_cluster_objects(inst: &Instance) -> BTreeSet<(String, String, String)> {
+    inst.metadata
+        .annotations
+        .get(CLUSTER_OBJECTS_ANNOTATION)
+        .and_then(|s| serde_json::from_str(s).ok())
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ps(name: &str, status: ExecutionStatus, at: &str) -> PlanStatus {
+        PlanStatus {
+            name: name.into(),
+            status,
+            last_updated_timestamp: Some(at.into()),
+            ..PlanStatus::default()
+        }
+    }
+
+    #[test]
+    fn idle_readiness_follows_the_latest_failed_lifecycle_plan() {
+        let mut st = InstanceStatus::default();
+        st.plan_status.insert(
+            "deploy".into(),
+            ps("deploy", ExecutionStatus::Complete, "2026-01-01T10:00:00Z"),
+        );
+        assert_eq!(last_failed_lifecycle_plan(&st), None);
+        st.plan_status.insert(
+            "update".into(),
+            ps("update", ExecutionStatus::FatalError, "2026-01-01T11:00:00Z"),
+        );
+        assert_eq!(last_failed_lifecycle_plan(&st), Some("update".into()));
+        // A later successful deploy supersedes the failed update.
+        st.plan_status.insert(
+            "deploy".into(),
+            ps("deploy", ExecutionStatus::Complete, "2026-01-01T12:00:00Z"),
+        );
+        assert_eq!(last_failed_lifecycle_plan(&st), None);
+        // Other plans (e.g. backup) do not affect readiness.
+        st.plan_status.insert(
+            "backup".into(),
+            ps("backup", ExecutionStatus::FatalError, "2026-01-01T13:00:00Z"),
+        );
+        assert_eq!(last_failed_lifecycle_plan(&st), None);
+    }
+
+    #[test]
+    fn cluster_objects_annotation_round_trips() {
+        let mut inst: Instance = serde_json::from_value(json!({
+            "apiVersion": "kudo.dev/v1beta1", "kind": "Instance",
+            "metadata": {"name": "i"}, "spec": {}
+        }))
+        .unwrap();
+        assert!(stored_cluster_objects(&inst).is_empty());
+        let set = BTreeSet::from([(
+            "rbac.authorization.k8s.io/v1".to_string(),
+            "ClusterRole".to_string(),
+            "r".to_string(),
+        )]);
+        inst.metadata.annotations.insert(
+            CLUSTER_OBJECTS_ANNOTATION.into(),
+            serde_json::to_string(&set).unwrap(),
+        );
+        assert_eq!(stored_cluster_objects(&inst), set);
+        inst.metadata
+            .annotations
+            .insert(CLUSTER_OBJECTS_ANNOTATION.into(), "not json".into());
+        assert!(stored_cluster_objects(&inst).is_empty());
+    }
 }

@@ -28,7 +28,11 @@ pub struct ConvertOptions {
 }
 
 fn meta(name: &str, namespace: &Option<String>) -> api::ObjectMeta {
-    api::ObjectMeta { name: name.to_string(), namespace: namespace.clone(), ..Default::default() }
+    api::ObjectMeta {
+        name: name.to_string(),
+        namespace: namespace.clone(),
+        ..Default::default()
+    }
 }
 
 /// Converts one package task to the API form.
@@ -47,7 +51,12 @@ pub fn task_to_api(t: &model::Task) -> api::Task {
             pipe: s
                 .pipe
                 .iter()
-                .map(|p| api::PipeSpec { file: p.file.clone(), env_file: p.env_file.clone(), kind: p.kind.clone(), key: p.key.clone() })
+                .map(|p| api::PipeSpec {
+                    file: p.file.clone(),
+                    env_file: p.env_file.clone(),
+                    kind: p.kind.clone(),
+                    key: p.key.clone(),
+                })
                 .collect(),
             package: s.package.clone(),
             instance_name: s.instance_name.clone(),
@@ -72,7 +81,11 @@ pub fn plan_to_api(p: &model::Plan) -> api::Plan {
                 steps: ph
                     .steps
                     .iter()
-                    .map(|st| api::Step { name: st.name.clone(), tasks: st.tasks.clone(), timeout: st.timeout.clone() })
+                    .map(|st| api::Step {
+                        name: st.name.clone(),
+                        tasks: st.tasks.clone(),
+                        timeout: st.timeout.clone(),
+                    })
                     .collect(),
             })
             .collect(),
@@ -99,7 +112,10 @@ pub fn parameter_to_api(p: &model::Parameter) -> api::Parameter {
 pub fn check_tasks(pkg: &Package) -> Result<(), PackageError> {
     for t in &pkg.operator.tasks {
         let missing = |f: &str| {
-            PackageError::Invalid(format!("task {:?}: template {:?} is not defined in templates/", t.name, f))
+            PackageError::Invalid(format!(
+                "task {:?}: template {:?} is not defined in templates/",
+                t.name, f
+            ))
         };
         match t.kind.as_str() {
             "Apply" | "Delete" | "Toggle" => {
@@ -109,7 +125,10 @@ pub fn check_tasks(pkg: &Package) -> Result<(), PackageError> {
                     }
                 }
                 if t.kind == "Toggle" && t.spec.parameter.is_empty() {
-                    return Err(PackageError::Invalid(format!("task {:?}: a Toggle task needs a parameter", t.name)));
+                    return Err(PackageError::Invalid(format!(
+                        "task {:?}: a Toggle task needs a parameter",
+                        t.name
+                    )));
                 }
             }
             "Pipe" => {
@@ -117,7 +136,10 @@ pub fn check_tasks(pkg: &Package) -> Result<(), PackageError> {
                     return Err(missing(&t.spec.pod));
                 }
                 if t.spec.pipe.is_empty() {
-                    return Err(PackageError::Invalid(format!("task {:?}: a Pipe task needs at least one pipe entry", t.name)));
+                    return Err(PackageError::Invalid(format!(
+                        "task {:?}: a Pipe task needs at least one pipe entry",
+                        t.name
+                    )));
                 }
             }
             "KudoOperator" => {
@@ -127,7 +149,12 @@ pub fn check_tasks(pkg: &Package) -> Result<(), PackageError> {
                 }
             }
             "Dummy" => {}
-            other => return Err(PackageError::Invalid(format!("task {:?}: unknown task kind {other}", t.name))),
+            other => {
+                return Err(PackageError::Invalid(format!(
+                    "task {:?}: unknown task kind {other}",
+                    t.name
+                )));
+            }
         }
     }
     Ok(())
@@ -145,7 +172,14 @@ pub fn to_resources(pkg: &Package, opts: &ConvertOptions) -> Result<Resources, P
             description: o.description.clone(),
             kudo_version: o.kudo_version.clone(),
             kubernetes_version: o.kubernetes_version.clone(),
-            maintainers: o.maintainers.iter().map(|m| api::Maintainer { name: m.name.clone(), email: m.email.clone() }).collect(),
+            maintainers: o
+                .maintainers
+                .iter()
+                .map(|m| api::Maintainer {
+                    name: m.name.clone(),
+                    email: m.email.clone(),
+                })
+                .collect(),
             url: o.url.clone(),
             namespace_manifest: o.namespace_manifest.clone(),
         },
@@ -157,7 +191,11 @@ pub fn to_resources(pkg: &Package, opts: &ConvertOptions) -> Result<Resources, P
         kind: "OperatorVersion".into(),
         metadata: meta(&ov_name, &opts.namespace),
         spec: api::OperatorVersionSpec {
-            operator: api::ObjectReference { kind: Some("Operator".into()), namespace: None, name: o.name.clone() },
+            operator: api::ObjectReference {
+                kind: Some("Operator".into()),
+                namespace: None,
+                name: o.name.clone(),
+            },
             version: o.operator_version.clone(),
             app_version: o.app_version.clone(),
             templates: pkg.templates.clone(),
@@ -169,7 +207,10 @@ pub fn to_resources(pkg: &Package, opts: &ConvertOptions) -> Result<Resources, P
         },
         status: None,
     };
-    let inst_name = opts.instance_name.clone().unwrap_or_else(|| pkg.default_instance_name());
+    let inst_name = opts
+        .instance_name
+        .clone()
+        .unwrap_or_else(|| pkg.default_instance_name());
     let mut imeta = meta(&inst_name, &opts.namespace);
     imeta.labels.insert(api::labels::OPERATOR.into(), o.name.clone());
     let instance = api::Instance {
@@ -177,11 +218,19 @@ pub fn to_resources(pkg: &Package, opts: &ConvertOptions) -> Result<Resources, P
         kind: "Instance".into(),
         metadata: imeta,
         spec: api::InstanceSpec {
-            operator_version: api::ObjectReference { kind: None, namespace: None, name: ov_name },
+            operator_version: api::ObjectReference {
+                kind: None,
+                namespace: None,
+                name: ov_name,
+            },
             parameters: opts.parameters.clone(),
             plan_execution: Default::default(),
         },
         status: None,
     };
-    Ok(Resources { operator, operator_version, instance })
+    Ok(Resources {
+        operator,
+        operator_version,
+        instance,
+    })
 }

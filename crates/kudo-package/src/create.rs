@@ -12,7 +12,9 @@ use crate::model::Package;
 
 /// Builds the `.tgz` bytes of `pkg` from the files it was read from.
 pub fn tarball_bytes(pkg: &Package) -> Result<Vec<u8>, PackageError> {
-    let gz = flate2::GzBuilder::new().mtime(0).write(Vec::new(), flate2::Compression::default());
+    let gz = flate2::GzBuilder::new()
+        .mtime(0)
+        .write(Vec::new(), flate2::Compression::default());
     let mut builder = tar::Builder::new(gz);
     builder.mode(tar::HeaderMode::Deterministic);
     // BTreeMap iteration is sorted by path.
@@ -39,7 +41,10 @@ pub fn tarball_bytes(pkg: &Package) -> Result<Vec<u8>, PackageError> {
 pub fn write_tarball(pkg: &Package, dest_dir: &Path, overwrite: bool) -> Result<PathBuf, PackageError> {
     let target = dest_dir.join(pkg.tarball_name());
     if target.exists() && !overwrite {
-        return Err(PackageError::io(target.display(), "file already exists, use --overwrite to replace it"));
+        return Err(PackageError::io(
+            target.display(),
+            "file already exists, use --overwrite to replace it",
+        ));
     }
     let bytes = tarball_bytes(pkg)?;
     std::fs::create_dir_all(dest_dir).map_err(|e| PackageError::io(dest_dir.display(), e))?;

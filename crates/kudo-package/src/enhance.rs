@@ -97,7 +97,14 @@ pub fn builtin_is_namespaced(api_version: &str, kind: &str) -> bool {
 }
 
 /// Kinds with a pod template at `spec.template`.
-const POD_TEMPLATE_KINDS: &[&str] = &["Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "ReplicationController", "Job"];
+const POD_TEMPLATE_KINDS: &[&str] = &[
+    "Deployment",
+    "StatefulSet",
+    "DaemonSet",
+    "ReplicaSet",
+    "ReplicationController",
+    "Job",
+];
 
 fn child_obj<'a>(v: &'a mut Value, key: &str) -> Option<&'a mut Map<String, Value>> {
     v.as_object_mut()?.get_mut(key)?.as_object_mut()
@@ -209,7 +216,12 @@ mod tests {
             phase: "main".into(),
             step: "s".into(),
             plan_uid: "uid-1".into(),
-            owner: Some(Owner { api_version: "kudo.dev/v1beta1".into(), kind: "Instance".into(), name: "inst".into(), uid: "iuid".into() }),
+            owner: Some(Owner {
+                api_version: "kudo.dev/v1beta1".into(),
+                kind: "Instance".into(),
+                name: "inst".into(),
+                uid: "iuid".into(),
+            }),
         }
     }
 
@@ -226,11 +238,28 @@ mod tests {
         assert_eq!(o["metadata"]["labels"]["app"], "a");
         assert_eq!(o["metadata"]["labels"]["heritage"], "kudo");
         assert_eq!(o["metadata"]["annotations"]["kudo.dev/plan"], "deploy");
-        assert!(o["metadata"]["annotations"].get("kudo.dev/operator-version").is_none());
-        assert_eq!(o["spec"]["template"]["metadata"]["annotations"]["kudo.dev/operator-version"], "0.1.0");
-        assert!(o["spec"]["template"]["metadata"]["annotations"].get("kudo.dev/plan").is_none());
-        assert_eq!(o["spec"]["template"]["metadata"]["labels"]["kudo.dev/instance"], "inst");
-        assert_eq!(o["spec"]["volumeClaimTemplates"][0]["metadata"]["labels"]["kudo.dev/operator"], "op");
+        assert!(
+            o["metadata"]["annotations"]
+                .get("kudo.dev/operator-version")
+                .is_none()
+        );
+        assert_eq!(
+            o["spec"]["template"]["metadata"]["annotations"]["kudo.dev/operator-version"],
+            "0.1.0"
+        );
+        assert!(
+            o["spec"]["template"]["metadata"]["annotations"]
+                .get("kudo.dev/plan")
+                .is_none()
+        );
+        assert_eq!(
+            o["spec"]["template"]["metadata"]["labels"]["kudo.dev/instance"],
+            "inst"
+        );
+        assert_eq!(
+            o["spec"]["volumeClaimTemplates"][0]["metadata"]["labels"]["kudo.dev/operator"],
+            "op"
+        );
         assert_eq!(o["metadata"]["ownerReferences"][0]["uid"], "iuid");
         assert_eq!(o["metadata"]["ownerReferences"][0]["controller"], true);
     }

@@ -9,7 +9,11 @@ pub enum PackageError {
     Yaml { file: String, message: String },
     /// The YAML parses but a field has the wrong shape.
     #[error("{file}: field `{field}`: {message}")]
-    Field { file: String, field: String, message: String },
+    Field {
+        file: String,
+        field: String,
+        message: String,
+    },
     /// `operator.yaml` or `params.yaml` is absent.
     #[error("operator package missing {0}")]
     Missing(String),
@@ -33,9 +37,15 @@ pub enum PackageError {
 
 impl PackageError {
     pub(crate) fn io(path: impl std::fmt::Display, e: impl std::fmt::Display) -> PackageError {
-        PackageError::Io { path: path.to_string(), message: e.to_string() }
+        PackageError::Io {
+            path: path.to_string(),
+            message: e.to_string(),
+        }
     }
     pub(crate) fn unsafe_entry(path: impl std::fmt::Display, msg: impl Into<String>) -> PackageError {
-        PackageError::Unsafe { path: path.to_string(), message: msg.into() }
+        PackageError::Unsafe {
+            path: path.to_string(),
+            message: msg.into(),
+        }
     }
 }

@@ -18,9 +18,9 @@ pub mod reader;
 pub mod render;
 pub mod scaffold;
 pub mod split;
+mod tmpl;
 pub mod verify;
 pub mod yaml;
-mod tmpl;
 
 pub use error::PackageError;
 pub use model::Package;

@@ -100,7 +100,10 @@ pub fn parameters(pkg: &Package, o: ParamListOptions) -> String {
     params.sort_by(|a, b| a.name.cmp(&b.name));
     let mut t = Table::new();
     if o.required_only {
-        let req: Vec<_> = params.iter().filter(|p| p.is_required() && !p.has_default()).collect();
+        let req: Vec<_> = params
+            .iter()
+            .filter(|p| p.is_required() && !p.has_default())
+            .collect();
         if req.is_empty() {
             return "no required parameters without default values found\n".into();
         }
@@ -144,7 +147,11 @@ pub fn tasks(pkg: &Package) -> String {
     t.row(["Name", "Kind", "Resources"]);
     for task in &pkg.operator.tasks {
         let res = crate::verify::task_templates(task);
-        t.row([task.name.clone(), task.kind.clone(), format!("[{}]", res.join(" "))]);
+        t.row([
+            task.name.clone(),
+            task.kind.clone(),
+            format!("[{}]", res.join(" ")),
+        ]);
     }
     t.render() + "\n"
 }
@@ -158,7 +165,10 @@ pub struct TreeNode {
 
 impl TreeNode {
     pub fn new(label: impl Into<String>) -> TreeNode {
-        TreeNode { label: label.into(), children: Vec::new() }
+        TreeNode {
+            label: label.into(),
+            children: Vec::new(),
+        }
     }
 
     /// Renders with `├── `/`└── ` branches, ending in a newline.
@@ -198,8 +208,12 @@ pub fn plans(pkg: &Package, with_tasks: bool) -> String {
                 for tname in &step.tasks {
                     let node = match (with_tasks, pkg.operator.task(tname)) {
                         (true, Some(task)) => {
-                            let mut tn = TreeNode::new(format!("[{}]  {}", task.kind.to_lowercase(), task.name));
-                            tn.children = crate::verify::task_templates(task).into_iter().map(TreeNode::new).collect();
+                            let mut tn =
+                                TreeNode::new(format!("[{}]  {}", task.kind.to_lowercase(), task.name));
+                            tn.children = crate::verify::task_templates(task)
+                                .into_iter()
+                                .map(TreeNode::new)
+                                .collect();
                             tn
                         }
                         _ => TreeNode::new(tname.clone()),

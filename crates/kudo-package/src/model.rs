@@ -261,15 +261,25 @@ impl Parameter {
     }
     /// The effective type name (`string` when not declared).
     pub fn value_type(&self) -> &str {
-        if self.type_.is_empty() { "string" } else { &self.type_ }
+        if self.type_.is_empty() {
+            "string"
+        } else {
+            &self.type_
+        }
     }
     /// The default as the OperatorVersion stores it (see [`crate::params::wrap_value`]).
     pub fn default_string(&self) -> Option<String> {
-        self.default.as_ref().map(|d| crate::params::wrap_value(d, self.value_type()))
+        self.default
+            .as_ref()
+            .map(|d| crate::params::wrap_value(d, self.value_type()))
     }
     /// The enum values as the OperatorVersion stores them.
     pub fn enum_strings(&self) -> Option<Vec<String>> {
-        self.enum_.as_ref().map(|vs| vs.iter().map(|v| crate::params::wrap_value(v, self.value_type())).collect())
+        self.enum_.as_ref().map(|vs| {
+            vs.iter()
+                .map(|v| crate::params::wrap_value(v, self.value_type()))
+                .collect()
+        })
     }
 }
 

@@ -19,7 +19,15 @@ pub fn wrap_value(v: &serde_json::Value, value_type: &str) -> String {
 }
 
 fn strconv_err(func: &str, s: &str, range: bool) -> String {
-    format!("strconv.{func}: parsing {}: {}", go_quote(s), if range { "value out of range" } else { "invalid syntax" })
+    format!(
+        "strconv.{func}: parsing {}: {}",
+        go_quote(s),
+        if range {
+            "value out of range"
+        } else {
+            "invalid syntax"
+        }
+    )
 }
 
 /// Go's `strconv.ParseInt(s, 10, 64)` error, if any.
@@ -43,7 +51,11 @@ fn parse_float_err(s: &str) -> Option<String> {
     }
     // Rust accepts a few spellings Go does not ("inf" handled above); Go accepts `_` only with a
     // base prefix, which Rust rejects too.
-    if body.is_empty() || !body.bytes().all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'e' | b'+' | b'-')) {
+    if body.is_empty()
+        || !body
+            .bytes()
+            .all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'e' | b'+' | b'-'))
+    {
         return Some(strconv_err("ParseFloat", s, false));
     }
     match s.parse::<f64>() {
@@ -82,7 +94,10 @@ pub fn validate_string_for_type(value_type: &str, s: &str) -> Result<(), String>
             None => Ok(()),
         },
         "boolean" => match parse_bool(s) {
-            None => Err(format!("type is \"boolean\" but format of {q} is invalid: {}", strconv_err("ParseBool", s, false))),
+            None => Err(format!(
+                "type is \"boolean\" but format of {q} is invalid: {}",
+                strconv_err("ParseBool", s, false)
+            )),
             Some(_) => Ok(()),
         },
         "array" => match decode_structured(s) {
@@ -103,17 +118,24 @@ pub fn validate_decoded_for_type(value_type: &str, v: &serde_json::Value) -> Res
     use serde_json::Value as J;
     match (value_type, v) {
         ("string", J::String(_)) => Ok(()),
-        ("string", other) => Err(format!("type is \"string\" but format is invalid: {}", go_s(other))),
+        ("string", other) => Err(format!(
+            "type is \"string\" but format is invalid: {}",
+            go_s(other)
+        )),
         ("integer", J::Number(n)) if n.is_i64() || n.is_u64() => Ok(()),
         ("number", J::Number(_)) => Ok(()),
         ("boolean", J::Bool(_)) => Ok(()),
         ("integer" | "number" | "boolean", J::String(s)) => validate_string_for_type(value_type, s),
-        ("integer" | "number" | "boolean", other) => {
-            Err(format!("type is \"{value_type}\" but format of {} is invalid", go_s(other)))
-        }
+        ("integer" | "number" | "boolean", other) => Err(format!(
+            "type is \"{value_type}\" but format of {} is invalid",
+            go_s(other)
+        )),
         ("array", J::Array(_)) | ("map", J::Object(_)) => Ok(()),
         ("array" | "map", J::String(s)) => validate_string_for_type(value_type, s),
-        ("array", other) => Err(format!("type is \"array\" but value {} is not an array", go_s(other))),
+        ("array", other) => Err(format!(
+            "type is \"array\" but value {} is not an array",
+            go_s(other)
+        )),
         ("map", other) => Err(format!("type is \"map\" but value {} is not a map", go_s(other))),
         _ => Ok(()),
     }
@@ -178,7 +200,10 @@ pub fn validate_value(p: &dyn ParamDef, value: &str) -> Result<(), String> {
         return Ok(());
     }
     if let Err(e) = validate_string_for_type(p.value_type(), value) {
-        return Err(format!("parameter {name} has an invalid value {}: {e}", go_quote(value)));
+        return Err(format!(
+            "parameter {name} has an invalid value {}: {e}",
+            go_quote(value)
+        ));
     }
     if let Some(allowed) = p.enum_strings()
         && !allowed.iter().any(|a| a == value)
@@ -208,10 +233,17 @@ pub fn validate_values(defs: &[&dyn ParamDef], values: &BTreeMap<String, String>
 
 /// The effective string value of every declared parameter: the instance value if given, else the
 /// default, else `""` (KUDO's `ParamsMap` before decoding). Undeclared instance values are ignored.
-pub fn effective_values(defs: &[&dyn ParamDef], values: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+pub fn effective_values(
+    defs: &[&dyn ParamDef],
+    values: &BTreeMap<String, String>,
+) -> BTreeMap<String, String> {
     defs.iter()
         .map(|d| {
-            let v = values.get(d.name()).cloned().or_else(|| d.default_string()).unwrap_or_default();
+            let v = values
+                .get(d.name())
+                .cloned()
+                .or_else(|| d.default_string())
+                .unwrap_or_default();
             (d.name().to_string(), v)
         })
         .collect()
@@ -229,8 +261,13 @@ pub fn template_params(
         let s = eff.get(d.name()).cloned().unwrap_or_default();
         let v = match d.value_type() {
             "array" | "map" => {
-                let decoded = decode_structured(&s)
-                    .map_err(|e| format!("parameter {} has an invalid {} value: {e}", go_quote(d.name()), d.value_type()))?;
+                let decoded = decode_structured(&s).map_err(|e| {
+                    format!(
+                        "parameter {} has an invalid {} value: {e}",
+                        go_quote(d.name()),
+                        d.value_type()
+                    )
+                })?;
                 kudo_template::Value::from_json(&decoded)
             }
             _ => kudo_template::Value::str(s.as_str()),
@@ -263,7 +300,11 @@ pub fn parse_param_file(file: &str, text: &str) -> Result<BTreeMap<String, Strin
     let obj = match v {
         serde_json::Value::Object(o) => o,
         serde_json::Value::Null => return Ok(BTreeMap::new()),
-        _ => return Err(format!("{file}: a parameter file must be a YAML map of NAME: value")),
+        _ => {
+            return Err(format!(
+                "{file}: a parameter file must be a YAML map of NAME: value"
+            ));
+        }
     };
     let mut out = BTreeMap::new();
     for (k, v) in obj {
@@ -285,6 +326,7 @@ mod tests {
         kudo_api::Parameter {
             name: "P".into(),
             value_type: ty.into(),
+            required: Some(true),
             default: default.map(String::from),
             r#enum: en.map(|v| v.into_iter().map(String::from).collect()),
             ..Default::default()
@@ -294,7 +336,10 @@ mod tests {
     #[test]
     fn messages_follow_kudo_wording() {
         let d = def("integer", None, None);
-        assert_eq!(validate_value(&d, ""), Err("parameter \"P\" is required but has no value set".into()));
+        assert_eq!(
+            validate_value(&d, ""),
+            Err("parameter \"P\" is required but has no value set".into())
+        );
         assert_eq!(
             validate_value(&d, "abc"),
             Err("parameter \"P\" has an invalid value \"abc\": type is \"integer\" but format of \"abc\" is invalid: strconv.ParseInt: parsing \"abc\": invalid syntax".into())
@@ -313,7 +358,12 @@ mod tests {
     #[test]
     fn arrays_and_maps_are_decoded_for_templates_only() {
         let a = def("array", Some("[80, 443]"), None);
-        let n = kudo_api::Parameter { name: "N".into(), value_type: "integer".into(), default: Some("3".into()), ..Default::default() };
+        let n = kudo_api::Parameter {
+            name: "N".into(),
+            value_type: "integer".into(),
+            default: Some("3".into()),
+            ..Default::default()
+        };
         let defs: Vec<&dyn ParamDef> = vec![&a, &n];
         let m = template_params(&defs, &BTreeMap::new()).unwrap();
         assert_eq!(m["P"].type_name(), "[]interface {}");

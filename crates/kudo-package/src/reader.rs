@@ -30,7 +30,12 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Limits {
-        Limits { max_file_size: 8 << 20, max_total_size: 32 << 20, max_entries: 4096, max_depth: 16 }
+        Limits {
+            max_file_size: 8 << 20,
+            max_total_size: 32 << 20,
+            max_entries: 4096,
+            max_depth: 16,
+        }
     }
 }
 
@@ -47,13 +52,20 @@ pub fn read_path_with(path: &Path, limits: &Limits) -> Result<Package, PackageEr
         if meta.len() > limits.max_total_size {
             return Err(PackageError::unsafe_entry(
                 path.display(),
-                format!("archive is {} bytes, more than the limit of {} bytes", meta.len(), limits.max_total_size),
+                format!(
+                    "archive is {} bytes, more than the limit of {} bytes",
+                    meta.len(),
+                    limits.max_total_size
+                ),
             ));
         }
         let f = std::fs::File::open(path).map_err(|e| PackageError::io(path.display(), e))?;
         read_tgz_with(f, &path.display().to_string(), limits)
     } else {
-        Err(PackageError::io(path.display(), "neither a directory nor a regular file"))
+        Err(PackageError::io(
+            path.display(),
+            "neither a directory nor a regular file",
+        ))
     }
 }
 
@@ -83,15 +95,23 @@ fn walk(
     files: &mut BTreeMap<String, Vec<u8>>,
 ) -> Result<(), PackageError> {
     if depth > limits.max_depth {
-        return Err(PackageError::unsafe_entry(dir.display(), format!("nested deeper than {} levels", limits.max_depth)));
+        return Err(PackageError::unsafe_entry(
+            dir.display(),
+            format!("nested deeper than {} levels", limits.max_depth),
+        ));
     }
     let rd = std::fs::read_dir(dir).map_err(|e| PackageError::io(dir.display(), e))?;
-    let mut entries: Vec<_> = rd.collect::<Result<_, _>>().map_err(|e| PackageError::io(dir.display(), e))?;
+    let mut entries: Vec<_> = rd
+        .collect::<Result<_, _>>()
+        .map_err(|e| PackageError::io(dir.display(), e))?;
     entries.sort_by_key(|e| e.file_name());
     for entry in entries {
         let name = entry.file_name();
         let Some(name) = name.to_str() else {
-            return Err(PackageError::unsafe_entry(entry.path().display(), "file name is not valid UTF-8"));
+            return Err(PackageError::unsafe_entry(
+                entry.path().display(),
+                "file name is not valid UTF-8",
+            ));
         };
         // Hidden files and directories (.git, .DS_Store, editor swap files) are not package content.
         if name.starts_with('.') {
@@ -99,16 +119,27 @@ fn walk(
         }
         st.entries += 1;
         if st.entries > limits.max_entries {
-            return Err(PackageError::unsafe_entry(root.display(), format!("more than {} entries", limits.max_entries)));
+            return Err(PackageError::unsafe_entry(
+                root.display(),
+                format!("more than {} entries", limits.max_entries),
+            ));
         }
         let path = entry.path();
-        let ft = entry.file_type().map_err(|e| PackageError::io(path.display(), e))?;
+        let ft = entry
+            .file_type()
+            .map_err(|e| PackageError::io(path.display(), e))?;
         if ft.is_symlink() {
-            return Err(PackageError::unsafe_entry(path.display(), "symbolic links are not allowed in a package"));
+            return Err(PackageError::unsafe_entry(
+                path.display(),
+                "symbolic links are not allowed in a package",
+            ));
         } else if ft.is_dir() {
             walk(root, &path, depth + 1, limits, st, files)?;
         } else if ft.is_file() {
-            let len = entry.metadata().map_err(|e| PackageError::io(path.display(), e))?.len();
+            let len = entry
+                .metadata()
+                .map_err(|e| PackageError::io(path.display(), e))?
+                .len();
             check_sizes(&path.display().to_string(), len, st.total, limits)?;
             let mut buf = Vec::with_capacity(len as usize);
             std::fs::File::open(&path)
@@ -117,10 +148,16 @@ fn walk(
             check_sizes(&path.display().to_string(), buf.len() as u64, st.total, limits)?;
             st.total += buf.len() as u64;
             let rel = path.strip_prefix(root).unwrap_or(&path);
-            let rel: Vec<String> = rel.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
+            let rel: Vec<String> = rel
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                .collect();
             files.insert(rel.join("/"), buf);
         } else {
-            return Err(PackageError::unsafe_entry(path.display(), "not a regular file or directory (device, FIFO or socket)"));
+            return Err(PackageError::unsafe_entry(
+                path.display(),
+                "not a regular file or directory (device, FIFO or socket)",
+            ));
         }
     }
     Ok(())
@@ -136,7 +173,10 @@ fn check_sizes(path: &str, len: u64, total: u64, limits: &Limits) -> Result<(), 
     if total + len > limits.max_total_size {
         return Err(PackageError::unsafe_entry(
             path,
-            format!("package content exceeds the limit of {} bytes in total", limits.max_total_size),
+            format!(
+                "package content exceeds the limit of {} bytes in total",
+                limits.max_total_size
+            ),
         ));
     }
     Ok(())
@@ -172,20 +212,33 @@ pub fn read_tgz_with(reader: impl Read, label: &str, limits: &Limits) -> Result<
     // Tar framing adds 512 bytes per entry on top of the content.
     let raw_limit = limits.max_total_size + (limits.max_entries as u64 + 2) * 1024;
     let gz = flate2::read::GzDecoder::new(reader);
-    let mut archive = tar::Archive::new(Bounded { inner: gz, read: 0, limit: raw_limit });
+    let mut archive = tar::Archive::new(Bounded {
+        inner: gz,
+        read: 0,
+        limit: raw_limit,
+    });
     let mut files = BTreeMap::new();
     let mut total = 0u64;
     let mut count = 0usize;
-    let entries = archive.entries().map_err(|e| PackageError::io(label, format!("not a gzip-compressed tar archive: {e}")))?;
+    let entries = archive
+        .entries()
+        .map_err(|e| PackageError::io(label, format!("not a gzip-compressed tar archive: {e}")))?;
     for entry in entries {
-        let mut entry = entry.map_err(|e| PackageError::io(label, format!("corrupt or oversized archive: {e}")))?;
+        let mut entry =
+            entry.map_err(|e| PackageError::io(label, format!("corrupt or oversized archive: {e}")))?;
         count += 1;
         if count > limits.max_entries {
-            return Err(PackageError::unsafe_entry(label, format!("archive has more than {} entries", limits.max_entries)));
+            return Err(PackageError::unsafe_entry(
+                label,
+                format!("archive has more than {} entries", limits.max_entries),
+            ));
         }
         let raw = entry.path_bytes().into_owned();
         let Ok(raw) = String::from_utf8(raw) else {
-            return Err(PackageError::unsafe_entry(label, "archive entry name is not valid UTF-8"));
+            return Err(PackageError::unsafe_entry(
+                label,
+                "archive entry name is not valid UTF-8",
+            ));
         };
         let shown = format!("{label}: {raw}");
         let name = safe_entry_name(&raw).map_err(|m| PackageError::unsafe_entry(&shown, m))?;
@@ -193,13 +246,36 @@ pub fn read_tgz_with(reader: impl Read, label: &str, limits: &Limits) -> Result<
         match entry.header().entry_type() {
             T::Regular | T::Continuous => {}
             T::Directory => continue,
-            T::Symlink => return Err(PackageError::unsafe_entry(&shown, "symbolic links are not allowed in a package")),
-            T::Link => return Err(PackageError::unsafe_entry(&shown, "hard links are not allowed in a package")),
-            T::Char | T::Block => return Err(PackageError::unsafe_entry(&shown, "device files are not allowed in a package")),
-            T::Fifo => return Err(PackageError::unsafe_entry(&shown, "FIFOs are not allowed in a package")),
+            T::Symlink => {
+                return Err(PackageError::unsafe_entry(
+                    &shown,
+                    "symbolic links are not allowed in a package",
+                ));
+            }
+            T::Link => {
+                return Err(PackageError::unsafe_entry(
+                    &shown,
+                    "hard links are not allowed in a package",
+                ));
+            }
+            T::Char | T::Block => {
+                return Err(PackageError::unsafe_entry(
+                    &shown,
+                    "device files are not allowed in a package",
+                ));
+            }
+            T::Fifo => {
+                return Err(PackageError::unsafe_entry(
+                    &shown,
+                    "FIFOs are not allowed in a package",
+                ));
+            }
             T::XGlobalHeader | T::XHeader | T::GNULongName | T::GNULongLink => continue,
             other => {
-                return Err(PackageError::unsafe_entry(&shown, format!("unsupported tar entry type {other:?}")));
+                return Err(PackageError::unsafe_entry(
+                    &shown,
+                    format!("unsupported tar entry type {other:?}"),
+                ));
             }
         }
         let Some(name) = name else { continue };
@@ -239,12 +315,18 @@ fn safe_entry_name(raw: &str) -> Result<Option<String>, String> {
             c => parts.push(c),
         }
     }
-    if parts.is_empty() { Ok(None) } else { Ok(Some(parts.join("/"))) }
+    if parts.is_empty() {
+        Ok(None)
+    } else {
+        Ok(Some(parts.join("/")))
+    }
 }
 
 fn utf8(path: &str, bytes: &[u8]) -> Result<String, PackageError> {
-    String::from_utf8(bytes.to_vec())
-        .map_err(|e| PackageError::NotUtf8 { path: path.to_string(), offset: e.utf8_error().valid_up_to() })
+    String::from_utf8(bytes.to_vec()).map_err(|e| PackageError::NotUtf8 {
+        path: path.to_string(),
+        offset: e.utf8_error().valid_up_to(),
+    })
 }
 
 /// Is `name` (relative to the package root) a template? Its directory starts with `templates` and
@@ -263,17 +345,27 @@ fn template_key(name: &str) -> Option<String> {
 /// produces), that folder is the package root.
 pub fn from_files(mut files: BTreeMap<String, Vec<u8>>, label: &str) -> Result<Package, PackageError> {
     if !files.contains_key(OPERATOR_FILE) {
-        let tops: std::collections::BTreeSet<&str> = files.keys().filter_map(|k| k.split_once('/').map(|(t, _)| t)).collect();
+        let tops: std::collections::BTreeSet<&str> = files
+            .keys()
+            .filter_map(|k| k.split_once('/').map(|(t, _)| t))
+            .collect();
         let root_files = files.keys().any(|k| !k.contains('/'));
         if tops.len() == 1 && !root_files {
             let top = format!("{}/", tops.iter().next().copied().unwrap_or_default());
             if files.contains_key(&format!("{top}{OPERATOR_FILE}")) {
-                files = files.into_iter().map(|(k, v)| (k[top.len()..].to_string(), v)).collect();
+                files = files
+                    .into_iter()
+                    .map(|(k, v)| (k[top.len()..].to_string(), v))
+                    .collect();
             }
         }
     }
-    let op_bytes = files.get(OPERATOR_FILE).ok_or_else(|| PackageError::Missing(format!("{OPERATOR_FILE} in {label}")))?;
-    let params_bytes = files.get(PARAMS_FILE).ok_or_else(|| PackageError::Missing(format!("{PARAMS_FILE} in {label}")))?;
+    let op_bytes = files
+        .get(OPERATOR_FILE)
+        .ok_or_else(|| PackageError::Missing(format!("{OPERATOR_FILE} in {label}")))?;
+    let params_bytes = files
+        .get(PARAMS_FILE)
+        .ok_or_else(|| PackageError::Missing(format!("{PARAMS_FILE} in {label}")))?;
     let operator = parse_operator(&utf8(OPERATOR_FILE, op_bytes)?)?;
     let params = parse_params(&utf8(PARAMS_FILE, params_bytes)?)?;
     let mut templates = BTreeMap::new();
@@ -282,14 +374,22 @@ pub fn from_files(mut files: BTreeMap<String, Vec<u8>>, label: &str) -> Result<P
             templates.insert(key, utf8(name, bytes)?);
         }
     }
-    Ok(Package { operator, params, templates, files })
+    Ok(Package {
+        operator,
+        params,
+        templates,
+        files,
+    })
 }
 
 fn check_api_version(file: &str, got: &str) -> Result<(), PackageError> {
     if got.is_empty() || got == API_VERSION {
         Ok(())
     } else {
-        Err(PackageError::ApiVersion { file: file.to_string(), got: got.to_string() })
+        Err(PackageError::ApiVersion {
+            file: file.to_string(),
+            got: got.to_string(),
+        })
     }
 }
 
@@ -337,7 +437,10 @@ mod tests {
 
     #[test]
     fn entry_names() {
-        assert_eq!(safe_entry_name("./templates/a.yaml").unwrap().as_deref(), Some("templates/a.yaml"));
+        assert_eq!(
+            safe_entry_name("./templates/a.yaml").unwrap().as_deref(),
+            Some("templates/a.yaml")
+        );
         assert_eq!(safe_entry_name("./").unwrap(), None);
         assert!(safe_entry_name("/etc/passwd").is_err());
         assert!(safe_entry_name("templates/../../x").is_err());
@@ -347,8 +450,14 @@ mod tests {
     #[test]
     fn template_keys() {
         assert_eq!(template_key("templates/a.yaml").as_deref(), Some("a.yaml"));
-        assert_eq!(template_key("templates/sub/dir/b.yaml").as_deref(), Some("sub/dir/b.yaml"));
-        assert_eq!(template_key("templates/x.yaml.bak").as_deref(), Some("x.yaml.bak"));
+        assert_eq!(
+            template_key("templates/sub/dir/b.yaml").as_deref(),
+            Some("sub/dir/b.yaml")
+        );
+        assert_eq!(
+            template_key("templates/x.yaml.bak").as_deref(),
+            Some("x.yaml.bak")
+        );
         assert_eq!(template_key("templates/readme.md"), None);
         assert_eq!(template_key("other/a.yaml"), None);
         assert_eq!(template_key("a.yaml"), None);
@@ -366,6 +475,9 @@ mod tests {
     #[test]
     fn foreign_api_version_is_rejected() {
         let e = parse_operator("apiVersion: kudo.dev/v1alpha1\nname: x\n").unwrap_err();
-        assert_eq!(e.to_string(), "operator.yaml: expecting supported API version kudo.dev/v1beta1 but got kudo.dev/v1alpha1");
+        assert_eq!(
+            e.to_string(),
+            "operator.yaml: expecting supported API version kudo.dev/v1beta1 but got kudo.dev/v1alpha1"
+        );
     }
 }

@@ -83,7 +83,11 @@ impl std::fmt::Debug for RenderContext {
 
 impl RenderContext {
     /// An offline context: placeholder UIDs, built-in namespacedness.
-    pub fn offline(instance_name: &str, namespace: &str, parameters: BTreeMap<String, String>) -> RenderContext {
+    pub fn offline(
+        instance_name: &str,
+        namespace: &str,
+        parameters: BTreeMap<String, String>,
+    ) -> RenderContext {
         RenderContext {
             instance_name: instance_name.into(),
             namespace: namespace.into(),
@@ -103,7 +107,13 @@ pub enum RenderError {
     #[error("invalid parameters: {}", .0.join("; "))]
     InvalidParams(Vec<String>),
     #[error("{plan}.{phase}.{step}.{task}: {message}")]
-    Task { plan: String, phase: String, step: String, task: String, message: String },
+    Task {
+        plan: String,
+        phase: String,
+        step: String,
+        task: String,
+        message: String,
+    },
 }
 
 /// Pipe artifact / pod names: each segment lower-cased with everything but `[a-z0-9]` removed,
@@ -111,7 +121,12 @@ pub enum RenderError {
 pub fn pipe_artifact_name(segments: &[&str]) -> String {
     segments
         .iter()
-        .map(|s| s.to_lowercase().chars().filter(|c| c.is_ascii_lowercase() || c.is_ascii_digit()).collect::<String>())
+        .map(|s| {
+            s.to_lowercase()
+                .chars()
+                .filter(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+                .collect::<String>()
+        })
         .collect::<Vec<_>>()
         .join(".")
 }
@@ -135,13 +150,20 @@ struct Templates<'a> {
 impl Templates<'_> {
     fn render(&mut self, name: &str, data: &Value, plan_uid: &str) -> Result<String, String> {
         if !self.parsed.contains_key(name) {
-            let text = self.ov.spec.templates.get(name).ok_or_else(|| format!("template {name:?} is not defined"))?;
-            let t = Template::parse(name, text, &kudo_funcs()).map_err(|e| format!("error expanding template {name}: {e}"))?;
+            let text = self
+                .ov
+                .spec
+                .templates
+                .get(name)
+                .ok_or_else(|| format!("template {name:?} is not defined"))?;
+            let t = Template::parse(name, text, &kudo_funcs())
+                .map_err(|e| format!("error expanding template {name}: {e}"))?;
             self.parsed.insert(name.to_string(), t);
         }
         let t = &self.parsed[name];
         let mut env = FuncEnv::with_seed(seed(plan_uid, name));
-        t.execute(data, &mut env).map_err(|e| format!("error expanding template {name}: {e}"))
+        t.execute(data, &mut env)
+            .map_err(|e| format!("error expanding template {name}: {e}"))
     }
 }
 
@@ -153,8 +175,16 @@ pub fn validate_parameters(ov: &OperatorVersion, values: &BTreeMap<String, Strin
 }
 
 /// Renders every step of `plan_name`, in plan order. Parameters are validated first.
-pub fn render_plan(ov: &OperatorVersion, plan_name: &str, ctx: &RenderContext) -> Result<Vec<RenderedObject>, RenderError> {
-    let plan = ov.spec.plans.get(plan_name).ok_or_else(|| RenderError::NoPlan(plan_name.to_string()))?;
+pub fn render_plan(
+    ov: &OperatorVersion,
+    plan_name: &str,
+    ctx: &RenderContext,
+) -> Result<Vec<RenderedObject>, RenderError> {
+    let plan = ov
+        .spec
+        .plans
+        .get(plan_name)
+        .ok_or_else(|| RenderError::NoPlan(plan_name.to_string()))?;
     let errs = validate_parameters(ov, &ctx.parameters);
     if !errs.is_empty() {
         return Err(RenderError::InvalidParams(errs));
@@ -162,7 +192,10 @@ pub fn render_plan(ov: &OperatorVersion, plan_name: &str, ctx: &RenderContext) -
     let defs: Vec<&dyn ParamDef> = ov.spec.parameters.iter().map(|p| p as &dyn ParamDef).collect();
     let params = template_params(&defs, &ctx.parameters).map_err(|e| RenderError::InvalidParams(vec![e]))?;
     let pipes = crate::tmpl::pipes_for_plan(&ctx.instance_name, plan_name, plan, &ov.spec.tasks);
-    let mut templates = Templates { ov, parsed: BTreeMap::new() };
+    let mut templates = Templates {
+        ov,
+        parsed: BTreeMap::new(),
+    };
     let mut out = Vec::new();
     for phase in &plan.phases {
         for step in &phase.steps {
@@ -174,7 +207,12 @@ pub fn render_plan(ov: &OperatorVersion, plan_name: &str, ctx: &RenderContext) -
                     task: tname.clone(),
                     message,
                 };
-                let task = ov.spec.tasks.iter().find(|t| &t.name == tname).ok_or_else(|| fail("unknown task".into()))?;
+                let task = ov
+                    .spec
+                    .tasks
+                    .iter()
+                    .find(|t| &t.name == tname)
+                    .ok_or_else(|| fail("unknown task".into()))?;
                 let step_ctx = StepCtx {
                     plan: plan_name,
                     phase: &phase.name,
@@ -209,7 +247,15 @@ fn template_data(ov: &OperatorVersion, ctx: &RenderContext, s: &StepCtx) -> Valu
     m.insert("StepName".into(), Value::str(s.step));
     // A fresh map per render: Sprig's `set` mutates maps in place and must not leak between files.
     m.insert("Params".into(), Value::map(s.params.clone()));
-    m.insert("Pipes".into(), Value::map(s.pipes.iter().map(|(k, v)| (k.clone(), Value::str(v.as_str()))).collect()));
+    m.insert(
+        "Pipes".into(),
+        Value::map(
+            s.pipes
+                .iter()
+                .map(|(k, v)| (k.clone(), Value::str(v.as_str())))
+                .collect(),
+        ),
+    );
     Value::map(m)
 }
 
@@ -257,18 +303,19 @@ fn render_task(
         })
     };
     let data = template_data(ov, ctx, s);
-    let resources = |action: Action, templates: &mut Templates, push: &mut dyn FnMut(&str, Action, serde_json::Value)| {
-        for r in &task.spec.resources {
-            let text = templates.render(r, &data, &ctx.plan_uid)?;
-            for doc in crate::split::parse_objects(r, &text)? {
-                let mut obj = doc.object;
-                let ns = namespaced(&obj);
-                enhance::enhance(&mut obj, &meta, ns);
-                push(r, action, obj);
+    let resources =
+        |action: Action, templates: &mut Templates, push: &mut dyn FnMut(&str, Action, serde_json::Value)| {
+            for r in &task.spec.resources {
+                let text = templates.render(r, &data, &ctx.plan_uid)?;
+                for doc in crate::split::parse_objects(r, &text)? {
+                    let mut obj = doc.object;
+                    let ns = namespaced(&obj);
+                    enhance::enhance(&mut obj, &meta, ns);
+                    push(r, action, obj);
+                }
             }
-        }
-        Ok::<(), String>(())
-    };
+            Ok::<(), String>(())
+        };
     match task.kind.as_str() {
         "Apply" => resources(Action::Apply, templates, &mut push),
         "Delete" => resources(Action::Delete, templates, &mut push),
@@ -283,14 +330,19 @@ fn render_task(
             match parse_bool(sv) {
                 Some(true) => resources(Action::Apply, templates, &mut push),
                 Some(false) => resources(Action::Delete, templates, &mut push),
-                None => Err(format!("toggle task parameter {p:?} has value {sv:?} which is not a boolean")),
+                None => Err(format!(
+                    "toggle task parameter {p:?} has value {sv:?} which is not a boolean"
+                )),
             }
         }
         "Pipe" => {
             let text = templates.render(&task.spec.pod, &data, &ctx.plan_uid)?;
             let docs = crate::split::parse_objects(&task.spec.pod, &text)?;
             let [doc] = docs.as_slice() else {
-                return Err(format!("pipe pod template {} must render exactly one Pod", task.spec.pod));
+                return Err(format!(
+                    "pipe pod template {} must render exactly one Pod",
+                    task.spec.pod
+                ));
             };
             let mut pod = doc.object.clone();
             if pod["kind"] != "Pod" {

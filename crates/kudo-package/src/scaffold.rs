@@ -8,32 +8,33 @@ use crate::error::PackageError;
 /// The scaffold's `operator.yaml`: a deploy plan with one serial phase and step applying one
 /// template, ready to fill in.
 pub fn operator_yaml(name: &str) -> String {
-    format!(
-        "apiVersion: kudo.dev/v1beta1\n\
-name: {name}\n\
-operatorVersion: 0.1.0\n\
-kubernetesVersion: 0.16.0\n\
-maintainers:\n\
-- name: Your name\n\
-  email: <your@email.com>\n\
-url: https://kudo.dev\n\
-tasks:\n\
-- name: app\n\
-  kind: Apply\n\
-  spec:\n\
-    resources:\n\
-    - deployment.yaml\n\
-plans:\n\
-  deploy:\n\
-    strategy: serial\n\
-    phases:\n\
-    - name: main\n\
-      strategy: serial\n\
-      steps:\n\
-      - name: everything\n\
-        tasks:\n\
-        - app\n"
-    )
+    let lines = [
+        "apiVersion: kudo.dev/v1beta1".to_string(),
+        format!("name: {name}"),
+        "operatorVersion: 0.1.0".into(),
+        "kubernetesVersion: 0.16.0".into(),
+        "maintainers:".into(),
+        "- name: Your name".into(),
+        "  email: <your@email.com>".into(),
+        "url: https://kudo.dev".into(),
+        "tasks:".into(),
+        "- name: app".into(),
+        "  kind: Apply".into(),
+        "  spec:".into(),
+        "    resources:".into(),
+        "    - deployment.yaml".into(),
+        "plans:".into(),
+        "  deploy:".into(),
+        "    strategy: serial".into(),
+        "    phases:".into(),
+        "    - name: main".into(),
+        "      strategy: serial".into(),
+        "      steps:".into(),
+        "      - name: everything".into(),
+        "        tasks:".into(),
+        "        - app".into(),
+    ];
+    lines.join("\n") + "\n"
 }
 
 /// The scaffold's `params.yaml`.
@@ -43,7 +44,9 @@ pub const PARAMS_YAML: &str = "apiVersion: kudo.dev/v1beta1\nparameters: []\n";
 pub fn valid_name(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= 63
-        && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
         && !name.starts_with('-')
         && !name.ends_with('-')
 }
@@ -58,7 +61,10 @@ pub fn new_package(dir: &Path, name: &str, overwrite: bool) -> Result<Vec<PathBu
     }
     let root = dir.join("operator");
     if root.exists() && !overwrite {
-        return Err(PackageError::io(root.display(), "folder already exists, use --overwrite to replace its package files"));
+        return Err(PackageError::io(
+            root.display(),
+            "folder already exists, use --overwrite to replace its package files",
+        ));
     }
     std::fs::create_dir_all(&root).map_err(|e| PackageError::io(root.display(), e))?;
     let op = root.join("operator.yaml");

@@ -35,8 +35,12 @@ pub fn parse_objects(file: &str, text: &str) -> Result<Vec<Document>, String> {
         let v = crate::yaml::parse_value(file, doc)
             .map_err(|e| format!("parsing rendered YAML from {file} failed (document {n}): {e}"))?;
         let ok = v.as_object().is_some_and(|o| {
-            o.get("kind").and_then(|k| k.as_str()).is_some_and(|k| !k.is_empty())
-                && o.get("apiVersion").and_then(|k| k.as_str()).is_some_and(|k| !k.is_empty())
+            o.get("kind")
+                .and_then(|k| k.as_str())
+                .is_some_and(|k| !k.is_empty())
+                && o.get("apiVersion")
+                    .and_then(|k| k.as_str())
+                    .is_some_and(|k| !k.is_empty())
         });
         if !ok {
             return Err(format!(
@@ -56,9 +60,17 @@ mod tests {
     fn splits_like_kudo() {
         let t = "a: 1\n---\n# only a comment\n---\n\n---\nb: 2\n";
         assert_eq!(split_documents(t), vec!["a: 1", "\nb: 2\n"]);
-        let objs = parse_objects("x.yaml", "apiVersion: v1\nkind: A\n---\napiVersion: v1\nkind: B\n").unwrap();
+        let objs = parse_objects(
+            "x.yaml",
+            "apiVersion: v1\nkind: A\n---\napiVersion: v1\nkind: B\n",
+        )
+        .unwrap();
         assert_eq!(objs.len(), 2);
         assert_eq!(objs[1].object["kind"], "B");
-        assert!(parse_objects("x.yaml", "foo: bar\n").unwrap_err().contains("x.yaml"));
+        assert!(
+            parse_objects("x.yaml", "foo: bar\n")
+                .unwrap_err()
+                .contains("x.yaml")
+        );
     }
 }

@@ -11,8 +11,16 @@ use crate::model::Package;
 use crate::verify::Verification;
 
 /// The implicit top-level variables templates may use (besides `.Params` and `.Pipes`).
-pub const IMPLICITS: [&str; 8] =
-    ["Name", "Namespace", "OperatorName", "OperatorVersion", "AppVersion", "PlanName", "PhaseName", "StepName"];
+pub const IMPLICITS: [&str; 8] = [
+    "Name",
+    "Namespace",
+    "OperatorName",
+    "OperatorVersion",
+    "AppVersion",
+    "PlanName",
+    "PhaseName",
+    "StepName",
+];
 
 /// Functions whose output differs between renders (time, randomness, DNS). KUDO re-renders on
 /// every reconcile pass, so objects using them are re-patched and pods restarted.
@@ -75,7 +83,9 @@ impl References {
     fn arg(&mut self, a: &Arg, s: Scope) {
         match a {
             Arg::Field { idents, .. } if s.dot_is_root => self.root_chain(idents),
-            Arg::Variable { idents, .. } if idents.first().map(String::as_str) == Some("$") && s.dot_is_root => {
+            Arg::Variable { idents, .. }
+                if idents.first().map(String::as_str) == Some("$") && s.dot_is_root =>
+            {
                 self.root_chain(&idents[1..])
             }
             Arg::Variable { idents, .. } if idents.first().map(String::as_str) == Some("$") => {
@@ -169,7 +179,10 @@ impl References {
 /// Parses every template once. Parse errors are returned per file.
 pub(crate) fn parse_all(pkg: &Package) -> BTreeMap<String, Result<Template, kudo_template::Error>> {
     let funcs = kudo_funcs();
-    pkg.templates.iter().map(|(k, v)| (k.clone(), Template::parse(k, v, &funcs))).collect()
+    pkg.templates
+        .iter()
+        .map(|(k, v)| (k.clone(), Template::parse(k, v, &funcs)))
+        .collect()
 }
 
 /// Verifier 7 (template half): undefined/unused parameters, invalid implicits, parse errors; plus
@@ -194,7 +207,9 @@ pub(crate) fn parameter_usage(pkg: &Package, r: &mut Verification) {
         used.extend(refs.params.iter().cloned());
         for i in &refs.implicits {
             if !IMPLICITS.contains(&i.as_str()) && i != "Params" && i != "Pipes" {
-                r.error(format!("template {name} defines an invalid implicit parameter {i:?}"));
+                r.error(format!(
+                    "template {name} defines an invalid implicit parameter {i:?}"
+                ));
             }
         }
         for f in &refs.non_hermetic {
@@ -206,7 +221,10 @@ pub(crate) fn parameter_usage(pkg: &Package, r: &mut Verification) {
     for t in &pkg.operator.tasks {
         if t.kind == "Toggle" && !t.spec.parameter.is_empty() {
             if !declared.contains(t.spec.parameter.as_str()) {
-                r.error(format!("parameter {:?} in ToggleTask {} is not defined", t.spec.parameter, t.name));
+                r.error(format!(
+                    "parameter {:?} in ToggleTask {} is not defined",
+                    t.spec.parameter, t.name
+                ));
             }
             used.insert(t.spec.parameter.clone());
         }
@@ -233,7 +251,14 @@ pub fn pipes_for_plan(
                     for p in &t.spec.pipe {
                         out.insert(
                             p.key.clone(),
-                            crate::render::pipe_artifact_name(&[instance, plan_name, &phase.name, &step.name, &t.name, &p.key]),
+                            crate::render::pipe_artifact_name(&[
+                                instance,
+                                plan_name,
+                                &phase.name,
+                                &step.name,
+                                &t.name,
+                                &p.key,
+                            ]),
                         );
                     }
                 }
@@ -246,20 +271,37 @@ pub fn pipes_for_plan(
 /// The data `package verify` renders with: implicit variables as their own names (`.Name` is
 /// `"Name"`), parameters at their defaults with the runtime typing, pipes with computed names.
 fn verify_data(pkg: &Package) -> Result<BTreeMap<String, Value>, String> {
-    let defs: Vec<&dyn crate::params::ParamDef> =
-        pkg.params.parameters.iter().map(|p| p as &dyn crate::params::ParamDef).collect();
+    let defs: Vec<&dyn crate::params::ParamDef> = pkg
+        .params
+        .parameters
+        .iter()
+        .map(|p| p as &dyn crate::params::ParamDef)
+        .collect();
     let params = crate::params::template_params(&defs, &BTreeMap::new())?;
     let mut pipes = BTreeMap::new();
-    let api_tasks: Vec<kudo_api::Task> = pkg.operator.tasks.iter().map(crate::convert::task_to_api).collect();
+    let api_tasks: Vec<kudo_api::Task> = pkg
+        .operator
+        .tasks
+        .iter()
+        .map(crate::convert::task_to_api)
+        .collect();
     for (name, plan) in &pkg.operator.plans {
-        pipes.extend(pipes_for_plan("Name", name, &crate::convert::plan_to_api(plan), &api_tasks));
+        pipes.extend(pipes_for_plan(
+            "Name",
+            name,
+            &crate::convert::plan_to_api(plan),
+            &api_tasks,
+        ));
     }
     let mut data = BTreeMap::new();
     for i in IMPLICITS {
         data.insert(i.to_string(), Value::str(i));
     }
     data.insert("Params".into(), Value::map(params));
-    data.insert("Pipes".into(), Value::map(pipes.into_iter().map(|(k, v)| (k, Value::str(v))).collect()));
+    data.insert(
+        "Pipes".into(),
+        Value::map(pipes.into_iter().map(|(k, v)| (k, Value::str(v))).collect()),
+    );
     Ok(data)
 }
 
@@ -308,14 +350,18 @@ pub(crate) fn check_namespace_manifest(pkg: &Package, nm: &str, text: &str, r: &
     let objs = rendered.and_then(|out| crate::split::parse_objects(nm, &out).ok());
     match objs {
         None => r.error(format!("Unable to marshal NamespaceManifest {nm:?} ")),
-        Some(objs) if objs.is_empty() => r.error(format!("NamespaceManifest {nm:?} found but does not contain a manifest")),
+        Some(objs) if objs.is_empty() => r.error(format!(
+            "NamespaceManifest {nm:?} found but does not contain a manifest"
+        )),
         Some(objs) if objs.len() > 1 => r.error(format!(
             "NamespaceManifest {nm:?} found but contains {} manifests which is greater than 1",
             objs.len()
         )),
         Some(objs) => {
             if objs[0].object["kind"] != "Namespace" {
-                r.error(format!("NamespaceManifest {nm:?} found but manifest is not kind: Namespace"));
+                r.error(format!(
+                    "NamespaceManifest {nm:?} found but manifest is not kind: Namespace"
+                ));
             }
         }
     }

@@ -59,7 +59,14 @@ impl ParamChecks {
                 "hasgroup" => c.hasgroup = true,
                 "groups" => c.groups = true,
                 "all" => {
-                    c = ParamChecks { display: true, hint: true, desc: true, type_: true, hasgroup: true, groups: true }
+                    c = ParamChecks {
+                        display: true,
+                        hint: true,
+                        desc: true,
+                        type_: true,
+                        hasgroup: true,
+                        groups: true,
+                    }
                 }
                 "" => {}
                 other => {
@@ -127,7 +134,11 @@ pub fn parse_semver(s: &str) -> Result<(), String> {
         )
         .expect("static regex")
     });
-    if re.is_match(s) { Ok(()) } else { Err("Invalid Semantic Version".into()) }
+    if re.is_match(s) {
+        Ok(())
+    } else {
+        Err("Invalid Semantic Version".into())
+    }
 }
 
 fn versions(pkg: &Package, r: &mut Verification) {
@@ -217,7 +228,10 @@ fn task_references(pkg: &Package, r: &mut Verification) {
         for phase in &plan.phases {
             // Ours: statuses are keyed by phase and step names, duplicates make them ambiguous.
             if !phases.insert(phase.name.as_str()) {
-                r.error(format!("phase {:?} in plan {plan_name:?} is defined more than once", phase.name));
+                r.error(format!(
+                    "phase {:?} in plan {plan_name:?} is defined more than once",
+                    phase.name
+                ));
             }
             let mut steps = HashSet::new();
             for step in &phase.steps {
@@ -257,7 +271,10 @@ fn task_references(pkg: &Package, r: &mut Verification) {
 fn plan_references(pkg: &Package, r: &mut Verification) {
     for p in &pkg.params.parameters {
         if !p.trigger.is_empty() && !pkg.operator.plans.contains_key(&p.trigger) {
-            r.error(format!("plan {:?} used in parameter {:?} is not defined", p.trigger, p.name));
+            r.error(format!(
+                "plan {:?} used in parameter {:?} is not defined",
+                p.trigger, p.name
+            ));
         }
     }
     if !pkg.operator.plans.contains_key("deploy") {
@@ -269,7 +286,10 @@ fn parameter_definitions(pkg: &Package, r: &mut Verification) {
     let params = &pkg.params.parameters;
     for p in params {
         if p.is_immutable() && !p.has_default() && !p.is_required() {
-            r.param_error(&p.name, "is immutable but is not marked as required or has a default value");
+            r.param_error(
+                &p.name,
+                "is immutable but is not marked as required or has a default value",
+            );
         }
     }
     for p in params {
@@ -277,7 +297,11 @@ fn parameter_definitions(pkg: &Package, r: &mut Verification) {
         if !p.type_.is_empty() && !PARAM_TYPES.contains(&p.type_.as_str()) {
             r.param_error(
                 &p.name,
-                &format!("has an unknown type {:?} (must be one of {})", p.type_, PARAM_TYPES.join(", ")),
+                &format!(
+                    "has an unknown type {:?} (must be one of {})",
+                    p.type_,
+                    PARAM_TYPES.join(", ")
+                ),
             );
         }
     }
@@ -297,7 +321,10 @@ fn parameter_definitions(pkg: &Package, r: &mut Verification) {
     for p in params {
         let Some(d) = &p.default else { continue };
         if let Err(e) = validate_decoded_for_type(&p.type_, d) {
-            r.error(format!("parameter {:?} has an invalid default value: {e}", p.name));
+            r.error(format!(
+                "parameter {:?} has an invalid default value: {e}",
+                p.name
+            ));
             continue;
         }
         if let Some(vals) = &p.enum_
@@ -366,7 +393,10 @@ fn template_references(pkg: &Package, r: &mut Verification) {
         for f in task_templates(t) {
             referenced.insert(f);
             if !pkg.templates.contains_key(f) {
-                r.error(format!("template {f:?} required by {} but is not defined", t.name));
+                r.error(format!(
+                    "template {f:?} required by {} but is not defined",
+                    t.name
+                ));
             }
         }
         if t.kind == "Pipe" && t.spec.pod.is_empty() {
@@ -413,7 +443,10 @@ fn extended(pkg: &Package, c: ParamChecks, r: &mut Verification) {
                     r.param_warning(&p.name, "has a displayName ending with ':'");
                 }
                 if !starts_upper(&p.display_name) {
-                    r.param_warning(&p.name, "has a displayName that does not start with a capital letter");
+                    r.param_warning(
+                        &p.name,
+                        "has a displayName that does not start with a capital letter",
+                    );
                 }
             }
         }
@@ -425,7 +458,10 @@ fn extended(pkg: &Package, c: ParamChecks, r: &mut Verification) {
                     r.param_warning(&p.name, "has a description not ending with one of '.!?)'");
                 }
                 if !starts_upper(&p.description) {
-                    r.param_warning(&p.name, "has a description that does not start with a capital letter");
+                    r.param_warning(
+                        &p.name,
+                        "has a description that does not start with a capital letter",
+                    );
                 }
             }
         }
@@ -448,7 +484,10 @@ fn extended(pkg: &Package, c: ParamChecks, r: &mut Verification) {
             if g.display_name.is_empty() {
                 r.warn(format!("group {:?} has no displayName", g.name));
             } else if g.display_name.ends_with(':') || !starts_upper(&g.display_name) {
-                r.warn(format!("group {:?} has a displayName that does not start upper-case or ends with ':'", g.name));
+                r.warn(format!(
+                    "group {:?} has a displayName that does not start upper-case or ends with ':'",
+                    g.name
+                ));
             }
             if g.description.is_empty() {
                 r.warn(format!("group {:?} has no description", g.name));

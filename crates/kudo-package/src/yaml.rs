@@ -25,15 +25,23 @@ pub(crate) fn short_error(e: &impl std::fmt::Display) -> String {
 
 /// Decodes one YAML document of `file` into a JSON value (empty document → `null`).
 pub fn parse_value(file: &str, text: &str) -> Result<serde_json::Value, PackageError> {
-    serde_saphyr::from_str_with_options::<serde_json::Value>(text, options())
-        .map_err(|e| PackageError::Yaml { file: file.to_string(), message: short_error(&e) })
+    serde_saphyr::from_str_with_options::<serde_json::Value>(text, options()).map_err(|e| {
+        PackageError::Yaml {
+            file: file.to_string(),
+            message: short_error(&e),
+        }
+    })
 }
 
 /// Converts a decoded document into a typed model, naming the offending field path on failure.
 pub fn from_value<T: DeserializeOwned>(file: &str, value: serde_json::Value) -> Result<T, PackageError> {
     serde_path_to_error::deserialize::<_, T>(value).map_err(|e| {
         let path = e.path().to_string();
-        PackageError::Field { file: file.to_string(), field: path, message: e.into_inner().to_string() }
+        PackageError::Field {
+            file: file.to_string(),
+            field: path,
+            message: e.into_inner().to_string(),
+        }
     })
 }
 
@@ -48,7 +56,11 @@ pub fn go_float(f: f64) -> String {
         return if f > 0.0 { "+Inf".into() } else { "-Inf".into() };
     }
     if f == 0.0 {
-        return if f.is_sign_negative() { "-0".into() } else { "0".into() };
+        return if f.is_sign_negative() {
+            "-0".into()
+        } else {
+            "0".into()
+        };
     }
     // Shortest round-trip digits and exponent from Rust's `{:e}` (same digits as Go's shortest).
     let sci = format!("{:e}", f);
@@ -99,7 +111,10 @@ pub fn go_sprint(v: &serde_json::Value) -> String {
         serde_json::Value::Object(o) => {
             let mut keys: Vec<&String> = o.keys().collect();
             keys.sort();
-            let parts: Vec<String> = keys.iter().map(|k| format!("{}:{}", k, go_sprint(&o[*k]))).collect();
+            let parts: Vec<String> = keys
+                .iter()
+                .map(|k| format!("{}:{}", k, go_sprint(&o[*k])))
+                .collect();
             format!("map[{}]", parts.join(" "))
         }
     }

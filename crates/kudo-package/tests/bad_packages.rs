@@ -10,7 +10,10 @@ use kudo_package::verify::{ParamChecks, verify};
 
 fn corpus() -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/testdata/bad");
-    let mut v: Vec<PathBuf> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
     v.sort();
     v
 }
@@ -46,11 +49,18 @@ fn every_bad_package_fails_with_its_expected_message() {
 
 // ------------------------------------------------------------------ hostile archives
 
-const OP: &str = "name: demo\noperatorVersion: 0.1.0\nkubernetesVersion: 1.17.0\ntasks: []\nplans:\n  deploy: {}\n";
+const OP: &str =
+    "name: demo\noperatorVersion: 0.1.0\nkubernetesVersion: 1.17.0\ntasks: []\nplans:\n  deploy: {}\n";
 const PARAMS: &str = "parameters: []\n";
 
 /// Appends an entry with a raw (unvalidated) name, as an attacker's tar tool would.
-fn raw_entry(b: &mut tar::Builder<impl Write>, name: &str, kind: tar::EntryType, data: &[u8], link: Option<&str>) {
+fn raw_entry(
+    b: &mut tar::Builder<impl Write>,
+    name: &str,
+    kind: tar::EntryType,
+    data: &[u8],
+    link: Option<&str>,
+) {
     let mut h = tar::Header::new_old();
     {
         let old = h.as_old_mut();
@@ -66,19 +76,37 @@ fn raw_entry(b: &mut tar::Builder<impl Write>, name: &str, kind: tar::EntryType,
     b.append(&h, data).unwrap();
 }
 
-fn tgz(dir: &Path, name: &str, build: impl FnOnce(&mut tar::Builder<flate2::write::GzEncoder<std::fs::File>>)) -> PathBuf {
+fn tgz(
+    dir: &Path,
+    name: &str,
+    build: impl FnOnce(&mut tar::Builder<flate2::write::GzEncoder<std::fs::File>>),
+) -> PathBuf {
     let path = dir.join(name);
     let f = std::fs::File::create(&path).unwrap();
     let mut b = tar::Builder::new(flate2::write::GzEncoder::new(f, flate2::Compression::fast()));
-    raw_entry(&mut b, "operator.yaml", tar::EntryType::Regular, OP.as_bytes(), None);
-    raw_entry(&mut b, "params.yaml", tar::EntryType::Regular, PARAMS.as_bytes(), None);
+    raw_entry(
+        &mut b,
+        "operator.yaml",
+        tar::EntryType::Regular,
+        OP.as_bytes(),
+        None,
+    );
+    raw_entry(
+        &mut b,
+        "params.yaml",
+        tar::EntryType::Regular,
+        PARAMS.as_bytes(),
+        None,
+    );
     build(&mut b);
     b.into_inner().unwrap().finish().unwrap();
     path
 }
 
 fn expect_rejected(path: &Path, needle: &str) {
-    let err = read_path(path).expect_err("hostile archive was accepted").to_string();
+    let err = read_path(path)
+        .expect_err("hostile archive was accepted")
+        .to_string();
     assert!(err.contains(needle), "expected {needle:?} in {err:?}");
 }
 
@@ -95,7 +123,9 @@ fn a_clean_archive_is_accepted() {
 #[test]
 fn absolute_paths_are_rejected() {
     let d = tempfile::tempdir().unwrap();
-    let p = tgz(d.path(), "abs.tgz", |b| raw_entry(b, "/etc/cron.d/x", tar::EntryType::Regular, b"x", None));
+    let p = tgz(d.path(), "abs.tgz", |b| {
+        raw_entry(b, "/etc/cron.d/x", tar::EntryType::Regular, b"x", None)
+    });
     expect_rejected(&p, "/etc/cron.d/x: rejected: absolute paths are not allowed");
 }
 
@@ -103,16 +133,31 @@ fn absolute_paths_are_rejected() {
 fn parent_directory_paths_are_rejected() {
     let d = tempfile::tempdir().unwrap();
     let p = tgz(d.path(), "dotdot.tgz", |b| {
-        raw_entry(b, "templates/../../escape.yaml", tar::EntryType::Regular, b"x", None)
+        raw_entry(
+            b,
+            "templates/../../escape.yaml",
+            tar::EntryType::Regular,
+            b"x",
+            None,
+        )
     });
-    expect_rejected(&p, "templates/../../escape.yaml: rejected: path escapes the package root");
+    expect_rejected(
+        &p,
+        "templates/../../escape.yaml: rejected: path escapes the package root",
+    );
 }
 
 #[test]
 fn symlinks_are_rejected() {
     let d = tempfile::tempdir().unwrap();
     let p = tgz(d.path(), "sym.tgz", |b| {
-        raw_entry(b, "templates/a.yaml", tar::EntryType::Symlink, b"", Some("/etc/passwd"))
+        raw_entry(
+            b,
+            "templates/a.yaml",
+            tar::EntryType::Symlink,
+            b"",
+            Some("/etc/passwd"),
+        )
     });
     expect_rejected(&p, "templates/a.yaml: rejected: symbolic links are not allowed");
 }
@@ -121,7 +166,13 @@ fn symlinks_are_rejected() {
 fn hardlinks_are_rejected() {
     let d = tempfile::tempdir().unwrap();
     let p = tgz(d.path(), "hard.tgz", |b| {
-        raw_entry(b, "templates/a.yaml", tar::EntryType::Link, b"", Some("operator.yaml"))
+        raw_entry(
+            b,
+            "templates/a.yaml",
+            tar::EntryType::Link,
+            b"",
+            Some("operator.yaml"),
+        )
     });
     expect_rejected(&p, "templates/a.yaml: rejected: hard links are not allowed");
 }
@@ -129,9 +180,13 @@ fn hardlinks_are_rejected() {
 #[test]
 fn devices_and_fifos_are_rejected() {
     let d = tempfile::tempdir().unwrap();
-    let p = tgz(d.path(), "dev.tgz", |b| raw_entry(b, "templates/zero", tar::EntryType::Char, b"", None));
+    let p = tgz(d.path(), "dev.tgz", |b| {
+        raw_entry(b, "templates/zero", tar::EntryType::Char, b"", None)
+    });
     expect_rejected(&p, "templates/zero: rejected: device files are not allowed");
-    let p = tgz(d.path(), "fifo.tgz", |b| raw_entry(b, "templates/pipe", tar::EntryType::Fifo, b"", None));
+    let p = tgz(d.path(), "fifo.tgz", |b| {
+        raw_entry(b, "templates/pipe", tar::EntryType::Fifo, b"", None)
+    });
     expect_rejected(&p, "templates/pipe: rejected: FIFOs are not allowed");
 }
 
@@ -139,8 +194,13 @@ fn devices_and_fifos_are_rejected() {
 fn oversized_entries_are_rejected_before_reading() {
     let d = tempfile::tempdir().unwrap();
     let big = vec![b'a'; 9 << 20];
-    let p = tgz(d.path(), "big.tgz", |b| raw_entry(b, "templates/big.yaml", tar::EntryType::Regular, &big, None));
-    expect_rejected(&p, "templates/big.yaml: rejected: file is larger than the limit of 8388608 bytes");
+    let p = tgz(d.path(), "big.tgz", |b| {
+        raw_entry(b, "templates/big.yaml", tar::EntryType::Regular, &big, None)
+    });
+    expect_rejected(
+        &p,
+        "templates/big.yaml: rejected: file is larger than the limit of 8388608 bytes",
+    );
 }
 
 #[test]
@@ -148,7 +208,13 @@ fn too_many_entries_are_rejected() {
     let d = tempfile::tempdir().unwrap();
     let p = tgz(d.path(), "many.tgz", |b| {
         for i in 0..4100 {
-            raw_entry(b, &format!("templates/t{i}.yaml"), tar::EntryType::Regular, b"", None);
+            raw_entry(
+                b,
+                &format!("templates/t{i}.yaml"),
+                tar::EntryType::Regular,
+                b"",
+                None,
+            );
         }
     });
     expect_rejected(&p, "archive has more than 4096 entries");
@@ -161,7 +227,13 @@ fn gzip_bombs_are_stopped_by_the_total_size_limit() {
     let chunk = vec![0u8; 7 << 20];
     let p = tgz(d.path(), "bomb.tgz", |b| {
         for i in 0..6 {
-            raw_entry(b, &format!("templates/z{i}.yaml"), tar::EntryType::Regular, &chunk, None);
+            raw_entry(
+                b,
+                &format!("templates/z{i}.yaml"),
+                tar::EntryType::Regular,
+                &chunk,
+                None,
+            );
         }
     });
     assert!(std::fs::metadata(&p).unwrap().len() < 1 << 20);
@@ -177,16 +249,30 @@ fn a_decompression_limit_applies_even_to_bogus_tar_streams() {
     // A valid first header followed by 40 MiB of zeros (end-of-archive blocks are skipped only up
     // to the first pair; a hostile stream keeps going).
     let mut b = tar::Builder::new(Vec::new());
-    raw_entry(&mut b, "operator.yaml", tar::EntryType::Regular, OP.as_bytes(), None);
+    raw_entry(
+        &mut b,
+        "operator.yaml",
+        tar::EntryType::Regular,
+        OP.as_bytes(),
+        None,
+    );
     gz.write_all(&b.into_inner().unwrap()).unwrap();
-    let limits = Limits { max_total_size: 1 << 20, ..Limits::default() };
+    let limits = Limits {
+        max_total_size: 1 << 20,
+        ..Limits::default()
+    };
     for _ in 0..40 {
         gz.write_all(&vec![0u8; 1 << 20]).unwrap();
     }
     gz.finish().unwrap();
     // Either the archive ends at the zero blocks (then params.yaml is missing) or the bound trips.
-    let err = kudo_package::reader::read_path_with(&path, &limits).unwrap_err().to_string();
-    assert!(err.contains("params.yaml") || err.contains("decompresses to more than"), "{err}");
+    let err = kudo_package::reader::read_path_with(&path, &limits)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("params.yaml") || err.contains("decompresses to more than"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -200,7 +286,15 @@ fn not_a_tarball() {
 #[test]
 fn a_truncated_tarball() {
     let d = tempfile::tempdir().unwrap();
-    let p = tgz(d.path(), "t.tgz", |b| raw_entry(b, "templates/a.yaml", tar::EntryType::Regular, &[b'x'; 100_000], None));
+    let p = tgz(d.path(), "t.tgz", |b| {
+        raw_entry(
+            b,
+            "templates/a.yaml",
+            tar::EntryType::Regular,
+            &[b'x'; 100_000],
+            None,
+        )
+    });
     let bytes = std::fs::read(&p).unwrap();
     std::fs::write(&p, &bytes[..bytes.len() / 2]).unwrap();
     let err = read_path(&p).unwrap_err().to_string();
@@ -217,7 +311,10 @@ fn a_100_mb_file_in_a_directory_is_rejected_without_reading_it() {
     let f = std::fs::File::create(d.path().join("templates/huge.yaml")).unwrap();
     f.set_len(100 << 20).unwrap();
     let err = read_path(d.path()).unwrap_err().to_string();
-    assert!(err.contains("templates/huge.yaml: rejected: file is larger than the limit"), "{err}");
+    assert!(
+        err.contains("templates/huge.yaml: rejected: file is larger than the limit"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -237,7 +334,10 @@ fn symlinks_in_directories_are_rejected() {
     std::fs::create_dir(d.path().join("templates")).unwrap();
     std::os::unix::fs::symlink("/etc/passwd", d.path().join("templates/a.yaml")).unwrap();
     let err = read_path(d.path()).unwrap_err().to_string();
-    assert!(err.contains("templates/a.yaml: rejected: symbolic links are not allowed"), "{err}");
+    assert!(
+        err.contains("templates/a.yaml: rejected: symbolic links are not allowed"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -246,9 +346,27 @@ fn a_package_inside_one_top_level_folder_is_read() {
     let path = d.path().join("nested.tgz");
     let f = std::fs::File::create(&path).unwrap();
     let mut b = tar::Builder::new(flate2::write::GzEncoder::new(f, flate2::Compression::fast()));
-    raw_entry(&mut b, "demo/operator.yaml", tar::EntryType::Regular, OP.as_bytes(), None);
-    raw_entry(&mut b, "demo/params.yaml", tar::EntryType::Regular, PARAMS.as_bytes(), None);
-    raw_entry(&mut b, "demo/templates/sub/a.yaml", tar::EntryType::Regular, b"kind: A\n", None);
+    raw_entry(
+        &mut b,
+        "demo/operator.yaml",
+        tar::EntryType::Regular,
+        OP.as_bytes(),
+        None,
+    );
+    raw_entry(
+        &mut b,
+        "demo/params.yaml",
+        tar::EntryType::Regular,
+        PARAMS.as_bytes(),
+        None,
+    );
+    raw_entry(
+        &mut b,
+        "demo/templates/sub/a.yaml",
+        tar::EntryType::Regular,
+        b"kind: A\n",
+        None,
+    );
     b.into_inner().unwrap().finish().unwrap();
     let pkg = read_path(&path).unwrap();
     assert_eq!(pkg.operator.name, "demo");

@@ -11,7 +11,9 @@ use kudo_package::verify::{ParamChecks, verify};
 use kudo_package::{Package, read_path};
 
 fn example(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples")
+        .join(name)
 }
 
 fn load(name: &str) -> Package {
@@ -20,7 +22,10 @@ fn load(name: &str) -> Package {
 
 fn render(pkg: &Package, plan: &str, params: &[(&str, &str)]) -> Result<Vec<RenderedObject>, RenderError> {
     let res = to_resources(pkg, &ConvertOptions::default()).unwrap();
-    let values: BTreeMap<String, String> = params.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    let values: BTreeMap<String, String> = params
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
     let ctx = RenderContext::offline(&res.instance.metadata.name, "default", values);
     render_plan(&res.operator_version, plan, &ctx)
 }
@@ -47,10 +52,22 @@ fn galera_names_follow_the_blog() {
     assert_eq!(res.instance.metadata.name, "galera-instance");
     assert_eq!(res.operator_version.metadata.name, "galera-10.5.3-0.1.0");
     assert_eq!(pkg.tarball_name(), "galera-10.5.3_0.1.0.tgz");
-    let node_count = res.operator_version.spec.parameters.iter().find(|p| p.name == "NODE_COUNT").unwrap();
+    let node_count = res
+        .operator_version
+        .spec
+        .parameters
+        .iter()
+        .find(|p| p.name == "NODE_COUNT")
+        .unwrap();
     assert_eq!(node_count.trigger, "node_update");
     // `default: False` is a YAML 1.1 boolean, stored as Go prints it.
-    let aa = res.operator_version.spec.parameters.iter().find(|p| p.name == "ANTI_AFFINITY").unwrap();
+    let aa = res
+        .operator_version
+        .spec
+        .parameters
+        .iter()
+        .find(|p| p.name == "ANTI_AFFINITY")
+        .unwrap();
     assert_eq!(aa.default.as_deref(), Some("false"));
 }
 
@@ -76,7 +93,13 @@ fn galera_deploy_renders_what_the_blog_shows() {
         ]
     );
     // galera-part1: labels and annotations of the bootstrap ConfigMap.
-    let cm = &find(&objs, "bootstrap_config", "ConfigMap", "galera-instance-bootstrap").object;
+    let cm = &find(
+        &objs,
+        "bootstrap_config",
+        "ConfigMap",
+        "galera-instance-bootstrap",
+    )
+    .object;
     assert_eq!(cm["metadata"]["labels"]["heritage"], "kudo");
     assert_eq!(cm["metadata"]["labels"]["kudo.dev/instance"], "galera-instance");
     assert_eq!(cm["metadata"]["labels"]["kudo.dev/operator"], "galera");
@@ -86,7 +109,13 @@ fn galera_deploy_renders_what_the_blog_shows() {
     assert_eq!(cm["metadata"]["namespace"], "default");
     assert_eq!(cm["metadata"]["ownerReferences"][0]["kind"], "Instance");
     // galera-part2: the first-boot node configuration.
-    let node = &find(&objs, "firstboot_config", "ConfigMap", "galera-instance-nodeconfig").object;
+    let node = &find(
+        &objs,
+        "firstboot_config",
+        "ConfigMap",
+        "galera-instance-nodeconfig",
+    )
+    .object;
     let cnf = node["data"]["galera.cnf"].as_str().unwrap();
     assert!(cnf.contains(
         "wsrep_cluster_address = gcomm://galera-instance-bootstrap-svc,galera-instance-galera-0.galera-instance-hs,galera-instance-galera-1.galera-instance-hs,galera-instance-galera-2.galera-instance-hs\n"
@@ -101,14 +130,22 @@ fn galera_deploy_renders_what_the_blog_shows() {
     for o in &objs {
         let text = serde_json::to_string(&o.object).unwrap();
         if o.object["kind"] != "Secret" {
-            assert!(!text.contains("root:admin") && !text.contains("\"value\":\"admin\""), "{text}");
+            assert!(
+                !text.contains("root:admin") && !text.contains("\"value\":\"admin\""),
+                "{text}"
+            );
         }
     }
     // Cleanup deletes the three bootstrap objects, in the task's resource order.
     let deleted: Vec<(&str, &str)> = objs
         .iter()
         .filter(|o| o.action == Action::Delete)
-        .map(|o| (o.object["kind"].as_str().unwrap(), o.object["metadata"]["name"].as_str().unwrap()))
+        .map(|o| {
+            (
+                o.object["kind"].as_str().unwrap(),
+                o.object["metadata"]["name"].as_str().unwrap(),
+            )
+        })
         .collect();
     assert_eq!(
         deleted,
@@ -122,27 +159,56 @@ fn galera_deploy_renders_what_the_blog_shows() {
     // default (ANTI_AFFINITY: False), the preStop hook waiting for sync, 0755 read as octal.
     let sts = &find(&objs, "statefulset", "StatefulSet", "galera-instance-galera").object;
     assert_eq!(sts["spec"]["replicas"], 3);
-    assert_eq!(sts["spec"]["template"]["metadata"]["labels"]["kudo.dev/instance"], "galera-instance");
-    assert_eq!(sts["spec"]["template"]["metadata"]["annotations"]["kudo.dev/operator-version"], "0.1.0");
-    assert_eq!(sts["spec"]["volumeClaimTemplates"][0]["metadata"]["labels"]["heritage"], "kudo");
+    assert_eq!(
+        sts["spec"]["template"]["metadata"]["labels"]["kudo.dev/instance"],
+        "galera-instance"
+    );
+    assert_eq!(
+        sts["spec"]["template"]["metadata"]["annotations"]["kudo.dev/operator-version"],
+        "0.1.0"
+    );
+    assert_eq!(
+        sts["spec"]["volumeClaimTemplates"][0]["metadata"]["labels"]["heritage"],
+        "kudo"
+    );
     assert!(sts["spec"]["template"]["spec"].get("affinity").is_none());
     let c = &sts["spec"]["template"]["spec"]["containers"][0];
-    assert_eq!(c["lifecycle"]["preStop"]["exec"]["command"][1], "/etc/galera/wait-for-sync.sh");
-    assert_eq!(sts["spec"]["template"]["spec"]["volumes"][1]["configMap"]["defaultMode"], 493);
-    assert_eq!(sts["spec"]["volumeClaimTemplates"][0]["spec"]["resources"]["requests"]["storage"], "10M");
+    assert_eq!(
+        c["lifecycle"]["preStop"]["exec"]["command"][1],
+        "/etc/galera/wait-for-sync.sh"
+    );
+    assert_eq!(
+        sts["spec"]["template"]["spec"]["volumes"][1]["configMap"]["defaultMode"],
+        493
+    );
+    assert_eq!(
+        sts["spec"]["volumeClaimTemplates"][0]["spec"]["resources"]["requests"]["storage"],
+        "10M"
+    );
 }
 
 #[test]
 fn galera_parameters_change_the_render() {
     let pkg = load("galera");
-    let objs = render(&pkg, "node_update", &[("NODE_COUNT", "1"), ("ANTI_AFFINITY", "true")]).unwrap();
+    let objs = render(
+        &pkg,
+        "node_update",
+        &[("NODE_COUNT", "1"), ("ANTI_AFFINITY", "true")],
+    )
+    .unwrap();
     assert_eq!(objs.len(), 2);
     let cnf = objs[0].object["data"]["galera.cnf"].as_str().unwrap();
-    assert!(cnf.contains("wsrep_cluster_address = gcomm://galera-instance-galera-0.galera-instance-hs\n"), "{cnf}");
+    assert!(
+        cnf.contains("wsrep_cluster_address = gcomm://galera-instance-galera-0.galera-instance-hs\n"),
+        "{cnf}"
+    );
     assert_eq!(objs[1].object["spec"]["replicas"], 1);
     assert_eq!(objs[1].step, "stateful");
     let aff = &objs[1].object["spec"]["template"]["spec"]["affinity"]["podAntiAffinity"];
-    assert_eq!(aff["requiredDuringSchedulingIgnoredDuringExecution"][0]["topologyKey"], "kubernetes.io/hostname");
+    assert_eq!(
+        aff["requiredDuringSchedulingIgnoredDuringExecution"][0]["topologyKey"],
+        "kubernetes.io/hostname"
+    );
 }
 
 #[test]
@@ -152,11 +218,16 @@ fn first_operator_renders_nginx_with_replicas() {
     assert_eq!(objs.len(), 1);
     let d = &objs[0].object;
     assert_eq!(d["spec"]["replicas"], 5);
-    assert_eq!(d["spec"]["template"]["spec"]["containers"][0]["image"], "nginx:1.7.9");
+    assert_eq!(
+        d["spec"]["template"]["spec"]["containers"][0]["image"],
+        "nginx:1.7.9"
+    );
     // `default: 2` (an integer) is stored as the string "2".
     let objs = render(&pkg, "deploy", &[]).unwrap();
     assert_eq!(objs[0].object["spec"]["replicas"], 2);
-    let err = render(&pkg, "deploy", &[("REPLICAS", "many")]).unwrap_err().to_string();
+    let err = render(&pkg, "deploy", &[("REPLICAS", "many")])
+        .unwrap_err()
+        .to_string();
     assert_eq!(
         err,
         "invalid parameters: parameter \"REPLICAS\" has an invalid value \"many\": type is \"integer\" but format of \"many\" is invalid: strconv.ParseInt: parsing \"many\": invalid syntax"
@@ -167,20 +238,41 @@ fn first_operator_renders_nginx_with_replicas() {
 fn wordpress_requires_its_password_and_keeps_it_in_a_secret() {
     let pkg = load("wordpress");
     let err = render(&pkg, "deploy", &[]).unwrap_err().to_string();
-    assert_eq!(err, "invalid parameters: parameter \"MYSQL_ROOT_PASSWORD\" is required but has no value set");
-    let err = render(&pkg, "deploy", &[("MYSQL_ROOT_PASSWORD", "s3cret"), ("SERVICE_TYPE", "Ingress")])
-        .unwrap_err()
-        .to_string();
-    assert!(err.contains("value is \"Ingress\", but only allowed values are [ClusterIP NodePort LoadBalancer]"), "{err}");
+    assert_eq!(
+        err,
+        "invalid parameters: parameter \"MYSQL_ROOT_PASSWORD\" is required but has no value set"
+    );
+    let err = render(
+        &pkg,
+        "deploy",
+        &[("MYSQL_ROOT_PASSWORD", "s3cret"), ("SERVICE_TYPE", "Ingress")],
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("value is \"Ingress\", but only allowed values are [ClusterIP NodePort LoadBalancer]"),
+        "{err}"
+    );
     let objs = render(&pkg, "deploy", &[("MYSQL_ROOT_PASSWORD", "s3cret")]).unwrap();
     let kinds: Vec<&str> = objs.iter().map(|o| o.object["kind"].as_str().unwrap()).collect();
     assert_eq!(
         kinds,
-        ["Secret", "PersistentVolumeClaim", "Service", "Deployment", "PersistentVolumeClaim", "Service", "Deployment"]
+        [
+            "Secret",
+            "PersistentVolumeClaim",
+            "Service",
+            "Deployment",
+            "PersistentVolumeClaim",
+            "Service",
+            "Deployment"
+        ]
     );
     assert_eq!(objs[0].object["stringData"]["password"], "s3cret");
     let env = &objs[3].object["spec"]["template"]["spec"]["containers"][0]["env"][0];
-    assert_eq!(env["valueFrom"]["secretKeyRef"]["name"], "wordpress-instance-mysql-pass");
+    assert_eq!(
+        env["valueFrom"]["secretKeyRef"]["name"],
+        "wordpress-instance-mysql-pass"
+    );
     assert_eq!(objs[5].object["spec"]["type"], "NodePort");
 }
 

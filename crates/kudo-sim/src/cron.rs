@@ -232,9 +232,18 @@ mod tests {
         assert!(Schedule::parse("0 9-17 * JAN-jun mon-FRI").is_ok());
         assert!(Schedule::parse("@hourly").is_ok());
         assert_eq!(Schedule::parse("* * *"), Err(CronError::FieldCount(3)));
-        assert!(matches!(Schedule::parse("60 * * * *"), Err(CronError::Field { field: "minute", .. })));
-        assert!(matches!(Schedule::parse("*/0 * * * *"), Err(CronError::Field { .. })));
-        assert_eq!(Schedule::parse("TZ=UTC * * * * *"), Err(CronError::TimeZonePrefix));
+        assert!(matches!(
+            Schedule::parse("60 * * * *"),
+            Err(CronError::Field { field: "minute", .. })
+        ));
+        assert!(matches!(
+            Schedule::parse("*/0 * * * *"),
+            Err(CronError::Field { .. })
+        ));
+        assert_eq!(
+            Schedule::parse("TZ=UTC * * * * *"),
+            Err(CronError::TimeZonePrefix)
+        );
     }
 
     #[test]
@@ -265,7 +274,10 @@ mod tests {
     #[test]
     fn leap_day_and_never() {
         let leap = Schedule::parse("0 0 29 2 *").unwrap();
-        assert_eq!(leap.next_after(utc_ms(2026, 11, 21, 0, 0)), Some(utc_ms(2028, 2, 29, 0, 0)));
+        assert_eq!(
+            leap.next_after(utc_ms(2026, 11, 21, 0, 0)),
+            Some(utc_ms(2028, 2, 29, 0, 0))
+        );
         let never = Schedule::parse("0 0 31 2 *").unwrap();
         assert_eq!(never.next_after(utc_ms(2026, 1, 1, 0, 0)), None);
         let yearly = Schedule::parse("@yearly").unwrap();

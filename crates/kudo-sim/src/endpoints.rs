@@ -47,7 +47,9 @@ fn address(pod: &Pod) -> Option<Value> {
 
 /// The `subsets` an Endpoints object should have for a Service and the pods it selects.
 pub fn subsets(svc: &Service, pods: &[&Pod]) -> Value {
-    let Some(spec) = svc.spec.as_ref() else { return json!([]) };
+    let Some(spec) = svc.spec.as_ref() else {
+        return json!([]);
+    };
     let ports = spec.ports.clone().unwrap_or_default();
     let publish_not_ready = spec.publish_not_ready_addresses == Some(true);
     let mut ready = Vec::new();
@@ -97,7 +99,12 @@ pub async fn reconcile(sim: &mut Sim, snap: &Snapshot) {
         return;
     }
     for svc in &snap.services {
-        let Some(selector) = svc.spec.as_ref().and_then(|s| s.selector.clone()).filter(|s| !s.is_empty()) else {
+        let Some(selector) = svc
+            .spec
+            .as_ref()
+            .and_then(|s| s.selector.clone())
+            .filter(|s| !s.is_empty())
+        else {
             continue;
         };
         if svc.metadata.deletion_timestamp.is_some() {
@@ -113,13 +120,15 @@ pub async fn reconcile(sim: &mut Sim, snap: &Snapshot) {
             .pods
             .iter()
             .map(|p| p.as_ref())
-            .filter(|p| p.metadata.namespace.as_deref() == Some(&ns) && selector_matches(&sel, p.metadata.labels.as_ref()))
+            .filter(|p| {
+                p.metadata.namespace.as_deref() == Some(&ns)
+                    && selector_matches(&sel, p.metadata.labels.as_ref())
+            })
             .collect();
         let want = subsets(svc, &pods);
-        let existing = snap
-            .endpoints
-            .iter()
-            .find(|e| e.metadata.namespace.as_deref() == Some(&ns) && e.metadata.name.as_deref() == Some(&name));
+        let existing = snap.endpoints.iter().find(|e| {
+            e.metadata.namespace.as_deref() == Some(&ns) && e.metadata.name.as_deref() == Some(&name)
+        });
         match existing {
             None => {
                 let obj = json!({
@@ -137,8 +146,14 @@ pub async fn reconcile(sim: &mut Sim, snap: &Snapshot) {
             Some(e) => {
                 let cur = serde_json::to_value(e.subsets.clone().unwrap_or_default()).unwrap_or_default();
                 if !crate::util::equiv(&cur, &want) {
-                    sim.merge(&ar::<Endpoints>(), Some(&ns), &name, false, json!({ "subsets": want }))
-                        .await;
+                    sim.merge(
+                        &ar::<Endpoints>(),
+                        Some(&ns),
+                        &name,
+                        false,
+                        json!({ "subsets": want }),
+                    )
+                    .await;
                 }
             }
         }

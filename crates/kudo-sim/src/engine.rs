@@ -17,7 +17,9 @@ use futures::StreamExt;
 use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet, Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::core::v1::{Endpoints, Node, PersistentVolume, PersistentVolumeClaim, Pod, Service};
-use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams, Preconditions};
+use kube::api::{
+    Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams, Preconditions,
+};
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, Resource, ResourceExt};
@@ -51,17 +53,12 @@ where
     /// Objects ordered by namespace and name, so passes are deterministic.
     fn sorted(&self) -> Vec<Arc<K>> {
         let mut v = self.store.state();
-        v.sort_by(|a, b| (a.namespace(), a.name_any()).cmp(&(b.namespace(), b.name_any())));
+        v.sort_by_key(|o| (o.namespace(), o.name_any()));
         v
     }
 }
 
-fn watch<K>(
-    api: Api<K>,
-    cfg: watcher::Config,
-    notify: Arc<Notify>,
-    tasks: &mut JoinSet<()>,
-) -> Watched<K>
+fn watch<K>(api: Api<K>, cfg: watcher::Config, notify: Arc<Notify>, tasks: &mut JoinSet<()>) -> Watched<K>
 where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
 {
@@ -196,6 +193,8 @@ pub struct Memory {
     pub revisions: HashMap<(String, String), Value>,
     /// First time an object was seen (ms), for delays measured from creation.
     pub first_seen: HashMap<String, i64>,
+    /// Keys of one-shot actions already attempted.
+    pub once: HashSet<String>,
     /// Last identical write per target, to damp loops against a server that drops fields.
     last_write: HashMap<String, (u64, i64)>,
 }
@@ -286,7 +285,14 @@ impl Sim {
     }
 
     /// JSON merge patch of the object (or of its `status` subresource).
-    pub async fn merge(&mut self, ar: &ApiResource, ns: Option<&str>, name: &str, status: bool, patch: Value) -> bool {
+    pub async fn merge(
+        &mut self,
+        ar: &ApiResource,
+        ns: Option<&str>,
+        name: &str,
+        status: bool,
+        patch: Value,
+    ) -> bool {
         let target = format!("{}/{}/{}/{}/{}", ar.kind, ns.unwrap_or(""), name, status, "merge");
         if self.damp(target, &patch) {
             return false;
@@ -318,7 +324,11 @@ impl Sim {
         uid: Option<&str>,
         background: bool,
     ) {
-        let mut dp = if background { DeleteParams::background() } else { DeleteParams::default() };
+        let mut dp = if background {
+            DeleteParams::background()
+        } else {
+            DeleteParams::default()
+        };
         dp.grace_period_seconds = grace;
         if let Some(uid) = uid {
             dp.preconditions = Some(Preconditions {
@@ -334,7 +344,14 @@ impl Sim {
     }
 
     /// POST to a subresource; returns the HTTP error code on failure.
-    pub async fn create_sub(&mut self, ar: &ApiResource, ns: &str, name: &str, sub: &str, body: Value) -> Result<(), u16> {
+    pub async fn create_sub(
+        &mut self,
+        ar: &ApiResource,
+        ns: &str,
+        name: &str,
+        sub: &str,
+        body: Value,
+    ) -> Result<(), u16> {
         let res: Result<Value, kube::Error> = self
             .api(ar, Some(ns))
             .create_subresource(sub, name, &PostParams::default(), &body)
@@ -375,7 +392,10 @@ impl Sim {
         if !self.mem.events.insert(name.clone()) {
             return;
         }
-        let ns = involved.namespace.clone().unwrap_or_else(|| "default".to_string());
+        let ns = involved
+            .namespace
+            .clone()
+            .unwrap_or_else(|| "default".to_string());
         let mut obj = json!({
             "apiVersion": "v1",
             "kind": "Event",
@@ -526,7 +546,11 @@ async fn pass(sim: &mut Sim, snap: &Snapshot) {
     crate::endpoints::reconcile(sim, snap).await;
     // Forget pods that are gone.
     if snap.ready.pods {
-        let live: HashSet<&str> = snap.pods.iter().filter_map(|p| p.metadata.uid.as_deref()).collect();
+        let live: HashSet<&str> = snap
+            .pods
+            .iter()
+            .filter_map(|p| p.metadata.uid.as_deref())
+            .collect();
         sim.mem.pods.retain(|uid, _| live.contains(uid.as_str()));
     }
 }

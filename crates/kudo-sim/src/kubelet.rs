@@ -5,7 +5,9 @@ use k8s_openapi::api::core::v1::{Container, Node, Pod};
 use serde_json::{Value, json};
 
 use crate::engine::{InvolvedObject, NODE_LABEL, Sim, Snapshot, ar, node_index, node_name};
-use crate::util::{Cond, controller_kind, hex64, merge_conditions, merge_patch_changes, pod_condition, pod_phase};
+use crate::util::{
+    Cond, controller_kind, hex64, merge_conditions, merge_patch_changes, pod_condition, pod_phase,
+};
 
 /// Internal/host IP of simulated node `i`.
 pub fn node_ip(i: u32) -> String {
@@ -17,10 +19,15 @@ pub async fn nodes(sim: &mut Sim, snap: &Snapshot) {
     if !snap.ready.nodes {
         return;
     }
-    let heartbeat = i64::try_from(sim.cfg.node_heartbeat.as_millis()).unwrap_or(30_000).max(1000);
+    let heartbeat = i64::try_from(sim.cfg.node_heartbeat.as_millis())
+        .unwrap_or(30_000)
+        .max(1000);
     for i in 0..sim.cfg.nodes {
         let name = node_name(i);
-        let existing = snap.nodes.iter().find(|n| n.metadata.name.as_deref() == Some(&name));
+        let existing = snap
+            .nodes
+            .iter()
+            .find(|n| n.metadata.name.as_deref() == Some(&name));
         let Some(node) = existing else {
             let obj = json!({
                 "apiVersion": "v1",
@@ -65,7 +72,8 @@ pub async fn nodes(sim: &mut Sim, snap: &Snapshot) {
             continue;
         }
         let status = node_status(sim, i, node);
-        sim.merge(&ar::<Node>(), None, &name, true, json!({ "status": status })).await;
+        sim.merge(&ar::<Node>(), None, &name, true, json!({ "status": status }))
+            .await;
         sim.wake_at(sim.now + heartbeat);
     }
 }
@@ -128,7 +136,11 @@ pub async fn schedule(sim: &mut Sim, snap: &Snapshot) {
         .filter(|p| {
             let spec = p.spec.as_ref();
             spec.is_some_and(|s| s.node_name.as_deref().unwrap_or("").is_empty())
-                && spec.is_some_and(|s| s.scheduler_name.as_deref().is_none_or(|n| n == "default-scheduler"))
+                && spec.is_some_and(|s| {
+                    s.scheduler_name
+                        .as_deref()
+                        .is_none_or(|n| n == "default-scheduler")
+                })
                 && p.metadata.deletion_timestamp.is_none()
                 && !matches!(pod_phase(p), "Succeeded" | "Failed")
         })
@@ -173,13 +185,18 @@ pub async fn schedule(sim: &mut Sim, snap: &Snapshot) {
                 Err(_) => continue,
             }
         }
-        if !bound {
-            if !sim
-                .merge(&ar::<Pod>(), Some(&ns), &name, false, json!({"spec": {"nodeName": node}}))
+        if !bound
+            && !sim
+                .merge(
+                    &ar::<Pod>(),
+                    Some(&ns),
+                    &name,
+                    false,
+                    json!({"spec": {"nodeName": node}}),
+                )
                 .await
-            {
-                continue;
-            }
+        {
+            continue;
         }
         let conds = merge_conditions(
             status_json(pod).get("conditions"),
@@ -188,8 +205,14 @@ pub async fn schedule(sim: &mut Sim, snap: &Snapshot) {
             &sim.now_s,
             false,
         );
-        sim.merge(&ar::<Pod>(), Some(&ns), &name, true, json!({"status": {"conditions": conds}}))
-            .await;
+        sim.merge(
+            &ar::<Pod>(),
+            Some(&ns),
+            &name,
+            true,
+            json!({"status": {"conditions": conds}}),
+        )
+        .await;
         sim.event(
             &InvolvedObject::of(pod),
             "Normal",
@@ -260,7 +283,11 @@ pub async fn pods(sim: &mut Sim, snap: &Snapshot) {
         return;
     }
     for pod in &snap.pods {
-        let node = pod.spec.as_ref().and_then(|s| s.node_name.clone()).unwrap_or_default();
+        let node = pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.node_name.clone())
+            .unwrap_or_default();
         let ours = node_index(&node).is_some_and(|i| i < sim.cfg.nodes);
         if pod.metadata.deletion_timestamp.is_some() {
             if ours || node.is_empty() {
@@ -287,7 +314,11 @@ async fn terminate(sim: &mut Sim, pod: &Pod, node: &str) {
                 let now = sim.now;
                 sim.mem.pods.entry(uid.clone()).or_default().killing_since = Some(now);
                 let involved = InvolvedObject::of(pod);
-                let containers: Vec<Container> = pod.spec.as_ref().map(|s| s.containers.clone()).unwrap_or_default();
+                let containers: Vec<Container> = pod
+                    .spec
+                    .as_ref()
+                    .map(|s| s.containers.clone())
+                    .unwrap_or_default();
                 for c in &containers {
                     let fp = format!("spec.containers{{{}}}", c.name);
                     if let Some(pre) = c.lifecycle.as_ref().and_then(|l| l.pre_stop.as_ref()) {
@@ -338,7 +369,8 @@ async fn terminate(sim: &mut Sim, pod: &Pod, node: &str) {
             return;
         }
     }
-    sim.delete(&ar::<Pod>(), Some(&ns), &name, Some(0), Some(&uid), false).await;
+    sim.delete(&ar::<Pod>(), Some(&ns), &name, Some(0), Some(&uid), false)
+        .await;
 }
 
 /// How the containers of a pod end up, decided from its spec alone.
@@ -380,10 +412,21 @@ fn image_id(image: &str) -> String {
 enum CState<'a> {
     Waiting(&'a str, Option<String>),
     Running(&'a str),
-    Terminated { code: i32, started: &'a str, finished: &'a str },
+    Terminated {
+        code: i32,
+        started: &'a str,
+        finished: &'a str,
+    },
 }
 
-fn container_status(uid: &str, c: &Container, state: CState<'_>, ready: bool, restarts: i32, last: Option<Value>) -> Value {
+fn container_status(
+    uid: &str,
+    c: &Container,
+    state: CState<'_>,
+    ready: bool,
+    restarts: i32,
+    last: Option<Value>,
+) -> Value {
     let image = c.image.clone().unwrap_or_default();
     let mut v = json!({
         "name": c.name,
@@ -410,9 +453,16 @@ fn container_status(uid: &str, c: &Container, state: CState<'_>, ready: bool, re
             v["state"] = json!({"running": {"startedAt": at}});
             started = true;
             v["imageID"] = json!(image_id(&image));
-            v["containerID"] = json!(format!("containerd://{}", hex64(&[uid, &c.name, &restarts.to_string()])));
+            v["containerID"] = json!(format!(
+                "containerd://{}",
+                hex64(&[uid, &c.name, &restarts.to_string()])
+            ));
         }
-        CState::Terminated { code, started: s, finished } => {
+        CState::Terminated {
+            code,
+            started: s,
+            finished,
+        } => {
             let cid = format!("containerd://{}", hex64(&[uid, &c.name, &restarts.to_string()]));
             v["state"] = json!({"terminated": {
                 "exitCode": code,
@@ -518,7 +568,11 @@ async fn advance(sim: &mut Sim, all_pods: &[std::sync::Arc<Pod>], pod: &Pod, nod
                     container_status(
                         &uid,
                         c,
-                        CState::Terminated { code: 0, started: sim_now, finished: sim_now },
+                        CState::Terminated {
+                            code: 0,
+                            started: sim_now,
+                            finished: sim_now,
+                        },
                         false,
                         0,
                         None,
@@ -532,7 +586,11 @@ async fn advance(sim: &mut Sim, all_pods: &[std::sync::Arc<Pod>], pod: &Pod, nod
     match stage {
         Stage::New => {
             // Kubelet accepted the pod: ContainerCreating (or PodInitializing with init containers).
-            let waiting = if inits.is_empty() { "ContainerCreating" } else { "PodInitializing" };
+            let waiting = if inits.is_empty() {
+                "ContainerCreating"
+            } else {
+                "PodInitializing"
+            };
             status["phase"] = json!("Pending");
             status["containerStatuses"] = Value::Array(
                 containers
@@ -544,7 +602,16 @@ async fn advance(sim: &mut Sim, all_pods: &[std::sync::Arc<Pod>], pod: &Pod, nod
                 status["initContainerStatuses"] = Value::Array(
                     inits
                         .iter()
-                        .map(|c| container_status(&uid, c, CState::Waiting("PodInitializing", None), false, 0, None))
+                        .map(|c| {
+                            container_status(
+                                &uid,
+                                c,
+                                CState::Waiting("PodInitializing", None),
+                                false,
+                                0,
+                                None,
+                            )
+                        })
                         .collect(),
                 );
             }
@@ -557,7 +624,11 @@ async fn advance(sim: &mut Sim, all_pods: &[std::sync::Arc<Pod>], pod: &Pod, nod
                     "ContainersNotInitialized",
                     format!(
                         "containers with incomplete status: [{}]",
-                        inits.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(" ")
+                        inits
+                            .iter()
+                            .map(|c| c.name.as_str())
+                            .collect::<Vec<_>>()
+                            .join(" ")
                     ),
                 )
             };
@@ -579,7 +650,11 @@ async fn advance(sim: &mut Sim, all_pods: &[std::sync::Arc<Pod>], pod: &Pod, nod
             if !sim.elapsed(since, d.pending_to_running) {
                 return;
             }
-            let pod_ip = if host_net { host_ip.clone() } else { allocate_ip(sim, all_pods, &uid, node) };
+            let pod_ip = if host_net {
+                host_ip.clone()
+            } else {
+                allocate_ip(sim, all_pods, &uid, node)
+            };
             status["podIP"] = json!(pod_ip);
             status["podIPs"] = json!([{"ip": pod_ip}]);
             // Init containers run first, in order.
@@ -587,20 +662,44 @@ async fn advance(sim: &mut Sim, all_pods: &[std::sync::Arc<Pod>], pod: &Pod, nod
                 if out.failing_init == Some(i) {
                     break;
                 }
-                record_start(sim, &involved, c, node, &format!("spec.initContainers{{{}}}", c.name)).await;
+                record_start(
+                    sim,
+                    &involved,
+                    c,
+                    node,
+                    &format!("spec.initContainers{{{}}}", c.name),
+                )
+                .await;
             }
             if let Some(fi) = out.failing_init {
                 let mut statuses = init_done(&now_s);
                 let c = &inits[fi];
                 let fail_terminal = out.runs_to_completion || out.restart_never;
                 statuses[fi] = if fail_terminal {
-                    container_status(&uid, c, CState::Terminated { code: 1, started: &now_s, finished: &now_s }, false, 0, None)
+                    container_status(
+                        &uid,
+                        c,
+                        CState::Terminated {
+                            code: 1,
+                            started: &now_s,
+                            finished: &now_s,
+                        },
+                        false,
+                        0,
+                        None,
+                    )
                 } else {
                     let last = json!({"terminated": {"exitCode": 1, "reason": "Error", "startedAt": now_s, "finishedAt": now_s}});
                     container_status(
                         &uid,
                         c,
-                        CState::Waiting("CrashLoopBackOff", Some(format!("back-off 10s restarting failed container={} pod={name}", c.name))),
+                        CState::Waiting(
+                            "CrashLoopBackOff",
+                            Some(format!(
+                                "back-off 10s restarting failed container={} pod={name}",
+                                c.name
+                            )),
+                        ),
                         false,
                         1,
                         Some(last),
@@ -613,7 +712,16 @@ async fn advance(sim: &mut Sim, all_pods: &[std::sync::Arc<Pod>], pod: &Pod, nod
                 status["containerStatuses"] = Value::Array(
                     containers
                         .iter()
-                        .map(|c| container_status(&uid, c, CState::Waiting("PodInitializing", None), false, 0, None))
+                        .map(|c| {
+                            container_status(
+                                &uid,
+                                c,
+                                CState::Waiting("PodInitializing", None),
+                                false,
+                                0,
+                                None,
+                            )
+                        })
                         .collect(),
                 );
                 status["phase"] = json!(if fail_terminal { "Failed" } else { "Pending" });
@@ -635,7 +743,10 @@ async fn advance(sim: &mut Sim, all_pods: &[std::sync::Arc<Pod>], pod: &Pod, nod
                     &involved,
                     "Warning",
                     "BackOff",
-                    &format!("Back-off restarting failed container {} in pod {name}_{ns}({uid})", c.name),
+                    &format!(
+                        "Back-off restarting failed container {} in pod {name}_{ns}({uid})",
+                        c.name
+                    ),
                     "kubelet",
                     Some(node),
                     Some(&format!("spec.initContainers{{{}}}", c.name)),
@@ -651,7 +762,8 @@ async fn advance(sim: &mut Sim, all_pods: &[std::sync::Arc<Pod>], pod: &Pod, nod
                 let any_fail = out.failing.iter().any(|f| *f);
                 if any_fail && (out.restart_never && !out.runs_to_completion) {
                     // A bare pod that is not restarted: it simply fails.
-                    status["containerStatuses"] = terminated_all(&uid, &containers, &out.failing, &now_s, &now_s);
+                    status["containerStatuses"] =
+                        terminated_all(&uid, &containers, &out.failing, &now_s, &now_s);
                     status["phase"] = json!("Failed");
                     status["conditions"] = finished_conditions(&cur, &now_s);
                 } else {
@@ -690,7 +802,10 @@ async fn advance(sim: &mut Sim, all_pods: &[std::sync::Arc<Pod>], pod: &Pod, nod
                             &involved,
                             "Warning",
                             "BackOff",
-                            &format!("Back-off restarting failed container {} in pod {name}_{ns}({uid})", c.name),
+                            &format!(
+                                "Back-off restarting failed container {} in pod {name}_{ns}({uid})",
+                                c.name
+                            ),
                             "kubelet",
                             Some(node),
                             Some(&format!("spec.containers{{{}}}", c.name)),
@@ -745,7 +860,8 @@ async fn advance(sim: &mut Sim, all_pods: &[std::sync::Arc<Pod>], pod: &Pod, nod
                 return;
             }
             let any_fail = out.failing.iter().any(|f| *f);
-            status["containerStatuses"] = terminated_all(&uid, &containers, &out.failing, &started_at, &now_s);
+            status["containerStatuses"] =
+                terminated_all(&uid, &containers, &out.failing, &started_at, &now_s);
             status["phase"] = json!(if any_fail { "Failed" } else { "Succeeded" });
             status["conditions"] = finished_conditions(&cur, &now_s);
         }
@@ -757,7 +873,13 @@ async fn advance(sim: &mut Sim, all_pods: &[std::sync::Arc<Pod>], pod: &Pod, nod
     }
 }
 
-fn terminated_all(uid: &str, containers: &[Container], failing: &[bool], started: &str, finished: &str) -> Value {
+fn terminated_all(
+    uid: &str,
+    containers: &[Container],
+    failing: &[bool],
+    started: &str,
+    finished: &str,
+) -> Value {
     Value::Array(
         containers
             .iter()
@@ -766,7 +888,11 @@ fn terminated_all(uid: &str, containers: &[Container], failing: &[bool], started
                 container_status(
                     uid,
                     c,
-                    CState::Terminated { code: if *f { 1 } else { 0 }, started, finished },
+                    CState::Terminated {
+                        code: if *f { 1 } else { 0 },
+                        started,
+                        finished,
+                    },
                     false,
                     0,
                     None,
@@ -804,10 +930,26 @@ async fn record_start(sim: &mut Sim, involved: &InvolvedObject, c: &Container, n
         Some(fp),
     )
     .await;
-    sim.event(involved, "Normal", "Created", &format!("Created container: {}", c.name), "kubelet", Some(node), Some(fp))
-        .await;
-    sim.event(involved, "Normal", "Started", &format!("Started container {}", c.name), "kubelet", Some(node), Some(fp))
-        .await;
+    sim.event(
+        involved,
+        "Normal",
+        "Created",
+        &format!("Created container: {}", c.name),
+        "kubelet",
+        Some(node),
+        Some(fp),
+    )
+    .await;
+    sim.event(
+        involved,
+        "Normal",
+        "Started",
+        &format!("Started container {}", c.name),
+        "kubelet",
+        Some(node),
+        Some(fp),
+    )
+    .await;
 }
 
 #[cfg(test)]

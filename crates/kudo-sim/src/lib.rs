@@ -37,6 +37,13 @@
 //! objects are processed ordered by namespace and name, and all timing comes from [`Delays`]
 //! (all zero by default) measured on the configurable [`Clock`].
 //!
+//! Known simplifications: a StatefulSet's `currentRevision` advances once every pod runs the
+//! update revision for OnDelete as well as RollingUpdate; Job pods that fail count as failed
+//! whatever their `restartPolicy` (no in-place restarts under `OnFailure`); Job success and
+//! failure conditions (`SuccessCriteriaMet`+`Complete`, `FailureTarget`+`Failed`) are written
+//! together; CronJob `timeZone` values other than UTC are treated as UTC (with a warning event);
+//! every unbound PVC is provisioned, whatever its class.
+//!
 //! Not simulated: probes (pods are ready after a delay), resource accounting, taints and
 //! affinity, pod disruption budgets, Job pod failure and success policies, proportional scaling
 //! of Deployments in the middle of a rollout, container restarts beyond the first.
@@ -44,11 +51,11 @@
 mod cron;
 mod endpoints;
 mod engine;
+mod kubelet;
 mod rollout;
 mod util;
-mod workloads;
-mod kubelet;
 mod volumes;
+mod workloads;
 
 use std::fmt;
 use std::future::Future;
@@ -175,12 +182,18 @@ impl Default for SimConfig {
 
 /// Runs the simulator until `shutdown` completes. Returns an error only for an unusable
 /// configuration; API errors are retried.
-pub async fn run(client: kube::Client, config: SimConfig, shutdown: impl Future<Output = ()>) -> Result<(), SimError> {
+pub async fn run(
+    client: kube::Client,
+    config: SimConfig,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), SimError> {
     if config.nodes == 0 {
         return Err(SimError::InvalidConfig("nodes must be at least 1".into()));
     }
     if config.nodes > 250 {
-        return Err(SimError::InvalidConfig("at most 250 simulated nodes are supported".into()));
+        return Err(SimError::InvalidConfig(
+            "at most 250 simulated nodes are supported".into(),
+        ));
     }
     engine::run(client, config, shutdown).await;
     Ok(())

@@ -69,11 +69,7 @@ pub fn scale_down_old(
         budget -= cut;
     }
     // Then scale down available replicas while staying above the minimum.
-    let old_available: i32 = old
-        .iter()
-        .zip(&result)
-        .map(|(o, r)| o.available.min(*r))
-        .sum();
+    let old_available: i32 = old.iter().zip(&result).map(|(o, r)| o.available.min(*r)).sum();
     let mut total_down = (old_available + new_available - min_available).min(budget);
     for r in result.iter_mut() {
         if total_down <= 0 {
@@ -111,11 +107,26 @@ mod tests {
     #[test]
     fn scale_down_respects_min_available() {
         // desired 4, maxUnavailable 1 (25%), new RS has 1 replica not yet available, old has 4 available.
-        let old = [OldRs { replicas: 4, available: 4 }];
+        let old = [OldRs {
+            replicas: 4,
+            available: 4,
+        }];
         // all=5, min=3, newUnavailable=1 -> budget 1; available 4+0-3=1 -> old 3.
         assert_eq!(scale_down_old(4, 1, 1, 0, &old), vec![3]);
         // Once the new pod is available the next one can go.
-        assert_eq!(scale_down_old(4, 1, 2, 1, &[OldRs { replicas: 3, available: 3 }]), vec![2]);
+        assert_eq!(
+            scale_down_old(
+                4,
+                1,
+                2,
+                1,
+                &[OldRs {
+                    replicas: 3,
+                    available: 3
+                }]
+            ),
+            vec![2]
+        );
         // maxUnavailable 0 and nothing new available: nothing can go.
         assert_eq!(scale_down_old(4, 0, 1, 0, &old), vec![4]);
     }
@@ -123,8 +134,14 @@ mod tests {
     #[test]
     fn unhealthy_old_replicas_go_first() {
         let old = [
-            OldRs { replicas: 2, available: 0 },
-            OldRs { replicas: 2, available: 2 },
+            OldRs {
+                replicas: 2,
+                available: 0,
+            },
+            OldRs {
+                replicas: 2,
+                available: 2,
+            },
         ];
         // desired 4, maxUnavailable 1, new 0: all=4, min=3, budget=1 -> remove 1 unhealthy from the first.
         assert_eq!(scale_down_old(4, 1, 0, 0, &old), vec![1, 2]);

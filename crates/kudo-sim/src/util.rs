@@ -168,10 +168,12 @@ pub fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
 pub fn scaled_int_or_percent(v: Option<&IntOrString>, default_pct: i32, total: i32, round_up: bool) -> i32 {
     match v {
         Some(IntOrString::Int(i)) => (*i).max(0),
-        Some(IntOrString::String(s)) => match s.strip_suffix('%').and_then(|p| p.trim().parse::<i64>().ok()) {
-            Some(p) => percent(p, total, round_up),
-            None => s.trim().parse::<i32>().unwrap_or(0).max(0),
-        },
+        Some(IntOrString::String(s)) => {
+            match s.strip_suffix('%').and_then(|p| p.trim().parse::<i64>().ok()) {
+                Some(p) => percent(p, total, round_up),
+                None => s.trim().parse::<i32>().unwrap_or(0).max(0),
+            }
+        }
         None => percent(i64::from(default_pct), total, round_up),
     }
 }
@@ -307,7 +309,8 @@ pub fn merge_conditions(
         let same_status = old.is_some_and(|o| o["status"] == c.status);
         let same_all = same_status
             && old.is_some_and(|o| {
-                o["reason"].as_str().unwrap_or("") == c.reason && o["message"].as_str().unwrap_or("") == c.message
+                o["reason"].as_str().unwrap_or("") == c.reason
+                    && o["message"].as_str().unwrap_or("") == c.message
             });
         let transition = if same_status {
             old.and_then(|o| o.get("lastTransitionTime").cloned())
@@ -362,7 +365,8 @@ fn is_empty(v: &Value) -> bool {
 pub fn equiv(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Object(x), Value::Object(y)) => {
-            x.iter().all(|(k, v)| y.get(k).map_or(is_empty(v), |w| equiv(v, w)))
+            x.iter()
+                .all(|(k, v)| y.get(k).map_or(is_empty(v), |w| equiv(v, w)))
                 && y.iter().all(|(k, w)| x.contains_key(k) || is_empty(w))
         }
         (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(v, w)| equiv(v, w)),
@@ -409,7 +413,10 @@ mod tests {
     fn template_hash_ignores_key_order_and_own_labels() {
         let a = json!({"metadata": {"labels": {"app": "x", "pod-template-hash": "zzz"}}, "spec": {"a": 1, "b": 2}});
         let b = json!({"spec": {"b": 2, "a": 1}, "metadata": {"labels": {"app": "x"}}});
-        assert_eq!(template_hash(&a, &["pod-template-hash"]), template_hash(&b, &["pod-template-hash"]));
+        assert_eq!(
+            template_hash(&a, &["pod-template-hash"]),
+            template_hash(&b, &["pod-template-hash"])
+        );
         let c = json!({"spec": {"b": 3, "a": 1}, "metadata": {"labels": {"app": "x"}}});
         assert_ne!(template_hash(&b, &[]), template_hash(&c, &[]));
         assert_eq!(template_hash(&c, &[]).len(), 10);
@@ -431,7 +438,10 @@ mod tests {
         assert_eq!(scaled_int_or_percent(Some(&p), 0, 10, false), 2);
         assert_eq!(scaled_int_or_percent(None, 25, 1, true), 1);
         assert_eq!(scaled_int_or_percent(None, 25, 1, false), 0);
-        assert_eq!(scaled_int_or_percent(Some(&IntOrString::Int(2)), 25, 10, false), 2);
+        assert_eq!(
+            scaled_int_or_percent(Some(&IntOrString::Int(2)), 25, 10, false),
+            2
+        );
     }
 
     #[test]
@@ -456,9 +466,21 @@ mod tests {
     #[test]
     fn conditions_keep_times_when_unchanged() {
         let first = merge_conditions(None, &[Cond::new("Ready", "True", "", "")], &[], "T1", false);
-        let again = merge_conditions(Some(&first), &[Cond::new("Ready", "True", "", "")], &[], "T2", false);
+        let again = merge_conditions(
+            Some(&first),
+            &[Cond::new("Ready", "True", "", "")],
+            &[],
+            "T2",
+            false,
+        );
         assert_eq!(first, again);
-        let flipped = merge_conditions(Some(&first), &[Cond::new("Ready", "False", "", "")], &[], "T3", false);
+        let flipped = merge_conditions(
+            Some(&first),
+            &[Cond::new("Ready", "False", "", "")],
+            &[],
+            "T3",
+            false,
+        );
         assert_eq!(flipped[0]["lastTransitionTime"], "T3");
     }
 
@@ -466,11 +488,17 @@ mod tests {
     fn merge_patch_change_detection() {
         let cur = json!({"a": 1, "b": {"c": [1, 2]}});
         assert!(!merge_patch_changes(&cur, &json!({"a": 1})));
-        assert!(!merge_patch_changes(&cur, &json!({"b": {"c": [1, 2]}, "z": null})));
+        assert!(!merge_patch_changes(
+            &cur,
+            &json!({"b": {"c": [1, 2]}, "z": null})
+        ));
         assert!(merge_patch_changes(&cur, &json!({"b": {"c": [1]}})));
         assert!(merge_patch_changes(&cur, &json!({"a": null})));
         // Zero values equal absent fields (Go omitempty).
         assert!(!merge_patch_changes(&cur, &json!({"readyReplicas": 0})));
-        assert!(!merge_patch_changes(&json!({"l": [{"x": 1}]}), &json!({"l": [{"x": 1, "y": 0}]})));
+        assert!(!merge_patch_changes(
+            &json!({"l": [{"x": 1}]}),
+            &json!({"l": [{"x": 1, "y": 0}]})
+        ));
     }
 }

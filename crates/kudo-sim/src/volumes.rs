@@ -29,7 +29,13 @@ pub async fn ensure_storage_class(sim: &mut Sim) {
 }
 
 fn without(finalizers: &Option<Vec<String>>, f: &str) -> Value {
-    json!(finalizers.iter().flatten().filter(|x| x.as_str() != f).collect::<Vec<_>>())
+    json!(
+        finalizers
+            .iter()
+            .flatten()
+            .filter(|x| x.as_str() != f)
+            .collect::<Vec<_>>()
+    )
 }
 
 pub async fn reconcile(sim: &mut Sim, snap: &Snapshot) {
@@ -46,10 +52,19 @@ pub async fn reconcile(sim: &mut Sim, snap: &Snapshot) {
                 p.metadata.namespace.as_deref() == Some(&ns)
                     && !matches!(crate::util::pod_phase(p), "Succeeded" | "Failed")
                     && p.spec.iter().flat_map(|s| s.volumes.iter().flatten()).any(|v| {
-                        v.persistent_volume_claim.as_ref().is_some_and(|c| c.claim_name == name)
+                        v.persistent_volume_claim
+                            .as_ref()
+                            .is_some_and(|c| c.claim_name == name)
                     })
             });
-            if !in_use && pvc.metadata.finalizers.iter().flatten().any(|f| f == PVC_PROTECTION) {
+            if !in_use
+                && pvc
+                    .metadata
+                    .finalizers
+                    .iter()
+                    .flatten()
+                    .any(|f| f == PVC_PROTECTION)
+            {
                 let fins = without(&pvc.metadata.finalizers, PVC_PROTECTION);
                 sim.merge(
                     &ar::<PersistentVolumeClaim>(),
@@ -63,9 +78,20 @@ pub async fn reconcile(sim: &mut Sim, snap: &Snapshot) {
             continue;
         }
         let spec = pvc.spec.clone().unwrap_or_default();
-        let phase = pvc.status.as_ref().and_then(|s| s.phase.clone()).unwrap_or_default();
-        let pv_name = spec.volume_name.clone().filter(|v| !v.is_empty()).unwrap_or_else(|| format!("pvc-{uid}"));
-        let pv = snap.pvs.iter().find(|p| p.metadata.name.as_deref() == Some(&pv_name));
+        let phase = pvc
+            .status
+            .as_ref()
+            .and_then(|s| s.phase.clone())
+            .unwrap_or_default();
+        let pv_name = spec
+            .volume_name
+            .clone()
+            .filter(|v| !v.is_empty())
+            .unwrap_or_else(|| format!("pvc-{uid}"));
+        let pv = snap
+            .pvs
+            .iter()
+            .find(|p| p.metadata.name.as_deref() == Some(&pv_name));
         if phase == "Bound" && pv.is_some() {
             continue;
         }
@@ -84,7 +110,10 @@ pub async fn reconcile(sim: &mut Sim, snap: &Snapshot) {
             .and_then(|r| r.get("storage"))
             .map(|q| q.0.clone())
             .unwrap_or_else(|| "1Gi".to_string());
-        let modes = spec.access_modes.clone().unwrap_or_else(|| vec!["ReadWriteOnce".to_string()]);
+        let modes = spec
+            .access_modes
+            .clone()
+            .unwrap_or_else(|| vec!["ReadWriteOnce".to_string()]);
         if pv.is_none() {
             let obj = json!({
                 "apiVersion": "v1",
@@ -130,13 +159,28 @@ pub async fn reconcile(sim: &mut Sim, snap: &Snapshot) {
         if spec.volume_name.as_deref().unwrap_or("").is_empty() {
             meta_patch["spec"] = json!({"volumeName": pv_name});
         }
-        if spec.storage_class_name.is_none() {
-            meta_patch["spec"]["storageClassName"] = json!(class);
-        }
         let cur = serde_json::to_value(pvc.as_ref()).unwrap_or_default();
         if merge_patch_changes(&cur, &meta_patch) {
-            sim.merge(&ar::<PersistentVolumeClaim>(), Some(&ns), &name, false, meta_patch)
-                .await;
+            sim.merge(
+                &ar::<PersistentVolumeClaim>(),
+                Some(&ns),
+                &name,
+                false,
+                meta_patch,
+            )
+            .await;
+        }
+        // Retroactive default class assignment (allowed by Kubernetes since 1.28); servers that
+        // treat the class as immutable refuse it, which is harmless, so it is tried once.
+        if spec.storage_class_name.is_none() && sim.mem.once.insert(format!("pvc-class/{uid}")) {
+            sim.merge(
+                &ar::<PersistentVolumeClaim>(),
+                Some(&ns),
+                &name,
+                false,
+                json!({"spec": {"storageClassName": class}}),
+            )
+            .await;
         }
         let capacity = pv
             .and_then(|p| p.spec.as_ref())
@@ -162,25 +206,50 @@ pub async fn reconcile(sim: &mut Sim, snap: &Snapshot) {
             .and_then(|a| a.get("pv.kubernetes.io/provisioned-by"))
             .is_some_and(|p| p == PROVISIONER);
         if pv.metadata.deletion_timestamp.is_some() {
-            if ours && pv.metadata.finalizers.iter().flatten().any(|f| f == PV_PROTECTION) {
+            if ours
+                && pv
+                    .metadata
+                    .finalizers
+                    .iter()
+                    .flatten()
+                    .any(|f| f == PV_PROTECTION)
+            {
                 let fins = without(&pv.metadata.finalizers, PV_PROTECTION);
-                sim.merge(&ar::<PersistentVolume>(), None, &name, false, json!({"metadata": {"finalizers": fins}}))
-                    .await;
+                sim.merge(
+                    &ar::<PersistentVolume>(),
+                    None,
+                    &name,
+                    false,
+                    json!({"metadata": {"finalizers": fins}}),
+                )
+                .await;
             }
             continue;
         }
-        let Some(claim) = pv.spec.as_ref().and_then(|s| s.claim_ref.as_ref()) else { continue };
+        let Some(claim) = pv.spec.as_ref().and_then(|s| s.claim_ref.as_ref()) else {
+            continue;
+        };
         let bound = snap.pvcs.iter().find(|c| {
             c.metadata.namespace == claim.namespace
                 && c.metadata.name == claim.name
                 && (claim.uid.is_none() || c.metadata.uid == claim.uid)
         });
-        let phase = pv.status.as_ref().and_then(|s| s.phase.clone()).unwrap_or_default();
+        let phase = pv
+            .status
+            .as_ref()
+            .and_then(|s| s.phase.clone())
+            .unwrap_or_default();
         match bound {
             Some(_) => {
                 if phase != "Bound" {
-                    sim.merge(&ar::<PersistentVolume>(), None, &name, true, json!({"status": {"phase": "Bound"}}))
-                        .await;
+                    sim.merge(
+                        &ar::<PersistentVolume>(),
+                        None,
+                        &name,
+                        true,
+                        json!({"status": {"phase": "Bound"}}),
+                    )
+                    .await;
                 }
             }
             None => {
@@ -190,11 +259,24 @@ pub async fn reconcile(sim: &mut Sim, snap: &Snapshot) {
                     .and_then(|s| s.persistent_volume_reclaim_policy.clone())
                     .unwrap_or_else(|| "Delete".into());
                 if ours && reclaim == "Delete" {
-                    sim.delete(&ar::<PersistentVolume>(), None, &name, None, pv.metadata.uid.as_deref(), false)
-                        .await;
+                    sim.delete(
+                        &ar::<PersistentVolume>(),
+                        None,
+                        &name,
+                        None,
+                        pv.metadata.uid.as_deref(),
+                        false,
+                    )
+                    .await;
                 } else if phase != "Released" {
-                    sim.merge(&ar::<PersistentVolume>(), None, &name, true, json!({"status": {"phase": "Released"}}))
-                        .await;
+                    sim.merge(
+                        &ar::<PersistentVolume>(),
+                        None,
+                        &name,
+                        true,
+                        json!({"status": {"phase": "Released"}}),
+                    )
+                    .await;
                 }
             }
         }

@@ -14,8 +14,8 @@ use crate::cron::Schedule;
 use crate::engine::{InvolvedObject, Sim, Snapshot, ar};
 use crate::rollout::{OldRs, fenceposts, scale_down_old, scale_up_new};
 use crate::util::{
-    Cond, controller_uid, created_ms, equiv, fmt_time, merge_conditions, merge_patch_changes, name_suffix, owner_ref,
-    pod_active, pod_available, pod_available_at, pod_phase, pod_ready, scaled_int_or_percent,
+    Cond, controller_uid, created_ms, equiv, fmt_time, merge_conditions, merge_patch_changes, name_suffix,
+    owner_ref, pod_active, pod_available, pod_available_at, pod_phase, pod_ready, scaled_int_or_percent,
     template_hash, time_ms,
 };
 
@@ -111,8 +111,16 @@ async fn create_named_pods(
         }
         let obj = build(&pod_name);
         if sim.create(&ar::<Pod>(), owner.namespace.as_deref(), obj).await {
-            sim.event(owner, "Normal", "SuccessfulCreate", &format!("Created pod: {pod_name}"), controller_of(&owner.kind), None, None)
-                .await;
+            sim.event(
+                owner,
+                "Normal",
+                "SuccessfulCreate",
+                &format!("Created pod: {pod_name}"),
+                controller_of(&owner.kind),
+                None,
+                None,
+            )
+            .await;
         }
         created += 1;
     }
@@ -174,7 +182,15 @@ pub async fn replicasets(sim: &mut Sim, snap: &Snapshot) {
             let oref = owner_ref("apps/v1", "ReplicaSet", &rs.metadata);
             let gen_name = format!("{}-", owner.name);
             create_named_pods(sim, snap, &owner, want - have, |pod_name| {
-                pod_from_template(&template, &namespace, pod_name, Some(&gen_name), &[], &[], oref.clone())
+                pod_from_template(
+                    &template,
+                    &namespace,
+                    pod_name,
+                    Some(&gen_name),
+                    &[],
+                    &[],
+                    oref.clone(),
+                )
             })
             .await;
         } else if have > want {
@@ -185,14 +201,33 @@ pub async fn replicasets(sim: &mut Sim, snap: &Snapshot) {
                 .map(|p| (name(&p.metadata), uid(&p.metadata)))
                 .collect();
             for (pod_name, pod_uid) in doomed {
-                sim.delete(&ar::<Pod>(), Some(&namespace), &pod_name, None, Some(&pod_uid), false)
-                    .await;
-                sim.event(&owner, "Normal", "SuccessfulDelete", &format!("Deleted pod: {pod_name}"), "replicaset-controller", None, None)
-                    .await;
+                sim.delete(
+                    &ar::<Pod>(),
+                    Some(&namespace),
+                    &pod_name,
+                    None,
+                    Some(&pod_uid),
+                    false,
+                )
+                .await;
+                sim.event(
+                    &owner,
+                    "Normal",
+                    "SuccessfulDelete",
+                    &format!("Deleted pod: {pod_name}"),
+                    "replicaset-controller",
+                    None,
+                    None,
+                )
+                .await;
             }
         }
         let min_ready = spec.min_ready_seconds.unwrap_or(0);
-        let tmpl_labels = spec.template.as_ref().and_then(|t| t.metadata.as_ref()).and_then(|m| m.labels.clone());
+        let tmpl_labels = spec
+            .template
+            .as_ref()
+            .and_then(|t| t.metadata.as_ref())
+            .and_then(|m| m.labels.clone());
         let active: Vec<&Pod> = owned.iter().copied().filter(|p| pod_active(p)).collect();
         let count = |f: &dyn Fn(&Pod) -> bool| active.iter().filter(|p| f(p)).count();
         for p in &active {
@@ -214,8 +249,14 @@ pub async fn replicasets(sim: &mut Sim, snap: &Snapshot) {
             "observedGeneration": rs.metadata.generation.unwrap_or(0),
         });
         if merge_patch_changes(&status_of(&rs.status), &status) {
-            sim.merge(&ar::<ReplicaSet>(), Some(&namespace), &owner.name, true, json!({ "status": status }))
-                .await;
+            sim.merge(
+                &ar::<ReplicaSet>(),
+                Some(&namespace),
+                &owner.name,
+                true,
+                json!({ "status": status }),
+            )
+            .await;
         }
     }
 }
@@ -229,7 +270,10 @@ fn revision_of(meta: &ObjectMeta) -> i64 {
 }
 
 fn strip_label(mut template: Value, label: &str) -> Value {
-    if let Some(l) = template.pointer_mut("/metadata/labels").and_then(Value::as_object_mut) {
+    if let Some(l) = template
+        .pointer_mut("/metadata/labels")
+        .and_then(Value::as_object_mut)
+    {
         l.remove(label);
     }
     template
@@ -253,7 +297,10 @@ pub async fn deployments(sim: &mut Sim, snap: &Snapshot) {
             .replicasets
             .iter()
             .map(Arc::as_ref)
-            .filter(|r| r.metadata.namespace == d.metadata.namespace && controller_uid(&r.metadata) == Some(d_uid.as_str()))
+            .filter(|r| {
+                r.metadata.namespace == d.metadata.namespace
+                    && controller_uid(&r.metadata) == Some(d_uid.as_str())
+            })
             .collect();
         rss.sort_by_key(|r| (created_ms(&r.metadata), name(&r.metadata)));
         let new_rs = rss.iter().copied().find(|r| {
@@ -289,9 +336,15 @@ pub async fn deployments(sim: &mut Sim, snap: &Snapshot) {
             let hash = template_hash(&template, &[HASH_LABEL]);
             let rs_name = format!("{}-{hash}", owner.name);
             let old_total: i32 = olds.iter().map(|r| spec_replicas(r)).sum();
-            let old_pods_alive = olds.iter().any(|r| r.status.as_ref().map(|s| s.replicas).unwrap_or(0) > 0);
+            let old_pods_alive = olds
+                .iter()
+                .any(|r| r.status.as_ref().map(|s| s.replicas).unwrap_or(0) > 0);
             let initial = if recreate {
-                if old_total > 0 || old_pods_alive { 0 } else { desired }
+                if old_total > 0 || old_pods_alive {
+                    0
+                } else {
+                    desired
+                }
             } else {
                 scale_up_new(desired, surge, 0, old_total)
             };
@@ -302,7 +355,12 @@ pub async fn deployments(sim: &mut Sim, snap: &Snapshot) {
                 .match_labels
                 .get_or_insert_with(BTreeMap::new)
                 .insert(HASH_LABEL.to_string(), hash.clone());
-            let mut labels = spec.template.metadata.as_ref().and_then(|m| m.labels.clone()).unwrap_or_default();
+            let mut labels = spec
+                .template
+                .metadata
+                .as_ref()
+                .and_then(|m| m.labels.clone())
+                .unwrap_or_default();
             labels.insert(HASH_LABEL.to_string(), hash.clone());
             let rev = (max_old_rev + 1).to_string();
             let obj = json!({
@@ -377,7 +435,10 @@ pub async fn deployments(sim: &mut Sim, snap: &Snapshot) {
         let mut scale: Vec<(String, i32, i32)> = Vec::new(); // (rs, from, to)
         if !paused {
             if recreate {
-                let old_running: i32 = olds.iter().map(|r| r.status.as_ref().map(|s| s.replicas).unwrap_or(0)).sum();
+                let old_running: i32 = olds
+                    .iter()
+                    .map(|r| r.status.as_ref().map(|s| s.replicas).unwrap_or(0))
+                    .sum();
                 for r in &olds {
                     if spec_replicas(r) > 0 {
                         scale.push((name(&r.metadata), spec_replicas(r), 0));
@@ -419,7 +480,10 @@ pub async fn deployments(sim: &mut Sim, snap: &Snapshot) {
                     "deployment.kubernetes.io/max-replicas": (desired + surge).to_string(),
                 }});
             }
-            if sim.merge(&ar::<ReplicaSet>(), Some(&namespace), &rs_name, false, patch).await {
+            if sim
+                .merge(&ar::<ReplicaSet>(), Some(&namespace), &rs_name, false, patch)
+                .await
+            {
                 let verb = if to > from { "up" } else { "down" };
                 sim.event(
                     &owner,
@@ -442,8 +506,15 @@ pub async fn deployments(sim: &mut Sim, snap: &Snapshot) {
             .collect();
         if idle.len() > limit {
             for r in idle.iter().take(idle.len() - limit) {
-                sim.delete(&ar::<ReplicaSet>(), Some(&namespace), &name(&r.metadata), None, r.metadata.uid.as_deref(), true)
-                    .await;
+                sim.delete(
+                    &ar::<ReplicaSet>(),
+                    Some(&namespace),
+                    &name(&r.metadata),
+                    None,
+                    r.metadata.uid.as_deref(),
+                    true,
+                )
+                .await;
             }
         }
         sync_deployment_status(sim, d, Some(new_rs), &rss, desired, unavail).await;
@@ -471,9 +542,19 @@ async fn sync_deployment_status(
     let new_name = new_rs.map(|r| name(&r.metadata)).unwrap_or_default();
 
     let available_cond = if available >= desired - max_unavailable {
-        Cond::new("Available", "True", "MinimumReplicasAvailable", "Deployment has minimum availability.")
+        Cond::new(
+            "Available",
+            "True",
+            "MinimumReplicasAvailable",
+            "Deployment has minimum availability.",
+        )
     } else {
-        Cond::new("Available", "False", "MinimumReplicasUnavailable", "Deployment does not have minimum availability.")
+        Cond::new(
+            "Available",
+            "False",
+            "MinimumReplicasUnavailable",
+            "Deployment does not have minimum availability.",
+        )
     };
     let complete = new_rs.is_some() && updated == desired && replicas == desired && available == desired;
     let deadline_ms = i64::from(spec.progress_deadline_seconds.unwrap_or(600)) * 1000;
@@ -482,12 +563,22 @@ async fn sync_deployment_status(
         .and_then(Value::as_array)
         .and_then(|a| a.iter().find(|c| c["type"] == "Progressing"))
         .cloned();
-    let counts_changed = ["replicas", "updatedReplicas", "readyReplicas", "availableReplicas"]
-        .iter()
-        .zip([replicas, updated, ready, available])
-        .any(|(k, v)| cur.get(*k).and_then(Value::as_i64).unwrap_or(0) != i64::from(v));
+    let counts_changed = [
+        "replicas",
+        "updatedReplicas",
+        "readyReplicas",
+        "availableReplicas",
+    ]
+    .iter()
+    .zip([replicas, updated, ready, available])
+    .any(|(k, v)| cur.get(*k).and_then(Value::as_i64).unwrap_or(0) != i64::from(v));
     let progressing = if spec.paused == Some(true) {
-        Cond::new("Progressing", "Unknown", "DeploymentPaused", "Deployment is paused")
+        Cond::new(
+            "Progressing",
+            "Unknown",
+            "DeploymentPaused",
+            "Deployment is paused",
+        )
     } else if complete {
         Cond::new(
             "Progressing",
@@ -502,7 +593,9 @@ async fn sync_deployment_status(
             .and_then(Value::as_str)
             .and_then(|s| s.parse::<k8s_openapi::jiff::Timestamp>().ok())
             .map(|t| t.as_millisecond());
-        let timed_out = prev.as_ref().is_some_and(|p| p["reason"] == "ProgressDeadlineExceeded")
+        let timed_out = prev
+            .as_ref()
+            .is_some_and(|p| p["reason"] == "ProgressDeadlineExceeded")
             || (!counts_changed && last.is_some_and(|l| sim.now >= l + deadline_ms));
         if let Some(l) = last
             && !timed_out
@@ -517,7 +610,12 @@ async fn sync_deployment_status(
                 format!("ReplicaSet \"{new_name}\" has timed out progressing."),
             )
         } else {
-            Cond::new("Progressing", "True", "ReplicaSetUpdated", format!("ReplicaSet \"{new_name}\" is progressing."))
+            Cond::new(
+                "Progressing",
+                "True",
+                "ReplicaSetUpdated",
+                format!("ReplicaSet \"{new_name}\" is progressing."),
+            )
         }
     };
     let mut conditions = merge_conditions(
@@ -531,7 +629,9 @@ async fn sync_deployment_status(
     // progress deadline is measured from.
     if counts_changed
         && progressing.reason == "ReplicaSetUpdated"
-        && let Some(c) = conditions.as_array_mut().and_then(|a| a.iter_mut().find(|c| c["type"] == "Progressing"))
+        && let Some(c) = conditions
+            .as_array_mut()
+            .and_then(|a| a.iter_mut().find(|c| c["type"] == "Progressing"))
     {
         c["lastUpdateTime"] = json!(sim.now_s);
     }
@@ -593,7 +693,11 @@ pub async fn statefulsets(sim: &mut Sim, snap: &Snapshot) {
             .clone()
             .filter(|r| !r.is_empty())
             .unwrap_or_else(|| update_rev.clone());
-        let rolling = spec.update_strategy.as_ref().and_then(|u| u.type_.as_deref()).unwrap_or("RollingUpdate")
+        let rolling = spec
+            .update_strategy
+            .as_ref()
+            .and_then(|u| u.type_.as_deref())
+            .unwrap_or("RollingUpdate")
             == "RollingUpdate";
         let partition = if rolling {
             spec.update_strategy
@@ -643,10 +747,20 @@ pub async fn statefulsets(sim: &mut Sim, snap: &Snapshot) {
                         break;
                     }
                 }
-                Some(p) if matches!(pod_phase(p), "Failed" | "Succeeded") && p.metadata.deletion_timestamp.is_none() => {
+                Some(p)
+                    if matches!(pod_phase(p), "Failed" | "Succeeded")
+                        && p.metadata.deletion_timestamp.is_none() =>
+                {
                     let pod_name = name(&p.metadata);
-                    sim.delete(&ar::<Pod>(), Some(&namespace), &pod_name, None, p.metadata.uid.as_deref(), false)
-                        .await;
+                    sim.delete(
+                        &ar::<Pod>(),
+                        Some(&namespace),
+                        &pod_name,
+                        None,
+                        p.metadata.uid.as_deref(),
+                        false,
+                    )
+                    .await;
                     sim.event(
                         &owner,
                         "Warning",
@@ -679,14 +793,29 @@ pub async fn statefulsets(sim: &mut Sim, snap: &Snapshot) {
         if !condemned.is_empty() && !blocked {
             let any_terminating = condemned.iter().any(|p| p.metadata.deletion_timestamp.is_some());
             let targets: Vec<&Pod> = if monotonic {
-                if any_terminating { vec![] } else { condemned.iter().copied().take(1).collect() }
+                if any_terminating {
+                    vec![]
+                } else {
+                    condemned.iter().copied().take(1).collect()
+                }
             } else {
-                condemned.iter().copied().filter(|p| p.metadata.deletion_timestamp.is_none()).collect()
+                condemned
+                    .iter()
+                    .copied()
+                    .filter(|p| p.metadata.deletion_timestamp.is_none())
+                    .collect()
             };
             for p in targets {
                 let pod_name = name(&p.metadata);
-                sim.delete(&ar::<Pod>(), Some(&namespace), &pod_name, None, p.metadata.uid.as_deref(), false)
-                    .await;
+                sim.delete(
+                    &ar::<Pod>(),
+                    Some(&namespace),
+                    &pod_name,
+                    None,
+                    p.metadata.uid.as_deref(),
+                    false,
+                )
+                .await;
                 sim.event(
                     &owner,
                     "Normal",
@@ -710,8 +839,15 @@ pub async fn statefulsets(sim: &mut Sim, snap: &Snapshot) {
                     .find(|(o, p)| in_range(**o) && (**o - start) >= partition && rev_of(p) != update_rev)
             {
                 let pod_name = name(&p.metadata);
-                sim.delete(&ar::<Pod>(), Some(&namespace), &pod_name, None, p.metadata.uid.as_deref(), false)
-                    .await;
+                sim.delete(
+                    &ar::<Pod>(),
+                    Some(&namespace),
+                    &pod_name,
+                    None,
+                    p.metadata.uid.as_deref(),
+                    false,
+                )
+                .await;
                 sim.event(
                     &owner,
                     "Normal",
@@ -735,7 +871,9 @@ pub async fn statefulsets(sim: &mut Sim, snap: &Snapshot) {
                 let claim_name = name(&claim.metadata);
                 for pvc in &snap.pvcs {
                     let pn = name(&pvc.metadata);
-                    if pvc.metadata.namespace.as_deref() != Some(&namespace) || pvc.metadata.deletion_timestamp.is_some() {
+                    if pvc.metadata.namespace.as_deref() != Some(&namespace)
+                        || pvc.metadata.deletion_timestamp.is_some()
+                    {
                         continue;
                     }
                     if let Some(o) = pn
@@ -744,8 +882,15 @@ pub async fn statefulsets(sim: &mut Sim, snap: &Snapshot) {
                         && !in_range(o)
                         && !by_ord.contains_key(&o)
                     {
-                        sim.delete(&ar::<PersistentVolumeClaim>(), Some(&namespace), &pn, None, None, false)
-                            .await;
+                        sim.delete(
+                            &ar::<PersistentVolumeClaim>(),
+                            Some(&namespace),
+                            &pn,
+                            None,
+                            None,
+                            false,
+                        )
+                        .await;
                     }
                 }
             }
@@ -796,8 +941,14 @@ pub async fn statefulsets(sim: &mut Sim, snap: &Snapshot) {
             "collisionCount": 0,
         });
         if merge_patch_changes(&status_of(&sts.status), &status_json) {
-            sim.merge(&ar::<StatefulSet>(), Some(&namespace), &sts_name, true, json!({ "status": status_json }))
-                .await;
+            sim.merge(
+                &ar::<StatefulSet>(),
+                Some(&namespace),
+                &sts_name,
+                true,
+                json!({ "status": status_json }),
+            )
+            .await;
         }
     }
 }
@@ -820,13 +971,18 @@ async fn ensure_revision<K: kube::Resource<DynamicType = ()>>(
         .revisions
         .iter()
         .map(Arc::as_ref)
-        .filter(|r| r.metadata.namespace == meta.namespace && controller_uid(&r.metadata) == meta.uid.as_deref())
+        .filter(|r| {
+            r.metadata.namespace == meta.namespace && controller_uid(&r.metadata) == meta.uid.as_deref()
+        })
         .collect();
     if mine.iter().any(|r| r.metadata.name.as_deref() == Some(rev_name)) {
         return;
     }
     let next = mine.iter().filter_map(|r| r.revision).max().unwrap_or(0) + 1;
-    let mut labels = template.pointer("/metadata/labels").cloned().unwrap_or_else(|| json!({}));
+    let mut labels = template
+        .pointer("/metadata/labels")
+        .cloned()
+        .unwrap_or_else(|| json!({}));
     labels["controller.kubernetes.io/hash"] = json!(hash);
     let mut data_tmpl = template.clone();
     data_tmpl["$patch"] = json!("replace");
@@ -842,7 +998,8 @@ async fn ensure_revision<K: kube::Resource<DynamicType = ()>>(
         "data": {"spec": {"template": data_tmpl}},
         "revision": next,
     });
-    sim.create(&ar::<ControllerRevision>(), meta.namespace.as_deref(), obj).await;
+    sim.create(&ar::<ControllerRevision>(), meta.namespace.as_deref(), obj)
+        .await;
 }
 
 async fn revision_template(sim: &mut Sim, namespace: &str, rev: &str) -> Option<Value> {
@@ -860,7 +1017,14 @@ async fn revision_template(sim: &mut Sim, namespace: &str, rev: &str) -> Option<
     Some(t)
 }
 
-async fn create_sts_pod(sim: &mut Sim, snap: &Snapshot, sts: &StatefulSet, ord: i32, rev: &str, template: &Value) {
+async fn create_sts_pod(
+    sim: &mut Sim,
+    snap: &Snapshot,
+    sts: &StatefulSet,
+    ord: i32,
+    rev: &str,
+    template: &Value,
+) {
     let spec = &sts.spec;
     let owner = InvolvedObject::of(sts);
     let namespace = ns(&sts.metadata);
@@ -910,7 +1074,10 @@ async fn create_sts_pod(sim: &mut Sim, snap: &Snapshot, sts: &StatefulSet, ord: 
             "metadata": metadata,
             "spec": to_value(&claim.spec),
         });
-        if sim.create(&ar::<PersistentVolumeClaim>(), Some(&namespace), obj).await {
+        if sim
+            .create(&ar::<PersistentVolumeClaim>(), Some(&namespace), obj)
+            .await
+        {
             sim.event(
                 &owner,
                 "Normal",
@@ -970,8 +1137,21 @@ pub async fn daemonsets(sim: &mut Sim, snap: &Snapshot) {
         let namespace = ns(&ds.metadata);
         let template = to_value(&spec.template);
         let hash = template_hash(&template, &[STS_REVISION_LABEL, "pod-template-generation"]);
-        ensure_revision(sim, snap, ds.as_ref(), &format!("{}-{hash}", owner.name), &hash, &template).await;
-        let node_selector = spec.template.spec.as_ref().and_then(|s| s.node_selector.clone()).unwrap_or_default();
+        ensure_revision(
+            sim,
+            snap,
+            ds.as_ref(),
+            &format!("{}-{hash}", owner.name),
+            &hash,
+            &template,
+        )
+        .await;
+        let node_selector = spec
+            .template
+            .spec
+            .as_ref()
+            .and_then(|s| s.node_selector.clone())
+            .unwrap_or_default();
         let eligible: Vec<String> = snap
             .nodes
             .iter()
@@ -983,45 +1163,89 @@ pub async fn daemonsets(sim: &mut Sim, snap: &Snapshot) {
             .map(|n| name(&n.metadata))
             .collect();
         let owned = owned_pods(snap, &ds.metadata);
-        let node_of = |p: &Pod| p.spec.as_ref().and_then(|s| s.node_name.clone()).unwrap_or_default();
-        let is_updated = |p: &Pod| {
-            p.metadata.labels.as_ref().and_then(|l| l.get(STS_REVISION_LABEL)) == Some(&hash)
+        let node_of = |p: &Pod| {
+            p.spec
+                .as_ref()
+                .and_then(|s| s.node_name.clone())
+                .unwrap_or_default()
         };
+        let is_updated =
+            |p: &Pod| p.metadata.labels.as_ref().and_then(|l| l.get(STS_REVISION_LABEL)) == Some(&hash);
         let min_ready = spec.min_ready_seconds.unwrap_or(0);
         let oref = owner_ref("apps/v1", "DaemonSet", &ds.metadata);
         let generation = ds.metadata.generation.unwrap_or(0);
         // Missing pods, extra pods, pods on nodes that no longer qualify.
         for node in &eligible {
-            let on_node: Vec<&Pod> = owned.iter().copied().filter(|p| node_of(p) == *node && pod_active(p)).collect();
+            let on_node: Vec<&Pod> = owned
+                .iter()
+                .copied()
+                .filter(|p| node_of(p) == *node && pod_active(p))
+                .collect();
             if on_node.is_empty() {
-                let pod_name = format!("{}-{}", owner.name, crate::util::encode_hash(crate::util::fnv64(&[&owner.uid, node]), 5));
+                let pod_name = format!(
+                    "{}-{}",
+                    owner.name,
+                    crate::util::encode_hash(crate::util::fnv64(&[&owner.uid, node]), 5)
+                );
                 let mut pod = pod_from_template(
                     &template,
                     &namespace,
                     &pod_name,
                     Some(&format!("{}-", owner.name)),
-                    &[(STS_REVISION_LABEL, hash.clone()), ("pod-template-generation", generation.to_string())],
+                    &[
+                        (STS_REVISION_LABEL, hash.clone()),
+                        ("pod-template-generation", generation.to_string()),
+                    ],
                     &[],
                     oref.clone(),
                 );
                 pod["spec"]["nodeName"] = json!(node);
                 if sim.create(&ar::<Pod>(), Some(&namespace), pod).await {
-                    sim.event(&owner, "Normal", "SuccessfulCreate", &format!("Created pod: {pod_name}"), "daemonset-controller", None, None)
-                        .await;
+                    sim.event(
+                        &owner,
+                        "Normal",
+                        "SuccessfulCreate",
+                        &format!("Created pod: {pod_name}"),
+                        "daemonset-controller",
+                        None,
+                        None,
+                    )
+                    .await;
                 }
             } else {
                 for p in on_node.iter().skip(1) {
-                    sim.delete(&ar::<Pod>(), Some(&namespace), &name(&p.metadata), None, p.metadata.uid.as_deref(), false)
-                        .await;
+                    sim.delete(
+                        &ar::<Pod>(),
+                        Some(&namespace),
+                        &name(&p.metadata),
+                        None,
+                        p.metadata.uid.as_deref(),
+                        false,
+                    )
+                    .await;
                 }
             }
         }
-        for p in owned.iter().filter(|p| pod_active(p) && !eligible.contains(&node_of(p))) {
-            sim.delete(&ar::<Pod>(), Some(&namespace), &name(&p.metadata), None, p.metadata.uid.as_deref(), false)
-                .await;
+        for p in owned
+            .iter()
+            .filter(|p| pod_active(p) && !eligible.contains(&node_of(p)))
+        {
+            sim.delete(
+                &ar::<Pod>(),
+                Some(&namespace),
+                &name(&p.metadata),
+                None,
+                p.metadata.uid.as_deref(),
+                false,
+            )
+            .await;
         }
         // Rolling update within maxUnavailable.
-        let rolling = spec.update_strategy.as_ref().and_then(|u| u.type_.as_deref()).unwrap_or("RollingUpdate")
+        let rolling = spec
+            .update_strategy
+            .as_ref()
+            .and_then(|u| u.type_.as_deref())
+            .unwrap_or("RollingUpdate")
             == "RollingUpdate";
         let desired = i32::try_from(eligible.len()).unwrap_or(0);
         let active: Vec<&Pod> = owned
@@ -1041,7 +1265,13 @@ pub async fn daemonsets(sim: &mut Sim, snap: &Snapshot) {
             )
             .max(1);
             let unavailable = desired
-                - i32::try_from(active.iter().filter(|p| pod_available(p, min_ready, sim.now)).count()).unwrap_or(0);
+                - i32::try_from(
+                    active
+                        .iter()
+                        .filter(|p| pod_available(p, min_ready, sim.now))
+                        .count(),
+                )
+                .unwrap_or(0);
             let mut budget = max_unavail - unavailable.max(0);
             let mut outdated: Vec<&Pod> = active.iter().copied().filter(|p| !is_updated(p)).collect();
             // Unavailable outdated pods go first: replacing them costs nothing.
@@ -1054,11 +1284,19 @@ pub async fn daemonsets(sim: &mut Sim, snap: &Snapshot) {
                 if !free {
                     budget -= 1;
                 }
-                sim.delete(&ar::<Pod>(), Some(&namespace), &name(&p.metadata), None, p.metadata.uid.as_deref(), false)
-                    .await;
+                sim.delete(
+                    &ar::<Pod>(),
+                    Some(&namespace),
+                    &name(&p.metadata),
+                    None,
+                    p.metadata.uid.as_deref(),
+                    false,
+                )
+                .await;
             }
         }
-        let count = |f: &dyn Fn(&Pod) -> bool| i32::try_from(active.iter().filter(|p| f(p)).count()).unwrap_or(0);
+        let count =
+            |f: &dyn Fn(&Pod) -> bool| i32::try_from(active.iter().filter(|p| f(p)).count()).unwrap_or(0);
         let now = sim.now;
         let available = count(&|p: &Pod| pod_available(p, min_ready, now));
         for p in &active {
@@ -1080,8 +1318,14 @@ pub async fn daemonsets(sim: &mut Sim, snap: &Snapshot) {
             "numberUnavailable": (desired - available).max(0),
         });
         if merge_patch_changes(&status_of(&ds.status), &status) {
-            sim.merge(&ar::<DaemonSet>(), Some(&namespace), &owner.name, true, json!({ "status": status }))
-                .await;
+            sim.merge(
+                &ar::<DaemonSet>(),
+                Some(&namespace),
+                &owner.name,
+                true,
+                json!({ "status": status }),
+            )
+            .await;
         }
     }
 }
@@ -1113,7 +1357,11 @@ pub fn format_indexes(indexes: &[i32]) -> String {
         while j + 1 < v.len() && v[j + 1] == v[j] + 1 {
             j += 1;
         }
-        out.push(if i == j { v[i].to_string() } else { format!("{}-{}", v[i], v[j]) });
+        out.push(if i == j {
+            v[i].to_string()
+        } else {
+            format!("{}-{}", v[i], v[j])
+        });
         i = j + 1;
     }
     out.join(",")
@@ -1153,8 +1401,15 @@ pub async fn jobs(sim: &mut Sim, snap: &Snapshot) {
                 if let Some(f) = finished_at {
                     let due = f + i64::from(ttl.max(0)) * 1000;
                     if sim.now >= due {
-                        sim.delete(&ar::<Job>(), Some(&namespace), &owner.name, None, job.metadata.uid.as_deref(), true)
-                            .await;
+                        sim.delete(
+                            &ar::<Job>(),
+                            Some(&namespace),
+                            &owner.name,
+                            None,
+                            job.metadata.uid.as_deref(),
+                            true,
+                        )
+                        .await;
                     } else {
                         sim.wake_at(due);
                     }
@@ -1167,7 +1422,11 @@ pub async fn jobs(sim: &mut Sim, snap: &Snapshot) {
         }
         let owned = owned_pods(snap, &job.metadata);
         let active: Vec<&Pod> = owned.iter().copied().filter(|p| pod_active(p)).collect();
-        let ok_pods: Vec<&Pod> = owned.iter().copied().filter(|p| pod_phase(p) == "Succeeded").collect();
+        let ok_pods: Vec<&Pod> = owned
+            .iter()
+            .copied()
+            .filter(|p| pod_phase(p) == "Succeeded")
+            .collect();
         let failed_pods = owned.iter().filter(|p| pod_phase(p) == "Failed").count();
         let indexed = spec.completion_mode.as_deref() == Some("Indexed");
         let succeeded = i32::try_from(ok_pods.len())
@@ -1196,13 +1455,19 @@ pub async fn jobs(sim: &mut Sim, snap: &Snapshot) {
 
         let mut failure: Option<(&str, &str)> = None;
         if failed > backoff {
-            failure = Some(("BackoffLimitExceeded", "Job has reached the specified backoff limit"));
+            failure = Some((
+                "BackoffLimitExceeded",
+                "Job has reached the specified backoff limit",
+            ));
         } else if let Some(ads) = spec.active_deadline_seconds
             && !suspended
         {
             let due = start_ms + ads * 1000;
             if sim.now >= due {
-                failure = Some(("DeadlineExceeded", "Job was active longer than specified deadline"));
+                failure = Some((
+                    "DeadlineExceeded",
+                    "Job was active longer than specified deadline",
+                ));
             } else {
                 sim.wake_at(due);
             }
@@ -1228,8 +1493,15 @@ pub async fn jobs(sim: &mut Sim, snap: &Snapshot) {
         }
         if let Some((reason, message)) = failure {
             for p in &active {
-                sim.delete(&ar::<Pod>(), Some(&namespace), &name(&p.metadata), None, p.metadata.uid.as_deref(), false)
-                    .await;
+                sim.delete(
+                    &ar::<Pod>(),
+                    Some(&namespace),
+                    &name(&p.metadata),
+                    None,
+                    p.metadata.uid.as_deref(),
+                    false,
+                )
+                .await;
             }
             status["active"] = json!(0);
             status["ready"] = json!(0);
@@ -1243,24 +1515,51 @@ pub async fn jobs(sim: &mut Sim, snap: &Snapshot) {
                 &sim.now_s,
                 true,
             );
-            sim.event(&owner, "Warning", reason, message, "job-controller", None, None).await;
+            sim.event(&owner, "Warning", reason, message, "job-controller", None, None)
+                .await;
         } else if complete {
             status["conditions"] = merge_conditions(
                 cur.get("conditions"),
                 &[
-                    Cond::new("SuccessCriteriaMet", "True", "CompletionsReached", "Reached expected number of succeeded pods"),
-                    Cond::new("Complete", "True", "CompletionsReached", "Reached expected number of succeeded pods"),
+                    Cond::new(
+                        "SuccessCriteriaMet",
+                        "True",
+                        "CompletionsReached",
+                        "Reached expected number of succeeded pods",
+                    ),
+                    Cond::new(
+                        "Complete",
+                        "True",
+                        "CompletionsReached",
+                        "Reached expected number of succeeded pods",
+                    ),
                 ],
                 &[],
                 &sim.now_s,
                 true,
             );
             status["completionTime"] = json!(sim.now_s);
-            sim.event(&owner, "Normal", "Completed", "Job completed", "job-controller", None, None).await;
+            sim.event(
+                &owner,
+                "Normal",
+                "Completed",
+                "Job completed",
+                "job-controller",
+                None,
+                None,
+            )
+            .await;
         } else if suspended {
             for p in &active {
-                sim.delete(&ar::<Pod>(), Some(&namespace), &name(&p.metadata), None, p.metadata.uid.as_deref(), false)
-                    .await;
+                sim.delete(
+                    &ar::<Pod>(),
+                    Some(&namespace),
+                    &name(&p.metadata),
+                    None,
+                    p.metadata.uid.as_deref(),
+                    false,
+                )
+                .await;
             }
             status["conditions"] = merge_conditions(
                 cur.get("conditions"),
@@ -1301,13 +1600,23 @@ pub async fn jobs(sim: &mut Sim, snap: &Snapshot) {
             let oref = owner_ref("batch/v1", "Job", &job.metadata);
             if have < want {
                 if indexed {
-                    let busy: HashSet<i32> = active.iter().filter_map(|p| pod_index(p)).chain(done_indexes.iter().copied()).collect();
+                    let busy: HashSet<i32> = active
+                        .iter()
+                        .filter_map(|p| pod_index(p))
+                        .chain(done_indexes.iter().copied())
+                        .collect();
                     let total = completions.unwrap_or(1);
-                    let todo: Vec<i32> = (0..total).filter(|i| !busy.contains(i)).take(usize::try_from(want - have).unwrap_or(0)).collect();
+                    let todo: Vec<i32> = (0..total)
+                        .filter(|i| !busy.contains(i))
+                        .take(usize::try_from(want - have).unwrap_or(0))
+                        .collect();
                     for idx in todo {
                         let attempt = owned.iter().filter(|p| pod_index(p) == Some(idx)).count();
                         let prefix = format!("{}-{idx}", owner.name);
-                        let pod_name = format!("{prefix}-{}", name_suffix(&job_uid, u32::try_from(attempt).unwrap_or(0)));
+                        let pod_name = format!(
+                            "{prefix}-{}",
+                            name_suffix(&job_uid, u32::try_from(attempt).unwrap_or(0))
+                        );
                         let mut labels = base_labels.clone();
                         labels.push((INDEX_ANN, idx.to_string()));
                         let mut pod = pod_from_template(
@@ -1321,14 +1630,30 @@ pub async fn jobs(sim: &mut Sim, snap: &Snapshot) {
                         );
                         pod["spec"]["hostname"] = json!(prefix);
                         if sim.create(&ar::<Pod>(), Some(&namespace), pod).await {
-                            sim.event(&owner, "Normal", "SuccessfulCreate", &format!("Created pod: {pod_name}"), "job-controller", None, None)
-                                .await;
+                            sim.event(
+                                &owner,
+                                "Normal",
+                                "SuccessfulCreate",
+                                &format!("Created pod: {pod_name}"),
+                                "job-controller",
+                                None,
+                                None,
+                            )
+                            .await;
                         }
                     }
                 } else {
                     let gen_name = format!("{}-", owner.name);
                     create_named_pods(sim, snap, &owner, want - have, |pod_name| {
-                        pod_from_template(&template, &namespace, pod_name, Some(&gen_name), &base_labels, &[], oref.clone())
+                        pod_from_template(
+                            &template,
+                            &namespace,
+                            pod_name,
+                            Some(&gen_name),
+                            &base_labels,
+                            &[],
+                            oref.clone(),
+                        )
                     })
                     .await;
                 }
@@ -1336,14 +1661,27 @@ pub async fn jobs(sim: &mut Sim, snap: &Snapshot) {
                 let mut extra = active.clone();
                 extra.sort_by_key(|p| deletion_rank(p));
                 for p in extra.iter().take(usize::try_from(have - want).unwrap_or(0)) {
-                    sim.delete(&ar::<Pod>(), Some(&namespace), &name(&p.metadata), None, p.metadata.uid.as_deref(), false)
-                        .await;
+                    sim.delete(
+                        &ar::<Pod>(),
+                        Some(&namespace),
+                        &name(&p.metadata),
+                        None,
+                        p.metadata.uid.as_deref(),
+                        false,
+                    )
+                    .await;
                 }
             }
         }
         if merge_patch_changes(&cur, &status) {
-            sim.merge(&ar::<Job>(), Some(&namespace), &owner.name, true, json!({ "status": status }))
-                .await;
+            sim.merge(
+                &ar::<Job>(),
+                Some(&namespace),
+                &owner.name,
+                true,
+                json!({ "status": status }),
+            )
+            .await;
         }
     }
 }
@@ -1363,8 +1701,16 @@ pub async fn cronjobs(sim: &mut Sim, snap: &Snapshot) {
         let schedule = match Schedule::parse(&spec.schedule) {
             Ok(s) => s,
             Err(e) => {
-                sim.event(&owner, "Warning", "InvalidSchedule", &format!("invalid schedule: {}: {e}", spec.schedule), "cronjob-controller", None, None)
-                    .await;
+                sim.event(
+                    &owner,
+                    "Warning",
+                    "InvalidSchedule",
+                    &format!("invalid schedule: {}: {e}", spec.schedule),
+                    "cronjob-controller",
+                    None,
+                    None,
+                )
+                .await;
                 continue;
             }
         };
@@ -1387,11 +1733,18 @@ pub async fn cronjobs(sim: &mut Sim, snap: &Snapshot) {
             .jobs
             .iter()
             .map(Arc::as_ref)
-            .filter(|j| j.metadata.namespace == cj.metadata.namespace && controller_uid(&j.metadata) == Some(cj_uid.as_str()))
+            .filter(|j| {
+                j.metadata.namespace == cj.metadata.namespace
+                    && controller_uid(&j.metadata) == Some(cj_uid.as_str())
+            })
             .collect();
         mine.sort_by_key(|j| (created_ms(&j.metadata), name(&j.metadata)));
         let finished = |j: &Job| job_finished(&status_of(&j.status));
-        let active: Vec<&Job> = mine.iter().copied().filter(|j| finished(j).is_none() && j.metadata.deletion_timestamp.is_none()).collect();
+        let active: Vec<&Job> = mine
+            .iter()
+            .copied()
+            .filter(|j| finished(j).is_none() && j.metadata.deletion_timestamp.is_none())
+            .collect();
         // History limits.
         for (kind, limit) in [
             ("Complete", spec.successful_jobs_history_limit.unwrap_or(3)),
@@ -1405,14 +1758,32 @@ pub async fn cronjobs(sim: &mut Sim, snap: &Snapshot) {
             let limit = usize::try_from(limit.max(0)).unwrap_or(0);
             if done.len() > limit {
                 for j in done.iter().take(done.len() - limit) {
-                    sim.delete(&ar::<Job>(), Some(&namespace), &name(&j.metadata), None, j.metadata.uid.as_deref(), true)
-                        .await;
-                    sim.event(&owner, "Normal", "SuccessfulDelete", &format!("Deleted job {}", name(&j.metadata)), "cronjob-controller", None, None)
-                        .await;
+                    sim.delete(
+                        &ar::<Job>(),
+                        Some(&namespace),
+                        &name(&j.metadata),
+                        None,
+                        j.metadata.uid.as_deref(),
+                        true,
+                    )
+                    .await;
+                    sim.event(
+                        &owner,
+                        "Normal",
+                        "SuccessfulDelete",
+                        &format!("Deleted job {}", name(&j.metadata)),
+                        "cronjob-controller",
+                        None,
+                        None,
+                    )
+                    .await;
                 }
             }
         }
-        let mut last_schedule = cur.get("lastScheduleTime").and_then(Value::as_str).map(str::to_string);
+        let mut last_schedule = cur
+            .get("lastScheduleTime")
+            .and_then(Value::as_str)
+            .map(str::to_string);
         let mut active_refs: Vec<Value> = active
             .iter()
             .map(|j| {
@@ -1458,17 +1829,39 @@ pub async fn cronjobs(sim: &mut Sim, snap: &Snapshot) {
                 } else {
                     if policy == "Replace" {
                         for j in &active {
-                            sim.delete(&ar::<Job>(), Some(&namespace), &name(&j.metadata), None, j.metadata.uid.as_deref(), true)
-                                .await;
-                            sim.event(&owner, "Normal", "SuccessfulDelete", &format!("Deleted job {}", name(&j.metadata)), "cronjob-controller", None, None)
-                                .await;
+                            sim.delete(
+                                &ar::<Job>(),
+                                Some(&namespace),
+                                &name(&j.metadata),
+                                None,
+                                j.metadata.uid.as_deref(),
+                                true,
+                            )
+                            .await;
+                            sim.event(
+                                &owner,
+                                "Normal",
+                                "SuccessfulDelete",
+                                &format!("Deleted job {}", name(&j.metadata)),
+                                "cronjob-controller",
+                                None,
+                                None,
+                            )
+                            .await;
                         }
                         active_refs.clear();
                     }
                     let job_name = format!("{}-{}", owner.name, t / 60_000);
                     let jt = &spec.job_template;
-                    let mut annotations = jt.metadata.as_ref().and_then(|m| m.annotations.clone()).unwrap_or_default();
-                    annotations.insert("batch.kubernetes.io/cronjob-scheduled-timestamp".into(), fmt_time(t));
+                    let mut annotations = jt
+                        .metadata
+                        .as_ref()
+                        .and_then(|m| m.annotations.clone())
+                        .unwrap_or_default();
+                    annotations.insert(
+                        "batch.kubernetes.io/cronjob-scheduled-timestamp".into(),
+                        fmt_time(t),
+                    );
                     let obj = json!({
                         "apiVersion": "batch/v1",
                         "kind": "Job",
@@ -1482,8 +1875,16 @@ pub async fn cronjobs(sim: &mut Sim, snap: &Snapshot) {
                         "spec": to_value(&jt.spec),
                     });
                     if sim.create(&ar::<Job>(), Some(&namespace), obj).await {
-                        sim.event(&owner, "Normal", "SuccessfulCreate", &format!("Created job {job_name}"), "cronjob-controller", None, None)
-                            .await;
+                        sim.event(
+                            &owner,
+                            "Normal",
+                            "SuccessfulCreate",
+                            &format!("Created job {job_name}"),
+                            "cronjob-controller",
+                            None,
+                            None,
+                        )
+                        .await;
                         active_refs.push(json!({"apiVersion": "batch/v1", "kind": "Job", "name": job_name, "namespace": namespace}));
                         last_schedule = Some(fmt_time(t));
                     }
@@ -1496,10 +1897,19 @@ pub async fn cronjobs(sim: &mut Sim, snap: &Snapshot) {
         let last_success = mine
             .iter()
             .filter(|j| finished(j) == Some("Complete"))
-            .filter_map(|j| j.status.as_ref().and_then(|s| s.completion_time.as_ref()).map(time_ms))
+            .filter_map(|j| {
+                j.status
+                    .as_ref()
+                    .and_then(|s| s.completion_time.as_ref())
+                    .map(time_ms)
+            })
             .max()
             .map(fmt_time)
-            .or_else(|| cur.get("lastSuccessfulTime").and_then(Value::as_str).map(str::to_string));
+            .or_else(|| {
+                cur.get("lastSuccessfulTime")
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+            });
         let mut status = json!({ "active": active_refs });
         if let Some(l) = last_schedule {
             status["lastScheduleTime"] = json!(l);
@@ -1508,8 +1918,14 @@ pub async fn cronjobs(sim: &mut Sim, snap: &Snapshot) {
             status["lastSuccessfulTime"] = json!(l);
         }
         if merge_patch_changes(&cur, &status) {
-            sim.merge(&ar::<CronJob>(), Some(&namespace), &owner.name, true, json!({ "status": status }))
-                .await;
+            sim.merge(
+                &ar::<CronJob>(),
+                Some(&namespace),
+                &owner.name,
+                true,
+                json!({ "status": status }),
+            )
+            .await;
         }
     }
 }

@@ -631,10 +631,10 @@ impl<'t> State<'t, '_> {
                 crate::gofmt::quote(field)
             )));
         }
-        let typ = recv.static_type();
+        let typ = || recv.static_type();
         let has_args = args.len() > 1 || final_.is_some();
         match &recv.v {
-            Value::Nil => Err(self.errorf(format!("nil pointer evaluating {typ}.{field}"))),
+            Value::Nil => Err(self.errorf(format!("nil pointer evaluating {}.{field}", typ()))),
             Value::Map(m) => {
                 if has_args {
                     return Err(self.errorf(format!("{field} is not a method but has arguments")));
@@ -687,9 +687,9 @@ impl<'t> State<'t, '_> {
                         None => {}
                     }
                 }
-                Err(self.errorf(format!("can't evaluate field {field} in type {typ}")))
+                Err(self.errorf(format!("can't evaluate field {field} in type {}", typ())))
             }
-            _ => Err(self.errorf(format!("can't evaluate field {field} in type {typ}"))),
+            _ => Err(self.errorf(format!("can't evaluate field {field} in type {}", typ()))),
         }
     }
 
@@ -701,8 +701,8 @@ impl<'t> State<'t, '_> {
         args: &'t [Arg],
         final_: Option<Val>,
     ) -> R<Val> {
-        let funcs = self.t.funcs.clone();
-        let callee = match funcs.get(name) {
+        let t: &'t Template = self.t;
+        let callee = match t.funcs.get(name) {
             Some(f) => Callee::Func(f),
             None if builtin_arity(name).is_some() => Callee::Builtin,
             None => {
@@ -780,7 +780,25 @@ impl<'t> State<'t, '_> {
             Callee::Builtin => builtins::call_builtin(self, name, argv),
         };
         match result {
-            Ok(v) => Ok(v),
+            Ok(v) => {
+                // Values are built before anything is written, so a template that doubles a
+                // string or list in a loop would exhaust memory long before the output limit.
+                let too_big = match &v.v {
+                    Value::String(s) => s.len() > limits::MAX_OUTPUT,
+                    Value::List(l) => l.items.len() > self.env.max_items,
+                    _ => false,
+                };
+                if too_big {
+                    self.at(cmd);
+                    return Err(self.limit_err(format!(
+                        "error calling {name}: result exceeds the size limit ({} bytes per string, \
+                         limits::MAX_OUTPUT; {} items per list, FuncEnv::max_items)",
+                        limits::MAX_OUTPUT,
+                        self.env.max_items
+                    )));
+                }
+                Ok(v)
+            }
             Err(FuncError(msg)) => {
                 self.at(cmd);
                 Err(self.errorf(format!("error calling {name}: {msg}")))

@@ -23,7 +23,7 @@ pub fn write_value(out: &mut String, v: &Value) {
             let _ = write!(out, "{i}");
         }
         Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Value::Float(f) => out.push_str(&format_float(*f, b'g', -1, false)),
+        Value::Float(f) => out.push_str(&format_float(*f, b'g', -1)),
         _ => {
             let mut p = Printer {
                 out,
@@ -282,7 +282,7 @@ fn hex_float(f: f64, prec: i32, upper: bool) -> String {
 }
 
 /// `strconv.FormatFloat(f, verb, prec, 64)` for verbs `e E f g G` (prec -1 = shortest).
-pub fn format_float(f: f64, verb: u8, prec: i32, _sharp: bool) -> String {
+pub fn format_float(f: f64, verb: u8, prec: i32) -> String {
     let mut out = String::new();
     if f.is_nan() {
         return "NaN".into();
@@ -582,7 +582,7 @@ impl Printer<'_> {
 
     fn fmt_float(&mut self, v: f64, verb: u8, default_prec: i32) {
         let prec = self.f.prec.map(|p| p as i32).unwrap_or(default_prec);
-        let s = format_float(v, verb, prec, false);
+        let s = format_float(v, verb, prec);
         let mut num = if s.starts_with('-') || s.starts_with('+') {
             s
         } else {

@@ -177,7 +177,7 @@ pub(crate) fn lex(input: &str) -> Vec<Item<'_>> {
         paren_depth: 0,
         line: 1,
         start_line: 1,
-        items: Vec::with_capacity(input.len() / 8 + 4),
+        items: Vec::with_capacity(input.len() / 4 + 8),
     };
     let mut state = Some(State::Text);
     while let Some(s) = state {

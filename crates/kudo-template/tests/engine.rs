@@ -1864,3 +1864,16 @@ fn random_templates_never_panic() {
         assert!(result.is_ok(), "panicked on {tpl:?}");
     }
 }
+
+#[test]
+fn doubling_values_hit_a_limit_instead_of_exhausting_memory() {
+    let err = run(
+        r#"{{ $x := "abcdefgh" }}{{ range until 100 }}{{ $x = printf "%s%s" $x $x }}{{ end }}{{ len $x }}"#,
+    )
+    .expect_err("limit");
+    assert!(
+        err.contains("error calling printf: result exceeds the size limit"),
+        "{err}"
+    );
+    assert!(err.contains("MAX_OUTPUT"), "{err}");
+}

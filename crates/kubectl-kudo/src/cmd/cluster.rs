@@ -17,8 +17,9 @@ use serde::de::DeserializeOwned;
 /// Flags shared by every command that talks to a cluster (KUDO's global flags).
 #[derive(Args, Debug, Clone, Default)]
 pub struct ClusterOpts {
-    /// Path to the kubeconfig file (default: $KUBECONFIG or ~/.kube/config).
-    #[arg(long, global = true, env = "KUBECONFIG", value_name = "FILE")]
+    /// Path to the kubeconfig file (default: $KUBECONFIG or ~/.kube/config; for `dev`, where to
+    /// write the embedded cluster's kubeconfig).
+    #[arg(long, global = true, value_name = "FILE")]
     pub kubeconfig: Option<PathBuf>,
     /// Namespace (default: the kubeconfig context's namespace, else "default").
     #[arg(short = 'n', long, global = true)]

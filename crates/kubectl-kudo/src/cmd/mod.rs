@@ -1,6 +1,7 @@
 //! One module per command group.
 
 pub mod cluster;
+pub mod dev;
 pub mod get;
 pub mod init;
 pub mod instance;

@@ -28,7 +28,9 @@ pub enum Output {
 #[derive(Subcommand, Debug)]
 pub enum PackageCommand {
     /// Scaffold a new package: ./operator/operator.yaml and ./operator/params.yaml.
-    #[command(after_help = "Examples:\n  kubectl kudo package new galera\n  kubectl kudo package new galera --overwrite")]
+    #[command(
+        after_help = "Examples:\n  kubectl kudo package new galera\n  kubectl kudo package new galera --overwrite"
+    )]
     New {
         /// Operator name (a DNS-1123 label; it prefixes every object name).
         name: String,
@@ -40,7 +42,9 @@ pub enum PackageCommand {
     #[command(subcommand)]
     List(ListCommand),
     /// Check a package with every verifier KUDO has (plus a few of ours); exits non-zero on errors.
-    #[command(after_help = "Examples:\n  kubectl kudo package verify ./operator\n  kubectl kudo package verify galera-10.5.3_0.1.0.tgz --param-checks all")]
+    #[command(
+        after_help = "Examples:\n  kubectl kudo package verify ./operator\n  kubectl kudo package verify galera-10.5.3_0.1.0.tgz --param-checks all"
+    )]
     Verify {
         /// Package directory or .tgz.
         package: PathBuf,
@@ -52,7 +56,9 @@ pub enum PackageCommand {
         output: Option<Output>,
     },
     /// Verify a package and pack it into a reproducible <name>-<appVersion>_<operatorVersion>.tgz.
-    #[command(after_help = "Examples:\n  kubectl kudo package create ./operator\n  kubectl kudo package create ./operator -d dist --overwrite")]
+    #[command(
+        after_help = "Examples:\n  kubectl kudo package create ./operator\n  kubectl kudo package create ./operator -d dist --overwrite"
+    )]
     Create {
         /// Package directory (or .tgz to re-pack).
         package: PathBuf,
@@ -64,7 +70,9 @@ pub enum PackageCommand {
         overwrite: bool,
     },
     /// Render a plan offline: the exact objects the controller would apply or delete, step by step.
-    #[command(after_help = "Examples:\n  kubectl kudo package render ./operator\n  kubectl kudo package render ./operator --plan node_update -p NODE_COUNT=5 -n db\n  kubectl kudo package render ./operator -P values.yaml -o json")]
+    #[command(
+        after_help = "Examples:\n  kubectl kudo package render ./operator\n  kubectl kudo package render ./operator --plan node_update -p NODE_COUNT=5 -n db\n  kubectl kudo package render ./operator -P values.yaml -o json"
+    )]
     Render {
         /// Package directory or .tgz.
         package: PathBuf,
@@ -92,7 +100,9 @@ pub enum PackageCommand {
 #[derive(Subcommand, Debug)]
 pub enum ListCommand {
     /// Parameters, sorted by name.
-    #[command(after_help = "Examples:\n  kubectl kudo package list parameters ./operator\n  kubectl kudo package list parameters ./operator --required")]
+    #[command(
+        after_help = "Examples:\n  kubectl kudo package list parameters ./operator\n  kubectl kudo package list parameters ./operator --required"
+    )]
     Parameters {
         /// Package directory or .tgz.
         #[arg(default_value = ".")]
@@ -108,7 +118,9 @@ pub enum ListCommand {
         names: bool,
     },
     /// Plans as a tree of phases, steps and tasks.
-    #[command(after_help = "Examples:\n  kubectl kudo package list plans ./operator\n  kubectl kudo package list plans ./operator -t")]
+    #[command(
+        after_help = "Examples:\n  kubectl kudo package list plans ./operator\n  kubectl kudo package list plans ./operator -t"
+    )]
     Plans {
         #[arg(default_value = ".")]
         package: PathBuf,
@@ -161,12 +173,24 @@ pub fn run(args: PackageArgs) -> anyhow::Result<ExitCode> {
         }
         PackageCommand::List(l) => {
             let out = match l {
-                ListCommand::Parameters { package, descriptions, required, names } => {
+                ListCommand::Parameters {
+                    package,
+                    descriptions,
+                    required,
+                    names,
+                } => {
                     if [descriptions, required, names].iter().filter(|b| **b).count() > 1 {
                         bail!("only one of the flags 'required', 'names', 'descriptions' can be set");
                     }
                     let pkg = load(&package)?;
-                    list::parameters(&pkg, ParamListOptions { descriptions, required_only: required, names_only: names })
+                    list::parameters(
+                        &pkg,
+                        ParamListOptions {
+                            descriptions,
+                            required_only: required,
+                            names_only: names,
+                        },
+                    )
                 }
                 ListCommand::Plans { package, with_tasks } => list::plans(&load(&package)?, with_tasks),
                 ListCommand::Tasks { package } => list::tasks(&load(&package)?),
@@ -174,7 +198,11 @@ pub fn run(args: PackageArgs) -> anyhow::Result<ExitCode> {
             print!("{out}");
             Ok(ExitCode::SUCCESS)
         }
-        PackageCommand::Verify { package, param_checks, output } => {
+        PackageCommand::Verify {
+            package,
+            param_checks,
+            output,
+        } => {
             let checks = ParamChecks::parse(&param_checks).map_err(anyhow::Error::msg)?;
             let pkg = load(&package)?;
             let v = verify(&pkg, checks);
@@ -199,26 +227,50 @@ pub fn run(args: PackageArgs) -> anyhow::Result<ExitCode> {
                 bail!("package verification found {} error(s)", v.errors.len())
             }
         }
-        PackageCommand::Create { package, destination, overwrite } => {
+        PackageCommand::Create {
+            package,
+            destination,
+            overwrite,
+        } => {
             let pkg = load(&package)?;
             let v = verify(&pkg, ParamChecks::default());
             if !v.is_valid() {
                 print_result(&v);
-                bail!("package verification found {} error(s); not creating a package", v.errors.len());
+                bail!(
+                    "package verification found {} error(s); not creating a package",
+                    v.errors.len()
+                );
             }
             let path = kudo_package::create::write_tarball(&pkg, &destination, overwrite)?;
             println!("Package created: {}", path.display());
             Ok(ExitCode::SUCCESS)
         }
-        PackageCommand::Render { package, plan, instance, namespace, parameters, parameter_files, output } => {
+        PackageCommand::Render {
+            package,
+            plan,
+            instance,
+            namespace,
+            parameters,
+            parameter_files,
+            output,
+        } => {
             let pkg = load(&package)?;
             let mut values = BTreeMap::new();
             for f in &parameter_files {
-                let text = std::fs::read_to_string(f).with_context(|| format!("cannot read {}", f.display()))?;
-                values.extend(params::parse_param_file(&f.display().to_string(), &text).map_err(anyhow::Error::msg)?);
+                let text =
+                    std::fs::read_to_string(f).with_context(|| format!("cannot read {}", f.display()))?;
+                values.extend(
+                    params::parse_param_file(&f.display().to_string(), &text).map_err(anyhow::Error::msg)?,
+                );
             }
             values.extend(params::parse_cli_params(&parameters).map_err(anyhow::Error::msg)?);
-            let res = to_resources(&pkg, &ConvertOptions { instance_name: instance.clone(), ..Default::default() })?;
+            let res = to_resources(
+                &pkg,
+                &ConvertOptions {
+                    instance_name: instance.clone(),
+                    ..Default::default()
+                },
+            )?;
             let inst = res.instance.metadata.name.clone();
             let ctx = RenderContext::offline(&inst, &namespace, values);
             let objs = render_plan(&res.operator_version, &plan, &ctx)?;
@@ -242,7 +294,10 @@ pub fn run(args: PackageArgs) -> anyhow::Result<ExitCode> {
                             a => format!(" ({})", a.as_str()),
                         };
                         println!("---");
-                        println!("# {}/{}/{}/{}: {}{}", o.plan, o.phase, o.step, o.task, o.template, suffix);
+                        println!(
+                            "# {}/{}/{}/{}: {}{}",
+                            o.plan, o.phase, o.step, o.task, o.template, suffix
+                        );
                         print!("{}", to_yaml(&o.object)?);
                     }
                 }

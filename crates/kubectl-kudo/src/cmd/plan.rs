@@ -138,7 +138,7 @@ pub async fn trigger_plan(cluster: &Cluster, instance: &str, plan: &str) -> Resu
 
 /// `plan status --wait`: on a terminal, redraws the tree in place (cursor up + clear) each time it
 /// changes; on a pipe, prints the final tree once so the output is never garbled.
-async fn status_wait(cluster: &Cluster, name: &str, timeout: Duration) -> Result<ExitCode> {
+pub async fn status_wait(cluster: &Cluster, name: &str, timeout: Duration) -> Result<ExitCode> {
     let tty = std::io::stdout().is_terminal();
     let deadline = tokio::time::Instant::now() + timeout;
     let mut last = String::new();

@@ -19,12 +19,14 @@ use std::time::Instant;
 use clap::{Args, Subcommand, ValueEnum};
 use kudo_template::{FuncEnv, Template, Value, kudo_funcs};
 
+/// `kubectl kudo template …`: template tooling that needs no cluster.
 #[derive(Args, Debug)]
 pub struct TemplateArgs {
     #[command(subcommand)]
     pub command: TemplateCommand,
 }
 
+/// The `template` subcommands.
 #[derive(Subcommand, Debug)]
 pub enum TemplateCommand {
     /// Render a template (or a directory of templates) with KUDO's Go template engine.
@@ -55,6 +57,7 @@ Examples:
   # Render every DIR/NAME.tmpl into NAME.out or NAME.err (the Go oracle's batch layout)
   kubectl kudo template render --batch tests/corpus/galera";
 
+/// Flags of `template render`; one struct for both modes so they cannot drift apart.
 #[derive(Args, Debug)]
 #[command(after_long_help = RENDER_HELP)]
 pub struct RenderArgs {
@@ -100,10 +103,14 @@ pub struct RenderArgs {
     pub quiet: bool,
 }
 
+/// How data files are decoded; `auto` follows the extension, like the Go oracle.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum DataFormat {
+    /// `.yaml`/`.yml` are YAML, anything else JSON.
     Auto,
+    /// Go `encoding/json` typing (every number a float64).
     Json,
+    /// `sigs.k8s.io/yaml` typing (YAML 1.1 scalars, converted to JSON).
     Yaml,
 }
 
@@ -121,6 +128,8 @@ impl fmt::Display for InputError {
     }
 }
 
+/// Runs a `template` subcommand. Template and input problems are reported here with their own exit
+/// codes (1, 2, 3), so the caller only sees errors that are not about the user's inputs.
 pub fn run(args: TemplateArgs) -> anyhow::Result<ExitCode> {
     match args.command {
         TemplateCommand::Render(r) => Ok(match &r.batch {

@@ -1,14 +1,105 @@
-//! `kubectl kudo test` (owned by the test-harness work, issue #9).
+//! `kubectl kudo test`: runs kuttl-format operator test suites (issue #9). The harness lives in
+//! the `kudo-kuttl` crate; this module maps kuttl's flags onto it.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
+use anyhow::{Context, bail};
 use clap::Args;
 
 use super::cluster::ClusterOpts;
 
 #[derive(Args, Debug)]
-pub struct TestArgs {}
+#[command(after_help = "Examples:\n  kubectl kudo test                      # kuttl-test.yaml in the current directory\n  kubectl kudo test --start-control-plane ./tests\n  kubectl kudo test --config test/kudo-e2e-test.yaml --test upgrade --report xml")]
+pub struct TestArgs {
+    /// Test directories (each subdirectory is a test case); replace the suite's testDirs.
+    #[arg(value_name = "DIR")]
+    pub dirs: Vec<PathBuf>,
+    /// TestSuite file (default: kuttl-test.yaml in the current directory, if present).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Only run the test case with this name (repeatable).
+    #[arg(long = "test", value_name = "NAME")]
+    pub tests: Vec<String>,
+    /// Step timeout in seconds (overrides the suite; default 30).
+    #[arg(long, value_name = "SECONDS")]
+    pub timeout: Option<u64>,
+    /// Maximum number of test cases run at once (overrides the suite; default 8).
+    #[arg(long, value_name = "N")]
+    pub parallel: Option<usize>,
+    /// Keep test namespaces and created objects.
+    #[arg(long)]
+    pub skip_delete: bool,
+    /// Write a report (kuttl-report.xml or .json) to the artifacts directory.
+    #[arg(long, value_name = "xml|json")]
+    pub report: Option<String>,
+    /// Directory for reports (default: the suite's artifactsDir, else the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub artifacts_dir: Option<PathBuf>,
+    /// Start the embedded cluster (API server, simulated workloads, KUDO controller) for the run.
+    #[arg(long)]
+    pub start_control_plane: bool,
+    /// Same as --start-control-plane (kuttl's KIND option maps onto the embedded cluster).
+    #[arg(long = "start-kind")]
+    pub start_kind: bool,
+}
 
-pub async fn run(_opts: &ClusterOpts, _args: TestArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("kubectl kudo test is being written")
+pub async fn run(opts: &ClusterOpts, args: TestArgs) -> anyhow::Result<ExitCode> {
+    let cwd = std::env::current_dir().context("cannot determine the current directory")?;
+    let config = match &args.config {
+        Some(p) => Some(p.clone()),
+        None => Some(cwd.join("kuttl-test.yaml")).filter(|p| p.is_file()),
+    };
+    let mut suite = match &config {
+        Some(p) => kudo_kuttl::TestSuite::from_file(p)?,
+        None if args.dirs.is_empty() => {
+            bail!("no kuttl-test.yaml in the current directory: pass --config FILE or test directories")
+        }
+        None => kudo_kuttl::TestSuite::default(),
+    };
+    if let Some(t) = args.timeout {
+        suite.timeout = t;
+    }
+    if let Some(p) = args.parallel {
+        suite.parallel = p;
+    }
+    if args.skip_delete {
+        suite.skip_delete = true;
+    }
+    if args.start_control_plane || args.start_kind {
+        suite.start_control_plane = true;
+    }
+    if let Some(d) = &args.artifacts_dir {
+        suite.artifacts_dir = Some(d.display().to_string());
+    }
+    let report = match &args.report {
+        None => None,
+        Some(r) => Some(
+            kudo_kuttl::ReportFormat::parse(r).with_context(|| format!("--report must be xml or json, not {r:?}"))?,
+        ),
+    };
+    let path_prepend = std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(PathBuf::from))
+        .into_iter()
+        .collect();
+    let kubeconfig = opts
+        .kubeconfig
+        .as_ref()
+        .map(|p| std::env::split_paths(p).next().unwrap_or_else(|| p.clone()));
+    let run_opts = kudo_kuttl::RunOptions {
+        suite,
+        base_dir: cwd,
+        test_dirs: args.dirs,
+        tests: args.tests,
+        kubeconfig,
+        report,
+        path_prepend,
+        embedded: kudo_kuttl::EmbeddedOptions::default(),
+    };
+    let summary = kudo_kuttl::run(run_opts, kudo_kuttl::Log::stdout()).await?;
+    if let Some(p) = &summary.report_path {
+        println!("report written to {}", p.display());
+    }
+    Ok(if summary.success() { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }

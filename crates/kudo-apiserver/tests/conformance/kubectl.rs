@@ -46,7 +46,8 @@ async fn version_and_api_resources() {
         "events ev events.k8s.io/v1 true Event",
     ] {
         assert!(
-            res.lines().any(|l| l.split_whitespace().collect::<Vec<_>>().join(" ") == expected),
+            res.lines()
+                .any(|l| l.split_whitespace().collect::<Vec<_>>().join(" ") == expected),
             "{expected} not in\n{res}"
         );
     }
@@ -308,6 +309,13 @@ spec:
     assert_eq!(
         out.trim(),
         "customresourcedefinition.apiextensions.k8s.io/gadgets.example.com condition met"
+    );
+    let crds = env.ok(&["get", "crds"]);
+    let header: Vec<&str> = crds.lines().next().unwrap().split_whitespace().collect();
+    assert_eq!(header, ["NAME", "CREATED", "AT"]);
+    assert!(
+        crds.lines().nth(1).unwrap().starts_with("gadgets.example.com "),
+        "{crds}"
     );
     // The new kind is usable at once, with its printer columns.
     env.apply(

@@ -90,6 +90,18 @@ async fn crud_conflicts_and_errors() {
         .unwrap_err();
     assert_eq!((status_code(&e), reason(&e).as_str()), (422, "Invalid"));
 
+    // Label values are validated.
+    let e = api
+        .create(&PostParams::default(), &cm("lbl", json!({"ok": "not valid!"})))
+        .await
+        .unwrap_err();
+    assert_eq!(status_code(&e), 422);
+    // resourceVersion must not be set on create.
+    let mut with_rv = cm("with-rv", json!({}));
+    with_rv.metadata.resource_version = Some("5".into());
+    let e = api.create(&PostParams::default(), &with_rv).await.unwrap_err();
+    assert_eq!(status_code(&e), 400);
+
     // generateName.
     let mut g = cm("", json!({}));
     g.metadata.name = None;
@@ -611,6 +623,23 @@ async fn crd_lifecycle_defaulting_pruning_subresources() {
     assert!(got.data.get("status").is_none());
     assert_eq!(got.metadata.generation, Some(1));
 
+    // Schema validation: wrong type is 422 with the real server's wording.
+    let bad: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "example.com/v1", "kind": "Widget",
+        "metadata": {"name": "w2"}, "spec": {"size": "big"}
+    }))
+    .unwrap();
+    match api.create(&PostParams::default(), &bad).await.unwrap_err() {
+        kube::Error::Api(s) => {
+            assert_eq!(s.code, 422);
+            assert_eq!(
+                s.message,
+                "Widget.example.com \"w2\" is invalid: spec.size: Invalid value: \"string\": spec.size in body must be of type integer: \"string\""
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+
     // Strategic merge patch is refused for custom resources.
     let e = api
         .patch(
@@ -1097,4 +1126,70 @@ async fn pod_field_selectors() {
         ),
         ["p2"]
     );
+}
+
+#[tokio::test]
+async fn method_not_allowed_dry_run_and_watch_timeout() {
+    let env = Env::start().await;
+    let client = env.client().await;
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    api.create(&PostParams::default(), &cm("d", json!({})))
+        .await
+        .unwrap();
+
+    // POST to a named object is not a thing.
+    let req = http::Request::post(format!(
+        "{}/api/v1/namespaces/default/configmaps/d",
+        env.server.url()
+    ))
+    .header("Content-Type", "application/json")
+    .body(b"{}".to_vec())
+    .unwrap();
+    match client.request_text(req).await.unwrap_err() {
+        kube::Error::Api(s) => assert_eq!((s.code, s.reason.as_str()), (405, "MethodNotAllowed")),
+        other => panic!("{other:?}"),
+    }
+    // An unknown patch content type is 415.
+    let req = http::Request::patch(format!(
+        "{}/api/v1/namespaces/default/configmaps/d",
+        env.server.url()
+    ))
+    .header("Content-Type", "text/plain")
+    .body(b"{}".to_vec())
+    .unwrap();
+    match client.request_text(req).await.unwrap_err() {
+        kube::Error::Api(s) => assert_eq!((s.code, s.reason.as_str()), (415, "UnsupportedMediaType")),
+        other => panic!("{other:?}"),
+    }
+
+    // dryRun on patch and delete changes nothing.
+    let pp = PatchParams {
+        dry_run: true,
+        ..Default::default()
+    };
+    let p = api
+        .patch("d", &pp, &Patch::Merge(json!({"data": {"k": "dry"}})))
+        .await
+        .unwrap();
+    assert_eq!(p.data.unwrap()["k"], "dry");
+    assert_eq!(api.get("d").await.unwrap().data.unwrap()["k"], "v");
+    let dp = DeleteParams {
+        dry_run: true,
+        ..Default::default()
+    };
+    api.delete("d", &dp).await.unwrap();
+    assert!(api.get_opt("d").await.unwrap().is_some());
+
+    // timeoutSeconds ends the watch stream.
+    let rv = api.get("d").await.unwrap().metadata.resource_version.unwrap();
+    let mut w = api
+        .watch(&WatchParams::default().timeout(1).disable_bookmarks(), &rv)
+        .await
+        .unwrap()
+        .boxed();
+    let end = tokio::time::timeout(Duration::from_secs(10), w.try_next())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(end.is_none(), "stream ended without events: {end:?}");
 }

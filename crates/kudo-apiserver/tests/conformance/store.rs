@@ -32,6 +32,22 @@ async fn store_api_semantics_match_http() {
     assert_eq!(s["metadata"]["generation"], 1);
     assert_eq!(rx.recv().await.unwrap().type_, EventType::Modified);
 
+    // Race-free status patch, as a simulated kubelet/controller would do it.
+    let p = store
+        .merge_patch_obj(
+            "apps/v1",
+            "Deployment",
+            "default",
+            "d",
+            kudo_apiserver::Subresource::Status,
+            &json!({"status": {"availableReplicas": 1}, "spec": {"replicas": 9}}),
+        )
+        .unwrap();
+    assert_eq!(p["status"]["availableReplicas"], 1);
+    assert_eq!(p["status"]["readyReplicas"], 1);
+    assert_eq!(p["spec"]["replicas"], 1, "spec untouched through /status");
+    assert_eq!(rx.recv().await.unwrap().type_, EventType::Modified);
+
     // Stale update conflicts.
     let e = store.update_obj(created.clone()).unwrap_err();
     assert_eq!((e.code, e.reason.as_str()), (409, "Conflict"));

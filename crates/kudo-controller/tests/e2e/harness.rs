@@ -8,7 +8,10 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{
+    Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams,
+    PostParams,
+};
 use kudo_apiserver::{ApiServer, Config, RunningServer};
 use kudo_controller::ControllerConfig;
 use kudo_package::convert::{ConvertOptions, to_resources};
@@ -48,39 +51,71 @@ fn ar(api_version: &str, kind: &str) -> ApiResource {
 }
 
 pub fn condition<'v>(obj: &'v Value, type_: &str) -> Option<&'v Value> {
-    obj["status"]["conditions"].as_array()?.iter().find(|c| c["type"] == type_)
+    obj["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == type_)
 }
 
 impl Env {
     pub async fn start() -> Env {
+        Env::start_with(kudo_sim::SimConfig::default()).await
+    }
+
+    pub async fn start_with(sim_config: kudo_sim::SimConfig) -> Env {
         init_tracing();
-        let server = ApiServer::start(Config::default()).await.expect("api server starts");
+        let server = ApiServer::start(Config::default())
+            .await
+            .expect("api server starts");
         let cfg = kube::Config::new(server.url().parse().expect("url"));
         let client = kube::Client::try_from(cfg).expect("client");
         let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
         for text in kudo_api::crd_manifests() {
             let crd: CustomResourceDefinition = serde_saphyr::from_str(text).expect("CRD yaml");
-            crds.create(&PostParams::default(), &crd).await.expect("CRD created");
+            crds.create(&PostParams::default(), &crd)
+                .await
+                .expect("CRD created");
         }
         // Wait until the Instance resource is served.
-        let iapi: Api<DynamicObject> = Api::namespaced_with(client.clone(), NS, &ar("kudo.dev/v1beta1", "Instance"));
-        wait_for("instances served", || async { iapi.list(&ListParams::default()).await.ok().map(|_| ()) }).await;
-        let sim = kudo_sim::spawn(client.clone(), kudo_sim::SimConfig::default());
+        let iapi: Api<DynamicObject> =
+            Api::namespaced_with(client.clone(), NS, &ar("kudo.dev/v1beta1", "Instance"));
+        wait_for("instances served", || async {
+            iapi.list(&ListParams::default()).await.ok().map(|_| ())
+        })
+        .await;
+        let sim = kudo_sim::spawn(client.clone(), sim_config);
+        let mut env = Env {
+            server,
+            client,
+            sim: Some(sim),
+            stop: None,
+            controller: None,
+            dir: tempfile::tempdir().expect("tempdir"),
+        };
+        env.start_controller();
+        env
+    }
+
+    pub fn start_controller(&mut self) {
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        let controller = tokio::spawn(kudo_controller::run(
-            client.clone(),
+        self.controller = Some(tokio::spawn(kudo_controller::run(
+            self.client.clone(),
             ControllerConfig::default(),
             async move {
                 let _ = rx.await;
             },
-        ));
-        Env {
-            server,
-            client,
-            sim: Some(sim),
-            stop: Some(tx),
-            controller: Some(controller),
-            dir: tempfile::tempdir().expect("tempdir"),
+        )));
+        self.stop = Some(tx);
+    }
+
+    /// Stops the controller (as a crash or rollout of the manager would).
+    pub async fn stop_controller(&mut self) {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+        if let Some(c) = self.controller.take() {
+            let r = tokio::time::timeout(Duration::from_secs(10), c).await;
+            assert!(matches!(r, Ok(Ok(Ok(())))), "controller stops cleanly: {r:?}");
         }
     }
 
@@ -101,11 +136,14 @@ impl Env {
         Api::namespaced_with(self.client.clone(), NS, &ar(api_version, kind))
     }
 
-    async fn create(&self, obj: Value) {
+    pub async fn create(&self, obj: Value) {
         let av = obj["apiVersion"].as_str().unwrap().to_string();
         let kind = obj["kind"].as_str().unwrap().to_string();
         let d: DynamicObject = serde_json::from_value(obj).expect("dynamic object");
-        self.api(&av, &kind).create(&PostParams::default(), &d).await.expect("object created");
+        self.api(&av, &kind)
+            .create(&PostParams::default(), &d)
+            .await
+            .expect("object created");
     }
 
     /// Reads a package directory, converts it and creates Operator, OperatorVersion and Instance.
@@ -121,7 +159,8 @@ impl Env {
         )
         .expect("package converts");
         self.create(serde_json::to_value(&res.operator).unwrap()).await;
-        self.create(serde_json::to_value(&res.operator_version).unwrap()).await;
+        self.create(serde_json::to_value(&res.operator_version).unwrap())
+            .await;
         self.create(serde_json::to_value(&res.instance).unwrap()).await;
     }
 

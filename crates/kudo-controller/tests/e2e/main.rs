@@ -8,6 +8,8 @@ mod harness;
 use std::collections::BTreeMap;
 
 use harness::{Env, Pkg};
+use k8s_openapi::api::rbac::v1::ClusterRole;
+use kube::api::Api;
 use serde_json::json;
 
 fn first_operator(dir: &std::path::Path) -> std::path::PathBuf {
@@ -82,9 +84,17 @@ async fn first_operator_deploys_and_updates() {
     env.install(&pkg, "fo", BTreeMap::new()).await;
 
     let inst = env.wait_plan("fo", "deploy", "COMPLETE").await;
-    let uid1 = inst["status"]["planStatus"]["deploy"]["uid"].as_str().unwrap().to_string();
-    assert_eq!(inst["status"]["planStatus"]["deploy"]["phases"][0]["steps"][0]["status"], "COMPLETE");
-    let dep = env.wait_ready_replicas("apps/v1", "Deployment", "fo-nginx", 2).await;
+    let uid1 = inst["status"]["planStatus"]["deploy"]["uid"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(
+        inst["status"]["planStatus"]["deploy"]["phases"][0]["steps"][0]["status"],
+        "COMPLETE"
+    );
+    let dep = env
+        .wait_ready_replicas("apps/v1", "Deployment", "fo-nginx", 2)
+        .await;
     assert_eq!(dep["spec"]["replicas"], 2);
     // Enhancement: KUDO labels, owner reference to the Instance, SSA field manager `kudo`.
     assert_eq!(dep["metadata"]["labels"]["heritage"], "kudo");
@@ -98,26 +108,38 @@ async fn first_operator_deploys_and_updates() {
     // The finished plan is unscheduled and the instance reports Ready.
     let inst = env
         .wait_instance("fo", "planExecution cleared and Ready=True", |i| {
-            i["spec"]["planExecution"]["planName"].as_str().unwrap_or("").is_empty()
+            i["spec"]["planExecution"]["planName"]
+                .as_str()
+                .unwrap_or("")
+                .is_empty()
                 && harness::condition(i, "Ready").is_some_and(|c| c["status"] == "True")
         })
         .await;
-    assert_eq!(harness::condition(&inst, "Ready").unwrap()["reason"], "ResourcesReady");
+    assert_eq!(
+        harness::condition(&inst, "Ready").unwrap()["reason"],
+        "ResourcesReady"
+    );
     // Events PlanStarted/PlanFinished were published for the Instance.
     let reasons = env.event_reasons("fo").await;
     assert!(reasons.contains(&"PlanStarted".to_string()), "{reasons:?}");
     assert!(reasons.contains(&"PlanFinished".to_string()), "{reasons:?}");
 
     // Parameter update: REPLICAS has no trigger and the OV has no `update` plan → deploy again.
-    env.patch_instance("fo", json!({"spec": {"parameters": {"REPLICAS": "3"}}})).await;
+    env.patch_instance("fo", json!({"spec": {"parameters": {"REPLICAS": "3"}}}))
+        .await;
     let inst = env
         .wait_instance("fo", "a new deploy run COMPLETE", |i| {
             let ps = &i["status"]["planStatus"]["deploy"];
             ps["status"] == "COMPLETE" && ps["uid"].as_str() != Some(uid1.as_str())
         })
         .await;
-    assert_ne!(inst["status"]["planStatus"]["deploy"]["uid"].as_str(), Some(uid1.as_str()));
-    let dep = env.wait_ready_replicas("apps/v1", "Deployment", "fo-nginx", 3).await;
+    assert_ne!(
+        inst["status"]["planStatus"]["deploy"]["uid"].as_str(),
+        Some(uid1.as_str())
+    );
+    let dep = env
+        .wait_ready_replicas("apps/v1", "Deployment", "fo-nginx", 3)
+        .await;
     assert_eq!(dep["spec"]["replicas"], 3);
     env.stop().await;
 }
@@ -131,23 +153,33 @@ async fn galera_deploy_scale_and_uninstall() {
     let env = Env::start().await;
     env.install(&galera_dir(), "db", BTreeMap::new()).await;
     let inst = env.wait_plan("db", "deploy", "COMPLETE").await;
-    for phase in inst["status"]["planStatus"]["deploy"]["phases"].as_array().unwrap() {
+    for phase in inst["status"]["planStatus"]["deploy"]["phases"]
+        .as_array()
+        .unwrap()
+    {
         assert_eq!(phase["status"], "COMPLETE", "{phase}");
         for step in phase["steps"].as_array().unwrap() {
             assert_eq!(step["status"], "COMPLETE", "{step}");
         }
     }
-    let sts = env.wait_ready_replicas("apps/v1", "StatefulSet", "db-galera", 3).await;
+    let sts = env
+        .wait_ready_replicas("apps/v1", "StatefulSet", "db-galera", 3)
+        .await;
     assert_eq!(sts["spec"]["serviceName"], "db-hs");
     // The cleanup step deleted the bootstrap objects.
     assert!(env.get("apps/v1", "Deployment", "db-bootstrap").await.is_none());
     assert!(env.get("v1", "Service", "db-bootstrap-svc").await.is_none());
     assert!(env.get("v1", "ConfigMap", "db-bootstrap").await.is_none());
     // The final node config lists every node and no longer the bootstrap service.
-    let cm = env.get("v1", "ConfigMap", "db-nodeconfig").await.expect("node ConfigMap");
+    let cm = env
+        .get("v1", "ConfigMap", "db-nodeconfig")
+        .await
+        .expect("node ConfigMap");
     let cnf = cm["data"]["galera.cnf"].as_str().unwrap();
     assert!(
-        cnf.contains("wsrep_cluster_address = gcomm://db-galera-0.db-hs,db-galera-1.db-hs,db-galera-2.db-hs\n"),
+        cnf.contains(
+            "wsrep_cluster_address = gcomm://db-galera-0.db-hs,db-galera-1.db-hs,db-galera-2.db-hs\n"
+        ),
         "{cnf}"
     );
     assert!(!cnf.contains("bootstrap"), "{cnf}");
@@ -162,12 +194,22 @@ async fn galera_deploy_scale_and_uninstall() {
     }
 
     // NODE_COUNT has trigger node_update.
-    env.patch_instance("db", json!({"spec": {"parameters": {"NODE_COUNT": "5"}}})).await;
+    env.patch_instance("db", json!({"spec": {"parameters": {"NODE_COUNT": "5"}}}))
+        .await;
     let inst = env.wait_plan("db", "node_update", "COMPLETE").await;
     assert_eq!(inst["spec"]["parameters"]["NODE_COUNT"], "5");
-    env.wait_ready_replicas("apps/v1", "StatefulSet", "db-galera", 5).await;
-    let cm = env.get("v1", "ConfigMap", "db-nodeconfig").await.expect("node ConfigMap");
-    assert!(cm["data"]["galera.cnf"].as_str().unwrap().contains(",db-galera-4.db-hs\n"));
+    env.wait_ready_replicas("apps/v1", "StatefulSet", "db-galera", 5)
+        .await;
+    let cm = env
+        .get("v1", "ConfigMap", "db-nodeconfig")
+        .await
+        .expect("node ConfigMap");
+    assert!(
+        cm["data"]["galera.cnf"]
+            .as_str()
+            .unwrap()
+            .contains(",db-galera-4.db-hs\n")
+    );
 
     // Uninstall: the garbage collector removes everything the Instance owns.
     env.delete_instance("db").await;
@@ -180,8 +222,16 @@ async fn galera_deploy_scale_and_uninstall() {
 }
 
 /// A one-step operator whose task applies the given templates.
-fn single_step(dir: &std::path::Path, name: &str, params: &str, templates: &[(&str, &str)]) -> std::path::PathBuf {
-    let resources: String = templates.iter().map(|(n, _)| format!("        - {n}\n")).collect();
+fn single_step(
+    dir: &std::path::Path,
+    name: &str,
+    params: &str,
+    templates: &[(&str, &str)],
+) -> std::path::PathBuf {
+    let resources: String = templates
+        .iter()
+        .map(|(n, _)| format!("        - {n}\n"))
+        .collect();
     let mut pkg = Pkg::new(dir, name)
         .operator(&format!(
             r#"apiVersion: kudo.dev/v1beta1
@@ -232,7 +282,10 @@ async fn rendering_error_is_fatal_with_template_message() {
         .to_string();
     assert!(msg.contains("nosuchfunction"), "{msg}");
     assert!(msg.contains("cm.yaml"), "{msg}");
-    assert_eq!(harness::condition(&inst, "Ready").unwrap()["reason"], "PlanInFatalError");
+    assert_eq!(
+        harness::condition(&inst, "Ready").unwrap()["reason"],
+        "PlanInFatalError"
+    );
     let reasons = env.event_reasons("broken").await;
     assert!(reasons.contains(&"TaskRenderingError".to_string()), "{reasons:?}");
     env.stop().await;
@@ -272,7 +325,10 @@ spec:
         .to_string();
     assert!(msg.contains("jobs-migrate"), "{msg}");
     let reasons = env.event_reasons("jobs").await;
-    assert!(reasons.contains(&"FailedTerminalStateError".to_string()), "{reasons:?}");
+    assert!(
+        reasons.contains(&"FailedTerminalStateError".to_string()),
+        "{reasons:?}"
+    );
     env.stop().await;
 }
 
@@ -309,8 +365,12 @@ spec:
     );
     env.install(&pkg, "sts", BTreeMap::new()).await;
     let inst = env.wait_plan("sts", "deploy", "COMPLETE").await;
-    let uid1 = inst["status"]["planStatus"]["deploy"]["uid"].as_str().unwrap().to_string();
-    env.patch_instance("sts", json!({"spec": {"parameters": {"SERVICE": "two"}}})).await;
+    let uid1 = inst["status"]["planStatus"]["deploy"]["uid"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    env.patch_instance("sts", json!({"spec": {"parameters": {"SERVICE": "two"}}}))
+        .await;
     let inst = env
         .wait_instance("sts", "deploy re-run in FATAL_ERROR", |i| {
             let ps = &i["status"]["planStatus"]["deploy"];
@@ -363,17 +423,28 @@ plans:
     env.install(&pkg, "tg", BTreeMap::new()).await;
     let inst = env.wait_plan("tg", "deploy", "COMPLETE").await;
     assert!(env.get("v1", "ConfigMap", "tg-feature").await.is_none());
-    let mut uid = inst["status"]["planStatus"]["deploy"]["uid"].as_str().unwrap().to_string();
+    let mut uid = inst["status"]["planStatus"]["deploy"]["uid"]
+        .as_str()
+        .unwrap()
+        .to_string();
     for (value, present) in [("true", true), ("false", false)] {
-        env.patch_instance("tg", json!({"spec": {"parameters": {"FEATURE": value}}})).await;
+        env.patch_instance("tg", json!({"spec": {"parameters": {"FEATURE": value}}}))
+            .await;
         let inst = env
             .wait_instance("tg", "toggle run COMPLETE", |i| {
                 let ps = &i["status"]["planStatus"]["deploy"];
                 ps["status"] == "COMPLETE" && ps["uid"].as_str() != Some(uid.as_str())
             })
             .await;
-        uid = inst["status"]["planStatus"]["deploy"]["uid"].as_str().unwrap().to_string();
-        assert_eq!(env.get("v1", "ConfigMap", "tg-feature").await.is_some(), present, "FEATURE={value}");
+        uid = inst["status"]["planStatus"]["deploy"]["uid"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        assert_eq!(
+            env.get("v1", "ConfigMap", "tg-feature").await.is_some(),
+            present,
+            "FEATURE={value}"
+        );
     }
     env.stop().await;
 }
@@ -420,7 +491,10 @@ plans:
 "#,
         )
         .params("apiVersion: kudo.dev/v1beta1\nparameters: []\n")
-        .template("cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Name }}-app\ndata:\n  a: b\n")
+        .template(
+            "cm.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Name }}-app\ndata:\n  a: b\n",
+        )
         .template(
             "goodbye.yaml",
             "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Name }}-goodbye\ndata:\n  a: b\n",
@@ -428,7 +502,10 @@ plans:
         .write();
     env.install(&pkg, "cl", BTreeMap::new()).await;
     let inst = env.wait_plan("cl", "deploy", "COMPLETE").await;
-    assert_eq!(inst["metadata"]["finalizers"], json!(["kudo.dev.instance.cleanup"]));
+    assert_eq!(
+        inst["metadata"]["finalizers"],
+        json!(["kudo.dev.instance.cleanup"])
+    );
     env.delete_instance("cl").await;
     // The cleanup plan ran (its ConfigMap was created) and the Instance was then released.
     env.wait_gone("kudo.dev/v1beta1", "Instance", "cl").await;
@@ -441,5 +518,376 @@ plans:
     );
     env.wait_gone("v1", "ConfigMap", "cl-app").await;
     env.wait_gone("v1", "ConfigMap", "cl-goodbye").await;
+    env.stop().await;
+}
+
+/// An operator whose deploy plan never finishes (a Dummy task that is not done), with a
+/// `backup` plan that a parameter and a manual trigger can start.
+fn blocking_operator(dir: &std::path::Path) -> std::path::PathBuf {
+    Pkg::new(dir, "blocker")
+        .operator(
+            r#"apiVersion: kudo.dev/v1beta1
+name: blocker
+operatorVersion: "0.1.0"
+tasks:
+  - name: app
+    kind: Apply
+    spec:
+      resources:
+        - cm.yaml
+  - name: wait
+    kind: Dummy
+    spec:
+      done: {{DONE}}
+  - name: backup
+    kind: Apply
+    spec:
+      resources:
+        - backup.yaml
+plans:
+  deploy:
+    strategy: serial
+    phases:
+      - name: main
+        strategy: serial
+        steps:
+          - name: app
+            tasks:
+              - app
+          - name: wait
+            tasks:
+              - wait
+  backup:
+    strategy: serial
+    phases:
+      - name: main
+        strategy: serial
+        steps:
+          - name: backup
+            tasks:
+              - backup
+"#,
+        )
+        .params(
+            "apiVersion: kudo.dev/v1beta1\nparameters:\n  - name: BACKUP_NAME\n    default: first\n    trigger: backup\n",
+        )
+        .template("cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Name }}-app\ndata:\n  a: b\n")
+        .template(
+            "backup.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Name }}-backup\ndata:\n  name: {{ .Params.BACKUP_NAME }}\n",
+        )
+        .write()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn change_triggering_another_plan_is_denied_while_a_plan_runs() {
+    let env = Env::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let pkg = blocking_operator(dir.path());
+    let text = std::fs::read_to_string(pkg.join("operator.yaml")).unwrap();
+    std::fs::write(pkg.join("operator.yaml"), text.replace("{{DONE}}", "false")).unwrap();
+    env.install(&pkg, "bl", BTreeMap::new()).await;
+    env.wait_instance("bl", "deploy waiting in step wait", |i| {
+        let ps = &i["status"]["planStatus"]["deploy"];
+        ps["status"] == "IN_PROGRESS" && ps["phases"][0]["steps"][0]["status"] == "COMPLETE"
+    })
+    .await;
+    // BACKUP_NAME triggers `backup` while `deploy` runs: KUDO's webhook would have denied it.
+    env.patch_instance("bl", json!({"spec": {"parameters": {"BACKUP_NAME": "second"}}}))
+        .await;
+    let inst = env
+        .wait_instance("bl", "ChangeAccepted=False", |i| {
+            harness::condition(i, "ChangeAccepted").is_some_and(|c| c["status"] == "False")
+        })
+        .await;
+    let msg = harness::condition(&inst, "ChangeAccepted").unwrap()["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(msg.contains("plan 'deploy' is scheduled"), "{msg}");
+    assert!(msg.contains("'backup'"), "{msg}");
+    // The stored (denied) value stays, the running plan is still deploy, backup never ran.
+    assert_eq!(inst["spec"]["parameters"]["BACKUP_NAME"], "second");
+    assert_eq!(inst["spec"]["planExecution"]["planName"], "deploy");
+    assert_eq!(inst["status"]["planStatus"]["backup"]["status"], "NEVER_RUN");
+    assert!(env.get("v1", "ConfigMap", "bl-backup").await.is_none());
+    let reasons = env.event_reasons("bl").await;
+    assert!(reasons.contains(&"ChangeDenied".to_string()), "{reasons:?}");
+    env.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn manual_plan_trigger_and_parameter_trigger_run_their_plan() {
+    let env = Env::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let pkg = blocking_operator(dir.path());
+    let text = std::fs::read_to_string(pkg.join("operator.yaml")).unwrap();
+    std::fs::write(pkg.join("operator.yaml"), text.replace("{{DONE}}", "true")).unwrap();
+    env.install(&pkg, "bk", BTreeMap::new()).await;
+    env.wait_instance("bk", "deploy COMPLETE and unscheduled", |i| {
+        i["status"]["planStatus"]["deploy"]["status"] == "COMPLETE"
+            && i["spec"]["planExecution"]["planName"]
+                .as_str()
+                .unwrap_or("")
+                .is_empty()
+    })
+    .await;
+    // `kubectl kudo plan trigger --name backup`: set planExecution.planName with no plan scheduled.
+    env.patch_instance("bk", json!({"spec": {"planExecution": {"planName": "backup"}}}))
+        .await;
+    let inst = env.wait_plan("bk", "backup", "COMPLETE").await;
+    assert!(
+        !inst["status"]["planStatus"]["backup"]["uid"]
+            .as_str()
+            .unwrap()
+            .is_empty()
+    );
+    let cm = env
+        .get("v1", "ConfigMap", "bk-backup")
+        .await
+        .expect("backup ConfigMap");
+    assert_eq!(cm["data"]["name"], "first");
+    let uid1 = inst["status"]["planStatus"]["backup"]["uid"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // A parameter with `trigger: backup` runs backup again with the new value.
+    env.patch_instance("bk", json!({"spec": {"parameters": {"BACKUP_NAME": "second"}}}))
+        .await;
+    env.wait_instance("bk", "a second backup run COMPLETE", |i| {
+        let ps = &i["status"]["planStatus"]["backup"];
+        ps["status"] == "COMPLETE" && ps["uid"].as_str() != Some(uid1.as_str())
+    })
+    .await;
+    let cm = env
+        .get("v1", "ConfigMap", "bk-backup")
+        .await
+        .expect("backup ConfigMap");
+    assert_eq!(cm["data"]["name"], "second");
+    env.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn missing_operator_version_is_reported_then_picked_up() {
+    let env = Env::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let pkg = first_operator(dir.path());
+    let p = kudo_package::read_path(&pkg).unwrap();
+    let res = kudo_package::convert::to_resources(
+        &p,
+        &kudo_package::convert::ConvertOptions {
+            instance_name: Some("late".into()),
+            namespace: Some("default".into()),
+            parameters: BTreeMap::new(),
+        },
+    )
+    .unwrap();
+    env.create(serde_json::to_value(&res.instance).unwrap()).await;
+    harness::wait_for("InvalidOperatorVersion event", || async {
+        env.event_reasons("late")
+            .await
+            .contains(&"InvalidOperatorVersion".to_string())
+            .then_some(())
+    })
+    .await;
+    // Creating the OperatorVersion re-triggers the Instance through the OV watch.
+    env.create(serde_json::to_value(&res.operator).unwrap()).await;
+    env.create(serde_json::to_value(&res.operator_version).unwrap())
+        .await;
+    env.wait_plan("late", "deploy", "COMPLETE").await;
+    env.wait_ready_replicas("apps/v1", "Deployment", "late-nginx", 2)
+        .await;
+    env.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pipe_task_fails_with_not_supported_message() {
+    let env = Env::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let pkg = Pkg::new(dir.path(), "piper")
+        .operator(
+            r#"apiVersion: kudo.dev/v1beta1
+name: piper
+operatorVersion: "0.1.0"
+tasks:
+  - name: gen
+    kind: Pipe
+    spec:
+      pod: pod.yaml
+      pipe:
+        - file: /tmp/out.txt
+          kind: ConfigMap
+          key: out
+plans:
+  deploy:
+    strategy: serial
+    phases:
+      - name: main
+        strategy: serial
+        steps:
+          - name: gen
+            tasks:
+              - gen
+"#,
+        )
+        .params("apiVersion: kudo.dev/v1beta1\nparameters: []\n")
+        .template(
+            "pod.yaml",
+            r#"apiVersion: v1
+kind: Pod
+metadata:
+  name: gen
+spec:
+  volumes:
+    - name: shared
+      emptyDir: {}
+  initContainers:
+    - name: init
+      image: busybox
+      command: ["sh", "-c", "echo hi > /tmp/out.txt"]
+      volumeMounts:
+        - name: shared
+          mountPath: /tmp
+"#,
+        )
+        .write();
+    env.install(&pkg, "pp", BTreeMap::new()).await;
+    let inst = env.wait_plan("pp", "deploy", "FATAL_ERROR").await;
+    let msg = inst["status"]["planStatus"]["deploy"]["phases"][0]["steps"][0]["message"]
+        .as_str()
+        .unwrap();
+    assert!(msg.contains("not supported yet"), "{msg}");
+    env.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn restarted_controller_resumes_the_running_plan() {
+    // Slow pods, so the deploy plan is still waiting when the controller goes away.
+    let sim = kudo_sim::SimConfig {
+        delays: kudo_sim::Delays {
+            running_to_ready: std::time::Duration::from_secs(2),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let mut env = Env::start_with(sim).await;
+    let dir = tempfile::tempdir().unwrap();
+    let pkg = first_operator(dir.path());
+    env.install(&pkg, "rs", BTreeMap::new()).await;
+    let inst = env.wait_plan("rs", "deploy", "IN_PROGRESS").await;
+    let uid = inst["status"]["planStatus"]["deploy"]["uid"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    env.stop_controller().await;
+    // Without a controller nothing moves on, even once the Deployment is ready.
+    env.wait_ready_replicas("apps/v1", "Deployment", "rs-nginx", 2)
+        .await;
+    let inst = env.get("kudo.dev/v1beta1", "Instance", "rs").await.unwrap();
+    assert_eq!(inst["status"]["planStatus"]["deploy"]["status"], "IN_PROGRESS");
+    // A new controller continues the same run (same uid) from the Instance's status.
+    env.start_controller();
+    let inst = env.wait_plan("rs", "deploy", "COMPLETE").await;
+    assert_eq!(
+        inst["status"]["planStatus"]["deploy"]["uid"].as_str(),
+        Some(uid.as_str())
+    );
+    env.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn operator_version_change_runs_deploy_with_the_new_templates() {
+    let env = Env::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let pkg = first_operator(dir.path());
+    env.install(&pkg, "up", BTreeMap::new()).await;
+    let inst = env.wait_plan("up", "deploy", "COMPLETE").await;
+    let uid1 = inst["status"]["planStatus"]["deploy"]["uid"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // Version 0.3.0 of the package ships a new app version (image tag).
+    let text = std::fs::read_to_string(pkg.join("operator.yaml")).unwrap();
+    std::fs::write(
+        pkg.join("operator.yaml"),
+        text.replace("operatorVersion: \"0.2.0\"", "operatorVersion: \"0.3.0\"")
+            .replace("appVersion: \"1.7.9\"", "appVersion: \"1.8.0\""),
+    )
+    .unwrap();
+    let p = kudo_package::read_path(&pkg).unwrap();
+    let res = kudo_package::convert::to_resources(
+        &p,
+        &kudo_package::convert::ConvertOptions {
+            instance_name: Some("up".into()),
+            namespace: Some("default".into()),
+            parameters: BTreeMap::new(),
+        },
+    )
+    .unwrap();
+    let new_ov = res.operator_version.metadata.name.clone();
+    env.create(serde_json::to_value(&res.operator_version).unwrap())
+        .await;
+    env.patch_instance("up", json!({"spec": {"operatorVersion": {"name": new_ov}}}))
+        .await;
+    // No `upgrade` or `update` plan: the upgrade runs `deploy`.
+    env.wait_instance("up", "deploy re-run COMPLETE", |i| {
+        let ps = &i["status"]["planStatus"]["deploy"];
+        ps["status"] == "COMPLETE" && ps["uid"].as_str() != Some(uid1.as_str())
+    })
+    .await;
+    let dep = env.get("apps/v1", "Deployment", "up-nginx").await.unwrap();
+    assert_eq!(
+        dep["spec"]["template"]["spec"]["containers"][0]["image"],
+        "nginx:1.8.0"
+    );
+    env.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_scoped_objects_are_deleted_on_uninstall() {
+    let env = Env::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let pkg = single_step(
+        dir.path(),
+        "rbac",
+        "apiVersion: kudo.dev/v1beta1\nparameters: []\n",
+        &[
+            (
+                "role.yaml",
+                "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: {{ .Name }}-reader\nrules:\n  - apiGroups: [\"\"]\n    resources: [\"pods\"]\n    verbs: [\"get\"]\n",
+            ),
+            (
+                "cm.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Name }}-cm\ndata:\n  a: b\n",
+            ),
+        ],
+    );
+    env.install(&pkg, "rb", BTreeMap::new()).await;
+    env.wait_plan("rb", "deploy", "COMPLETE").await;
+    let roles: Api<ClusterRole> = Api::all(env.client.clone());
+    let role = roles.get("rb-reader").await.expect("ClusterRole applied");
+    // Cluster-scoped: no namespace, no owner reference, but recorded on the Instance.
+    assert!(role.metadata.namespace.is_none());
+    assert!(role.metadata.owner_references.unwrap_or_default().is_empty());
+    let inst = env
+        .wait_instance("rb", "cluster objects recorded", |i| {
+            i["metadata"]["finalizers"]
+                .as_array()
+                .is_some_and(|f| f.iter().any(|x| x == "kudo-rs.dev/cluster-objects"))
+        })
+        .await;
+    assert!(
+        inst["metadata"]["annotations"]["kudo-rs.dev/cluster-objects"]
+            .as_str()
+            .unwrap()
+            .contains("rb-reader")
+    );
+    env.delete_instance("rb").await;
+    env.wait_gone("kudo.dev/v1beta1", "Instance", "rb").await;
+    harness::wait_for("ClusterRole deleted", || async {
+        roles.get_opt("rb-reader").await.unwrap().is_none().then_some(())
+    })
+    .await;
+    env.wait_gone("v1", "ConfigMap", "rb-cm").await;
     env.stop().await;
 }

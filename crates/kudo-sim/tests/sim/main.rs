@@ -34,6 +34,11 @@ struct Out {
 
 impl Env {
     async fn start(cfg: SimConfig) -> Env {
+        // `RUST_LOG=kudo_sim=debug` shows the simulator's warnings while debugging a test.
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_test_writer()
+            .try_init();
         let server = ApiServer::start(Config::default()).await.expect("server starts");
         let dir = tempfile::tempdir().expect("tempdir");
         let kubeconfig = dir.path().join("kubeconfig");
@@ -85,8 +90,25 @@ impl Env {
 
     async fn ok(&self, args: &[&str]) -> String {
         let o = self.kubectl(args).await;
-        assert!(o.ok, "kubectl {args:?} failed:\nstdout: {}\nstderr: {}", o.stdout, o.stderr);
+        assert!(
+            o.ok,
+            "kubectl {args:?} failed:\nstdout: {}\nstderr: {}",
+            o.stdout, o.stderr
+        );
         o.stdout
+    }
+
+    /// Runs a kubectl generator (`create deployment`, `create job`…) client-side and applies
+    /// its output: our server does not accept the protobuf request bodies kubectl sends for
+    /// built-in kinds when it creates them directly.
+    async fn create_via_apply(&self, args: &[&str]) {
+        // Flags go before any `--` so they are not taken as the container command.
+        let split = args.iter().position(|a| *a == "--").unwrap_or(args.len());
+        let mut full: Vec<&str> = args[..split].to_vec();
+        full.extend(["--dry-run=client", "-o", "yaml"]);
+        full.extend(&args[split..]);
+        let yaml = self.ok(&full).await;
+        self.apply(&yaml).await;
     }
 
     async fn apply(&self, yaml: &str) {
@@ -115,7 +137,10 @@ where
         if let Some(v) = f().await {
             return v;
         }
-        assert!(tokio::time::Instant::now() < deadline, "timed out waiting for: {what}");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting for: {what}"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
@@ -123,7 +148,10 @@ where
 fn pod_ready(p: &Pod) -> bool {
     p.status.as_ref().is_some_and(|s| {
         s.phase.as_deref() == Some("Running")
-            && s.conditions.iter().flatten().any(|c| c.type_ == "Ready" && c.status == "True")
+            && s.conditions
+                .iter()
+                .flatten()
+                .any(|c| c.type_ == "Ready" && c.status == "True")
     })
 }
 
@@ -142,7 +170,9 @@ fn record_pods(client: kube::Client) -> (Arc<Mutex<Vec<String>>>, tokio::task::J
             match ev {
                 watcher::Event::Apply(p) | watcher::Event::InitApply(p) => {
                     let name = p.metadata.name.clone().unwrap_or_default();
-                    let entry = seen.entry(format!("{name}/{}", p.metadata.uid.clone().unwrap_or_default())).or_default();
+                    let entry = seen
+                        .entry(format!("{name}/{}", p.metadata.uid.clone().unwrap_or_default()))
+                        .or_default();
                     if !entry.0 {
                         entry.0 = true;
                         push(format!("added {name}"));
@@ -152,7 +182,9 @@ fn record_pods(client: kube::Client) -> (Arc<Mutex<Vec<String>>>, tokio::task::J
                         push(format!("ready {name}"));
                     }
                 }
-                watcher::Event::Delete(p) => push(format!("deleted {}", p.metadata.name.clone().unwrap_or_default())),
+                watcher::Event::Delete(p) => {
+                    push(format!("deleted {}", p.metadata.name.clone().unwrap_or_default()))
+                }
                 _ => {}
             }
         }
@@ -199,7 +231,13 @@ async fn nodes_are_created_ready() {
         .await;
     assert_eq!(out.trim(), "kudo-node-0=True kudo-node-1=True");
     let cap = env
-        .ok(&["get", "node", "kudo-node-0", "-o", "jsonpath={.status.capacity.pods}"])
+        .ok(&[
+            "get",
+            "node",
+            "kudo-node-0",
+            "-o",
+            "jsonpath={.status.capacity.pods}",
+        ])
         .await;
     assert_eq!(cap, "110");
     env.stop().await;
@@ -212,38 +250,78 @@ async fn deployment_rolls_out_updates_and_is_garbage_collected() {
         ..Default::default()
     })
     .await;
-    env.ok(&["create", "deployment", "web", "--image=nginx:1.27", "--replicas=3"]).await;
-    let out = env.ok(&["rollout", "status", "deployment/web", "--timeout=60s"]).await;
-    assert!(out.contains("deployment \"web\" successfully rolled out"), "{out}");
+    env.create_via_apply(&[
+        "create",
+        "deployment",
+        "web",
+        "--image=nginx:1.27",
+        "--replicas=3",
+    ])
+    .await;
     let out = env
-        .ok(&["wait", "--for=condition=Available", "deployment/web", "--timeout=30s"])
+        .ok(&["rollout", "status", "deployment/web", "--timeout=60s"])
+        .await;
+    assert!(
+        out.contains("deployment \"web\" successfully rolled out"),
+        "{out}"
+    );
+    let out = env
+        .ok(&[
+            "wait",
+            "--for=condition=Available",
+            "deployment/web",
+            "--timeout=30s",
+        ])
         .await;
     assert!(out.contains("condition met"), "{out}");
 
     let pods: Api<Pod> = Api::namespaced(env.client.clone(), "default");
-    let list = pods.list(&ListParams::default().labels("app=web")).await.expect("pods");
+    let list = pods
+        .list(&ListParams::default().labels("app=web"))
+        .await
+        .expect("pods");
     assert_eq!(list.items.len(), 3);
     let mut nodes = std::collections::BTreeSet::new();
     for p in &list.items {
         assert!(pod_ready(p), "pod not ready: {:?}", p.status);
         let st = p.status.as_ref().expect("status");
-        assert!(st.pod_ip.as_deref().is_some_and(|ip| ip.starts_with("10.244.")), "{st:?}");
+        assert!(
+            st.pod_ip.as_deref().is_some_and(|ip| ip.starts_with("10.244.")),
+            "{st:?}"
+        );
         let cs = &st.container_statuses.as_ref().expect("container statuses")[0];
         assert!(cs.ready && cs.started == Some(true) && cs.restart_count == 0);
         assert!(cs.state.as_ref().and_then(|s| s.running.as_ref()).is_some());
-        assert!(cs.container_id.as_deref().is_some_and(|c| c.starts_with("containerd://")));
+        assert!(
+            cs.container_id
+                .as_deref()
+                .is_some_and(|c| c.starts_with("containerd://"))
+        );
         let owner = &p.metadata.owner_references.as_ref().expect("owner")[0];
         assert_eq!(owner.kind, "ReplicaSet");
         assert_eq!(owner.controller, Some(true));
         assert_eq!(owner.block_owner_deletion, Some(true));
-        nodes.insert(p.spec.as_ref().and_then(|s| s.node_name.clone()).expect("scheduled"));
+        nodes.insert(
+            p.spec
+                .as_ref()
+                .and_then(|s| s.node_name.clone())
+                .expect("scheduled"),
+        );
     }
     assert_eq!(nodes.len(), 2, "round-robin over both nodes");
 
     let d: Api<Deployment> = Api::namespaced(env.client.clone(), "default");
     let dep = d.get("web").await.expect("deployment");
     let st = dep.status.expect("status");
-    assert_eq!((st.replicas, st.updated_replicas, st.ready_replicas, st.available_replicas), (Some(3), Some(3), Some(3), Some(3)));
+    assert_eq!(
+        (
+            st.replicas,
+            st.updated_replicas,
+            st.ready_replicas,
+            st.available_replicas
+        ),
+        (Some(3), Some(3), Some(3), Some(3))
+    );
     assert_eq!(st.observed_generation, dep.metadata.generation);
     let progressing = st
         .conditions
@@ -253,9 +331,39 @@ async fn deployment_rolls_out_updates_and_is_garbage_collected() {
         .expect("Progressing condition");
     assert_eq!(progressing.reason.as_deref(), Some("NewReplicaSetAvailable"));
 
+    // Converged: nothing is rewritten while nothing changes (no write loops).
+    let versions = |d: Deployment, r: Vec<ReplicaSet>, p: Vec<Pod>| {
+        let mut v = vec![d.metadata.resource_version.unwrap_or_default()];
+        v.extend(
+            r.into_iter()
+                .map(|x| x.metadata.resource_version.unwrap_or_default()),
+        );
+        v.extend(
+            p.into_iter()
+                .map(|x| x.metadata.resource_version.unwrap_or_default()),
+        );
+        v
+    };
+    let rs_api: Api<ReplicaSet> = Api::namespaced(env.client.clone(), "default");
+    let before = versions(
+        d.get("web").await.expect("d"),
+        rs_api.list(&ListParams::default()).await.expect("rs").items,
+        pods.list(&ListParams::default()).await.expect("pods").items,
+    );
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let after = versions(
+        d.get("web").await.expect("d"),
+        rs_api.list(&ListParams::default()).await.expect("rs").items,
+        pods.list(&ListParams::default()).await.expect("pods").items,
+    );
+    assert_eq!(before, after, "objects keep changing after convergence");
+
     // An image change rolls every pod onto a new ReplicaSet.
-    env.ok(&["set", "image", "deployment/web", "nginx=nginx:1.28"]).await;
-    let out = env.ok(&["rollout", "status", "deployment/web", "--timeout=60s"]).await;
+    env.ok(&["set", "image", "deployment/web", "nginx=nginx:1.28"])
+        .await;
+    let out = env
+        .ok(&["rollout", "status", "deployment/web", "--timeout=60s"])
+        .await;
     assert!(out.contains("successfully rolled out"), "{out}");
     let rs: Api<ReplicaSet> = Api::namespaced(env.client.clone(), "default");
     let mut sets = rs.list(&ListParams::default()).await.expect("rs").items;
@@ -269,19 +377,39 @@ async fn deployment_rolls_out_updates_and_is_garbage_collected() {
     assert_eq!(sets.len(), 2);
     assert_eq!(sets[0].spec.replicas, Some(0), "old ReplicaSet scaled to 0");
     assert_eq!(sets[1].spec.replicas, Some(3));
-    let hash = sets[1].metadata.labels.as_ref().and_then(|l| l.get("pod-template-hash")).expect("hash label");
-    assert_eq!(sets[1].metadata.name.as_deref(), Some(format!("web-{hash}").as_str()));
+    let hash = sets[1]
+        .metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get("pod-template-hash"))
+        .expect("hash label");
+    assert_eq!(
+        sets[1].metadata.name.as_deref(),
+        Some(format!("web-{hash}").as_str())
+    );
     let list = eventually("old pods gone", || async {
         let l = pods.list(&ListParams::default().labels("app=web")).await.ok()?;
         (l.items.len() == 3).then_some(l)
     })
     .await;
     for p in &list.items {
-        assert_eq!(p.spec.as_ref().expect("spec").containers[0].image.as_deref(), Some("nginx:1.28"));
+        assert_eq!(
+            p.spec.as_ref().expect("spec").containers[0].image.as_deref(),
+            Some("nginx:1.28")
+        );
     }
     let history = env.ok(&["rollout", "history", "deployment/web"]).await;
     assert!(history.contains('1') && history.contains('2'), "{history}");
-    let events = env.ok(&["get", "events", "--field-selector", "involvedObject.name=web", "-o", "jsonpath={.items[*].reason}"]).await;
+    let events = env
+        .ok(&[
+            "get",
+            "events",
+            "--field-selector",
+            "involvedObject.name=web",
+            "-o",
+            "jsonpath={.items[*].reason}",
+        ])
+        .await;
     assert!(events.contains("ScalingReplicaSet"), "{events}");
 
     // Deleting the Deployment garbage-collects ReplicaSets and Pods (server GC + kubelet).
@@ -329,20 +457,44 @@ spec:
 async fn statefulset_ordered_scaling_and_rolling_update() {
     let env = Env::start(SimConfig::default()).await;
     let (log, recorder) = record_pods(env.client.clone());
+    // Let the recorder's initial list finish so it sees every pod appear.
+    tokio::time::sleep(Duration::from_millis(300)).await;
     env.apply(STS).await;
-    let out = env.ok(&["rollout", "status", "statefulset/web", "--timeout=60s"]).await;
-    assert!(out.contains("statefulset rolling update complete 3 pods at revision web-"), "{out}");
+    let out = env
+        .ok(&["rollout", "status", "statefulset/web", "--timeout=60s"])
+        .await;
+    // The server defaults rollingUpdate.partition to 0, as kube-apiserver does, so kubectl
+    // reports the partitioned form.
+    assert!(
+        out.contains("partitioned roll out complete: 3 new pods have been updated"),
+        "{out}"
+    );
     {
         let log = log.lock().expect("log").clone();
         // OrderedReady: each pod is created only after its predecessor is ready.
-        assert!(position(&log, "ready web-0") < position(&log, "added web-1"), "{log:?}");
-        assert!(position(&log, "ready web-1") < position(&log, "added web-2"), "{log:?}");
+        assert!(
+            position(&log, "ready web-0") < position(&log, "added web-1"),
+            "{log:?}"
+        );
+        assert!(
+            position(&log, "ready web-1") < position(&log, "added web-2"),
+            "{log:?}"
+        );
     }
     let pods: Api<Pod> = Api::namespaced(env.client.clone(), "default");
     let p1 = pods.get("web-1").await.expect("web-1");
     let labels = p1.metadata.labels.clone().expect("labels");
-    assert_eq!(labels.get("statefulset.kubernetes.io/pod-name").map(String::as_str), Some("web-1"));
-    assert!(labels.get("controller-revision-hash").is_some_and(|h| h.starts_with("web-")));
+    assert_eq!(
+        labels
+            .get("statefulset.kubernetes.io/pod-name")
+            .map(String::as_str),
+        Some("web-1")
+    );
+    assert!(
+        labels
+            .get("controller-revision-hash")
+            .is_some_and(|h| h.starts_with("web-"))
+    );
     let spec = p1.spec.expect("spec");
     assert_eq!(spec.hostname.as_deref(), Some("web-1"));
     assert_eq!(spec.subdomain.as_deref(), Some("web"));
@@ -370,7 +522,10 @@ async fn statefulset_ordered_scaling_and_rolling_update() {
     .await;
     let c0 = pvcs.get("data-web-0").await.expect("pvc");
     let pv_name = format!("pvc-{}", c0.metadata.uid.clone().expect("uid"));
-    assert_eq!(c0.spec.as_ref().and_then(|s| s.volume_name.clone()), Some(pv_name.clone()));
+    assert_eq!(
+        c0.spec.as_ref().and_then(|s| s.volume_name.clone()),
+        Some(pv_name.clone())
+    );
     let pv = eventually("pv bound", || async {
         let pv = pvs.get(&pv_name).await.ok()?;
         (pv.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Bound")).then_some(pv)
@@ -381,7 +536,8 @@ async fn statefulset_ordered_scaling_and_rolling_update() {
 
     // Scale up to 5, then down to 2: highest ordinals go first, one at a time; claims stay.
     env.ok(&["scale", "statefulset/web", "--replicas=5"]).await;
-    env.ok(&["rollout", "status", "statefulset/web", "--timeout=60s"]).await;
+    env.ok(&["rollout", "status", "statefulset/web", "--timeout=60s"])
+        .await;
     for i in 0..5 {
         assert!(pod_ready(&pods.get(&format!("web-{i}")).await.expect("pod")));
     }
@@ -395,24 +551,42 @@ async fn statefulset_ordered_scaling_and_rolling_update() {
     .await;
     {
         let log = log.lock().expect("log").clone();
-        assert!(position(&log, "deleted web-4") < position(&log, "deleted web-3"), "{log:?}");
-        assert!(position(&log, "deleted web-3") < position(&log, "deleted web-2"), "{log:?}");
+        assert!(
+            position(&log, "deleted web-4") < position(&log, "deleted web-3"),
+            "{log:?}"
+        );
+        assert!(
+            position(&log, "deleted web-3") < position(&log, "deleted web-2"),
+            "{log:?}"
+        );
     }
     let claims = pvcs.list(&ListParams::default()).await.expect("pvcs");
     assert_eq!(claims.items.len(), 5, "claims are retained on scale down");
 
     // Image change: pods are replaced from the highest ordinal down.
     log.lock().expect("log").clear();
-    env.ok(&["set", "image", "statefulset/web", "app=nginx:1.28"]).await;
-    let out = env.ok(&["rollout", "status", "statefulset/web", "--timeout=60s"]).await;
-    assert!(out.contains("statefulset rolling update complete 2 pods"), "{out}");
+    env.ok(&["set", "image", "statefulset/web", "app=nginx:1.28"])
+        .await;
+    let out = env
+        .ok(&["rollout", "status", "statefulset/web", "--timeout=60s"])
+        .await;
+    assert!(
+        out.contains("partitioned roll out complete: 2 new pods have been updated"),
+        "{out}"
+    );
     let sts: Api<StatefulSet> = Api::namespaced(env.client.clone(), "default");
     let st = sts.get("web").await.expect("sts").status.expect("status");
     assert_eq!(st.current_revision, st.update_revision);
-    assert_eq!((st.replicas, st.ready_replicas, st.updated_replicas), (2, Some(2), Some(2)));
+    assert_eq!(
+        (st.replicas, st.ready_replicas, st.updated_replicas),
+        (2, Some(2), Some(2))
+    );
     for i in 0..2 {
         let p = pods.get(&format!("web-{i}")).await.expect("pod");
-        assert_eq!(p.spec.expect("spec").containers[0].image.as_deref(), Some("nginx:1.28"));
+        assert_eq!(
+            p.spec.expect("spec").containers[0].image.as_deref(),
+            Some("nginx:1.28")
+        );
         assert_eq!(
             p.metadata.labels.expect("labels").get("controller-revision-hash"),
             st.update_revision.as_ref()
@@ -420,15 +594,35 @@ async fn statefulset_ordered_scaling_and_rolling_update() {
     }
     {
         let log = log.lock().expect("log").clone();
-        assert!(position(&log, "deleted web-1") < position(&log, "deleted web-0"), "{log:?}");
+        assert!(
+            position(&log, "deleted web-1") < position(&log, "deleted web-0"),
+            "{log:?}"
+        );
     }
 
     // A partition keeps lower ordinals on the old revision.
-    env.ok(&["patch", "statefulset/web", "-p", r#"{"spec":{"updateStrategy":{"type":"RollingUpdate","rollingUpdate":{"partition":1}}}}"#]).await;
-    env.ok(&["set", "image", "statefulset/web", "app=nginx:1.29"]).await;
-    let out = env.ok(&["rollout", "status", "statefulset/web", "--timeout=60s"]).await;
-    assert!(out.contains("partitioned roll out complete: 1 new pods have been updated"), "{out}");
-    let img = |p: Pod| p.spec.expect("spec").containers[0].image.clone().unwrap_or_default();
+    env.ok(&[
+        "patch",
+        "statefulset/web",
+        "-p",
+        r#"{"spec":{"updateStrategy":{"type":"RollingUpdate","rollingUpdate":{"partition":1}}}}"#,
+    ])
+    .await;
+    env.ok(&["set", "image", "statefulset/web", "app=nginx:1.29"])
+        .await;
+    let out = env
+        .ok(&["rollout", "status", "statefulset/web", "--timeout=60s"])
+        .await;
+    assert!(
+        out.contains("partitioned roll out complete: 1 new pods have been updated"),
+        "{out}"
+    );
+    let img = |p: Pod| {
+        p.spec.expect("spec").containers[0]
+            .image
+            .clone()
+            .unwrap_or_default()
+    };
     assert_eq!(img(pods.get("web-1").await.expect("pod")), "nginx:1.29");
     assert_eq!(img(pods.get("web-0").await.expect("pod")), "nginx:1.28");
     recorder.abort();
@@ -438,17 +632,26 @@ async fn statefulset_ordered_scaling_and_rolling_update() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn jobs_complete_or_fail() {
     let env = Env::start(SimConfig::default()).await;
-    env.ok(&["create", "job", "hello", "--image=busybox", "--", "echo", "hi"]).await;
-    let out = env.ok(&["wait", "--for=condition=Complete", "job/hello", "--timeout=60s"]).await;
+    env.create_via_apply(&["create", "job", "hello", "--image=busybox", "--", "echo", "hi"])
+        .await;
+    let out = env
+        .ok(&["wait", "--for=condition=Complete", "job/hello", "--timeout=60s"])
+        .await;
     assert!(out.contains("condition met"), "{out}");
     let jobs: Api<Job> = Api::namespaced(env.client.clone(), "default");
     let st = jobs.get("hello").await.expect("job").status.expect("status");
     assert_eq!(st.succeeded, Some(1));
     assert!(st.start_time.is_some() && st.completion_time.is_some());
     let types: Vec<String> = st.conditions.iter().flatten().map(|c| c.type_.clone()).collect();
-    assert!(types.contains(&"SuccessCriteriaMet".to_string()) && types.contains(&"Complete".to_string()), "{types:?}");
+    assert!(
+        types.contains(&"SuccessCriteriaMet".to_string()) && types.contains(&"Complete".to_string()),
+        "{types:?}"
+    );
     let pods: Api<Pod> = Api::namespaced(env.client.clone(), "default");
-    let p = pods.list(&ListParams::default().labels("job-name=hello")).await.expect("pods");
+    let p = pods
+        .list(&ListParams::default().labels("job-name=hello"))
+        .await
+        .expect("pods");
     assert_eq!(p.items.len(), 1);
     let ps = p.items[0].status.as_ref().expect("status");
     assert_eq!(ps.phase.as_deref(), Some("Succeeded"));
@@ -477,14 +680,24 @@ spec:
 "#,
     )
     .await;
-    let out = env.ok(&["wait", "--for=condition=Failed", "job/broken", "--timeout=60s"]).await;
+    let out = env
+        .ok(&["wait", "--for=condition=Failed", "job/broken", "--timeout=60s"])
+        .await;
     assert!(out.contains("condition met"), "{out}");
     let st = jobs.get("broken").await.expect("job").status.expect("status");
     assert_eq!(st.failed, Some(2), "backoffLimit 1 allows one retry");
-    let failed = st.conditions.iter().flatten().find(|c| c.type_ == "Failed").expect("Failed");
+    let failed = st
+        .conditions
+        .iter()
+        .flatten()
+        .find(|c| c.type_ == "Failed")
+        .expect("Failed");
     assert_eq!(failed.reason.as_deref(), Some("BackoffLimitExceeded"));
     assert!(st.conditions.iter().flatten().any(|c| c.type_ == "FailureTarget"));
-    let p = pods.list(&ListParams::default().labels("job-name=broken")).await.expect("pods");
+    let p = pods
+        .list(&ListParams::default().labels("job-name=broken"))
+        .await
+        .expect("pods");
     for pod in &p.items {
         let ps = pod.status.as_ref().expect("status");
         assert_eq!(ps.phase.as_deref(), Some("Failed"));
@@ -516,16 +729,28 @@ spec:
 "#,
     )
     .await;
-    env.ok(&["wait", "--for=condition=Complete", "job/multi", "--timeout=60s"]).await;
+    env.ok(&["wait", "--for=condition=Complete", "job/multi", "--timeout=60s"])
+        .await;
     let st = jobs.get("multi").await.expect("job").status.expect("status");
     assert_eq!(st.succeeded, Some(3));
-    let p = pods.list(&ListParams::default().labels("job-name=multi")).await.expect("pods");
+    let p = pods
+        .list(&ListParams::default().labels("job-name=multi"))
+        .await
+        .expect("pods");
     assert_eq!(p.items.len(), 3);
-    let inits = p.items[0].status.as_ref().and_then(|s| s.init_container_statuses.clone()).expect("init statuses");
+    let inits = p.items[0]
+        .status
+        .as_ref()
+        .and_then(|s| s.init_container_statuses.clone())
+        .expect("init statuses");
     let names: Vec<&str> = inits.iter().map(|s| s.name.as_str()).collect();
     assert_eq!(names, ["first", "second"]);
     for s in &inits {
-        let t = s.state.as_ref().and_then(|s| s.terminated.as_ref()).expect("terminated");
+        let t = s
+            .state
+            .as_ref()
+            .and_then(|s| s.terminated.as_ref())
+            .expect("terminated");
         assert_eq!((t.exit_code, t.reason.as_deref()), (0, Some("Completed")));
     }
     env.stop().await;
@@ -555,10 +780,16 @@ spec:
 "#,
     )
     .await;
-    env.ok(&["wait", "--for=condition=Failed", "job/slow", "--timeout=60s"]).await;
+    env.ok(&["wait", "--for=condition=Failed", "job/slow", "--timeout=60s"])
+        .await;
     let jobs: Api<Job> = Api::namespaced(env.client.clone(), "default");
     let st = jobs.get("slow").await.expect("job").status.expect("status");
-    let failed = st.conditions.iter().flatten().find(|c| c.type_ == "Failed").expect("Failed");
+    let failed = st
+        .conditions
+        .iter()
+        .flatten()
+        .find(|c| c.type_ == "Failed")
+        .expect("Failed");
     assert_eq!(failed.reason.as_deref(), Some("DeadlineExceeded"));
     env.stop().await;
 }
@@ -576,7 +807,11 @@ spec:
 ---
 apiVersion: v1
 kind: Pod
-metadata: {name: graceful}
+metadata:
+  name: graceful
+  # Our server removes pods at once on delete (no graceful deletion), so a finalizer keeps the
+  # pod visible with a deletionTimestamp, which is what the kubelet reacts to.
+  finalizers: [kudo.dev/test-hold]
 spec:
   containers:
   - name: main
@@ -600,22 +835,49 @@ spec:
         crash.last_state.and_then(|s| s.terminated).map(|t| t.exit_code),
         Some(1)
     );
-    eventually("graceful ready", || async { pod_ready(&pods.get("graceful").await.ok()?).then_some(()) }).await;
-    env.ok(&["delete", "pod", "graceful", "--timeout=60s"]).await;
-    assert!(pods.get_opt("graceful").await.expect("get").is_none());
+    eventually("graceful ready", || async {
+        pod_ready(&pods.get("graceful").await.ok()?).then_some(())
+    })
+    .await;
+    env.ok(&["delete", "pod", "graceful", "--wait=false"]).await;
     let events: Api<Event> = Api::namespaced(env.client.clone(), "default");
-    let reasons: Vec<String> = events
-        .list(&ListParams::default())
-        .await
-        .expect("events")
-        .items
-        .into_iter()
-        .filter(|e| e.involved_object.name.as_deref() == Some("graceful"))
-        .filter_map(|e| e.reason)
-        .collect();
-    for r in ["Scheduled", "Pulled", "Created", "Started", "PreStopHook", "Killing"] {
+    let reasons = eventually("killing events", || async {
+        let reasons: Vec<String> = events
+            .list(&ListParams::default())
+            .await
+            .ok()?
+            .items
+            .into_iter()
+            .filter(|e| e.involved_object.name.as_deref() == Some("graceful"))
+            .filter_map(|e| e.reason)
+            .collect();
+        reasons.iter().any(|r| r == "Killing").then_some(reasons)
+    })
+    .await;
+    for r in [
+        "Scheduled",
+        "Pulled",
+        "Created",
+        "Started",
+        "PreStopHook",
+        "Killing",
+    ] {
         assert!(reasons.iter().any(|x| x == r), "missing event {r}: {reasons:?}");
     }
+    // The kubelet asked for removal (grace 0); only the test's finalizer holds the pod now.
+    env.ok(&[
+        "patch",
+        "pod",
+        "graceful",
+        "--type=merge",
+        "-p",
+        r#"{"metadata":{"finalizers":null}}"#,
+    ])
+    .await;
+    eventually("pod removed", || async {
+        pods.get_opt("graceful").await.ok()?.is_none().then_some(())
+    })
+    .await;
     let describe = env.ok(&["describe", "pod", "crash"]).await;
     assert!(describe.contains("CrashLoopBackOff"), "{describe}");
     env.stop().await;
@@ -634,6 +896,7 @@ apiVersion: apps/v1
 kind: DaemonSet
 metadata: {name: agent}
 spec:
+  updateStrategy: {type: RollingUpdate}
   selector: {matchLabels: {app: agent}}
   template:
     metadata: {labels: {app: agent}}
@@ -642,21 +905,37 @@ spec:
 "#,
     )
     .await;
-    let out = env.ok(&["rollout", "status", "daemonset/agent", "--timeout=60s"]).await;
-    assert!(out.contains("daemon set \"agent\" successfully rolled out"), "{out}");
+    let out = env
+        .ok(&["rollout", "status", "daemonset/agent", "--timeout=60s"])
+        .await;
+    assert!(
+        out.contains("daemon set \"agent\" successfully rolled out"),
+        "{out}"
+    );
     let pods: Api<Pod> = Api::namespaced(env.client.clone(), "default");
-    let l = pods.list(&ListParams::default().labels("app=agent")).await.expect("pods");
-    let mut nodes: Vec<String> = l.items.iter().filter_map(|p| p.spec.as_ref()?.node_name.clone()).collect();
+    let l = pods
+        .list(&ListParams::default().labels("app=agent"))
+        .await
+        .expect("pods");
+    let mut nodes: Vec<String> = l
+        .items
+        .iter()
+        .filter_map(|p| p.spec.as_ref()?.node_name.clone())
+        .collect();
     nodes.sort();
     assert_eq!(nodes, ["kudo-node-0", "kudo-node-1", "kudo-node-2"]);
-    env.ok(&["set", "image", "daemonset/agent", "agent=agent:2"]).await;
-    env.ok(&["rollout", "status", "daemonset/agent", "--timeout=60s"]).await;
+    env.ok(&["set", "image", "daemonset/agent", "agent=agent:2"])
+        .await;
+    env.ok(&["rollout", "status", "daemonset/agent", "--timeout=60s"])
+        .await;
     let l = eventually("three updated pods", || async {
         let l = pods.list(&ListParams::default().labels("app=agent")).await.ok()?;
         (l.items.len() == 3
-            && l.items
-                .iter()
-                .all(|p| p.spec.as_ref().is_some_and(|s| s.containers[0].image.as_deref() == Some("agent:2"))))
+            && l.items.iter().all(|p| {
+                p.spec
+                    .as_ref()
+                    .is_some_and(|s| s.containers[0].image.as_deref() == Some("agent:2"))
+            }))
         .then_some(l)
     })
     .await;
@@ -698,16 +977,32 @@ spec:
     let expected_job = format!("tick-{}", next / 60_000);
     clock.set(next + 30_000);
     let jobs: Api<Job> = Api::namespaced(env.client.clone(), "default");
-    eventually("scheduled job", || async { jobs.get_opt(&expected_job).await.ok()? }).await;
-    env.ok(&["wait", "--for=condition=Complete", &format!("job/{expected_job}"), "--timeout=60s"]).await;
+    eventually("scheduled job", || async {
+        jobs.get_opt(&expected_job).await.ok()?
+    })
+    .await;
+    env.ok(&[
+        "wait",
+        "--for=condition=Complete",
+        &format!("job/{expected_job}"),
+        "--timeout=60s",
+    ])
+    .await;
     let last = env
-        .ok(&["get", "cronjob", "tick", "-o", "jsonpath={.status.lastScheduleTime}"])
+        .ok(&[
+            "get",
+            "cronjob",
+            "tick",
+            "-o",
+            "jsonpath={.status.lastScheduleTime}",
+        ])
         .await;
     let secs = next / 1000;
     let expected = kudo_sim_time(secs);
     assert_eq!(last, expected);
     // Suspended: no more jobs even when the clock passes another boundary.
-    env.ok(&["patch", "cronjob/tick", "-p", r#"{"spec":{"suspend":true}}"#]).await;
+    env.ok(&["patch", "cronjob/tick", "-p", r#"{"spec":{"suspend":true}}"#])
+        .await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     clock.set(next + 5 * 60_000 + 30_000);
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -740,7 +1035,12 @@ spec:
     )
     .await;
     let out = env
-        .ok(&["wait", "--for=jsonpath={.status.phase}=Bound", "pvc/scratch", "--timeout=60s"])
+        .ok(&[
+            "wait",
+            "--for=jsonpath={.status.phase}=Bound",
+            "pvc/scratch",
+            "--timeout=60s",
+        ])
         .await;
     assert!(out.contains("condition met"), "{out}");
     let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(env.client.clone(), "default");
@@ -748,13 +1048,111 @@ spec:
     let uid = c.metadata.uid.clone().expect("uid");
     let spec = c.spec.expect("spec");
     assert_eq!(spec.volume_name, Some(format!("pvc-{uid}")));
-    assert_eq!(spec.storage_class_name.as_deref(), Some("standard"));
-    let cap = c.status.and_then(|s| s.capacity).and_then(|c| c.get("storage").cloned()).expect("capacity");
+    let pvs: Api<PersistentVolume> = Api::all(env.client.clone());
+    let pv = pvs.get(&format!("pvc-{uid}")).await.expect("pv");
+    assert_eq!(
+        pv.spec.as_ref().and_then(|s| s.storage_class_name.as_deref()),
+        Some("standard")
+    );
+    let cap = c
+        .status
+        .and_then(|s| s.capacity)
+        .and_then(|c| c.get("storage").cloned())
+        .expect("capacity");
     assert_eq!(cap.0, "5Gi");
     // Deleting the claim releases (deletes) its dynamically provisioned volume.
     env.ok(&["delete", "pvc", "scratch", "--timeout=60s"]).await;
-    let pvs: Api<PersistentVolume> = Api::all(env.client.clone());
     let pv_name = format!("pvc-{uid}");
-    eventually("volume deleted", || async { pvs.get_opt(&pv_name).await.ok()?.is_none().then_some(()) }).await;
+    eventually("volume deleted", || async {
+        pvs.get_opt(&pv_name).await.ok()?.is_none().then_some(())
+    })
+    .await;
+    env.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recreate_strategy_and_service_endpoints() {
+    let env = Env::start(SimConfig::default()).await;
+    env.apply(
+        r#"
+apiVersion: v1
+kind: Service
+metadata: {name: api}
+spec:
+  selector: {app: api}
+  ports: [{name: http, port: 80, targetPort: web}]
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: api}
+spec:
+  replicas: 2
+  strategy: {type: Recreate}
+  selector: {matchLabels: {app: api}}
+  template:
+    metadata: {labels: {app: api}}
+    spec:
+      containers:
+      - name: api
+        image: "api:1"
+        ports: [{name: web, containerPort: 8080}]
+"#,
+    )
+    .await;
+    env.ok(&["rollout", "status", "deployment/api", "--timeout=60s"])
+        .await;
+    let endpoints: Api<k8s_openapi::api::core::v1::Endpoints> =
+        Api::namespaced(env.client.clone(), "default");
+    let pods: Api<Pod> = Api::namespaced(env.client.clone(), "default");
+    let (ips, port) = eventually("endpoints with two ready addresses", || async {
+        let e = endpoints.get_opt("api").await.ok()??;
+        let subset = e.subsets?.into_iter().next()?;
+        let ips: Vec<String> = subset.addresses?.into_iter().map(|a| a.ip).collect();
+        let port = subset.ports?.first()?.port;
+        (ips.len() == 2).then_some((ips, port))
+    })
+    .await;
+    assert_eq!(port, 8080, "named targetPort resolved through the container port");
+    let pod_ips: Vec<String> = pods
+        .list(&ListParams::default().labels("app=api"))
+        .await
+        .expect("pods")
+        .items
+        .into_iter()
+        .filter_map(|p| p.status?.pod_ip)
+        .collect();
+    for ip in &ips {
+        assert!(pod_ips.contains(ip), "{ip} not a pod IP: {pod_ips:?}");
+    }
+
+    // Recreate: every old pod is gone before the first new one is created.
+    let (log, recorder) = record_pods(env.client.clone());
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let old: Vec<String> = pods
+        .list(&ListParams::default().labels("app=api"))
+        .await
+        .expect("pods")
+        .items
+        .into_iter()
+        .filter_map(|p| p.metadata.name)
+        .collect();
+    log.lock().expect("log").clear();
+    env.ok(&["set", "image", "deployment/api", "api=api:2"]).await;
+    let out = env
+        .ok(&["rollout", "status", "deployment/api", "--timeout=60s"])
+        .await;
+    assert!(out.contains("successfully rolled out"), "{out}");
+    let log = log.lock().expect("log").clone();
+    let first_added = log
+        .iter()
+        .position(|l| l.starts_with("added "))
+        .expect("new pods were added");
+    for name in &old {
+        assert!(
+            position(&log, &format!("deleted {name}")) < first_added,
+            "{log:?}"
+        );
+    }
+    recorder.abort();
     env.stop().await;
 }

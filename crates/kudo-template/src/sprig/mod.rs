@@ -5,7 +5,22 @@
 //! Every function is declared with the Go signature Sprig gives it, so the engine converts and
 //! checks arguments the way Go's reflection-based call does, and every result carries the Go type
 //! Sprig returns (`[]int` from `until`, `int64` from `add`, `map[string]string` from `split`…),
-//! because `printf "%T"`, `typeOf` and later argument conversion observe it.
+//! because `printf "%T"`, `typeOf` and later argument conversion observe it. Sprig's `slice`
+//! shadows Go's builtin of the same name, as it does in Go (function maps win over builtins).
+//!
+//! Deliberate or structural differences from Go/Sprig (everything else is checked against the
+//! oracle in `tests/sprig.rs`):
+//! * randomness (`rand*`, `shuffle`, `uuidv4`, IVs, keys, serials) comes from the render's seeded
+//!   generator instead of `crypto/rand`, so a plan run re-renders identically;
+//! * `getHostByName` is refused (templates must not reach the network);
+//! * `keys`/`values` return sorted key order (Go's map order is random);
+//! * strings are UTF-8: where Go would produce invalid UTF-8 (byte-slicing `trunc`, `substr`,
+//!   `abbrev`, `wrap` through a multi-byte character, `b64dec` of binary data) we produce U+FFFD;
+//! * `genPrivateKey "dsa"` is not supported; certificate validity starts at the real clock;
+//! * Go's typed nil slices do not exist here: `rest`/`initial` of an empty list and `concat` of
+//!   nothing are empty lists (`toJson` prints `[]` where Go prints `null`);
+//! * `time.Time` field `.Month`/`.Weekday` are plain strings (Go: `time.Month`/`time.Weekday`);
+//! * list/string builders stop at `FuncEnv::max_items` elements/bytes with an error.
 
 use std::sync::{Arc, OnceLock};
 

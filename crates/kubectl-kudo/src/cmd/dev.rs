@@ -1,0 +1,170 @@
+//! `kubectl kudo dev`: a whole cluster in one process — the embedded API server, simulated workloads
+//! (Deployments become Available, StatefulSet pods come up in order, Jobs finish) and the KUDO
+//! manager — for trying packages with nothing installed. `--demo PKG` installs a package into it and
+//! shows its deploy plan until it finishes.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+
+use super::cluster::ClusterOpts;
+
+#[derive(Args, Debug)]
+#[command(after_help = "Examples:\n  kubectl kudo dev\n  kubectl kudo dev --address 127.0.0.1:6443 --data-dir ~/.kudo/dev/data\n  kubectl kudo dev --demo ./examples/galera\n\nThe kubeconfig goes to --kubeconfig (default ~/.kudo/dev/kubeconfig); then:\n  export KUBECONFIG=~/.kudo/dev/kubeconfig; kubectl get nodes")]
+pub struct DevArgs {
+    /// Loopback address to serve on (port 0 picks a free port).
+    #[arg(long, default_value = "127.0.0.1:0", value_name = "127.0.0.1:PORT")]
+    pub address: SocketAddr,
+    /// Keep cluster state in this directory across restarts (default: in memory).
+    #[arg(long, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// Number of simulated nodes.
+    #[arg(long, default_value_t = 1)]
+    pub nodes: u32,
+    /// Install this package (directory or .tgz), show its plan until it finishes, then stop.
+    #[arg(long, value_name = "PKG")]
+    pub demo: Option<PathBuf>,
+    /// With --demo: parameter values NAME=VALUE for the install.
+    #[arg(short = 'p', long = "parameter", value_name = "NAME=VALUE", requires = "demo")]
+    pub parameters: Vec<String>,
+    /// With --demo: keep the cluster running after the plan finished.
+    #[arg(long, requires = "demo")]
+    pub keep_running: bool,
+    /// With --demo: give up after this many seconds.
+    #[arg(long, default_value_t = 300, value_name = "SECONDS", requires = "demo")]
+    pub demo_timeout: u64,
+}
+
+pub async fn run(opts: &ClusterOpts, args: DevArgs) -> Result<ExitCode> {
+    if !args.address.ip().is_loopback() {
+        bail!("the dev cluster serves on loopback only; got {}", args.address);
+    }
+    let kubeconfig = opts.kubeconfig.clone().unwrap_or_else(|| opts.home_dir().join("dev").join("kubeconfig"));
+    if let Some(dir) = kubeconfig.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    let server = kudo_apiserver::ApiServer::start(kudo_apiserver::Config {
+        port: args.address.port(),
+        data_dir: args.data_dir.clone(),
+        ..Default::default()
+    })
+    .await
+    .context("cannot start the embedded API server")?;
+    server
+        .write_kubeconfig(&kubeconfig)
+        .with_context(|| format!("cannot write {}", kubeconfig.display()))?;
+
+    let cluster_opts = ClusterOpts { kubeconfig: Some(kubeconfig.clone()), ..opts.clone() };
+    let client = super::cluster::connect(&cluster_opts).await?.client;
+    install_crds(&client).await?;
+
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
+        let _ = rx.wait_for(|s| *s).await;
+    };
+    let sim = tokio::spawn(kudo_sim::run(
+        client.clone(),
+        kudo_sim::SimConfig { nodes: args.nodes, ..Default::default() },
+        stopped(stop_rx.clone()),
+    ));
+    let controller = tokio::spawn(kudo_controller::run(
+        client.clone(),
+        kudo_controller::ControllerConfig::default(),
+        stopped(stop_rx.clone()),
+    ));
+
+    eprintln!(
+        "kudo dev cluster serving on {} — export KUBECONFIG={}",
+        server.url(),
+        kubeconfig.display()
+    );
+
+    let code = match &args.demo {
+        Some(pkg) => {
+            let code = demo(&cluster_opts, pkg, &args).await?;
+            if args.keep_running {
+                wait_for_signal().await;
+            }
+            code
+        }
+        None => {
+            wait_for_signal().await;
+            ExitCode::SUCCESS
+        }
+    };
+    let _ = stop_tx.send(true);
+    let _ = tokio::time::timeout(Duration::from_secs(5), async {
+        let _ = sim.await;
+        let _ = controller.await;
+    })
+    .await;
+    server.shutdown().await;
+    Ok(code)
+}
+
+/// Installs the package as `kubectl kudo install` would, then `plan status --wait`.
+async fn demo(opts: &ClusterOpts, pkg: &std::path::Path, args: &DevArgs) -> Result<ExitCode> {
+    use super::instance::{InstallArgs, ParamOpts, WaitOpts};
+    let install = InstallArgs {
+        package: pkg.to_path_buf(),
+        instance: None,
+        params: ParamOpts { parameters: args.parameters.clone(), parameter_files: Vec::new() },
+        skip_instance: false,
+        create_namespace: false,
+        wait: WaitOpts::default(),
+    };
+    super::instance::install(opts, install).await?;
+    let package = kudo_package::read_path(pkg)?;
+    let instance = package.default_instance_name();
+    let cluster = super::cluster::connect(opts).await?;
+    super::plan::status_wait(&cluster, &instance, Duration::from_secs(args.demo_timeout)).await
+}
+
+/// CRDs are what `kubectl kudo init --crd-only` installs; the manager runs in this process.
+async fn install_crds(client: &kube::Client) -> Result<()> {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    use kube::api::{Api, Patch, PatchParams};
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    for text in kudo_api::crd_manifests() {
+        let crd: CustomResourceDefinition = serde_saphyr::from_str(text).context("built-in CRD manifest")?;
+        let name = crd.metadata.name.clone().unwrap_or_default();
+        api.patch(&name, &PatchParams::apply("kubectl-kudo-dev").force(), &Patch::Apply(&crd))
+            .await
+            .with_context(|| format!("cannot install CRD {name}"))?;
+    }
+    for text in kudo_api::crd_manifests() {
+        let crd: CustomResourceDefinition = serde_saphyr::from_str(text)?;
+        let name = crd.metadata.name.clone().unwrap_or_default();
+        let established = kube::runtime::wait::await_condition(api.clone(), &name, kube::runtime::wait::conditions::is_crd_established());
+        tokio::time::timeout(Duration::from_secs(30), established)
+            .await
+            .with_context(|| format!("CRD {name} did not become Established"))??;
+    }
+    Ok(())
+}
+
+async fn wait_for_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut term = match signal(SignalKind::terminate()) {
+            Ok(s) => s,
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+                return;
+            }
+        };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}

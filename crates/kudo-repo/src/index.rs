@@ -1,0 +1,529 @@
+//! The `index.yaml` of an operator repository (KUDO's Helm-like index format).
+//!
+//! Field names and order follow what KUDO writes (keys sorted, as Go's YAML-through-JSON marshaller
+//! does), so an index we write reads back in KUDO and vice versa. Entries of one operator are kept
+//! sorted newest first so "the latest" is always the first entry that matches.
+
+use std::cmp::Ordering;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::{Deserialize, Deserializer, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::error::RepoError;
+
+/// The only index format version there is.
+pub const INDEX_API_VERSION: &str = "v1";
+/// File name of the index inside a repository.
+pub const INDEX_FILE: &str = "index.yaml";
+/// Base URL used by `repo index` when none is given (KUDO's default).
+pub const DEFAULT_INDEX_URL: &str = "http://localhost/";
+
+/// A maintainer as listed in the index (copied from `operator.yaml`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Maintainer {
+    #[serde(default, deserialize_with = "lenient_string", skip_serializing_if = "String::is_empty")]
+    pub email: String,
+    #[serde(default, deserialize_with = "lenient_string", skip_serializing_if = "String::is_empty")]
+    pub name: String,
+}
+
+/// One published version of an operator.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PackageVersion {
+    #[serde(default, deserialize_with = "lenient_string", skip_serializing_if = "String::is_empty")]
+    pub app_version: String,
+    #[serde(default, deserialize_with = "lenient_string", skip_serializing_if = "String::is_empty")]
+    pub description: String,
+    /// sha256 (hex) of the tarball; empty in very old indexes, in which case nothing is verified.
+    #[serde(default, deserialize_with = "lenient_string", skip_serializing_if = "String::is_empty")]
+    pub digest: String,
+    #[serde(default, deserialize_with = "null_default", skip_serializing_if = "Vec::is_empty")]
+    pub maintainers: Vec<Maintainer>,
+    #[serde(default, deserialize_with = "lenient_string")]
+    pub name: String,
+    #[serde(default, deserialize_with = "lenient_string")]
+    pub operator_version: String,
+    /// Withdrawn versions stay listed (indexes are append-only) but are never resolved.
+    #[serde(default, deserialize_with = "null_default", skip_serializing_if = "std::ops::Not::not")]
+    pub removed: bool,
+    /// Download locations, tried in order; relative ones are resolved against the repository URL.
+    #[serde(default, deserialize_with = "null_default")]
+    pub urls: Vec<String>,
+}
+
+impl PackageVersion {
+    /// The entry `repo index` writes for a package read from a tarball.
+    pub fn from_package(pkg: &kudo_package::Package, digest: String, url: String) -> PackageVersion {
+        let o = &pkg.operator;
+        PackageVersion {
+            app_version: o.app_version.clone(),
+            description: o.description.clone(),
+            digest,
+            maintainers: o
+                .maintainers
+                .iter()
+                .map(|m| Maintainer { email: m.email.clone(), name: m.name.clone() })
+                .collect(),
+            name: o.name.clone(),
+            operator_version: o.operator_version.clone(),
+            removed: false,
+            urls: vec![url],
+        }
+    }
+
+    /// True when both name the same package (same name, app version and operator version).
+    pub fn same_version(&self, other: &PackageVersion) -> bool {
+        self.name == other.name
+            && self.app_version == other.app_version
+            && self.operator_version == other.operator_version
+    }
+
+    /// `appVersion_operatorVersion`, or the operator version alone, as in tarball names.
+    pub fn version_label(&self) -> String {
+        if self.app_version.is_empty() {
+            self.operator_version.clone()
+        } else {
+            format!("{}_{}", self.app_version, self.operator_version)
+        }
+    }
+}
+
+/// A repository index.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IndexFile {
+    #[serde(default, deserialize_with = "lenient_string")]
+    pub api_version: String,
+    #[serde(default, deserialize_with = "null_default")]
+    pub entries: BTreeMap<String, Vec<PackageVersion>>,
+    /// RFC 3339 time the index was written.
+    #[serde(default, deserialize_with = "lenient_opt_string", skip_serializing_if = "Option::is_none")]
+    pub generated: Option<String>,
+}
+
+/// Filters of a lookup; `None` or an empty string matches anything.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct VersionFilter<'a> {
+    pub app_version: Option<&'a str>,
+    pub operator_version: Option<&'a str>,
+}
+
+impl VersionFilter<'_> {
+    fn matches(&self, pv: &PackageVersion) -> bool {
+        let ok = |want: Option<&str>, have: &str| want.is_none_or(|w| w.is_empty() || w == have);
+        ok(self.app_version, &pv.app_version) && ok(self.operator_version, &pv.operator_version)
+    }
+}
+
+impl IndexFile {
+    /// An empty index stamped with `generated`.
+    pub fn new(generated: Option<String>) -> IndexFile {
+        IndexFile { api_version: INDEX_API_VERSION.into(), entries: BTreeMap::new(), generated }
+    }
+
+    /// Parses and validates an index, then sorts it. `what` names the source in errors.
+    pub fn parse(data: &[u8], what: &str) -> Result<IndexFile, RepoError> {
+        let text = std::str::from_utf8(data)
+            .map_err(|_| RepoError::Parse { what: what.into(), message: "not UTF-8 text".into() })?;
+        let mut index: IndexFile = serde_saphyr::from_str(text)
+            .map_err(|e| RepoError::Parse { what: what.into(), message: e.to_string() })?;
+        if index.api_version.is_empty() {
+            return Err(RepoError::Parse { what: what.into(), message: "no API version specified".into() });
+        }
+        for (name, versions) in &mut index.entries {
+            for pv in versions.iter_mut() {
+                if pv.name.is_empty() {
+                    pv.name = name.clone();
+                }
+                if pv.operator_version.is_empty() {
+                    return Err(RepoError::Parse {
+                        what: what.into(),
+                        message: format!("an entry of operator {name} has no operatorVersion"),
+                    });
+                }
+            }
+        }
+        index.sort();
+        Ok(index)
+    }
+
+    /// Serialises (sorted first, so the file is canonical).
+    pub fn to_yaml(&self) -> Result<String, RepoError> {
+        let mut sorted = self.clone();
+        sorted.sort();
+        serde_saphyr::to_string(&sorted)
+            .map_err(|e| RepoError::Parse { what: "index".into(), message: e.to_string() })
+    }
+
+    /// Sorts every operator's versions newest first (see [`compare_versions`]).
+    pub fn sort(&mut self) {
+        for versions in self.entries.values_mut() {
+            versions.sort_by(compare_versions);
+        }
+    }
+
+    /// Adds an entry; refuses a second entry with the same name, app and operator version.
+    pub fn add(&mut self, pv: PackageVersion) -> Result<(), RepoError> {
+        if pv.operator_version.is_empty() {
+            return Err(RepoError::Config(format!("operator '{}' is missing an operatorVersion", pv.name)));
+        }
+        let versions = self.entries.entry(pv.name.clone()).or_default();
+        if versions.iter().any(|v| v.same_version(&pv)) {
+            return Err(RepoError::Config(format!(
+                "operator '{}' version {} already exists",
+                pv.name,
+                pv.version_label()
+            )));
+        }
+        versions.push(pv);
+        versions.sort_by(compare_versions);
+        Ok(())
+    }
+
+    /// Adds every entry of `other` that this index does not already have; returns how many.
+    pub fn merge(&mut self, other: &IndexFile) -> usize {
+        let mut added = 0;
+        for versions in other.entries.values() {
+            for pv in versions {
+                if self.add(pv.clone()).is_ok() {
+                    added += 1;
+                }
+            }
+        }
+        added
+    }
+
+    /// The newest non-removed version of `name` matching `filter`.
+    pub fn find(&self, name: &str, filter: VersionFilter<'_>) -> Result<&PackageVersion, RepoError> {
+        let versions = self
+            .entries
+            .get(name)
+            .filter(|v| !v.is_empty())
+            .ok_or_else(|| RepoError::NotFound(format!("no operator found for: {name}")))?;
+        versions.iter().filter(|pv| !pv.removed).find(|pv| filter.matches(pv)).ok_or_else(|| {
+            let mut wanted = Vec::new();
+            if let Some(a) = filter.app_version.filter(|a| !a.is_empty()) {
+                wanted.push(format!("app version {a}"));
+            }
+            if let Some(o) = filter.operator_version.filter(|o| !o.is_empty()) {
+                wanted.push(format!("operator version {o}"));
+            }
+            if wanted.is_empty() {
+                RepoError::NotFound(format!("no operator version found for {name}"))
+            } else {
+                RepoError::NotFound(format!("no operator version found for {name} with {}", wanted.join(" and ")))
+            }
+        })
+    }
+
+    /// Operators whose name contains `criteria`: the newest version of each, or every version with
+    /// `all_versions`. Ordered by name, then newest first. Removed versions are left out.
+    pub fn search(&self, criteria: &str, all_versions: bool) -> Vec<&PackageVersion> {
+        let mut found = Vec::new();
+        for (name, versions) in &self.entries {
+            if !name.contains(criteria) {
+                continue;
+            }
+            let mut live = versions.iter().filter(|pv| !pv.removed);
+            if all_versions {
+                found.extend(live);
+            } else if let Some(first) = live.next() {
+                found.push(first);
+            }
+        }
+        found
+    }
+
+    /// Builds the index of every `*.tgz` directly inside `dir`. Each URL is `base_url` (default
+    /// [`DEFAULT_INDEX_URL`]) followed by the tarball's file name. Tarballs that cannot be read and
+    /// duplicate versions are skipped and reported in the returned warnings, as KUDO does.
+    pub fn from_directory(
+        dir: &Path,
+        base_url: Option<&str>,
+        generated: Option<String>,
+    ) -> Result<(IndexFile, Vec<String>), RepoError> {
+        let mut archives = Vec::new();
+        for entry in std::fs::read_dir(dir).map_err(|e| RepoError::io(dir, e))? {
+            let entry = entry.map_err(|e| RepoError::io(dir, e))?;
+            let path = entry.path();
+            if path.is_file() && path.extension().is_some_and(|e| e == "tgz") {
+                archives.push(path);
+            }
+        }
+        if archives.is_empty() {
+            return Err(RepoError::NotFound(format!("no packages discovered in {}", dir.display())));
+        }
+        archives.sort();
+        let mut base = base_url.filter(|u| !u.is_empty()).unwrap_or(DEFAULT_INDEX_URL).to_string();
+        if !base.ends_with('/') {
+            base.push('/');
+        }
+        let mut index = IndexFile::new(generated);
+        let mut warnings = Vec::new();
+        for path in archives {
+            let file_name = path.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+            let meta = std::fs::metadata(&path).map_err(|e| RepoError::io(&path, e))?;
+            if meta.len() > crate::fetch::DEFAULT_MAX_PACKAGE_BYTES {
+                warnings.push(format!(
+                    "{file_name}: larger than {} bytes, skipped",
+                    crate::fetch::DEFAULT_MAX_PACKAGE_BYTES
+                ));
+                continue;
+            }
+            let bytes = std::fs::read(&path).map_err(|e| RepoError::io(&path, e))?;
+            let pkg = match kudo_package::reader::read_tgz(bytes.as_slice(), &path.display().to_string()) {
+                Ok(p) => p,
+                Err(e) => {
+                    warnings.push(format!("{file_name}: {e}, skipped"));
+                    continue;
+                }
+            };
+            let pv = PackageVersion::from_package(&pkg, sha256_hex(&bytes), format!("{base}{file_name}"));
+            if let Err(e) = index.add(pv) {
+                warnings.push(format!("{file_name}: {e}, skipped"));
+            }
+        }
+        Ok((index, warnings))
+    }
+}
+
+/// Hex sha256, the digest format of `index.yaml`.
+pub fn sha256_hex(data: &[u8]) -> String {
+    hex::encode(Sha256::digest(data))
+}
+
+/// Checks `data` against an index digest; an empty expected digest accepts anything (old indexes
+/// carried none).
+pub fn verify_digest(data: &[u8], expected: &str, url: &str) -> Result<(), RepoError> {
+    if expected.is_empty() {
+        return Ok(());
+    }
+    let actual = sha256_hex(data);
+    if actual.eq_ignore_ascii_case(expected.trim()) {
+        Ok(())
+    } else {
+        Err(RepoError::Digest { url: url.into(), expected: expected.into(), actual })
+    }
+}
+
+/// Semver as KUDO's semver library reads it: an optional `v`, and missing minor/patch parts
+/// count as 0 (`1.2` is `1.2.0`).
+pub fn lenient_semver(s: &str) -> Option<semver::Version> {
+    let s = s.trim();
+    let s = s.strip_prefix('v').unwrap_or(s);
+    if s.is_empty() {
+        return None;
+    }
+    if let Ok(v) = semver::Version::parse(s) {
+        return Some(v);
+    }
+    // Split off pre-release/build, pad the numeric core to three parts.
+    let cut = s.find(['-', '+']).unwrap_or(s.len());
+    let (core, rest) = s.split_at(cut);
+    let parts: Vec<&str> = core.split('.').collect();
+    if parts.is_empty() || parts.len() > 3 || parts.iter().any(|p| p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit())) {
+        return None;
+    }
+    let mut padded: Vec<&str> = parts.clone();
+    while padded.len() < 3 {
+        padded.push("0");
+    }
+    semver::Version::parse(&format!("{}{rest}", padded.join("."))).ok()
+}
+
+fn compare_semver(a: &str, b: &str) -> Ordering {
+    // Descending: greater versions first; unparsable ones after all parsable ones.
+    match (lenient_semver(a), lenient_semver(b)) {
+        (Some(x), Some(y)) => y.cmp_precedence(&x),
+        (Some(_), None) => Ordering::Less,
+        (None, Some(_)) => Ordering::Greater,
+        (None, None) => Ordering::Equal,
+    }
+}
+
+/// The index order: descending by `appVersion`, then by `operatorVersion` (semver; unparsable
+/// versions last).
+pub fn compare_versions(a: &PackageVersion, b: &PackageVersion) -> Ordering {
+    compare_semver(&a.app_version, &b.app_version).then_with(|| compare_semver(&a.operator_version, &b.operator_version))
+}
+
+/// Any YAML scalar as a string (`operatorVersion: 1.0` is the string "1.0"); `null` is "".
+fn lenient_string<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    let v = serde_json::Value::deserialize(d)?;
+    scalar(&v).map_err(serde::de::Error::custom)
+}
+
+fn lenient_opt_string<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    let v = serde_json::Value::deserialize(d)?;
+    if v.is_null() { Ok(None) } else { scalar(&v).map(Some).map_err(serde::de::Error::custom) }
+}
+
+fn scalar(v: &serde_json::Value) -> Result<String, String> {
+    match v {
+        serde_json::Value::Null => Ok(String::new()),
+        serde_json::Value::String(s) => Ok(s.clone()),
+        serde_json::Value::Bool(b) => Ok(b.to_string()),
+        serde_json::Value::Number(n) => Ok(n.to_string()),
+        _ => Err("expected a string".into()),
+    }
+}
+
+fn null_default<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de> + Default,
+{
+    Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pv(name: &str, app: &str, ov: &str) -> PackageVersion {
+        PackageVersion {
+            name: name.into(),
+            app_version: app.into(),
+            operator_version: ov.into(),
+            urls: vec![format!("http://localhost/{name}.tgz")],
+            ..Default::default()
+        }
+    }
+
+    const SAMPLE: &str = r#"apiVersion: v1
+entries:
+  mysql:
+  - appVersion: "5.7"
+    digest: 0123
+    maintainers:
+    - email: a@example.org
+      name: A
+    name: mysql
+    operatorVersion: 0.1.0
+    urls:
+    - https://example.org/mysql-5.7_0.1.0.tgz
+  - appVersion: "8.0"
+    name: mysql
+    operatorVersion: 0.2.0
+    urls:
+    - https://example.org/mysql-8.0_0.2.0.tgz
+  - appVersion: "8.0"
+    name: mysql
+    operatorVersion: 0.10.0
+    removed: true
+    urls:
+    - https://example.org/mysql-8.0_0.10.0.tgz
+  kafka:
+  - name: kafka
+    operatorVersion: 1.0
+    urls: [kafka-1.0.tgz]
+generated: "2019-09-12T15:04:34.675941-05:00"
+"#;
+
+    #[test]
+    fn parse_sorts_newest_first_by_app_then_operator_version() {
+        let idx = IndexFile::parse(SAMPLE.as_bytes(), "sample").unwrap();
+        let order: Vec<_> = idx.entries["mysql"].iter().map(|p| p.version_label()).collect();
+        assert_eq!(order, ["8.0_0.10.0", "8.0_0.2.0", "5.7_0.1.0"]);
+        assert_eq!(idx.entries["kafka"][0].operator_version, "1.0");
+        assert_eq!(idx.entries["mysql"][2].maintainers[0].email, "a@example.org");
+        assert_eq!(idx.generated.as_deref(), Some("2019-09-12T15:04:34.675941-05:00"));
+    }
+
+    #[test]
+    fn unparsable_versions_sort_last() {
+        let mut idx = IndexFile::new(None);
+        for (a, o) in [("latest", "1.0.0"), ("2.0", "0.1.0"), ("", "0.3.0"), ("2.0", "garbage"), ("2.0", "0.9.0")] {
+            idx.add(pv("x", a, o)).unwrap();
+        }
+        let order: Vec<_> = idx.entries["x"].iter().map(|p| p.version_label()).collect();
+        // "latest" and "" are both unparsable app versions, so the operator version decides.
+        assert_eq!(order, ["2.0_0.9.0", "2.0_0.1.0", "2.0_garbage", "latest_1.0.0", "0.3.0"]);
+    }
+
+    #[test]
+    fn missing_api_version_or_operator_version_is_rejected() {
+        let e = IndexFile::parse(b"entries: {}\n", "x").unwrap_err();
+        assert!(e.to_string().contains("no API version specified"), "{e}");
+        let e = IndexFile::parse(b"apiVersion: v1\nentries:\n  a:\n  - name: a\n", "x").unwrap_err();
+        assert!(e.to_string().contains("has no operatorVersion"), "{e}");
+        assert!(IndexFile::parse(b"apiVersion: [v1\n", "x").is_err());
+        assert!(IndexFile::parse(&[0xff, 0xfe], "x").is_err());
+    }
+
+    #[test]
+    fn serialise_round_trips_with_kudo_field_names() {
+        let idx = IndexFile::parse(SAMPLE.as_bytes(), "sample").unwrap();
+        let text = idx.to_yaml().unwrap();
+        for key in ["apiVersion: v1", "operatorVersion:", "appVersion:", "urls:", "removed: true", "digest:", "generated:"] {
+            assert!(text.contains(key), "{key} missing in\n{text}");
+        }
+        assert!(!text.contains("removed: false"), "{text}");
+        assert_eq!(IndexFile::parse(text.as_bytes(), "round trip").unwrap(), idx);
+    }
+
+    #[test]
+    fn find_honours_filters_and_skips_removed() {
+        let idx = IndexFile::parse(SAMPLE.as_bytes(), "sample").unwrap();
+        let any = VersionFilter::default();
+        assert_eq!(idx.find("mysql", any).unwrap().operator_version, "0.2.0");
+        let f = VersionFilter { app_version: Some("5.7"), operator_version: None };
+        assert_eq!(idx.find("mysql", f).unwrap().operator_version, "0.1.0");
+        let f = VersionFilter { app_version: Some(""), operator_version: Some("0.1.0") };
+        assert_eq!(idx.find("mysql", f).unwrap().app_version, "5.7");
+        let f = VersionFilter { app_version: Some("8.0"), operator_version: Some("0.10.0") };
+        let e = idx.find("mysql", f).unwrap_err().to_string();
+        assert_eq!(e, "no operator version found for mysql with app version 8.0 and operator version 0.10.0");
+        assert_eq!(idx.find("nope", any).unwrap_err().to_string(), "no operator found for: nope");
+    }
+
+    #[test]
+    fn add_rejects_duplicates_and_merge_adds_only_new() {
+        let mut a = IndexFile::new(None);
+        a.add(pv("x", "1", "0.1.0")).unwrap();
+        let e = a.add(pv("x", "1", "0.1.0")).unwrap_err().to_string();
+        assert_eq!(e, "operator 'x' version 1_0.1.0 already exists");
+        let mut b = IndexFile::new(None);
+        b.add(pv("x", "1", "0.1.0")).unwrap();
+        b.add(pv("x", "1", "0.2.0")).unwrap();
+        b.add(pv("y", "", "1.0.0")).unwrap();
+        assert_eq!(a.merge(&b), 2);
+        assert_eq!(a.entries["x"].len(), 2);
+        assert_eq!(a.entries["x"][0].operator_version, "0.2.0");
+    }
+
+    #[test]
+    fn search_is_a_substring_match() {
+        let idx = IndexFile::parse(SAMPLE.as_bytes(), "sample").unwrap();
+        let names: Vec<_> = idx.search("sq", false).iter().map(|p| p.version_label()).collect();
+        assert_eq!(names, ["8.0_0.2.0"]);
+        let all: Vec<_> = idx.search("", true).iter().map(|p| format!("{} {}", p.name, p.version_label())).collect();
+        assert_eq!(all, ["kafka 1.0", "mysql 8.0_0.2.0", "mysql 5.7_0.1.0"]);
+        assert!(idx.search("zzz", true).is_empty());
+    }
+
+    #[test]
+    fn digest_check() {
+        // sha256("abc") from FIPS 180-2, appendix B.1.
+        let abc = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
+        assert_eq!(sha256_hex(b"abc"), abc);
+        verify_digest(b"abc", abc, "u").unwrap();
+        verify_digest(b"abc", &abc.to_uppercase(), "u").unwrap();
+        verify_digest(b"abc", "", "u").unwrap();
+        let e = verify_digest(b"abd", abc, "http://x/a.tgz").unwrap_err();
+        assert!(matches!(e, RepoError::Digest { .. }), "{e}");
+    }
+
+    #[test]
+    fn lenient_semver_pads_like_kudo() {
+        assert_eq!(lenient_semver("1.2").unwrap(), semver::Version::new(1, 2, 0));
+        assert_eq!(lenient_semver("v3").unwrap(), semver::Version::new(3, 0, 0));
+        assert_eq!(lenient_semver("1.0-rc1").unwrap().pre.as_str(), "rc1");
+        assert!(lenient_semver("latest").is_none());
+        assert!(lenient_semver("").is_none());
+        assert!(lenient_semver("1.2.3.4").is_none());
+    }
+}

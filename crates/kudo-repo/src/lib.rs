@@ -1,0 +1,18 @@
+//! KUDO operator repositories: the `index.yaml` a repository serves, the user's
+//! `repositories.yaml`, fetching indexes and package tarballs (local, `file://`, `http(s)://`) with
+//! digest checks and size limits, and resolving `install NAME` to a package.
+//!
+//! Blocking I/O on purpose: repository commands are one-shot CLI calls with at most a couple of
+//! downloads, and keeping them off the async runtime keeps `kubectl kudo repo` free of tokio.
+
+pub mod config;
+pub mod error;
+pub mod fetch;
+pub mod index;
+pub mod resolve;
+
+pub use config::{RepoEntry, RepositoryConfig};
+pub use error::RepoError;
+pub use fetch::{Fetcher, Location};
+pub use index::{IndexFile, PackageVersion, VersionFilter};
+pub use resolve::{Request, Source, resolve};

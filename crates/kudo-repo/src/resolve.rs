@@ -1,0 +1,91 @@
+//! Turning what a user typed after `install`/`upgrade` into a package, in KUDO's order: a local
+//! path, then an http(s) URL of a tarball, then an operator name looked up in a repository.
+
+use std::path::Path;
+
+use crate::config::RepositoryConfig;
+use crate::error::RepoError;
+use crate::fetch::{Fetcher, Location};
+use crate::index::VersionFilter;
+
+/// What to resolve.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Request<'a> {
+    /// Path, URL or operator name.
+    pub name_or_path: &'a str,
+    /// `--repo`: repository name instead of the context.
+    pub repo: Option<&'a str>,
+    /// `--app-version`.
+    pub app_version: Option<&'a str>,
+    /// `--operator-version`.
+    pub operator_version: Option<&'a str>,
+}
+
+/// Where a package came from, for messages.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Source {
+    Local(String),
+    Url(String),
+    Repository { repo: String, url: String },
+}
+
+/// True when `arg` is meant as a local package: it contains a path separator, or it names an
+/// existing `.tgz` file or a directory holding an `operator.yaml`. A bare operator name never
+/// matches merely because an unrelated file or directory of that name exists.
+pub fn looks_local(arg: &str) -> bool {
+    if arg.contains('/') || arg.contains(std::path::MAIN_SEPARATOR) {
+        return true;
+    }
+    let p = Path::new(arg);
+    (p.is_file() && (arg.ends_with(".tgz") || arg.ends_with(".tar.gz")))
+        || (p.is_dir() && p.join(kudo_package::model::OPERATOR_FILE).is_file())
+}
+
+fn is_http(arg: &str) -> bool {
+    let l = arg.to_ascii_lowercase();
+    l.starts_with("http://") || l.starts_with("https://")
+}
+
+/// Resolves `req` using the repositories configured under `home`.
+pub fn resolve(home: &Path, req: Request<'_>, fetcher: &Fetcher) -> Result<(kudo_package::Package, Source), RepoError> {
+    let arg = req.name_or_path;
+    if arg.is_empty() {
+        return Err(RepoError::Config("no package given".into()));
+    }
+    if !is_http(arg) && looks_local(arg) {
+        let path = Path::new(arg);
+        if !path.exists() {
+            return Err(RepoError::NotFound(format!(
+                "package {arg} not found: no such file or directory (operator names contain no '/')"
+            )));
+        }
+        return Ok((kudo_package::read_path(path)?, Source::Local(arg.into())));
+    }
+    if is_http(arg) {
+        let loc = Location::parse(arg)?;
+        let data = fetcher.bytes(&loc, fetcher.max_package_bytes)?;
+        let pkg = kudo_package::reader::read_tgz(data.as_slice(), arg)?;
+        return Ok((pkg, Source::Url(arg.into())));
+    }
+    let config = RepositoryConfig::load(home)?;
+    let entry = config.current(req.repo)?;
+    let base = Location::parse(&entry.url)?;
+    let index = fetcher.index(&base).map_err(|e| match e {
+        RepoError::Parse { .. } | RepoError::TooLarge { .. } => e,
+        other => RepoError::NotFound(format!("cannot read the index of repository {:?}: {other}", entry.name)),
+    })?;
+    let filter = VersionFilter { app_version: req.app_version, operator_version: req.operator_version };
+    let pv = index.find(arg, filter).map_err(|e| match e {
+        RepoError::NotFound(m) => RepoError::NotFound(format!("{m} in repository {:?}", entry.name)),
+        other => other,
+    })?;
+    let (data, from) = fetcher.package_bytes(&base, pv)?;
+    let pkg = kudo_package::reader::read_tgz(data.as_slice(), &from)?;
+    if pkg.operator.name != pv.name || pkg.operator.operator_version != pv.operator_version {
+        return Err(RepoError::Config(format!(
+            "{from} contains {} {} but the index of repository {:?} promised {} {}",
+            pkg.operator.name, pkg.operator.operator_version, entry.name, pv.name, pv.operator_version
+        )));
+    }
+    Ok((pkg, Source::Repository { repo: entry.name.clone(), url: from }))
+}
