@@ -47,6 +47,8 @@ enum Command {
     Repo(cmd::repo::RepoArgs),
     /// Run kuttl-style operator tests against the embedded cluster or a kubeconfig's cluster.
     Test(cmd::test::TestArgs),
+    /// Run the KUDO manager (the controller executing Instances' plans) until stopped.
+    Manager(cmd::manager::ManagerArgs),
     /// Print the version of this binary.
     Version(cmd::version::VersionArgs),
 }
@@ -76,6 +78,7 @@ fn run_async(cluster: &cmd::cluster::ClusterOpts, command: Command) -> anyhow::R
         match command {
             Command::Dev(args) => cmd::dev::run(cluster, args).await,
             Command::Init(args) => cmd::init::run(cluster, args).await,
+            Command::Manager(args) => cmd::manager::run(cluster, args).await,
             Command::Install(args) => cmd::instance::install(cluster, args).await,
             Command::Update(args) => cmd::instance::update(cluster, args).await,
             Command::Upgrade(args) => cmd::instance::upgrade(cluster, args).await,

@@ -3,19 +3,18 @@
 //! `cmd/diagnostics.rs` (and the `cmd/cluster.rs` it builds on) are compiled into this test directly
 //! so the collector can be driven in-process on the test's tokio runtime.
 
+// `diagnostics.rs` reaches its sibling as `super::cluster`, so both sit at the crate root here.
 #[allow(dead_code)]
-mod cmd {
-    #[path = "../../src/cmd/cluster.rs"]
-    pub mod cluster;
-    #[path = "../../src/cmd/diagnostics.rs"]
-    pub mod diagnostics;
-}
+#[path = "../src/cmd/cluster.rs"]
+mod cluster;
+#[path = "../src/cmd/diagnostics.rs"]
+mod diagnostics;
 
 use std::path::Path;
 use std::time::Duration;
 
-use cmd::cluster::ClusterOpts;
-use cmd::diagnostics::{CollectArgs, DiagnosticsArgs, DiagnosticsCommand};
+use cluster::ClusterOpts;
+use diagnostics::{CollectArgs, DiagnosticsArgs, DiagnosticsCommand};
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use serde_json::{Value, json};
@@ -53,29 +52,60 @@ fn read(root: &Path, rel: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn collects_instance_children_and_kudo_namespace() {
-    let server = kudo_apiserver::ApiServer::start(kudo_apiserver::Config::default()).await.unwrap();
+    let server = kudo_apiserver::ApiServer::start(kudo_apiserver::Config::default())
+        .await
+        .unwrap();
     let kc = Kubeconfig::from_yaml(&server.kubeconfig()).unwrap();
-    let config = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default()).await.unwrap();
+    let config = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
+        .await
+        .unwrap();
     let client = kube::Client::try_from(config).unwrap();
 
-    let crd = res("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions");
+    let crd = res(
+        "apiextensions.k8s.io",
+        "v1",
+        "CustomResourceDefinition",
+        "customresourcedefinitions",
+    );
     for text in kudo_api::crd_manifests() {
         let v: Value = serde_saphyr::from_str(text).unwrap();
         create(&client, None, &crd, v).await;
     }
     let kudo = |kind: &str, plural: &str| res("kudo.dev", "v1beta1", kind, plural);
-    let (op, ov, inst) = (kudo("Operator", "operators"), kudo("OperatorVersion", "operatorversions"), kudo("Instance", "instances"));
+    let (op, ov, inst) = (
+        kudo("Operator", "operators"),
+        kudo("OperatorVersion", "operatorversions"),
+        kudo("Instance", "instances"),
+    );
     let ns = "default";
     for (name, version) in [("zk", "0.3.0"), ("child", "1.0.0")] {
-        create(&client, Some(ns), &op, json!({"apiVersion": "kudo.dev/v1beta1", "kind": "Operator",
-            "metadata": {"name": name, "namespace": ns}, "spec": {}})).await;
-        create(&client, Some(ns), &ov, json!({"apiVersion": "kudo.dev/v1beta1", "kind": "OperatorVersion",
+        create(
+            &client,
+            Some(ns),
+            &op,
+            json!({"apiVersion": "kudo.dev/v1beta1", "kind": "Operator",
+            "metadata": {"name": name, "namespace": ns}, "spec": {}}),
+        )
+        .await;
+        create(
+            &client,
+            Some(ns),
+            &ov,
+            json!({"apiVersion": "kudo.dev/v1beta1", "kind": "OperatorVersion",
             "metadata": {"name": format!("{name}-{version}"), "namespace": ns},
-            "spec": {"operator": {"name": name, "kind": "Operator"}, "version": version}})).await;
+            "spec": {"operator": {"name": name, "kind": "Operator"}, "version": version}}),
+        )
+        .await;
     }
-    let parent = create(&client, Some(ns), &inst, json!({"apiVersion": "kudo.dev/v1beta1", "kind": "Instance",
+    let parent = create(
+        &client,
+        Some(ns),
+        &inst,
+        json!({"apiVersion": "kudo.dev/v1beta1", "kind": "Instance",
         "metadata": {"name": "zk-instance", "namespace": ns, "labels": {"kudo.dev/operator": "zk"}},
-        "spec": {"operatorVersion": {"name": "zk-0.3.0"}}})).await;
+        "spec": {"operatorVersion": {"name": "zk-0.3.0"}}}),
+    )
+    .await;
     let uid = parent.metadata.uid.clone().unwrap();
     create(&client, Some(ns), &inst, json!({"apiVersion": "kudo.dev/v1beta1", "kind": "Instance",
         "metadata": {"name": "child-instance", "namespace": ns, "labels": {"kudo.dev/operator": "child"},
@@ -84,22 +114,73 @@ async fn collects_instance_children_and_kudo_namespace() {
 
     let pods = res("", "v1", "Pod", "pods");
     let svcs = res("", "v1", "Service", "services");
-    create(&client, Some(ns), &pods, pod("zk-instance-zookeeper-0", ns, json!({"kudo.dev/instance": "zk-instance"}))).await;
-    create(&client, Some(ns), &pods, pod("child-instance-0", ns, json!({"kudo.dev/instance": "child-instance"}))).await;
+    create(
+        &client,
+        Some(ns),
+        &pods,
+        pod(
+            "zk-instance-zookeeper-0",
+            ns,
+            json!({"kudo.dev/instance": "zk-instance"}),
+        ),
+    )
+    .await;
+    create(
+        &client,
+        Some(ns),
+        &pods,
+        pod(
+            "child-instance-0",
+            ns,
+            json!({"kudo.dev/instance": "child-instance"}),
+        ),
+    )
+    .await;
     create(&client, Some(ns), &pods, pod("cowsay", ns, json!({"app": "cow"}))).await;
-    create(&client, Some(ns), &svcs, json!({"apiVersion": "v1", "kind": "Service",
+    create(
+        &client,
+        Some(ns),
+        &svcs,
+        json!({"apiVersion": "v1", "kind": "Service",
         "metadata": {"name": "zk-cs", "namespace": ns, "labels": {"kudo.dev/instance": "zk-instance"}},
-        "spec": {"ports": [{"port": 2181}]}})).await;
-    create(&client, Some(ns), &svcs, json!({"apiVersion": "v1", "kind": "Service",
-        "metadata": {"name": "unrelated", "namespace": ns}, "spec": {"ports": [{"port": 80}]}})).await;
-    create(&client, None, &res("", "v1", "Namespace", "namespaces"),
-        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kudo-system"}})).await;
-    create(&client, Some("kudo-system"), &pods, pod("kudo-controller-manager-0", "kudo-system", json!({"app": "kudo-manager"}))).await;
+        "spec": {"ports": [{"port": 2181}]}}),
+    )
+    .await;
+    create(
+        &client,
+        Some(ns),
+        &svcs,
+        json!({"apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": "unrelated", "namespace": ns}, "spec": {"ports": [{"port": 80}]}}),
+    )
+    .await;
+    create(
+        &client,
+        None,
+        &res("", "v1", "Namespace", "namespaces"),
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kudo-system"}}),
+    )
+    .await;
+    create(
+        &client,
+        Some("kudo-system"),
+        &pods,
+        pod(
+            "kudo-controller-manager-0",
+            "kudo-system",
+            json!({"app": "kudo-manager"}),
+        ),
+    )
+    .await;
 
     let tmp = tempfile::tempdir().unwrap();
     let kubeconfig = tmp.path().join("kubeconfig");
     server.write_kubeconfig(&kubeconfig).unwrap();
-    let opts = ClusterOpts { kubeconfig: Some(kubeconfig), home: Some(tmp.path().join("home")), ..Default::default() };
+    let opts = ClusterOpts {
+        kubeconfig: Some(kubeconfig),
+        home: Some(tmp.path().join("home")),
+        ..Default::default()
+    };
     let out = tmp.path().join("diag");
     let args = |instance: &str, dir: &Path| DiagnosticsArgs {
         command: DiagnosticsCommand::Collect(CollectArgs {
@@ -108,37 +189,63 @@ async fn collects_instance_children_and_kudo_namespace() {
             log_since: Some(3600),
         }),
     };
-    cmd::diagnostics::run(&opts, args("zk-instance", &out)).await.unwrap();
+    diagnostics::run(&opts, args("zk-instance", &out)).await.unwrap();
 
     let inst_dir = "operator_zk/instance_zk-instance";
     assert!(read(&out, "operator_zk/zk.yaml").contains("kind: Operator"));
     assert!(read(&out, "operator_zk/operatorversion_zk-0.3.0/zk-0.3.0.yaml").contains("version: 0.3.0"));
     assert!(read(&out, &format!("{inst_dir}/zk-instance.yaml")).contains("kind: Instance"));
-    let pod_yaml = read(&out, &format!("{inst_dir}/pod_zk-instance-zookeeper-0/zk-instance-zookeeper-0.yaml"));
-    assert!(pod_yaml.contains("kind: Pod") && pod_yaml.contains("apiVersion: v1"), "{pod_yaml}");
+    let pod_yaml = read(
+        &out,
+        &format!("{inst_dir}/pod_zk-instance-zookeeper-0/zk-instance-zookeeper-0.yaml"),
+    );
+    assert!(
+        pod_yaml.contains("kind: Pod") && pod_yaml.contains("apiVersion: v1"),
+        "{pod_yaml}"
+    );
     for c in ["main", "sidecar"] {
         let base = out.join(format!("{inst_dir}/pod_zk-instance-zookeeper-0/{c}"));
         let gz = base.with_extension("log.gz");
         let er = base.with_extension("log.err");
-        assert!(gz.exists() || er.exists(), "neither log nor error file for container {c}");
+        assert!(
+            gz.exists() || er.exists(),
+            "neither log nor error file for container {c}"
+        );
     }
     let services = read(&out, &format!("{inst_dir}/servicelist.yaml"));
-    assert!(services.contains("kind: ServiceList") && services.contains("zk-cs") && !services.contains("unrelated"), "{services}");
+    assert!(
+        services.contains("kind: ServiceList")
+            && services.contains("zk-cs")
+            && !services.contains("unrelated"),
+        "{services}"
+    );
     assert!(!out.join(format!("{inst_dir}/pod_cowsay")).exists());
     assert!(read(&out, "operator_child/instance_child-instance/child-instance.yaml").contains("child-1.0.0"));
-    assert!(out.join("operator_child/instance_child-instance/pod_child-instance-0/child-instance-0.yaml").exists());
-    assert!(out.join("kudo/pod_kudo-controller-manager-0/kudo-controller-manager-0.yaml").exists());
+    assert!(
+        out.join("operator_child/instance_child-instance/pod_child-instance-0/child-instance-0.yaml")
+            .exists()
+    );
+    assert!(
+        out.join("kudo/pod_kudo-controller-manager-0/kudo-controller-manager-0.yaml")
+            .exists()
+    );
     assert!(!out.join("kudo/pod_cowsay").exists());
     assert!(read(&out, "version.yaml").contains("kubernetesVersion"));
     assert!(read(&out, "settings.yaml").contains("namespace: default"));
 
     // The output directory must not exist.
-    let e = cmd::diagnostics::run(&opts, args("zk-instance", &out)).await.unwrap_err().to_string();
+    let e = diagnostics::run(&opts, args("zk-instance", &out))
+        .await
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("already exists"), "{e}");
 
     // A missing instance is fatal and leaves instance.err behind.
     let missing = tmp.path().join("missing");
-    let e = cmd::diagnostics::run(&opts, args("nope", &missing)).await.unwrap_err().to_string();
+    let e = diagnostics::run(&opts, args("nope", &missing))
+        .await
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("not found"), "{e}");
     assert!(read(&missing, "instance.err").contains("nope"));
 

@@ -17,7 +17,11 @@ fn kudo(dir: &Path, args: &[&str]) -> (i32, String) {
         .env_remove("KUBECONFIG")
         .output()
         .expect("run kubectl-kudo");
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
     (out.status.code().unwrap_or(-1), text)
 }
 
@@ -28,8 +32,16 @@ fn passing_suite_exits_zero_and_plugin_resolves_to_this_binary() {
     let dir = tempfile::tempdir().expect("tempdir");
     let root = dir.path();
     write(root, "kuttl-test.yaml", SUITE);
-    write(root, "tests/ok/00-cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\ndata:\n  a: b\n");
-    write(root, "tests/ok/00-assert.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\ndata:\n  a: b\n");
+    write(
+        root,
+        "tests/ok/00-cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\ndata:\n  a: b\n",
+    );
+    write(
+        root,
+        "tests/ok/00-assert.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\ndata:\n  a: b\n",
+    );
     // `kubectl kudo` must find this build's kubectl-kudo through the PATH the harness sets.
     write(
         root,
@@ -44,7 +56,11 @@ fn passing_suite_exits_zero_and_plugin_resolves_to_this_binary() {
         .env("KUDO_EXPECTED", &exe)
         .output()
         .expect("run");
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(out.status.code(), Some(0), "{text}");
     assert!(text.contains("1 passed, 0 failed"), "{text}");
     assert!(text.contains("ok/00-cm: applied ConfigMap kuttl-test-"), "{text}");
@@ -57,7 +73,11 @@ fn broken_assertion_fails_with_diff_summary_and_exit_code() {
     let dir = tempfile::tempdir().expect("tempdir");
     let root = dir.path();
     write(root, "kuttl-test.yaml", SUITE);
-    write(root, "tests/broken/00-cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\ndata:\n  a: actual\n");
+    write(
+        root,
+        "tests/broken/00-cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\ndata:\n  a: actual\n",
+    );
     write(
         root,
         "tests/broken/00-assert.yaml",
@@ -67,7 +87,10 @@ fn broken_assertion_fails_with_diff_summary_and_exit_code() {
     assert_ne!(code, 0, "{text}");
     assert!(text.contains("0 passed, 1 failed"), "{text}");
     assert!(text.contains(".data.a: value mismatch"), "{text}");
-    assert!(text.contains("--- expected") && text.contains("-  a: expected") && text.contains("+  a: actual"), "{text}");
+    assert!(
+        text.contains("--- expected") && text.contains("-  a: expected") && text.contains("+  a: actual"),
+        "{text}"
+    );
 }
 
 #[test]

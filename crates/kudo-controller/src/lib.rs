@@ -16,6 +16,18 @@
 //!   (label `heritage=kudo`) and re-reconciles the owning Instance when one changes; the timed
 //!   requeue is only a backstop.
 //!
+//! * **Plan control** (KUDO had none): a running or scheduled plan is cancelled by setting
+//!   `spec.planExecution.status: CANCELLED` on the Instance (the merge patch [`cancel_patch`], which
+//!   `kubectl kudo plan cancel` sends) or by clearing `spec.planExecution.planName`. The controller
+//!   stops the run at the next task boundary — tasks already applied stay applied, nothing after
+//!   them runs — marks the plan, its running phases and steps CANCELLED, publishes a
+//!   `PlanCancelled` Event and unschedules the plan. A cancellation is accepted even while a
+//!   denied parameter change is stored (that change is judged again once the plan is
+//!   unscheduled). Triggering the same plan again (`kubectl kudo plan trigger`, or a new
+//!   `planExecution.uid`) restarts it from the beginning. Plans and steps may declare a `timeout`
+//!   (e.g. `10m`); exceeding it ends the run in FATAL_ERROR with a `PlanTimeout`/`StepTimeout`
+//!   Event.
+//!
 //! Everything about a run lives in the Instance (`status.planStatus`, `spec.planExecution`, the
 //! timing annotation), so a restarted controller resumes where the previous one stopped.
 
@@ -53,6 +65,14 @@ pub const CLUSTER_OBJECTS_FINALIZER: &str = "kudo-rs.dev/cluster-objects";
 
 /// Reporting controller name of the Events we publish (KUDO's manager name).
 pub const REPORTER: &str = "kudo-manager";
+
+/// The JSON merge patch (`application/merge-patch+json`) that cancels the plan currently
+/// scheduled on an Instance. Sent by `kubectl kudo plan cancel`; the controller accepts it at its
+/// next reconcile (see the crate docs). Patching an Instance with no plan scheduled is harmless:
+/// the terminal status is simply cleared.
+pub fn cancel_patch() -> serde_json::Value {
+    serde_json::json!({"spec": {"planExecution": {"status": "CANCELLED"}}})
+}
 
 /// Tunables of the controller. The defaults suit both tests and a real cluster.
 #[derive(Debug, Clone)]

@@ -34,10 +34,14 @@ pub const CHANGE_ACCEPTED: &str = "ChangeAccepted";
 /// Unexpected failures of a reconcile (not plan errors, which live in the Instance status).
 #[derive(Debug, thiserror::Error)]
 pub enum ReconcileError {
+    /// A request to the API server failed; the reconcile is retried after
+    /// [`crate::ControllerConfig::error_requeue`].
     #[error("API request failed: {0}")]
     Api(#[from] kube::Error),
-    #[error("instance {0} cannot be decoded: {1}")]
+    /// An Instance or OperatorVersion does not match the kudo.dev/v1beta1 schema.
+    #[error("{0} cannot be decoded: {1}")]
     Decode(String, serde_json::Error),
+    /// The server returned an Instance without `metadata.uid` (needed for owner references).
     #[error("instance {0} has no uid")]
     NoUid(String),
 }
@@ -106,6 +110,15 @@ impl<'c> Reconciler<'c> {
             name: name.to_string(),
             api: Api::namespaced_with(ctx.client.clone(), ns, &iar),
             cluster: Default::default(),
+        }
+    }
+
+    /// Our own writes to the Instance carry the configured field manager too, so
+    /// `managedFields` shows which fields the controller owns.
+    fn patch_params(&self) -> PatchParams {
+        PatchParams {
+            field_manager: Some(self.ctx.config.field_manager.clone()),
+            ..PatchParams::default()
         }
     }
 
@@ -488,6 +501,24 @@ impl<'c> Reconciler<'c> {
             }
         };
         match &admission.decision {
+            Decision::Cancel { plan, uid } => {
+                // Execute the admitted spec (not a denied parameter change that may be stored
+                // too) with the run marked CANCELLED; the pass stops it.
+                let mut e = old_spec.unwrap_or_else(|| inst.spec.clone());
+                e.plan_execution = PlanExecution {
+                    plan_name: plan.clone(),
+                    uid: uid.clone(),
+                    status: Some(ExecutionStatus::Cancelled),
+                };
+                info!(plan = %plan, uid = %uid, "plan cancellation requested");
+                Ok(Admitted {
+                    spec: inst.spec.clone(),
+                    finalizers: inst.metadata.finalizers.clone(),
+                    exec: Some(e.clone()),
+                    denial: None,
+                    remember: Some(e),
+                })
+            }
             Decision::Deny { message } => Ok(Admitted {
                 spec: inst.spec.clone(),
                 finalizers: inst.metadata.finalizers.clone(),
@@ -556,6 +587,23 @@ impl<'c> Reconciler<'c> {
             return (st, None, None);
         }
 
+        if exec.plan_execution.status == Some(ExecutionStatus::Cancelled) {
+            // A cancel request: nothing is rendered or applied; the pass marks the unfinished
+            // run CANCELLED (a run that already ended keeps its status).
+            if let Ok(mut pass) = PlanPass::start(&ov.spec, plan, ps.clone(), now) {
+                pass.request_cancel();
+                let (new_ps, summary) = pass.finish();
+                for ev in &summary.events {
+                    self.event(raw, ev.type_, &ev.reason, plan, &ev.message).await;
+                }
+                ps = new_ps;
+            }
+            let st = ps.status;
+            info!(status = %st, "plan cancelled");
+            status.plan_status.insert(plan.to_string(), ps);
+            self.plan_ready(status, plan, st, now, generation);
+            return (st, None, None);
+        }
         if ps.status.is_terminal() {
             // A terminal plan runs nothing; the caller unschedules it.
             let st = ps.status;
@@ -693,7 +741,7 @@ impl<'c> Reconciler<'c> {
         });
         let updated = self
             .api
-            .patch_status(&self.name, &PatchParams::default(), &Patch::Merge(&body))
+            .patch_status(&self.name, &self.patch_params(), &Patch::Merge(&body))
             .await?;
         Ok(updated.metadata.resource_version)
     }
@@ -771,7 +819,7 @@ impl<'c> Reconciler<'c> {
         debug!(patch = %body, "writing instance spec/metadata");
         let updated = self
             .api
-            .patch(&self.name, &PatchParams::default(), &Patch::Merge(&body))
+            .patch(&self.name, &self.patch_params(), &Patch::Merge(&body))
             .await?;
         Ok(Some(updated))
     }

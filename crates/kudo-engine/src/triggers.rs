@@ -10,7 +10,8 @@
 //! * Create: the OV needs a `deploy` plan; defaults of immutable parameters are written into the
 //!   spec; all values are validated; `deploy` is scheduled; the cleanup finalizer is added when the
 //!   OV has a `cleanup` plan.
-//! * Update: a scheduled plan must exist; changed/added values must be declared parameters (only
+//! * Update: a cancellation of the scheduled plan (see [`Decision::Cancel`]) is accepted before
+//!   anything else is looked at (kudo-rs extension; KUDO denied it); a scheduled plan must exist; changed/added values must be declared parameters (only
 //!   those declared in the *old* OV count as changes, #1780); immutability (see
 //!   [`decide`]); values are validated; the changed parameters' `trigger`s select one plan.
 //! * While deleting only `cleanup` may be scheduled (by the controller), nothing else changes.
@@ -49,6 +50,12 @@ pub enum Decision {
     Schedule { plan: String, reason: ScheduleReason },
     /// KUDO would have rejected the change; `message` is KUDO's wording.
     Deny { message: String },
+    /// The user asked to stop the scheduled plan `plan` (run `uid`): set
+    /// `spec.planExecution.status: CANCELLED` on that run, or cleared `spec.planExecution.planName`.
+    /// The controller stops the run at the next task boundary (status CANCELLED) and unschedules
+    /// it. Evaluated before the parameter diff, so a denied parameter change still stored does not
+    /// block the cancellation (kudo-rs extension; KUDO denied every cancellation).
+    Cancel { plan: String, uid: String },
     /// `spec.planExecution.status` became terminal: clear `spec.planExecution`.
     ClearTerminal,
     /// Nothing to do for plan execution.
@@ -78,6 +85,13 @@ impl Admission {
         match &self.decision {
             Decision::Deny { .. } => return false,
             Decision::NoChange => {}
+            Decision::Cancel { plan, uid } => {
+                instance.spec.plan_execution = PlanExecution {
+                    plan_name: plan.clone(),
+                    uid: uid.clone(),
+                    status: Some(ExecutionStatus::Cancelled),
+                };
+            }
             Decision::ClearTerminal => instance.spec.plan_execution = PlanExecution::default(),
             Decision::Schedule { plan, .. } => {
                 instance.spec.plan_execution = PlanExecution {
@@ -226,6 +240,23 @@ fn admit_update(
         had_plan && new_plan == old_plan && new.spec.plan_execution.uid != old.spec.plan_execution.uid;
     let is_plan_cancellation = had_plan && new_plan.is_empty();
     let is_plan_terminal = new.spec.plan_execution.status.is_some_and(|s| s.is_terminal());
+    let is_cancel_request = had_plan
+        && new_plan == old_plan
+        && new.spec.plan_execution.uid == old.spec.plan_execution.uid
+        && new.spec.plan_execution.status == Some(ExecutionStatus::Cancelled);
+
+    // --- cancellation first: it must not depend on whatever else the change contains (a
+    // parameter change denied earlier is typically still stored while the plan runs). While the
+    // instance is being deleted the uninstall rules below apply instead.
+    // A cleared planName counts only without an upgrade (a whole new spec without planExecution,
+    // e.g. from `kubectl replace`, keeps KUDO's upgrade denial); an explicit CANCELLED always does.
+    let is_upgrade_early = old.spec.operator_version != new.spec.operator_version;
+    if !deleting && ((is_plan_cancellation && !is_upgrade_early) || is_cancel_request) {
+        return Admission::only(Decision::Cancel {
+            plan: old_plan.to_string(),
+            uid: old.spec.plan_execution.uid.clone(),
+        });
+    }
 
     if !new_plan.is_empty() && !plan_exists(ov, new_plan) {
         return Admission::deny(format!("plan {new_plan} does not exist"));
@@ -376,11 +407,6 @@ fn admit_update(
     if is_plan_override {
         return Admission::deny(format!(
             "failed to update Instance {who}: overriding currently scheduled (or running) plan '{old_plan}' with '{new_plan}' is not supported"
-        ));
-    }
-    if is_plan_cancellation {
-        return Admission::deny(format!(
-            "failed to update Instance {who}: cancelling currently scheduled (or running) plan '{old_plan}' is not supported"
         ));
     }
     if is_parameter_update && is_novel_plan {

@@ -142,6 +142,7 @@ fn outcome(a: &Admission) -> Result<Option<String>, String> {
     match &a.decision {
         Decision::Schedule { plan, .. } => Ok(Some(plan.clone())),
         Decision::ClearTerminal => Ok(Some(String::new())),
+        Decision::Cancel { plan, .. } => Ok(Some(format!("cancel {plan}"))),
         Decision::NoChange => Ok(None),
         Decision::Deny { message } => Err(message.clone()),
     }
@@ -270,10 +271,14 @@ fn u09_terminal_plan_execution_is_cleared() {
         admit(&scheduled(), &new, &ov(), &ov(), false).decision,
         Decision::ClearTerminal
     );
+    // ... but CANCELLED on the scheduled run is a cancel request (kudo-rs extension)
     new.spec.plan_execution.status = Some(ExecutionStatus::Cancelled);
     assert_eq!(
         admit(&scheduled(), &new, &ov(), &ov(), false).decision,
-        Decision::ClearTerminal
+        Decision::Cancel {
+            plan: "deploy".into(),
+            uid: UUID.into()
+        }
     );
     // a non-terminal status is no change
     new.spec.plan_execution.status = Some(ExecutionStatus::InProgress);
@@ -325,17 +330,56 @@ fn u12_upgrades_denied_while_deleting() {
 }
 
 #[test]
-fn u13_cancelling_a_scheduled_plan_is_denied() {
-    let m = denied(&admit(
-        &scheduled(),
-        &with_plan(idle(), "", ""),
-        &ov(),
-        &ov(),
-        false,
-    ));
+fn u13_cancelling_a_scheduled_plan_is_accepted() {
+    // KUDO denied this; kudo-rs accepts a cleared planName as a cancellation of the scheduled run.
+    let a = admit(&scheduled(), &with_plan(idle(), "", ""), &ov(), &ov(), false);
     assert_eq!(
-        m,
-        "failed to update Instance test/test: cancelling currently scheduled (or running) plan 'deploy' is not supported"
+        a.decision,
+        Decision::Cancel {
+            plan: "deploy".into(),
+            uid: UUID.into()
+        }
+    );
+    // Applying it marks the scheduled run CANCELLED (same plan and uid).
+    let mut i = with_plan(idle(), "", "");
+    assert!(a.apply(&mut i, "ignored"));
+    assert_eq!(i.spec.plan_execution.plan_name, "deploy");
+    assert_eq!(i.spec.plan_execution.uid, UUID);
+    assert_eq!(i.spec.plan_execution.status, Some(ExecutionStatus::Cancelled));
+}
+
+#[test]
+fn u13b_cancel_is_accepted_with_a_denied_parameter_change_still_stored() {
+    // An unknown parameter would be denied on its own; together with a cancel request the cancel
+    // wins (the parameter change is judged again once the plan is unscheduled).
+    let mut new = scheduled();
+    new.spec.plan_execution.status = Some(ExecutionStatus::Cancelled);
+    new.spec.parameters.insert("NOT_DECLARED".into(), "x".into());
+    assert!(
+        outcome(&admit(
+            &scheduled(),
+            &{
+                let mut n = scheduled();
+                n.spec.parameters.insert("NOT_DECLARED".into(), "x".into());
+                n
+            },
+            &ov(),
+            &ov(),
+            false
+        ))
+        .is_err()
+    );
+    assert_eq!(
+        outcome(&admit(&scheduled(), &new, &ov(), &ov(), false)),
+        some("cancel deploy")
+    );
+    // A CANCELLED status naming another run (different uid) is not a cancel of this one.
+    let mut other = scheduled();
+    other.spec.plan_execution.uid = "another-uid".into();
+    other.spec.plan_execution.status = Some(ExecutionStatus::Cancelled);
+    assert_ne!(
+        outcome(&admit(&scheduled(), &other, &ov(), &ov(), false)),
+        some("cancel deploy")
     );
 }
 

@@ -20,7 +20,10 @@ use crate::log::Log;
 /// variables become empty (as `os.ExpandEnv` does). `$$` is left alone.
 pub fn expand_env(input: &str, vars: &BTreeMap<String, String>) -> String {
     let lookup = |name: &str| -> String {
-        vars.get(name).cloned().or_else(|| std::env::var(name).ok()).unwrap_or_default()
+        vars.get(name)
+            .cloned()
+            .or_else(|| std::env::var(name).ok())
+            .unwrap_or_default()
     };
     let chars: Vec<char> = input.chars().collect();
     let mut out = String::with_capacity(input.len());
@@ -123,12 +126,19 @@ pub fn split_args(line: &str) -> Result<Vec<String>, String> {
 /// Whether arguments already choose a namespace (`-n X`, `-nX`, `--namespace X`, `--namespace=X`).
 fn has_namespace_flag(args: &[String]) -> bool {
     args.iter().any(|a| {
-        a == "-n" || a == "--namespace" || a.starts_with("--namespace=") || (a.starts_with("-n") && !a.starts_with("--"))
+        a == "-n"
+            || a == "--namespace"
+            || a.starts_with("--namespace=")
+            || (a.starts_with("-n") && !a.starts_with("--"))
     })
 }
 
 /// The program and arguments a `command:` runs, or the `sh -c` invocation of a `script:`.
-pub fn build_argv(cmd: &Command, namespace: &str, vars: &BTreeMap<String, String>) -> Result<Vec<String>, String> {
+pub fn build_argv(
+    cmd: &Command,
+    namespace: &str,
+    vars: &BTreeMap<String, String>,
+) -> Result<Vec<String>, String> {
     match (cmd.command.trim().is_empty(), cmd.script.trim().is_empty()) {
         (false, false) => return Err("command and script can not be set in the same configuration".into()),
         (true, true) => return Err("command or script must be set".into()),
@@ -136,7 +146,9 @@ pub fn build_argv(cmd: &Command, namespace: &str, vars: &BTreeMap<String, String
     }
     if !cmd.script.trim().is_empty() {
         if cmd.namespaced {
-            return Err("script can not use 'namespaced', use the $NAMESPACE environment variable instead".into());
+            return Err(
+                "script can not use 'namespaced', use the $NAMESPACE environment variable instead".into(),
+            );
         }
         return Ok(vec!["sh".into(), "-c".into(), cmd.script.clone()]);
     }
@@ -214,7 +226,10 @@ pub async fn run_command(
     log: &Log,
 ) -> Result<Option<Background>, CommandError> {
     let display = cmd.display();
-    let argv = build_argv(cmd, namespace, vars).map_err(|message| CommandError::Invalid { command: display.clone(), message })?;
+    let argv = build_argv(cmd, namespace, vars).map_err(|message| CommandError::Invalid {
+        command: display.clone(),
+        message,
+    })?;
     let timeout = match cmd.timeout {
         t if t < 0 => 0,
         0 => suite_timeout,
@@ -226,7 +241,10 @@ pub async fn run_command(
         log.line(format!("running script: {}", cmd.script.trim()));
     }
     let mut c = tokio::process::Command::new(&argv[0]);
-    c.args(&argv[1..]).current_dir(cwd).stdin(Stdio::null()).kill_on_drop(true);
+    c.args(&argv[1..])
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .kill_on_drop(true);
     for (k, v) in vars {
         c.env(k, v);
     }
@@ -235,7 +253,10 @@ pub async fn run_command(
     } else {
         c.stdout(Stdio::piped()).stderr(Stdio::piped());
     }
-    let mut child = c.spawn().map_err(|source| CommandError::Start { command: display.clone(), source })?;
+    let mut child = c.spawn().map_err(|source| CommandError::Start {
+        command: display.clone(),
+        source,
+    })?;
     let mut pumps = Vec::new();
     if let Some(out) = child.stdout.take() {
         pumps.push(tokio::spawn(pump(out, log.clone())));
@@ -254,13 +275,19 @@ pub async fn run_command(
                 for p in pumps {
                     let _ = p.await;
                 }
-                return Err(CommandError::Timeout { command: display, secs: timeout });
+                return Err(CommandError::Timeout {
+                    command: display,
+                    secs: timeout,
+                });
             }
         }
     } else {
         child.wait().await
     }
-    .map_err(|source| CommandError::Start { command: display.clone(), source })?;
+    .map_err(|source| CommandError::Start {
+        command: display.clone(),
+        source,
+    })?;
     for p in pumps {
         let _ = p.await;
     }
@@ -269,7 +296,10 @@ pub async fn run_command(
             log.line(format!("command {display:?} failed ({status}), ignored"));
             return Ok(None);
         }
-        return Err(CommandError::Failed { command: display, status });
+        return Err(CommandError::Failed {
+            command: display,
+            status,
+        });
     }
     Ok(None)
 }

@@ -101,7 +101,12 @@ impl TestSuite {
         let docs = crate::load::parse_documents(text, origin)?;
         let doc = match docs.as_slice() {
             [one] => one,
-            [] => return Err(Error::Invalid { path: origin.into(), message: "the file is empty".into() }),
+            [] => {
+                return Err(Error::Invalid {
+                    path: origin.into(),
+                    message: "the file is empty".into(),
+                });
+            }
             _ => {
                 return Err(Error::Invalid {
                     path: origin.into(),
@@ -127,18 +132,29 @@ impl TestSuite {
 
     /// Reads and parses a suite file.
     pub fn from_file(path: &Path) -> Result<TestSuite, Error> {
-        let text = std::fs::read_to_string(path).map_err(|source| Error::Io { path: path.into(), source })?;
+        let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
+            path: path.into(),
+            source,
+        })?;
         Self::parse(&text, path)
     }
 
     /// The effective step timeout.
     pub fn timeout_secs(&self) -> u64 {
-        if self.timeout == 0 { DEFAULT_TIMEOUT_SECS } else { self.timeout }
+        if self.timeout == 0 {
+            DEFAULT_TIMEOUT_SECS
+        } else {
+            self.timeout
+        }
     }
 
     /// The effective parallelism.
     pub fn parallelism(&self) -> usize {
-        if self.parallel == 0 { DEFAULT_PARALLEL } else { self.parallel }
+        if self.parallel == 0 {
+            DEFAULT_PARALLEL
+        } else {
+            self.parallel
+        }
     }
 
     /// Whether the suite asks for a cluster of its own.
@@ -170,7 +186,11 @@ pub struct Command {
 impl Command {
     /// A short human-readable form for logs.
     pub fn display(&self) -> String {
-        if self.script.is_empty() { self.command.clone() } else { format!("script: {}", self.script.trim()) }
+        if self.script.is_empty() {
+            self.command.clone()
+        } else {
+            format!("script: {}", self.script.trim())
+        }
     }
 }
 

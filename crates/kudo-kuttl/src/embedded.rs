@@ -22,7 +22,10 @@ pub struct EmbeddedOptions {
 
 impl Default for EmbeddedOptions {
     fn default() -> Self {
-        EmbeddedOptions { simulator: true, kudo: true }
+        EmbeddedOptions {
+            simulator: true,
+            kudo: true,
+        }
     }
 }
 
@@ -46,12 +49,24 @@ impl EmbeddedCluster {
         let dir = tempfile::Builder::new()
             .prefix("kudo-kuttl-")
             .tempdir()
-            .map_err(|source| Error::Io { path: std::env::temp_dir(), source })?;
+            .map_err(|source| Error::Io {
+                path: std::env::temp_dir(),
+                source,
+            })?;
         let kubeconfig = dir.path().join("kubeconfig");
-        server.write_kubeconfig(&kubeconfig).map_err(|source| Error::Io { path: kubeconfig.clone(), source })?;
+        server.write_kubeconfig(&kubeconfig).map_err(|source| Error::Io {
+            path: kubeconfig.clone(),
+            source,
+        })?;
         let cluster = Cluster::connect(Some(&kubeconfig)).await?;
         let client = cluster.client().clone();
-        let mut me = EmbeddedCluster { server, _dir: dir, kubeconfig, sim: None, controller: None };
+        let mut me = EmbeddedCluster {
+            server,
+            _dir: dir,
+            kubeconfig,
+            sim: None,
+            controller: None,
+        };
         if opts.simulator {
             me.sim = Some(kudo_sim::spawn(client.clone(), kudo_sim::SimConfig::default()));
         }
@@ -59,10 +74,11 @@ impl EmbeddedCluster {
             install_kudo_crds(&cluster).await?;
             let (tx, rx) = tokio::sync::oneshot::channel::<()>();
             let task = tokio::spawn(async move {
-                let r = kudo_controller::run(client, kudo_controller::ControllerConfig::default(), async move {
-                    let _ = rx.await;
-                })
-                .await;
+                let r =
+                    kudo_controller::run(client, kudo_controller::ControllerConfig::default(), async move {
+                        let _ = rx.await;
+                    })
+                    .await;
                 if let Err(e) = r {
                     tracing::error!("KUDO controller stopped: {e}");
                 }
@@ -126,7 +142,11 @@ async fn install_kudo_crds(cluster: &Cluster) -> Result<(), Error> {
 }
 
 /// Polls discovery until every kind is served (CRDs become available asynchronously).
-pub async fn wait_for_kinds(cluster: &Cluster, kinds: &[(&str, &str)], timeout: Duration) -> Result<(), Error> {
+pub async fn wait_for_kinds(
+    cluster: &Cluster,
+    kinds: &[(&str, &str)],
+    timeout: Duration,
+) -> Result<(), Error> {
     let deadline = Instant::now() + timeout;
     for (api_version, kind) in kinds {
         loop {

@@ -7,7 +7,10 @@ use std::path::Path;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{
+    Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams,
+    PostParams,
+};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::discovery::Scope;
 use serde_json::Value;
@@ -87,17 +90,23 @@ impl Cluster {
                     .await
                     .map_err(|e| Error::Cluster(format!("invalid kubeconfig {}: {e}", path.display())))?
             }
-            None => kube::Config::infer()
-                .await
-                .map_err(|e| Error::Cluster(format!("no cluster configured (pass --kubeconfig or start the control plane): {e}")))?,
+            None => kube::Config::infer().await.map_err(|e| {
+                Error::Cluster(format!(
+                    "no cluster configured (pass --kubeconfig or start the control plane): {e}"
+                ))
+            })?,
         };
-        let client = kube::Client::try_from(config).map_err(|e| Error::Cluster(format!("cannot build a client: {e}")))?;
+        let client = kube::Client::try_from(config)
+            .map_err(|e| Error::Cluster(format!("cannot build a client: {e}")))?;
         Ok(Cluster::new(client))
     }
 
     /// Wraps an existing client.
     pub fn new(client: kube::Client) -> Cluster {
-        Cluster { client, kinds: Mutex::new(HashMap::new()) }
+        Cluster {
+            client,
+            kinds: Mutex::new(HashMap::new()),
+        }
     }
 
     /// The underlying client.
@@ -138,12 +147,26 @@ impl Cluster {
         let kind = obj["kind"].as_str().unwrap_or_default().to_string();
         let (ar, namespaced) = self.resolve(&api_version, &kind).await?;
         let namespace = if namespaced {
-            Some(obj["metadata"]["namespace"].as_str().filter(|s| !s.is_empty()).unwrap_or(default_ns).to_string())
+            Some(
+                obj["metadata"]["namespace"]
+                    .as_str()
+                    .filter(|s| !s.is_empty())
+                    .unwrap_or(default_ns)
+                    .to_string(),
+            )
         } else {
             None
         };
         let name = obj["metadata"]["name"].as_str().unwrap_or_default().to_string();
-        Ok((ObjectKey { api_version, kind, namespace, name }, ar))
+        Ok((
+            ObjectKey {
+                api_version,
+                kind,
+                namespace,
+                name,
+            },
+            ar,
+        ))
     }
 
     /// Creates the object, or merge-patches it when it exists (kuttl's create-or-update).
@@ -155,7 +178,10 @@ impl Cluster {
         }
         let api = self.api(&ar, key.namespace.as_deref());
         if !key.name.is_empty() {
-            let existing = api.get_opt(&key.name).await.map_err(|e| api_err(&format!("reading {key}"), e))?;
+            let existing = api
+                .get_opt(&key.name)
+                .await
+                .map_err(|e| api_err(&format!("reading {key}"), e))?;
             if existing.is_some() {
                 api.patch(&key.name, &PatchParams::default(), &Patch::Merge(&body))
                     .await
@@ -163,8 +189,8 @@ impl Cluster {
                 return Ok((key, Applied::Updated));
             }
         }
-        let dynobj: DynamicObject =
-            serde_json::from_value(body).map_err(|e| Error::Cluster(format!("{key} is not a valid object: {e}")))?;
+        let dynobj: DynamicObject = serde_json::from_value(body)
+            .map_err(|e| Error::Cluster(format!("{key} is not a valid object: {e}")))?;
         let created = api
             .create(&PostParams::default(), &dynobj)
             .await
@@ -207,7 +233,10 @@ impl Cluster {
             namespace: namespace.map(str::to_string),
             name: String::new(),
         };
-        let list = api.list(&lp).await.map_err(|e| api_err(&format!("listing {kind}"), e))?;
+        let list = api
+            .list(&lp)
+            .await
+            .map_err(|e| api_err(&format!("listing {kind}"), e))?;
         Ok(list.items.into_iter().map(|o| to_value(o, &key)).collect())
     }
 
@@ -231,7 +260,10 @@ impl Cluster {
                     break;
                 }
                 if Instant::now() >= deadline {
-                    return Err(Error::Cluster(format!("{key} still exists after {} s", timeout.as_secs())));
+                    return Err(Error::Cluster(format!(
+                        "{key} still exists after {} s",
+                        timeout.as_secs()
+                    )));
                 }
                 tokio::time::sleep(Duration::from_millis(200)).await;
             }
@@ -243,7 +275,8 @@ impl Cluster {
 fn to_value(obj: DynamicObject, key: &ObjectKey) -> Value {
     let mut v = serde_json::to_value(obj).unwrap_or(Value::Null);
     if let Value::Object(m) = &mut v {
-        m.entry("apiVersion").or_insert_with(|| Value::String(key.api_version.clone()));
+        m.entry("apiVersion")
+            .or_insert_with(|| Value::String(key.api_version.clone()));
         m.entry("kind").or_insert_with(|| Value::String(key.kind.clone()));
     }
     v

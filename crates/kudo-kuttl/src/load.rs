@@ -59,7 +59,11 @@ pub fn parse_file_name(name: &str) -> Option<FileName> {
         "errors" => FileType::Errors,
         _ => FileType::Apply,
     };
-    Some(FileName { index, file_type, step_name: rest.to_string() })
+    Some(FileName {
+        index,
+        file_type,
+        step_name: rest.to_string(),
+    })
 }
 
 /// One object read from a file, with where it came from for messages.
@@ -130,17 +134,24 @@ pub struct TestCase {
 /// Parses a YAML stream into its non-empty documents.
 pub fn parse_documents(text: &str, origin: &Path) -> Result<Vec<Value>, Error> {
     let opts = serde_saphyr::options! { legacy_octal_numbers: true };
-    let docs: Vec<Value> = serde_saphyr::from_multiple_with_options(text, opts).map_err(|e| Error::Invalid {
-        path: origin.into(),
-        message: format!("invalid YAML: {}", e.to_string().lines().next().unwrap_or("").trim()),
-    })?;
+    let docs: Vec<Value> =
+        serde_saphyr::from_multiple_with_options(text, opts).map_err(|e| Error::Invalid {
+            path: origin.into(),
+            message: format!(
+                "invalid YAML: {}",
+                e.to_string().lines().next().unwrap_or("").trim()
+            ),
+        })?;
     Ok(docs.into_iter().filter(|d| !d.is_null()).collect())
 }
 
 /// Reads a file of Kubernetes objects: every document must be a mapping with `apiVersion` and
 /// `kind`.
 pub fn read_objects(path: &Path) -> Result<Vec<SourcedObject>, Error> {
-    let text = std::fs::read_to_string(path).map_err(|source| Error::Io { path: path.into(), source })?;
+    let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
+        path: path.into(),
+        source,
+    })?;
     let mut out = Vec::new();
     for (i, doc) in parse_documents(&text, path)?.into_iter().enumerate() {
         let ok = doc.is_object()
@@ -149,22 +160,34 @@ pub fn read_objects(path: &Path) -> Result<Vec<SourcedObject>, Error> {
         if !ok {
             return Err(Error::Invalid {
                 path: path.into(),
-                message: format!("document {} is not a Kubernetes object (needs apiVersion and kind)", i + 1),
+                message: format!(
+                    "document {} is not a Kubernetes object (needs apiVersion and kind)",
+                    i + 1
+                ),
             });
         }
-        out.push(SourcedObject { object: doc, source: path.to_path_buf() });
+        out.push(SourcedObject {
+            object: doc,
+            source: path.to_path_buf(),
+        });
     }
     Ok(out)
 }
 
 /// The `*.yaml` files of a path: the file itself, or a directory's files in name order.
 pub fn yaml_files(path: &Path) -> Result<Vec<PathBuf>, Error> {
-    let meta = std::fs::metadata(path).map_err(|source| Error::Io { path: path.into(), source })?;
+    let meta = std::fs::metadata(path).map_err(|source| Error::Io {
+        path: path.into(),
+        source,
+    })?;
     if meta.is_file() {
         return Ok(vec![path.to_path_buf()]);
     }
     let mut files: Vec<PathBuf> = std::fs::read_dir(path)
-        .map_err(|source| Error::Io { path: path.into(), source })?
+        .map_err(|source| Error::Io {
+            path: path.into(),
+            source,
+        })?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.is_file() && p.extension().is_some_and(|e| e == "yaml" || e == "yml"))
         .collect();
@@ -175,7 +198,10 @@ pub fn yaml_files(path: &Path) -> Result<Vec<PathBuf>, Error> {
 /// The test cases of a test directory: each subdirectory, in name order.
 pub fn discover_cases(test_dir: &Path) -> Result<Vec<TestCase>, Error> {
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(test_dir)
-        .map_err(|source| Error::Io { path: test_dir.into(), source })?
+        .map_err(|source| Error::Io {
+            path: test_dir.into(),
+            source,
+        })?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.is_dir())
         .collect();
@@ -185,16 +211,25 @@ pub fn discover_cases(test_dir: &Path) -> Result<Vec<TestCase>, Error> {
 
 /// Reads one test case directory.
 pub fn load_case(dir: &Path) -> Result<TestCase, Error> {
-    let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let mut by_index: BTreeMap<i64, Vec<(PathBuf, FileName)>> = BTreeMap::new();
     let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map_err(|source| Error::Io { path: dir.into(), source })?
+        .map_err(|source| Error::Io {
+            path: dir.into(),
+            source,
+        })?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.is_file())
         .collect();
     entries.sort();
     for path in entries {
-        let file = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let file = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
         if !file.ends_with(".yaml") {
             continue;
         }
@@ -209,11 +244,18 @@ pub fn load_case(dir: &Path) -> Result<TestCase, Error> {
     for (index, files) in by_index {
         steps.push(load_step(dir, index, &files)?);
     }
-    Ok(TestCase { name, dir: dir.to_path_buf(), steps })
+    Ok(TestCase {
+        name,
+        dir: dir.to_path_buf(),
+        steps,
+    })
 }
 
 fn load_step(case_dir: &Path, index: i64, files: &[(PathBuf, FileName)]) -> Result<Step, Error> {
-    let mut step = Step { index, ..Step::default() };
+    let mut step = Step {
+        index,
+        ..Step::default()
+    };
     let mut apply_name: Option<String> = None;
     for (path, fname) in files {
         let objects = read_objects(path)?;
@@ -229,10 +271,11 @@ fn load_step(case_dir: &Path, index: i64, files: &[(PathBuf, FileName)]) -> Resu
                                 message: format!("more than one TestStep in step {index}"),
                             });
                         }
-                        let ts: TestStep = serde_json::from_value(obj.object.clone()).map_err(|e| Error::Invalid {
-                            path: path.clone(),
-                            message: format!("invalid TestStep: {e}"),
-                        })?;
+                        let ts: TestStep =
+                            serde_json::from_value(obj.object.clone()).map_err(|e| Error::Invalid {
+                                path: path.clone(),
+                                message: format!("invalid TestStep: {e}"),
+                            })?;
                         step.test_step = Some(ts);
                     } else if is_harness_kind(&api, &kind, "TestFile") {
                         continue;
@@ -245,10 +288,11 @@ fn load_step(case_dir: &Path, index: i64, files: &[(PathBuf, FileName)]) -> Resu
                 for obj in objects {
                     let (api, kind) = api_kind(&obj.object);
                     if is_harness_kind(&api, &kind, "TestAssert") {
-                        let ta: TestAssert = serde_json::from_value(obj.object.clone()).map_err(|e| Error::Invalid {
-                            path: path.clone(),
-                            message: format!("invalid TestAssert: {e}"),
-                        })?;
+                        let ta: TestAssert =
+                            serde_json::from_value(obj.object.clone()).map_err(|e| Error::Invalid {
+                                path: path.clone(),
+                                message: format!("invalid TestAssert: {e}"),
+                            })?;
                         step.test_assert = Some(ta);
                     } else {
                         step.asserts.push(obj);
@@ -278,7 +322,10 @@ fn load_step(case_dir: &Path, index: i64, files: &[(PathBuf, FileName)]) -> Resu
     step.name = match &step.test_step {
         Some(ts) if !ts.metadata.name.is_empty() => ts.metadata.name.clone(),
         _ => apply_name.unwrap_or_else(|| {
-            files.first().map(|(_, f)| f.step_name.clone()).unwrap_or_default()
+            files
+                .first()
+                .map(|(_, f)| f.step_name.clone())
+                .unwrap_or_default()
         }),
     };
     Ok(step)
@@ -296,5 +343,9 @@ fn api_kind(obj: &Value) -> (String, String) {
 fn resolve(case_dir: &Path, p: &str) -> PathBuf {
     let expanded = crate::command::expand_env(p, &BTreeMap::new());
     let path = PathBuf::from(expanded);
-    if path.is_absolute() { path } else { case_dir.join(path) }
+    if path.is_absolute() {
+        path
+    } else {
+        case_dir.join(path)
+    }
 }

@@ -26,7 +26,11 @@ impl std::fmt::Debug for Log {
 impl Log {
     /// A root logger writing to `sink`.
     pub fn new(sink: Sink) -> Log {
-        Log { sink, prefix: String::new(), captured: Arc::new(Mutex::new(Vec::new())) }
+        Log {
+            sink,
+            prefix: String::new(),
+            captured: Arc::new(Mutex::new(Vec::new())),
+        }
     }
 
     /// A logger printing to stdout.
@@ -37,8 +41,16 @@ impl Log {
     /// A logger whose lines are prefixed with `prefix` (appended to the current prefix with `/`)
     /// and captured separately.
     pub fn child(&self, prefix: &str) -> Log {
-        let prefix = if self.prefix.is_empty() { prefix.to_string() } else { format!("{}/{prefix}", self.prefix) };
-        Log { sink: self.sink.clone(), prefix, captured: self.captured.clone() }
+        let prefix = if self.prefix.is_empty() {
+            prefix.to_string()
+        } else {
+            format!("{}/{prefix}", self.prefix)
+        };
+        Log {
+            sink: self.sink.clone(),
+            prefix,
+            captured: self.captured.clone(),
+        }
     }
 
     /// A logger with the same prefix and a fresh capture buffer (one per test case).
@@ -51,7 +63,11 @@ impl Log {
     /// Emits one line (multi-line text is split so every line carries the prefix).
     pub fn line(&self, text: impl AsRef<str>) {
         for l in text.as_ref().lines() {
-            let full = if self.prefix.is_empty() { l.to_string() } else { format!("{}: {l}", self.prefix) };
+            let full = if self.prefix.is_empty() {
+                l.to_string()
+            } else {
+                format!("{}: {l}", self.prefix)
+            };
             (self.sink)(&full);
             if let Ok(mut c) = self.captured.lock() {
                 c.push(full);

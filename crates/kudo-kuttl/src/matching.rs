@@ -21,7 +21,11 @@ pub struct Mismatch {
 
 impl std::fmt::Display for Mismatch {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if self.path.is_empty() { f.write_str(&self.message) } else { write!(f, "{}: {}", self.path, self.message) }
+        if self.path.is_empty() {
+            f.write_str(&self.message)
+        } else {
+            write!(f, "{}: {}", self.path, self.message)
+        }
     }
 }
 
@@ -74,7 +78,10 @@ fn walk(expected: &Value, actual: &Value, path: &mut String, out: &mut Vec<Misma
                 let len = path.len();
                 push_key(path, k);
                 match a.get(k) {
-                    None => out.push(Mismatch { path: path.clone(), message: "key is missing from the actual object".into() }),
+                    None => out.push(Mismatch {
+                        path: path.clone(),
+                        message: "key is missing from the actual object".into(),
+                    }),
                     Some(av) => walk(ev, av, path, out),
                 }
                 path.truncate(len);
@@ -84,7 +91,11 @@ fn walk(expected: &Value, actual: &Value, path: &mut String, out: &mut Vec<Misma
             if e.len() != a.len() {
                 out.push(Mismatch {
                     path: path.clone(),
-                    message: format!("list length mismatch: expected {} items, actual has {}", e.len(), a.len()),
+                    message: format!(
+                        "list length mismatch: expected {} items, actual has {}",
+                        e.len(),
+                        a.len()
+                    ),
                 });
                 return;
             }
@@ -135,7 +146,10 @@ fn scalar_or_shape(v: &Value) -> String {
 }
 
 fn push_key(path: &mut String, key: &str) {
-    let plain = !key.is_empty() && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    let plain = !key.is_empty()
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
     if plain {
         path.push('.');
         path.push_str(key);
@@ -159,9 +173,12 @@ pub fn prune_to_expected(expected: &Value, actual: &Value) -> Value {
             }
             Value::Object(out)
         }
-        (Value::Array(e), Value::Array(a)) if e.len() == a.len() => {
-            Value::Array(e.iter().zip(a).map(|(ev, av)| prune_to_expected(ev, av)).collect())
-        }
+        (Value::Array(e), Value::Array(a)) if e.len() == a.len() => Value::Array(
+            e.iter()
+                .zip(a)
+                .map(|(ev, av)| prune_to_expected(ev, av))
+                .collect(),
+        ),
         (_, a) => a.clone(),
     }
 }

@@ -94,12 +94,18 @@ pub async fn run(opts: RunOptions, log: Log) -> Result<RunSummary, Error> {
     let start = Instant::now();
     let suite = &opts.suite;
     let test_dirs: Vec<PathBuf> = if opts.test_dirs.is_empty() {
-        suite.test_dirs.iter().map(|d| resolve(&opts.base_dir, d)).collect()
+        suite
+            .test_dirs
+            .iter()
+            .map(|d| resolve(&opts.base_dir, d))
+            .collect()
     } else {
         opts.test_dirs.clone()
     };
     if test_dirs.is_empty() {
-        return Err(Error::Config("no test directories: give them as arguments or in the suite's testDirs".into()));
+        return Err(Error::Config(
+            "no test directories: give them as arguments or in the suite's testDirs".into(),
+        ));
     }
     // Load everything before touching a cluster: a typo in a test file should not cost a cluster start.
     let mut dirs: Vec<(String, Vec<TestCase>)> = Vec::new();
@@ -111,7 +117,10 @@ pub async fn run(opts: RunOptions, log: Log) -> Result<RunSummary, Error> {
         dirs.push((d.display().to_string(), cases));
     }
     if !opts.tests.is_empty() && dirs.iter().all(|(_, c)| c.is_empty()) {
-        return Err(Error::Config(format!("no test case named {}", opts.tests.join(", "))));
+        return Err(Error::Config(format!(
+            "no test case named {}",
+            opts.tests.join(", ")
+        )));
     }
     if !suite.kind_containers.is_empty() {
         log.line("warning: kindContainers is ignored: the embedded cluster runs no container images");
@@ -123,14 +132,21 @@ pub async fn run(opts: RunOptions, log: Log) -> Result<RunSummary, Error> {
     let embedded = if suite.wants_embedded_cluster() {
         log.line("starting the embedded control plane");
         let c = EmbeddedCluster::start(opts.embedded.clone()).await?;
-        log.line(format!("embedded control plane at {} (kubeconfig {})", c.url(), c.kubeconfig().display()));
+        log.line(format!(
+            "embedded control plane at {} (kubeconfig {})",
+            c.url(),
+            c.kubeconfig().display()
+        ));
         Some(c)
     } else {
         None
     };
     let kubeconfig = match &embedded {
         Some(c) => Some(c.kubeconfig().to_path_buf()),
-        None => opts.kubeconfig.clone().map(|p| std::path::absolute(&p).unwrap_or(p)),
+        None => opts
+            .kubeconfig
+            .clone()
+            .map(|p| std::path::absolute(&p).unwrap_or(p)),
     };
     let result = run_with_cluster(&opts, kubeconfig, &dirs, &log).await;
     if let Some(c) = embedded {
@@ -142,18 +158,30 @@ pub async fn run(opts: RunOptions, log: Log) -> Result<RunSummary, Error> {
         testsuites: result?,
     };
     report.time = start.elapsed().as_secs_f64();
-    let format = opts.report.or_else(|| suite.report_format.as_deref().and_then(ReportFormat::parse));
+    let format = opts
+        .report
+        .or_else(|| suite.report_format.as_deref().and_then(ReportFormat::parse));
     let report_path = match format {
         None => None,
         Some(f) => {
-            let dir = suite.artifacts_dir.as_deref().map(|d| resolve(&opts.base_dir, d)).unwrap_or(opts.base_dir.clone());
-            std::fs::create_dir_all(&dir).map_err(|source| Error::Io { path: dir.clone(), source })?;
+            let dir = suite
+                .artifacts_dir
+                .as_deref()
+                .map(|d| resolve(&opts.base_dir, d))
+                .unwrap_or(opts.base_dir.clone());
+            std::fs::create_dir_all(&dir).map_err(|source| Error::Io {
+                path: dir.clone(),
+                source,
+            })?;
             let path = dir.join(format!("{}.{}", report.name, f.extension()));
             let text = match f {
                 ReportFormat::Xml => report.to_junit_xml(),
                 ReportFormat::Json => report.to_json(),
             };
-            std::fs::write(&path, text).map_err(|source| Error::Io { path: path.clone(), source })?;
+            std::fs::write(&path, text).map_err(|source| Error::Io {
+                path: path.clone(),
+                source,
+            })?;
             Some(path)
         }
     };
@@ -248,8 +276,13 @@ async fn run_with_cluster(
         log.line(format!("stopping background command {:?}", bg.display));
         bg.stop().await;
     }
-    let mut out: Vec<DirReport> =
-        dirs.iter().map(|(name, _)| DirReport { name: name.clone(), testcases: Vec::new() }).collect();
+    let mut out: Vec<DirReport> = dirs
+        .iter()
+        .map(|(name, _)| DirReport {
+            name: name.clone(),
+            testcases: Vec::new(),
+        })
+        .collect();
     let mut sorted = results;
     sorted.sort_by_key(|(d, c, _)| (*d, *c));
     for (di, _, r) in sorted {
@@ -290,12 +323,14 @@ fn crd_kinds(obj: &Value) -> Vec<(String, String)> {
 /// A random `kuttl-test-<adjective>-<animal>` namespace name.
 pub fn random_namespace() -> String {
     const ADJ: [&str; 24] = [
-        "amber", "bold", "brave", "calm", "clever", "crisp", "eager", "fair", "gentle", "glad", "happy", "keen",
-        "lively", "lucid", "merry", "neat", "noble", "proud", "quick", "quiet", "sharp", "steady", "swift", "witty",
+        "amber", "bold", "brave", "calm", "clever", "crisp", "eager", "fair", "gentle", "glad", "happy",
+        "keen", "lively", "lucid", "merry", "neat", "noble", "proud", "quick", "quiet", "sharp", "steady",
+        "swift", "witty",
     ];
     const ANIMAL: [&str; 24] = [
-        "badger", "beaver", "bison", "condor", "crane", "dingo", "eagle", "falcon", "ferret", "gecko", "heron", "ibex",
-        "jackal", "koala", "lemur", "lynx", "marten", "newt", "otter", "panda", "quail", "raven", "stoat", "walrus",
+        "badger", "beaver", "bison", "condor", "crane", "dingo", "eagle", "falcon", "ferret", "gecko",
+        "heron", "ibex", "jackal", "koala", "lemur", "lynx", "marten", "newt", "otter", "panda", "quail",
+        "raven", "stoat", "walrus",
     ];
     use rand::Rng;
     let mut rng = rand::rng();
@@ -315,7 +350,12 @@ async fn run_case(ctx: &Ctx, case: &TestCase, dir_name: &str, log: &Log) -> Case
     };
     let mut failure: Option<(String, String)> = None;
     let mut created: Vec<ObjectKey> = Vec::new();
-    let ns_key = ObjectKey { api_version: "v1".into(), kind: "Namespace".into(), namespace: None, name: namespace.clone() };
+    let ns_key = ObjectKey {
+        api_version: "v1".into(),
+        kind: "Namespace".into(),
+        namespace: None,
+        name: namespace.clone(),
+    };
     let mut ns_created = false;
     log.line(format!("creating namespace {namespace}"));
     let ns_obj = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}});
@@ -339,7 +379,9 @@ async fn run_case(ctx: &Ctx, case: &TestCase, dir_name: &str, log: &Log) -> Case
         }
     }
     if ctx.skip_delete {
-        log.line(format!("skipDelete: keeping namespace {namespace} and the objects created"));
+        log.line(format!(
+            "skipDelete: keeping namespace {namespace} and the objects created"
+        ));
     } else {
         for key in created.iter().rev() {
             if let Err(e) = ctx.cluster.delete(key).await {
@@ -349,7 +391,11 @@ async fn run_case(ctx: &Ctx, case: &TestCase, dir_name: &str, log: &Log) -> Case
         if ns_created {
             log.line(format!("deleting namespace {namespace}"));
             let r = match ctx.cluster.delete(&ns_key).await {
-                Ok(_) => ctx.cluster.wait_gone(std::slice::from_ref(&ns_key), Duration::from_secs(ctx.timeout)).await,
+                Ok(_) => {
+                    ctx.cluster
+                        .wait_gone(std::slice::from_ref(&ns_key), Duration::from_secs(ctx.timeout))
+                        .await
+                }
                 Err(e) => Err(e),
             };
             if let Err(e) = r {
@@ -361,8 +407,16 @@ async fn run_case(ctx: &Ctx, case: &TestCase, dir_name: &str, log: &Log) -> Case
         }
     }
     match &failure {
-        None => log.line(format!("--- PASS: {} ({:.2}s)", case.name, start.elapsed().as_secs_f64())),
-        Some((msg, _)) => log.line(format!("--- FAIL: {} ({:.2}s): {msg}", case.name, start.elapsed().as_secs_f64())),
+        None => log.line(format!(
+            "--- PASS: {} ({:.2}s)",
+            case.name,
+            start.elapsed().as_secs_f64()
+        )),
+        Some((msg, _)) => log.line(format!(
+            "--- FAIL: {} ({:.2}s): {msg}",
+            case.name,
+            start.elapsed().as_secs_f64()
+        )),
     }
     CaseReport {
         name: case.name.clone(),
@@ -383,14 +437,27 @@ async fn run_step(
     log: &Log,
     created: &mut Vec<ObjectKey>,
 ) -> Result<(), Vec<String>> {
-    let timeout = step.test_assert.as_ref().map(|a| a.timeout).filter(|t| *t > 0).unwrap_or(ctx.timeout);
+    let timeout = step
+        .test_assert
+        .as_ref()
+        .map(|a| a.timeout)
+        .filter(|t| *t > 0)
+        .unwrap_or(ctx.timeout);
     if let Some(ts) = &step.test_step {
         // 1. deletes
         let mut gone = Vec::new();
         for r in &ts.delete {
-            let ns_default = if r.namespace.is_empty() { namespace } else { r.namespace.as_str() };
+            let ns_default = if r.namespace.is_empty() {
+                namespace
+            } else {
+                r.namespace.as_str()
+            };
             let probe = json!({"apiVersion": r.api_version, "kind": r.kind, "metadata": {"name": r.name, "namespace": ns_default}});
-            let (key, _) = ctx.cluster.key_of(&probe, ns_default).await.map_err(|e| vec![e.to_string()])?;
+            let (key, _) = ctx
+                .cluster
+                .key_of(&probe, ns_default)
+                .await
+                .map_err(|e| vec![e.to_string()])?;
             let targets = if r.name.is_empty() {
                 let items = ctx
                     .cluster
@@ -409,11 +476,17 @@ async fn run_step(
             };
             for k in targets {
                 let existed = ctx.cluster.delete(&k).await.map_err(|e| vec![e.to_string()])?;
-                log.line(format!("{k}: {}", if existed { "deleted" } else { "already gone" }));
+                log.line(format!(
+                    "{k}: {}",
+                    if existed { "deleted" } else { "already gone" }
+                ));
                 gone.push(k);
             }
         }
-        ctx.cluster.wait_gone(&gone, Duration::from_secs(timeout)).await.map_err(|e| vec![e.to_string()])?;
+        ctx.cluster
+            .wait_gone(&gone, Duration::from_secs(timeout))
+            .await
+            .map_err(|e| vec![e.to_string()])?;
         // 2. commands
         let vars = ctx.vars(namespace);
         for c in &ts.commands {
@@ -437,13 +510,20 @@ async fn run_step(
                     created.push(key);
                 }
             }
-            Err(e) => errors.push(format!("applying {} from {}: {e}", obj.describe(), obj.source.display())),
+            Err(e) => errors.push(format!(
+                "applying {} from {}: {e}",
+                obj.describe(),
+                obj.source.display()
+            )),
         }
     }
     if !errors.is_empty() {
         return Err(errors);
     }
-    if step.asserts.is_empty() && step.errors.is_empty() && step.test_assert.as_ref().is_none_or(|a| a.commands.is_empty()) {
+    if step.asserts.is_empty()
+        && step.errors.is_empty()
+        && step.test_assert.as_ref().is_none_or(|a| a.commands.is_empty())
+    {
         return Ok(());
     }
     if let Some(a) = &step.test_assert
@@ -489,7 +569,14 @@ struct CheckResult {
     failure: Option<String>,
 }
 
-async fn check(ctx: &Ctx, case: &TestCase, step: &Step, namespace: &str, log: &Log, verbose: bool) -> Vec<CheckResult> {
+async fn check(
+    ctx: &Ctx,
+    case: &TestCase,
+    step: &Step,
+    namespace: &str,
+    log: &Log,
+    verbose: bool,
+) -> Vec<CheckResult> {
     let mut out = Vec::new();
     for exp in &step.asserts {
         out.push(check_assert(ctx, exp, namespace).await);
@@ -531,7 +618,12 @@ async fn check_assert(ctx: &Ctx, exp: &SourcedObject, namespace: &str) -> CheckR
     let what = describe_object(&exp.object);
     let (key, _) = match ctx.cluster.key_of(&exp.object, namespace).await {
         Ok(k) => k,
-        Err(e) => return CheckResult { passed: String::new(), failure: Some(format!("assert {what} failed: {e}")) },
+        Err(e) => {
+            return CheckResult {
+                passed: String::new(),
+                failure: Some(format!("assert {what} failed: {e}")),
+            };
+        }
     };
     let mut expected = exp.object.clone();
     if let Some(ns) = &key.namespace {
@@ -540,13 +632,25 @@ async fn check_assert(ctx: &Ctx, exp: &SourcedObject, namespace: &str) -> CheckR
     let passed = format!("assert {key} passed");
     if !key.name.is_empty() {
         return match ctx.cluster.get(&key).await {
-            Err(e) => CheckResult { passed, failure: Some(format!("assert {key} failed: {e}")) },
-            Ok(None) => CheckResult { passed, failure: Some(format!("assert {key} failed: not found")) },
+            Err(e) => CheckResult {
+                passed,
+                failure: Some(format!("assert {key} failed: {e}")),
+            },
+            Ok(None) => CheckResult {
+                passed,
+                failure: Some(format!("assert {key} failed: not found")),
+            },
             Ok(Some(actual)) => {
                 if matching::is_subset(&expected, &actual) {
-                    CheckResult { passed, failure: None }
+                    CheckResult {
+                        passed,
+                        failure: None,
+                    }
                 } else {
-                    CheckResult { passed, failure: Some(mismatch_report(&key.to_string(), &expected, &actual)) }
+                    CheckResult {
+                        passed,
+                        failure: Some(mismatch_report(&key.to_string(), &expected, &actual)),
+                    }
                 }
             }
         };
@@ -554,22 +658,44 @@ async fn check_assert(ctx: &Ctx, exp: &SourcedObject, namespace: &str) -> CheckR
     let labels = labels_of(&expected);
     let shown = format!("{} (any{})", key.kind, selector_text(&labels));
     let passed = format!("assert {shown} passed");
-    match ctx.cluster.list(&key.api_version, &key.kind, key.namespace.as_deref(), &labels).await {
-        Err(e) => CheckResult { passed, failure: Some(format!("assert {shown} failed: {e}")) },
+    match ctx
+        .cluster
+        .list(&key.api_version, &key.kind, key.namespace.as_deref(), &labels)
+        .await
+    {
+        Err(e) => CheckResult {
+            passed,
+            failure: Some(format!("assert {shown} failed: {e}")),
+        },
         Ok(items) if items.is_empty() => CheckResult {
             passed,
-            failure: Some(format!("assert {shown} failed: no resources matched of kind {}", key.kind)),
+            failure: Some(format!(
+                "assert {shown} failed: no resources matched of kind {}",
+                key.kind
+            )),
         },
         Ok(items) => {
             if items.iter().any(|a| matching::is_subset(&expected, a)) {
-                return CheckResult { passed, failure: None };
+                return CheckResult {
+                    passed,
+                    failure: None,
+                };
             }
             let Some((closest, _)) = matching::closest(&expected, &items) else {
-                return CheckResult { passed, failure: Some(format!("assert {shown} failed: no resources matched")) };
+                return CheckResult {
+                    passed,
+                    failure: Some(format!("assert {shown} failed: no resources matched")),
+                };
             };
             let name = closest["metadata"]["name"].as_str().unwrap_or("");
-            let what = format!("{shown}: none of {} object(s) match; closest is {name}", items.len());
-            CheckResult { passed, failure: Some(mismatch_report(&what, &expected, closest)) }
+            let what = format!(
+                "{shown}: none of {} object(s) match; closest is {name}",
+                items.len()
+            );
+            CheckResult {
+                passed,
+                failure: Some(mismatch_report(&what, &expected, closest)),
+            }
         }
     }
 }
@@ -577,7 +703,16 @@ async fn check_assert(ctx: &Ctx, exp: &SourcedObject, namespace: &str) -> CheckR
 fn labels_of(obj: &Value) -> BTreeMap<String, String> {
     obj["metadata"]["labels"]
         .as_object()
-        .map(|m| m.iter().map(|(k, v)| (k.clone(), v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string()))).collect())
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| {
+                    (
+                        k.clone(),
+                        v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string()),
+                    )
+                })
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -594,25 +729,50 @@ async fn check_absent(ctx: &Ctx, exp: &SourcedObject, namespace: &str) -> CheckR
     let what = describe_object(&exp.object);
     let (key, _) = match ctx.cluster.key_of(&exp.object, namespace).await {
         Ok(k) => k,
-        Err(e) => return CheckResult { passed: String::new(), failure: Some(format!("errors {what} failed: {e}")) },
+        Err(e) => {
+            return CheckResult {
+                passed: String::new(),
+                failure: Some(format!("errors {what} failed: {e}")),
+            };
+        }
     };
     let mut expected = exp.object.clone();
     if let Some(ns) = &key.namespace {
         expected["metadata"]["namespace"] = Value::String(ns.clone());
     }
     let actuals = if key.name.is_empty() {
-        ctx.cluster.list(&key.api_version, &key.kind, key.namespace.as_deref(), &labels_of(&expected)).await
+        ctx.cluster
+            .list(
+                &key.api_version,
+                &key.kind,
+                key.namespace.as_deref(),
+                &labels_of(&expected),
+            )
+            .await
     } else {
         ctx.cluster.get(&key).await.map(|o| o.into_iter().collect())
     };
-    let shown = if key.name.is_empty() { format!("{} (any)", key.kind) } else { key.to_string() };
+    let shown = if key.name.is_empty() {
+        format!("{} (any)", key.kind)
+    } else {
+        key.to_string()
+    };
     let passed = format!("errors {shown} passed (no matching object)");
     match actuals {
-        Err(e) => CheckResult { passed, failure: Some(format!("errors {shown} failed: {e}")) },
+        Err(e) => CheckResult {
+            passed,
+            failure: Some(format!("errors {shown} failed: {e}")),
+        },
         Ok(items) => {
-            let matched: Vec<&Value> = items.iter().filter(|a| matching::is_subset(&expected, a)).collect();
+            let matched: Vec<&Value> = items
+                .iter()
+                .filter(|a| matching::is_subset(&expected, a))
+                .collect();
             match matched.as_slice() {
-                [] => CheckResult { passed, failure: None },
+                [] => CheckResult {
+                    passed,
+                    failure: None,
+                },
                 [one] => CheckResult {
                     passed,
                     failure: Some(format!(

@@ -149,8 +149,7 @@ pub fn enhance(obj: &mut Value, meta: &Metadata, namespaced: bool) {
     merge_into_meta(root, "labels", &label_pairs);
     merge_into_meta(root, "annotations", &top_annotations);
 
-    let mut spec = root.get_mut("spec");
-    if let Some(spec) = spec.as_deref_mut() {
+    if let Some(spec) = root.get_mut("spec") {
         if POD_TEMPLATE_KINDS.contains(&kind.as_str())
             && let Some(tpl) = child_obj(spec, "template")
         {

@@ -88,12 +88,14 @@ impl References {
             {
                 self.root_chain(&idents[1..])
             }
-            Arg::Variable { idents, .. } if idents.first().map(String::as_str) == Some("$") => {
-                // Inside a `define` the root is whatever was passed; still, `$.Params.X` there
-                // almost always means the package's parameter.
-                if idents.len() >= 3 && idents[1] == "Params" {
-                    self.params.insert(idents[2].clone());
-                }
+            // Inside a `define` the root is whatever was passed; still, `$.Params.X` there almost always
+            // means the package's parameter.
+            Arg::Variable { idents, .. }
+                if idents.first().map(String::as_str) == Some("$")
+                    && idents.len() >= 3
+                    && idents[1] == "Params" =>
+            {
+                self.params.insert(idents[2].clone());
             }
             Arg::Identifier { name, .. } if NON_HERMETIC.contains(&name.as_str()) => {
                 self.non_hermetic.insert(name.clone());
@@ -364,5 +366,44 @@ pub(crate) fn check_namespace_manifest(pkg: &Package, nm: &str, text: &str, r: &
                 ));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refs(text: &str) -> References {
+        References::of(&Template::parse("t.yaml", text, &kudo_funcs()).unwrap())
+    }
+
+    #[test]
+    fn finds_params_through_dollar_index_and_nested_pipes() {
+        let r = refs(
+            "{{ .Params.A }}{{ range $i := until 2 }}{{ $.Params.B }}{{ .Ignored }}{{ end }}\
+             {{ index .Params \"C\" }}{{ if (eq (int .Params.D) 1) }}{{ .Name }}{{ else }}{{ .Bogus }}{{ end }}\
+             {{ with .Params.E }}{{ .Inner }}{{ end }}{{ toYaml .Params }}",
+        );
+        let params: Vec<&str> = r.params.iter().map(String::as_str).collect();
+        assert_eq!(params, ["A", "B", "C", "D", "E"]);
+        let implicits: Vec<&str> = r.implicits.iter().map(String::as_str).collect();
+        assert_eq!(implicits, ["Bogus", "Name"]);
+    }
+
+    #[test]
+    fn flags_non_hermetic_functions() {
+        let r = refs("{{ now | date \"2006\" }}{{ randAlphaNum 5 }}{{ sha256sum .Name }}");
+        let f: Vec<&str> = r.non_hermetic.iter().map(String::as_str).collect();
+        assert_eq!(f, ["now", "randAlphaNum"]);
+    }
+
+    #[test]
+    fn verify_warns_about_non_hermetic_templates() {
+        let mut pkg = crate::model::Package::default();
+        pkg.templates.insert("a.yaml".into(), "x: {{ uuidv4 }}\n".into());
+        let mut v = Verification::default();
+        parameter_usage(&pkg, &mut v);
+        assert_eq!(v.warnings.len(), 1, "{:?}", v.warnings);
+        assert!(v.warnings[0].starts_with("template a.yaml uses \"uuidv4\""));
     }
 }

@@ -39,7 +39,10 @@ impl Default for RepositoryConfig {
         RepositoryConfig {
             repo_version: REPO_VERSION.into(),
             context: COMMUNITY_NAME.into(),
-            repositories: vec![RepoEntry { name: COMMUNITY_NAME.into(), url: COMMUNITY_URL.into() }],
+            repositories: vec![RepoEntry {
+                name: COMMUNITY_NAME.into(),
+                url: COMMUNITY_URL.into(),
+            }],
         }
     }
 }
@@ -65,10 +68,16 @@ impl RepositoryConfig {
     /// Parses the file's text.
     pub fn parse(text: &str, what: &str) -> Result<RepositoryConfig, RepoError> {
         if text.trim().is_empty() {
-            return Ok(RepositoryConfig { repo_version: REPO_VERSION.into(), context: String::new(), repositories: vec![] });
+            return Ok(RepositoryConfig {
+                repo_version: REPO_VERSION.into(),
+                context: String::new(),
+                repositories: vec![],
+            });
         }
-        let cfg: RepositoryConfig = serde_saphyr::from_str(text)
-            .map_err(|e| RepoError::Parse { what: what.into(), message: e.to_string() })?;
+        let cfg: RepositoryConfig = serde_saphyr::from_str(text).map_err(|e| RepoError::Parse {
+            what: what.into(),
+            message: e.to_string(),
+        })?;
         Ok(cfg)
     }
 
@@ -78,8 +87,10 @@ impl RepositoryConfig {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).map_err(|e| RepoError::io(dir, e))?;
         }
-        let text = serde_saphyr::to_string(self)
-            .map_err(|e| RepoError::Parse { what: "repositories file".into(), message: e.to_string() })?;
+        let text = serde_saphyr::to_string(self).map_err(|e| RepoError::Parse {
+            what: "repositories file".into(),
+            message: e.to_string(),
+        })?;
         std::fs::write(&path, text).map_err(|e| RepoError::io(path, e))
     }
 
@@ -129,12 +140,17 @@ impl RepositoryConfig {
     /// The repository a command uses: `requested`, else the context.
     pub fn current(&self, requested: Option<&str>) -> Result<&RepoEntry, RepoError> {
         match requested.filter(|r| !r.is_empty()) {
-            Some(name) => self.get(name).ok_or_else(|| RepoError::Config(format!("no repo named {name:?} found"))),
+            Some(name) => self
+                .get(name)
+                .ok_or_else(|| RepoError::Config(format!("no repo named {name:?} found"))),
             None if self.context.is_empty() => Err(RepoError::Config(
                 "no current repository: set one with `kubectl kudo repo context NAME` or pass --repo".into(),
             )),
             None => self.get(&self.context).ok_or_else(|| {
-                RepoError::Config(format!("the context repository {:?} is not configured", self.context))
+                RepoError::Config(format!(
+                    "the context repository {:?} is not configured",
+                    self.context
+                ))
             }),
         }
     }
@@ -150,32 +166,53 @@ mod tests {
         let cfg = RepositoryConfig::load(home.path()).unwrap();
         assert_eq!(cfg.current(None).unwrap().url, COMMUNITY_URL);
         let mut cfg = cfg;
-        cfg.add(RepoEntry { name: "local".into(), url: "file:///tmp/r".into() }).unwrap();
+        cfg.add(RepoEntry {
+            name: "local".into(),
+            url: "file:///tmp/r".into(),
+        })
+        .unwrap();
         cfg.set_context("local").unwrap();
         cfg.save(home.path()).unwrap();
         let text = std::fs::read_to_string(config_path(home.path())).unwrap();
-        assert!(text.contains("repoVersion: v1") && text.contains("context: local"), "{text}");
+        assert!(
+            text.contains("repoVersion: v1") && text.contains("context: local"),
+            "{text}"
+        );
         assert_eq!(RepositoryConfig::load(home.path()).unwrap(), cfg);
     }
 
     #[test]
     fn reads_kudo_written_file() {
         let text = "repoVersion: v1\ncontext: community\nrepositories:\n  - name: community\n    url: https://kudo-repository.storage.googleapis.com/v1\n";
-        assert_eq!(RepositoryConfig::parse(text, "x").unwrap(), RepositoryConfig::default());
+        assert_eq!(
+            RepositoryConfig::parse(text, "x").unwrap(),
+            RepositoryConfig::default()
+        );
         assert!(RepositoryConfig::parse("repositories: 3\n", "x").is_err());
     }
 
     #[test]
     fn add_remove_context_rules() {
         let mut cfg = RepositoryConfig::default();
-        let e = cfg.add(RepoEntry { name: "community".into(), url: "x".into() }).unwrap_err();
+        let e = cfg
+            .add(RepoEntry {
+                name: "community".into(),
+                url: "x".into(),
+            })
+            .unwrap_err();
         assert!(e.to_string().contains("already exists"), "{e}");
         assert!(cfg.set_context("nope").is_err());
         assert!(cfg.current(Some("nope")).is_err());
         cfg.remove("community").unwrap();
         assert!(cfg.context.is_empty());
         assert!(cfg.current(None).unwrap_err().to_string().contains("--repo"));
-        assert_eq!(cfg.remove("community").unwrap_err().to_string(), "no repo named \"community\" found");
-        assert_eq!(cfg.set_context("x").unwrap_err().to_string(), "no repositories to set");
+        assert_eq!(
+            cfg.remove("community").unwrap_err().to_string(),
+            "no repo named \"community\" found"
+        );
+        assert_eq!(
+            cfg.set_context("x").unwrap_err().to_string(),
+            "no repositories to set"
+        );
     }
 }

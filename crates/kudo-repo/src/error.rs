@@ -62,6 +62,9 @@ pub enum RepoError {
 
 impl RepoError {
     pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> RepoError {
-        RepoError::Io { path: path.into(), source }
+        RepoError::Io {
+            path: path.into(),
+            source,
+        }
     }
 }

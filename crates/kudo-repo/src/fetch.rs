@@ -32,11 +32,15 @@ impl Location {
         }
         if lower.starts_with("file:") {
             let u = url::Url::parse(s).map_err(|e| RepoError::Config(format!("invalid URL {s:?}: {e}")))?;
-            let path = u.to_file_path().map_err(|_| RepoError::Config(format!("{s:?} is not a local file URL")))?;
+            let path = u
+                .to_file_path()
+                .map_err(|_| RepoError::Config(format!("{s:?} is not a local file URL")))?;
             return Ok(Location::File(path));
         }
         if let Some((scheme, _)) = s.split_once("://") {
-            return Err(RepoError::Config(format!("unsupported URL scheme {scheme:?} in {s:?}")));
+            return Err(RepoError::Config(format!(
+                "unsupported URL scheme {scheme:?} in {s:?}"
+            )));
         }
         Ok(Location::File(PathBuf::from(s)))
     }
@@ -53,7 +57,10 @@ impl Location {
     /// relative to this repository base.
     pub fn resolve(&self, reference: &str) -> Result<Location, RepoError> {
         let lower = reference.to_ascii_lowercase();
-        if lower.contains("://") || lower.starts_with("file:") || std::path::Path::new(reference).is_absolute() {
+        if lower.contains("://")
+            || lower.starts_with("file:")
+            || std::path::Path::new(reference).is_absolute()
+        {
             return Location::parse(reference);
         }
         Ok(self.join(reference))
@@ -102,14 +109,22 @@ impl Fetcher {
             Location::File(path) => {
                 let file = std::fs::File::open(path).map_err(|e| RepoError::io(path, e))?;
                 let mut data = Vec::new();
-                file.take(limit + 1).read_to_end(&mut data).map_err(|e| RepoError::io(path, e))?;
+                file.take(limit + 1)
+                    .read_to_end(&mut data)
+                    .map_err(|e| RepoError::io(path, e))?;
                 if data.len() as u64 > limit {
-                    return Err(RepoError::TooLarge { what: path.display().to_string(), limit });
+                    return Err(RepoError::TooLarge {
+                        what: path.display().to_string(),
+                        limit,
+                    });
                 }
                 Ok(data)
             }
             Location::Http(url) => {
-                let http_err = |message: String| RepoError::Http { url: url.clone(), message };
+                let http_err = |message: String| RepoError::Http {
+                    url: url.clone(),
+                    message,
+                };
                 let mut resp = self.agent.get(url).call().map_err(|e| http_err(e.to_string()))?;
                 let status = resp.status();
                 if !status.is_success() {
@@ -117,7 +132,10 @@ impl Fetcher {
                 }
                 match resp.body_mut().with_config().limit(limit).read_to_vec() {
                     Ok(data) => Ok(data),
-                    Err(ureq::Error::BodyExceedsLimit(_)) => Err(RepoError::TooLarge { what: url.clone(), limit }),
+                    Err(ureq::Error::BodyExceedsLimit(_)) => Err(RepoError::TooLarge {
+                        what: url.clone(),
+                        limit,
+                    }),
                     Err(e) => Err(http_err(e.to_string())),
                 }
             }
@@ -144,7 +162,11 @@ impl Fetcher {
 
     /// The tarball of `pv`, trying its URLs in order, checked against its digest. Fails with every
     /// URL's error when none works.
-    pub fn package_bytes(&self, base: &Location, pv: &PackageVersion) -> Result<(Vec<u8>, String), RepoError> {
+    pub fn package_bytes(
+        &self,
+        base: &Location,
+        pv: &PackageVersion,
+    ) -> Result<(Vec<u8>, String), RepoError> {
         if pv.urls.is_empty() {
             return Err(RepoError::NotFound(format!(
                 "operator {} version {} has no download URL in the index",
@@ -171,7 +193,11 @@ impl Fetcher {
             "cannot fetch {} {}: {}",
             pv.name,
             pv.version_label(),
-            errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ")
+            errors
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("; ")
         )))
     }
 
@@ -188,15 +214,30 @@ mod tests {
 
     #[test]
     fn locations() {
-        assert_eq!(Location::parse("https://x/v1").unwrap(), Location::Http("https://x/v1".into()));
-        assert_eq!(Location::parse("file:///tmp/r").unwrap(), Location::File("/tmp/r".into()));
+        assert_eq!(
+            Location::parse("https://x/v1").unwrap(),
+            Location::Http("https://x/v1".into())
+        );
+        assert_eq!(
+            Location::parse("file:///tmp/r").unwrap(),
+            Location::File("/tmp/r".into())
+        );
         assert_eq!(Location::parse("./r").unwrap(), Location::File("./r".into()));
         assert!(Location::parse("ftp://x/r").is_err());
         assert!(Location::parse("file://remote-host/r").is_err());
         let base = Location::parse("http://h/v1/").unwrap();
-        assert_eq!(base.join("index.yaml"), Location::Http("http://h/v1/index.yaml".into()));
-        assert_eq!(base.resolve("a.tgz").unwrap(), Location::Http("http://h/v1/a.tgz".into()));
-        assert_eq!(base.resolve("https://o/a.tgz").unwrap(), Location::Http("https://o/a.tgz".into()));
+        assert_eq!(
+            base.join("index.yaml"),
+            Location::Http("http://h/v1/index.yaml".into())
+        );
+        assert_eq!(
+            base.resolve("a.tgz").unwrap(),
+            Location::Http("http://h/v1/a.tgz".into())
+        );
+        assert_eq!(
+            base.resolve("https://o/a.tgz").unwrap(),
+            Location::Http("https://o/a.tgz".into())
+        );
         let dir = Location::File("/r".into());
         assert_eq!(dir.resolve("a.tgz").unwrap(), Location::File("/r/a.tgz".into()));
     }
@@ -226,7 +267,10 @@ mod tests {
     #[test]
     fn missing_index_names_the_file() {
         let dir = tempfile::tempdir().unwrap();
-        let e = Fetcher::default().index(&Location::File(dir.path().into())).unwrap_err().to_string();
+        let e = Fetcher::default()
+            .index(&Location::File(dir.path().into()))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("index.yaml"), "{e}");
     }
 }

@@ -23,9 +23,17 @@ pub const DEFAULT_INDEX_URL: &str = "http://localhost/";
 /// A maintainer as listed in the index (copied from `operator.yaml`).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Maintainer {
-    #[serde(default, deserialize_with = "lenient_string", skip_serializing_if = "String::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "lenient_string",
+        skip_serializing_if = "String::is_empty"
+    )]
     pub email: String,
-    #[serde(default, deserialize_with = "lenient_string", skip_serializing_if = "String::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "lenient_string",
+        skip_serializing_if = "String::is_empty"
+    )]
     pub name: String,
 }
 
@@ -33,21 +41,41 @@ pub struct Maintainer {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PackageVersion {
-    #[serde(default, deserialize_with = "lenient_string", skip_serializing_if = "String::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "lenient_string",
+        skip_serializing_if = "String::is_empty"
+    )]
     pub app_version: String,
-    #[serde(default, deserialize_with = "lenient_string", skip_serializing_if = "String::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "lenient_string",
+        skip_serializing_if = "String::is_empty"
+    )]
     pub description: String,
     /// sha256 (hex) of the tarball; empty in very old indexes, in which case nothing is verified.
-    #[serde(default, deserialize_with = "lenient_string", skip_serializing_if = "String::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "lenient_string",
+        skip_serializing_if = "String::is_empty"
+    )]
     pub digest: String,
-    #[serde(default, deserialize_with = "null_default", skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "null_default",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub maintainers: Vec<Maintainer>,
     #[serde(default, deserialize_with = "lenient_string")]
     pub name: String,
     #[serde(default, deserialize_with = "lenient_string")]
     pub operator_version: String,
     /// Withdrawn versions stay listed (indexes are append-only) but are never resolved.
-    #[serde(default, deserialize_with = "null_default", skip_serializing_if = "std::ops::Not::not")]
+    #[serde(
+        default,
+        deserialize_with = "null_default",
+        skip_serializing_if = "std::ops::Not::not"
+    )]
     pub removed: bool,
     /// Download locations, tried in order; relative ones are resolved against the repository URL.
     #[serde(default, deserialize_with = "null_default")]
@@ -65,7 +93,10 @@ impl PackageVersion {
             maintainers: o
                 .maintainers
                 .iter()
-                .map(|m| Maintainer { email: m.email.clone(), name: m.name.clone() })
+                .map(|m| Maintainer {
+                    email: m.email.clone(),
+                    name: m.name.clone(),
+                })
                 .collect(),
             name: o.name.clone(),
             operator_version: o.operator_version.clone(),
@@ -100,7 +131,11 @@ pub struct IndexFile {
     #[serde(default, deserialize_with = "null_default")]
     pub entries: BTreeMap<String, Vec<PackageVersion>>,
     /// RFC 3339 time the index was written.
-    #[serde(default, deserialize_with = "lenient_opt_string", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient_opt_string",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub generated: Option<String>,
 }
 
@@ -121,17 +156,28 @@ impl VersionFilter<'_> {
 impl IndexFile {
     /// An empty index stamped with `generated`.
     pub fn new(generated: Option<String>) -> IndexFile {
-        IndexFile { api_version: INDEX_API_VERSION.into(), entries: BTreeMap::new(), generated }
+        IndexFile {
+            api_version: INDEX_API_VERSION.into(),
+            entries: BTreeMap::new(),
+            generated,
+        }
     }
 
     /// Parses and validates an index, then sorts it. `what` names the source in errors.
     pub fn parse(data: &[u8], what: &str) -> Result<IndexFile, RepoError> {
-        let text = std::str::from_utf8(data)
-            .map_err(|_| RepoError::Parse { what: what.into(), message: "not UTF-8 text".into() })?;
-        let mut index: IndexFile = serde_saphyr::from_str(text)
-            .map_err(|e| RepoError::Parse { what: what.into(), message: e.to_string() })?;
+        let text = std::str::from_utf8(data).map_err(|_| RepoError::Parse {
+            what: what.into(),
+            message: "not UTF-8 text".into(),
+        })?;
+        let mut index: IndexFile = serde_saphyr::from_str(text).map_err(|e| RepoError::Parse {
+            what: what.into(),
+            message: e.to_string(),
+        })?;
         if index.api_version.is_empty() {
-            return Err(RepoError::Parse { what: what.into(), message: "no API version specified".into() });
+            return Err(RepoError::Parse {
+                what: what.into(),
+                message: "no API version specified".into(),
+            });
         }
         for (name, versions) in &mut index.entries {
             for pv in versions.iter_mut() {
@@ -154,8 +200,10 @@ impl IndexFile {
     pub fn to_yaml(&self) -> Result<String, RepoError> {
         let mut sorted = self.clone();
         sorted.sort();
-        serde_saphyr::to_string(&sorted)
-            .map_err(|e| RepoError::Parse { what: "index".into(), message: e.to_string() })
+        serde_saphyr::to_string(&sorted).map_err(|e| RepoError::Parse {
+            what: "index".into(),
+            message: e.to_string(),
+        })
     }
 
     /// Sorts every operator's versions newest first (see [`compare_versions`]).
@@ -168,7 +216,10 @@ impl IndexFile {
     /// Adds an entry; refuses a second entry with the same name, app and operator version.
     pub fn add(&mut self, pv: PackageVersion) -> Result<(), RepoError> {
         if pv.operator_version.is_empty() {
-            return Err(RepoError::Config(format!("operator '{}' is missing an operatorVersion", pv.name)));
+            return Err(RepoError::Config(format!(
+                "operator '{}' is missing an operatorVersion",
+                pv.name
+            )));
         }
         let versions = self.entries.entry(pv.name.clone()).or_default();
         if versions.iter().any(|v| v.same_version(&pv)) {
@@ -203,20 +254,27 @@ impl IndexFile {
             .get(name)
             .filter(|v| !v.is_empty())
             .ok_or_else(|| RepoError::NotFound(format!("no operator found for: {name}")))?;
-        versions.iter().filter(|pv| !pv.removed).find(|pv| filter.matches(pv)).ok_or_else(|| {
-            let mut wanted = Vec::new();
-            if let Some(a) = filter.app_version.filter(|a| !a.is_empty()) {
-                wanted.push(format!("app version {a}"));
-            }
-            if let Some(o) = filter.operator_version.filter(|o| !o.is_empty()) {
-                wanted.push(format!("operator version {o}"));
-            }
-            if wanted.is_empty() {
-                RepoError::NotFound(format!("no operator version found for {name}"))
-            } else {
-                RepoError::NotFound(format!("no operator version found for {name} with {}", wanted.join(" and ")))
-            }
-        })
+        versions
+            .iter()
+            .filter(|pv| !pv.removed)
+            .find(|pv| filter.matches(pv))
+            .ok_or_else(|| {
+                let mut wanted = Vec::new();
+                if let Some(a) = filter.app_version.filter(|a| !a.is_empty()) {
+                    wanted.push(format!("app version {a}"));
+                }
+                if let Some(o) = filter.operator_version.filter(|o| !o.is_empty()) {
+                    wanted.push(format!("operator version {o}"));
+                }
+                if wanted.is_empty() {
+                    RepoError::NotFound(format!("no operator version found for {name}"))
+                } else {
+                    RepoError::NotFound(format!(
+                        "no operator version found for {name} with {}",
+                        wanted.join(" and ")
+                    ))
+                }
+            })
     }
 
     /// Operators whose name contains `criteria`: the newest version of each, or every version with
@@ -254,17 +312,26 @@ impl IndexFile {
             }
         }
         if archives.is_empty() {
-            return Err(RepoError::NotFound(format!("no packages discovered in {}", dir.display())));
+            return Err(RepoError::NotFound(format!(
+                "no packages discovered in {}",
+                dir.display()
+            )));
         }
         archives.sort();
-        let mut base = base_url.filter(|u| !u.is_empty()).unwrap_or(DEFAULT_INDEX_URL).to_string();
+        let mut base = base_url
+            .filter(|u| !u.is_empty())
+            .unwrap_or(DEFAULT_INDEX_URL)
+            .to_string();
         if !base.ends_with('/') {
             base.push('/');
         }
         let mut index = IndexFile::new(generated);
         let mut warnings = Vec::new();
         for path in archives {
-            let file_name = path.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+            let file_name = path
+                .file_name()
+                .map(|f| f.to_string_lossy().into_owned())
+                .unwrap_or_default();
             let meta = std::fs::metadata(&path).map_err(|e| RepoError::io(&path, e))?;
             if meta.len() > crate::fetch::DEFAULT_MAX_PACKAGE_BYTES {
                 warnings.push(format!(
@@ -305,7 +372,11 @@ pub fn verify_digest(data: &[u8], expected: &str, url: &str) -> Result<(), RepoE
     if actual.eq_ignore_ascii_case(expected.trim()) {
         Ok(())
     } else {
-        Err(RepoError::Digest { url: url.into(), expected: expected.into(), actual })
+        Err(RepoError::Digest {
+            url: url.into(),
+            expected: expected.into(),
+            actual,
+        })
     }
 }
 
@@ -324,7 +395,12 @@ pub fn lenient_semver(s: &str) -> Option<semver::Version> {
     let cut = s.find(['-', '+']).unwrap_or(s.len());
     let (core, rest) = s.split_at(cut);
     let parts: Vec<&str> = core.split('.').collect();
-    if parts.is_empty() || parts.len() > 3 || parts.iter().any(|p| p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit())) {
+    if parts.is_empty()
+        || parts.len() > 3
+        || parts
+            .iter()
+            .any(|p| p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit()))
+    {
         return None;
     }
     let mut padded: Vec<&str> = parts.clone();
@@ -347,7 +423,8 @@ fn compare_semver(a: &str, b: &str) -> Ordering {
 /// The index order: descending by `appVersion`, then by `operatorVersion` (semver; unparsable
 /// versions last).
 pub fn compare_versions(a: &PackageVersion, b: &PackageVersion) -> Ordering {
-    compare_semver(&a.app_version, &b.app_version).then_with(|| compare_semver(&a.operator_version, &b.operator_version))
+    compare_semver(&a.app_version, &b.app_version)
+        .then_with(|| compare_semver(&a.operator_version, &b.operator_version))
 }
 
 /// Any YAML scalar as a string (`operatorVersion: 1.0` is the string "1.0"); `null` is "".
@@ -358,7 +435,11 @@ fn lenient_string<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
 
 fn lenient_opt_string<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
     let v = serde_json::Value::deserialize(d)?;
-    if v.is_null() { Ok(None) } else { scalar(&v).map(Some).map_err(serde::de::Error::custom) }
+    if v.is_null() {
+        Ok(None)
+    } else {
+        scalar(&v).map(Some).map_err(serde::de::Error::custom)
+    }
 }
 
 fn scalar(v: &serde_json::Value) -> Result<String, String> {
@@ -436,12 +517,21 @@ generated: "2019-09-12T15:04:34.675941-05:00"
     #[test]
     fn unparsable_versions_sort_last() {
         let mut idx = IndexFile::new(None);
-        for (a, o) in [("latest", "1.0.0"), ("2.0", "0.1.0"), ("", "0.3.0"), ("2.0", "garbage"), ("2.0", "0.9.0")] {
+        for (a, o) in [
+            ("latest", "1.0.0"),
+            ("2.0", "0.1.0"),
+            ("", "0.3.0"),
+            ("2.0", "garbage"),
+            ("2.0", "0.9.0"),
+        ] {
             idx.add(pv("x", a, o)).unwrap();
         }
         let order: Vec<_> = idx.entries["x"].iter().map(|p| p.version_label()).collect();
         // "latest" and "" are both unparsable app versions, so the operator version decides.
-        assert_eq!(order, ["2.0_0.9.0", "2.0_0.1.0", "2.0_garbage", "latest_1.0.0", "0.3.0"]);
+        assert_eq!(
+            order,
+            ["2.0_0.9.0", "2.0_0.1.0", "2.0_garbage", "latest_1.0.0", "0.3.0"]
+        );
     }
 
     #[test]
@@ -458,7 +548,15 @@ generated: "2019-09-12T15:04:34.675941-05:00"
     fn serialise_round_trips_with_kudo_field_names() {
         let idx = IndexFile::parse(SAMPLE.as_bytes(), "sample").unwrap();
         let text = idx.to_yaml().unwrap();
-        for key in ["apiVersion: v1", "operatorVersion:", "appVersion:", "urls:", "removed: true", "digest:", "generated:"] {
+        for key in [
+            "apiVersion: v1",
+            "operatorVersion:",
+            "appVersion:",
+            "urls:",
+            "removed: true",
+            "digest:",
+            "generated:",
+        ] {
             assert!(text.contains(key), "{key} missing in\n{text}");
         }
         assert!(!text.contains("removed: false"), "{text}");
@@ -470,14 +568,29 @@ generated: "2019-09-12T15:04:34.675941-05:00"
         let idx = IndexFile::parse(SAMPLE.as_bytes(), "sample").unwrap();
         let any = VersionFilter::default();
         assert_eq!(idx.find("mysql", any).unwrap().operator_version, "0.2.0");
-        let f = VersionFilter { app_version: Some("5.7"), operator_version: None };
+        let f = VersionFilter {
+            app_version: Some("5.7"),
+            operator_version: None,
+        };
         assert_eq!(idx.find("mysql", f).unwrap().operator_version, "0.1.0");
-        let f = VersionFilter { app_version: Some(""), operator_version: Some("0.1.0") };
+        let f = VersionFilter {
+            app_version: Some(""),
+            operator_version: Some("0.1.0"),
+        };
         assert_eq!(idx.find("mysql", f).unwrap().app_version, "5.7");
-        let f = VersionFilter { app_version: Some("8.0"), operator_version: Some("0.10.0") };
+        let f = VersionFilter {
+            app_version: Some("8.0"),
+            operator_version: Some("0.10.0"),
+        };
         let e = idx.find("mysql", f).unwrap_err().to_string();
-        assert_eq!(e, "no operator version found for mysql with app version 8.0 and operator version 0.10.0");
-        assert_eq!(idx.find("nope", any).unwrap_err().to_string(), "no operator found for: nope");
+        assert_eq!(
+            e,
+            "no operator version found for mysql with app version 8.0 and operator version 0.10.0"
+        );
+        assert_eq!(
+            idx.find("nope", any).unwrap_err().to_string(),
+            "no operator found for: nope"
+        );
     }
 
     #[test]
@@ -498,9 +611,17 @@ generated: "2019-09-12T15:04:34.675941-05:00"
     #[test]
     fn search_is_a_substring_match() {
         let idx = IndexFile::parse(SAMPLE.as_bytes(), "sample").unwrap();
-        let names: Vec<_> = idx.search("sq", false).iter().map(|p| p.version_label()).collect();
+        let names: Vec<_> = idx
+            .search("sq", false)
+            .iter()
+            .map(|p| p.version_label())
+            .collect();
         assert_eq!(names, ["8.0_0.2.0"]);
-        let all: Vec<_> = idx.search("", true).iter().map(|p| format!("{} {}", p.name, p.version_label())).collect();
+        let all: Vec<_> = idx
+            .search("", true)
+            .iter()
+            .map(|p| format!("{} {}", p.name, p.version_label()))
+            .collect();
         assert_eq!(all, ["kafka 1.0", "mysql 8.0_0.2.0", "mysql 5.7_0.1.0"]);
         assert!(idx.search("zzz", true).is_empty());
     }

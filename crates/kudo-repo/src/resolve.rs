@@ -47,7 +47,11 @@ fn is_http(arg: &str) -> bool {
 }
 
 /// Resolves `req` using the repositories configured under `home`.
-pub fn resolve(home: &Path, req: Request<'_>, fetcher: &Fetcher) -> Result<(kudo_package::Package, Source), RepoError> {
+pub fn resolve(
+    home: &Path,
+    req: Request<'_>,
+    fetcher: &Fetcher,
+) -> Result<(kudo_package::Package, Source), RepoError> {
     let arg = req.name_or_path;
     if arg.is_empty() {
         return Err(RepoError::Config("no package given".into()));
@@ -72,9 +76,15 @@ pub fn resolve(home: &Path, req: Request<'_>, fetcher: &Fetcher) -> Result<(kudo
     let base = Location::parse(&entry.url)?;
     let index = fetcher.index(&base).map_err(|e| match e {
         RepoError::Parse { .. } | RepoError::TooLarge { .. } => e,
-        other => RepoError::NotFound(format!("cannot read the index of repository {:?}: {other}", entry.name)),
+        other => RepoError::NotFound(format!(
+            "cannot read the index of repository {:?}: {other}",
+            entry.name
+        )),
     })?;
-    let filter = VersionFilter { app_version: req.app_version, operator_version: req.operator_version };
+    let filter = VersionFilter {
+        app_version: req.app_version,
+        operator_version: req.operator_version,
+    };
     let pv = index.find(arg, filter).map_err(|e| match e {
         RepoError::NotFound(m) => RepoError::NotFound(format!("{m} in repository {:?}", entry.name)),
         other => other,
@@ -87,5 +97,11 @@ pub fn resolve(home: &Path, req: Request<'_>, fetcher: &Fetcher) -> Result<(kudo
             pkg.operator.name, pkg.operator.operator_version, entry.name, pv.name, pv.operator_version
         )));
     }
-    Ok((pkg, Source::Repository { repo: entry.name.clone(), url: from }))
+    Ok((
+        pkg,
+        Source::Repository {
+            repo: entry.name.clone(),
+            url: from,
+        },
+    ))
 }

@@ -60,12 +60,20 @@ fn serve(dir: PathBuf) -> String {
                     break;
                 }
             }
-            let path = request_line.split_whitespace().nth(1).unwrap_or("/").trim_start_matches('/').to_string();
+            let path = request_line
+                .split_whitespace()
+                .nth(1)
+                .unwrap_or("/")
+                .trim_start_matches('/')
+                .to_string();
             let (status, body) = match std::fs::read(dir.join(&path)) {
                 Ok(b) if !path.contains("..") => ("200 OK", b),
                 _ => ("404 Not Found", b"not found".to_vec()),
             };
-            let head = format!("HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len());
+            let head = format!(
+                "HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                body.len()
+            );
             let _ = stream.write_all(head.as_bytes());
             let _ = stream.write_all(&body);
         }
@@ -75,9 +83,17 @@ fn serve(dir: PathBuf) -> String {
 
 fn home_with(repos: &[(&str, &str)]) -> tempfile::TempDir {
     let home = tempfile::tempdir().unwrap();
-    let mut cfg = RepositoryConfig { repo_version: "v1".into(), context: repos[0].0.into(), repositories: vec![] };
+    let mut cfg = RepositoryConfig {
+        repo_version: "v1".into(),
+        context: repos[0].0.into(),
+        repositories: vec![],
+    };
     for (name, url) in repos {
-        cfg.add(RepoEntry { name: (*name).into(), url: (*url).into() }).unwrap();
+        cfg.add(RepoEntry {
+            name: (*name).into(),
+            url: (*url).into(),
+        })
+        .unwrap();
     }
     cfg.save(home.path()).unwrap();
     home
@@ -90,7 +106,10 @@ fn write_index(dir: &Path, url: &str) {
 }
 
 fn req(name: &str) -> Request<'_> {
-    Request { name_or_path: name, ..Default::default() }
+    Request {
+        name_or_path: name,
+        ..Default::default()
+    }
 }
 
 #[test]
@@ -106,16 +125,39 @@ fn resolves_newest_and_filtered_versions_from_a_file_repository() {
 
     let (pkg, src) = resolve(home.path(), req("first-operator"), &f).unwrap();
     assert_eq!(pkg.operator.operator_version, "0.10.0");
-    assert!(matches!(src, Source::Repository { ref repo, .. } if repo == "local"), "{src:?}");
-    let r = Request { operator_version: Some("0.2.0"), ..req("first-operator") };
-    assert_eq!(resolve(home.path(), r, &f).unwrap().0.operator.operator_version, "0.2.0");
-    let r = Request { app_version: Some("0.0.1"), ..req("first-operator") };
+    assert!(
+        matches!(src, Source::Repository { ref repo, .. } if repo == "local"),
+        "{src:?}"
+    );
+    let r = Request {
+        operator_version: Some("0.2.0"),
+        ..req("first-operator")
+    };
+    assert_eq!(
+        resolve(home.path(), r, &f).unwrap().0.operator.operator_version,
+        "0.2.0"
+    );
+    let r = Request {
+        app_version: Some("0.0.1"),
+        ..req("first-operator")
+    };
     let e = resolve(home.path(), r, &f).unwrap_err().to_string();
-    assert!(e.contains("no operator version found for first-operator with app version 0.0.1"), "{e}");
+    assert!(
+        e.contains("no operator version found for first-operator with app version 0.0.1"),
+        "{e}"
+    );
     let e = resolve(home.path(), req("kafka"), &f).unwrap_err().to_string();
     assert!(e.contains("no operator found for: kafka"), "{e}");
-    let r = Request { repo: Some("other"), ..req("galera") };
-    assert!(resolve(home.path(), r, &f).unwrap_err().to_string().contains("no repo named \"other\""));
+    let r = Request {
+        repo: Some("other"),
+        ..req("galera")
+    };
+    assert!(
+        resolve(home.path(), r, &f)
+            .unwrap_err()
+            .to_string()
+            .contains("no repo named \"other\"")
+    );
 }
 
 #[test]
@@ -128,7 +170,9 @@ fn a_tampered_tarball_is_refused() {
     let wp = tarball(other.path(), "wordpress", None);
     std::fs::copy(wp, &tgz).unwrap();
     let home = home_with(&[("local", &repo.path().display().to_string())]);
-    let e = resolve(home.path(), req("galera"), &Fetcher::default()).unwrap_err().to_string();
+    let e = resolve(home.path(), req("galera"), &Fetcher::default())
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("digest mismatch"), "{e}");
 }
 
@@ -142,7 +186,10 @@ fn resolves_over_http_with_relative_and_absolute_urls() {
     let f = Fetcher::default();
     let (pkg, src) = resolve(home.path(), req("wordpress"), &f).unwrap();
     assert_eq!(pkg.operator.name, "wordpress");
-    assert!(matches!(src, Source::Repository { ref url, .. } if url.starts_with("http://127.0.0.1:")), "{src:?}");
+    assert!(
+        matches!(src, Source::Repository { ref url, .. } if url.starts_with("http://127.0.0.1:")),
+        "{src:?}"
+    );
 
     // A direct URL to a tarball.
     let direct = format!("{base}/{}", pkg.tarball_name());
@@ -151,13 +198,17 @@ fn resolves_over_http_with_relative_and_absolute_urls() {
     assert_eq!(src, Source::Url(direct));
 
     // 404 is reported with the URL.
-    let e = resolve(home.path(), req(&format!("{base}/missing.tgz")), &f).unwrap_err().to_string();
+    let e = resolve(home.path(), req(&format!("{base}/missing.tgz")), &f)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("missing.tgz") && e.contains("404"), "{e}");
 
     // Download limits apply to HTTP bodies too.
     let mut small = Fetcher::default();
     small.max_package_bytes = 100;
-    let e = resolve(home.path(), req("wordpress"), &small).unwrap_err().to_string();
+    let e = resolve(home.path(), req("wordpress"), &small)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("larger than the limit"), "{e}");
 }
 
@@ -171,8 +222,17 @@ fn local_paths_come_first_and_bare_names_are_not_paths() {
     assert_eq!(pkg.operator.name, "galera");
     assert!(matches!(src, Source::Local(_)));
     let dir_arg = examples().join("first-operator");
-    assert_eq!(resolve(home.path(), req(dir_arg.to_str().unwrap()), &f).unwrap().0.operator.name, "first-operator");
-    let e = resolve(home.path(), req("./does-not-exist"), &f).unwrap_err().to_string();
+    assert_eq!(
+        resolve(home.path(), req(dir_arg.to_str().unwrap()), &f)
+            .unwrap()
+            .0
+            .operator
+            .name,
+        "first-operator"
+    );
+    let e = resolve(home.path(), req("./does-not-exist"), &f)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("not found"), "{e}");
     // A bare name goes to the repository, whose index cannot be read here.
     let e = resolve(home.path(), req("galera"), &f).unwrap_err().to_string();

@@ -147,7 +147,7 @@ async fn install_crds(client: &kube::Client) -> Result<()> {
     Ok(())
 }
 
-async fn wait_for_signal() {
+pub async fn wait_for_signal() {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};

@@ -20,8 +20,8 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, anyhow, bail};
 use clap::{Args, Subcommand};
-use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, LogParams};
 use kube::Client;
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, LogParams};
 use serde_json::{Value, json};
 
 use super::cluster::{ClusterOpts, KudoKind, connect};
@@ -40,7 +40,9 @@ pub struct DiagnosticsArgs {
 #[derive(Subcommand, Debug)]
 pub enum DiagnosticsCommand {
     /// Collect the objects and logs of an Instance (and its child Instances) and of the KUDO manager.
-    #[command(after_help = "Examples:\n  kubectl kudo diagnostics collect --instance galera-instance\n  kubectl kudo diagnostics collect --instance db -O /tmp/db-diag --log-since 1h")]
+    #[command(
+        after_help = "Examples:\n  kubectl kudo diagnostics collect --instance galera-instance\n  kubectl kudo diagnostics collect --instance db -O /tmp/db-diag --log-since 1h"
+    )]
     Collect(CollectArgs),
 }
 
@@ -71,13 +73,19 @@ fn parse_duration_seconds(s: &str) -> Result<i64, String> {
         return Err("empty duration".into());
     }
     while !rest.is_empty() {
-        let num_end = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(rest.len());
+        let num_end = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
         if num_end == 0 {
             return Err(format!("invalid duration {s:?}: expected a number"));
         }
-        let n: f64 = rest[..num_end].parse().map_err(|_| format!("invalid duration {s:?}"))?;
+        let n: f64 = rest[..num_end]
+            .parse()
+            .map_err(|_| format!("invalid duration {s:?}"))?;
         rest = &rest[num_end..];
-        let unit_end = rest.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len());
+        let unit_end = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
         let factor = match &rest[..unit_end] {
             "h" => 3600.0,
             "m" => 60.0,
@@ -140,13 +148,21 @@ fn listed_kinds() -> Vec<ApiResource> {
 fn cluster_kinds() -> Vec<ApiResource> {
     vec![
         res("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles"),
-        res("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings"),
+        res(
+            "rbac.authorization.k8s.io",
+            "v1",
+            "ClusterRoleBinding",
+            "clusterrolebindings",
+        ),
     ]
 }
 
 /// A dynamic object as a full manifest (list items come back without apiVersion/kind).
 fn manifest(mut obj: DynamicObject, r: &ApiResource) -> Result<Value> {
-    obj.types = Some(kube::api::TypeMeta { api_version: r.api_version.clone(), kind: r.kind.clone() });
+    obj.types = Some(kube::api::TypeMeta {
+        api_version: r.api_version.clone(),
+        kind: r.kind.clone(),
+    });
     Ok(serde_json::to_value(obj)?)
 }
 
@@ -154,7 +170,12 @@ fn list_value(items: Vec<Value>, r: &ApiResource) -> Value {
     json!({"apiVersion": r.api_version, "kind": format!("{}List", r.kind), "items": items})
 }
 
-async fn list(client: &Client, ns: Option<&str>, r: &ApiResource, selector: Option<&str>) -> Result<Vec<DynamicObject>> {
+async fn list(
+    client: &Client,
+    ns: Option<&str>,
+    r: &ApiResource,
+    selector: Option<&str>,
+) -> Result<Vec<DynamicObject>> {
     let api: Api<DynamicObject> = match ns {
         Some(ns) => Api::namespaced_with(client.clone(), ns, r),
         None => Api::all_with(client.clone(), r),
@@ -163,7 +184,11 @@ async fn list(client: &Client, ns: Option<&str>, r: &ApiResource, selector: Opti
     if let Some(s) = selector {
         lp = lp.labels(s);
     }
-    Ok(api.list(&lp).await.map_err(|e| anyhow!("listing {}: {e}", r.plural))?.items)
+    Ok(api
+        .list(&lp)
+        .await
+        .map_err(|e| anyhow!("listing {}: {e}", r.plural))?
+        .items)
 }
 
 async fn get(client: &Client, ns: &str, r: &ApiResource, name: &str) -> Result<DynamicObject> {
@@ -199,8 +224,14 @@ async fn collect_workloads(
         match list(client, namespaced.then_some(ns), &r, selector).await {
             Ok(items) if items.is_empty() => {}
             Ok(items) => {
-                let values = items.into_iter().map(|o| manifest(o, &r)).collect::<Result<Vec<_>>>()?;
-                w.yaml(dir.join(format!("{kind_lower}list.yaml")), &list_value(values, &r))?;
+                let values = items
+                    .into_iter()
+                    .map(|o| manifest(o, &r))
+                    .collect::<Result<Vec<_>>>()?;
+                w.yaml(
+                    dir.join(format!("{kind_lower}list.yaml")),
+                    &list_value(values, &r),
+                )?;
             }
             Err(e) => w.error(dir.join(format!("{kind_lower}.err")), &e)?,
         }
@@ -218,14 +249,25 @@ async fn collect_workloads(
             .data
             .pointer("/spec/containers")
             .and_then(Value::as_array)
-            .map(|cs| cs.iter().filter_map(|c| c["name"].as_str().map(String::from)).collect())
+            .map(|cs| {
+                cs.iter()
+                    .filter_map(|c| c["name"].as_str().map(String::from))
+                    .collect()
+            })
             .unwrap_or_default();
         w.yaml(pod_dir.join(format!("{name}.yaml")), &manifest(pod, &pod_res)?)?;
         for c in containers {
-            let lp = LogParams { container: Some(c.clone()), since_seconds: log_since, ..Default::default() };
+            let lp = LogParams {
+                container: Some(c.clone()),
+                since_seconds: log_since,
+                ..Default::default()
+            };
             match pod_api.logs(&name, &lp).await {
                 Ok(text) => w.write(&pod_dir.join(format!("{c}.log.gz")), &gzip(text.as_bytes())?)?,
-                Err(e) => w.error(pod_dir.join(format!("{c}.log.err")), &anyhow!("logs of {ns}/{name} container {c}: {e}"))?,
+                Err(e) => w.error(
+                    pod_dir.join(format!("{c}.log.err")),
+                    &anyhow!("logs of {ns}/{name} container {c}: {e}"),
+                )?,
             }
         }
     }
@@ -276,7 +318,12 @@ async fn collect_instance(
             return Err(e);
         }
     };
-    let op_name = ov.data.pointer("/spec/operator/name").and_then(Value::as_str).unwrap_or_default().to_string();
+    let op_name = ov
+        .data
+        .pointer("/spec/operator/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
     let op = match get(client, ns, &op_res, &op_name).await {
         Ok(o) => o,
         Err(e) => {
@@ -288,8 +335,16 @@ async fn collect_instance(
     let inst_dir = op_dir.join(format!("instance_{instance_name}"));
     let inst_uid = instance.metadata.uid.clone();
     w.yaml(op_dir.join(format!("{op_name}.yaml")), &manifest(op, &op_res)?)?;
-    w.yaml(op_dir.join(format!("operatorversion_{ov_name}")).join(format!("{ov_name}.yaml")), &manifest(ov, &ov_res)?)?;
-    w.yaml(inst_dir.join(format!("{instance_name}.yaml")), &manifest(instance, &inst_res)?)?;
+    w.yaml(
+        op_dir
+            .join(format!("operatorversion_{ov_name}"))
+            .join(format!("{ov_name}.yaml")),
+        &manifest(ov, &ov_res)?,
+    )?;
+    w.yaml(
+        inst_dir.join(format!("{instance_name}.yaml")),
+        &manifest(instance, &inst_res)?,
+    )?;
 
     let selector = format!("{INSTANCE_LABEL}={instance_name}");
     collect_workloads(w, client, ns, Some(&selector), &inst_dir, true, log_since).await?;
@@ -300,7 +355,9 @@ async fn collect_instance(
             .into_iter()
             .filter(|i| {
                 i.metadata.owner_references.iter().flatten().any(|o| {
-                    o.kind == "Instance" && o.name == instance_name && inst_uid.as_ref().is_none_or(|u| &o.uid == u)
+                    o.kind == "Instance"
+                        && o.name == instance_name
+                        && inst_uid.as_ref().is_none_or(|u| &o.uid == u)
                 })
             })
             .map(|i| name_of(&i))
@@ -322,11 +379,17 @@ async fn collect_instance(
 async fn collect(opts: &ClusterOpts, args: CollectArgs) -> Result<ExitCode> {
     let root = args.output_directory.clone();
     if root.exists() {
-        bail!("output directory {} already exists: choose another with -O", root.display());
+        bail!(
+            "output directory {} already exists: choose another with -O",
+            root.display()
+        );
     }
     let cluster = connect(opts).await?;
     std::fs::create_dir_all(&root).with_context(|| format!("cannot create {}", root.display()))?;
-    let mut w = Writer { root: root.clone(), errors: Vec::new() };
+    let mut w = Writer {
+        root: root.clone(),
+        errors: Vec::new(),
+    };
     let client = cluster.client.clone();
     let ns = cluster.namespace.clone();
 
@@ -355,12 +418,26 @@ async fn collect(opts: &ClusterOpts, args: CollectArgs) -> Result<ExitCode> {
     let ns_res = res("", "v1", "Namespace", "namespaces");
     let kudo_ns: Api<DynamicObject> = Api::all_with(client.clone(), &ns_res);
     match kudo_ns.get_opt(KUDO_NAMESPACE).await {
-        Ok(Some(_)) => collect_workloads(&mut w, &client, KUDO_NAMESPACE, None, &kudo_dir, false, args.log_since).await?,
+        Ok(Some(_)) => {
+            collect_workloads(
+                &mut w,
+                &client,
+                KUDO_NAMESPACE,
+                None,
+                &kudo_dir,
+                false,
+                args.log_since,
+            )
+            .await?
+        }
         Ok(None) => w.error(
             kudo_dir.join("namespace.err"),
             &anyhow!("namespace {KUDO_NAMESPACE} not found: is KUDO installed? (`kubectl kudo init`)"),
         )?,
-        Err(e) => w.error(kudo_dir.join("namespace.err"), &anyhow!("namespace {KUDO_NAMESPACE}: {e}"))?,
+        Err(e) => w.error(
+            kudo_dir.join("namespace.err"),
+            &anyhow!("namespace {KUDO_NAMESPACE}: {e}"),
+        )?,
     }
 
     println!("Diagnostics written to {}", root.display());

@@ -5,6 +5,7 @@ pub mod dev;
 pub mod get;
 pub mod init;
 pub mod instance;
+pub mod manager;
 pub mod package;
 pub mod plan;
 pub mod repo;

@@ -78,12 +78,26 @@ fn local_offset() -> chrono::FixedOffset {
     *chrono::Local::now().offset()
 }
 
-/// True when the plan shown live has finished (or nothing ever ran).
+/// The manager's verdict on a change it refused to run (condition `ChangeAccepted=False`).
+fn denied_change(instance: &Instance) -> Option<String> {
+    let status = instance.status.as_ref()?;
+    status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "ChangeAccepted" && c.status == "False")
+        .map(|c| c.message.clone())
+}
+
+/// True when the plan shown live has finished, or the manager refused the change. An Instance on
+/// which no plan ran yet is not settled: the manager may not have picked it up yet.
 fn settled(instance: &Instance) -> bool {
+    if denied_change(instance).is_some() {
+        return true;
+    }
     if !instance.spec.plan_execution.plan_name.is_empty() {
         return false;
     }
-    plan_status::last_executed_plan(instance).is_none_or(|p| p.status.is_terminal())
+    plan_status::last_executed_plan(instance).is_some_and(|p| p.status.is_terminal())
 }
 
 pub async fn run(opts: &ClusterOpts, args: PlanArgs) -> Result<ExitCode> {
@@ -159,6 +173,10 @@ pub async fn status_wait(cluster: &Cluster, name: &str, timeout: Duration) -> Re
         if done {
             if !tty {
                 print!("{text}");
+            }
+            if let Some(msg) = denied_change(&inst) {
+                eprintln!("the manager refused the change: {msg}");
+                return Ok(ExitCode::from(1));
             }
             let failed = plan_status::last_executed_plan(&inst).is_some_and(|p| !p.status.is_finished());
             return Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS });

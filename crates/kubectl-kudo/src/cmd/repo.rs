@@ -24,7 +24,9 @@ pub struct RepoArgs {
 #[derive(Subcommand, Debug)]
 pub enum RepoCommand {
     /// Add an operator repository (checks that URL serves a valid index.yaml).
-    #[command(after_help = "Examples:\n  kubectl kudo repo add local file:///srv/operators\n  kubectl kudo repo add mine https://example.org/operators/v1")]
+    #[command(
+        after_help = "Examples:\n  kubectl kudo repo add local file:///srv/operators\n  kubectl kudo repo add mine https://example.org/operators/v1"
+    )]
     Add(AddArgs),
     /// Remove operator repositories.
     #[command(visible_alias = "rm")]
@@ -34,7 +36,9 @@ pub enum RepoCommand {
     /// Set the repository used when no --repo is given.
     Context(ContextArgs),
     /// Build DIR/index.yaml from the package tarballs in DIR.
-    #[command(after_help = "Examples:\n  kubectl kudo repo index ./repo --url https://example.org/operators/v1\n  kubectl kudo repo index ./repo --merge https://example.org/operators/v1/index.yaml --overwrite")]
+    #[command(
+        after_help = "Examples:\n  kubectl kudo repo index ./repo --url https://example.org/operators/v1\n  kubectl kudo repo index ./repo --merge https://example.org/operators/v1/index.yaml --overwrite"
+    )]
     Index(IndexArgs),
 }
 
@@ -84,7 +88,10 @@ pub struct IndexArgs {
 }
 
 /// `kubectl kudo search`.
-#[allow(dead_code, reason = "wired into main.rs/instance.rs by the lead; see docs/cli.md")]
+#[allow(
+    dead_code,
+    reason = "wired into main.rs/instance.rs by the lead; see docs/cli.md"
+)]
 #[derive(Args, Debug)]
 #[command(after_help = "Examples:\n  kubectl kudo search kafka\n  kubectl kudo search --repo local -a")]
 pub struct SearchArgs {
@@ -99,7 +106,10 @@ pub struct SearchArgs {
 }
 
 /// The flags `install`, `upgrade` and `package list …` use to pick a package from a repository.
-#[allow(dead_code, reason = "wired into main.rs/instance.rs by the lead; see docs/cli.md")]
+#[allow(
+    dead_code,
+    reason = "wired into main.rs/instance.rs by the lead; see docs/cli.md"
+)]
 #[derive(Args, Debug, Clone, Default)]
 pub struct PackageSourceOpts {
     /// Repository to take the package from (default: the current context).
@@ -114,7 +124,10 @@ pub struct PackageSourceOpts {
 }
 
 /// `kubectl kudo completion SHELL`.
-#[allow(dead_code, reason = "wired into main.rs/instance.rs by the lead; see docs/cli.md")]
+#[allow(
+    dead_code,
+    reason = "wired into main.rs/instance.rs by the lead; see docs/cli.md"
+)]
 #[derive(Args, Debug)]
 pub struct CompletionArgs {
     /// The shell to generate the completion script for.
@@ -123,7 +136,11 @@ pub struct CompletionArgs {
 }
 
 fn fetcher(opts: &ClusterOpts) -> Fetcher {
-    if opts.request_timeout > 0 { Fetcher::new(Duration::from_secs(opts.request_timeout)) } else { Fetcher::default() }
+    if opts.request_timeout > 0 {
+        Fetcher::new(Duration::from_secs(opts.request_timeout))
+    } else {
+        Fetcher::default()
+    }
 }
 
 pub fn run(opts: &ClusterOpts, args: RepoArgs) -> Result<ExitCode> {
@@ -147,7 +164,11 @@ pub fn run(opts: &ClusterOpts, args: RepoArgs) -> Result<ExitCode> {
             let mut table = Table::new();
             table.row(["NAME", "URL"]);
             for r in &cfg.repositories {
-                let name = if r.name == cfg.context { format!("*{}", r.name) } else { r.name.clone() };
+                let name = if r.name == cfg.context {
+                    format!("*{}", r.name)
+                } else {
+                    r.name.clone()
+                };
                 table.row([name, r.url.clone()]);
             }
             println!("{}", table.render());
@@ -165,13 +186,19 @@ pub fn run(opts: &ClusterOpts, args: RepoArgs) -> Result<ExitCode> {
 
 fn add(opts: &ClusterOpts, home: &Path, a: AddArgs) -> Result<ExitCode> {
     let mut cfg = RepositoryConfig::load(home)?;
-    let entry = RepoEntry { name: a.name.clone(), url: a.url.clone() };
+    let entry = RepoEntry {
+        name: a.name.clone(),
+        url: a.url.clone(),
+    };
     // Fail on a duplicate name before any network traffic.
     cfg.clone().add(entry.clone())?;
     let base = Location::parse(&a.url)?;
     if !a.skip_check {
         fetcher(opts).index(&base).map_err(|e| {
-            anyhow::anyhow!("looks like {:?} is not a valid operator repository or cannot be reached: {e}", a.url)
+            anyhow::anyhow!(
+                "looks like {:?} is not a valid operator repository or cannot be reached: {e}",
+                a.url
+            )
         })?;
     }
     cfg.add(entry)?;
@@ -186,9 +213,16 @@ fn index(opts: &ClusterOpts, home: &Path, a: IndexArgs) -> Result<ExitCode> {
     }
     let target = a.dir.join(kudo_repo::index::INDEX_FILE);
     if target.exists() && !a.overwrite {
-        bail!("{} already exists: use --overwrite to replace it", target.display());
+        bail!(
+            "{} already exists: use --overwrite to replace it",
+            target.display()
+        );
     }
-    let cfg = if a.url_repo.is_some() || a.merge_repo.is_some() { Some(RepositoryConfig::load(home)?) } else { None };
+    let cfg = if a.url_repo.is_some() || a.merge_repo.is_some() {
+        Some(RepositoryConfig::load(home)?)
+    } else {
+        None
+    };
     let repo_url = |name: &str| -> Result<String> {
         let cfg = cfg.as_ref().expect("loaded when a repo flag is set");
         Ok(cfg.current(Some(name))?.url.clone())
@@ -209,17 +243,25 @@ fn index(opts: &ClusterOpts, home: &Path, a: IndexArgs) -> Result<ExitCode> {
         (None, None) => None,
     };
     if let Some(loc) = merge_from {
-        let other = fetcher(opts).index_file(&loc).with_context(|| format!("cannot merge {loc}"))?;
+        let other = fetcher(opts)
+            .index_file(&loc)
+            .with_context(|| format!("cannot merge {loc}"))?;
         idx.merge(&other);
     }
     std::fs::write(&target, idx.to_yaml()?).with_context(|| format!("cannot write {}", target.display()))?;
     let count: usize = idx.entries.values().map(Vec::len).sum();
-    println!("index {} written with {count} package version(s)", target.display());
+    println!(
+        "index {} written with {count} package version(s)",
+        target.display()
+    );
     Ok(ExitCode::SUCCESS)
 }
 
 /// `kubectl kudo search [CRITERIA]`: substring match on operator names in a repository index.
-#[allow(dead_code, reason = "wired into main.rs/instance.rs by the lead; see docs/cli.md")]
+#[allow(
+    dead_code,
+    reason = "wired into main.rs/instance.rs by the lead; see docs/cli.md"
+)]
 pub fn search(opts: &ClusterOpts, args: SearchArgs) -> Result<ExitCode> {
     let cfg = RepositoryConfig::load(&opts.home_dir())?;
     let entry = cfg.current(args.repo.as_deref())?;
@@ -236,7 +278,11 @@ pub fn search(opts: &ClusterOpts, args: SearchArgs) -> Result<ExitCode> {
     table.row(["Name", "Operator Version", "App Version"]);
     let mut previous = "";
     for pv in found {
-        let name = if pv.name == previous { String::new() } else { pv.name.clone() };
+        let name = if pv.name == previous {
+            String::new()
+        } else {
+            pv.name.clone()
+        };
         previous = &pv.name;
         table.row([name, pv.operator_version.clone(), pv.app_version.clone()]);
     }
@@ -249,7 +295,10 @@ pub fn search(opts: &ClusterOpts, args: SearchArgs) -> Result<ExitCode> {
 /// http(s) URL of a tarball, else the newest matching version in the `repo` (or current)
 /// repository's index, digest-checked. Blocking: call it before entering async work, or through
 /// `tokio::task::spawn_blocking`.
-#[allow(dead_code, reason = "wired into main.rs/instance.rs by the lead; see docs/cli.md")]
+#[allow(
+    dead_code,
+    reason = "wired into main.rs/instance.rs by the lead; see docs/cli.md"
+)]
 pub fn resolve_package(
     opts: &ClusterOpts,
     name_or_path: &str,
@@ -257,14 +306,22 @@ pub fn resolve_package(
     app_version: Option<&str>,
     operator_version: Option<&str>,
 ) -> Result<kudo_package::Package> {
-    let req = kudo_repo::Request { name_or_path, repo, app_version, operator_version };
+    let req = kudo_repo::Request {
+        name_or_path,
+        repo,
+        app_version,
+        operator_version,
+    };
     let (pkg, _source) = kudo_repo::resolve(&opts.home_dir(), req, &fetcher(opts))?;
     Ok(pkg)
 }
 
 /// Writes the completion script of `cmd` for `shell` to stdout, named for the `kubectl-kudo`
 /// binary (the name shells see on PATH).
-#[allow(dead_code, reason = "wired into main.rs/instance.rs by the lead; see docs/cli.md")]
+#[allow(
+    dead_code,
+    reason = "wired into main.rs/instance.rs by the lead; see docs/cli.md"
+)]
 pub fn write_completion(cmd: &mut clap::Command, shell: clap_complete::Shell) {
     let mut out = std::io::stdout().lock();
     clap_complete::generate(shell, cmd, "kubectl-kudo", &mut out);

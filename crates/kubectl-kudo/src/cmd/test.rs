@@ -10,7 +10,9 @@ use clap::Args;
 use super::cluster::ClusterOpts;
 
 #[derive(Args, Debug)]
-#[command(after_help = "Examples:\n  kubectl kudo test                      # kuttl-test.yaml in the current directory\n  kubectl kudo test --start-control-plane ./tests\n  kubectl kudo test --config test/kudo-e2e-test.yaml --test upgrade --report xml")]
+#[command(
+    after_help = "Examples:\n  kubectl kudo test                      # kuttl-test.yaml in the current directory\n  kubectl kudo test --start-control-plane ./tests\n  kubectl kudo test --config test/kudo-e2e-test.yaml --test upgrade --report xml"
+)]
 pub struct TestArgs {
     /// Test directories (each subdirectory is a test case); replace the suite's testDirs.
     #[arg(value_name = "DIR")]
@@ -75,7 +77,8 @@ pub async fn run(opts: &ClusterOpts, args: TestArgs) -> anyhow::Result<ExitCode>
     let report = match &args.report {
         None => None,
         Some(r) => Some(
-            kudo_kuttl::ReportFormat::parse(r).with_context(|| format!("--report must be xml or json, not {r:?}"))?,
+            kudo_kuttl::ReportFormat::parse(r)
+                .with_context(|| format!("--report must be xml or json, not {r:?}"))?,
         ),
     };
     let path_prepend = std::env::current_exe()
@@ -101,5 +104,9 @@ pub async fn run(opts: &ClusterOpts, args: TestArgs) -> anyhow::Result<ExitCode>
     if let Some(p) = &summary.report_path {
         println!("report written to {}", p.display());
     }
-    Ok(if summary.success() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    Ok(if summary.success() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }

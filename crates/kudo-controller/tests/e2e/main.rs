@@ -891,3 +891,233 @@ async fn cluster_scoped_objects_are_deleted_on_uninstall() {
     env.wait_gone("v1", "ConfigMap", "rb-cm").await;
     env.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn objects_are_applied_in_declaration_order() {
+    let env = Env::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    // Files listed z, a, m; the second file holds two documents.
+    let pkg = single_step(
+        dir.path(),
+        "order",
+        "apiVersion: kudo.dev/v1beta1\nparameters: []\n",
+        &[
+            (
+                "z.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: z1\ndata: {}\n",
+            ),
+            (
+                "a.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a2\ndata: {}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a1\ndata: {}\n",
+            ),
+            (
+                "m.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: m1\ndata: {}\n",
+            ),
+        ],
+    );
+    env.install(&pkg, "or", BTreeMap::new()).await;
+    env.wait_plan("or", "deploy", "COMPLETE").await;
+    let mut versions = Vec::new();
+    for name in ["z1", "a2", "a1", "m1"] {
+        let cm = env.get("v1", "ConfigMap", name).await.expect("ConfigMap exists");
+        let rv: u64 = cm["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap()
+            .parse()
+            .expect("numeric resourceVersion");
+        versions.push(rv);
+    }
+    let mut sorted = versions.clone();
+    sorted.sort_unstable();
+    assert_eq!(versions, sorted, "creation order z1, a2, a1, m1");
+    env.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn step_timeout_ends_a_stuck_plan() {
+    let env = Env::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let pkg = Pkg::new(dir.path(), "slow")
+        .operator(
+            r#"apiVersion: kudo.dev/v1beta1
+name: slow
+operatorVersion: "0.1.0"
+tasks:
+  - name: wait
+    kind: Dummy
+    spec:
+      done: false
+plans:
+  deploy:
+    strategy: serial
+    phases:
+      - name: main
+        strategy: serial
+        steps:
+          - name: wait
+            timeout: 2s
+            tasks:
+              - wait
+"#,
+        )
+        .params("apiVersion: kudo.dev/v1beta1\nparameters: []\n")
+        .write();
+    env.install(&pkg, "sl", BTreeMap::new()).await;
+    // Nothing changes in the cluster: only the controller's deadline requeue can end the step.
+    let inst = env.wait_plan("sl", "deploy", "FATAL_ERROR").await;
+    let msg = inst["status"]["planStatus"]["deploy"]["phases"][0]["steps"][0]["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(msg.contains("did not complete within 2s"), "{msg}");
+    let reasons = env.event_reasons("sl").await;
+    assert!(reasons.contains(&"StepTimeout".to_string()), "{reasons:?}");
+    env.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn invalid_creation_is_reported_until_the_parameters_are_fixed() {
+    let env = Env::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let pkg = single_step(
+        dir.path(),
+        "strict",
+        "apiVersion: kudo.dev/v1beta1\nparameters:\n  - name: PASSWORD\n    required: true\n",
+        &[(
+            "secret.yaml",
+            "apiVersion: v1\nkind: Secret\nmetadata:\n  name: {{ .Name }}-pw\nstringData:\n  pw: {{ .Params.PASSWORD }}\n",
+        )],
+    );
+    env.install(&pkg, "st", BTreeMap::new()).await;
+    let inst = env
+        .wait_instance("st", "ChangeAccepted=False", |i| {
+            harness::condition(i, "ChangeAccepted").is_some_and(|c| c["status"] == "False")
+        })
+        .await;
+    let msg = harness::condition(&inst, "ChangeAccepted").unwrap()["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(msg.contains("PASSWORD"), "{msg}");
+    assert!(
+        inst["spec"]["planExecution"]["planName"]
+            .as_str()
+            .unwrap_or("")
+            .is_empty()
+    );
+    assert!(env.get("v1", "Secret", "st-pw").await.is_none());
+    // Supplying the value makes the creation admissible: deploy runs and the condition goes away.
+    env.patch_instance("st", json!({"spec": {"parameters": {"PASSWORD": "s3cret"}}}))
+        .await;
+    let inst = env.wait_plan("st", "deploy", "COMPLETE").await;
+    assert!(harness::condition(&inst, "ChangeAccepted").is_none());
+    assert!(env.get("v1", "Secret", "st-pw").await.is_some());
+    env.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancel_stops_the_plan_even_with_a_denied_change_and_retrigger_restarts_it() {
+    let env = Env::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let pkg = blocking_operator(dir.path());
+    let text = std::fs::read_to_string(pkg.join("operator.yaml")).unwrap();
+    std::fs::write(pkg.join("operator.yaml"), text.replace("{{DONE}}", "false")).unwrap();
+    env.install(&pkg, "cx", BTreeMap::new()).await;
+    let running = env
+        .wait_instance("cx", "deploy waiting in step wait", |i| {
+            let ps = &i["status"]["planStatus"]["deploy"];
+            ps["status"] == "IN_PROGRESS" && ps["phases"][0]["steps"][0]["status"] == "COMPLETE"
+        })
+        .await;
+    let first_uid = running["spec"]["planExecution"]["uid"].as_str().unwrap().to_string();
+    // A change KUDO denies while deploy runs stays stored...
+    env.patch_instance("cx", json!({"spec": {"parameters": {"BACKUP_NAME": "second"}}}))
+        .await;
+    env.wait_instance("cx", "ChangeAccepted=False", |i| {
+        harness::condition(i, "ChangeAccepted").is_some_and(|c| c["status"] == "False")
+    })
+    .await;
+    // ... and does not block the cancellation.
+    env.patch_instance("cx", kudo_controller::cancel_patch()).await;
+    let inst = env.wait_plan("cx", "deploy", "CANCELLED").await;
+    let ps = &inst["status"]["planStatus"]["deploy"];
+    assert_eq!(ps["phases"][0]["steps"][0]["status"], "COMPLETE", "{ps}");
+    assert_eq!(ps["phases"][0]["steps"][1]["status"], "CANCELLED", "{ps}");
+    assert!(ps["message"].as_str().unwrap().contains("cancelled"), "{ps}");
+    let reasons = env.event_reasons("cx").await;
+    assert!(reasons.contains(&"PlanCancelled".to_string()), "{reasons:?}");
+    // Once deploy is unscheduled the stored change is admissible: it triggers backup.
+    env.wait_plan("cx", "backup", "COMPLETE").await;
+    let cm = env.get("v1", "ConfigMap", "cx-backup").await.expect("backup applied");
+    assert_eq!(cm["data"]["name"], "second");
+    let inst = env
+        .wait_instance("cx", "backup unscheduled", |i| {
+            i["spec"]["planExecution"]["planName"].as_str().unwrap_or("").is_empty()
+        })
+        .await;
+    assert_eq!(inst["status"]["planStatus"]["deploy"]["status"], "CANCELLED");
+
+    // Re-triggering deploy restarts it from the beginning with a new run.
+    env.patch_instance("cx", json!({"spec": {"planExecution": {"planName": "deploy"}}}))
+        .await;
+    let again = env
+        .wait_instance("cx", "deploy running again", |i| {
+            let ps = &i["status"]["planStatus"]["deploy"];
+            ps["status"] == "IN_PROGRESS"
+                && ps["uid"].as_str().is_some_and(|u| u != first_uid)
+                && ps["phases"][0]["steps"][0]["status"] == "COMPLETE"
+        })
+        .await;
+    assert_eq!(
+        again["status"]["planStatus"]["deploy"]["phases"][0]["steps"][1]["status"],
+        "IN_PROGRESS"
+    );
+    // Clearing planName is a cancellation too.
+    env.patch_instance("cx", json!({"spec": {"planExecution": null}})).await;
+    let inst = env.wait_plan("cx", "deploy", "CANCELLED").await;
+    assert!(harness::condition(&inst, "ChangeAccepted").is_none(), "{inst}");
+    env.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plan_timeout_ends_a_stuck_plan() {
+    let env = Env::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let pkg = Pkg::new(dir.path(), "slowplan")
+        .operator(
+            r#"apiVersion: kudo.dev/v1beta1
+name: slowplan
+operatorVersion: "0.1.0"
+tasks:
+  - name: wait
+    kind: Dummy
+    spec:
+      done: false
+plans:
+  deploy:
+    strategy: serial
+    timeout: 2s
+    phases:
+      - name: main
+        strategy: serial
+        steps:
+          - name: wait
+            tasks:
+              - wait
+"#,
+        )
+        .params("apiVersion: kudo.dev/v1beta1\nparameters: []\n")
+        .write();
+    env.install(&pkg, "sp", BTreeMap::new()).await;
+    let inst = env.wait_plan("sp", "deploy", "FATAL_ERROR").await;
+    let msg = inst["status"]["planStatus"]["deploy"]["message"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    let text = inst["status"]["planStatus"]["deploy"].to_string();
+    assert!(text.contains("did not complete within 2s"), "{msg} / {text}");
+    let reasons = env.event_reasons("sp").await;
+    assert!(reasons.contains(&"PlanTimeout".to_string()), "{reasons:?}");
+    env.stop().await;
+}

@@ -10,7 +10,9 @@ use crate::write_tree;
 fn capture() -> (Log, Arc<Mutex<Vec<String>>>) {
     let lines = Arc::new(Mutex::new(Vec::new()));
     let l2 = lines.clone();
-    let log = Log::new(Arc::new(move |l: &str| l2.lock().expect("lock").push(l.to_string())));
+    let log = Log::new(Arc::new(move |l: &str| {
+        l2.lock().expect("lock").push(l.to_string())
+    }));
     (log, lines)
 }
 
@@ -23,7 +25,10 @@ fn options(root: &Path, timeout: u64) -> RunOptions {
             ..TestSuite::default()
         },
         base_dir: root.to_path_buf(),
-        embedded: EmbeddedOptions { simulator: false, kudo: false },
+        embedded: EmbeddedOptions {
+            simulator: false,
+            kudo: false,
+        },
         ..RunOptions::default()
     }
 }
@@ -37,7 +42,10 @@ const PASSING: &[(&str, &str)] = &[
         "tests/configmaps/00-assert.yaml",
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: first\ndata:\n  key: value\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  labels:\n    app: demo\ndata:\n  key: value\n",
     ),
-    ("tests/configmaps/00-errors.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: never-created\n"),
+    (
+        "tests/configmaps/00-errors.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: never-created\n",
+    ),
     (
         "tests/configmaps/01-command.yaml",
         "apiVersion: kuttl.dev/v1beta1\nkind: TestStep\ncommands:\n  - command: kubectl create configmap from-cmd --from-literal=ns=$NAMESPACE\n    namespaced: true\n  - script: kubectl get configmap from-cmd -n \"$NAMESPACE\" -o name\n  - command: sh -c 'exit 3'\n    ignoreFailure: true\n",
@@ -58,7 +66,10 @@ const PASSING: &[(&str, &str)] = &[
         "tests/configmaps/03-delete.yaml",
         "apiVersion: kuttl.dev/v1beta1\nkind: TestStep\ndelete:\n  - apiVersion: v1\n    kind: ConfigMap\n    labels:\n      app: demo\n",
     ),
-    ("tests/configmaps/03-errors.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: first\n"),
+    (
+        "tests/configmaps/03-errors.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: first\n",
+    ),
 ];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -75,17 +86,37 @@ async fn passing_suite_creates_asserts_runs_commands_and_reports() {
     assert_eq!(text.lines().last(), Some("1 passed, 0 failed"));
     let ns = &summary.report.testsuites[0].testcases[0].namespace;
     assert!(ns.starts_with("kuttl-test-"), "{ns}");
-    assert!(text.contains(&format!("configmaps/00-create: applied ConfigMap {ns}/first (created)")), "{text}");
-    assert!(text.contains(&format!("assert ConfigMap {ns}/first passed")), "{text}");
-    assert!(text.contains("assert ConfigMap (any with labels app=demo) passed"), "{text}");
-    assert!(text.contains(&format!("errors ConfigMap {ns}/never-created passed")), "{text}");
+    assert!(
+        text.contains(&format!(
+            "configmaps/00-create: applied ConfigMap {ns}/first (created)"
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("assert ConfigMap {ns}/first passed")),
+        "{text}"
+    );
+    assert!(
+        text.contains("assert ConfigMap (any with labels app=demo) passed"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("errors ConfigMap {ns}/never-created passed")),
+        "{text}"
+    );
     // kubectl's output of the script step is logged
     assert!(text.contains("| configmap/from-cmd"), "{text}");
-    assert!(text.contains(&format!("applied ConfigMap {ns}/first (updated)")), "{text}");
+    assert!(
+        text.contains(&format!("applied ConfigMap {ns}/first (updated)")),
+        "{text}"
+    );
     assert!(text.contains(&format!("ConfigMap {ns}/first: deleted")), "{text}");
     assert!(text.contains(&format!("deleting namespace {ns}")), "{text}");
     let report = std::fs::read_to_string(dir.path().join("kuttl-report.xml")).expect("report written");
-    assert!(report.contains("<testcase classname=") && report.contains("name=\"configmaps\""), "{report}");
+    assert!(
+        report.contains("<testcase classname=") && report.contains("name=\"configmaps\""),
+        "{report}"
+    );
     assert!(report.contains("failures=\"0\""), "{report}");
 }
 
@@ -95,9 +126,18 @@ async fn broken_assertion_fails_with_a_diff() {
     write_tree(
         dir.path(),
         &[
-            ("tests/broken/00-create.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\ndata:\n  key: actual\n  other: x\n"),
-            ("tests/broken/00-assert.yaml", "apiVersion: kuttl.dev/v1beta1\nkind: TestAssert\ntimeout: 2\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\ndata:\n  key: expected\n"),
-            ("tests/broken/01-never.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: never\n"),
+            (
+                "tests/broken/00-create.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\ndata:\n  key: actual\n  other: x\n",
+            ),
+            (
+                "tests/broken/00-assert.yaml",
+                "apiVersion: kuttl.dev/v1beta1\nkind: TestAssert\ntimeout: 2\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\ndata:\n  key: expected\n",
+            ),
+            (
+                "tests/broken/01-never.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: never\n",
+            ),
         ],
     );
     let mut opts = options(dir.path(), 10);
@@ -108,9 +148,18 @@ async fn broken_assertion_fails_with_a_diff() {
     assert!(!summary.success());
     assert_eq!(summary.summary_line(), "0 passed, 1 failed");
     assert!(text.contains("1 field(s) differ"), "{text}");
-    assert!(text.contains(".data.key: value mismatch: expected \"expected\", actual \"actual\""), "{text}");
-    assert!(text.contains("-  key: expected") && text.contains("+  key: actual"), "{text}");
-    assert!(!text.contains("01-never"), "steps after a failure do not run: {text}");
+    assert!(
+        text.contains(".data.key: value mismatch: expected \"expected\", actual \"actual\""),
+        "{text}"
+    );
+    assert!(
+        text.contains("-  key: expected") && text.contains("+  key: actual"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("01-never"),
+        "steps after a failure do not run: {text}"
+    );
     let case = &summary.report.testsuites[0].testcases[0];
     assert_eq!(case.failure.as_deref(), Some("failed in step 00-create"));
     let json = std::fs::read_to_string(dir.path().join("kuttl-report.json")).expect("json report");
@@ -123,10 +172,22 @@ async fn errors_file_fails_when_the_object_exists_and_test_filter_selects() {
     write_tree(
         dir.path(),
         &[
-            ("tests/present/00-create.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: here\n"),
-            ("tests/present/00-assert.yaml", "apiVersion: kuttl.dev/v1beta1\nkind: TestAssert\ntimeout: 1\n"),
-            ("tests/present/00-errors-cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: here\n"),
-            ("tests/other/00-create.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n"),
+            (
+                "tests/present/00-create.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: here\n",
+            ),
+            (
+                "tests/present/00-assert.yaml",
+                "apiVersion: kuttl.dev/v1beta1\nkind: TestAssert\ntimeout: 1\n",
+            ),
+            (
+                "tests/present/00-errors-cm.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: here\n",
+            ),
+            (
+                "tests/other/00-create.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n",
+            ),
         ],
     );
     let mut opts = options(dir.path(), 2);

@@ -13,7 +13,8 @@ fn extra_actual_fields_are_ignored() {
 
 #[test]
 fn missing_and_different_fields_are_listed_with_paths() {
-    let exp = json!({"data": {"k": "v", "gone": "x"}, "spec": {"containers": [{"name": "c", "image": "nginx:2"}]}});
+    let exp =
+        json!({"data": {"k": "v", "gone": "x"}, "spec": {"containers": [{"name": "c", "image": "nginx:2"}]}});
     let act = json!({"data": {"k": "w"}, "spec": {"containers": [{"name": "c", "image": "nginx:1"}]}});
     let m = mismatches(&exp, &act);
     let paths: Vec<&str> = m.iter().map(|m| m.path.as_str()).collect();
@@ -25,21 +26,39 @@ fn missing_and_different_fields_are_listed_with_paths() {
 fn lists_need_equal_length_and_order() {
     let act = json!({"l": [{"name": "a", "x": 1}, {"name": "b"}]});
     assert!(is_subset(&json!({"l": [{"name": "a"}, {"name": "b"}]}), &act));
-    assert!(!is_subset(&json!({"l": [{"name": "a"}]}), &act), "a shorter list does not match");
-    assert!(!is_subset(&json!({"l": [{"name": "b"}, {"name": "a"}]}), &act), "order matters");
+    assert!(
+        !is_subset(&json!({"l": [{"name": "a"}]}), &act),
+        "a shorter list does not match"
+    );
+    assert!(
+        !is_subset(&json!({"l": [{"name": "b"}, {"name": "a"}]}), &act),
+        "order matters"
+    );
     let m = mismatches(&json!({"l": [1]}), &json!({"l": [1, 2]}));
     assert!(m[0].message.contains("length"), "{:?}", m);
 }
 
 #[test]
 fn scalars_compare_by_type_and_value() {
-    assert!(!is_subset(&json!({"a": "1"}), &json!({"a": 1})), "string vs number");
-    assert!(is_subset(&json!({"a": 1}), &json!({"a": 1.0})), "numbers by value");
+    assert!(
+        !is_subset(&json!({"a": "1"}), &json!({"a": 1})),
+        "string vs number"
+    );
+    assert!(
+        is_subset(&json!({"a": 1}), &json!({"a": 1.0})),
+        "numbers by value"
+    );
     assert!(!is_subset(&json!({"a": 2}), &json!({"a": 1})));
     assert!(!is_subset(&json!({"a": true}), &json!({"a": "true"})));
     assert!(is_subset(&json!({"a": null}), &json!({"a": null})));
-    assert!(!is_subset(&json!({"a": null}), &json!({})), "a null still needs the key");
-    assert!(is_subset(&json!({"a": {}}), &json!({"a": {"b": 1}})), "an empty map matches any map");
+    assert!(
+        !is_subset(&json!({"a": null}), &json!({})),
+        "a null still needs the key"
+    );
+    assert!(
+        is_subset(&json!({"a": {}}), &json!({"a": {"b": 1}})),
+        "an empty map matches any map"
+    );
     let m = mismatches(&json!({"a": "1"}), &json!({"a": 1}));
     assert!(m[0].message.contains("type mismatch"), "{:?}", m);
 }
@@ -47,8 +66,12 @@ fn scalars_compare_by_type_and_value() {
 #[test]
 fn diff_shows_expected_against_pruned_actual() {
     let exp = json!({"kind": "ConfigMap", "data": {"key": "expected"}});
-    let act = json!({"kind": "ConfigMap", "metadata": {"uid": "noise"}, "data": {"key": "actual", "more": "x"}});
-    assert_eq!(prune_to_expected(&exp, &act), json!({"kind": "ConfigMap", "data": {"key": "actual"}}));
+    let act =
+        json!({"kind": "ConfigMap", "metadata": {"uid": "noise"}, "data": {"key": "actual", "more": "x"}});
+    assert_eq!(
+        prune_to_expected(&exp, &act),
+        json!({"kind": "ConfigMap", "data": {"key": "actual"}})
+    );
     let d = unified_diff(&exp, &act);
     assert!(d.contains("--- expected") && d.contains("+++ actual"), "{d}");
     assert!(d.contains("-  key: expected"), "{d}");

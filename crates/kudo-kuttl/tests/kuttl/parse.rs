@@ -64,7 +64,10 @@ fn suite_of_wrong_kind_is_rejected() {
 #[test]
 fn file_names_follow_kuttls_pattern() {
     let f = parse_file_name("00-install.yaml").expect("valid");
-    assert_eq!((f.index, f.file_type, f.step_name.as_str()), (Some(0), FileType::Apply, "install"));
+    assert_eq!(
+        (f.index, f.file_type, f.step_name.as_str()),
+        (Some(0), FileType::Apply, "install")
+    );
     let f = parse_file_name("01-assert.yaml").expect("valid");
     assert_eq!((f.index, f.file_type), (Some(1), FileType::Assert));
     let f = parse_file_name("12-errors-pods.yaml").expect("valid");
@@ -83,14 +86,35 @@ fn case_directory_becomes_ordered_steps() {
     write_tree(
         dir.path(),
         &[
-            ("case/00-create.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: b\n"),
-            ("case/00-assert.yaml", "apiVersion: kuttl.dev/v1beta1\nkind: TestAssert\ntimeout: 5\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n"),
-            ("case/00-errors.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n"),
-            ("case/10-cleanup.yaml", "apiVersion: kudo.dev/v1alpha1\nkind: TestStep\nmetadata:\n  name: tidy\ndelete:\n  - apiVersion: v1\n    kind: ConfigMap\n    labels:\n      app: x\ncommands:\n  - command: kubectl get cm\n    namespaced: true\n    ignoreFailure: true\n  - script: echo $NAMESPACE\n    skipLogOutput: true\napply: [shared/extra.yaml]\nassert: [shared]\n"),
-            ("case/2-second.yaml", "apiVersion: v1\nkind: Secret\nmetadata:\n  name: s\n"),
-            ("case/shared/extra.yaml", "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: sa\n"),
+            (
+                "case/00-create.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: b\n",
+            ),
+            (
+                "case/00-assert.yaml",
+                "apiVersion: kuttl.dev/v1beta1\nkind: TestAssert\ntimeout: 5\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n",
+            ),
+            (
+                "case/00-errors.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n",
+            ),
+            (
+                "case/10-cleanup.yaml",
+                "apiVersion: kudo.dev/v1alpha1\nkind: TestStep\nmetadata:\n  name: tidy\ndelete:\n  - apiVersion: v1\n    kind: ConfigMap\n    labels:\n      app: x\ncommands:\n  - command: kubectl get cm\n    namespaced: true\n    ignoreFailure: true\n  - script: echo $NAMESPACE\n    skipLogOutput: true\napply: [shared/extra.yaml]\nassert: [shared]\n",
+            ),
+            (
+                "case/2-second.yaml",
+                "apiVersion: v1\nkind: Secret\nmetadata:\n  name: s\n",
+            ),
+            (
+                "case/shared/extra.yaml",
+                "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: sa\n",
+            ),
             ("case/README.md", "not yaml"),
-            ("case/notes.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ignored\n"),
+            (
+                "case/notes.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ignored\n",
+            ),
         ],
     );
     let case = load_case(&dir.path().join("case")).expect("loads");
