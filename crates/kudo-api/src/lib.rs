@@ -230,7 +230,11 @@ impl Parameter {
     }
     /// The declared type, `string` when omitted.
     pub fn value_type(&self) -> &str {
-        if self.value_type.is_empty() { "string" } else { &self.value_type }
+        if self.value_type.is_empty() {
+            "string"
+        } else {
+            &self.value_type
+        }
     }
 }
 
@@ -455,7 +459,10 @@ mod tests {
     fn parameter_uses_value_type_key_and_required_defaults_false() {
         let p: Parameter = serde_json::from_str(r#"{"name":"A","value-type":"integer"}"#).unwrap();
         assert_eq!(p.value_type(), "integer");
-        assert!(!p.is_required(), "absent `required` on a stored OperatorVersion means optional");
+        assert!(
+            !p.is_required(),
+            "absent `required` on a stored OperatorVersion means optional"
+        );
         let back = serde_json::to_value(&p).unwrap();
         assert_eq!(back["value-type"], "integer");
     }
@@ -464,9 +471,21 @@ mod tests {
     fn crd_manifests_name_the_three_kinds() {
         let names: Vec<&str> = crd_manifests()
             .iter()
-            .map(|m| m.lines().find(|l| l.starts_with("  name: ")).unwrap().trim_start_matches("  name: "))
+            .map(|m| {
+                m.lines()
+                    .find(|l| l.starts_with("  name: "))
+                    .unwrap()
+                    .trim_start_matches("  name: ")
+            })
             .collect();
-        assert_eq!(names, ["operators.kudo.dev", "operatorversions.kudo.dev", "instances.kudo.dev"]);
+        assert_eq!(
+            names,
+            [
+                "operators.kudo.dev",
+                "operatorversions.kudo.dev",
+                "instances.kudo.dev"
+            ]
+        );
     }
 
     #[test]
@@ -474,6 +493,9 @@ mod tests {
         let s: ExecutionStatus = serde_json::from_str("\"FATAL_ERROR\"").unwrap();
         assert_eq!(s, ExecutionStatus::FatalError);
         assert!(s.is_terminal());
-        assert_eq!(serde_json::to_string(&ExecutionStatus::InProgress).unwrap(), "\"IN_PROGRESS\"");
+        assert_eq!(
+            serde_json::to_string(&ExecutionStatus::InProgress).unwrap(),
+            "\"IN_PROGRESS\""
+        );
     }
 }

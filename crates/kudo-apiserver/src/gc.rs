@@ -143,6 +143,29 @@ pub(crate) fn sweep(store: &Store) -> bool {
             changed = true;
         }
     }
+    // Pods whose graceful deletion expired more than a second ago: no kubelet answered, so remove
+    // them as kube-controller-manager's pod GC does for an unresponsive node.
+    let now = chrono::Utc::now();
+    for (key, obj) in &all {
+        if !(key.gr.group.is_empty() && key.gr.resource == "pods" && meta::is_deleting(obj)) {
+            continue;
+        }
+        if !meta::finalizers(obj).is_empty() {
+            continue;
+        }
+        let expired = obj
+            .pointer("/metadata/deletionTimestamp")
+            .and_then(|v| v.as_str())
+            .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+            .is_some_and(|t| now > t + chrono::Duration::seconds(1));
+        if expired {
+            match store.force_remove(key) {
+                Ok(Some(_)) => changed = true,
+                Ok(None) => {}
+                Err(e) => tracing::warn!("pod garbage collector: removing {key:?}: {e}"),
+            }
+        }
+    }
     // Terminating namespaces: delete contents, then the namespace.
     for (key, obj) in &all {
         if !(key.gr.group.is_empty() && key.gr.resource == "namespaces" && meta::is_deleting(obj)) {

@@ -197,6 +197,7 @@ pub(crate) async fn handle(State(app): State<Arc<AppState>>, req: Request) -> Re
         Some("status") if def.status => Some("status"),
         Some("scale") if def.scale.is_some() => Some("scale"),
         Some("finalize") if def.plural == "namespaces" && def.group.is_empty() => Some("finalize"),
+        Some("binding") if def.plural == "pods" && def.group.is_empty() => Some("binding"),
         Some(_) => return error_response(&ApiError::path_not_found()),
     };
     let ctx = Ctx {
@@ -213,6 +214,7 @@ pub(crate) async fn handle(State(app): State<Arc<AppState>>, req: Request) -> Re
         (Method::GET, None) => ctx.list(),
         (Method::GET, Some(n)) => ctx.get(n, sub),
         (Method::POST, None) => ctx.create(&body),
+        (Method::POST, Some(n)) if sub == Some("binding") => ctx.bind(n, &body),
         (Method::PUT, Some(n)) => ctx.update(n, sub, &body),
         (Method::PATCH, Some(n)) => ctx.patch(n, sub, &body),
         (Method::DELETE, Some(n)) if sub.is_none() => ctx.delete(n, &body),
@@ -321,6 +323,68 @@ impl Ctx {
             ));
         }
         Ok((200, obj))
+    }
+
+    /// `POST pods/NAME/binding`: what a scheduler does to place a pod. Binding an already bound pod
+    /// is a conflict, as in kube-apiserver.
+    fn bind(&self, name: &str, body: &[u8]) -> Reply {
+        let binding = decode_body(body, &self.content_type)?;
+        let node = binding
+            .pointer("/target/name")
+            .and_then(|v| v.as_str())
+            .unwrap_or("")
+            .to_string();
+        if node.is_empty() {
+            return Err(ApiError::invalid(
+                "",
+                "Binding",
+                name,
+                vec![crate::error::Cause::required("target.name", "Required value")],
+            ));
+        }
+        let opts = WriteOptions {
+            dry_run: self.query.get("dryRun").is_some_and(|v| v == "All"),
+            field_manager: self.query.get("fieldManager").cloned(),
+            ..Default::default()
+        };
+        let (group, plural) = (self.def.group.clone(), self.def.plural.clone());
+        self.store()
+            .modify(&self.def, &self.ns, name, Subresource::Main, &opts, |cur| {
+                let Some(cur) = cur else {
+                    return Err(ApiError::not_found(&group, &plural, name));
+                };
+                let bound = cur
+                    .pointer("/spec/nodeName")
+                    .and_then(|v| v.as_str())
+                    .unwrap_or("");
+                if !bound.is_empty() {
+                    return Err(ApiError::conflict(
+                        &group,
+                        &plural,
+                        name,
+                        &format!("pod {name} is already assigned to node \"{bound}\""),
+                    ));
+                }
+                if meta::is_deleting(cur) {
+                    return Err(ApiError::conflict(
+                        &group,
+                        &plural,
+                        name,
+                        "pod is being deleted, cannot be assigned to a host",
+                    ));
+                }
+                let mut new = cur.clone();
+                if let Some(spec) = new.get_mut("spec").and_then(|s| s.as_object_mut()) {
+                    spec.insert("nodeName".into(), json!(node));
+                }
+                Ok(new)
+            })?;
+        Ok((
+            201,
+            json!({
+                "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201
+            }),
+        ))
     }
 
     fn include(&self) -> &str {
@@ -654,6 +718,10 @@ impl Ctx {
                 .and_then(|v| v.as_str())
                 .map(String::from),
             dry_run: dry,
+            grace_period_seconds: b
+                .get("gracePeriodSeconds")
+                .and_then(|v| v.as_i64())
+                .or_else(|| self.query.get("gracePeriodSeconds").and_then(|v| v.parse().ok())),
         })
     }
 

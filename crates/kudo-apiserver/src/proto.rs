@@ -127,7 +127,11 @@ const KEY_SELECTOR: &[Field] = &[
 ];
 
 const ENV_VAR_SOURCE: &[Field] = &[
-    (1, "fieldRef", Ty::Msg(&[(1, "apiVersion", Ty::Str), (2, "fieldPath", Ty::Str)])),
+    (
+        1,
+        "fieldRef",
+        Ty::Msg(&[(1, "apiVersion", Ty::Str), (2, "fieldPath", Ty::Str)]),
+    ),
     (3, "configMapKeyRef", Ty::Msg(KEY_SELECTOR)),
     (4, "secretKeyRef", Ty::Msg(KEY_SELECTOR)),
 ];
@@ -192,10 +196,7 @@ const POD_TEMPLATE: &[Field] = &[
     (2, "spec", Ty::Msg(POD_SPEC)),
 ];
 
-const ROLLING_UPDATE: &[Field] = &[
-    (1, "maxUnavailable", Ty::IntOrStr),
-    (2, "maxSurge", Ty::IntOrStr),
-];
+const ROLLING_UPDATE: &[Field] = &[(1, "maxUnavailable", Ty::IntOrStr), (2, "maxSurge", Ty::IntOrStr)];
 
 const DEPLOYMENT_SPEC: &[Field] = &[
     (1, "replicas", Ty::OptInt),
@@ -204,7 +205,10 @@ const DEPLOYMENT_SPEC: &[Field] = &[
     (
         4,
         "strategy",
-        Ty::Msg(&[(1, "type", Ty::Str), (2, "rollingUpdate", Ty::Msg(ROLLING_UPDATE))]),
+        Ty::Msg(&[
+            (1, "type", Ty::Str),
+            (2, "rollingUpdate", Ty::Msg(ROLLING_UPDATE)),
+        ]),
     ),
     (5, "minReadySeconds", Ty::Int),
     (6, "revisionHistoryLimit", Ty::OptInt),
@@ -245,7 +249,10 @@ const CRON_JOB_SPEC: &[Field] = &[
     (
         5,
         "jobTemplate",
-        Ty::Msg(&[(1, "metadata", Ty::Msg(OBJECT_META)), (2, "spec", Ty::Msg(JOB_SPEC))]),
+        Ty::Msg(&[
+            (1, "metadata", Ty::Msg(OBJECT_META)),
+            (2, "spec", Ty::Msg(JOB_SPEC)),
+        ]),
     ),
     (6, "successfulJobsHistoryLimit", Ty::OptInt),
     (7, "failedJobsHistoryLimit", Ty::OptInt),
@@ -323,7 +330,11 @@ const ROLE_BINDING: &[Field] = &[
     (
         3,
         "roleRef",
-        Ty::Msg(&[(1, "apiGroup", Ty::Str), (2, "kind", Ty::Str), (3, "name", Ty::Str)]),
+        Ty::Msg(&[
+            (1, "apiGroup", Ty::Str),
+            (2, "kind", Ty::Str),
+            (3, "name", Ty::Str),
+        ]),
     ),
 ];
 
@@ -527,7 +538,11 @@ fn message(b: &[u8], fields: &[Field]) -> Result<Value, ApiError> {
             Ty::IntOrStr if w == 2 => {
                 let m = message(
                     r.bytes()?,
-                    &[(1, "type", Ty::Int), (2, "intVal", Ty::Int), (3, "strVal", Ty::Str)],
+                    &[
+                        (1, "type", Ty::Int),
+                        (2, "intVal", Ty::Int),
+                        (3, "strVal", Ty::Str),
+                    ],
                 )?;
                 let v = if m["type"].as_i64() == Some(1) {
                     m.get("strVal").cloned().unwrap_or_else(|| json!(""))

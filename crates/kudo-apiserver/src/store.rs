@@ -101,6 +101,9 @@ pub struct DeleteOptions {
     pub resource_version: Option<String>,
     /// `dryRun=All`.
     pub dry_run: bool,
+    /// `gracePeriodSeconds`: for Pods bound to a node, how long the kubelet gets to stop them
+    /// (`None` = the pod's `terminationGracePeriodSeconds`, 0 = remove at once).
+    pub grace_period_seconds: Option<i64>,
 }
 
 /// Receiver of committed changes, in resourceVersion order.
@@ -542,6 +545,14 @@ impl Store {
             None
         };
         validate::default_object(def, &mut obj, ip);
+        if def.group.is_empty()
+            && def.plural == "persistentvolumeclaims"
+            && obj.pointer("/spec/storageClassName").is_none_or(|v| v.is_null())
+            && let Some(class) = default_storage_class(&st)
+            && let Some(spec) = obj.get_mut("spec").and_then(|s| s.as_object_mut())
+        {
+            spec.insert("storageClassName".into(), json!(class));
+        }
         if let Some(c) = &def.custom {
             let pruned = crd::default_and_prune(c.schema.as_ref(), &mut obj);
             if opts.strict && !pruned.is_empty() {
@@ -805,13 +816,14 @@ impl Store {
             namespace: ns.clone(),
             name: name.to_string(),
         };
-        let stored = if meta::is_deleting(&new) && meta::finalizers(&new).is_empty() {
-            // Last finalizer removed: the object goes away now.
-            self.commit_delete(&mut st, &key)?
-                .unwrap_or_else(|| Arc::new(new.clone()))
-        } else {
-            self.commit_put(&mut st, key, new, Some(cur.clone()))?
-        };
+        let stored =
+            if meta::is_deleting(&new) && meta::finalizers(&new).is_empty() && !awaiting_kubelet(&new) {
+                // Last finalizer removed: the object goes away now.
+                self.commit_delete(&mut st, &key)?
+                    .unwrap_or_else(|| Arc::new(new.clone()))
+            } else {
+                self.commit_put(&mut st, key, new, Some(cur.clone()))?
+            };
         drop(st);
         if is_crd {
             self.inner.registry.set_crd(name, crd::defs_from_crd(&stored));
@@ -886,6 +898,32 @@ impl Store {
             m.insert("spec".into(), json!({"finalizers": ["kubernetes"]}));
             m.insert("status".into(), json!({"phase": "Terminating"}));
         }
+        if def.group.is_empty() && def.plural == "pods" {
+            let grace = pod_grace(&obj, opts.grace_period_seconds);
+            if grace > 0 {
+                // Graceful: the kubelet stops the containers and removes the pod with grace 0;
+                // until then it stays, marked with when it will be deleted at the latest.
+                let current = obj
+                    .pointer("/metadata/deletionGracePeriodSeconds")
+                    .and_then(|v| v.as_i64());
+                if meta::is_deleting(&obj) && current.is_some_and(|c| c <= grace) {
+                    return Ok(present(def, &cur));
+                }
+                meta::set_finalizers(&mut obj, &fins);
+                let at = chrono::Utc::now() + chrono::Duration::seconds(grace);
+                let md = meta::meta_mut(&mut obj);
+                md.insert(
+                    "deletionTimestamp".into(),
+                    json!(at.format("%Y-%m-%dT%H:%M:%SZ").to_string()),
+                );
+                md.insert("deletionGracePeriodSeconds".into(), json!(grace));
+                if opts.dry_run {
+                    return Ok(present(def, &obj));
+                }
+                let stored = self.commit_put(&mut st, key, obj, Some(cur))?;
+                return Ok(present(def, &stored));
+            }
+        }
         if fins.is_empty() && !is_ns {
             if opts.dry_run {
                 return Ok(present(def, &obj));
@@ -898,6 +936,11 @@ impl Store {
             return Ok(present(def, &last));
         }
         meta::set_finalizers(&mut obj, &fins);
+        if def.group.is_empty() && def.plural == "pods" && meta::is_deleting(&obj) {
+            // A forced (grace 0) deletion of a pod still held by finalizers: it now goes as soon
+            // as they are removed.
+            meta::meta_mut(&mut obj).insert("deletionGracePeriodSeconds".into(), json!(0));
+        }
         if !meta::is_deleting(&obj) {
             let md = meta::meta_mut(&mut obj);
             md.insert("deletionTimestamp".into(), json!(now()));
@@ -936,7 +979,7 @@ impl Store {
         if new == *cur {
             return Ok(());
         }
-        if meta::is_deleting(&new) && meta::finalizers(&new).is_empty() {
+        if meta::is_deleting(&new) && meta::finalizers(&new).is_empty() && !awaiting_kubelet(&new) {
             self.commit_delete(&mut st, key)?;
         } else {
             self.commit_put(&mut st, key.clone(), new, Some(cur))?;
@@ -1062,6 +1105,67 @@ impl Store {
         }
         self.resolve(av, kind)
     }
+}
+
+/// A Pod in graceful deletion, which only the kubelet (or the expired-grace fallback in the
+/// garbage collector) removes; status updates meanwhile must not delete it.
+fn awaiting_kubelet(obj: &Value) -> bool {
+    obj.get("kind").and_then(|k| k.as_str()) == Some("Pod")
+        && obj.get("apiVersion").and_then(|k| k.as_str()) == Some("v1")
+        && obj
+            .pointer("/metadata/deletionGracePeriodSeconds")
+            .and_then(|v| v.as_i64())
+            .is_some_and(|g| g > 0)
+}
+
+/// The grace period a Pod deletion gets: 0 (immediate) unless the pod is bound to a node and not
+/// finished; otherwise the request's value, else the pod's `terminationGracePeriodSeconds`, else 30.
+fn pod_grace(pod: &Value, requested: Option<i64>) -> i64 {
+    let bound = pod
+        .pointer("/spec/nodeName")
+        .and_then(|v| v.as_str())
+        .is_some_and(|n| !n.is_empty());
+    let finished = matches!(
+        pod.pointer("/status/phase").and_then(|v| v.as_str()),
+        Some("Succeeded" | "Failed")
+    );
+    if !bound || finished {
+        return 0;
+    }
+    requested
+        .or_else(|| {
+            pod.pointer("/spec/terminationGracePeriodSeconds")
+                .and_then(|v| v.as_i64())
+        })
+        .unwrap_or(30)
+        .max(0)
+}
+
+/// The DefaultStorageClass admission plugin: the class annotated as default (the newest one when
+/// several are), for claims created without `storageClassName`.
+fn default_storage_class(st: &State) -> Option<String> {
+    let classes = list_locked(st, &GroupResource::new("storage.k8s.io", "storageclasses"), None);
+    classes
+        .iter()
+        .filter(|c| {
+            [
+                "storageclass.kubernetes.io/is-default-class",
+                "storageclass.beta.kubernetes.io/is-default-class",
+            ]
+            .iter()
+            .any(|a| {
+                c.pointer("/metadata/annotations")
+                    .and_then(|m| m.get(*a))
+                    .and_then(|v| v.as_str())
+                    == Some("true")
+            })
+        })
+        .max_by(|a, b| {
+            meta::meta_str(a, "creationTimestamp")
+                .cmp(meta::meta_str(b, "creationTimestamp"))
+                .then_with(|| meta::name(b).cmp(meta::name(a)))
+        })
+        .map(|c| meta::name(c).to_string())
 }
 
 fn exists(st: &State, gr: &GroupResource, ns: &str, name: &str) -> bool {

@@ -26,6 +26,211 @@ fn len(o: &Value, p: &str) -> usize {
 
 type Cell = Box<dyn Fn(&Value) -> Value>;
 
+fn or_none(v: &str) -> &str {
+    if v.is_empty() { "<none>" } else { v }
+}
+
+fn or_unset(v: &str) -> &str {
+    if v.is_empty() { "<unset>" } else { v }
+}
+
+fn selector_text(m: Option<&Value>) -> String {
+    match m.and_then(|v| v.as_object()) {
+        Some(m) if !m.is_empty() => m
+            .iter()
+            .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("")))
+            .collect::<Vec<_>>()
+            .join(","),
+        _ => "<none>".into(),
+    }
+}
+
+/// kubectl's short access-mode names (RWO, ROX, RWX, RWOP).
+fn access_modes(v: Option<&Value>) -> String {
+    v.and_then(|v| v.as_array())
+        .map(|a| {
+            a.iter()
+                .filter_map(|m| m.as_str())
+                .map(|m| match m {
+                    "ReadWriteOnce" => "RWO",
+                    "ReadOnlyMany" => "ROX",
+                    "ReadWriteMany" => "RWX",
+                    "ReadWriteOncePod" => "RWOP",
+                    other => other,
+                })
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+        .unwrap_or_default()
+}
+
+/// The STATUS column of `kubectl get pods`: a container's waiting/terminated reason wins over the phase.
+fn pod_status(o: &Value) -> String {
+    let mut reason = s(o, "/status/reason").to_string();
+    if reason.is_empty() {
+        reason = s(o, "/status/phase").to_string();
+    }
+    let statuses = |p: &str| {
+        o.pointer(p)
+            .and_then(|v| v.as_array())
+            .cloned()
+            .unwrap_or_default()
+    };
+    let mut init_pending = false;
+    for (i, c) in statuses("/status/initContainerStatuses").iter().enumerate() {
+        let term = &c["state"]["terminated"];
+        if term.is_object() && term["exitCode"].as_i64() == Some(0) {
+            continue;
+        }
+        init_pending = true;
+        let total = len(o, "/spec/initContainers");
+        reason = if term.is_object() {
+            match term["reason"].as_str() {
+                Some(r) if !r.is_empty() => format!("Init:{r}"),
+                _ => format!("Init:ExitCode:{}", term["exitCode"].as_i64().unwrap_or(0)),
+            }
+        } else {
+            match c["state"]["waiting"]["reason"].as_str() {
+                Some(r) if !r.is_empty() && r != "PodInitializing" => format!("Init:{r}"),
+                _ => format!("Init:{i}/{total}"),
+            }
+        };
+        break;
+    }
+    if !init_pending {
+        let mut running = false;
+        for c in statuses("/status/containerStatuses").iter().rev() {
+            let st = &c["state"];
+            if let Some(r) = st["waiting"]["reason"].as_str().filter(|r| !r.is_empty()) {
+                reason = r.to_string();
+            } else if st["terminated"].is_object() {
+                reason = match st["terminated"]["reason"].as_str() {
+                    Some(r) if !r.is_empty() => r.to_string(),
+                    _ => format!("ExitCode:{}", st["terminated"]["exitCode"].as_i64().unwrap_or(0)),
+                };
+            } else if st["running"].is_object() && c["ready"].as_bool() == Some(true) {
+                running = true;
+            }
+        }
+        if reason == "Completed" && running {
+            reason = "Running".into();
+        }
+    }
+    if meta::is_deleting(o) {
+        reason = "Terminating".into();
+    }
+    reason
+}
+
+fn condition_true(o: &Value, kind: &str) -> bool {
+    o.pointer("/status/conditions")
+        .and_then(|v| v.as_array())
+        .is_some_and(|a| {
+            a.iter()
+                .any(|c| c["type"].as_str() == Some(kind) && c["status"].as_str() == Some("True"))
+        })
+}
+
+/// The STATUS column of `kubectl get jobs` (kubectl ≥ 1.28).
+fn job_status(o: &Value) -> &'static str {
+    if condition_true(o, "Failed") {
+        "Failed"
+    } else if condition_true(o, "Complete") {
+        "Complete"
+    } else if condition_true(o, "Suspended") {
+        "Suspended"
+    } else if condition_true(o, "FailureTarget") {
+        "FailureTarget"
+    } else if condition_true(o, "SuccessCriteriaMet") {
+        "SuccessCriteriaMet"
+    } else if meta::is_deleting(o) {
+        "Terminating"
+    } else {
+        "Running"
+    }
+}
+
+fn job_duration(o: &Value) -> String {
+    let start = s(o, "/status/startTime");
+    if start.is_empty() {
+        return String::new();
+    }
+    let from = meta::age_secs(start);
+    let to = match o.pointer("/status/completionTime").and_then(|v| v.as_str()) {
+        Some(t) => meta::age_secs(t),
+        None => 0,
+    };
+    meta::human_duration(from.saturating_sub(to))
+}
+
+fn node_status(o: &Value) -> String {
+    let ready = o
+        .pointer("/status/conditions")
+        .and_then(|v| v.as_array())
+        .and_then(|a| a.iter().find(|c| c["type"].as_str() == Some("Ready")))
+        .map(|c| c["status"].as_str() == Some("True"));
+    let mut st = match ready {
+        Some(true) => "Ready".to_string(),
+        Some(false) => "NotReady".to_string(),
+        None => "Unknown".to_string(),
+    };
+    if o.pointer("/spec/unschedulable").and_then(|v| v.as_bool()) == Some(true) {
+        st.push_str(",SchedulingDisabled");
+    }
+    st
+}
+
+fn node_roles(o: &Value) -> String {
+    let mut roles: Vec<String> = meta::labels(o)
+        .keys()
+        .filter_map(|k| {
+            k.strip_prefix("node-role.kubernetes.io/")
+                .map(String::from)
+                .or_else(|| {
+                    (k == "kubernetes.io/role").then(|| meta::labels(o)[k].as_str().unwrap_or("").to_string())
+                })
+        })
+        .filter(|r| !r.is_empty())
+        .collect();
+    roles.sort();
+    roles.dedup();
+    if roles.is_empty() {
+        "<none>".into()
+    } else {
+        roles.join(",")
+    }
+}
+
+fn service_external_ip(o: &Value) -> String {
+    let external: Vec<String> = o
+        .pointer("/spec/externalIPs")
+        .and_then(|v| v.as_array())
+        .map(|a| a.iter().filter_map(|x| x.as_str().map(String::from)).collect())
+        .unwrap_or_default();
+    match s(o, "/spec/type") {
+        "ExternalName" => s(o, "/spec/externalName").to_string(),
+        "LoadBalancer" => {
+            let mut ips: Vec<String> = o
+                .pointer("/status/loadBalancer/ingress")
+                .and_then(|v| v.as_array())
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|i| i["ip"].as_str().or(i["hostname"].as_str()).map(String::from))
+                        .collect()
+                })
+                .unwrap_or_default();
+            ips.extend(external);
+            if ips.is_empty() {
+                "<pending>".into()
+            } else {
+                ips.join(",")
+            }
+        }
+        _ if !external.is_empty() => external.join(","),
+        _ => "<none>".into(),
+    }
+}
+
 fn builtin_columns(def: &ResourceDef) -> Vec<(Value, Cell)> {
     let c = |name: &str, t: &str, f: Cell| (col(name, t, "", 0, name), f);
     match (def.group.as_str(), def.plural.as_str()) {
@@ -53,17 +258,7 @@ fn builtin_columns(def: &ResourceDef) -> Vec<(Value, Cell)> {
                     json!(format!("{ready}/{total}"))
                 }),
             ),
-            c(
-                "Status",
-                "string",
-                Box::new(|o| {
-                    if meta::is_deleting(o) {
-                        json!("Terminating")
-                    } else {
-                        json!(s(o, "/status/phase"))
-                    }
-                }),
-            ),
+            c("Status", "string", Box::new(|o| json!(pod_status(o)))),
             c(
                 "Restarts",
                 "string",
@@ -84,7 +279,11 @@ fn builtin_columns(def: &ResourceDef) -> Vec<(Value, Cell)> {
                 "string",
                 Box::new(|o| json!(s(o, "/spec/clusterIP"))),
             ),
-            c("External-IP", "string", Box::new(|_| json!("<none>"))),
+            c(
+                "External-IP",
+                "string",
+                Box::new(|o| json!(service_external_ip(o))),
+            ),
             c(
                 "Port(s)",
                 "string",
@@ -94,7 +293,13 @@ fn builtin_columns(def: &ResourceDef) -> Vec<(Value, Cell)> {
                         .and_then(|v| v.as_array())
                         .map(|a| {
                             a.iter()
-                                .map(|p| format!("{}/{}", p["port"], p["protocol"].as_str().unwrap_or("TCP")))
+                                .map(|p| {
+                                    let proto = p["protocol"].as_str().unwrap_or("TCP");
+                                    match p["nodePort"].as_i64() {
+                                        Some(np) if np > 0 => format!("{}:{np}/{proto}", p["port"]),
+                                        _ => format!("{}/{proto}", p["port"]),
+                                    }
+                                })
                                 .collect()
                         })
                         .unwrap_or_default();
@@ -129,7 +334,7 @@ fn builtin_columns(def: &ResourceDef) -> Vec<(Value, Cell)> {
                 Box::new(|o| json!(n(o, "/status/availableReplicas"))),
             ),
         ],
-        ("apps", "statefulsets") | ("apps", "replicasets") => vec![c(
+        ("apps", "statefulsets") => vec![c(
             "Ready",
             "string",
             Box::new(|o| {
@@ -140,20 +345,165 @@ fn builtin_columns(def: &ResourceDef) -> Vec<(Value, Cell)> {
                 ))
             }),
         )],
-        ("batch", "jobs") => vec![c(
-            "Completions",
-            "string",
-            Box::new(|o| {
-                json!(format!(
-                    "{}/{}",
-                    n(o, "/status/succeeded"),
-                    n(o, "/spec/completions")
-                ))
-            }),
-        )],
-        ("", "persistentvolumeclaims") => {
-            vec![c("Status", "string", Box::new(|o| json!(s(o, "/status/phase"))))]
-        }
+        ("apps", "replicasets") => vec![
+            c("Desired", "integer", Box::new(|o| json!(n(o, "/spec/replicas")))),
+            c(
+                "Current",
+                "integer",
+                Box::new(|o| json!(n(o, "/status/replicas"))),
+            ),
+            c(
+                "Ready",
+                "integer",
+                Box::new(|o| json!(n(o, "/status/readyReplicas"))),
+            ),
+        ],
+        ("apps", "daemonsets") => vec![
+            c(
+                "Desired",
+                "integer",
+                Box::new(|o| json!(n(o, "/status/desiredNumberScheduled"))),
+            ),
+            c(
+                "Current",
+                "integer",
+                Box::new(|o| json!(n(o, "/status/currentNumberScheduled"))),
+            ),
+            c(
+                "Ready",
+                "integer",
+                Box::new(|o| json!(n(o, "/status/numberReady"))),
+            ),
+            c(
+                "Up-to-date",
+                "integer",
+                Box::new(|o| json!(n(o, "/status/updatedNumberScheduled"))),
+            ),
+            c(
+                "Available",
+                "integer",
+                Box::new(|o| json!(n(o, "/status/numberAvailable"))),
+            ),
+            c(
+                "Node Selector",
+                "string",
+                Box::new(|o| json!(selector_text(o.pointer("/spec/template/spec/nodeSelector")))),
+            ),
+        ],
+        ("batch", "jobs") => vec![
+            c("Status", "string", Box::new(|o| json!(job_status(o)))),
+            c(
+                "Completions",
+                "string",
+                Box::new(|o| {
+                    json!(format!(
+                        "{}/{}",
+                        n(o, "/status/succeeded"),
+                        n(o, "/spec/completions")
+                    ))
+                }),
+            ),
+            c("Duration", "string", Box::new(|o| json!(job_duration(o)))),
+        ],
+        ("batch", "cronjobs") => vec![
+            c("Schedule", "string", Box::new(|o| json!(s(o, "/spec/schedule")))),
+            c(
+                "Timezone",
+                "string",
+                Box::new(|o| json!(or_none(s(o, "/spec/timeZone")))),
+            ),
+            c(
+                "Suspend",
+                "boolean",
+                Box::new(|o| {
+                    json!(
+                        o.pointer("/spec/suspend")
+                            .and_then(|v| v.as_bool())
+                            .unwrap_or(false)
+                    )
+                }),
+            ),
+            c("Active", "integer", Box::new(|o| json!(len(o, "/status/active")))),
+            c(
+                "Last Schedule",
+                "string",
+                Box::new(
+                    |o| match o.pointer("/status/lastScheduleTime").and_then(|v| v.as_str()) {
+                        Some(t) => json!(meta::human_duration(meta::age_secs(t))),
+                        None => json!("<none>"),
+                    },
+                ),
+            ),
+        ],
+        ("", "persistentvolumeclaims") => vec![
+            c("Status", "string", Box::new(|o| json!(s(o, "/status/phase")))),
+            c("Volume", "string", Box::new(|o| json!(s(o, "/spec/volumeName")))),
+            c(
+                "Capacity",
+                "string",
+                Box::new(|o| json!(s(o, "/status/capacity/storage"))),
+            ),
+            c(
+                "Access Modes",
+                "string",
+                Box::new(|o| json!(access_modes(o.pointer("/status/accessModes")))),
+            ),
+            c(
+                "StorageClass",
+                "string",
+                Box::new(|o| json!(or_unset(s(o, "/spec/storageClassName")))),
+            ),
+            c(
+                "VolumeAttributesClass",
+                "string",
+                Box::new(|o| json!(or_unset(s(o, "/spec/volumeAttributesClassName")))),
+            ),
+        ],
+        ("", "persistentvolumes") => vec![
+            c(
+                "Capacity",
+                "string",
+                Box::new(|o| json!(s(o, "/spec/capacity/storage"))),
+            ),
+            c(
+                "Access Modes",
+                "string",
+                Box::new(|o| json!(access_modes(o.pointer("/spec/accessModes")))),
+            ),
+            c(
+                "Reclaim Policy",
+                "string",
+                Box::new(|o| json!(s(o, "/spec/persistentVolumeReclaimPolicy"))),
+            ),
+            c("Status", "string", Box::new(|o| json!(s(o, "/status/phase")))),
+            c(
+                "Claim",
+                "string",
+                Box::new(|o| {
+                    let (ns, name) = (s(o, "/spec/claimRef/namespace"), s(o, "/spec/claimRef/name"));
+                    json!(if name.is_empty() {
+                        String::new()
+                    } else {
+                        format!("{ns}/{name}")
+                    })
+                }),
+            ),
+            c(
+                "StorageClass",
+                "string",
+                Box::new(|o| json!(s(o, "/spec/storageClassName"))),
+            ),
+            c(
+                "VolumeAttributesClass",
+                "string",
+                Box::new(|o| json!(or_unset(s(o, "/spec/volumeAttributesClassName")))),
+            ),
+            c("Reason", "string", Box::new(|o| json!(s(o, "/status/reason")))),
+        ],
+        ("", "nodes") => vec![
+            c("Status", "string", Box::new(|o| json!(node_status(o)))),
+            c("Roles", "string", Box::new(|o| json!(node_roles(o)))),
+        ],
         _ => Vec::new(),
     }
 }
@@ -214,10 +564,17 @@ pub fn to_table(def: &ResourceDef, items: &[Value], list_meta: Value, include: &
                 columns.push(c.clone());
             }
             columns.push(col("Age", "string", "", 0, "CreationTimestamp"));
+            let is_node = def.group.is_empty() && def.plural == "nodes";
+            if is_node {
+                columns.push(col("Version", "string", "", 0, "Kubelet Version"));
+            }
             for o in items {
                 let mut cells = vec![json!(meta::name(o))];
                 cells.extend(extra.iter().map(|(_, f)| f(o)));
                 cells.push(age(o));
+                if is_node {
+                    cells.push(json!(s(o, "/status/nodeInfo/kubeletVersion")));
+                }
                 rows.push(row(cells, o, include));
             }
         }

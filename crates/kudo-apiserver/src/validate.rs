@@ -58,19 +58,42 @@ pub fn default_object(def: &ResourceDef, obj: &mut Value, cluster_ip: Option<Str
             && let Some(spec) = obj.get_mut("spec").and_then(|s| s.as_object_mut())
         {
             spec.entry("progressDeadlineSeconds").or_insert(json!(600));
-            spec.entry("strategy").or_insert(json!({
-                "type": "RollingUpdate",
-                "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"}
-            }));
+            // kubectl's protobuf bodies carry an empty `strategy: {}`, so fill field by field.
+            default_strategy(
+                spec,
+                "strategy",
+                json!({"maxUnavailable": "25%", "maxSurge": "25%"}),
+            );
         }
         if def.plural == "statefulsets"
             && let Some(spec) = obj.get_mut("spec").and_then(|s| s.as_object_mut())
         {
             spec.entry("podManagementPolicy").or_insert(json!("OrderedReady"));
-            spec.entry("updateStrategy")
-                .or_insert(json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}));
+            default_strategy(spec, "updateStrategy", json!({"partition": 0}));
+            spec.entry("persistentVolumeClaimRetentionPolicy")
+                .or_insert(json!({"whenDeleted": "Retain", "whenScaled": "Retain"}));
         }
         default_pod_spec(obj.pointer_mut("/spec/template/spec"));
+    }
+    if is(def, "apps", "daemonsets") {
+        if let Some(spec) = obj.get_mut("spec").and_then(|s| s.as_object_mut()) {
+            spec.entry("revisionHistoryLimit").or_insert(json!(10));
+            default_strategy(
+                spec,
+                "updateStrategy",
+                json!({"maxUnavailable": 1, "maxSurge": 0}),
+            );
+        }
+        default_pod_spec(obj.pointer_mut("/spec/template/spec"));
+    }
+    if is(def, "batch", "cronjobs") {
+        if let Some(spec) = obj.get_mut("spec").and_then(|s| s.as_object_mut()) {
+            spec.entry("concurrencyPolicy").or_insert(json!("Allow"));
+            spec.entry("suspend").or_insert(json!(false));
+            spec.entry("successfulJobsHistoryLimit").or_insert(json!(3));
+            spec.entry("failedJobsHistoryLimit").or_insert(json!(1));
+        }
+        default_pod_spec(obj.pointer_mut("/spec/jobTemplate/spec/template/spec"));
     }
     if is(def, "batch", "jobs") {
         let uid = meta::uid(obj).to_string();
@@ -109,6 +132,23 @@ pub fn default_object(def: &ResourceDef, obj: &mut Value, cluster_ip: Option<Str
             }
         }
         default_pod_spec(obj.pointer_mut("/spec/template/spec"));
+    }
+}
+
+/// Deployment `strategy` / StatefulSet and DaemonSet `updateStrategy`: type RollingUpdate, and for
+/// that type the missing `rollingUpdate` parameters from `rolling`.
+fn default_strategy(spec: &mut serde_json::Map<String, Value>, field: &str, rolling: Value) {
+    let Some(Value::Object(st)) = Some(spec.entry(field).or_insert(json!({}))) else {
+        return;
+    };
+    st.entry("type").or_insert(json!("RollingUpdate"));
+    if st.get("type").and_then(|t| t.as_str()) == Some("RollingUpdate") {
+        let ru = st.entry("rollingUpdate").or_insert(json!({}));
+        if let (Some(ru), Value::Object(defaults)) = (ru.as_object_mut(), rolling) {
+            for (k, v) in defaults {
+                ru.entry(k).or_insert(v);
+            }
+        }
     }
 }
 
@@ -218,7 +258,7 @@ pub fn default_update(def: &ResourceDef, old: &Value, new: &mut Value) {
             }
         }
     }
-    if def.group == "apps" || is(def, "batch", "jobs") {
+    if def.group == "apps" || is(def, "batch", "jobs") || is(def, "batch", "cronjobs") {
         default_object(def, new, None);
     }
     if is(def, "", "secrets") {
@@ -468,7 +508,14 @@ pub fn validate_update(def: &ResourceDef, old: &Value, new: &Value) -> Vec<Cause
             m.remove("volumeName");
             m
         };
-        if strip(old) != strip(new) {
+        let (mut o, mut n) = (strip(old), strip(new));
+        // Since Kubernetes 1.28 a claim without a class may be given one afterwards (the
+        // retroactive default StorageClass assignment relies on it).
+        if o.get("storageClassName").is_none_or(|v| v.is_null()) {
+            o.remove("storageClassName");
+            n.remove("storageClassName");
+        }
+        if o != n {
             causes.push(Cause::forbidden(
                 "spec",
                 "spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims",

@@ -45,6 +45,11 @@ pub struct Rendered {
 }
 
 impl Rendered {
+    /// All rendered objects of the plan (drift repair re-applies them).
+    pub fn objects(&self) -> &[RenderedObject] {
+        &self.objects
+    }
+
     fn for_task<'r>(&'r self, call: &'r TaskCall<'_>) -> impl Iterator<Item = &'r RenderedObject> + 'r {
         self.objects
             .iter()
@@ -346,6 +351,25 @@ async fn apply(ctx: &Context, obj: &Value, cluster: &ClusterObjects) -> Result<O
         Health::Progressing(m) => Ok(Some(m)),
         Health::Failed(m) => Err(fatal(reasons::FAILED_TERMINAL_STATE, m)),
     }
+}
+
+/// Server-side applies one object outside a plan (drift repair); returns the resourceVersion the
+/// server answered with.
+pub async fn apply_object(ctx: &Context, obj: &Value, cluster: &ClusterObjects) -> Result<Option<String>, String> {
+    let (api, name, namespaced) = api_for(ctx, obj).await.map_err(|e| format!("{e:?}"))?;
+    if !namespaced {
+        cluster.lock().unwrap_or_else(|e| e.into_inner()).insert((
+            obj["apiVersion"].as_str().unwrap_or("").to_string(),
+            obj["kind"].as_str().unwrap_or("").to_string(),
+            name.clone(),
+        ));
+    }
+    let pp = PatchParams::apply(&ctx.config.field_manager).force();
+    let live = api
+        .patch(&name, &pp, &Patch::Apply(obj))
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(live.metadata.resource_version)
 }
 
 /// Deletes one object (foreground propagation) and reports it done once it is gone.

@@ -28,10 +28,20 @@
 //!   (e.g. `10m`); exceeding it ends the run in FATAL_ERROR with a `PlanTimeout`/`StepTimeout`
 //!   Event.
 //!
+//! * **Drift repair** (KUDO had none): while no plan runs, the objects of the last completed
+//!   deploy/update/upgrade runs are compared with the cluster whenever a watched child changes
+//!   (and at every idle resync). A deleted object, or a field we applied that was changed by
+//!   someone else (e.g. `kubectl scale`), is applied again with a `DriftRepaired` Event. The
+//!   Instance annotation `kudo.dev/drift-policy` (or `kudo-rs.dev/drift-policy`) selects
+//!   `repair` (default), `report` (Warning Event `DriftDetected` and condition `Drifted=True`,
+//!   nothing changed) or `ignore`. Objects of plans that never completed are not touched. See
+//!   [`drift`].
+//!
 //! Everything about a run lives in the Instance (`status.planStatus`, `spec.planExecution`, the
 //! timing annotation), so a restarted controller resumes where the previous one stopped.
 
 mod discovery;
+pub mod drift;
 mod execute;
 mod reconcile;
 

@@ -23,10 +23,18 @@ use serde_json::{Value, json};
 use tracing::{Instrument, debug, info, info_span, warn};
 
 use crate::execute::{self, reasons};
+use crate::drift;
 use crate::{
     ADMITTED_SPEC_ANNOTATION, CLUSTER_OBJECTS_ANNOTATION, CLUSTER_OBJECTS_FINALIZER, Context,
     instance_resource, operator_version_resource,
 };
+
+/// Condition (policy `report`) listing managed objects changed outside a plan.
+pub const DRIFTED: &str = "Drifted";
+/// Event reason: drifted objects were applied again.
+pub const DRIFT_REPAIRED: &str = "DriftRepaired";
+/// Event reason: drifted objects were found and left alone (policy `report`).
+pub const DRIFT_DETECTED: &str = "DriftDetected";
 
 /// Condition reporting a spec change KUDO's webhook would have rejected.
 pub const CHANGE_ACCEPTED: &str = "ChangeAccepted";
@@ -331,6 +339,10 @@ impl<'c> Reconciler<'c> {
             };
             cond.observed_generation = generation;
             set_condition(&mut status.conditions, cond);
+            if !deleting && last_failed_lifecycle_plan(&status).is_none() {
+                self.drift(&raw, &ov, &exec, &uid, &annotations, &mut status, now, generation)
+                    .await;
+            }
         } else {
             let plan_uid = exec.plan_execution.uid.clone();
             let span = info_span!("plan", plan = %plan, uid = %plan_uid);
@@ -683,6 +695,70 @@ impl<'c> Reconciler<'c> {
         status.plan_status.insert(plan.to_string(), new_ps);
         self.plan_ready(status, plan, st, now, generation);
         (st, requeue, summary.timing.to_annotation())
+    }
+
+    /// Drift check of an idle Instance (see [`crate::drift`]): Events and the `Drifted`
+    /// condition. Failures are logged and retried at the next idle reconcile.
+    #[allow(clippy::too_many_arguments)]
+    async fn drift(
+        &self,
+        raw: &DynamicObject,
+        ov: &OperatorVersion,
+        exec: &InstanceSpec,
+        instance_uid: &str,
+        annotations: &BTreeMap<String, String>,
+        status: &mut InstanceStatus,
+        now: Timestamp,
+        generation: Option<i64>,
+    ) {
+        let (policy, bad) = drift::Policy::from_annotations(annotations);
+        if let Some(msg) = bad {
+            warn!("{msg}");
+        }
+        if policy == drift::Policy::Ignore {
+            status.conditions.retain(|c| c.type_ != DRIFTED);
+            return;
+        }
+        let base = RenderContext {
+            instance_name: self.name.clone(),
+            namespace: self.ns.clone(),
+            parameters: exec.parameters.clone(),
+            plan_uid: String::new(),
+            instance_uid: instance_uid.to_string(),
+            is_namespaced: None,
+        };
+        let rep = drift::check(self.ctx, ov, &base, status, policy, &self.cluster).await;
+        for e in &rep.errors {
+            warn!(error = %e, "drift check");
+        }
+        if !rep.repaired.is_empty() {
+            let msg = format!("re-applied objects changed outside a plan: {}", rep.repaired.join(", "));
+            info!("{msg}");
+            self.event(raw, EventType::Normal, DRIFT_REPAIRED, "DriftRepair", &msg)
+                .await;
+        }
+        if policy == drift::Policy::Report && !rep.drifted.is_empty() {
+            let msg = format!("objects changed outside a plan (policy report, not repaired): {}", rep.drifted.join(", "));
+            let was = status.conditions.iter().any(|c| c.type_ == DRIFTED && c.status == "True" && c.message == msg);
+            if !was {
+                warn!("{msg}");
+                self.event(raw, EventType::Warning, DRIFT_DETECTED, "DriftRepair", &msg)
+                    .await;
+            }
+            set_condition(
+                &mut status.conditions,
+                Condition {
+                    type_: DRIFTED.into(),
+                    status: "True".into(),
+                    observed_generation: generation,
+                    last_transition_time: now.to_string(),
+                    reason: DRIFT_DETECTED.into(),
+                    message: msg,
+                },
+            );
+        } else if rep.errors.is_empty() {
+            status.conditions.retain(|c| c.type_ != DRIFTED);
+        }
     }
 
     fn plan_ready(

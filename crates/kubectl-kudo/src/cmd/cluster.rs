@@ -36,7 +36,10 @@ impl ClusterOpts {
     /// `$KUDO_HOME`, else `~/.kudo`.
     pub fn home_dir(&self) -> PathBuf {
         self.home.clone().unwrap_or_else(|| {
-            std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from(".")).join(".kudo")
+            std::env::var_os("HOME")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| PathBuf::from("."))
+                .join(".kudo")
         })
     }
 }
@@ -69,7 +72,10 @@ pub async fn connect(opts: &ClusterOpts) -> Result<Cluster> {
         config.write_timeout = Some(t);
         config.connect_timeout = Some(t);
     }
-    let namespace = opts.namespace.clone().unwrap_or_else(|| config.default_namespace.clone());
+    let namespace = opts
+        .namespace
+        .clone()
+        .unwrap_or_else(|| config.default_namespace.clone());
     let client = Client::try_from(config).context("cannot build a Kubernetes client")?;
     Ok(Cluster { client, namespace })
 }
@@ -116,7 +122,12 @@ impl Cluster {
 
     /// GET and convert; `Ok(None)` on 404.
     pub async fn get<T: DeserializeOwned>(&self, kind: KudoKind, name: &str) -> Result<Option<T>> {
-        match self.api(kind).get_opt(name).await.map_err(|e| api_error(e, kind, name))? {
+        match self
+            .api(kind)
+            .get_opt(name)
+            .await
+            .map_err(|e| api_error(e, kind, name))?
+        {
             None => Ok(None),
             Some(obj) => Ok(Some(from_dynamic(obj)?)),
         }
@@ -134,7 +145,10 @@ impl Cluster {
     pub async fn create<T: Serialize>(&self, kind: KudoKind, obj: &T) -> Result<()> {
         let dynobj: DynamicObject = serde_json::from_value(serde_json::to_value(obj)?)?;
         let name = dynobj.metadata.name.clone().unwrap_or_default();
-        self.api(kind).create(&PostParams::default(), &dynobj).await.map_err(|e| api_error(e, kind, &name))?;
+        self.api(kind)
+            .create(&PostParams::default(), &dynobj)
+            .await
+            .map_err(|e| api_error(e, kind, &name))?;
         Ok(())
     }
 
@@ -152,7 +166,8 @@ impl Cluster {
 pub fn from_dynamic<T: DeserializeOwned>(obj: DynamicObject) -> Result<T> {
     let name = obj.metadata.name.clone().unwrap_or_default();
     let value = serde_json::to_value(&obj)?;
-    serde_json::from_value(value).with_context(|| format!("object {name} does not match the kudo.dev/v1beta1 schema"))
+    serde_json::from_value(value)
+        .with_context(|| format!("object {name} does not match the kudo.dev/v1beta1 schema"))
 }
 
 /// Turns API errors into messages a user can act on (missing CRDs, unreachable server…).

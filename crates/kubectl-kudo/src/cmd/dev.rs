@@ -14,7 +14,9 @@ use clap::Args;
 use super::cluster::ClusterOpts;
 
 #[derive(Args, Debug)]
-#[command(after_help = "Examples:\n  kubectl kudo dev\n  kubectl kudo dev --address 127.0.0.1:6443 --data-dir ~/.kudo/dev/data\n  kubectl kudo dev --demo ./examples/galera\n\nThe kubeconfig goes to --kubeconfig (default ~/.kudo/dev/kubeconfig); then:\n  export KUBECONFIG=~/.kudo/dev/kubeconfig; kubectl get nodes")]
+#[command(
+    after_help = "Examples:\n  kubectl kudo dev\n  kubectl kudo dev --address 127.0.0.1:6443 --data-dir ~/.kudo/dev/data\n  kubectl kudo dev --demo ./examples/galera\n\nThe kubeconfig goes to --kubeconfig (default ~/.kudo/dev/kubeconfig); then:\n  export KUBECONFIG=~/.kudo/dev/kubeconfig; kubectl get nodes"
+)]
 pub struct DevArgs {
     /// Loopback address to serve on (port 0 picks a free port).
     #[arg(long, default_value = "127.0.0.1:0", value_name = "127.0.0.1:PORT")]
@@ -43,7 +45,10 @@ pub async fn run(opts: &ClusterOpts, args: DevArgs) -> Result<ExitCode> {
     if !args.address.ip().is_loopback() {
         bail!("the dev cluster serves on loopback only; got {}", args.address);
     }
-    let kubeconfig = opts.kubeconfig.clone().unwrap_or_else(|| opts.home_dir().join("dev").join("kubeconfig"));
+    let kubeconfig = opts
+        .kubeconfig
+        .clone()
+        .unwrap_or_else(|| opts.home_dir().join("dev").join("kubeconfig"));
     if let Some(dir) = kubeconfig.parent() {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }
@@ -58,7 +63,10 @@ pub async fn run(opts: &ClusterOpts, args: DevArgs) -> Result<ExitCode> {
         .write_kubeconfig(&kubeconfig)
         .with_context(|| format!("cannot write {}", kubeconfig.display()))?;
 
-    let cluster_opts = ClusterOpts { kubeconfig: Some(kubeconfig.clone()), ..opts.clone() };
+    let cluster_opts = ClusterOpts {
+        kubeconfig: Some(kubeconfig.clone()),
+        ..opts.clone()
+    };
     let client = super::cluster::connect(&cluster_opts).await?.client;
     install_crds(&client).await?;
 
@@ -68,7 +76,10 @@ pub async fn run(opts: &ClusterOpts, args: DevArgs) -> Result<ExitCode> {
     };
     let sim = tokio::spawn(kudo_sim::run(
         client.clone(),
-        kudo_sim::SimConfig { nodes: args.nodes, ..Default::default() },
+        kudo_sim::SimConfig {
+            nodes: args.nodes,
+            ..Default::default()
+        },
         stopped(stop_rx.clone()),
     ));
     let controller = tokio::spawn(kudo_controller::run(
@@ -112,7 +123,10 @@ async fn demo(opts: &ClusterOpts, pkg: &std::path::Path, args: &DevArgs) -> Resu
     let install = InstallArgs {
         package: pkg.to_path_buf(),
         instance: None,
-        params: ParamOpts { parameters: args.parameters.clone(), parameter_files: Vec::new() },
+        params: ParamOpts {
+            parameters: args.parameters.clone(),
+            parameter_files: Vec::new(),
+        },
         skip_instance: false,
         create_namespace: false,
         wait: WaitOpts::default(),
@@ -132,14 +146,22 @@ async fn install_crds(client: &kube::Client) -> Result<()> {
     for text in kudo_api::crd_manifests() {
         let crd: CustomResourceDefinition = serde_saphyr::from_str(text).context("built-in CRD manifest")?;
         let name = crd.metadata.name.clone().unwrap_or_default();
-        api.patch(&name, &PatchParams::apply("kubectl-kudo-dev").force(), &Patch::Apply(&crd))
-            .await
-            .with_context(|| format!("cannot install CRD {name}"))?;
+        api.patch(
+            &name,
+            &PatchParams::apply("kubectl-kudo-dev").force(),
+            &Patch::Apply(&crd),
+        )
+        .await
+        .with_context(|| format!("cannot install CRD {name}"))?;
     }
     for text in kudo_api::crd_manifests() {
         let crd: CustomResourceDefinition = serde_saphyr::from_str(text)?;
         let name = crd.metadata.name.clone().unwrap_or_default();
-        let established = kube::runtime::wait::await_condition(api.clone(), &name, kube::runtime::wait::conditions::is_crd_established());
+        let established = kube::runtime::wait::await_condition(
+            api.clone(),
+            &name,
+            kube::runtime::wait::conditions::is_crd_established(),
+        );
         tokio::time::timeout(Duration::from_secs(30), established)
             .await
             .with_context(|| format!("CRD {name} did not become Established"))??;

@@ -24,7 +24,9 @@ pub enum GetOutput {
 }
 
 #[derive(Args, Debug)]
-#[command(after_help = "Examples:\n  kubectl kudo get instances\n  kubectl kudo get all -n databases\n  kubectl kudo get operatorversions -o yaml")]
+#[command(
+    after_help = "Examples:\n  kubectl kudo get instances\n  kubectl kudo get all -n databases\n  kubectl kudo get operatorversions -o yaml"
+)]
 pub struct GetArgs {
     /// What to list.
     pub what: What,
@@ -76,11 +78,18 @@ pub async fn run(opts: &ClusterOpts, args: GetArgs) -> Result<ExitCode> {
     }
 
     let (title, roots): (&str, Vec<Node>) = match args.what {
-        What::Instances => ("instances", instances.iter().map(|i| Node::new(&i.metadata.name)).collect()),
-        What::Operators => ("operators", operators.iter().map(|o| Node::new(&o.metadata.name)).collect()),
-        What::Operatorversions => {
-            ("operatorversions", ovs.iter().map(|o| Node::new(&o.metadata.name)).collect())
-        }
+        What::Instances => (
+            "instances",
+            instances.iter().map(|i| Node::new(&i.metadata.name)).collect(),
+        ),
+        What::Operators => (
+            "operators",
+            operators.iter().map(|o| Node::new(&o.metadata.name)).collect(),
+        ),
+        What::Operatorversions => (
+            "operatorversions",
+            ovs.iter().map(|o| Node::new(&o.metadata.name)).collect(),
+        ),
         What::All => {
             let roots = operators
                 .iter()
@@ -88,8 +97,9 @@ pub async fn run(opts: &ClusterOpts, args: GetArgs) -> Result<ExitCode> {
                     let mut node = Node::new(&op.metadata.name);
                     for ov in ovs.iter().filter(|ov| ov.spec.operator.name == op.metadata.name) {
                         let ov_node = node.push(Node::new(&ov.metadata.name));
-                        for inst in
-                            instances.iter().filter(|i| i.spec.operator_version.name == ov.metadata.name)
+                        for inst in instances
+                            .iter()
+                            .filter(|i| i.spec.operator_version.name == ov.metadata.name)
                         {
                             ov_node.push(Node::new(&inst.metadata.name));
                         }

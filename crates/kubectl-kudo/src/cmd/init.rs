@@ -39,7 +39,9 @@ impl PullPolicy {
 }
 
 #[derive(Args, Debug)]
-#[command(after_help = "Examples:\n  kubectl kudo init --wait\n  kubectl kudo init --dry-run -o yaml\n  kubectl kudo init --dry-run -o yaml | kubectl delete -f -\n  kubectl kudo init --uninstall")]
+#[command(
+    after_help = "Examples:\n  kubectl kudo init --wait\n  kubectl kudo init --dry-run -o yaml\n  kubectl kudo init --dry-run -o yaml | kubectl delete -f -\n  kubectl kudo init --uninstall"
+)]
 pub struct InitArgs {
     /// Only set up the local $KUDO_HOME, install nothing in the cluster.
     #[arg(short = 'c', long, conflicts_with_all = ["crd_only", "upgrade", "verify", "uninstall", "wait"])]
@@ -103,7 +105,12 @@ fn manifests(args: &InitArgs, namespace: &str) -> Result<Vec<Manifest>> {
     for text in kudo_api::crd_manifests() {
         let object: Value = serde_saphyr::from_str(text).context("built-in CRD manifest")?;
         out.push(Manifest {
-            resource: resource("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions"),
+            resource: resource(
+                "apiextensions.k8s.io",
+                "v1",
+                "CustomResourceDefinition",
+                "customresourcedefinitions",
+            ),
             namespaced: false,
             object,
             group: "crds",
@@ -120,7 +127,10 @@ fn manifests(args: &InitArgs, namespace: &str) -> Result<Vec<Manifest>> {
             "metadata": {"name": namespace, "labels": {"app": "kudo-manager", "control-plane": "controller-manager"}}}),
         group: "namespace",
     });
-    let sa = args.service_account.clone().unwrap_or_else(|| "kudo-manager".to_string());
+    let sa = args
+        .service_account
+        .clone()
+        .unwrap_or_else(|| "kudo-manager".to_string());
     if args.service_account.is_none() {
         out.push(Manifest {
             resource: resource("", "v1", "ServiceAccount", "serviceaccounts"),
@@ -144,28 +154,28 @@ fn manifests(args: &InitArgs, namespace: &str) -> Result<Vec<Manifest>> {
         resource: resource("apps", "v1", "Deployment", "deployments"),
         namespaced: true,
         object: json!({"apiVersion": "apps/v1", "kind": "Deployment",
-            "metadata": {"name": "kudo-controller-manager", "namespace": namespace,
-                "labels": {"app": "kudo-manager", "control-plane": "controller-manager"}},
-            "spec": {
-                "replicas": 1,
-                "selector": {"matchLabels": {"app": "kudo-manager", "control-plane": "controller-manager"}},
-                "template": {
-                    "metadata": {"labels": {"app": "kudo-manager", "control-plane": "controller-manager"}},
-                    "spec": {
-                        "serviceAccountName": sa,
-                        "terminationGracePeriodSeconds": 10,
-                        "containers": [{
-                            "name": "manager",
-                            "image": image,
-                            "imagePullPolicy": args.kudo_image_pull_policy.as_str(),
-                            "args": ["manager"],
-                            "ports": [{"name": "metrics", "containerPort": 8080, "protocol": "TCP"}],
-                            "resources": {"requests": {"cpu": "100m", "memory": "64Mi"},
-                                          "limits": {"memory": "256Mi"}}
-                        }]
-                    }
+        "metadata": {"name": "kudo-controller-manager", "namespace": namespace,
+            "labels": {"app": "kudo-manager", "control-plane": "controller-manager"}},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": "kudo-manager", "control-plane": "controller-manager"}},
+            "template": {
+                "metadata": {"labels": {"app": "kudo-manager", "control-plane": "controller-manager"}},
+                "spec": {
+                    "serviceAccountName": sa,
+                    "terminationGracePeriodSeconds": 10,
+                    "containers": [{
+                        "name": "manager",
+                        "image": image,
+                        "imagePullPolicy": args.kudo_image_pull_policy.as_str(),
+                        "args": ["manager"],
+                        "ports": [{"name": "metrics", "containerPort": 8080, "protocol": "TCP"}],
+                        "resources": {"requests": {"cpu": "100m", "memory": "64Mi"},
+                                      "limits": {"memory": "256Mi"}}
+                    }]
                 }
-            }}),
+            }
+        }}),
         group: "kudo controller",
     });
     Ok(out)
@@ -181,12 +191,18 @@ fn api_for(client: &kube::Client, m: &Manifest) -> Api<DynamicObject> {
 }
 
 fn name_of(m: &Manifest) -> String {
-    m.object["metadata"]["name"].as_str().unwrap_or_default().to_string()
+    m.object["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
 }
 
 pub async fn run(opts: &ClusterOpts, args: InitArgs) -> Result<ExitCode> {
     let home = opts.home_dir();
-    let namespace = opts.namespace.clone().unwrap_or_else(|| "kudo-system".to_string());
+    let namespace = opts
+        .namespace
+        .clone()
+        .unwrap_or_else(|| "kudo-system".to_string());
     if args.dry_run {
         let ms = manifests(&args, &namespace)?;
         match args.output.unwrap_or(InitOutput::Yaml) {
@@ -215,8 +231,14 @@ pub async fn run(opts: &ClusterOpts, args: InitArgs) -> Result<ExitCode> {
     if args.uninstall {
         for m in ms.iter().rev() {
             let name = name_of(m);
-            match api_for(&cluster.client, m).delete(&name, &DeleteParams::background()).await {
-                Ok(_) => println!("{} {name} deleted", m.object["kind"].as_str().unwrap_or_default().to_lowercase()),
+            match api_for(&cluster.client, m)
+                .delete(&name, &DeleteParams::background())
+                .await
+            {
+                Ok(_) => println!(
+                    "{} {name} deleted",
+                    m.object["kind"].as_str().unwrap_or_default().to_lowercase()
+                ),
                 Err(kube::Error::Api(s)) if s.code == 404 => {}
                 Err(e) => return Err(e).with_context(|| format!("cannot delete {name}")),
             }
@@ -226,7 +248,11 @@ pub async fn run(opts: &ClusterOpts, args: InitArgs) -> Result<ExitCode> {
     let mut missing = Vec::new();
     for m in &ms {
         if api_for(&cluster.client, m).get_opt(&name_of(m)).await?.is_none() {
-            missing.push(format!("{} {}", m.object["kind"].as_str().unwrap_or_default(), name_of(m)));
+            missing.push(format!(
+                "{} {}",
+                m.object["kind"].as_str().unwrap_or_default(),
+                name_of(m)
+            ));
         }
     }
     if args.verify {
@@ -247,15 +273,27 @@ pub async fn run(opts: &ClusterOpts, args: InitArgs) -> Result<ExitCode> {
         api_for(&cluster.client, m)
             .patch(&name, &pp, &Patch::Apply(&m.object))
             .await
-            .with_context(|| format!("cannot install {} {name}", m.object["kind"].as_str().unwrap_or_default()))?;
-        if !reported.contains(&m.group) && ms.iter().rev().find(|x| x.group == m.group).map(name_of) == Some(name) {
+            .with_context(|| {
+                format!(
+                    "cannot install {} {name}",
+                    m.object["kind"].as_str().unwrap_or_default()
+                )
+            })?;
+        if !reported.contains(&m.group)
+            && ms.iter().rev().find(|x| x.group == m.group).map(name_of) == Some(name)
+        {
             println!("✅ installed {}", m.group);
             reported.push(m.group);
         }
     }
     if args.wait && !args.crd_only {
         println!("⌛Waiting for KUDO controller to be ready...");
-        wait_ready(&cluster.client, &namespace, Duration::from_secs(args.wait_timeout)).await?;
+        wait_ready(
+            &cluster.client,
+            &namespace,
+            Duration::from_secs(args.wait_timeout),
+        )
+        .await?;
         println!("✅ KUDO is ready!");
     }
     Ok(ExitCode::SUCCESS)
@@ -285,7 +323,10 @@ async fn wait_ready(client: &kube::Client, namespace: &str, timeout: Duration) -
             }
         }
         if tokio::time::Instant::now() > deadline {
-            bail!("timed out after {}s waiting for the KUDO manager to become available", timeout.as_secs());
+            bail!(
+                "timed out after {}s waiting for the KUDO manager to become available",
+                timeout.as_secs()
+            );
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
@@ -319,7 +360,9 @@ mod tests {
                 "Deployment"
             ]
         );
-        let image = ms[6].object["spec"]["template"]["spec"]["containers"][0]["image"].as_str().unwrap();
+        let image = ms[6].object["spec"]["template"]["spec"]["containers"][0]["image"]
+            .as_str()
+            .unwrap();
         assert_eq!(image, format!("kudo-rs/manager:v{}", env!("CARGO_PKG_VERSION")));
     }
 
@@ -330,6 +373,9 @@ mod tests {
         let t = T::parse_from(["init", "--service-account", "mine"]);
         let ms = manifests(&t.init, "kudo-system").unwrap();
         assert!(ms.iter().all(|m| m.object["kind"] != "ServiceAccount"));
-        assert_eq!(ms.last().unwrap().object["spec"]["template"]["spec"]["serviceAccountName"], "mine");
+        assert_eq!(
+            ms.last().unwrap().object["spec"]["template"]["spec"]["serviceAccountName"],
+            "mine"
+        );
     }
 }

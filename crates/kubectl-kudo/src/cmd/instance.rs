@@ -32,7 +32,9 @@ impl ParamOpts {
         let mut values = BTreeMap::new();
         for f in &self.parameter_files {
             let text = std::fs::read_to_string(f).with_context(|| format!("cannot read {}", f.display()))?;
-            values.extend(params::parse_param_file(&f.display().to_string(), &text).map_err(anyhow::Error::msg)?);
+            values.extend(
+                params::parse_param_file(&f.display().to_string(), &text).map_err(anyhow::Error::msg)?,
+            );
         }
         values.extend(params::parse_cli_params(&self.parameters).map_err(anyhow::Error::msg)?);
         Ok(values)
@@ -51,7 +53,9 @@ pub struct WaitOpts {
 }
 
 #[derive(Args, Debug)]
-#[command(after_help = "Examples:\n  kubectl kudo install ./operator\n  kubectl kudo install ./galera -p NODE_COUNT=5 --instance db --wait\n  kubectl kudo install galera-10.5.3_0.1.0.tgz -P values.yaml -n databases --create-namespace")]
+#[command(
+    after_help = "Examples:\n  kubectl kudo install ./operator\n  kubectl kudo install ./galera -p NODE_COUNT=5 --instance db --wait\n  kubectl kudo install galera-10.5.3_0.1.0.tgz -P values.yaml -n databases --create-namespace"
+)]
 pub struct InstallArgs {
     /// The package: a directory or a .tgz file.
     pub package: PathBuf,
@@ -71,7 +75,9 @@ pub struct InstallArgs {
 }
 
 #[derive(Args, Debug)]
-#[command(after_help = "Examples:\n  kubectl kudo update --instance galera-instance -p NODE_COUNT=3\n  kubectl kudo update --instance db -P new-values.yaml --wait")]
+#[command(
+    after_help = "Examples:\n  kubectl kudo update --instance galera-instance -p NODE_COUNT=3\n  kubectl kudo update --instance db -P new-values.yaml --wait"
+)]
 pub struct UpdateArgs {
     /// The Instance to update.
     #[arg(long)]
@@ -83,7 +89,9 @@ pub struct UpdateArgs {
 }
 
 #[derive(Args, Debug)]
-#[command(after_help = "Examples:\n  kubectl kudo upgrade ./galera-v2 --instance galera-instance\n  kubectl kudo upgrade galera-10.5.4_0.2.0.tgz --instance db -p NEW_PARAM=x --wait")]
+#[command(
+    after_help = "Examples:\n  kubectl kudo upgrade ./galera-v2 --instance galera-instance\n  kubectl kudo upgrade galera-10.5.4_0.2.0.tgz --instance db -p NEW_PARAM=x --wait"
+)]
 pub struct UpgradeArgs {
     /// The new package version: a directory or a .tgz file.
     pub package: PathBuf,
@@ -97,7 +105,9 @@ pub struct UpgradeArgs {
 }
 
 #[derive(Args, Debug)]
-#[command(after_help = "Examples:\n  kubectl kudo uninstall --instance galera-instance\n  kubectl kudo uninstall --instance db --wait")]
+#[command(
+    after_help = "Examples:\n  kubectl kudo uninstall --instance galera-instance\n  kubectl kudo uninstall --instance db --wait"
+)]
 pub struct UninstallArgs {
     /// The Instance to delete.
     #[arg(long)]
@@ -130,7 +140,10 @@ fn check_values(ov: &OperatorVersion, values: &BTreeMap<String, String>, install
     if installing {
         let missing = missing_required(ov, values);
         if !missing.is_empty() {
-            bail!("missing required parameters during installation: {}", missing.join(","));
+            bail!(
+                "missing required parameters during installation: {}",
+                missing.join(",")
+            );
         }
     }
     let errors = kudo_package::render::validate_parameters(ov, values);
@@ -143,7 +156,10 @@ fn check_values(ov: &OperatorVersion, values: &BTreeMap<String, String>, install
 async fn operator_version_exists(cluster: &Cluster, ov: &OperatorVersion) -> Result<bool> {
     // By object name, which includes the appVersion: KUDO compared only operatorVersion and silently
     // skipped a new appVersion (kudo-behaviour.md §4.13).
-    Ok(cluster.get::<OperatorVersion>(KudoKind::OperatorVersion, &ov.metadata.name).await?.is_some())
+    Ok(cluster
+        .get::<OperatorVersion>(KudoKind::OperatorVersion, &ov.metadata.name)
+        .await?
+        .is_some())
 }
 
 pub async fn install(opts: &ClusterOpts, args: InstallArgs) -> Result<ExitCode> {
@@ -162,7 +178,11 @@ pub async fn install(opts: &ClusterOpts, args: InstallArgs) -> Result<ExitCode> 
     // Validate everything before creating anything.
     if !args.skip_instance {
         check_values(&res.operator_version, &values, true)?;
-        if cluster.get::<Instance>(KudoKind::Instance, &res.instance.metadata.name).await?.is_some() {
+        if cluster
+            .get::<Instance>(KudoKind::Instance, &res.instance.metadata.name)
+            .await?
+            .is_some()
+        {
             bail!(
                 "cannot install instance '{}' of operator '{}-{}' because an instance of that name already exists in namespace {}",
                 res.instance.metadata.name,
@@ -175,15 +195,27 @@ pub async fn install(opts: &ClusterOpts, args: InstallArgs) -> Result<ExitCode> 
     if args.create_namespace {
         create_namespace(&cluster, &pkg, &res.instance.metadata.name, &values).await?;
     }
-    if cluster.get::<Operator>(KudoKind::Operator, &res.operator.metadata.name).await?.is_none() {
+    if cluster
+        .get::<Operator>(KudoKind::Operator, &res.operator.metadata.name)
+        .await?
+        .is_none()
+    {
         cluster.create(KudoKind::Operator, &res.operator).await?;
-        println!("{} created", KudoKind::Operator.display(&res.operator.metadata.name));
+        println!(
+            "{} created",
+            KudoKind::Operator.display(&res.operator.metadata.name)
+        );
     }
     let ov_name = res.operator_version.metadata.name.clone();
     if operator_version_exists(&cluster, &res.operator_version).await? {
-        println!("{} already installed", KudoKind::OperatorVersion.display(&ov_name));
+        println!(
+            "{} already installed",
+            KudoKind::OperatorVersion.display(&ov_name)
+        );
     } else {
-        cluster.create(KudoKind::OperatorVersion, &res.operator_version).await?;
+        cluster
+            .create(KudoKind::OperatorVersion, &res.operator_version)
+            .await?;
         println!("{} created", KudoKind::OperatorVersion.display(&ov_name));
     }
     if args.skip_instance {
@@ -204,15 +236,22 @@ async fn create_namespace(
     use k8s_openapi::api::core::v1::Namespace;
     let api: kube::Api<Namespace> = kube::Api::all(cluster.client.clone());
     if api.get_opt(&cluster.namespace).await?.is_some() {
-        bail!("namespace {} already exists; drop --create-namespace to install into it", cluster.namespace);
+        bail!(
+            "namespace {} already exists; drop --create-namespace to install into it",
+            cluster.namespace
+        );
     }
     let ns_obj = match render_namespace_manifest(pkg, instance, &cluster.namespace, values)? {
-        Some(obj) => serde_json::from_value::<Namespace>(obj).context("namespaceManifest is not a Namespace")?,
+        Some(obj) => {
+            serde_json::from_value::<Namespace>(obj).context("namespaceManifest is not a Namespace")?
+        }
         None => serde_json::from_value(serde_json::json!({
             "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": cluster.namespace}
         }))?,
     };
-    api.create(&Default::default(), &ns_obj).await.context("cannot create the namespace")?;
+    api.create(&Default::default(), &ns_obj)
+        .await
+        .context("cannot create the namespace")?;
     println!("namespace/{} created", cluster.namespace);
     Ok(())
 }
@@ -249,19 +288,23 @@ fn render_namespace_manifest(
 }
 
 async fn get_instance(cluster: &Cluster, name: &str) -> Result<Instance> {
-    cluster.get::<Instance>(KudoKind::Instance, name).await?.with_context(|| {
-        format!("instance {}/{} does not exist", cluster.namespace, name)
-    })
+    cluster
+        .get::<Instance>(KudoKind::Instance, name)
+        .await?
+        .with_context(|| format!("instance {}/{} does not exist", cluster.namespace, name))
 }
 
 async fn get_ov(cluster: &Cluster, instance: &Instance) -> Result<OperatorVersion> {
     let name = &instance.spec.operator_version.name;
-    cluster.get::<OperatorVersion>(KudoKind::OperatorVersion, name).await?.with_context(|| {
-        format!(
-            "OperatorVersion {name} from instance {}/{} does not exist",
-            cluster.namespace, instance.metadata.name
-        )
-    })
+    cluster
+        .get::<OperatorVersion>(KudoKind::OperatorVersion, name)
+        .await?
+        .with_context(|| {
+            format!(
+                "OperatorVersion {name} from instance {}/{} does not exist",
+                cluster.namespace, instance.metadata.name
+            )
+        })
 }
 
 pub async fn update(opts: &ClusterOpts, args: UpdateArgs) -> Result<ExitCode> {
@@ -274,13 +317,20 @@ pub async fn update(opts: &ClusterOpts, args: UpdateArgs) -> Result<ExitCode> {
     let ov = get_ov(&cluster, &instance).await?;
     for name in values.keys() {
         if !ov.spec.parameters.iter().any(|p| &p.name == name) {
-            bail!("parameter {name} is not defined by operator version {}", ov.metadata.name);
+            bail!(
+                "parameter {name} is not defined by operator version {}",
+                ov.metadata.name
+            );
         }
     }
     check_values(&ov, &values, false)?;
     let previous_uid = instance.spec.plan_execution.uid.clone();
     cluster
-        .merge_patch(KudoKind::Instance, &args.instance, serde_json::json!({"spec": {"parameters": values}}))
+        .merge_patch(
+            KudoKind::Instance,
+            &args.instance,
+            serde_json::json!({"spec": {"parameters": values}}),
+        )
         .await?;
     println!("Instance {} was updated.", args.instance);
     finish_wait(&cluster, &args.instance, Some(previous_uid), &args.wait).await
@@ -294,7 +344,10 @@ pub async fn upgrade(opts: &ClusterOpts, args: UpgradeArgs) -> Result<ExitCode> 
     let current = get_ov(&cluster, &instance).await?;
     let res = to_resources(
         &pkg,
-        &ConvertOptions { namespace: Some(cluster.namespace.clone()), ..Default::default() },
+        &ConvertOptions {
+            namespace: Some(cluster.namespace.clone()),
+            ..Default::default()
+        },
     )?;
     let new_ov = res.operator_version;
     if new_ov.spec.operator.name != current.spec.operator.name {
@@ -316,29 +369,43 @@ pub async fn upgrade(opts: &ClusterOpts, args: UpgradeArgs) -> Result<ExitCode> 
     let previous_uid = instance.spec.plan_execution.uid.clone();
     if new_ov.metadata.name == current.metadata.name {
         // Same version again (KUDO issue 1752): re-run the upgrade plan if the last one failed.
-        let plan = ["upgrade", "update", "deploy"].into_iter().find(|p| new_ov.spec.plans.contains_key(*p));
+        let plan = ["upgrade", "update", "deploy"]
+            .into_iter()
+            .find(|p| new_ov.spec.plans.contains_key(*p));
         let failed = plan
             .and_then(|p| instance.status.as_ref()?.plan_status.get(p))
             .is_some_and(|s| s.status == ExecutionStatus::FatalError);
         match (plan, failed) {
             (Some(plan), true) => {
                 super::plan::trigger_plan(&cluster, &args.instance, plan).await?;
-                println!("instance {}/{} upgrade re-triggered ({plan} plan)", cluster.namespace, args.instance);
+                println!(
+                    "instance {}/{} upgrade re-triggered ({plan} plan)",
+                    cluster.namespace, args.instance
+                );
                 return finish_wait(&cluster, &args.instance, Some(previous_uid), &args.wait).await;
             }
-            _ => bail!("instance {} already runs {}; nothing to upgrade", args.instance, new_ov.metadata.name),
+            _ => bail!(
+                "instance {} already runs {}; nothing to upgrade",
+                args.instance,
+                new_ov.metadata.name
+            ),
         }
     }
     check_values(&new_ov, &values, false)?;
     if !operator_version_exists(&cluster, &new_ov).await? {
         cluster.create(KudoKind::OperatorVersion, &new_ov).await?;
-        println!("{} created", KudoKind::OperatorVersion.display(&new_ov.metadata.name));
+        println!(
+            "{} created",
+            KudoKind::OperatorVersion.display(&new_ov.metadata.name)
+        );
     }
     let mut patch = serde_json::json!({"spec": {"operatorVersion": {"name": new_ov.metadata.name}}});
     if !values.is_empty() {
         patch["spec"]["parameters"] = serde_json::to_value(&values)?;
     }
-    cluster.merge_patch(KudoKind::Instance, &args.instance, patch).await?;
+    cluster
+        .merge_patch(KudoKind::Instance, &args.instance, patch)
+        .await?;
     println!("instance {}/{} updated", cluster.namespace, args.instance);
     finish_wait(&cluster, &args.instance, Some(previous_uid), &args.wait).await
 }
@@ -365,9 +432,17 @@ pub async fn uninstall(opts: &ClusterOpts, args: UninstallArgs) -> Result<ExitCo
     println!("{} deleted", KudoKind::Instance.display(&args.instance));
     if args.wait.wait {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(args.wait.wait_time);
-        while cluster.get::<Instance>(KudoKind::Instance, &args.instance).await?.is_some() {
+        while cluster
+            .get::<Instance>(KudoKind::Instance, &args.instance)
+            .await?
+            .is_some()
+        {
             if tokio::time::Instant::now() > deadline {
-                bail!("timed out after {}s waiting for instance {} to be deleted", args.wait.wait_time, args.instance);
+                bail!(
+                    "timed out after {}s waiting for instance {} to be deleted",
+                    args.wait.wait_time,
+                    args.instance
+                );
             }
             tokio::time::sleep(Duration::from_millis(250)).await;
         }
@@ -385,13 +460,25 @@ pub async fn finish_wait(
     if !wait.wait {
         return Ok(ExitCode::SUCCESS);
     }
-    match wait_for_plan(cluster, instance, previous_uid, Duration::from_secs(wait.wait_time)).await? {
-        WaitOutcome::Finished { plan, status: ExecutionStatus::Complete } => {
+    match wait_for_plan(
+        cluster,
+        instance,
+        previous_uid,
+        Duration::from_secs(wait.wait_time),
+    )
+    .await?
+    {
+        WaitOutcome::Finished {
+            plan,
+            status: ExecutionStatus::Complete,
+        } => {
             println!("{plan} plan of instance {instance} is COMPLETE");
             Ok(ExitCode::SUCCESS)
         }
         WaitOutcome::Finished { plan, status } => {
-            eprintln!("{plan} plan of instance {instance} ended {status}; see `kubectl kudo plan status --instance {instance}`");
+            eprintln!(
+                "{plan} plan of instance {instance} ended {status}; see `kubectl kudo plan status --instance {instance}`"
+            );
             Ok(ExitCode::from(1))
         }
     }

@@ -9,7 +9,9 @@ use clap::Args;
 use super::cluster::{ClusterOpts, connect};
 
 #[derive(Args, Debug)]
-#[command(after_help = "Examples:\n  kubectl kudo manager                       # in a pod: uses the service account\n  kubectl kudo manager --kubeconfig ~/.kube/config")]
+#[command(
+    after_help = "Examples:\n  kubectl kudo manager                       # in a pod: uses the service account\n  kubectl kudo manager --kubeconfig ~/.kube/config"
+)]
 pub struct ManagerArgs {
     /// Field manager name used for server-side apply.
     #[arg(long, default_value = "kudo")]

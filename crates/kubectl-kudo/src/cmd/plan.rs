@@ -27,7 +27,9 @@ pub enum StatusOutput {
 #[derive(Subcommand, Debug)]
 pub enum PlanCommand {
     /// Show the plans of an Instance as a tree, with the live status of the last executed one.
-    #[command(after_help = "Examples:\n  kubectl kudo plan status --instance galera-instance\n  kubectl kudo plan status --instance galera-instance --wait\n  kubectl kudo plan status --instance galera-instance -o yaml")]
+    #[command(
+        after_help = "Examples:\n  kubectl kudo plan status --instance galera-instance\n  kubectl kudo plan status --instance galera-instance --wait\n  kubectl kudo plan status --instance galera-instance -o yaml"
+    )]
     Status {
         /// The Instance.
         #[arg(long)]
@@ -49,7 +51,9 @@ pub enum PlanCommand {
         instance: String,
     },
     /// Run a plan now (a new run restarts the plan if it is already running).
-    #[command(after_help = "Examples:\n  kubectl kudo plan trigger --name backup --instance db\n  kubectl kudo plan trigger --name deploy --instance galera-instance --wait")]
+    #[command(
+        after_help = "Examples:\n  kubectl kudo plan trigger --name backup --instance db\n  kubectl kudo plan trigger --name deploy --instance galera-instance --wait"
+    )]
     Trigger {
         /// The plan to run.
         #[arg(long)]
@@ -68,9 +72,15 @@ async fn load(cluster: &Cluster, name: &str) -> Result<(Instance, OperatorVersio
         .await?
         .with_context(|| format!("Instance {}/{} does not exist", cluster.namespace, name))?;
     let ov_name = &instance.spec.operator_version.name;
-    let ov = cluster.get::<OperatorVersion>(KudoKind::OperatorVersion, ov_name).await?.with_context(|| {
-        format!("OperatorVersion {ov_name} from instance {}/{name} does not exist", cluster.namespace)
-    })?;
+    let ov = cluster
+        .get::<OperatorVersion>(KudoKind::OperatorVersion, ov_name)
+        .await?
+        .with_context(|| {
+            format!(
+                "OperatorVersion {ov_name} from instance {}/{name} does not exist",
+                cluster.namespace
+            )
+        })?;
     Ok((instance, ov))
 }
 
@@ -103,7 +113,12 @@ fn settled(instance: &Instance) -> bool {
 pub async fn run(opts: &ClusterOpts, args: PlanArgs) -> Result<ExitCode> {
     let cluster = connect(opts).await?;
     match args.command {
-        PlanCommand::Status { instance, wait, wait_time, output } => {
+        PlanCommand::Status {
+            instance,
+            wait,
+            wait_time,
+            output,
+        } => {
             if let Some(fmt) = output {
                 let (inst, _) = load(&cluster, &instance).await?;
                 let status = serde_json::to_value(inst.status.unwrap_or_default())?;
@@ -115,7 +130,10 @@ pub async fn run(opts: &ClusterOpts, args: PlanArgs) -> Result<ExitCode> {
             }
             if !wait {
                 let (inst, ov) = load(&cluster, &instance).await?;
-                print!("{}", plan_status::render(&inst, &ov, &cluster.namespace, &local_offset()));
+                print!(
+                    "{}",
+                    plan_status::render(&inst, &ov, &cluster.namespace, &local_offset())
+                );
                 return Ok(ExitCode::SUCCESS);
             }
             status_wait(&cluster, &instance, Duration::from_secs(wait_time)).await
@@ -129,10 +147,17 @@ pub async fn run(opts: &ClusterOpts, args: PlanArgs) -> Result<ExitCode> {
             let (inst, ov) = load(&cluster, &instance).await?;
             if !ov.spec.plans.contains_key(&name) {
                 let known: Vec<&str> = ov.spec.plans.keys().map(String::as_str).collect();
-                bail!("plan {name} does not exist in operator version {} (plans: {})", ov.metadata.name, known.join(", "));
+                bail!(
+                    "plan {name} does not exist in operator version {} (plans: {})",
+                    ov.metadata.name,
+                    known.join(", ")
+                );
             }
             trigger_plan(&cluster, &instance, &name).await?;
-            println!("Triggered {name} plan for {}/{instance} instance", cluster.namespace);
+            println!(
+                "Triggered {name} plan for {}/{instance} instance",
+                cluster.namespace
+            );
             finish_wait(&cluster, &instance, Some(inst.spec.plan_execution.uid), &wait).await
         }
     }
@@ -179,13 +204,20 @@ pub async fn status_wait(cluster: &Cluster, name: &str, timeout: Duration) -> Re
                 return Ok(ExitCode::from(1));
             }
             let failed = plan_status::last_executed_plan(&inst).is_some_and(|p| !p.status.is_finished());
-            return Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS });
+            return Ok(if failed {
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            });
         }
         if tokio::time::Instant::now() > deadline {
             if !tty {
                 print!("{text}");
             }
-            bail!("timed out after {}s waiting for the plan of {name} to finish", timeout.as_secs());
+            bail!(
+                "timed out after {}s waiting for the plan of {name} to finish",
+                timeout.as_secs()
+            );
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
     }

@@ -45,13 +45,18 @@ pub async fn wait_for_plan(
             bail!("instance {}/{} does not exist", cluster.namespace, name);
         };
         if let Some((plan, uid, status)) = current_run(&instance) {
-            let new_run = previous_uid.as_deref().is_none_or(|p| p != uid && !uid.is_empty());
+            let new_run = previous_uid
+                .as_deref()
+                .is_none_or(|p| p != uid && !uid.is_empty());
             if new_run && status.is_terminal() {
                 return Ok(WaitOutcome::Finished { plan, status });
             }
         }
         if tokio::time::Instant::now() > deadline {
-            bail!("timed out after {}s waiting for instance {name}'s plan to finish", timeout.as_secs());
+            bail!(
+                "timed out after {}s waiting for instance {name}'s plan to finish",
+                timeout.as_secs()
+            );
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
     }

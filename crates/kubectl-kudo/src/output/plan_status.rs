@@ -30,12 +30,21 @@ pub fn format_timestamp(rfc3339: &str, offset: &chrono::FixedOffset) -> String {
 }
 
 fn message_suffix(msg: &str) -> String {
-    if msg.is_empty() { String::new() } else { format!(" ({msg})") }
+    if msg.is_empty() {
+        String::new()
+    } else {
+        format!(" ({msg})")
+    }
 }
 
 /// The full `plan status` output for `instance` in `namespace`, given its OperatorVersion.
 /// Timestamps are shown in `offset` (the CLI passes the local offset, as KUDO printed local time).
-pub fn render(instance: &Instance, ov: &OperatorVersion, namespace: &str, offset: &chrono::FixedOffset) -> String {
+pub fn render(
+    instance: &Instance,
+    ov: &OperatorVersion,
+    namespace: &str,
+    offset: &chrono::FixedOffset,
+) -> String {
     let name = &instance.metadata.name;
     let Some(active) = last_executed_plan(instance) else {
         return format!("No plan ever run for instance - nothing to show for instance {name}\n");
@@ -98,14 +107,23 @@ pub fn render(instance: &Instance, ov: &OperatorVersion, namespace: &str, offset
             }
         }
     }
-    format!("Plan(s) for \"{name}\" in namespace \"{namespace}\":\n{}\n", tree::render(&[root]))
+    format!(
+        "Plan(s) for \"{name}\" in namespace \"{namespace}\":\n{}\n",
+        tree::render(&[root])
+    )
 }
 
 /// `plan history`: one line per plan of the OperatorVersion, sorted by name.
 pub fn render_history(instance: &Instance, ov: &OperatorVersion, offset: &chrono::FixedOffset) -> String {
-    let mut out = format!("History of plan executions for instance \"{}\":\n", instance.metadata.name);
+    let mut out = format!(
+        "History of plan executions for instance \"{}\":\n",
+        instance.metadata.name
+    );
     for plan_name in ov.spec.plans.keys() {
-        let status = instance.status.as_ref().and_then(|s| s.plan_status.get(plan_name));
+        let status = instance
+            .status
+            .as_ref()
+            .and_then(|s| s.plan_status.get(plan_name));
         let line = match status {
             Some(p) if p.status.is_running() => format!("{plan_name} (is running)"),
             Some(p) if p.status != ExecutionStatus::NeverRun => match p.last_updated_timestamp.as_deref() {

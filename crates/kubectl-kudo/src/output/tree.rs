@@ -14,7 +14,10 @@ pub struct Node {
 
 impl Node {
     pub fn new(label: impl Into<String>) -> Node {
-        Node { label: label.into(), children: Vec::new() }
+        Node {
+            label: label.into(),
+            children: Vec::new(),
+        }
     }
 
     pub fn push(&mut self, child: Node) -> &mut Node {

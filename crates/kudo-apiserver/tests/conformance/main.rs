@@ -2,6 +2,7 @@
 
 mod util;
 
+mod builtin;
 mod kubectl;
 mod kuberust;
 mod store;

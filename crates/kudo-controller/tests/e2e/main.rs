@@ -1121,3 +1121,73 @@ plans:
     assert!(reasons.contains(&"PlanTimeout".to_string()), "{reasons:?}");
     env.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn drift_is_repaired_or_reported_per_policy() {
+    use k8s_openapi::api::apps::v1::Deployment;
+    use kube::api::{DeleteParams, Patch, PatchParams};
+    let env = Env::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let pkg = first_operator(dir.path());
+    env.install(&pkg, "dr", BTreeMap::new()).await;
+    env.wait_plan("dr", "deploy", "COMPLETE").await;
+    let dep = env
+        .wait_ready_replicas("apps/v1", "Deployment", "dr-nginx", 2)
+        .await;
+    let first_uid = dep["metadata"]["uid"].as_str().unwrap().to_string();
+    let deps: Api<Deployment> = Api::namespaced(env.client.clone(), harness::NS);
+
+    // Deleted outside a plan: applied again.
+    deps.delete("dr-nginx", &DeleteParams::default()).await.unwrap();
+    harness::wait_for("dr-nginx re-created", || async {
+        let d = env.get("apps/v1", "Deployment", "dr-nginx").await?;
+        (d["metadata"]["uid"].as_str() != Some(first_uid.as_str())).then_some(())
+    })
+    .await;
+    harness::wait_for("DriftRepaired event", || async {
+        env.event_reasons("dr")
+            .await
+            .contains(&"DriftRepaired".to_string())
+            .then_some(())
+    })
+    .await;
+
+    // Scaled by someone else (another field manager, like `kubectl scale`): reverted.
+    let scale = PatchParams {
+        field_manager: Some("kubectl".into()),
+        ..Default::default()
+    };
+    deps.patch("dr-nginx", &scale, &Patch::Merge(json!({"spec": {"replicas": 5}})))
+        .await
+        .unwrap();
+    env.wait_ready_replicas("apps/v1", "Deployment", "dr-nginx", 2).await;
+    let inst = env.get("kudo.dev/v1beta1", "Instance", "dr").await.unwrap();
+    assert!(harness::condition(&inst, "Drifted").is_none(), "{inst}");
+
+    // Policy `report`: an Event and a condition, the change stays.
+    env.patch_instance(
+        "dr",
+        json!({"metadata": {"annotations": {"kudo.dev/drift-policy": "report"}}}),
+    )
+    .await;
+    deps.patch("dr-nginx", &scale, &Patch::Merge(json!({"spec": {"replicas": 3}})))
+        .await
+        .unwrap();
+    let inst = env
+        .wait_instance("dr", "Drifted=True", |i| {
+            harness::condition(i, "Drifted").is_some_and(|c| c["status"] == "True")
+        })
+        .await;
+    let msg = harness::condition(&inst, "Drifted").unwrap()["message"].to_string();
+    assert!(msg.contains("dr-nginx"), "{msg}");
+    let reasons = env.event_reasons("dr").await;
+    assert!(reasons.contains(&"DriftDetected".to_string()), "{reasons:?}");
+    env.wait_ready_replicas("apps/v1", "Deployment", "dr-nginx", 3).await;
+    // Still not reverted after further idle reconciles (an unrelated Instance change triggers one).
+    env.patch_instance("dr", json!({"metadata": {"labels": {"touch": "1"}}}))
+        .await;
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    let d = env.get("apps/v1", "Deployment", "dr-nginx").await.unwrap();
+    assert_eq!(d["spec"]["replicas"], 3);
+    env.stop().await;
+}

@@ -1,0 +1,227 @@
+//! Drift repair: while an Instance is idle, the objects its completed lifecycle plans applied are
+//! compared with the cluster and, depending on the Instance's drift policy, applied again.
+//!
+//! Only plans that ran to COMPLETE (deploy, update, upgrade) are considered, rendered with the
+//! parameters and run uid of their last run, so objects of a plan that has not run yet are never
+//! touched. An object counts as drifted when it is gone or when a field we set differs from the
+//! live value (fields added by the server or other managers are ignored). A repair is a
+//! server-side apply, which is idempotent; it is reported only when the server's resourceVersion
+//! moved, so a false alarm (e.g. a quantity the server normalised) costs one no-op request and no
+//! Event.
+
+use kudo_api::{ExecutionStatus, InstanceStatus, OperatorVersion};
+use kudo_engine::Timestamp;
+use kudo_package::render::{Action, RenderContext};
+use serde_json::Value;
+
+use crate::Context;
+use crate::execute::{self, ClusterObjects};
+
+/// Annotation choosing what happens to drifted objects: `repair` (default), `report`, `ignore`.
+pub const DRIFT_POLICY_ANNOTATION: &str = "kudo.dev/drift-policy";
+/// Same as [`DRIFT_POLICY_ANNOTATION`] under our own prefix (checked when the former is absent).
+pub const DRIFT_POLICY_ANNOTATION_RS: &str = "kudo-rs.dev/drift-policy";
+
+/// What to do about drift.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Policy {
+    Repair,
+    Report,
+    Ignore,
+}
+
+impl Policy {
+    /// The policy from the Instance annotations; an unknown value falls back to `repair` and is
+    /// returned as the error message to report.
+    pub fn from_annotations(a: &std::collections::BTreeMap<String, String>) -> (Policy, Option<String>) {
+        let v = a
+            .get(DRIFT_POLICY_ANNOTATION)
+            .or_else(|| a.get(DRIFT_POLICY_ANNOTATION_RS));
+        match v.map(|s| s.trim()) {
+            None | Some("") | Some("repair") => (Policy::Repair, None),
+            Some("report") => (Policy::Report, None),
+            Some("ignore") => (Policy::Ignore, None),
+            Some(other) => (
+                Policy::Repair,
+                Some(format!(
+                    "unknown drift policy {other:?} (expected repair, report or ignore): repairing"
+                )),
+            ),
+        }
+    }
+}
+
+/// Result of a drift check.
+#[derive(Debug, Default)]
+pub struct DriftReport {
+    /// Objects found missing or changed (`Kind ns/name: why`).
+    pub drifted: Vec<String>,
+    /// Of those, the ones a re-apply actually changed.
+    pub repaired: Vec<String>,
+    /// Errors while checking or repairing (retried at the next idle reconcile).
+    pub errors: Vec<String>,
+}
+
+/// `want` ⊆ `live`: every field of `want` has the same value in `live`; lists must have the same
+/// length and match element-wise.
+pub fn is_subset(want: &Value, live: &Value) -> bool {
+    match (want, live) {
+        (Value::Object(w), Value::Object(l)) => w
+            .iter()
+            .all(|(k, v)| l.get(k).is_some_and(|lv| is_subset(v, lv)) || (v.is_null() && !l.contains_key(k))),
+        (Value::Array(w), Value::Array(l)) => w.len() == l.len() && w.iter().zip(l).all(|(a, b)| is_subset(a, b)),
+        (Value::Number(a), Value::Number(b)) => a.as_f64() == b.as_f64(),
+        (a, b) => a == b,
+    }
+}
+
+/// Fields compared for drift: everything we render except metadata (the server and other
+/// controllers legitimately add labels/annotations), status and write-only `stringData`.
+fn comparable(obj: &Value) -> Value {
+    let mut o = obj.clone();
+    if let Some(m) = o.as_object_mut() {
+        for k in ["metadata", "status", "stringData", "apiVersion", "kind"] {
+            m.remove(k);
+        }
+    }
+    o
+}
+
+/// The lifecycle plans whose last run completed, oldest first (a later run's objects win).
+fn completed_plans(status: &InstanceStatus) -> Vec<(String, String)> {
+    let mut plans: Vec<(i64, String, String)> = ["deploy", "update", "upgrade"]
+        .iter()
+        .filter_map(|p| status.plan_status.get(*p))
+        .filter(|ps| ps.status == ExecutionStatus::Complete && !ps.uid.is_empty())
+        .map(|ps| {
+            let t = ps
+                .last_updated_timestamp
+                .as_deref()
+                .and_then(|t| Timestamp::parse(t).ok())
+                .map_or(i64::MIN, |t| t.unix());
+            (t, ps.name.clone(), ps.uid.clone())
+        })
+        .collect();
+    plans.sort();
+    plans.into_iter().map(|(_, n, u)| (n, u)).collect()
+}
+
+/// Checks (and with [`Policy::Repair`] re-applies) the objects of the completed lifecycle plans.
+pub async fn check(
+    ctx: &Context,
+    ov: &OperatorVersion,
+    base: &RenderContext,
+    status: &InstanceStatus,
+    policy: Policy,
+    cluster: &ClusterObjects,
+) -> DriftReport {
+    let mut report = DriftReport::default();
+    if policy == Policy::Ignore {
+        return report;
+    }
+    // identity → object, in first-seen order; later plans replace earlier renderings.
+    let mut objects: Vec<((String, String, String, String), Value)> = Vec::new();
+    for (plan, uid) in completed_plans(status) {
+        let mut rctx = base.clone();
+        rctx.plan_uid = uid;
+        let rendered = match execute::render(ctx, ov, &plan, rctx).await {
+            Ok(r) => r,
+            Err(e) => {
+                report.errors.push(format!("rendering plan {plan}: {e}"));
+                continue;
+            }
+        };
+        for o in rendered.objects() {
+            if o.action != Action::Apply {
+                continue;
+            }
+            let id = (
+                o.object["apiVersion"].as_str().unwrap_or("").to_string(),
+                o.object["kind"].as_str().unwrap_or("").to_string(),
+                o.object["metadata"]["namespace"].as_str().unwrap_or("").to_string(),
+                o.object["metadata"]["name"].as_str().unwrap_or("").to_string(),
+            );
+            match objects.iter_mut().find(|(i, _)| *i == id) {
+                Some(slot) => slot.1 = o.object.clone(),
+                None => objects.push((id, o.object.clone())),
+            }
+        }
+    }
+    for ((_, kind, ns, name), want) in objects {
+        let what = if ns.is_empty() {
+            format!("{kind} {name}")
+        } else {
+            format!("{kind} {ns}/{name}")
+        };
+        let (api, name, _) = match execute::api_for(ctx, &want).await {
+            Ok(a) => a,
+            Err(e) => {
+                report.errors.push(format!("{what}: {e:?}"));
+                continue;
+            }
+        };
+        let live = match api.get_opt(&name).await {
+            Ok(l) => l,
+            Err(e) => {
+                report.errors.push(format!("{what}: {e}"));
+                continue;
+            }
+        };
+        let before_rv = live.as_ref().and_then(|l| l.metadata.resource_version.clone());
+        let why = match &live {
+            None => "deleted",
+            Some(l) => {
+                let lv = serde_json::to_value(l).unwrap_or(Value::Null);
+                if is_subset(&comparable(&want), &lv) {
+                    continue;
+                }
+                "changed"
+            }
+        };
+        report.drifted.push(format!("{what} ({why})"));
+        if policy != Policy::Repair {
+            continue;
+        }
+        match execute::apply_object(ctx, &want, cluster).await {
+            Ok(after_rv) => {
+                if after_rv != before_rv {
+                    report.repaired.push(format!("{what} ({why})"));
+                }
+            }
+            Err(e) => report.errors.push(format!("re-applying {what}: {e}")),
+        }
+    }
+    report
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn subset_ignores_server_added_fields_but_not_changed_values() {
+        let want = json!({"spec": {"replicas": 2, "template": {"spec": {"containers": [{"name": "n", "image": "nginx"}]}}}});
+        let live = json!({"spec": {"replicas": 2, "strategy": {}, "template": {"spec": {"containers": [{"name": "n", "image": "nginx", "imagePullPolicy": "Always"}]}}}});
+        assert!(is_subset(&want, &live));
+        let scaled = json!({"spec": {"replicas": 5, "template": {"spec": {"containers": [{"name": "n", "image": "nginx"}]}}}});
+        assert!(!is_subset(&want, &scaled));
+        let extra_container = json!({"spec": {"replicas": 2, "template": {"spec": {"containers": [{"name": "n", "image": "nginx"}, {"name": "x"}]}}}});
+        assert!(!is_subset(&want, &extra_container));
+        assert!(is_subset(&json!({"a": 1}), &json!({"a": 1.0})));
+    }
+
+    #[test]
+    fn policy_from_annotations() {
+        let mut a = std::collections::BTreeMap::new();
+        assert_eq!(Policy::from_annotations(&a), (Policy::Repair, None));
+        a.insert(DRIFT_POLICY_ANNOTATION_RS.to_string(), "report".to_string());
+        assert_eq!(Policy::from_annotations(&a), (Policy::Report, None));
+        a.insert(DRIFT_POLICY_ANNOTATION.to_string(), "ignore".to_string());
+        assert_eq!(Policy::from_annotations(&a), (Policy::Ignore, None));
+        a.insert(DRIFT_POLICY_ANNOTATION.to_string(), "fix".to_string());
+        let (p, err) = Policy::from_annotations(&a);
+        assert_eq!(p, Policy::Repair);
+        assert!(err.unwrap().contains("unknown drift policy"));
+    }
+}
