@@ -49,6 +49,12 @@ enum Command {
     Test(cmd::test::TestArgs),
     /// Run the KUDO manager (the controller executing Instances' plans) until stopped.
     Manager(cmd::manager::ManagerArgs),
+    /// Search for operators in a repository.
+    Search(cmd::repo::SearchArgs),
+    /// Collect diagnostics about an Instance into a directory.
+    Diagnostics(cmd::diagnostics::DiagnosticsArgs),
+    /// Print a shell completion script (bash, zsh, fish, …).
+    Completion(cmd::repo::CompletionArgs),
     /// Print the version of this binary.
     Version(cmd::version::VersionArgs),
 }
@@ -60,6 +66,11 @@ fn main() -> ExitCode {
         Command::Package(args) => cmd::package::run(args),
         Command::Version(args) => cmd::version::run(args),
         Command::Repo(args) => cmd::repo::run(&cli.cluster, args),
+        Command::Search(args) => cmd::repo::search(&cli.cluster, args),
+        Command::Completion(args) => {
+            cmd::repo::write_completion(&mut <Cli as clap::CommandFactory>::command(), args.shell);
+            Ok(ExitCode::SUCCESS)
+        }
         command => run_async(&cli.cluster, command),
     };
     match result {
@@ -86,7 +97,13 @@ fn run_async(cluster: &cmd::cluster::ClusterOpts, command: Command) -> anyhow::R
             Command::Plan(args) => cmd::plan::run(cluster, args).await,
             Command::Get(args) => cmd::get::run(cluster, args).await,
             Command::Test(args) => cmd::test::run(cluster, args).await,
-            Command::Template(_) | Command::Package(_) | Command::Version(_) | Command::Repo(_) => {
+            Command::Diagnostics(args) => cmd::diagnostics::run(cluster, args).await,
+            Command::Template(_)
+            | Command::Package(_)
+            | Command::Version(_)
+            | Command::Repo(_)
+            | Command::Search(_)
+            | Command::Completion(_) => {
                 unreachable!("handled synchronously in main")
             }
         }

@@ -31,7 +31,11 @@ fn example_dir() -> PathBuf {
 /// PATH with the directory of the built plugin first, so `kubectl kudo` runs this build.
 fn plugin_path() -> String {
     let bin_dir = Path::new(BIN).parent().expect("binary has a directory");
-    format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap_or_default())
+    format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
 }
 
 /// Output of one shell command.
@@ -49,7 +53,10 @@ struct Shell {
 
 impl Shell {
     fn new() -> Self {
-        Shell { home: tempfile::tempdir().expect("temp HOME"), kubeconfig: None }
+        Shell {
+            home: tempfile::tempdir().expect("temp HOME"),
+            kubeconfig: None,
+        }
     }
 
     /// Runs `line` with `sh -c` in `dir`, exactly as typed in the blog (pipes included).
@@ -60,7 +67,9 @@ impl Shell {
         if let Some(k) = &self.kubeconfig {
             cmd.env("KUBECONFIG", k);
         }
-        let out = cmd.output().unwrap_or_else(|e| panic!("cannot run `{line}`: {e}"));
+        let out = cmd
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run `{line}`: {e}"));
         Out {
             ok: out.status.success(),
             stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -71,7 +80,11 @@ impl Shell {
     /// Like [`Shell::sh`] but the command must succeed; returns stdout.
     fn ok(&self, dir: &Path, line: &str) -> String {
         let out = self.sh(dir, line);
-        assert!(out.ok, "`{line}` failed\nstdout:\n{}\nstderr:\n{}", out.stdout, out.stderr);
+        assert!(
+            out.ok,
+            "`{line}` failed\nstdout:\n{}\nstderr:\n{}",
+            out.stdout, out.stderr
+        );
         out.stdout
     }
 }
@@ -121,10 +134,17 @@ fn start_dev(shell: &mut Shell) -> Dev {
         match rx.recv_timeout(Duration::from_secs(120)) {
             Ok(Ok(path)) => break path,
             Ok(Err(line)) => seen.push(line),
-            Err(e) => panic!("kubectl-kudo dev printed no `export KUBECONFIG=` ({e}); stderr so far:\n{}", seen.join("\n")),
+            Err(e) => panic!(
+                "kubectl-kudo dev printed no `export KUBECONFIG=` ({e}); stderr so far:\n{}",
+                seen.join("\n")
+            ),
         }
     };
-    assert_eq!(Path::new(&path), kubeconfig, "the printed KUBECONFIG is the --kubeconfig file");
+    assert_eq!(
+        Path::new(&path),
+        kubeconfig,
+        "the printed KUBECONFIG is the --kubeconfig file"
+    );
     shell.kubeconfig = Some(kubeconfig);
     dev
 }
@@ -152,7 +172,11 @@ fn task_resources(task: &str, stage: &Stage) -> Vec<&'static str> {
         "cluster_services" => vec!["hs-service.yaml"],
         "statefulset" => vec!["statefulset.yaml"],
         "node_scripts" => vec!["node_scripts.yaml"],
-        "bootstrap_cleanup" => vec!["bootstrap_deploy.yaml", "bootstrap_service.yaml", "bootstrap_config.yaml"],
+        "bootstrap_cleanup" => vec![
+            "bootstrap_deploy.yaml",
+            "bootstrap_service.yaml",
+            "bootstrap_config.yaml",
+        ],
         other => panic!("no task {other} in the seeds"),
     }
 }
@@ -160,7 +184,8 @@ fn task_resources(task: &str, stage: &Stage) -> Vec<&'static str> {
 /// The blog's stages, in order. Parameters the example's templates need earlier than the blog
 /// declares them (ANTI_AFFINITY, used by the example's statefulset.yaml) come with the template.
 fn stage(n: u32) -> Stage {
-    let mut steps: Vec<(&'static str, Vec<&'static str>)> = vec![("bootstrap_config", vec!["bootstrap_config"])];
+    let mut steps: Vec<(&'static str, Vec<&'static str>)> =
+        vec![("bootstrap_config", vec!["bootstrap_config"])];
     let mut params = vec!["SST_USER", "SST_PASSWORD"];
     if n >= 2 {
         steps.push(("bootstrap_service", vec!["bootstrap_service"]));
@@ -184,14 +209,23 @@ fn stage(n: u32) -> Stage {
     if n >= 7 {
         steps.push(("cleanup", vec!["bootstrap_cleanup", "config"]));
     }
-    Stage { steps, params, client_service: n >= 8, node_update: n >= 9 }
+    Stage {
+        steps,
+        params,
+        client_service: n >= 8,
+        node_update: n >= 9,
+    }
 }
 
 /// Writes the stage's operator.yaml, params.yaml and templates into `dir`.
 fn write_stage(dir: &Path, stage: &Stage) {
     let ex = example_dir();
     let example_operator = std::fs::read_to_string(ex.join("operator.yaml")).expect("example operator.yaml");
-    let header: String = example_operator.lines().take_while(|l| !l.starts_with("plans:")).map(|l| format!("{l}\n")).collect();
+    let header: String = example_operator
+        .lines()
+        .take_while(|l| !l.starts_with("plans:"))
+        .map(|l| format!("{l}\n"))
+        .collect();
     let mut op = header;
     op.push_str("plans:\n  deploy:\n    strategy: serial\n    phases:\n      - name: deploy\n        strategy: serial\n        steps:\n");
     let mut tasks: Vec<&str> = Vec::new();
@@ -211,8 +245,14 @@ fn write_stage(dir: &Path, stage: &Stage) {
     }
     op.push_str("tasks:\n");
     for t in &tasks {
-        let kind = if *t == "bootstrap_cleanup" { "Delete" } else { "Apply" };
-        op.push_str(&format!("    - name: {t}\n      kind: {kind}\n      spec:\n        resources:\n"));
+        let kind = if *t == "bootstrap_cleanup" {
+            "Delete"
+        } else {
+            "Apply"
+        };
+        op.push_str(&format!(
+            "    - name: {t}\n      kind: {kind}\n      spec:\n        resources:\n"
+        ));
         for r in task_resources(t, stage) {
             op.push_str(&format!("          - {r}\n"));
         }
@@ -281,16 +321,30 @@ fn tree(plan: &str, state: &str, steps: &[&str]) -> String {
 /// others `[NOT ACTIVE]` (plans sorted by name, as KUDO does).
 fn tree_of(active: &str, state: &str, plans: &[(&str, &[&str])]) -> String {
     let mut t = String::from("Plan(s) for \"galera-instance\" in namespace \"default\":\n.\n");
-    t.push_str(&format!("└── galera-instance (Operator-Version: \"{OV}\" Active-Plan: \"{active}\")\n"));
+    t.push_str(&format!(
+        "└── galera-instance (Operator-Version: \"{OV}\" Active-Plan: \"{active}\")\n"
+    ));
     for (pi, (plan, steps)) in plans.iter().enumerate() {
         let last_plan = pi + 1 == plans.len();
-        let (branch, indent) = if last_plan { ("└──", "    ") } else { ("├──", "│   ") };
+        let (branch, indent) = if last_plan {
+            ("└──", "    ")
+        } else {
+            ("├──", "│   ")
+        };
         let st = if *plan == active { state } else { "NOT ACTIVE" };
         let stamp = if *plan == active { ", last updated <T>" } else { "" };
-        t.push_str(&format!("    {branch} Plan {plan} (serial strategy) [{st}]{stamp}\n"));
-        t.push_str(&format!("    {indent}└── Phase deploy (serial strategy) [{st}]\n"));
+        t.push_str(&format!(
+            "    {branch} Plan {plan} (serial strategy) [{st}]{stamp}\n"
+        ));
+        t.push_str(&format!(
+            "    {indent}└── Phase deploy (serial strategy) [{st}]\n"
+        ));
         for (i, s) in steps.iter().enumerate() {
-            let b = if i + 1 == steps.len() { "└──" } else { "├──" };
+            let b = if i + 1 == steps.len() {
+                "└──"
+            } else {
+                "├──"
+            };
             t.push_str(&format!("    {indent}    {b} Step {s} [{st}]\n"));
         }
     }
@@ -309,7 +363,9 @@ fn wait_complete(shell: &Shell, dir: &Path, plan: &str) -> String {
         }
         std::thread::sleep(Duration::from_millis(500));
     }
-    panic!("plan {plan} of galera-instance did not reach COMPLETE within {PLAN_TIMEOUT:?}; last `plan status`:\n{last}");
+    panic!(
+        "plan {plan} of galera-instance did not reach COMPLETE within {PLAN_TIMEOUT:?}; last `plan status`:\n{last}"
+    );
 }
 
 /// Polls `check` until it returns Ok or the bound passes; panics with the last error.
@@ -327,12 +383,20 @@ fn eventually(what: &str, mut check: impl FnMut() -> Result<(), String>) {
 /// A `kubectl get` table: header columns and rows keyed by NAME, each row's cells by column.
 fn table(text: &str) -> (Vec<String>, BTreeMap<String, BTreeMap<String, String>>) {
     let mut lines = text.lines().filter(|l| !l.trim().is_empty());
-    let header: Vec<String> = lines.next().unwrap_or_default().split_whitespace().map(String::from).collect();
+    let header: Vec<String> = lines
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .map(String::from)
+        .collect();
     let mut rows = BTreeMap::new();
     for l in lines {
         let cells: Vec<&str> = l.split_whitespace().collect();
-        let row: BTreeMap<String, String> =
-            header.iter().cloned().zip(cells.iter().map(|c| c.to_string())).collect();
+        let row: BTreeMap<String, String> = header
+            .iter()
+            .cloned()
+            .zip(cells.iter().map(|c| c.to_string()))
+            .collect();
         rows.insert(cells[0].to_string(), row);
     }
     (header, rows)
@@ -364,9 +428,15 @@ fn describe_field(text: &str, field: &str) -> Vec<String> {
 /// The `Data` section of `kubectl describe configmap`: key → value text.
 fn describe_data(text: &str) -> BTreeMap<String, String> {
     let mut data = BTreeMap::new();
-    let Some(start) = text.find("\nData\n====\n") else { return data };
+    let Some(start) = text.find("\nData\n====\n") else {
+        return data;
+    };
     let body = &text[start + "\nData\n====\n".len()..];
-    let end = ["\nBinaryData\n", "\nEvents:"].iter().filter_map(|m| body.find(m)).min().unwrap_or(body.len());
+    let end = ["\nBinaryData\n", "\nEvents:"]
+        .iter()
+        .filter_map(|m| body.find(m))
+        .min()
+        .unwrap_or(body.len());
     let body = &body[..end];
     let lines: Vec<&str> = body.lines().collect();
     let mut i = 0;
@@ -375,7 +445,9 @@ fn describe_data(text: &str) -> BTreeMap<String, String> {
             let key = lines[i].trim_end_matches(':').to_string();
             let mut j = i + 2;
             let mut value = Vec::new();
-            while j < lines.len() && !(j + 1 < lines.len() && lines[j].ends_with(':') && lines[j + 1] == "----") {
+            while j < lines.len()
+                && !(j + 1 < lines.len() && lines[j].ends_with(':') && lines[j + 1] == "----")
+            {
                 value.push(lines[j]);
                 j += 1;
             }
@@ -398,18 +470,48 @@ fn is_uuid(s: &str) -> bool {
 /// `kudo.dev/last-applied-configuration`: we use server-side apply, see docs/tutorial.md).
 fn assert_kudo_metadata(describe: &str, extra_labels: &[&str], plan: &str, step: &str) {
     let mut labels: Vec<String> = extra_labels.iter().map(|s| s.to_string()).collect();
-    labels.extend(["heritage=kudo", "kudo.dev/instance=galera-instance", "kudo.dev/operator=galera"].map(String::from));
+    labels.extend(
+        [
+            "heritage=kudo",
+            "kudo.dev/instance=galera-instance",
+            "kudo.dev/operator=galera",
+        ]
+        .map(String::from),
+    );
     labels.sort();
-    assert_eq!(describe_field(describe, "Labels"), labels, "labels in:\n{describe}");
+    assert_eq!(
+        describe_field(describe, "Labels"),
+        labels,
+        "labels in:\n{describe}"
+    );
     let ann = describe_field(describe, "Annotations");
-    let get = |k: &str| ann.iter().find_map(|a| a.strip_prefix(&format!("{k}: ")).map(str::to_string));
-    assert_eq!(get("kudo.dev/plan").as_deref(), Some(plan), "annotations: {ann:?}");
-    assert_eq!(get("kudo.dev/phase").as_deref(), Some("deploy"), "annotations: {ann:?}");
-    assert_eq!(get("kudo.dev/step").as_deref(), Some(step), "annotations: {ann:?}");
+    let get = |k: &str| {
+        ann.iter()
+            .find_map(|a| a.strip_prefix(&format!("{k}: ")).map(str::to_string))
+    };
+    assert_eq!(
+        get("kudo.dev/plan").as_deref(),
+        Some(plan),
+        "annotations: {ann:?}"
+    );
+    assert_eq!(
+        get("kudo.dev/phase").as_deref(),
+        Some("deploy"),
+        "annotations: {ann:?}"
+    );
+    assert_eq!(
+        get("kudo.dev/step").as_deref(),
+        Some(step),
+        "annotations: {ann:?}"
+    );
     let uid = get("kudo.dev/last-plan-execution-uid").unwrap_or_default();
-    assert!(is_uuid(&uid), "kudo.dev/last-plan-execution-uid is a UUID, got {uid:?} in {ann:?}");
     assert!(
-        !ann.iter().any(|a| a.starts_with("kudo.dev/last-applied-configuration")),
+        is_uuid(&uid),
+        "kudo.dev/last-plan-execution-uid is a UUID, got {uid:?} in {ann:?}"
+    );
+    assert!(
+        !ann.iter()
+            .any(|a| a.starts_with("kudo.dev/last-applied-configuration")),
         "server-side apply leaves no last-applied annotation: {ann:?}"
     );
 }
@@ -420,7 +522,9 @@ const ALL_PORTS: &str = "3306/TCP,4444/TCP,4567/TCP,4568/TCP";
 fn assert_headless_service(shell: &Shell, dir: &Path, name: &str) {
     let (header, rows) = table(&shell.ok(dir, "kubectl get services"));
     assert_eq!(header, cols(&SERVICE_COLUMNS));
-    let row = rows.get(name).unwrap_or_else(|| panic!("no service {name} in {rows:?}"));
+    let row = rows
+        .get(name)
+        .unwrap_or_else(|| panic!("no service {name} in {rows:?}"));
     assert_eq!(row["TYPE"], "ClusterIP");
     assert_eq!(row["CLUSTER-IP"], "None");
     assert_eq!(row["EXTERNAL-IP"], "<none>");
@@ -435,7 +539,12 @@ fn assert_described_ports(describe: &str) {
         .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
         .collect();
     let mut want = Vec::new();
-    for (n, p) in [("mysql", 3306), ("sst", 4444), ("replication", 4567), ("ist", 4568)] {
+    for (n, p) in [
+        ("mysql", 3306),
+        ("sst", 4444),
+        ("replication", 4567),
+        ("ist", 4568),
+    ] {
         want.push(format!("Port: {n} {p}/TCP"));
         want.push(format!("TargetPort: {p}/TCP"));
     }
@@ -443,7 +552,11 @@ fn assert_described_ports(describe: &str) {
 }
 
 fn endpoints(describe: &str) -> Vec<String> {
-    describe.lines().filter_map(|l| l.strip_prefix("Endpoints:")).map(|v| v.trim().to_string()).collect()
+    describe
+        .lines()
+        .filter_map(|l| l.strip_prefix("Endpoints:"))
+        .map(|v| v.trim().to_string())
+        .collect()
 }
 
 /// The plan-run UID KUDO stamped on the node ConfigMap.
@@ -456,17 +569,33 @@ fn run_uid(shell: &Shell, dir: &Path) -> String {
 
 /// The seeds' uninstall recipe between stages; afterwards no KUDO CRD is left.
 fn remove_kudo(shell: &Shell, dir: &Path) {
-    let out = shell.ok(dir, "kubectl kudo init --dry-run --output yaml | kubectl delete -f -");
-    for crd in ["operators.kudo.dev", "operatorversions.kudo.dev", "instances.kudo.dev"] {
+    let out = shell.ok(
+        dir,
+        "kubectl kudo init --dry-run --output yaml | kubectl delete -f -",
+    );
+    for crd in [
+        "operators.kudo.dev",
+        "operatorversions.kudo.dev",
+        "instances.kudo.dev",
+    ] {
         assert!(
-            out.contains(&format!("customresourcedefinition.apiextensions.k8s.io \"{crd}\" deleted")),
+            out.contains(&format!(
+                "customresourcedefinition.apiextensions.k8s.io \"{crd}\" deleted"
+            )),
             "seed: `customresourcedefinition.apiextensions.k8s.io \"{crd}\" deleted`; got:\n{out}"
         );
     }
-    eventually("the instance's ConfigMaps are garbage-collected after the CRDs are deleted", || {
-        let cms = shell.ok(dir, "kubectl get configmaps -o name");
-        if cms.contains("galera-instance") { Err(cms) } else { Ok(()) }
-    });
+    eventually(
+        "the instance's ConfigMaps are garbage-collected after the CRDs are deleted",
+        || {
+            let cms = shell.ok(dir, "kubectl get configmaps -o name");
+            if cms.contains("galera-instance") {
+                Err(cms)
+            } else {
+                Ok(())
+            }
+        },
+    );
     // The next `kubectl kudo init` recreates kudo-system, so let its deletion finish first.
     eventually("namespace kudo-system is gone", || {
         let out = shell.sh(dir, "kubectl get namespace kudo-system");
@@ -480,10 +609,20 @@ fn remove_kudo(shell: &Shell, dir: &Path) {
 /// OperatorVersion, so the next stage's `install .` creates all three again.
 fn reset(shell: &Shell, dir: &Path) {
     shell.ok(dir, "kubectl kudo uninstall --instance galera-instance");
-    shell.ok(dir, "kubectl delete operatorversions.kudo.dev,operators.kudo.dev --all");
+    shell.ok(
+        dir,
+        "kubectl delete operatorversions.kudo.dev,operators.kudo.dev --all",
+    );
     eventually("the instance's objects are gone after uninstall", || {
-        let left = shell.ok(dir, "kubectl get deployments,statefulsets,services,configmaps,pods,instances.kudo.dev -o name");
-        if left.contains("galera-instance") { Err(left) } else { Ok(()) }
+        let left = shell.ok(
+            dir,
+            "kubectl get deployments,statefulsets,services,configmaps,pods,instances.kudo.dev -o name",
+        );
+        if left.contains("galera-instance") {
+            Err(left)
+        } else {
+            Ok(())
+        }
     });
 }
 
@@ -530,8 +669,14 @@ fn wait_pods(shell: &Shell, dir: &Path, names: &[String], bootstrap: bool) {
         if header != cols(&["NAME", "READY", "STATUS", "RESTARTS", "AGE"]) {
             return Err(format!("header {header:?}"));
         }
-        let boot: Vec<&String> = rows.keys().filter(|n| n.starts_with("galera-instance-bootstrap-")).collect();
-        let others: Vec<&String> = rows.keys().filter(|n| !n.starts_with("galera-instance-bootstrap-")).collect();
+        let boot: Vec<&String> = rows
+            .keys()
+            .filter(|n| n.starts_with("galera-instance-bootstrap-"))
+            .collect();
+        let others: Vec<&String> = rows
+            .keys()
+            .filter(|n| !n.starts_with("galera-instance-bootstrap-"))
+            .collect();
         if others != names.iter().collect::<Vec<_>>() || boot.len() != usize::from(bootstrap) {
             return Err(format!("pods {:?}", rows.keys().collect::<Vec<_>>()));
         }
@@ -539,11 +684,18 @@ fn wait_pods(shell: &Shell, dir: &Path, names: &[String], bootstrap: bool) {
             // Deployment pods: <deployment>-<pod-template-hash>-<5 chars>, as in the seed.
             let suffix: Vec<&str> = b["galera-instance-bootstrap-".len()..].split('-').collect();
             if suffix.len() != 2 || suffix[1].len() != 5 {
-                return Err(format!("bootstrap pod name {b} is not <deployment>-<hash>-<suffix>"));
+                return Err(format!(
+                    "bootstrap pod name {b} is not <deployment>-<hash>-<suffix>"
+                ));
             }
         }
         for row in rows.values() {
-            if (row["READY"].as_str(), row["STATUS"].as_str(), row["RESTARTS"].as_str()) != ("1/1", "Running", "0") {
+            if (
+                row["READY"].as_str(),
+                row["STATUS"].as_str(),
+                row["RESTARTS"].as_str(),
+            ) != ("1/1", "Running", "0")
+            {
                 return Err(format!("pod not 1/1 Running 0: {row:?}"));
             }
         }
@@ -587,25 +739,35 @@ fn part1_package_new_layout() {
     std::fs::create_dir(&galera).unwrap();
     shell.ok(&galera, "kubectl kudo package new galera");
     // seed: `ls` → operator; `tree` → operator/{operator.yaml,params.yaml}, "1 directory, 2 files".
-    let mut top: Vec<String> = std::fs::read_dir(&galera).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    let mut top: Vec<String> = std::fs::read_dir(&galera)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
     top.sort();
     assert_eq!(top, ["operator"]);
-    let mut files: Vec<String> =
-        std::fs::read_dir(galera.join("operator")).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    let mut files: Vec<String> = std::fs::read_dir(galera.join("operator"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
     files.sort();
     assert_eq!(files, ["operator.yaml", "params.yaml"]);
     // seed: operator.yaml has apiVersion, name: galera, operatorVersion: 0.1.0 (the seed's
     // `plans: {}`/`tasks: []` skeleton is KUDO 0.12's; 0.19 scaffolds a deploy plan); params.yaml
     // is `parameters: []`.
     let op: serde_json::Value =
-        serde_saphyr::from_str(&std::fs::read_to_string(galera.join("operator/operator.yaml")).unwrap()).unwrap();
+        serde_saphyr::from_str(&std::fs::read_to_string(galera.join("operator/operator.yaml")).unwrap())
+            .unwrap();
     assert_eq!(op["apiVersion"], "kudo.dev/v1beta1");
     assert_eq!(op["name"], "galera");
     assert_eq!(op["operatorVersion"], "0.1.0");
     let params_text = std::fs::read_to_string(galera.join("operator/params.yaml")).unwrap();
     let params: serde_json::Value = serde_saphyr::from_str(&params_text).unwrap();
     assert_eq!(params["apiVersion"], "kudo.dev/v1beta1");
-    assert_eq!(params["parameters"], serde_json::json!([]), "params.yaml:\n{params_text}");
+    assert_eq!(
+        params["parameters"],
+        serde_json::json!([]),
+        "params.yaml:\n{params_text}"
+    );
 }
 
 /// Part 2: `kubectl kudo package list plans|tasks|parameters .` on the firstboot_config stage.
@@ -623,22 +785,39 @@ fn part2_package_list() {
 
     // The seed's tables are tab-separated and padded; compare cell by cell.
     let cells = |t: &str| -> Vec<Vec<String>> {
-        t.lines().filter(|l| !l.trim().is_empty()).map(|l| l.split_whitespace().map(String::from).collect()).collect()
+        t.lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| l.split_whitespace().map(String::from).collect())
+            .collect()
     };
     let tasks = shell.ok(&dir, "kubectl kudo package list tasks .");
     assert_eq!(
         cells(&tasks),
-        cells("Name Kind Resources\nbootstrap_config Apply [bootstrap_config.yaml]\nbootstrap_service Apply [bootstrap_service.yaml]\nbootstrap_deploy Apply [bootstrap_deploy.yaml]\nfirstboot_config Apply [galera_config.yaml]"),
+        cells(
+            "Name Kind Resources\nbootstrap_config Apply [bootstrap_config.yaml]\nbootstrap_service Apply [bootstrap_service.yaml]\nbootstrap_deploy Apply [bootstrap_deploy.yaml]\nfirstboot_config Apply [galera_config.yaml]"
+        ),
         "got:\n{tasks}"
     );
     // KUDO 0.19 (immutable parameters, 0.17+) prints a fourth column, Immutable; the seed's three
     // columns must come first, unchanged.
     let params = shell.ok(&dir, "kubectl kudo package list parameters .");
     let got = cells(&params);
-    let seed = cells("Name Default Required\nIST_PORT 4568 true\nMYSQL_PORT 3306 true\nMYSQL_ROOT_PASSWORD admin true\nNODE_COUNT 3 true\nREPLICATION_PORT 4567 true\nSST_PASSWORD admin true\nSST_PORT 4444 true\nSST_USER root true");
-    assert_eq!(got.iter().map(|r| r[..3.min(r.len())].to_vec()).collect::<Vec<_>>(), seed, "got:\n{params}");
+    let seed = cells(
+        "Name Default Required\nIST_PORT 4568 true\nMYSQL_PORT 3306 true\nMYSQL_ROOT_PASSWORD admin true\nNODE_COUNT 3 true\nREPLICATION_PORT 4567 true\nSST_PASSWORD admin true\nSST_PORT 4444 true\nSST_USER root true",
+    );
+    assert_eq!(
+        got.iter()
+            .map(|r| r[..3.min(r.len())].to_vec())
+            .collect::<Vec<_>>(),
+        seed,
+        "got:\n{params}"
+    );
     for (i, row) in got.iter().enumerate() {
-        assert_eq!(row.get(3).map(String::as_str), Some(if i == 0 { "Immutable" } else { "false" }), "got:\n{params}");
+        assert_eq!(
+            row.get(3).map(String::as_str),
+            Some(if i == 0 { "Immutable" } else { "false" }),
+            "got:\n{params}"
+        );
     }
 }
 
@@ -657,13 +836,24 @@ fn part1_bootstrap_node() {
     // --- First test: bootstrap_config only.
     let dir = stage_dir(work.path(), 1);
     install(&shell, &dir, "kubectl kudo install .");
-    assert_eq!(wait_complete(&shell, &dir, "deploy"), tree("deploy", "COMPLETE", &["bootstrap_config"]));
+    assert_eq!(
+        wait_complete(&shell, &dir, "deploy"),
+        tree("deploy", "COMPLETE", &["bootstrap_config"])
+    );
     let out = shell.ok(&dir, "kubectl kudo plan status --instance=galera-instance");
-    assert_eq!(strip_timestamps(&out), tree("deploy", "COMPLETE", &["bootstrap_config"]), "`--instance=` form");
+    assert_eq!(
+        strip_timestamps(&out),
+        tree("deploy", "COMPLETE", &["bootstrap_config"]),
+        "`--instance=` form"
+    );
 
     let (header, rows) = table(&shell.ok(&dir, "kubectl get configmaps"));
     assert_eq!(header, cols(&["NAME", "DATA", "AGE"]));
-    assert_eq!(rows.get("galera-instance-bootstrap").map(|r| r["DATA"].as_str()), Some("1"), "rows {rows:?}");
+    assert_eq!(
+        rows.get("galera-instance-bootstrap").map(|r| r["DATA"].as_str()),
+        Some("1"),
+        "rows {rows:?}"
+    );
 
     let describe = shell.ok(&dir, "kubectl describe configmap galera-instance-bootstrap");
     assert_eq!(describe_field(&describe, "Name"), ["galera-instance-bootstrap"]);
@@ -672,7 +862,9 @@ fn part1_bootstrap_node() {
     let data = describe_data(&describe);
     assert_eq!(
         data.get("galera.cnf").map(String::as_str),
-        Some("[galera]\nwsrep_on = ON\nwsrep_provider = /usr/lib/galera/libgalera_smm.so\nwsrep_sst_method = mariabackup\nwsrep_cluster_address = gcomm://\nbinlog_format = ROW"),
+        Some(
+            "[galera]\nwsrep_on = ON\nwsrep_provider = /usr/lib/galera/libgalera_smm.so\nwsrep_sst_method = mariabackup\nwsrep_cluster_address = gcomm://\nbinlog_format = ROW"
+        ),
         "describe:\n{describe}"
     );
     reset(&shell, &dir);
@@ -686,12 +878,24 @@ fn part1_bootstrap_node() {
     );
     assert_headless_service(&shell, &dir, "galera-instance-bootstrap-svc");
     let describe = shell.ok(&dir, "kubectl describe service galera-instance-bootstrap-svc");
-    assert_kudo_metadata(&describe, &["app=galera-bootstrap"], "deploy", "bootstrap_service");
-    assert_eq!(describe_field(&describe, "Selector"), ["app=galera-bootstrap,instance=galera-instance"]);
+    assert_kudo_metadata(
+        &describe,
+        &["app=galera-bootstrap"],
+        "deploy",
+        "bootstrap_service",
+    );
+    assert_eq!(
+        describe_field(&describe, "Selector"),
+        ["app=galera-bootstrap,instance=galera-instance"]
+    );
     assert_eq!(describe_field(&describe, "Type"), ["ClusterIP"]);
     assert_eq!(describe_field(&describe, "IP"), ["None"]);
     assert_described_ports(&describe);
-    assert_eq!(endpoints(&describe), ["<none>"; 4], "no bootstrap pod yet:\n{describe}");
+    assert_eq!(
+        endpoints(&describe),
+        ["<none>"; 4],
+        "no bootstrap pod yet:\n{describe}"
+    );
     reset(&shell, &dir);
 
     // --- Deploy the bootstrap node.
@@ -699,7 +903,10 @@ fn part1_bootstrap_node() {
     install(&shell, &dir, "kubectl kudo install .");
     let steps = ["bootstrap_config", "bootstrap_service", "bootstrap_deploy"];
     // The seed caught the plan IN_PROGRESS; we check the tree once it finished.
-    assert_eq!(wait_complete(&shell, &dir, "deploy"), tree("deploy", "COMPLETE", &steps));
+    assert_eq!(
+        wait_complete(&shell, &dir, "deploy"),
+        tree("deploy", "COMPLETE", &steps)
+    );
     wait_pods(&shell, &dir, &[], true);
     reset(&shell, &dir);
 }
@@ -715,16 +922,34 @@ fn part2_cluster_nodes() {
     // --- firstboot_config.
     let dir = stage_dir(work.path(), 4);
     install(&shell, &dir, "kubectl kudo install .");
-    let mut steps = vec!["bootstrap_config", "bootstrap_service", "bootstrap_deploy", "firstboot_config"];
-    assert_eq!(wait_complete(&shell, &dir, "deploy"), tree("deploy", "COMPLETE", &steps));
+    let mut steps = vec![
+        "bootstrap_config",
+        "bootstrap_service",
+        "bootstrap_deploy",
+        "firstboot_config",
+    ];
+    assert_eq!(
+        wait_complete(&shell, &dir, "deploy"),
+        tree("deploy", "COMPLETE", &steps)
+    );
     let (header, rows) = table(&shell.ok(&dir, "kubectl get configmaps"));
     assert_eq!(header, cols(&["NAME", "DATA", "AGE"]));
-    assert_eq!(rows.get("galera-instance-bootstrap").map(|r| r["DATA"].as_str()), Some("1"));
-    assert_eq!(rows.get("galera-instance-nodeconfig").map(|r| r["DATA"].as_str()), Some("2"));
+    assert_eq!(
+        rows.get("galera-instance-bootstrap").map(|r| r["DATA"].as_str()),
+        Some("1")
+    );
+    assert_eq!(
+        rows.get("galera-instance-nodeconfig").map(|r| r["DATA"].as_str()),
+        Some("2")
+    );
     let describe = shell.ok(&dir, "kubectl describe configmap galera-instance-nodeconfig");
     assert_kudo_metadata(&describe, &[], "deploy", "firstboot_config");
     let data = describe_data(&describe);
-    assert_eq!(data.get("galera.cnf"), Some(&node_cnf(true, 3)), "describe:\n{describe}");
+    assert_eq!(
+        data.get("galera.cnf"),
+        Some(&node_cnf(true, 3)),
+        "describe:\n{describe}"
+    );
     assert_eq!(data.get("innodb.cnf").map(String::as_str), Some(INNODB_CNF));
     reset(&shell, &dir);
 
@@ -732,12 +957,23 @@ fn part2_cluster_nodes() {
     let dir = stage_dir(work.path(), 5);
     install(&shell, &dir, "kubectl kudo install .");
     steps.push("cluster_services");
-    assert_eq!(wait_complete(&shell, &dir, "deploy"), tree("deploy", "COMPLETE", &steps));
+    assert_eq!(
+        wait_complete(&shell, &dir, "deploy"),
+        tree("deploy", "COMPLETE", &steps)
+    );
     assert_headless_service(&shell, &dir, "galera-instance-bootstrap-svc");
     assert_headless_service(&shell, &dir, "galera-instance-hs");
     let describe = shell.ok(&dir, "kubectl describe service galera-instance-hs");
-    assert_kudo_metadata(&describe, &["app=galera", "galera=galera-instance"], "deploy", "cluster_services");
-    assert_eq!(describe_field(&describe, "Selector"), ["app=galera,instance=galera-instance"]);
+    assert_kudo_metadata(
+        &describe,
+        &["app=galera", "galera=galera-instance"],
+        "deploy",
+        "cluster_services",
+    );
+    assert_eq!(
+        describe_field(&describe, "Selector"),
+        ["app=galera,instance=galera-instance"]
+    );
     assert_eq!(describe_field(&describe, "IP"), ["None"]);
     assert_described_ports(&describe);
     assert_eq!(endpoints(&describe), ["<none>"; 4], "no nodes yet:\n{describe}");
@@ -747,7 +983,10 @@ fn part2_cluster_nodes() {
     let dir = stage_dir(work.path(), 6);
     install(&shell, &dir, "kubectl kudo install .");
     steps.push("statefulset");
-    assert_eq!(wait_complete(&shell, &dir, "deploy"), tree("deploy", "COMPLETE", &steps));
+    assert_eq!(
+        wait_complete(&shell, &dir, "deploy"),
+        tree("deploy", "COMPLETE", &steps)
+    );
     wait_pods(&shell, &dir, &galera_pods(3), true);
     reset(&shell, &dir);
 }
@@ -772,32 +1011,61 @@ fn part3_cleanup_client_service_scaling() {
     // --- Cleanup bootstrap node.
     let dir = stage_dir(work.path(), 7);
     install(&shell, &dir, "kubectl kudo install ./");
-    assert_eq!(wait_complete(&shell, &dir, "deploy"), tree("deploy", "COMPLETE", &steps));
+    assert_eq!(
+        wait_complete(&shell, &dir, "deploy"),
+        tree("deploy", "COMPLETE", &steps)
+    );
     let describe = shell.ok(&dir, "kubectl describe configmap galera-instance-nodeconfig");
     assert_kudo_metadata(&describe, &[], "deploy", "cleanup");
     let data = describe_data(&describe);
-    assert_eq!(data.get("galera.cnf"), Some(&node_cnf(false, 3)), "gcomm:// without the bootstrap service:\n{describe}");
+    assert_eq!(
+        data.get("galera.cnf"),
+        Some(&node_cnf(false, 3)),
+        "gcomm:// without the bootstrap service:\n{describe}"
+    );
     assert_eq!(data.get("innodb.cnf").map(String::as_str), Some(INNODB_CNF));
     wait_pods(&shell, &dir, &galera_pods(3), false);
     let cms = shell.ok(&dir, "kubectl get configmaps -o name");
-    assert!(!cms.contains("galera-instance-bootstrap"), "bootstrap ConfigMap deleted: {cms}");
+    assert!(
+        !cms.contains("galera-instance-bootstrap"),
+        "bootstrap ConfigMap deleted: {cms}"
+    );
     reset(&shell, &dir);
 
     // --- Client service.
     let dir = stage_dir(work.path(), 8);
     install(&shell, &dir, "kubectl kudo install ./");
-    assert_eq!(wait_complete(&shell, &dir, "deploy"), tree("deploy", "COMPLETE", &steps));
+    assert_eq!(
+        wait_complete(&shell, &dir, "deploy"),
+        tree("deploy", "COMPLETE", &steps)
+    );
     let (header, rows) = table(&shell.ok(&dir, "kubectl get services"));
     assert_eq!(header, cols(&SERVICE_COLUMNS));
-    assert!(!rows.contains_key("galera-instance-bootstrap-svc"), "bootstrap service deleted: {rows:?}");
-    let cs = rows.get("galera-instance-cs").unwrap_or_else(|| panic!("no galera-instance-cs in {rows:?}"));
+    assert!(
+        !rows.contains_key("galera-instance-bootstrap-svc"),
+        "bootstrap service deleted: {rows:?}"
+    );
+    let cs = rows
+        .get("galera-instance-cs")
+        .unwrap_or_else(|| panic!("no galera-instance-cs in {rows:?}"));
     assert_eq!(cs["TYPE"], "ClusterIP");
-    assert!(cs["CLUSTER-IP"].parse::<std::net::Ipv4Addr>().is_ok(), "cs has a cluster IP: {cs:?}");
+    assert!(
+        cs["CLUSTER-IP"].parse::<std::net::Ipv4Addr>().is_ok(),
+        "cs has a cluster IP: {cs:?}"
+    );
     assert_eq!(cs["PORT(S)"], "3306/TCP");
     assert_headless_service(&shell, &dir, "galera-instance-hs");
     let describe = shell.ok(&dir, "kubectl describe service galera-instance-cs");
-    assert_kudo_metadata(&describe, &["app=galera", "galera=galera-instance"], "deploy", "cluster_services");
-    assert_eq!(describe_field(&describe, "Selector"), ["app=galera,instance=galera-instance"]);
+    assert_kudo_metadata(
+        &describe,
+        &["app=galera", "galera=galera-instance"],
+        "deploy",
+        "cluster_services",
+    );
+    assert_eq!(
+        describe_field(&describe, "Selector"),
+        ["app=galera,instance=galera-instance"]
+    );
     assert_eq!(describe_field(&describe, "IP"), [cs["CLUSTER-IP"].clone()]);
     reset(&shell, &dir);
 
@@ -805,14 +1073,24 @@ fn part3_cleanup_client_service_scaling() {
     let dir = stage_dir(work.path(), 9);
     install(&shell, &dir, "kubectl kudo install ./");
     let plans: [(&str, &[&str]); 2] = [("deploy", &steps), ("node_update", &["config", "stateful"])];
-    assert_eq!(wait_complete(&shell, &dir, "deploy"), tree_of("deploy", "COMPLETE", &plans));
+    assert_eq!(
+        wait_complete(&shell, &dir, "deploy"),
+        tree_of("deploy", "COMPLETE", &plans)
+    );
     wait_pods(&shell, &dir, &galera_pods(3), false);
     for (count, label) in [(5usize, "scale up"), (2, "scale down")] {
         let before = run_uid(&shell, &dir);
-        shell.ok(&dir, &format!("kubectl kudo update --instance galera-instance -p NODE_COUNT={count}"));
+        shell.ok(
+            &dir,
+            &format!("kubectl kudo update --instance galera-instance -p NODE_COUNT={count}"),
+        );
         eventually("node_update re-applies the node ConfigMap", || {
             let now = run_uid(&shell, &dir);
-            if now != before { Ok(()) } else { Err(format!("still run {now}")) }
+            if now != before {
+                Ok(())
+            } else {
+                Err(format!("still run {now}"))
+            }
         });
         let status = wait_complete(&shell, &dir, "node_update");
         assert_eq!(status, tree_of("node_update", "COMPLETE", &plans), "{label}");
@@ -823,16 +1101,33 @@ fn part3_cleanup_client_service_scaling() {
                 return Err(format!("header {header:?}"));
             }
             let ready = sts.get("galera-instance-galera").map(|r| r["READY"].clone());
-            if ready == Some(format!("{count}/{count}")) { Ok(()) } else { Err(format!("{label}: {sts:?}")) }
+            if ready == Some(format!("{count}/{count}")) {
+                Ok(())
+            } else {
+                Err(format!("{label}: {sts:?}"))
+            }
         });
         let describe = shell.ok(&dir, "kubectl describe configmap galera-instance-nodeconfig");
         assert_kudo_metadata(&describe, &[], "node_update", "config");
-        assert_eq!(describe_data(&describe).get("galera.cnf"), Some(&node_cnf(false, count)), "{label}");
+        assert_eq!(
+            describe_data(&describe).get("galera.cnf"),
+            Some(&node_cnf(false, count)),
+            "{label}"
+        );
     }
     // The seed's literal command: NODE_COUNT=3.
     let before = run_uid(&shell, &dir);
-    shell.ok(&dir, "kubectl kudo update --instance galera-instance -p NODE_COUNT=3");
-    eventually("node_update runs again", || if run_uid(&shell, &dir) != before { Ok(()) } else { Err("same run".into()) });
+    shell.ok(
+        &dir,
+        "kubectl kudo update --instance galera-instance -p NODE_COUNT=3",
+    );
+    eventually("node_update runs again", || {
+        if run_uid(&shell, &dir) != before {
+            Ok(())
+        } else {
+            Err("same run".into())
+        }
+    });
     wait_complete(&shell, &dir, "node_update");
     wait_pods(&shell, &dir, &galera_pods(3), false);
     reset(&shell, &dir);
@@ -863,22 +1158,47 @@ fn full_example_install_scale_uninstall() {
     assert_eq!(status, tree_of("deploy", "COMPLETE", &plans));
     wait_pods(&shell, &dir, &galera_pods(3), false);
     let describe = shell.ok(&dir, "kubectl describe configmap galera-instance-nodeconfig");
-    assert_eq!(describe_data(&describe).get("galera.cnf"), Some(&node_cnf(false, 3)));
+    assert_eq!(
+        describe_data(&describe).get("galera.cnf"),
+        Some(&node_cnf(false, 3))
+    );
     // The SST credentials the seeds keep in galera.cnf live in the Secret.
-    let sst = shell.ok(&dir, "kubectl get secret galera-instance-secret -o jsonpath='{.data.sst-auth\\.cnf}' | base64 -d");
-    assert!(sst.contains("wsrep_sst_auth = \"root:admin\""), "sst-auth.cnf: {sst}");
+    let sst = shell.ok(
+        &dir,
+        "kubectl get secret galera-instance-secret -o jsonpath='{.data.sst-auth\\.cnf}' | base64 -d",
+    );
+    assert!(
+        sst.contains("wsrep_sst_auth = \"root:admin\""),
+        "sst-auth.cnf: {sst}"
+    );
 
     let before = run_uid(&shell, &dir);
-    shell.ok(&dir, "kubectl kudo update --instance galera-instance -p NODE_COUNT=4");
-    eventually("node_update runs", || if run_uid(&shell, &dir) != before { Ok(()) } else { Err("same run".into()) });
+    shell.ok(
+        &dir,
+        "kubectl kudo update --instance galera-instance -p NODE_COUNT=4",
+    );
+    eventually("node_update runs", || {
+        if run_uid(&shell, &dir) != before {
+            Ok(())
+        } else {
+            Err("same run".into())
+        }
+    });
     wait_complete(&shell, &dir, "node_update");
     wait_pods(&shell, &dir, &galera_pods(4), false);
 
     let out = shell.sh(&dir, "kubectl kudo uninstall --instance galera-instance");
     assert!(out.ok, "uninstall: {}{}", out.stdout, out.stderr);
     eventually("uninstall removes the instance's objects", || {
-        let left = shell.ok(&dir, "kubectl get statefulsets,services,configmaps,secrets,pods -o name");
-        if left.contains("galera-instance") { Err(left) } else { Ok(()) }
+        let left = shell.ok(
+            &dir,
+            "kubectl get statefulsets,services,configmaps,secrets,pods -o name",
+        );
+        if left.contains("galera-instance") {
+            Err(left)
+        } else {
+            Ok(())
+        }
     });
 }
 
@@ -900,7 +1220,12 @@ fn service_endpoints_as_in_seeds() {
         let describe = shell.ok(&dir, "kubectl describe service galera-instance-bootstrap-svc");
         let eps = endpoints(&describe);
         let ports = ["3306", "4444", "4567", "4568"];
-        if eps.len() == 4 && eps.iter().zip(ports).all(|(e, p)| e.ends_with(&format!(":{p}")) && !e.contains(',')) {
+        if eps.len() == 4
+            && eps
+                .iter()
+                .zip(ports)
+                .all(|(e, p)| e.ends_with(&format!(":{p}")) && !e.contains(','))
+        {
             Ok(())
         } else {
             Err(format!("endpoints {eps:?} in\n{describe}"))

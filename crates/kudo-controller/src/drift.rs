@@ -69,7 +69,9 @@ pub fn is_subset(want: &Value, live: &Value) -> bool {
         (Value::Object(w), Value::Object(l)) => w
             .iter()
             .all(|(k, v)| l.get(k).is_some_and(|lv| is_subset(v, lv)) || (v.is_null() && !l.contains_key(k))),
-        (Value::Array(w), Value::Array(l)) => w.len() == l.len() && w.iter().zip(l).all(|(a, b)| is_subset(a, b)),
+        (Value::Array(w), Value::Array(l)) => {
+            w.len() == l.len() && w.iter().zip(l).all(|(a, b)| is_subset(a, b))
+        }
         (Value::Number(a), Value::Number(b)) => a.as_f64() == b.as_f64(),
         (a, b) => a == b,
     }
@@ -107,7 +109,7 @@ fn completed_plans(status: &InstanceStatus) -> Vec<(String, String)> {
 }
 
 /// Checks (and with [`Policy::Repair`] re-applies) the objects of the completed lifecycle plans.
-pub async fn check(
+pub(crate) async fn check(
     ctx: &Context,
     ov: &OperatorVersion,
     base: &RenderContext,
@@ -131,19 +133,25 @@ pub async fn check(
                 continue;
             }
         };
+        // Plan order: an object a later task deletes (e.g. galera's bootstrap objects, removed
+        // by the plan's last step) is not part of the desired state.
         for o in rendered.objects() {
-            if o.action != Action::Apply {
-                continue;
-            }
             let id = (
                 o.object["apiVersion"].as_str().unwrap_or("").to_string(),
                 o.object["kind"].as_str().unwrap_or("").to_string(),
-                o.object["metadata"]["namespace"].as_str().unwrap_or("").to_string(),
+                o.object["metadata"]["namespace"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_string(),
                 o.object["metadata"]["name"].as_str().unwrap_or("").to_string(),
             );
-            match objects.iter_mut().find(|(i, _)| *i == id) {
-                Some(slot) => slot.1 = o.object.clone(),
-                None => objects.push((id, o.object.clone())),
+            match o.action {
+                Action::Apply => match objects.iter_mut().find(|(i, _)| *i == id) {
+                    Some(slot) => slot.1 = o.object.clone(),
+                    None => objects.push((id, o.object.clone())),
+                },
+                Action::Delete => objects.retain(|(i, _)| *i != id),
+                Action::PipePod | Action::ChildInstance => {}
             }
         }
     }

@@ -355,7 +355,11 @@ async fn apply(ctx: &Context, obj: &Value, cluster: &ClusterObjects) -> Result<O
 
 /// Server-side applies one object outside a plan (drift repair); returns the resourceVersion the
 /// server answered with.
-pub async fn apply_object(ctx: &Context, obj: &Value, cluster: &ClusterObjects) -> Result<Option<String>, String> {
+pub async fn apply_object(
+    ctx: &Context,
+    obj: &Value,
+    cluster: &ClusterObjects,
+) -> Result<Option<String>, String> {
     let (api, name, namespaced) = api_for(ctx, obj).await.map_err(|e| format!("{e:?}"))?;
     if !namespaced {
         cluster.lock().unwrap_or_else(|e| e.into_inner()).insert((

@@ -22,8 +22,8 @@ use kudo_package::render::RenderContext;
 use serde_json::{Value, json};
 use tracing::{Instrument, debug, info, info_span, warn};
 
-use crate::execute::{self, reasons};
 use crate::drift;
+use crate::execute::{self, reasons};
 use crate::{
     ADMITTED_SPEC_ANNOTATION, CLUSTER_OBJECTS_ANNOTATION, CLUSTER_OBJECTS_FINALIZER, Context,
     instance_resource, operator_version_resource,
@@ -732,14 +732,23 @@ impl<'c> Reconciler<'c> {
             warn!(error = %e, "drift check");
         }
         if !rep.repaired.is_empty() {
-            let msg = format!("re-applied objects changed outside a plan: {}", rep.repaired.join(", "));
+            let msg = format!(
+                "re-applied objects changed outside a plan: {}",
+                rep.repaired.join(", ")
+            );
             info!("{msg}");
             self.event(raw, EventType::Normal, DRIFT_REPAIRED, "DriftRepair", &msg)
                 .await;
         }
         if policy == drift::Policy::Report && !rep.drifted.is_empty() {
-            let msg = format!("objects changed outside a plan (policy report, not repaired): {}", rep.drifted.join(", "));
-            let was = status.conditions.iter().any(|c| c.type_ == DRIFTED && c.status == "True" && c.message == msg);
+            let msg = format!(
+                "objects changed outside a plan (policy report, not repaired): {}",
+                rep.drifted.join(", ")
+            );
+            let was = status
+                .conditions
+                .iter()
+                .any(|c| c.type_ == DRIFTED && c.status == "True" && c.message == msg);
             if !was {
                 warn!("{msg}");
                 self.event(raw, EventType::Warning, DRIFT_DETECTED, "DriftRepair", &msg)

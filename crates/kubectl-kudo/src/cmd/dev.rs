@@ -121,7 +121,8 @@ pub async fn run(opts: &ClusterOpts, args: DevArgs) -> Result<ExitCode> {
 async fn demo(opts: &ClusterOpts, pkg: &std::path::Path, args: &DevArgs) -> Result<ExitCode> {
     use super::instance::{InstallArgs, ParamOpts, WaitOpts};
     let install = InstallArgs {
-        package: pkg.to_path_buf(),
+        package: pkg.display().to_string(),
+        source: Default::default(),
         instance: None,
         params: ParamOpts {
             parameters: args.parameters.clone(),

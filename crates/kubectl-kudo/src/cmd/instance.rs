@@ -1,7 +1,7 @@
 //! `install`, `update`, `upgrade`, `uninstall`: the Instance lifecycle, with KUDO's messages.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -57,8 +57,10 @@ pub struct WaitOpts {
     after_help = "Examples:\n  kubectl kudo install ./operator\n  kubectl kudo install ./galera -p NODE_COUNT=5 --instance db --wait\n  kubectl kudo install galera-10.5.3_0.1.0.tgz -P values.yaml -n databases --create-namespace"
 )]
 pub struct InstallArgs {
-    /// The package: a directory or a .tgz file.
-    pub package: PathBuf,
+    /// The package: a directory, a .tgz file, an http(s) URL of a .tgz, or a name in a repository.
+    pub package: String,
+    #[command(flatten)]
+    pub source: super::repo::PackageSourceOpts,
     /// Instance name (default: <operator>-instance).
     #[arg(long)]
     pub instance: Option<String>,
@@ -93,8 +95,10 @@ pub struct UpdateArgs {
     after_help = "Examples:\n  kubectl kudo upgrade ./galera-v2 --instance galera-instance\n  kubectl kudo upgrade galera-10.5.4_0.2.0.tgz --instance db -p NEW_PARAM=x --wait"
 )]
 pub struct UpgradeArgs {
-    /// The new package version: a directory or a .tgz file.
-    pub package: PathBuf,
+    /// The new package version: a directory, a .tgz file, an http(s) URL, or a repository name.
+    pub package: String,
+    #[command(flatten)]
+    pub source: super::repo::PackageSourceOpts,
     /// The Instance to upgrade.
     #[arg(long)]
     pub instance: String,
@@ -116,14 +120,24 @@ pub struct UninstallArgs {
     pub wait: WaitOpts,
 }
 
-fn load_package(path: &Path) -> Result<kudo_package::Package> {
-    if !path.exists() {
-        bail!(
-            "package {} not found: pass a package directory or a .tgz file (installing by repository name is not supported yet)",
-            path.display()
-        );
-    }
-    Ok(kudo_package::read_path(path)?)
+/// Resolves a package argument as KUDO did: local path, then URL, then repository name. Resolution
+/// may download, so it runs off the async runtime.
+async fn load_package(
+    opts: &ClusterOpts,
+    package: &str,
+    source: &super::repo::PackageSourceOpts,
+) -> Result<kudo_package::Package> {
+    let (opts, package, source) = (opts.clone(), package.to_string(), source.clone());
+    tokio::task::spawn_blocking(move || {
+        super::repo::resolve_package(
+            &opts,
+            &package,
+            source.repo.as_deref(),
+            source.app_version.as_deref(),
+            source.operator_version.as_deref(),
+        )
+    })
+    .await?
 }
 
 /// Required parameters without a default that `values` does not supply.
@@ -163,7 +177,7 @@ async fn operator_version_exists(cluster: &Cluster, ov: &OperatorVersion) -> Res
 }
 
 pub async fn install(opts: &ClusterOpts, args: InstallArgs) -> Result<ExitCode> {
-    let pkg = load_package(&args.package)?;
+    let pkg = load_package(opts, &args.package, &args.source).await?;
     let values = args.params.values()?;
     let cluster = connect(opts).await?;
     let ns = cluster.namespace.clone();
@@ -337,7 +351,7 @@ pub async fn update(opts: &ClusterOpts, args: UpdateArgs) -> Result<ExitCode> {
 }
 
 pub async fn upgrade(opts: &ClusterOpts, args: UpgradeArgs) -> Result<ExitCode> {
-    let pkg = load_package(&args.package)?;
+    let pkg = load_package(opts, &args.package, &args.source).await?;
     let values = args.params.values()?;
     let cluster = connect(opts).await?;
     let instance = get_instance(&cluster, &args.instance).await?;

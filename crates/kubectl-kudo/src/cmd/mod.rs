@@ -2,6 +2,7 @@
 
 pub mod cluster;
 pub mod dev;
+pub mod diagnostics;
 pub mod get;
 pub mod init;
 pub mod instance;

@@ -88,10 +88,6 @@ pub struct IndexArgs {
 }
 
 /// `kubectl kudo search`.
-#[allow(
-    dead_code,
-    reason = "wired into main.rs/instance.rs by the lead; see docs/cli.md"
-)]
 #[derive(Args, Debug)]
 #[command(after_help = "Examples:\n  kubectl kudo search kafka\n  kubectl kudo search --repo local -a")]
 pub struct SearchArgs {
@@ -106,10 +102,6 @@ pub struct SearchArgs {
 }
 
 /// The flags `install`, `upgrade` and `package list …` use to pick a package from a repository.
-#[allow(
-    dead_code,
-    reason = "wired into main.rs/instance.rs by the lead; see docs/cli.md"
-)]
 #[derive(Args, Debug, Clone, Default)]
 pub struct PackageSourceOpts {
     /// Repository to take the package from (default: the current context).
@@ -124,10 +116,6 @@ pub struct PackageSourceOpts {
 }
 
 /// `kubectl kudo completion SHELL`.
-#[allow(
-    dead_code,
-    reason = "wired into main.rs/instance.rs by the lead; see docs/cli.md"
-)]
 #[derive(Args, Debug)]
 pub struct CompletionArgs {
     /// The shell to generate the completion script for.
@@ -258,10 +246,6 @@ fn index(opts: &ClusterOpts, home: &Path, a: IndexArgs) -> Result<ExitCode> {
 }
 
 /// `kubectl kudo search [CRITERIA]`: substring match on operator names in a repository index.
-#[allow(
-    dead_code,
-    reason = "wired into main.rs/instance.rs by the lead; see docs/cli.md"
-)]
 pub fn search(opts: &ClusterOpts, args: SearchArgs) -> Result<ExitCode> {
     let cfg = RepositoryConfig::load(&opts.home_dir())?;
     let entry = cfg.current(args.repo.as_deref())?;
@@ -295,10 +279,6 @@ pub fn search(opts: &ClusterOpts, args: SearchArgs) -> Result<ExitCode> {
 /// http(s) URL of a tarball, else the newest matching version in the `repo` (or current)
 /// repository's index, digest-checked. Blocking: call it before entering async work, or through
 /// `tokio::task::spawn_blocking`.
-#[allow(
-    dead_code,
-    reason = "wired into main.rs/instance.rs by the lead; see docs/cli.md"
-)]
 pub fn resolve_package(
     opts: &ClusterOpts,
     name_or_path: &str,
@@ -318,10 +298,6 @@ pub fn resolve_package(
 
 /// Writes the completion script of `cmd` for `shell` to stdout, named for the `kubectl-kudo`
 /// binary (the name shells see on PATH).
-#[allow(
-    dead_code,
-    reason = "wired into main.rs/instance.rs by the lead; see docs/cli.md"
-)]
 pub fn write_completion(cmd: &mut clap::Command, shell: clap_complete::Shell) {
     let mut out = std::io::stdout().lock();
     clap_complete::generate(shell, cmd, "kubectl-kudo", &mut out);

@@ -119,6 +119,17 @@ impl Env {
         }
     }
 
+    /// Kills the controller task without a graceful shutdown: the reconcile in flight is dropped
+    /// at its current await point, like a SIGKILL of the manager process (all progress of a run
+    /// lives in the Instance, nothing in memory survives either way).
+    pub async fn kill_controller(&mut self) {
+        self.stop = None;
+        if let Some(c) = self.controller.take() {
+            c.abort();
+            let _ = c.await;
+        }
+    }
+
     pub async fn stop(mut self) {
         if let Some(tx) = self.stop.take() {
             let _ = tx.send(());

@@ -1030,7 +1030,10 @@ async fn cancel_stops_the_plan_even_with_a_denied_change_and_retrigger_restarts_
             ps["status"] == "IN_PROGRESS" && ps["phases"][0]["steps"][0]["status"] == "COMPLETE"
         })
         .await;
-    let first_uid = running["spec"]["planExecution"]["uid"].as_str().unwrap().to_string();
+    let first_uid = running["spec"]["planExecution"]["uid"]
+        .as_str()
+        .unwrap()
+        .to_string();
     // A change KUDO denies while deploy runs stays stored...
     env.patch_instance("cx", json!({"spec": {"parameters": {"BACKUP_NAME": "second"}}}))
         .await;
@@ -1049,11 +1052,17 @@ async fn cancel_stops_the_plan_even_with_a_denied_change_and_retrigger_restarts_
     assert!(reasons.contains(&"PlanCancelled".to_string()), "{reasons:?}");
     // Once deploy is unscheduled the stored change is admissible: it triggers backup.
     env.wait_plan("cx", "backup", "COMPLETE").await;
-    let cm = env.get("v1", "ConfigMap", "cx-backup").await.expect("backup applied");
+    let cm = env
+        .get("v1", "ConfigMap", "cx-backup")
+        .await
+        .expect("backup applied");
     assert_eq!(cm["data"]["name"], "second");
     let inst = env
         .wait_instance("cx", "backup unscheduled", |i| {
-            i["spec"]["planExecution"]["planName"].as_str().unwrap_or("").is_empty()
+            i["spec"]["planExecution"]["planName"]
+                .as_str()
+                .unwrap_or("")
+                .is_empty()
         })
         .await;
     assert_eq!(inst["status"]["planStatus"]["deploy"]["status"], "CANCELLED");
@@ -1074,7 +1083,8 @@ async fn cancel_stops_the_plan_even_with_a_denied_change_and_retrigger_restarts_
         "IN_PROGRESS"
     );
     // Clearing planName is a cancellation too.
-    env.patch_instance("cx", json!({"spec": {"planExecution": null}})).await;
+    env.patch_instance("cx", json!({"spec": {"planExecution": null}}))
+        .await;
     let inst = env.wait_plan("cx", "deploy", "CANCELLED").await;
     assert!(harness::condition(&inst, "ChangeAccepted").is_none(), "{inst}");
     env.stop().await;
@@ -1157,10 +1167,15 @@ async fn drift_is_repaired_or_reported_per_policy() {
         field_manager: Some("kubectl".into()),
         ..Default::default()
     };
-    deps.patch("dr-nginx", &scale, &Patch::Merge(json!({"spec": {"replicas": 5}})))
-        .await
-        .unwrap();
-    env.wait_ready_replicas("apps/v1", "Deployment", "dr-nginx", 2).await;
+    deps.patch(
+        "dr-nginx",
+        &scale,
+        &Patch::Merge(json!({"spec": {"replicas": 5}})),
+    )
+    .await
+    .unwrap();
+    env.wait_ready_replicas("apps/v1", "Deployment", "dr-nginx", 2)
+        .await;
     let inst = env.get("kudo.dev/v1beta1", "Instance", "dr").await.unwrap();
     assert!(harness::condition(&inst, "Drifted").is_none(), "{inst}");
 
@@ -1170,9 +1185,13 @@ async fn drift_is_repaired_or_reported_per_policy() {
         json!({"metadata": {"annotations": {"kudo.dev/drift-policy": "report"}}}),
     )
     .await;
-    deps.patch("dr-nginx", &scale, &Patch::Merge(json!({"spec": {"replicas": 3}})))
-        .await
-        .unwrap();
+    deps.patch(
+        "dr-nginx",
+        &scale,
+        &Patch::Merge(json!({"spec": {"replicas": 3}})),
+    )
+    .await
+    .unwrap();
     let inst = env
         .wait_instance("dr", "Drifted=True", |i| {
             harness::condition(i, "Drifted").is_some_and(|c| c["status"] == "True")
@@ -1182,12 +1201,92 @@ async fn drift_is_repaired_or_reported_per_policy() {
     assert!(msg.contains("dr-nginx"), "{msg}");
     let reasons = env.event_reasons("dr").await;
     assert!(reasons.contains(&"DriftDetected".to_string()), "{reasons:?}");
-    env.wait_ready_replicas("apps/v1", "Deployment", "dr-nginx", 3).await;
+    env.wait_ready_replicas("apps/v1", "Deployment", "dr-nginx", 3)
+        .await;
     // Still not reverted after further idle reconciles (an unrelated Instance change triggers one).
     env.patch_instance("dr", json!({"metadata": {"labels": {"touch": "1"}}}))
         .await;
     tokio::time::sleep(std::time::Duration::from_secs(2)).await;
     let d = env.get("apps/v1", "Deployment", "dr-nginx").await.unwrap();
     assert_eq!(d["spec"]["replicas"], 3);
+    env.stop().await;
+}
+
+/// Crash safety: the manager is killed (task aborted mid-reconcile, see
+/// `Env::kill_controller`) and restarted at 20 pseudo-random moments of the galera deploy. The
+/// run must still complete with exactly the expected objects, and restarts must not cause an
+/// Event storm.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn galera_deploy_survives_twenty_controller_kills() {
+    let mut env = Env::start().await;
+    env.install(&galera_dir(), "cr", BTreeMap::new()).await;
+    // Deterministic pseudo-random kill moments (xorshift, fixed seed): 30–330 ms apart.
+    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut kills = 0;
+    while kills < 20 {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        tokio::time::sleep(std::time::Duration::from_millis(30 + seed % 300)).await;
+        env.kill_controller().await;
+        kills += 1;
+        env.start_controller();
+    }
+    let inst = env.wait_plan("cr", "deploy", "COMPLETE").await;
+    let ps = &inst["status"]["planStatus"]["deploy"];
+    for phase in ps["phases"].as_array().unwrap() {
+        assert_eq!(phase["status"], "COMPLETE", "{phase}");
+        for step in phase["steps"].as_array().unwrap() {
+            assert_eq!(step["status"], "COMPLETE", "{step}");
+        }
+    }
+    // One run from start to end: the uid admitted at install is the one that completed.
+    let admitted: serde_json::Value = serde_json::from_str(
+        inst["metadata"]["annotations"][kudo_controller::ADMITTED_SPEC_ANNOTATION]
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap();
+    assert!(
+        admitted["planExecution"]["planName"]
+            .as_str()
+            .unwrap_or("")
+            .is_empty(),
+        "{admitted}"
+    );
+    env.wait_ready_replicas("apps/v1", "StatefulSet", "cr-galera", 3)
+        .await;
+    // Exactly the expected objects: the bootstrap ones were cleaned up, the final ones exist.
+    assert!(env.get("apps/v1", "Deployment", "cr-bootstrap").await.is_none());
+    assert!(env.get("v1", "Service", "cr-bootstrap-svc").await.is_none());
+    assert!(env.get("v1", "ConfigMap", "cr-bootstrap").await.is_none());
+    for (av, kind, name) in [
+        ("v1", "ConfigMap", "cr-nodeconfig"),
+        ("v1", "ConfigMap", "cr-node-scripts"),
+        ("v1", "Secret", "cr-secret"),
+        ("v1", "Service", "cr-hs"),
+    ] {
+        assert!(env.get(av, kind, name).await.is_some(), "{kind} {name} missing");
+    }
+    let cm = env.get("v1", "ConfigMap", "cr-nodeconfig").await.unwrap();
+    assert!(
+        cm["data"]["galera.cnf"]
+            .as_str()
+            .unwrap()
+            .contains("gcomm://cr-galera-0.cr-hs,cr-galera-1.cr-hs,cr-galera-2.cr-hs\n")
+    );
+    // Bound on Events: PlanStarted is published before the status write that records the start,
+    // so only a kill inside that window can repeat it (at most once per kill in that window; we
+    // allow 2). Every other Event object is bounded by one per restart per step transition:
+    // a storm (e.g. re-publishing on every reconcile) would exceed 20 restarts x 3 easily.
+    let reasons = env.event_reasons("cr").await;
+    let started = reasons.iter().filter(|r| *r == "PlanStarted").count();
+    assert!((1..=2).contains(&started), "PlanStarted x{started}: {reasons:?}");
+    let finished = reasons.iter().filter(|r| *r == "PlanFinished").count();
+    assert!(
+        (1..=2).contains(&finished),
+        "PlanFinished x{finished}: {reasons:?}"
+    );
+    assert!(reasons.len() <= 60, "{} events: {reasons:?}", reasons.len());
     env.stop().await;
 }
