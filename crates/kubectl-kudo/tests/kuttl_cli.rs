@@ -100,3 +100,23 @@ fn missing_suite_is_a_clear_error() {
     assert_eq!(code, 1, "{text}");
     assert!(text.contains("no kuttl-test.yaml"), "{text}");
 }
+
+/// Issue #9: every example's own kuttl suite passes on the embedded cluster, run exactly as a user
+/// would (`kubectl kudo test` in the example's directory).
+#[test]
+fn every_example_suite_passes_on_the_embedded_cluster() {
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    let mut ran = Vec::new();
+    for entry in std::fs::read_dir(&examples).expect("examples/") {
+        let dir = entry.expect("entry").path();
+        if !dir.join("kuttl-test.yaml").is_file() {
+            continue;
+        }
+        let (code, out) = kudo(&dir, &["test"]);
+        assert_eq!(code, 0, "kuttl suite of {} failed:\n{out}", dir.display());
+        assert!(out.contains(" passed, 0 failed"), "no summary for {}:\n{out}", dir.display());
+        ran.push(dir.file_name().unwrap().to_string_lossy().into_owned());
+    }
+    ran.sort();
+    assert_eq!(ran, ["first-operator", "galera", "wordpress"]);
+}

@@ -1252,7 +1252,7 @@ fn service_endpoints_as_in_seeds() {
 /// Parts 1–3: `kubectl kudo init`, then the seeds' removal recipe
 /// `kubectl kudo init --dry-run --output yaml | kubectl delete -f -`, then init and install again.
 #[test]
-#[ignore = "`kubectl kudo init` (any form, also `--dry-run --output yaml`) exits 2 before doing anything: `error: invalid value 'IfNotPresent' for '--kudo-image-pull-policy <KUDO_IMAGE_PULL_POLICY>'` (clap default_value is not one of the ValueEnum names always/if-not-present/never; crates/kubectl-kudo/src/cmd/init.rs)"]
+#[ignore = "init works, but the removal recipe `kubectl kudo init --dry-run --output yaml | kubectl delete -f -` reports NotFound for the ServiceAccount and Deployment: the embedded API server empties a deleted namespace before kubectl reaches the next document, where a real cluster keeps it Terminating for seconds"]
 fn init_and_remove_kudo_recipe() {
     let _lock = CLUSTER_LOCK.lock().unwrap_or_else(|e| e.into_inner());
     let work = tempfile::tempdir().unwrap();

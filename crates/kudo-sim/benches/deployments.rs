@@ -41,7 +41,7 @@ fn available(d: &Deployment) -> bool {
     d.status
         .as_ref()
         .and_then(|s| s.conditions.as_ref())
-        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Available" && c.status == "True"))
+        .is_some_and(|cs| cs.iter().any(|c| c.type_.as_deref() == Some("Available") && c.status.as_deref() == Some("True")))
         && d.status.as_ref().and_then(|s| s.available_replicas) == Some(3)
 }
 

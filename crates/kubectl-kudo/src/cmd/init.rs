@@ -23,8 +23,11 @@ pub enum InitOutput {
 
 #[derive(Copy, Clone, Debug, ValueEnum, PartialEq, Eq)]
 pub enum PullPolicy {
+    #[value(name = "Always")]
     Always,
+    #[value(name = "IfNotPresent")]
     IfNotPresent,
+    #[value(name = "Never")]
     Never,
 }
 
@@ -364,6 +367,14 @@ mod tests {
             .as_str()
             .unwrap();
         assert_eq!(image, format!("kudo-rs/manager:v{}", env!("CARGO_PKG_VERSION")));
+    }
+
+    #[test]
+    fn pull_policy_takes_kubernetes_spelling() {
+        let t = T::parse_from(["init"]);
+        assert_eq!(t.init.kudo_image_pull_policy, PullPolicy::IfNotPresent);
+        let t = T::parse_from(["init", "--kudo-image-pull-policy", "Always"]);
+        assert_eq!(t.init.kudo_image_pull_policy, PullPolicy::Always);
     }
 
     #[test]

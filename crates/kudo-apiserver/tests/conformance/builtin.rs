@@ -242,9 +242,7 @@ async fn graceful_pod_deletion() {
 
     // Default grace when the pod has none set is 30 seconds.
     api.create(&pp, &pod("dflt", Some("node-1"), None)).await.unwrap();
-    let mut dp = DeleteParams::default();
-    dp.grace_period_seconds = None;
-    api.delete("dflt", &dp).await.unwrap();
+    api.delete("dflt", &DeleteParams::default()).await.unwrap();
     assert_eq!(
         api.get("dflt")
             .await
