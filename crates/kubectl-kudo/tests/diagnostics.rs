@@ -194,7 +194,10 @@ async fn collects_instance_children_and_kudo_namespace() {
     let inst_dir = "operator_zk/instance_zk-instance";
     assert!(read(&out, "operator_zk/zk.yaml").contains("kind: Operator"));
     let ov_yaml = read(&out, "operator_zk/operatorversion_zk-0.3.0/zk-0.3.0.yaml");
-    assert!(ov_yaml.contains("kind: OperatorVersion") && ov_yaml.contains("0.3.0"), "{ov_yaml}");
+    assert!(
+        ov_yaml.contains("kind: OperatorVersion") && ov_yaml.contains("0.3.0"),
+        "{ov_yaml}"
+    );
     assert!(read(&out, &format!("{inst_dir}/zk-instance.yaml")).contains("kind: Instance"));
     let pod_yaml = read(
         &out,

@@ -114,7 +114,11 @@ fn every_example_suite_passes_on_the_embedded_cluster() {
         }
         let (code, out) = kudo(&dir, &["test"]);
         assert_eq!(code, 0, "kuttl suite of {} failed:\n{out}", dir.display());
-        assert!(out.contains(" passed, 0 failed"), "no summary for {}:\n{out}", dir.display());
+        assert!(
+            out.contains(" passed, 0 failed"),
+            "no summary for {}:\n{out}",
+            dir.display()
+        );
         ran.push(dir.file_name().unwrap().to_string_lossy().into_owned());
     }
     ran.sort();

@@ -41,7 +41,10 @@ fn available(d: &Deployment) -> bool {
     d.status
         .as_ref()
         .and_then(|s| s.conditions.as_ref())
-        .is_some_and(|cs| cs.iter().any(|c| c.type_.as_deref() == Some("Available") && c.status.as_deref() == Some("True")))
+        .is_some_and(|cs| {
+            cs.iter()
+                .any(|c| c.type_.as_deref() == Some("Available") && c.status.as_deref() == Some("True"))
+        })
         && d.status.as_ref().and_then(|s| s.available_replicas) == Some(3)
 }
 
@@ -51,7 +54,10 @@ fn main() {
         .find(|a| !a.starts_with('-'))
         .and_then(|a| a.parse().ok())
         .unwrap_or(1000);
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
     rt.block_on(async move {
         let server = kudo_apiserver::ApiServer::start(kudo_apiserver::Config::default()).await.expect("server");
         let dir = tempfile::tempdir().expect("tempdir");

@@ -19,9 +19,13 @@ pub struct ManagerArgs {
     /// How many Instances are reconciled in parallel.
     #[arg(long, default_value_t = 4)]
     pub concurrency: u16,
+    /// Log as JSON lines (with instance/plan/step fields) instead of text; filter with RUST_LOG.
+    #[arg(long)]
+    pub json_logs: bool,
 }
 
 pub async fn run(opts: &ClusterOpts, args: ManagerArgs) -> Result<ExitCode> {
+    kudo_controller::init_tracing(args.json_logs).context("cannot set up logging")?;
     let cluster = connect(opts).await?;
     let config = kudo_controller::ControllerConfig {
         field_manager: args.field_manager,

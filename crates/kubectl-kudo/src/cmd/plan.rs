@@ -50,6 +50,13 @@ pub enum PlanCommand {
         #[arg(long)]
         instance: String,
     },
+    /// Stop the running plan at its next task boundary (status CANCELLED).
+    #[command(after_help = "Examples:\n  kubectl kudo plan cancel --instance galera-instance")]
+    Cancel {
+        /// The Instance.
+        #[arg(long)]
+        instance: String,
+    },
     /// Run a plan now (a new run restarts the plan if it is already running).
     #[command(
         after_help = "Examples:\n  kubectl kudo plan trigger --name backup --instance db\n  kubectl kudo plan trigger --name deploy --instance galera-instance --wait"
@@ -141,6 +148,21 @@ pub async fn run(opts: &ClusterOpts, args: PlanArgs) -> Result<ExitCode> {
         PlanCommand::History { instance } => {
             let (inst, ov) = load(&cluster, &instance).await?;
             print!("{}", plan_status::render_history(&inst, &ov, &local_offset()));
+            Ok(ExitCode::SUCCESS)
+        }
+        PlanCommand::Cancel { instance } => {
+            let (inst, _) = load(&cluster, &instance).await?;
+            let plan = inst.spec.plan_execution.plan_name.clone();
+            if plan.is_empty() {
+                bail!("no plan is running on instance {}/{instance}", cluster.namespace);
+            }
+            cluster
+                .merge_patch(KudoKind::Instance, &instance, kudo_controller::cancel_patch())
+                .await?;
+            println!(
+                "Cancelled {plan} plan for {}/{instance} instance",
+                cluster.namespace
+            );
             Ok(ExitCode::SUCCESS)
         }
         PlanCommand::Trigger { name, instance, wait } => {
