@@ -27,6 +27,7 @@
 //! [`parse::Arg::Chain`]. Operands sit in [`parse::Command::args`] of the [`parse::Pipe`]s found
 //! in [`parse::Node::Action`], the `pipe` of `If`/`Range`/`With` branches and `Template` nodes.
 
+pub mod data;
 pub mod func;
 pub mod limits;
 pub mod value;

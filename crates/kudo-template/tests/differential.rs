@@ -18,8 +18,7 @@ use std::path::{Path, PathBuf};
 
 use kudo_template::{FuncEnv, Template, Value, kudo_funcs};
 
-#[path = "support/godata.rs"]
-mod godata;
+use kudo_template::data as godata;
 
 fn corpus_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests").join("corpus")

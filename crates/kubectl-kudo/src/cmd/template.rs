@@ -230,7 +230,7 @@ fn format_of(path: &Path, forced: DataFormat) -> DataFormat {
 /// `sigs.k8s.io/yaml` (YAML 1.1 scalars, converted to JSON). `null`/empty documents become `{}`.
 fn decode_data(path: &Path, raw: &str, forced: DataFormat) -> Result<serde_json::Value, InputError> {
     let decoded = match format_of(path, forced) {
-        DataFormat::Yaml => go_yaml::to_json(raw),
+        DataFormat::Yaml => kudo_template::data::yaml_to_json(raw),
         _ => serde_json::from_str(raw).map_err(|e| e.to_string()),
     };
     let v = decoded.map_err(|e| InputError(format!("data {}: {e}", path.display())))?;
@@ -387,116 +387,6 @@ fn batch_case(
     }
 }
 
-/// YAML → JSON with `sigs.k8s.io/yaml` semantics (the library KUDO and the oracle use): YAML 1.1
-/// scalars (`yes`/`on`/`y` are booleans, `0755` is octal), non-string keys spelled as JSON strings
-/// (`true`, `1`), merge keys expanded, non-finite floats rejected because JSON cannot hold them.
-/// Kept in step with crates/kudo-template/tests/support/godata.rs (the differential test's copy).
-mod go_yaml {
-    use std::fmt;
-
-    use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
-
-    pub fn to_json(raw: &str) -> Result<serde_json::Value, String> {
-        if raw.trim().is_empty() {
-            return Ok(serde_json::Value::Null);
-        }
-        let mut opts = serde_saphyr::Options::default();
-        opts.legacy_octal_numbers = true;
-        let v: GoYaml = serde_saphyr::from_str_with_options(raw, opts).map_err(|e| e.to_string())?;
-        Ok(v.0)
-    }
-
-    struct GoYaml(serde_json::Value);
-
-    impl<'de> Deserialize<'de> for GoYaml {
-        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-            d.deserialize_any(GoYamlVisitor)
-        }
-    }
-
-    struct GoYamlVisitor;
-
-    impl<'de> Visitor<'de> for GoYamlVisitor {
-        type Value = GoYaml;
-
-        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.write_str("a YAML value")
-        }
-        fn visit_bool<E>(self, v: bool) -> Result<GoYaml, E> {
-            Ok(GoYaml(v.into()))
-        }
-        fn visit_i64<E>(self, v: i64) -> Result<GoYaml, E> {
-            Ok(GoYaml(v.into()))
-        }
-        fn visit_u64<E>(self, v: u64) -> Result<GoYaml, E> {
-            Ok(GoYaml(v.into()))
-        }
-        fn visit_f64<E: de::Error>(self, v: f64) -> Result<GoYaml, E> {
-            serde_json::Number::from_f64(v)
-                .map(|n| GoYaml(n.into()))
-                .ok_or_else(|| E::custom(format!("json: unsupported value: {v}")))
-        }
-        fn visit_str<E>(self, v: &str) -> Result<GoYaml, E> {
-            Ok(GoYaml(v.into()))
-        }
-        fn visit_string<E>(self, v: String) -> Result<GoYaml, E> {
-            Ok(GoYaml(v.into()))
-        }
-        fn visit_unit<E>(self) -> Result<GoYaml, E> {
-            Ok(GoYaml(serde_json::Value::Null))
-        }
-        fn visit_none<E>(self) -> Result<GoYaml, E> {
-            Ok(GoYaml(serde_json::Value::Null))
-        }
-        fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<GoYaml, D::Error> {
-            GoYaml::deserialize(d)
-        }
-        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<GoYaml, A::Error> {
-            let mut items = Vec::new();
-            while let Some(GoYaml(v)) = seq.next_element()? {
-                items.push(v);
-            }
-            Ok(GoYaml(serde_json::Value::Array(items)))
-        }
-        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<GoYaml, A::Error> {
-            let mut out = serde_json::Map::new();
-            while let Some(GoYaml(k)) = map.next_key()? {
-                let GoYaml(v) = map.next_value()?;
-                out.insert(key_string(&k), v);
-            }
-            Ok(GoYaml(serde_json::Value::Object(out)))
-        }
-    }
-
-    /// How sigs.k8s.io/yaml spells a non-string mapping key in JSON.
-    fn key_string(k: &serde_json::Value) -> String {
-        match k {
-            serde_json::Value::String(s) => s.clone(),
-            serde_json::Value::Null => "null".into(),
-            serde_json::Value::Bool(b) => b.to_string(),
-            serde_json::Value::Number(n) if n.is_f64() => go_float_key(n.as_f64().unwrap_or(0.0)),
-            other => other.to_string(),
-        }
-    }
-
-    /// Go's `strconv.FormatFloat(f, 'g', -1, 64)`.
-    fn go_float_key(f: f64) -> String {
-        let exp = if f == 0.0 {
-            0
-        } else {
-            f.abs().log10().floor() as i32
-        };
-        if (-4..6).contains(&exp) {
-            format!("{f}")
-        } else {
-            let s = format!("{f:e}");
-            let (mant, e) = s.split_once('e').unwrap_or((&s, "0"));
-            let e: i32 = e.parse().unwrap_or(0);
-            format!("{mant}e{}{:02}", if e < 0 { '-' } else { '+' }, e.abs())
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -551,13 +441,16 @@ mod tests {
 
     #[test]
     fn yaml_uses_yaml11_and_json_typing() {
-        let v = go_yaml::to_json("a: 3\nb: yes\nc: 0755\nd: '3'\n1: one\ne: ~\n").unwrap();
+        let v = kudo_template::data::yaml_to_json("a: 3\nb: yes\nc: 0755\nd: '3'\n1: one\ne: ~\n").unwrap();
         assert_eq!(
             v,
             serde_json::json!({"a": 3, "b": true, "c": 493, "d": "3", "1": "one", "e": null})
         );
-        assert_eq!(go_yaml::to_json("").unwrap(), serde_json::Value::Null);
-        assert!(go_yaml::to_json("a: .nan\n").is_err());
+        assert_eq!(
+            kudo_template::data::yaml_to_json("").unwrap(),
+            serde_json::Value::Null
+        );
+        assert!(kudo_template::data::yaml_to_json("a: .nan\n").is_err());
     }
 
     #[test]

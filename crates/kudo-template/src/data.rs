@@ -1,11 +1,11 @@
-//! Decoding template data files exactly as the Go oracle (and KUDO) do, into `serde_json::Value`.
+//! Decoding template data exactly as the Go oracle (and KUDO) do, into `serde_json::Value`; then
+//! [`crate::Value::from_json`] gives the template's view. Shared by `kubectl kudo template render` and
+//! the differential test, so both decode data the same way.
 //!
 //! JSON: Go's `encoding/json` into `interface{}`; `Value::from_json` then makes every number a
 //! `float64`. YAML: `sigs.k8s.io/yaml` (YAML 1.1 via yaml.v2, converted to JSON): YAML 1.1 scalars
 //! (`yes`/`on`/`y` booleans, `0755` octal), non-string keys rendered as strings (`true`, `1`),
 //! merge keys expanded, non-finite floats rejected (JSON cannot hold them), empty document = `{}`.
-//!
-//! The same rules live in `kubectl-kudo`'s `template render` (crates/kubectl-kudo/src/cmd/template.rs).
 
 use std::fmt;
 
@@ -31,10 +31,12 @@ pub fn decode_data(path: &std::path::Path, raw: &str) -> Result<serde_json::Valu
     })
 }
 
+/// JSON with Go `encoding/json` rules.
 pub fn json(raw: &str) -> Result<serde_json::Value, String> {
     serde_json::from_str(raw).map_err(|e| e.to_string())
 }
 
+/// YAML → JSON with `sigs.k8s.io/yaml` rules; an empty document is `null`.
 pub fn yaml_to_json(raw: &str) -> Result<serde_json::Value, String> {
     if raw.trim().is_empty() {
         return Ok(serde_json::Value::Null);
