@@ -806,26 +806,7 @@ pub async fn statefulsets(sim: &mut Sim, snap: &Snapshot) {
                     .collect()
             };
             for p in targets {
-                let pod_name = name(&p.metadata);
-                sim.delete(
-                    &ar::<Pod>(),
-                    Some(&namespace),
-                    &pod_name,
-                    None,
-                    p.metadata.uid.as_deref(),
-                    false,
-                )
-                .await;
-                sim.event(
-                    &owner,
-                    "Normal",
-                    "SuccessfulDelete",
-                    &format!("delete Pod {pod_name} in StatefulSet {sts_name} successful"),
-                    "statefulset-controller",
-                    None,
-                    None,
-                )
-                .await;
+                delete_statefulset_pod(sim, &owner, &namespace, p, &sts_name).await;
             }
             blocked = monotonic;
         }
@@ -838,26 +819,7 @@ pub async fn statefulsets(sim: &mut Sim, snap: &Snapshot) {
                     .rev()
                     .find(|(o, p)| in_range(**o) && (**o - start) >= partition && rev_of(p) != update_rev)
             {
-                let pod_name = name(&p.metadata);
-                sim.delete(
-                    &ar::<Pod>(),
-                    Some(&namespace),
-                    &pod_name,
-                    None,
-                    p.metadata.uid.as_deref(),
-                    false,
-                )
-                .await;
-                sim.event(
-                    &owner,
-                    "Normal",
-                    "SuccessfulDelete",
-                    &format!("delete Pod {pod_name} in StatefulSet {sts_name} successful"),
-                    "statefulset-controller",
-                    None,
-                    None,
-                )
-                .await;
+                delete_statefulset_pod(sim, &owner, &namespace, p, &sts_name).await;
             }
         }
         // 4. PVC retention on scale down.
@@ -1000,6 +962,37 @@ async fn ensure_revision<K: kube::Resource<DynamicType = ()>>(
     });
     sim.create(&ar::<ControllerRevision>(), meta.namespace.as_deref(), obj)
         .await;
+}
+
+/// Deletes one pod of a StatefulSet (guarded by its uid) and records the controller's
+/// `SuccessfulDelete` Event, as the StatefulSet controller does on scale-down and rolling update.
+async fn delete_statefulset_pod(
+    sim: &mut Sim,
+    owner: &InvolvedObject,
+    namespace: &str,
+    pod: &Pod,
+    sts_name: &str,
+) {
+    let pod_name = name(&pod.metadata);
+    sim.delete(
+        &ar::<Pod>(),
+        Some(namespace),
+        &pod_name,
+        None,
+        pod.metadata.uid.as_deref(),
+        false,
+    )
+    .await;
+    sim.event(
+        owner,
+        "Normal",
+        "SuccessfulDelete",
+        &format!("delete Pod {pod_name} in StatefulSet {sts_name} successful"),
+        "statefulset-controller",
+        None,
+        None,
+    )
+    .await;
 }
 
 async fn revision_template(sim: &mut Sim, namespace: &str, rev: &str) -> Option<Value> {
