@@ -201,23 +201,16 @@ pub async fn replicasets(sim: &mut Sim, snap: &Snapshot) {
                 .map(|p| (name(&p.metadata), uid(&p.metadata)))
                 .collect();
             for (pod_name, pod_uid) in doomed {
-                sim.delete(
+                delete_owned(
+                    sim,
+                    &owner,
+                    &namespace,
                     &ar::<Pod>(),
-                    Some(&namespace),
                     &pod_name,
-                    None,
                     Some(&pod_uid),
                     false,
-                )
-                .await;
-                sim.event(
-                    &owner,
-                    "Normal",
-                    "SuccessfulDelete",
                     &format!("Deleted pod: {pod_name}"),
                     "replicaset-controller",
-                    None,
-                    None,
                 )
                 .await;
             }
@@ -806,7 +799,19 @@ pub async fn statefulsets(sim: &mut Sim, snap: &Snapshot) {
                     .collect()
             };
             for p in targets {
-                delete_statefulset_pod(sim, &owner, &namespace, p, &sts_name).await;
+                let pod_name = name(&p.metadata);
+                delete_owned(
+                    sim,
+                    &owner,
+                    &namespace,
+                    &ar::<Pod>(),
+                    &pod_name,
+                    p.metadata.uid.as_deref(),
+                    false,
+                    &format!("delete Pod {pod_name} in StatefulSet {sts_name} successful"),
+                    "statefulset-controller",
+                )
+                .await;
             }
             blocked = monotonic;
         }
@@ -819,7 +824,19 @@ pub async fn statefulsets(sim: &mut Sim, snap: &Snapshot) {
                     .rev()
                     .find(|(o, p)| in_range(**o) && (**o - start) >= partition && rev_of(p) != update_rev)
             {
-                delete_statefulset_pod(sim, &owner, &namespace, p, &sts_name).await;
+                let pod_name = name(&p.metadata);
+                delete_owned(
+                    sim,
+                    &owner,
+                    &namespace,
+                    &ar::<Pod>(),
+                    &pod_name,
+                    p.metadata.uid.as_deref(),
+                    false,
+                    &format!("delete Pod {pod_name} in StatefulSet {sts_name} successful"),
+                    "statefulset-controller",
+                )
+                .await;
             }
         }
         // 4. PVC retention on scale down.
@@ -964,31 +981,28 @@ async fn ensure_revision<K: kube::Resource<DynamicType = ()>>(
         .await;
 }
 
-/// Deletes one pod of a StatefulSet (guarded by its uid) and records the controller's
-/// `SuccessfulDelete` Event, as the StatefulSet controller does on scale-down and rolling update.
-async fn delete_statefulset_pod(
+/// What a workload controller does when it removes an object it owns: delete it (guarded by its
+/// uid so a newer object of the same name is never hit) and record its `SuccessfulDelete` Event
+/// with the controller's own wording and component name.
+async fn delete_owned(
     sim: &mut Sim,
     owner: &InvolvedObject,
     namespace: &str,
-    pod: &Pod,
-    sts_name: &str,
+    resource: &kube::api::ApiResource,
+    name: &str,
+    uid: Option<&str>,
+    background: bool,
+    message: &str,
+    component: &str,
 ) {
-    let pod_name = name(&pod.metadata);
-    sim.delete(
-        &ar::<Pod>(),
-        Some(namespace),
-        &pod_name,
-        None,
-        pod.metadata.uid.as_deref(),
-        false,
-    )
-    .await;
+    sim.delete(resource, Some(namespace), name, None, uid, background)
+        .await;
     sim.event(
         owner,
         "Normal",
         "SuccessfulDelete",
-        &format!("delete Pod {pod_name} in StatefulSet {sts_name} successful"),
-        "statefulset-controller",
+        message,
+        component,
         None,
         None,
     )
@@ -1751,23 +1765,17 @@ pub async fn cronjobs(sim: &mut Sim, snap: &Snapshot) {
             let limit = usize::try_from(limit.max(0)).unwrap_or(0);
             if done.len() > limit {
                 for j in done.iter().take(done.len() - limit) {
-                    sim.delete(
+                    let job_name = name(&j.metadata);
+                    delete_owned(
+                        sim,
+                        &owner,
+                        &namespace,
                         &ar::<Job>(),
-                        Some(&namespace),
-                        &name(&j.metadata),
-                        None,
+                        &job_name,
                         j.metadata.uid.as_deref(),
                         true,
-                    )
-                    .await;
-                    sim.event(
-                        &owner,
-                        "Normal",
-                        "SuccessfulDelete",
-                        &format!("Deleted job {}", name(&j.metadata)),
+                        &format!("Deleted job {job_name}"),
                         "cronjob-controller",
-                        None,
-                        None,
                     )
                     .await;
                 }
@@ -1822,23 +1830,17 @@ pub async fn cronjobs(sim: &mut Sim, snap: &Snapshot) {
                 } else {
                     if policy == "Replace" {
                         for j in &active {
-                            sim.delete(
+                            let job_name = name(&j.metadata);
+                            delete_owned(
+                                sim,
+                                &owner,
+                                &namespace,
                                 &ar::<Job>(),
-                                Some(&namespace),
-                                &name(&j.metadata),
-                                None,
+                                &job_name,
                                 j.metadata.uid.as_deref(),
                                 true,
-                            )
-                            .await;
-                            sim.event(
-                                &owner,
-                                "Normal",
-                                "SuccessfulDelete",
-                                &format!("Deleted job {}", name(&j.metadata)),
+                                &format!("Deleted job {job_name}"),
                                 "cronjob-controller",
-                                None,
-                                None,
                             )
                             .await;
                         }
