@@ -152,6 +152,29 @@ impl Cluster {
         Ok(())
     }
 
+    /// The Instance `name`, or an error naming it when it does not exist (KUDO's wording).
+    pub async fn instance(&self, name: &str) -> Result<kudo_api::Instance> {
+        self.get::<kudo_api::Instance>(KudoKind::Instance, name)
+            .await?
+            .with_context(|| format!("Instance {}/{name} does not exist", self.namespace))
+    }
+
+    /// The OperatorVersion `instance` runs, or an error naming both when it is missing.
+    pub async fn operator_version_of(
+        &self,
+        instance: &kudo_api::Instance,
+    ) -> Result<kudo_api::OperatorVersion> {
+        let name = &instance.spec.operator_version.name;
+        self.get::<kudo_api::OperatorVersion>(KudoKind::OperatorVersion, name)
+            .await?
+            .with_context(|| {
+                format!(
+                    "OperatorVersion {name} from instance {}/{} does not exist",
+                    self.namespace, instance.metadata.name
+                )
+            })
+    }
+
     /// JSON merge patch of the main resource.
     pub async fn merge_patch(&self, kind: KudoKind, name: &str, patch: serde_json::Value) -> Result<()> {
         self.api(kind)

@@ -301,34 +301,14 @@ fn render_namespace_manifest(
     Ok(Some(obj))
 }
 
-async fn get_instance(cluster: &Cluster, name: &str) -> Result<Instance> {
-    cluster
-        .get::<Instance>(KudoKind::Instance, name)
-        .await?
-        .with_context(|| format!("instance {}/{} does not exist", cluster.namespace, name))
-}
-
-async fn get_ov(cluster: &Cluster, instance: &Instance) -> Result<OperatorVersion> {
-    let name = &instance.spec.operator_version.name;
-    cluster
-        .get::<OperatorVersion>(KudoKind::OperatorVersion, name)
-        .await?
-        .with_context(|| {
-            format!(
-                "OperatorVersion {name} from instance {}/{} does not exist",
-                cluster.namespace, instance.metadata.name
-            )
-        })
-}
-
 pub async fn update(opts: &ClusterOpts, args: UpdateArgs) -> Result<ExitCode> {
     let values = args.params.values()?;
     if values.is_empty() {
         bail!("update needs at least one parameter: -p NAME=VALUE or -P FILE");
     }
     let cluster = connect(opts).await?;
-    let instance = get_instance(&cluster, &args.instance).await?;
-    let ov = get_ov(&cluster, &instance).await?;
+    let instance = cluster.instance(&args.instance).await?;
+    let ov = cluster.operator_version_of(&instance).await?;
     for name in values.keys() {
         if !ov.spec.parameters.iter().any(|p| &p.name == name) {
             bail!(
@@ -354,8 +334,8 @@ pub async fn upgrade(opts: &ClusterOpts, args: UpgradeArgs) -> Result<ExitCode> 
     let pkg = load_package(opts, &args.package, &args.source).await?;
     let values = args.params.values()?;
     let cluster = connect(opts).await?;
-    let instance = get_instance(&cluster, &args.instance).await?;
-    let current = get_ov(&cluster, &instance).await?;
+    let instance = cluster.instance(&args.instance).await?;
+    let current = cluster.operator_version_of(&instance).await?;
     let res = to_resources(
         &pkg,
         &ConvertOptions {
@@ -437,7 +417,7 @@ fn compare_versions(a: &OperatorVersion, b: &OperatorVersion) -> Result<std::cmp
 
 pub async fn uninstall(opts: &ClusterOpts, args: UninstallArgs) -> Result<ExitCode> {
     let cluster = connect(opts).await?;
-    get_instance(&cluster, &args.instance).await?;
+    cluster.instance(&args.instance).await?;
     cluster
         .api(KudoKind::Instance)
         .delete(&args.instance, &DeleteParams::background())

@@ -4,7 +4,7 @@ use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use clap::{Args, Subcommand, ValueEnum};
 use kudo_api::{Instance, OperatorVersion};
 
@@ -74,20 +74,8 @@ pub enum PlanCommand {
 }
 
 async fn load(cluster: &Cluster, name: &str) -> Result<(Instance, OperatorVersion)> {
-    let instance = cluster
-        .get::<Instance>(KudoKind::Instance, name)
-        .await?
-        .with_context(|| format!("Instance {}/{} does not exist", cluster.namespace, name))?;
-    let ov_name = &instance.spec.operator_version.name;
-    let ov = cluster
-        .get::<OperatorVersion>(KudoKind::OperatorVersion, ov_name)
-        .await?
-        .with_context(|| {
-            format!(
-                "OperatorVersion {ov_name} from instance {}/{name} does not exist",
-                cluster.namespace
-            )
-        })?;
+    let instance = cluster.instance(name).await?;
+    let ov = cluster.operator_version_of(&instance).await?;
     Ok((instance, ov))
 }
 

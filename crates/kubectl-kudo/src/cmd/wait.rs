@@ -5,7 +5,7 @@ use std::time::Duration;
 use anyhow::{Result, bail};
 use kudo_api::{ExecutionStatus, Instance};
 
-use super::cluster::{Cluster, KudoKind};
+use super::cluster::Cluster;
 
 /// How a waited-for run ended.
 pub enum WaitOutcome {
@@ -41,9 +41,7 @@ pub async fn wait_for_plan(
 ) -> Result<WaitOutcome> {
     let deadline = tokio::time::Instant::now() + timeout;
     loop {
-        let Some(instance) = cluster.get::<Instance>(KudoKind::Instance, name).await? else {
-            bail!("instance {}/{} does not exist", cluster.namespace, name);
-        };
+        let instance = cluster.instance(name).await?;
         if let Some((plan, uid, status)) = current_run(&instance) {
             let new_run = previous_uid
                 .as_deref()
