@@ -144,6 +144,46 @@ pub enum Error {
     /// The global log subscriber could not be installed (one is already set).
     #[error("cannot install the log subscriber: {0}")]
     Logging(String),
+    /// The `kudo.dev` CRDs could not be installed or did not become Established.
+    #[error("cannot install the KUDO CRDs: {0}")]
+    Crds(String),
+}
+
+/// Installs (server-side apply, idempotent) the three `kudo.dev/v1beta1` CRDs the manager serves and
+/// waits until each is Established, so Instances can be created right after. Used wherever a
+/// cluster is started together with the manager (`kubectl kudo dev`, `kubectl kudo test`, tests);
+/// `kubectl kudo init` installs them as part of its own manifests.
+pub async fn install_crds(
+    client: &kube::Client,
+    field_manager: &str,
+    timeout: Duration,
+) -> Result<(), Error> {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    use kube::api::{Patch, PatchParams};
+    use kube::runtime::wait::{await_condition, conditions::is_crd_established};
+
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let mut names = Vec::new();
+    for text in kudo_api::crd_manifests() {
+        let crd: CustomResourceDefinition = serde_saphyr::from_str(text)
+            .map_err(|e| Error::Crds(format!("built-in CRD manifest does not parse: {e}")))?;
+        let name = crd.metadata.name.clone().unwrap_or_default();
+        api.patch(
+            &name,
+            &PatchParams::apply(field_manager).force(),
+            &Patch::Apply(&crd),
+        )
+        .await
+        .map_err(|e| Error::Crds(format!("{name}: {e}")))?;
+        names.push(name);
+    }
+    for name in names {
+        tokio::time::timeout(timeout, await_condition(api.clone(), &name, is_crd_established()))
+            .await
+            .map_err(|_| Error::Crds(format!("{name} did not become Established within {timeout:?}")))?
+            .map_err(|e| Error::Crds(format!("{name}: {e}")))?;
+    }
+    Ok(())
 }
 
 /// The `kudo.dev/v1beta1` resources as dynamic API resources (the kudo-api types are plain serde

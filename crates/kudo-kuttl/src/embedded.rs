@@ -6,8 +6,6 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, PostParams};
-
 use crate::Error;
 use crate::k8s::Cluster;
 
@@ -111,24 +109,12 @@ impl EmbeddedCluster {
     }
 }
 
-/// Creates KUDO's three CRDs and waits until the server serves their kinds.
+/// Installs KUDO's three CRDs (shared with the manager) and waits until the server serves their
+/// kinds.
 async fn install_kudo_crds(cluster: &Cluster) -> Result<(), Error> {
-    let ar = ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk("apiextensions.k8s.io", "v1", "CustomResourceDefinition"),
-        "customresourcedefinitions",
-    );
-    let api: Api<DynamicObject> = Api::all_with(cluster.client().clone(), &ar);
-    for text in kudo_api::crd_manifests() {
-        let crd: DynamicObject = serde_saphyr::from_str::<serde_json::Value>(text)
-            .ok()
-            .and_then(|v| serde_json::from_value(v).ok())
-            .ok_or_else(|| Error::Cluster("the built-in KUDO CRD manifests do not parse".into()))?;
-        match api.create(&PostParams::default(), &crd).await {
-            Ok(_) => {}
-            Err(kube::Error::Api(s)) if s.code == 409 => {}
-            Err(e) => return Err(Error::Cluster(format!("cannot install the KUDO CRDs: {e}"))),
-        }
-    }
+    kudo_controller::install_crds(cluster.client(), "kubectl-kudo-test", Duration::from_secs(30))
+        .await
+        .map_err(|e| Error::Cluster(e.to_string()))?;
     wait_for_kinds(
         cluster,
         &[

@@ -68,7 +68,9 @@ pub async fn run(opts: &ClusterOpts, args: DevArgs) -> Result<ExitCode> {
         ..opts.clone()
     };
     let client = super::cluster::connect(&cluster_opts).await?.client;
-    install_crds(&client).await?;
+    kudo_controller::install_crds(&client, "kubectl-kudo-dev", Duration::from_secs(30))
+        .await
+        .context("cannot install the KUDO CRDs into the dev cluster")?;
 
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
@@ -137,37 +139,6 @@ async fn demo(opts: &ClusterOpts, pkg: &std::path::Path, args: &DevArgs) -> Resu
     let instance = package.default_instance_name();
     let cluster = super::cluster::connect(opts).await?;
     super::plan::status_wait(&cluster, &instance, Duration::from_secs(args.demo_timeout)).await
-}
-
-/// CRDs are what `kubectl kudo init --crd-only` installs; the manager runs in this process.
-async fn install_crds(client: &kube::Client) -> Result<()> {
-    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-    use kube::api::{Api, Patch, PatchParams};
-    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
-    for text in kudo_api::crd_manifests() {
-        let crd: CustomResourceDefinition = serde_saphyr::from_str(text).context("built-in CRD manifest")?;
-        let name = crd.metadata.name.clone().unwrap_or_default();
-        api.patch(
-            &name,
-            &PatchParams::apply("kubectl-kudo-dev").force(),
-            &Patch::Apply(&crd),
-        )
-        .await
-        .with_context(|| format!("cannot install CRD {name}"))?;
-    }
-    for text in kudo_api::crd_manifests() {
-        let crd: CustomResourceDefinition = serde_saphyr::from_str(text)?;
-        let name = crd.metadata.name.clone().unwrap_or_default();
-        let established = kube::runtime::wait::await_condition(
-            api.clone(),
-            &name,
-            kube::runtime::wait::conditions::is_crd_established(),
-        );
-        tokio::time::timeout(Duration::from_secs(30), established)
-            .await
-            .with_context(|| format!("CRD {name} did not become Established"))??;
-    }
-    Ok(())
 }
 
 pub async fn wait_for_signal() {

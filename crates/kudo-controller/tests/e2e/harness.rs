@@ -7,7 +7,6 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{
     Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams,
     PostParams,
@@ -69,13 +68,9 @@ impl Env {
             .expect("api server starts");
         let cfg = kube::Config::new(server.url().parse().expect("url"));
         let client = kube::Client::try_from(cfg).expect("client");
-        let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-        for text in kudo_api::crd_manifests() {
-            let crd: CustomResourceDefinition = serde_saphyr::from_str(text).expect("CRD yaml");
-            crds.create(&PostParams::default(), &crd)
-                .await
-                .expect("CRD created");
-        }
+        kudo_controller::install_crds(&client, "e2e", Duration::from_secs(30))
+            .await
+            .expect("CRDs installed");
         // Wait until the Instance resource is served.
         let iapi: Api<DynamicObject> =
             Api::namespaced_with(client.clone(), NS, &ar("kudo.dev/v1beta1", "Instance"));
