@@ -352,7 +352,7 @@ pub async fn upgrade(opts: &ClusterOpts, args: UpgradeArgs) -> Result<ExitCode> 
             new_ov.spec.operator.name
         );
     }
-    let order = compare_versions(&new_ov, &current)?;
+    let order = compare_versions(&new_ov, &current);
     if order == std::cmp::Ordering::Less {
         bail!(
             "upgraded version {} is older than the current version {}",
@@ -405,14 +405,14 @@ pub async fn upgrade(opts: &ClusterOpts, args: UpgradeArgs) -> Result<ExitCode> 
 }
 
 /// Orders two OperatorVersions by operatorVersion, then appVersion (semver where parseable).
-fn compare_versions(a: &OperatorVersion, b: &OperatorVersion) -> Result<std::cmp::Ordering> {
+fn compare_versions(a: &OperatorVersion, b: &OperatorVersion) -> std::cmp::Ordering {
     fn cmp(x: &str, y: &str) -> std::cmp::Ordering {
         match (semver::Version::parse(x), semver::Version::parse(y)) {
             (Ok(x), Ok(y)) => x.cmp(&y),
             _ => x.cmp(y),
         }
     }
-    Ok(cmp(&a.spec.version, &b.spec.version).then_with(|| cmp(&a.spec.app_version, &b.spec.app_version)))
+    cmp(&a.spec.version, &b.spec.version).then_with(|| cmp(&a.spec.app_version, &b.spec.app_version))
 }
 
 pub async fn uninstall(opts: &ClusterOpts, args: UninstallArgs) -> Result<ExitCode> {
