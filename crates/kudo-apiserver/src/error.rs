@@ -234,6 +234,11 @@ impl ApiError {
         Self::new(410, "Expired", message.into())
     }
 
+    /// 429, as an overloaded server (API priority and fairness) answers.
+    pub fn too_many_requests(message: impl Into<String>) -> Self {
+        Self::new(429, "TooManyRequests", message.into())
+    }
+
     /// 500.
     pub fn internal(message: impl Into<String>) -> Self {
         Self::new(500, "InternalError", message.into())

@@ -1,9 +1,14 @@
 //! In-process garbage collector and namespace controller: ownerReference cascading (background,
 //! foreground, orphan) and namespace termination.
+//!
+//! A deleted namespace stays `Terminating` with its contents for the configured
+//! `namespace_termination_delay` (measured from when this controller first sees it terminating),
+//! then its remaining contents are deleted and, once it is empty, the namespace itself goes (an
+//! already empty namespace goes at once).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -11,19 +16,59 @@ use crate::backend::ObjKey;
 use crate::meta;
 use crate::store::{DeleteOptions, Propagation, Store};
 
-/// Run until `shutdown` flips; wakes on relevant store changes and once a second.
-pub(crate) async fn run(store: Store, mut shutdown: tokio::sync::watch::Receiver<bool>) {
+/// When each terminating namespace (by uid) was first seen, and how long to wait before
+/// deleting its contents.
+pub(crate) struct Terminations {
+    delay: Duration,
+    seen: HashMap<String, Instant>,
+}
+
+impl Terminations {
+    pub(crate) fn new(delay: Duration) -> Self {
+        Terminations {
+            delay,
+            seen: HashMap::new(),
+        }
+    }
+
+    /// Whether the contents of the terminating namespace `uid` may be deleted now.
+    fn due(&mut self, uid: &str) -> bool {
+        let since = *self.seen.entry(uid.to_string()).or_insert_with(Instant::now);
+        since.elapsed() >= self.delay
+    }
+
+    /// How long until the earliest pending namespace is due, if any.
+    fn next_due(&self) -> Option<Duration> {
+        self.seen
+            .values()
+            .map(|s| self.delay.saturating_sub(s.elapsed()))
+            .filter(|d| !d.is_zero())
+            .min()
+    }
+}
+
+/// Run until `shutdown` flips; wakes on relevant store changes, when a terminating namespace's
+/// delay ends, and at least once a second.
+pub(crate) async fn run(
+    store: Store,
+    namespace_delay: Duration,
+    mut shutdown: tokio::sync::watch::Receiver<bool>,
+) {
+    let mut terms = Terminations::new(namespace_delay);
     loop {
+        let wait = terms
+            .next_due()
+            .map_or(Duration::from_secs(1), |d| d.min(Duration::from_secs(1)));
         tokio::select! {
             _ = store.gc_wakeup().notified() => {}
-            _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+            _ = tokio::time::sleep(wait) => {}
             _ = shutdown.changed() => return,
         }
         // Let a burst of writes settle into one sweep.
         tokio::time::sleep(Duration::from_millis(5)).await;
         // Repeat while a sweep changes something, so cascades finish promptly.
         for _ in 0..50 {
-            if !sweep(&store) {
+            if !sweep(&store, &mut terms) {
                 break;
             }
         }
@@ -59,7 +104,7 @@ fn remove_finalizer(store: &Store, key: &ObjKey, fin: &str) {
 }
 
 /// One pass; returns whether anything changed.
-pub(crate) fn sweep(store: &Store) -> bool {
+pub(crate) fn sweep(store: &Store, terms: &mut Terminations) -> bool {
     let all = store.snapshot_all();
     let mut changed = false;
     let by_uid: HashMap<&str, &(ObjKey, Arc<Value>)> = all.iter().map(|e| (meta::uid(&e.1), e)).collect();
@@ -166,7 +211,13 @@ pub(crate) fn sweep(store: &Store) -> bool {
             }
         }
     }
-    // Terminating namespaces: delete contents, then the namespace.
+    // Terminating namespaces: after the delay, delete contents, then the namespace.
+    let terminating: HashSet<&str> = all
+        .iter()
+        .filter(|(k, o)| k.gr.group.is_empty() && k.gr.resource == "namespaces" && meta::is_deleting(o))
+        .map(|(_, o)| meta::uid(o))
+        .collect();
+    terms.seen.retain(|uid, _| terminating.contains(uid.as_str()));
     for (key, obj) in &all {
         if !(key.gr.group.is_empty() && key.gr.resource == "namespaces" && meta::is_deleting(obj)) {
             continue;
@@ -183,7 +234,7 @@ pub(crate) fn sweep(store: &Store) -> bool {
                 let _ = store.force_remove(key);
             }
             changed = true;
-        } else {
+        } else if terms.due(meta::uid(obj)) {
             for (k, o) in contents {
                 if !meta::is_deleting(o) {
                     changed |= delete(store, k, Propagation::Background);

@@ -16,6 +16,7 @@ use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::mpsc;
 
 use crate::error::ApiError;
+use crate::faults::{self, Faults, Verb};
 use crate::meta;
 use crate::patch::{self, PatchKind};
 use crate::registry::ResourceDef;
@@ -30,6 +31,7 @@ pub(crate) struct AppState {
     pub store: Store,
     pub addr: String,
     pub shutdown: tokio::sync::watch::Receiver<bool>,
+    pub faults: Faults,
 }
 
 type Query = HashMap<String, String>;
@@ -92,6 +94,9 @@ pub(crate) async fn handle(State(app): State<Arc<AppState>>, req: Request) -> Re
         Err(e) => return error_response(&ApiError::bad_request(format!("reading request body: {e}"))),
     };
     tracing::debug!(method = %parts.method, %path, query = ?parts.uri.query(), "request");
+    if path == faults::ADMIN_PATH {
+        return fault_admin(&app.faults, &parts.method, &body);
+    }
     let reg = app.store.registry().clone();
     let segs: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
     let get = parts.method == Method::GET;
@@ -208,6 +213,31 @@ pub(crate) async fn handle(State(app): State<Arc<AppState>>, req: Request) -> Re
         accept,
         content_type,
     };
+    // Fault injection (a no-op unless configured): latency, then an injected error instead of
+    // executing, or a lost acknowledgement after executing.
+    let verb = Verb::of(&parts.method, name.is_some(), watch);
+    let decision = verb.map(|v| (v, app.faults.decide(v)));
+    if let Some((verb, d)) = decision {
+        if !d.delay.is_zero() {
+            tokio::time::sleep(d.delay).await;
+        }
+        if let Some(status) = d.fail {
+            let target = match name {
+                Some(n) => n.to_string(),
+                None if verb == Verb::Create => decode_body(&body, &ctx.content_type)
+                    .map(|o| meta::name(&o).to_string())
+                    .unwrap_or_default(),
+                None => String::new(),
+            };
+            let e = faults::injected_error(status, verb, &ctx.def.group, &ctx.def.plural, &target);
+            let mut r = error_response(&e);
+            if status == 429 {
+                r.headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            }
+            return r;
+        }
+    }
     let result = match (parts.method.clone(), name) {
         (Method::GET, None) if watch => return ctx.watch(None).await,
         (Method::GET, Some(n)) if watch => return ctx.watch(Some(n.to_string())).await,
@@ -221,10 +251,39 @@ pub(crate) async fn handle(State(app): State<Arc<AppState>>, req: Request) -> Re
         (Method::DELETE, None) => ctx.delete_collection(&body),
         _ => Err(ApiError::method_not_allowed()),
     };
-    match result {
-        Ok((code, v)) => json_response(code, &v),
-        Err(e) => error_response(&e),
+    match (result, decision) {
+        (Ok(_), Some((verb, d))) if d.lose_write => {
+            app.faults.count_lost_write();
+            error_response(&faults::lost_write_error(verb, &ctx.def.group, &ctx.def.plural))
+        }
+        (Ok((code, v)), _) => json_response(code, &v),
+        (Err(e), _) => error_response(&e),
     }
+}
+
+/// `GET`/`PUT`/`DELETE /kudo-admin/faults`: read, replace or clear the fault settings.
+fn fault_admin(faults: &Faults, method: &Method, body: &[u8]) -> Response {
+    match *method {
+        Method::GET => {}
+        Method::PUT => {
+            let config: faults::FaultConfig = match serde_json::from_slice(body) {
+                Ok(c) => c,
+                Err(e) => {
+                    return error_response(&ApiError::bad_request(format!(
+                        "invalid fault configuration: {e}"
+                    )));
+                }
+            };
+            if let Err(e) = faults.set(config) {
+                return error_response(&ApiError::bad_request(format!(
+                    "invalid fault configuration: {e}"
+                )));
+            }
+        }
+        Method::DELETE => faults.clear(),
+        _ => return error_response(&ApiError::method_not_allowed()),
+    }
+    json_response(200, &faults.to_json())
 }
 
 fn aggregated_response(v: &Value, version: &str) -> Response {
@@ -821,6 +880,9 @@ impl Ctx {
         let (tx, out) = mpsc::channel::<Result<Bytes, Infallible>>(1024);
         let table = self.wants_table();
         let shutdown = self.app.shutdown.clone();
+        // An injected watch cut shorter than the client's own timeout ends the stream early.
+        let faults = self.app.faults.clone();
+        let cut = faults.watch_cut();
         let w = Watcher {
             def: self.def.clone(),
             ns,
@@ -830,18 +892,23 @@ impl Ctx {
             include: self.include().to_string(),
         };
         tokio::spawn(async move {
-            w.run(
-                tx,
-                initial,
-                start_rv,
-                replay,
-                rx,
-                send_initial && bookmarks,
-                bookmarks,
-                timeout,
-                shutdown,
-            )
-            .await;
+            let ended = w
+                .run(
+                    tx,
+                    initial,
+                    start_rv,
+                    replay,
+                    rx,
+                    send_initial && bookmarks,
+                    bookmarks,
+                    Duration::from_secs(timeout),
+                    cut,
+                    shutdown,
+                )
+                .await;
+            if ended == WatchEnd::Cut {
+                faults.count_watch_cut();
+            }
         });
         stream_response(tokio_stream::wrappers::ReceiverStream::new(out))
     }
@@ -863,6 +930,17 @@ where
         HeaderValue::from_static("no-cache, private"),
     );
     r
+}
+
+/// Why a watch stream ended.
+#[derive(Debug, PartialEq, Eq)]
+enum WatchEnd {
+    /// Its timeout expired.
+    Deadline,
+    /// The injected watch cut ended it.
+    Cut,
+    /// The client went away, the server is stopping, or the watch failed.
+    Other,
 }
 
 struct Watcher {
@@ -950,16 +1028,17 @@ impl Watcher {
         mut rx: tokio::sync::broadcast::Receiver<Arc<WatchEvent>>,
         end_bookmark: bool,
         bookmarks: bool,
-        timeout: u64,
+        timeout: Duration,
+        mut cut: tokio::sync::watch::Receiver<Option<Duration>>,
         mut shutdown: tokio::sync::watch::Receiver<bool>,
-    ) {
+    ) -> WatchEnd {
         for o in initial.iter().filter(|o| self.matches_stored(o)) {
             if tx.send(Ok(self.line("ADDED", o))).await.is_err() {
-                return;
+                return WatchEnd::Other;
             }
         }
         if end_bookmark && tx.send(Ok(self.bookmark(start_rv, true))).await.is_err() {
-            return;
+            return WatchEnd::Other;
         }
         let mut last_rv = start_rv;
         for ev in replay {
@@ -967,20 +1046,32 @@ impl Watcher {
             if let Some(line) = self.translate(&ev)
                 && tx.send(Ok(line)).await.is_err()
             {
-                return;
+                return WatchEnd::Other;
             }
         }
-        let deadline = tokio::time::sleep(Duration::from_secs(timeout));
+        let started = tokio::time::Instant::now();
+        // The end of the stream: the client's timeout, or an earlier injected cut.
+        let end_of = |c: Option<Duration>| match c {
+            Some(c) if c < timeout => (started + c, WatchEnd::Cut),
+            _ => (started + timeout, WatchEnd::Deadline),
+        };
+        let (at, mut why) = end_of(*cut.borrow_and_update());
+        let deadline = tokio::time::sleep_until(at);
         tokio::pin!(deadline);
         let mut tick = tokio::time::interval(Duration::from_secs(2));
         tick.tick().await;
         loop {
             tokio::select! {
-                _ = &mut deadline => return,
-                _ = shutdown.changed() => return,
+                _ = &mut deadline => return why,
+                Ok(()) = cut.changed() => {
+                    let (at, w) = end_of(*cut.borrow_and_update());
+                    deadline.as_mut().reset(at);
+                    why = w;
+                }
+                _ = shutdown.changed() => return WatchEnd::Other,
                 _ = tick.tick() => {
                     if bookmarks && tx.send(Ok(self.bookmark(last_rv, false))).await.is_err() {
-                        return;
+                        return WatchEnd::Other;
                     }
                 }
                 ev = rx.recv() => match ev {
@@ -991,16 +1082,16 @@ impl Watcher {
                         last_rv = ev.rv;
                         if let Some(line) = self.translate(&ev)
                             && tx.send(Ok(line)).await.is_err() {
-                                return;
+                                return WatchEnd::Other;
                             }
                     }
                     Err(RecvError::Lagged(_)) => {
                         let e = ApiError::gone(format!("too old resource version: {last_rv}"));
                         let line = format!("{}\n", json!({"type": "ERROR", "object": e.to_status()}));
                         let _ = tx.send(Ok(Bytes::from(line))).await;
-                        return;
+                        return WatchEnd::Other;
                     }
-                    Err(RecvError::Closed) => return,
+                    Err(RecvError::Closed) => return WatchEnd::Other,
                 },
             }
         }

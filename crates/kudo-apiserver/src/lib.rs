@@ -7,6 +7,10 @@
 //! garbage collection, CRDs). In-process users (simulated kubelet and controllers) use [`Store`]
 //! directly and get identical semantics.
 //!
+//! Off by default, the server can also misbehave on purpose — error rates per verb, latency,
+//! cut watch streams, lost write acknowledgements — to test clients against a flaky cluster:
+//! see [`faults`] and [`RunningServer::faults`].
+//!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! use kudo_apiserver::{ApiServer, Config};
@@ -29,6 +33,7 @@ mod crd;
 mod discovery;
 pub mod error;
 mod events;
+pub mod faults;
 mod gc;
 mod http;
 pub mod meta;
@@ -47,6 +52,7 @@ use std::sync::Arc;
 
 pub use backend::{Backend, BackendError, FileBackend, MemoryBackend, ObjKey};
 pub use error::ApiError;
+pub use faults::{ErrorRule, FaultConfig, FaultCounters, FaultError, Faults, Verb, VerbFilter};
 pub use registry::{GroupResource, Registry, ResourceDef};
 pub use store::{DeleteOptions, EventType, Propagation, Store, Subresource, WatchEvent, WriteOptions};
 
@@ -62,6 +68,14 @@ pub struct Config {
     pub data_dir: Option<PathBuf>,
     /// How many past changes are kept for watches resuming from an older resourceVersion.
     pub history_capacity: usize,
+    /// Faults injected from the start (none by default); see [`faults`]. They can be changed
+    /// later through [`RunningServer::faults`] or the admin endpoint.
+    pub faults: FaultConfig,
+    /// How long a deleted namespace stays `Terminating` with its contents before the namespace
+    /// controller starts deleting them. A real cluster's controller needs a few moments too, and
+    /// `kubectl delete -f` of a manifest that lists a namespace before its objects relies on that
+    /// (each object is still found and reported deleted). Zero empties namespaces at once.
+    pub namespace_termination_delay: std::time::Duration,
 }
 
 impl Default for Config {
@@ -70,6 +84,8 @@ impl Default for Config {
             port: 0,
             data_dir: None,
             history_capacity: 10_000,
+            faults: FaultConfig::default(),
+            namespace_termination_delay: std::time::Duration::from_secs(1),
         }
     }
 }
@@ -88,6 +104,9 @@ pub enum StartError {
     /// The storage backend could not be opened or loaded.
     #[error(transparent)]
     Backend(#[from] BackendError),
+    /// The initial fault configuration is invalid.
+    #[error("invalid fault configuration: {0}")]
+    Faults(#[from] FaultError),
 }
 
 /// Entry point.
@@ -101,6 +120,8 @@ impl ApiServer {
             Some(d) => Box::new(FileBackend::open(d)?),
             None => Box::new(MemoryBackend),
         };
+        let faults = Faults::default();
+        faults.set(config.faults.clone())?;
         let store = Store::open(Registry::new(), backend, config.history_capacity)?;
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", config.port))
             .await
@@ -117,6 +138,7 @@ impl ApiServer {
             store: store.clone(),
             addr: addr.to_string(),
             shutdown: stop_rx.clone(),
+            faults: faults.clone(),
         });
         let app = axum::Router::new().fallback(http::handle).with_state(state);
         let mut stop_serve = stop_rx.clone();
@@ -130,10 +152,15 @@ impl ApiServer {
                 tracing::error!("api server stopped: {e}");
             }
         });
-        let gc = tokio::spawn(gc::run(store.clone(), stop_rx));
+        let gc = tokio::spawn(gc::run(
+            store.clone(),
+            config.namespace_termination_delay,
+            stop_rx,
+        ));
         Ok(RunningServer {
             addr,
             store,
+            faults,
             stop: stop_tx,
             tasks: vec![serve, gc],
         })
@@ -146,6 +173,7 @@ impl ApiServer {
 pub struct RunningServer {
     addr: SocketAddr,
     store: Store,
+    faults: Faults,
     stop: tokio::sync::watch::Sender<bool>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
 }
@@ -164,6 +192,18 @@ impl RunningServer {
     /// The in-process store, for simulated controllers and tests.
     pub fn store(&self) -> &Store {
         &self.store
+    }
+
+    /// The live fault-injection settings (shared with the admin endpoint at
+    /// [`RunningServer::faults_url`]); see [`faults`].
+    pub fn faults(&self) -> &Faults {
+        &self.faults
+    }
+
+    /// `http://127.0.0.1:PORT/kudo-admin/faults`, where the fault settings can be read (`GET`),
+    /// replaced (`PUT`) and switched off (`DELETE`).
+    pub fn faults_url(&self) -> String {
+        format!("{}{}", self.url(), faults::ADMIN_PATH)
     }
 
     /// A kubeconfig pointing at this server without authentication.

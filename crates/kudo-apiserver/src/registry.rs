@@ -408,6 +408,17 @@ fn builtins() -> Vec<ResourceDef> {
             false,
         ),
         builtin(
+            "discovery.k8s.io",
+            "v1",
+            "EndpointSlice",
+            "endpointslices",
+            true,
+            &[],
+            false,
+            false,
+            false,
+        ),
+        builtin(
             "networking.k8s.io",
             "v1",
             "Ingress",

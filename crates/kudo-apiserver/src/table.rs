@@ -231,6 +231,46 @@ fn service_external_ip(o: &Value) -> String {
     }
 }
 
+/// Up to three entries joined by commas, then `+ N more...`; `<unset>` when empty (kubectl's
+/// rendering of EndpointSlice ports and addresses).
+fn first_three(items: Vec<String>) -> String {
+    match items.len() {
+        0 => "<unset>".into(),
+        n if n > 3 => format!("{} + {} more...", items[..3].join(","), n - 3),
+        _ => items.join(","),
+    }
+}
+
+/// EndpointSlice `PORTS`: port numbers (a name when the number is missing, `*` for neither).
+fn slice_ports(o: &Value) -> String {
+    let ports = o.get("ports").and_then(|v| v.as_array());
+    first_three(
+        ports
+            .into_iter()
+            .flatten()
+            .map(
+                |p| match (p.get("port").and_then(|v| v.as_i64()), p["name"].as_str()) {
+                    (Some(n), _) => n.to_string(),
+                    (None, Some(name)) => name.to_string(),
+                    (None, None) => "*".into(),
+                },
+            )
+            .collect(),
+    )
+}
+
+/// EndpointSlice `ENDPOINTS`: every address of every endpoint.
+fn slice_endpoints(o: &Value) -> String {
+    let eps = o.get("endpoints").and_then(|v| v.as_array());
+    first_three(
+        eps.into_iter()
+            .flatten()
+            .flat_map(|e| e["addresses"].as_array().cloned().unwrap_or_default())
+            .filter_map(|a| a.as_str().map(String::from))
+            .collect(),
+    )
+}
+
 fn builtin_columns(def: &ResourceDef) -> Vec<(Value, Cell)> {
     let c = |name: &str, t: &str, f: Cell| (col(name, t, "", 0, name), f);
     match (def.group.as_str(), def.plural.as_str()) {
@@ -499,6 +539,11 @@ fn builtin_columns(def: &ResourceDef) -> Vec<(Value, Cell)> {
                 Box::new(|o| json!(or_unset(s(o, "/spec/volumeAttributesClassName")))),
             ),
             c("Reason", "string", Box::new(|o| json!(s(o, "/status/reason")))),
+        ],
+        ("discovery.k8s.io", "endpointslices") => vec![
+            c("AddressType", "string", Box::new(|o| json!(s(o, "/addressType")))),
+            c("Ports", "string", Box::new(|o| json!(slice_ports(o)))),
+            c("Endpoints", "string", Box::new(|o| json!(slice_endpoints(o)))),
         ],
         ("", "nodes") => vec![
             c("Status", "string", Box::new(|o| json!(node_status(o)))),

@@ -17,6 +17,7 @@ use futures::StreamExt;
 use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet, Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::core::v1::{Endpoints, Node, PersistentVolume, PersistentVolumeClaim, Pod, Service};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::api::{
     Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams, Preconditions,
 };
@@ -97,6 +98,7 @@ pub struct Snapshot {
     pub pvs: Vec<Arc<PersistentVolume>>,
     pub services: Vec<Arc<Service>>,
     pub endpoints: Vec<Arc<Endpoints>>,
+    pub endpointslices: Vec<Arc<EndpointSlice>>,
     /// Kinds whose initial list has completed; controllers only act on complete views.
     pub ready: ReadyKinds,
 }
@@ -117,6 +119,7 @@ pub struct ReadyKinds {
     pub pvs: bool,
     pub services: bool,
     pub endpoints: bool,
+    pub endpointslices: bool,
 }
 
 struct Stores {
@@ -133,6 +136,7 @@ struct Stores {
     pvs: Watched<PersistentVolume>,
     services: Watched<Service>,
     endpoints: Watched<Endpoints>,
+    endpointslices: Watched<EndpointSlice>,
 }
 
 impl Stores {
@@ -151,6 +155,7 @@ impl Stores {
             pvs: self.pvs.sorted(),
             services: self.services.sorted(),
             endpoints: self.endpoints.sorted(),
+            endpointslices: self.endpointslices.sorted(),
             ready: ReadyKinds {
                 nodes: self.nodes.ready(),
                 pods: self.pods.ready(),
@@ -165,6 +170,7 @@ impl Stores {
                 pvs: self.pvs.ready(),
                 services: self.services.ready(),
                 endpoints: self.endpoints.ready(),
+                endpointslices: self.endpointslices.ready(),
             },
         }
     }
@@ -492,6 +498,7 @@ pub async fn run(client: Client, cfg: SimConfig, shutdown: impl Future<Output = 
         pvs: watch(Api::all(client.clone()), wc(), notify.clone(), &mut tasks),
         services: watch(Api::all(client.clone()), wc(), notify.clone(), &mut tasks),
         endpoints: watch(Api::all(client.clone()), wc(), notify.clone(), &mut tasks),
+        endpointslices: watch(Api::all(client.clone()), wc(), notify.clone(), &mut tasks),
     };
     let resync = cfg.resync.max(Duration::from_millis(10));
     let mut sim = Sim {

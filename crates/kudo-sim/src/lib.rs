@@ -22,7 +22,9 @@
 //! * **ReplicaSets, Deployments (RollingUpdate/Recreate), StatefulSets (OrderedReady/Parallel,
 //!   RollingUpdate with partition/OnDelete, volumeClaimTemplates), DaemonSets, Jobs, CronJobs**,
 //!   writing the same status fields and conditions as the real controllers.
-//! * **Endpoints** for Services with selectors (ready pod IPs under `addresses`).
+//! * **Endpoints and EndpointSlices** for Services with selectors (ready pod IPs under
+//!   `addresses`; one `discovery.k8s.io/v1` slice per Service with readiness conditions, owned
+//!   by the Service), removed when their Service goes.
 //! * **Volumes**: a default StorageClass `standard`; every unbound PVC is bound to a generated PV
 //!   `pvc-<uid>`.
 //!

@@ -1,7 +1,8 @@
 //! `kubectl kudo dev`: a whole cluster in one process — the embedded API server, simulated workloads
 //! (Deployments become Available, StatefulSet pods come up in order, Jobs finish) and the KUDO
 //! manager — for trying packages with nothing installed. `--demo PKG` installs a package into it and
-//! shows its deploy plan until it finishes.
+//! shows its deploy plan until it finishes. `--fault-*` flags make the API server misbehave
+//! (errors, latency, cut watches, lost writes) to test how an operator copes.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -15,7 +16,7 @@ use super::cluster::ClusterOpts;
 
 #[derive(Args, Debug)]
 #[command(
-    after_help = "Examples:\n  kubectl kudo dev\n  kubectl kudo dev --address 127.0.0.1:6443 --data-dir ~/.kudo/dev/data\n  kubectl kudo dev --demo ./examples/galera\n\nThe kubeconfig goes to --kubeconfig (default ~/.kudo/dev/kubeconfig); then:\n  export KUBECONFIG=~/.kudo/dev/kubeconfig; kubectl get nodes"
+    after_help = "Examples:\n  kubectl kudo dev\n  kubectl kudo dev --address 127.0.0.1:6443 --data-dir ~/.kudo/dev/data\n  kubectl kudo dev --demo ./examples/galera\n  kubectl kudo dev --fault-error '*:500:0.05' --fault-watch-cut 2s --fault-seed 1\n\nThe kubeconfig goes to --kubeconfig (default ~/.kudo/dev/kubeconfig); then:\n  export KUBECONFIG=~/.kudo/dev/kubeconfig; kubectl get nodes\n\nFault injection (off by default) starts once the cluster is up (CRDs installed) and applies to\nresource requests only (not discovery, OpenAPI, /version or health checks). Faults can be read\nand changed while running at http://ADDRESS/kudo-admin/faults (GET, PUT a JSON config, DELETE\nto switch off); the address is printed at startup. Verbs: get, list, watch, create, update,\npatch, delete, deletecollection, * (all)."
 )]
 pub struct DevArgs {
     /// Loopback address to serve on (port 0 picks a free port).
@@ -39,12 +40,58 @@ pub struct DevArgs {
     /// With --demo: give up after this many seconds.
     #[arg(long, default_value_t = 300, value_name = "SECONDS", requires = "demo")]
     pub demo_timeout: u64,
+    /// Answer requests of VERB with STATUS (500, 429 or 409) with probability RATE (0.0-1.0),
+    /// without executing them. Repeatable; the first matching rule that fires wins.
+    #[arg(long = "fault-error", value_name = "VERB:STATUS:RATE", value_parser = parse_error_rule)]
+    pub fault_errors: Vec<kudo_apiserver::ErrorRule>,
+    /// Delay every request by this long, optionally ± a uniform jitter (e.g. 50ms or 50ms±20ms).
+    #[arg(long, value_name = "DURATION[±JITTER]", value_parser = parse_latency)]
+    pub fault_latency: Option<(Duration, Duration)>,
+    /// End every watch stream after this long (clients must watch again), e.g. 2s.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub fault_watch_cut: Option<Duration>,
+    /// Probability that a write is executed but answered with a 500 (lost acknowledgement).
+    #[arg(long, value_name = "RATE", default_value_t = 0.0)]
+    pub fault_lost_write_rate: f64,
+    /// Seed of the fault draws, for reproducible runs (default: from the clock).
+    #[arg(long, value_name = "N")]
+    pub fault_seed: Option<u64>,
+}
+
+fn parse_error_rule(s: &str) -> Result<kudo_apiserver::ErrorRule, String> {
+    s.parse().map_err(|e: kudo_apiserver::FaultError| e.to_string())
+}
+
+fn parse_latency(s: &str) -> Result<(Duration, Duration), String> {
+    kudo_apiserver::faults::parse_latency(s).map_err(|e| e.to_string())
+}
+
+fn parse_duration(s: &str) -> Result<Duration, String> {
+    kudo_apiserver::faults::parse_duration(s).map_err(|e| e.to_string())
+}
+
+impl DevArgs {
+    /// The fault configuration the flags ask for (inactive when no `--fault-*` flag is given).
+    fn fault_config(&self) -> Result<kudo_apiserver::FaultConfig> {
+        let (latency, jitter) = self.fault_latency.unwrap_or_default();
+        let config = kudo_apiserver::FaultConfig {
+            errors: self.fault_errors.clone(),
+            latency,
+            jitter,
+            watch_cut: self.fault_watch_cut,
+            lost_write_rate: self.fault_lost_write_rate,
+            seed: self.fault_seed,
+        };
+        config.validate().context("invalid --fault-* flags")?;
+        Ok(config)
+    }
 }
 
 pub async fn run(opts: &ClusterOpts, args: DevArgs) -> Result<ExitCode> {
     if !args.address.ip().is_loopback() {
         bail!("the dev cluster serves on loopback only; got {}", args.address);
     }
+    let faults = args.fault_config()?;
     let kubeconfig = opts
         .kubeconfig
         .clone()
@@ -90,6 +137,19 @@ pub async fn run(opts: &ClusterOpts, args: DevArgs) -> Result<ExitCode> {
         stopped(stop_rx.clone()),
     ));
 
+    // Faults start now that the cluster is set up, so a faulty configuration cannot stop `dev`
+    // itself from starting.
+    server
+        .faults()
+        .set(faults.clone())
+        .context("invalid --fault-* flags")?;
+    if faults.is_active() {
+        eprintln!("fault injection active: {faults}");
+    }
+    eprintln!(
+        "fault injection admin endpoint: {} (GET, PUT, DELETE)",
+        server.faults_url()
+    );
     eprintln!(
         "kudo dev cluster serving on {} — export KUBECONFIG={}",
         server.url(),

@@ -557,3 +557,50 @@ async fn recorder_events_show_in_describe() {
     let evs = v1.list(&Default::default()).await.unwrap();
     assert_eq!(evs.items[0].note.as_deref(), Some("all good"));
 }
+
+/// A deleted namespace keeps its contents while `Terminating` (for the configured delay), so
+/// `kubectl delete -f` of a manifest listing the namespace first still finds, and reports
+/// deleted, every object after it — as on a real cluster.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleted_namespace_keeps_contents_while_terminating() {
+    require_kubectl!();
+    let env = Env::start_with(kudo_apiserver::Config {
+        namespace_termination_delay: std::time::Duration::from_secs(600),
+        ..Default::default()
+    })
+    .await;
+    let manifest = "apiVersion: v1
+kind: Namespace
+metadata: {name: staged}
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: runner, namespace: staged}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings, namespace: staged}
+data: {k: v}
+";
+    env.apply(manifest, &[]);
+    env.apply(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: leftover, namespace: staged}\n",
+        &[],
+    );
+    // --wait=false: kubectl would otherwise wait for the namespace, i.e. the whole delay.
+    let out = env.kubectl_stdin(&["delete", "-f", "-", "--wait=false"], manifest);
+    assert!(out.status.success(), "{}", Env::err(&out));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "namespace \"staged\" deleted\nserviceaccount \"runner\" deleted from staged namespace\nconfigmap \"settings\" deleted from staged namespace"
+    );
+    assert_eq!(
+        env.ok(&["get", "ns", "staged", "-o", "jsonpath={.status.phase}"]),
+        "Terminating"
+    );
+    // Content nobody deleted is still there until the namespace controller gets to it.
+    assert_eq!(
+        env.ok(&["get", "cm", "-n", "staged", "-o", "name"]).trim(),
+        "configmap/leftover"
+    );
+}

