@@ -155,7 +155,7 @@ fn list_parameters_required_lists_what_must_be_given() {
 
 #[test]
 fn examples_verify() {
-    for name in ["first-operator", "galera", "wordpress"] {
+    for name in ["first-operator", "galera", "mysql", "wordpress", "wordpress-on-mysql"] {
         let o = run(&["package", "verify", "."], &repo().join("examples").join(name));
         assert!(o.status.success(), "{name}: {}{}", stdout(&o), stderr(&o));
         assert_eq!(stdout(&o), "package is valid\n");

@@ -3,6 +3,7 @@
 //! CRDs through kube-rs, installs an operator package (read and converted with kudo-package) and
 //! waits, with a bounded timeout, for the observable outcome.
 
+mod dependencies;
 mod harness;
 
 use std::collections::BTreeMap;
@@ -756,7 +757,7 @@ spec:
     let msg = inst["status"]["planStatus"]["deploy"]["phases"][0]["steps"][0]["message"]
         .as_str()
         .unwrap();
-    assert!(msg.contains("not supported yet"), "{msg}");
+    assert!(msg.contains("Pipe tasks are not supported by kudo-rs"), "{msg}");
     env.stop().await;
 }
 
