@@ -124,6 +124,12 @@ fn every_example_suite_passes_on_the_embedded_cluster() {
     ran.sort();
     assert_eq!(
         ran,
-        ["first-operator", "galera", "mysql", "wordpress", "wordpress-on-mysql"]
+        [
+            "first-operator",
+            "galera",
+            "mysql",
+            "wordpress",
+            "wordpress-on-mysql"
+        ]
     );
 }

@@ -291,14 +291,18 @@ async fn check_dependencies(
         .map_err(|e| TaskOutcome::Transient(format!("listing operator versions in {ns} failed: {e}")))?;
     let mut installed = BTreeMap::new();
     for item in list.items {
-        let Ok(v) = serde_json::to_value(&item) else { continue };
+        let Ok(v) = serde_json::to_value(&item) else {
+            continue;
+        };
         if let Ok(o) = serde_json::from_value::<OperatorVersion>(v) {
             installed.insert(o.metadata.name.clone(), o);
         }
     }
     let as_fatal = |e: DependencyError| {
         let reason = match e {
-            DependencyError::Cycle(_) | DependencyError::Missing { .. } => kudo_engine::reasons::CIRCULAR_DEPENDENCY,
+            DependencyError::Cycle(_) | DependencyError::Missing { .. } => {
+                kudo_engine::reasons::CIRCULAR_DEPENDENCY
+            }
             DependencyError::InvalidParameters { .. } => reasons::KUDO_OPERATOR_TASK_ERROR,
         };
         fatal(reason, e.to_string())

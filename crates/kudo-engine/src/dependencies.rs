@@ -45,7 +45,10 @@ pub fn dependency_tasks(ov: &OperatorVersion) -> impl Iterator<Item = &Task> {
 
 /// Checks the graph reachable from `root` through `KudoOperator` tasks. `installed` holds the
 /// namespace's OperatorVersions by name (`root` itself may or may not be among them).
-pub fn check_graph(root: &OperatorVersion, installed: &BTreeMap<String, OperatorVersion>) -> Result<(), DependencyError> {
+pub fn check_graph(
+    root: &OperatorVersion,
+    installed: &BTreeMap<String, OperatorVersion>,
+) -> Result<(), DependencyError> {
     let mut done = BTreeSet::new();
     let mut path = vec![root.metadata.name.clone()];
     visit(root, installed, &mut path, &mut done)
@@ -122,8 +125,10 @@ mod tests {
                 serde_json::json!({"name": format!("dep-{pkg}"), "kind": "KudoOperator",
                     "spec": {"package": pkg, "operatorVersion": ver}})
             })
-            .chain(std::iter::once(serde_json::json!({"name": "app", "kind": "Apply",
-                "spec": {"resources": ["a.yaml"]}})))
+            .chain(std::iter::once(
+                serde_json::json!({"name": "app", "kind": "Apply",
+                "spec": {"resources": ["a.yaml"]}}),
+            ))
             .collect();
         serde_json::from_value(serde_json::json!({
             "apiVersion": "kudo.dev/v1beta1", "kind": "OperatorVersion",
@@ -183,7 +188,10 @@ mod tests {
             err,
             DependencyError::Cycle(vec!["a-1".into(), "b-1".into(), "c-1".into(), "a-1".into()])
         );
-        assert_eq!(err.to_string(), "circular operator dependency: a-1 → b-1 → c-1 → a-1");
+        assert_eq!(
+            err.to_string(),
+            "circular operator dependency: a-1 → b-1 → c-1 → a-1"
+        );
     }
 
     #[test]

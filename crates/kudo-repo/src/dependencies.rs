@@ -185,15 +185,16 @@ mod tests {
 
     fn write_pkg(dir: &Path, name: &str, version: &str, deps: &[&str]) {
         std::fs::create_dir_all(dir.join("templates")).unwrap();
-        let mut tasks = String::from(
-            "  - name: app\n    kind: Apply\n    spec:\n      resources: [cm.yaml]\n",
-        );
+        let mut tasks =
+            String::from("  - name: app\n    kind: Apply\n    spec:\n      resources: [cm.yaml]\n");
         let mut steps = String::from("          - name: app\n            tasks: [app]\n");
         for (i, d) in deps.iter().enumerate() {
             tasks.push_str(&format!(
                 "  - name: dep{i}\n    kind: KudoOperator\n    spec:\n      package: {d}\n"
             ));
-            steps.push_str(&format!("          - name: dep{i}\n            tasks: [dep{i}]\n"));
+            steps.push_str(&format!(
+                "          - name: dep{i}\n            tasks: [dep{i}]\n"
+            ));
         }
         std::fs::write(
             dir.join("operator.yaml"),
@@ -202,7 +203,11 @@ mod tests {
             ),
         )
         .unwrap();
-        std::fs::write(dir.join("params.yaml"), "apiVersion: kudo.dev/v1beta1\nparameters: []\n").unwrap();
+        std::fs::write(
+            dir.join("params.yaml"),
+            "apiVersion: kudo.dev/v1beta1\nparameters: []\n",
+        )
+        .unwrap();
         std::fs::write(
             dir.join("templates/cm.yaml"),
             "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Name }}\n",
@@ -229,7 +234,11 @@ mod tests {
         write_pkg(&t.path().join("disk"), "disk", "0.1.0", &[]);
         write_pkg(&t.path().join("cache"), "cache", "3.0.0", &["../disk"]);
         let deps = resolve_root(&t.path().join("app")).unwrap();
-        let order: Vec<String> = deps.packages.iter().map(|d| d.package.operator_version_name()).collect();
+        let order: Vec<String> = deps
+            .packages
+            .iter()
+            .map(|d| d.package.operator_version_name())
+            .collect();
         assert_eq!(order, ["disk-0.1.0", "db-2.0.0", "cache-3.0.0"]);
         assert_eq!(
             deps.pins[&("app-1.0.0".to_string(), "dep0".to_string())],
@@ -239,7 +248,10 @@ mod tests {
                 operator_version: "2.0.0".into()
             }
         );
-        assert_eq!(deps.pins[&("cache-3.0.0".to_string(), "dep0".to_string())].package, "disk");
+        assert_eq!(
+            deps.pins[&("cache-3.0.0".to_string(), "dep0".to_string())].package,
+            "disk"
+        );
         assert_eq!(deps.pins.len(), 4);
     }
 
@@ -257,7 +269,10 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         write_pkg(&t.path().join("a"), "a", "1.0.0", &["../nowhere"]);
         let err = resolve_root(&t.path().join("a")).unwrap_err().to_string();
-        assert!(err.starts_with("dependency ../nowhere of a-1.0.0 (task \"dep0\"): package "), "{err}");
+        assert!(
+            err.starts_with("dependency ../nowhere of a-1.0.0 (task \"dep0\"): package "),
+            "{err}"
+        );
         assert!(err.contains("not found"), "{err}");
     }
 
@@ -270,7 +285,13 @@ mod tests {
         let deps = resolve_root(&t.path().join("app")).unwrap();
         let mut res = kudo_package::convert::to_resources(&root, &Default::default()).unwrap();
         deps.pin(&mut res.operator_version);
-        let task = res.operator_version.spec.tasks.iter().find(|t| t.name == "dep0").unwrap();
+        let task = res
+            .operator_version
+            .spec
+            .tasks
+            .iter()
+            .find(|t| t.name == "dep0")
+            .unwrap();
         assert_eq!(task.spec.package, "db");
         assert_eq!(task.spec.operator_version, "2.0.0");
         assert_eq!(task.spec.child_operator_version_name(), "db-2.0.0");

@@ -55,7 +55,7 @@ pub struct WaitOpts {
 
 #[derive(Args, Debug)]
 #[command(
-    after_help = "Examples:\n  kubectl kudo install ./operator\n  kubectl kudo install ./galera -p NODE_COUNT=5 --instance db --wait\n  kubectl kudo install galera-10.5.3_0.1.0.tgz -P values.yaml -n databases --create-namespace"
+    after_help = "Examples:\n  kubectl kudo install ./operator\n  kubectl kudo install ./galera -p NODE_COUNT=5 --instance db --wait\n  kubectl kudo install galera-10.5.3_0.1.0.tgz -P values.yaml -n databases --create-namespace\n  kubectl kudo install galera --in-cluster --instance galera-2   # from the installed OperatorVersions"
 )]
 pub struct InstallArgs {
     /// The package: a directory, a .tgz file, an http(s) URL of a .tgz, or a name in a repository.
@@ -70,6 +70,11 @@ pub struct InstallArgs {
     /// Install only the Operator and OperatorVersion, no Instance.
     #[arg(long)]
     pub skip_instance: bool,
+    /// Take the operator from the OperatorVersions already installed in the namespace (PKG is an
+    /// operator name; --operator-version/--app-version pick one, else the newest) and only create
+    /// the Instance.
+    #[arg(long, conflicts_with_all = ["skip_instance", "repo", "create_namespace"])]
+    pub in_cluster: bool,
     /// Create the namespace first (rendering the package's namespaceManifest if it has one).
     #[arg(long)]
     pub create_namespace: bool,
@@ -206,7 +211,10 @@ async fn install_operator_and_version(cluster: &Cluster, op: &Operator, ov: &Ope
     }
     let ov_name = ov.metadata.name.clone();
     if operator_version_exists(cluster, ov).await? {
-        println!("{} already installed", KudoKind::OperatorVersion.display(&ov_name));
+        println!(
+            "{} already installed",
+            KudoKind::OperatorVersion.display(&ov_name)
+        );
     } else {
         cluster.create(KudoKind::OperatorVersion, ov).await?;
         println!("{} created", KudoKind::OperatorVersion.display(&ov_name));
@@ -224,6 +232,9 @@ async fn operator_version_exists(cluster: &Cluster, ov: &OperatorVersion) -> Res
 }
 
 pub async fn install(opts: &ClusterOpts, args: InstallArgs) -> Result<ExitCode> {
+    if args.in_cluster {
+        return install_in_cluster(opts, args).await;
+    }
     let (pkg, deps) = load_package(opts, &args.package, &args.source).await?;
     let values = args.params.values()?;
     let cluster = connect(opts).await?;
@@ -264,6 +275,78 @@ pub async fn install(opts: &ClusterOpts, args: InstallArgs) -> Result<ExitCode> 
     }
     let inst_name = res.instance.metadata.name.clone();
     cluster.create(KudoKind::Instance, &res.instance).await?;
+    println!("{} created", KudoKind::Instance.display(&inst_name));
+    finish_wait(&cluster, &inst_name, None, &args.wait).await
+}
+
+/// `install NAME --in-cluster`: a new Instance of an OperatorVersion that is already installed.
+async fn install_in_cluster(opts: &ClusterOpts, args: InstallArgs) -> Result<ExitCode> {
+    let values = args.params.values()?;
+    let cluster = connect(opts).await?;
+    let name = args.package.as_str();
+    let (app, ver) = (
+        args.source.app_version.as_deref(),
+        args.source.operator_version.as_deref(),
+    );
+    let mut candidates: Vec<OperatorVersion> = cluster
+        .list::<OperatorVersion>(KudoKind::OperatorVersion)
+        .await?
+        .into_iter()
+        .filter(|ov| ov.spec.operator.name == name)
+        .filter(|ov| ver.is_none_or(|v| ov.spec.version == v))
+        .filter(|ov| app.is_none_or(|a| ov.spec.app_version == a))
+        .collect();
+    candidates.sort_by(compare_versions);
+    let Some(ov) = candidates.pop() else {
+        let mut wanted = format!("operator {name}");
+        if let Some(v) = ver {
+            wanted.push_str(&format!(" operatorVersion {v}"));
+        }
+        if let Some(a) = app {
+            wanted.push_str(&format!(" appVersion {a}"));
+        }
+        bail!(
+            "no OperatorVersion of {wanted} is installed in namespace {}; install the package without --in-cluster first (or see `kubectl kudo get operatorversions`)",
+            cluster.namespace
+        );
+    };
+    check_values(&ov, &values, true)?;
+    let inst_name = args
+        .instance
+        .clone()
+        .unwrap_or_else(|| format!("{name}-instance"));
+    if cluster
+        .get::<Instance>(KudoKind::Instance, &inst_name)
+        .await?
+        .is_some()
+    {
+        bail!(
+            "cannot install instance '{inst_name}' of operator '{name}-{}' because an instance of that name already exists in namespace {}",
+            ov.spec.version,
+            cluster.namespace
+        );
+    }
+    let instance = Instance {
+        api_version: kudo_api::API_VERSION.into(),
+        kind: "Instance".into(),
+        metadata: kudo_api::ObjectMeta {
+            name: inst_name.clone(),
+            namespace: Some(cluster.namespace.clone()),
+            labels: BTreeMap::from([(kudo_api::labels::OPERATOR.to_string(), name.to_string())]),
+            ..Default::default()
+        },
+        spec: kudo_api::InstanceSpec {
+            operator_version: kudo_api::ObjectReference {
+                kind: None,
+                namespace: None,
+                name: ov.metadata.name.clone(),
+            },
+            parameters: values,
+            plan_execution: Default::default(),
+        },
+        status: None,
+    };
+    cluster.create(KudoKind::Instance, &instance).await?;
     println!("{} created", KudoKind::Instance.display(&inst_name));
     finish_wait(&cluster, &inst_name, None, &args.wait).await
 }

@@ -132,7 +132,8 @@ plans:
         .write()
 }
 
-const KID_PARAMS: &str = "IMAGE: {{ .Params.KID_IMAGE | quote }}\nJOB_COMMAND: {{ .Params.KID_JOB | quote }}\n";
+const KID_PARAMS: &str =
+    "IMAGE: {{ .Params.KID_IMAGE | quote }}\nJOB_COMMAND: {{ .Params.KID_JOB | quote }}\n";
 
 /// Operator + OperatorVersion only, as the CLI installs a dependency.
 async fn install_operator(env: &Env, dir: &Path) {
@@ -201,10 +202,7 @@ async fn child_instance_is_created_owned_and_awaited_then_updated_from_the_paren
         ps["uid"] != parent_uid && ps["status"] == "COMPLETE"
     })
     .await;
-    let child = env
-        .get("kudo.dev/v1beta1", "Instance", "mom-kid")
-        .await
-        .unwrap();
+    let child = env.get("kudo.dev/v1beta1", "Instance", "mom-kid").await.unwrap();
     assert_eq!(child["spec"]["parameters"]["IMAGE"], "busybox:2");
     let cps = &child["status"]["planStatus"]["deploy"];
     assert_ne!(cps["uid"], child_uid, "the child ran a new plan");
@@ -238,10 +236,7 @@ async fn failed_child_plan_fails_the_parent() {
     let msg = step_message(&parent, 0, 0);
     assert!(msg.contains("mom-kid"), "{msg}");
     assert!(msg.contains("FATAL_ERROR"), "{msg}");
-    let child = env
-        .get("kudo.dev/v1beta1", "Instance", "mom-kid")
-        .await
-        .unwrap();
+    let child = env.get("kudo.dev/v1beta1", "Instance", "mom-kid").await.unwrap();
     assert_eq!(child["status"]["planStatus"]["deploy"]["status"], "FATAL_ERROR");
     // The parent's own step never ran.
     assert!(env.get("v1", "ConfigMap", "mom-own").await.is_none());
@@ -265,11 +260,7 @@ async fn missing_required_child_parameter_is_fatal_before_creating_the_child() {
         msg.contains("required parameter IMAGE is not set by the parameter file"),
         "{msg}"
     );
-    assert!(
-        env.get("kudo.dev/v1beta1", "Instance", "mom-kid")
-            .await
-            .is_none()
-    );
+    assert!(env.get("kudo.dev/v1beta1", "Instance", "mom-kid").await.is_none());
     env.stop().await;
 }
 
