@@ -155,6 +155,9 @@ pub(crate) async fn check(
             }
         }
     }
+    // `policy` was read when this reconcile started. Confirmed from the live Instance before
+    // the first repair (see `live_policy`); `None` = not checked yet.
+    let mut confirmed: Option<Policy> = None;
     for ((_, kind, ns, name), want) in objects {
         let what = if ns.is_empty() {
             format!("{kind} {name}")
@@ -190,6 +193,18 @@ pub(crate) async fn check(
         if policy != Policy::Repair {
             continue;
         }
+        if confirmed.is_none() {
+            confirmed = Some(match live_policy(ctx, base).await {
+                Ok(p) => p,
+                Err(e) => {
+                    report.errors.push(format!("re-reading the drift policy: {e}"));
+                    Policy::Ignore
+                }
+            });
+        }
+        if confirmed != Some(Policy::Repair) {
+            continue;
+        }
         match execute::apply_object(ctx, &want, cluster).await {
             Ok(after_rv) => {
                 if after_rv != before_rv {
@@ -200,6 +215,21 @@ pub(crate) async fn check(
         }
     }
     report
+}
+
+/// The drift policy on the Instance as stored now. A reconcile reads the Instance once, at its
+/// start, and reaches the drift check only after several requests; a policy switched to
+/// `report` or `ignore` in between (e.g. just before a deliberate `kubectl scale`) must not be
+/// overridden by a repair decided on the stale copy. The next reconcile (the annotation change
+/// queues one) then reports with the new policy. A deleted Instance repairs nothing.
+async fn live_policy(ctx: &Context, base: &RenderContext) -> Result<Policy, String> {
+    let api: kube::Api<kube::api::DynamicObject> =
+        kube::Api::namespaced_with(ctx.client.clone(), &base.namespace, &crate::instance_resource());
+    match api.get_opt(&base.instance_name).await {
+        Ok(Some(i)) => Ok(Policy::from_annotations(&i.metadata.annotations.unwrap_or_default()).0),
+        Ok(None) => Ok(Policy::Ignore),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 #[cfg(test)]

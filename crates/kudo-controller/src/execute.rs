@@ -411,6 +411,7 @@ async fn apply(ctx: &Context, obj: &Value, cluster: &ClusterObjects) -> Result<O
         live["kind"] = obj["kind"].clone();
     }
     tracing::debug!(object = %describe(obj), "applied");
+    ctx.metrics.object_applied();
     match health(&live) {
         Health::Healthy => Ok(None),
         Health::Progressing(m) => Ok(Some(m)),

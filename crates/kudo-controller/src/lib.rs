@@ -39,13 +39,22 @@
 //!
 //! Everything about a run lives in the Instance (`status.planStatus`, `spec.planExecution`, the
 //! timing annotation), so a restarted controller resumes where the previous one stopped.
+//!
+//! **Operations:** with [`ControllerConfig::metrics_addr`] set, one HTTP server serves
+//! `/metrics` (Prometheus/OpenMetrics, see [`metrics`]), `/healthz` and `/readyz` (see [`ops`]).
+//! With [`ControllerConfig::leader_election`] set, only the replica holding the Lease reconciles
+//! (see [`leader`]).
 
 mod discovery;
 pub mod drift;
 mod execute;
+pub mod leader;
+pub mod metrics;
+pub mod ops;
 mod reconcile;
 
 use std::future::Future;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -60,6 +69,9 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 use kube::{Resource, ResourceExt};
 
+pub use leader::LeaderElection;
+pub use metrics::Metrics;
+pub use ops::OpsServer;
 pub use reconcile::ReconcileError;
 
 /// Annotation holding the Instance spec the controller last admitted (JSON). It replaces the
@@ -121,6 +133,13 @@ pub struct ControllerConfig {
     /// Maximum number of Instances reconciled at the same time (0 = unbounded). One Instance is
     /// never reconciled concurrently with itself.
     pub concurrency: u16,
+    /// Address of the `/metrics`, `/healthz`, `/readyz` server; `None` serves nothing (the
+    /// in-process `kubectl kudo dev` manager and most tests). Use [`run_with`] and an
+    /// [`OpsServer`] bound beforehand to learn the address of port 0.
+    pub metrics_addr: Option<SocketAddr>,
+    /// Compete for a Lease and reconcile only while holding it; `None` always reconciles (one
+    /// replica, or the in-process manager).
+    pub leader_election: Option<LeaderElection>,
 }
 
 impl Default for ControllerConfig {
@@ -131,6 +150,8 @@ impl Default for ControllerConfig {
             idle_resync: Duration::from_secs(300),
             error_requeue: Duration::from_secs(5),
             concurrency: 4,
+            metrics_addr: None,
+            leader_election: None,
         }
     }
 }
@@ -147,6 +168,9 @@ pub enum Error {
     /// The `kudo.dev` CRDs could not be installed or did not become Established.
     #[error("cannot install the KUDO CRDs: {0}")]
     Crds(String),
+    /// The metrics/health server could not listen.
+    #[error("metrics server: {0}")]
+    Metrics(String),
 }
 
 /// Installs (server-side apply, idempotent) the three `kudo.dev/v1beta1` CRDs the manager serves and
@@ -209,14 +233,79 @@ pub(crate) struct Context {
     pub config: ControllerConfig,
     pub recorder: Recorder,
     pub discovery: discovery::Cache,
+    pub metrics: Arc<Metrics>,
 }
 
-/// Runs the controller until `shutdown` completes. The KUDO CRDs must already be installed (by
-/// `kubectl kudo init` or a test); nothing is created here except what plans apply and Events.
+/// Runs the manager until `shutdown` completes: the controller (while holding the lease, with
+/// leader election) and, with [`ControllerConfig::metrics_addr`], the metrics/health server. The
+/// KUDO CRDs must already be installed (by `kubectl kudo init` or a test); nothing is created
+/// here except what plans apply, Events and the leader election Lease.
 pub async fn run(client: kube::Client, config: ControllerConfig, shutdown: impl Future) -> Result<(), Error> {
+    validate(&config)?;
+    let ops = match config.metrics_addr {
+        Some(addr) => Some(OpsServer::bind(addr).await?),
+        None => None,
+    };
+    run_with(client, config, ops, shutdown).await
+}
+
+fn validate(config: &ControllerConfig) -> Result<(), Error> {
     if config.field_manager.is_empty() {
         return Err(Error::InvalidConfig("field_manager must not be empty".into()));
     }
+    if let Some(le) = &config.leader_election {
+        le.validate().map_err(Error::InvalidConfig)?;
+    }
+    Ok(())
+}
+
+/// [`run`] with the metrics/health server on an already bound socket (`None`: no server;
+/// [`ControllerConfig::metrics_addr`] is not looked at). Binding first lets a caller use port 0
+/// and still know where to scrape.
+pub async fn run_with(
+    client: kube::Client,
+    config: ControllerConfig,
+    ops: Option<OpsServer>,
+    shutdown: impl Future,
+) -> Result<(), Error> {
+    validate(&config)?;
+    let metrics = Arc::new(Metrics::new());
+    let health = Arc::new(ops::Health::new(metrics, config.leader_election.is_some()));
+    let (ops_stop, ops_stop_rx) = tokio::sync::oneshot::channel::<()>();
+    // Aborted if this future is dropped (a killed manager serves nothing any more).
+    let mut ops_task = ops.map(|server| {
+        ops::AbortOnDrop(Some(tokio::spawn(ops::serve(
+            server,
+            health.clone(),
+            async move {
+                let _ = ops_stop_rx.await;
+            },
+        ))))
+    });
+    let res = match config.leader_election.clone() {
+        None => {
+            health.set_acting(true);
+            run_controller(client, config, health.clone(), shutdown).await;
+            health.set_acting(false);
+            Ok(())
+        }
+        Some(le) => leader::run(client, config, le, health.clone(), shutdown).await,
+    };
+    let _ = ops_stop.send(());
+    if let Some(t) = ops_task.as_mut().and_then(|t| t.0.take()) {
+        let _ = t.await;
+    }
+    res
+}
+
+/// One controller incarnation: watches, caches and reconciles until `shutdown` completes
+/// (graceful: running reconciles finish, no new ones start).
+pub(crate) async fn run_controller(
+    client: kube::Client,
+    config: ControllerConfig,
+    health: Arc<ops::Health>,
+    shutdown: impl Future,
+) {
     let iar = instance_resource();
     let instances: Api<DynamicObject> = Api::all_with(client.clone(), &iar);
     let controller = Controller::new_with(instances, watcher::Config::default(), iar.clone())
@@ -256,11 +345,18 @@ pub async fn run(client: kube::Client, config: ControllerConfig, shutdown: impl 
             owner_of,
         );
 
+    // Events name the replica that acted: its leader election identity (the pod name in a
+    // cluster), else the pod name from the environment.
+    let instance = config
+        .leader_election
+        .as_ref()
+        .map(|le| le.identity.clone())
+        .or_else(|| std::env::var("KUDO_POD_NAME").ok());
     let recorder = Recorder::new(
         client.clone(),
         Reporter {
             controller: REPORTER.into(),
-            instance: std::env::var("KUDO_POD_NAME").ok(),
+            instance,
         },
     );
     let ctx = Arc::new(Context {
@@ -268,6 +364,7 @@ pub async fn run(client: kube::Client, config: ControllerConfig, shutdown: impl 
         client,
         config,
         recorder,
+        metrics: health.metrics.clone(),
     });
     tracing::info!("kudo controller started");
     // The caller's shutdown future need not be Send: it is awaited here, and a oneshot relays it
@@ -278,7 +375,17 @@ pub async fn run(client: kube::Client, config: ControllerConfig, shutdown: impl 
             .graceful_shutdown_on(async move {
                 let _ = stop_rx.await;
             })
-            .run(reconcile::reconcile, reconcile::error_policy, ctx)
+            .run(
+                |obj, ctx: Arc<Context>| async move {
+                    let metrics = ctx.metrics.clone();
+                    let in_flight = metrics.reconcile_started();
+                    let res = reconcile::reconcile(obj, ctx).await;
+                    in_flight.finish(res.is_ok());
+                    res
+                },
+                reconcile::error_policy,
+                ctx,
+            )
             .for_each(|res| async move {
                 match res {
                     Ok((obj, _)) => tracing::trace!(instance = %obj, "reconciled"),
@@ -286,15 +393,22 @@ pub async fn run(client: kube::Client, config: ControllerConfig, shutdown: impl 
                 }
             })
     );
+    // Ready once the first list of Instances is in the cache (the store is fed by the stream).
+    let synced = async {
+        if store.wait_until_ready().await.is_ok() {
+            health.set_synced();
+        }
+        std::future::pending::<()>().await
+    };
     tokio::select! {
         _ = &mut stream => {}
+        _ = synced => {}
         _ = shutdown => {
             let _ = stop_tx.send(());
             stream.await;
         }
     }
     tracing::info!("kudo controller stopped");
-    Ok(())
 }
 
 /// Maps a child object back to its Instance through the `kudo.dev/instance` label (namespaced

@@ -605,6 +605,9 @@ impl<'c> Reconciler<'c> {
             if let Ok(mut pass) = PlanPass::start(&ov.spec, plan, ps.clone(), now) {
                 pass.request_cancel();
                 let (new_ps, summary) = pass.finish();
+                self.ctx
+                    .metrics
+                    .plan_pass(ov, plan_uid, annotations, &summary, now);
                 for ev in &summary.events {
                     self.event(raw, ev.type_, &ev.reason, plan, &ev.message).await;
                 }
@@ -666,10 +669,14 @@ impl<'c> Reconciler<'c> {
                     task = call.task_name
                 ))
                 .await;
+            self.ctx.metrics.task_outcome(&outcome);
             debug!(phase = call.phase, step = call.step, task = call.task_name, outcome = ?outcome, "task ran");
             pass.report(outcome);
         }
         let (new_ps, summary) = pass.finish();
+        self.ctx
+            .metrics
+            .plan_pass(ov, plan_uid, annotations, &summary, now);
         for (path, err) in &summary.transient_errors {
             warn!(task = %path, error = %err, "transient task error");
         }
@@ -728,6 +735,7 @@ impl<'c> Reconciler<'c> {
             is_namespaced: None,
         };
         let rep = drift::check(self.ctx, ov, &base, status, policy, &self.cluster).await;
+        self.ctx.metrics.drift(&rep);
         for e in &rep.errors {
             warn!(error = %e, "drift check");
         }

@@ -171,8 +171,21 @@ fn manifests(args: &InitArgs, namespace: &str) -> Result<Vec<Manifest>> {
                         "name": "manager",
                         "image": image,
                         "imagePullPolicy": args.kudo_image_pull_policy.as_str(),
-                        "args": ["manager"],
+                        // Probes reach the pod IP, so the metrics server listens on all
+                        // addresses here (its own default is loopback).
+                        "args": ["manager", "--metrics-address", "0.0.0.0:8080",
+                                 "--leader-elect=true", "--lease-name", "kudo-manager"],
+                        "env": [
+                            {"name": "KUDO_POD_NAME",
+                             "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+                            {"name": "KUDO_POD_NAMESPACE",
+                             "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}}
+                        ],
                         "ports": [{"name": "metrics", "containerPort": 8080, "protocol": "TCP"}],
+                        "livenessProbe": {"httpGet": {"path": "/healthz", "port": "metrics"},
+                                          "initialDelaySeconds": 5, "periodSeconds": 10},
+                        "readinessProbe": {"httpGet": {"path": "/readyz", "port": "metrics"},
+                                           "periodSeconds": 5},
                         "resources": {"requests": {"cpu": "100m", "memory": "64Mi"},
                                       "limits": {"memory": "256Mi"}}
                     }]
@@ -367,6 +380,38 @@ mod tests {
             .as_str()
             .unwrap();
         assert_eq!(image, format!("kudo-rs/manager:v{}", env!("CARGO_PKG_VERSION")));
+    }
+
+    #[test]
+    fn manager_deployment_serves_probes_on_all_addresses_and_knows_its_pod() {
+        let t = T::parse_from(["init"]);
+        let ms = manifests(&t.init, "kudo-system").unwrap();
+        let c = &ms[6].object["spec"]["template"]["spec"]["containers"][0];
+        let args: Vec<&str> = c["args"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap())
+            .collect();
+        assert_eq!(args[0], "manager");
+        let after = |flag: &str| args.iter().position(|a| *a == flag).map(|i| args[i + 1]);
+        assert_eq!(after("--metrics-address"), Some("0.0.0.0:8080"));
+        assert_eq!(after("--lease-name"), Some("kudo-manager"));
+        assert!(args.contains(&"--leader-elect=true"));
+        // Every flag the Deployment passes is one `kubectl kudo manager` accepts.
+        #[derive(Parser)]
+        struct M {
+            #[command(flatten)]
+            m: super::super::manager::ManagerArgs,
+        }
+        let parsed = M::try_parse_from(args.iter().copied()).expect("manager flags parse");
+        assert!(parsed.m.leader_elect);
+        assert_eq!(c["env"][0]["valueFrom"]["fieldRef"]["fieldPath"], "metadata.name");
+        assert_eq!(c["env"][1]["name"], "KUDO_POD_NAMESPACE");
+        assert_eq!(c["livenessProbe"]["httpGet"]["path"], "/healthz");
+        assert_eq!(c["readinessProbe"]["httpGet"]["path"], "/readyz");
+        assert_eq!(c["readinessProbe"]["httpGet"]["port"], "metrics");
+        assert_eq!(c["ports"][0]["containerPort"], 8080);
     }
 
     #[test]

@@ -1,16 +1,21 @@
 //! `kubectl kudo manager`: the KUDO manager (controller) as a long-running process — in a pod
 //! (in-cluster service account) or against any cluster a kubeconfig points to.
 
+use std::net::SocketAddr;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use anyhow::{Context, Result};
-use clap::Args;
+use clap::{ArgAction, Args};
 
 use super::cluster::{ClusterOpts, connect};
 
+/// Where a pod finds its own namespace (service account token mount).
+const IN_CLUSTER_NAMESPACE_FILE: &str = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
+
 #[derive(Args, Debug)]
 #[command(
-    after_help = "Examples:\n  kubectl kudo manager                       # in a pod: uses the service account\n  kubectl kudo manager --kubeconfig ~/.kube/config"
+    after_help = "Examples:\n  kubectl kudo manager                       # in a pod: uses the service account\n  kubectl kudo manager --kubeconfig ~/.kube/config --leader-elect=false\n  kubectl kudo manager --metrics-address 0.0.0.0:8080 --lease-duration 30"
 )]
 pub struct ManagerArgs {
     /// Field manager name used for server-side apply.
@@ -22,19 +27,145 @@ pub struct ManagerArgs {
     /// Log as JSON lines (with instance/plan/step fields) instead of text; filter with RUST_LOG.
     #[arg(long)]
     pub json_logs: bool,
+    /// Address serving /metrics (Prometheus), /healthz and /readyz. Loopback by default; in a
+    /// pod use 0.0.0.0:8080 so kubelet probes reach it.
+    #[arg(long, default_value = "127.0.0.1:8080", value_name = "HOST:PORT")]
+    pub metrics_address: SocketAddr,
+    /// Reconcile only while holding the leader Lease, so several replicas can run
+    /// (`--leader-elect=false` to always reconcile).
+    #[arg(long, default_value_t = true, action = ArgAction::Set, num_args = 0..=1,
+          default_missing_value = "true", value_name = "BOOL")]
+    pub leader_elect: bool,
+    /// Name of the leader election Lease.
+    #[arg(long, default_value = "kudo-manager")]
+    pub lease_name: String,
+    /// Namespace of the Lease (default: $KUDO_POD_NAMESPACE, else the pod's own namespace,
+    /// else kudo-system).
+    #[arg(long)]
+    pub lease_namespace: Option<String>,
+    /// Seconds a lease stays valid after its last renewal: how long a crashed leader blocks its
+    /// successor (a clean shutdown hands over at once).
+    #[arg(long, default_value_t = 15, value_name = "SECONDS",
+          value_parser = clap::value_parser!(u64).range(2..))]
+    pub lease_duration: u64,
+}
+
+/// The Lease namespace: flag, `$KUDO_POD_NAMESPACE`, the in-cluster namespace file, `kudo-system`.
+fn lease_namespace(flag: Option<&str>, env: Option<&str>, file: Option<&str>) -> String {
+    [flag, env, file]
+        .into_iter()
+        .flatten()
+        .map(str::trim)
+        .find(|s| !s.is_empty())
+        .unwrap_or("kudo-system")
+        .to_string()
+}
+
+/// This replica's identity: the pod name, else the host name with a random suffix (two managers
+/// on one machine must still differ).
+fn identity(pod_name: Option<&str>, hostname: Option<&str>) -> String {
+    match pod_name.map(str::trim).filter(|s| !s.is_empty()) {
+        Some(p) => p.to_string(),
+        None => {
+            let host = hostname
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .unwrap_or("kudo-manager");
+            let suffix = uuid::Uuid::new_v4().simple().to_string();
+            format!("{host}-{}", &suffix[..8])
+        }
+    }
 }
 
 pub async fn run(opts: &ClusterOpts, args: ManagerArgs) -> Result<ExitCode> {
     kudo_controller::init_tracing(args.json_logs).context("cannot set up logging")?;
     let cluster = connect(opts).await?;
+    let leader_election = args.leader_elect.then(|| {
+        let env_ns = std::env::var("KUDO_POD_NAMESPACE").ok();
+        let file_ns = std::fs::read_to_string(IN_CLUSTER_NAMESPACE_FILE).ok();
+        kudo_controller::LeaderElection {
+            lease_name: args.lease_name.clone(),
+            namespace: lease_namespace(
+                args.lease_namespace.as_deref(),
+                env_ns.as_deref(),
+                file_ns.as_deref(),
+            ),
+            identity: identity(
+                std::env::var("KUDO_POD_NAME").ok().as_deref(),
+                std::env::var("HOSTNAME").ok().as_deref(),
+            ),
+            lease_duration: Duration::from_secs(args.lease_duration),
+        }
+    });
     let config = kudo_controller::ControllerConfig {
         field_manager: args.field_manager,
         concurrency: args.concurrency,
+        metrics_addr: Some(args.metrics_address),
+        leader_election,
         ..Default::default()
     };
-    eprintln!("kudo manager starting (field manager {:?})", config.field_manager);
+    match &config.leader_election {
+        Some(le) => eprintln!(
+            "kudo manager starting (field manager {:?}, metrics on {}, leader election as {:?} on lease {}/{})",
+            config.field_manager, args.metrics_address, le.identity, le.namespace, le.lease_name
+        ),
+        None => eprintln!(
+            "kudo manager starting (field manager {:?}, metrics on {}, no leader election)",
+            config.field_manager, args.metrics_address
+        ),
+    }
     kudo_controller::run(cluster.client, config, super::dev::wait_for_signal())
         .await
         .context("the manager stopped with an error")?;
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct T {
+        #[command(flatten)]
+        m: ManagerArgs,
+    }
+
+    #[test]
+    fn defaults_elect_a_leader_and_serve_metrics_on_loopback() {
+        let t = T::parse_from(["manager"]);
+        assert!(t.m.leader_elect);
+        assert_eq!(t.m.metrics_address, "127.0.0.1:8080".parse().unwrap());
+        assert_eq!(t.m.lease_name, "kudo-manager");
+        assert_eq!(t.m.lease_duration, 15);
+        assert!(T::parse_from(["manager", "--leader-elect"]).m.leader_elect);
+        assert!(!T::parse_from(["manager", "--leader-elect=false"]).m.leader_elect);
+    }
+
+    #[test]
+    fn bad_flag_values_are_rejected() {
+        assert!(T::try_parse_from(["manager", "--lease-duration", "1"]).is_err());
+        assert!(T::try_parse_from(["manager", "--metrics-address", "localhost"]).is_err());
+        assert!(T::try_parse_from(["manager", "--leader-elect=maybe"]).is_err());
+    }
+
+    #[test]
+    fn lease_namespace_falls_back_from_flag_to_env_to_file_to_kudo_system() {
+        assert_eq!(lease_namespace(Some("a"), Some("b"), Some("c")), "a");
+        assert_eq!(lease_namespace(None, Some("b"), Some("c\n")), "b");
+        assert_eq!(lease_namespace(None, None, Some("c\n")), "c");
+        assert_eq!(lease_namespace(None, Some(""), None), "kudo-system");
+    }
+
+    #[test]
+    fn identity_is_the_pod_name_or_a_unique_host_name() {
+        assert_eq!(
+            identity(Some("kudo-controller-manager-abc"), Some("h")),
+            "kudo-controller-manager-abc"
+        );
+        let a = identity(None, Some("laptop"));
+        let b = identity(None, Some("laptop"));
+        assert!(a.starts_with("laptop-") && a != b, "{a} {b}");
+        assert!(identity(Some(" "), None).starts_with("kudo-manager-"));
+    }
 }

@@ -62,6 +62,14 @@ impl Env {
     }
 
     pub async fn start_with(sim_config: kudo_sim::SimConfig) -> Env {
+        let mut env = Env::start_bare(sim_config).await;
+        env.start_controller();
+        env
+    }
+
+    /// API server, CRDs and simulator, but no controller: the test starts its own with
+    /// [`Env::spawn_controller`].
+    pub async fn start_bare(sim_config: kudo_sim::SimConfig) -> Env {
         init_tracing();
         let server = ApiServer::start(Config::default())
             .await
@@ -79,16 +87,80 @@ impl Env {
         })
         .await;
         let sim = kudo_sim::spawn(client.clone(), sim_config);
-        let mut env = Env {
+        Env {
             server,
             client,
             sim: Some(sim),
             stop: None,
             controller: None,
             dir: tempfile::tempdir().expect("tempdir"),
+        }
+    }
+
+    /// Starts a controller with `config` (any number may run against one server); with
+    /// `metrics`, its /metrics, /healthz and /readyz are served on a free loopback port.
+    pub async fn spawn_controller(&self, config: ControllerConfig, metrics: bool) -> Controller {
+        let ops = if metrics {
+            Some(
+                kudo_controller::OpsServer::bind("127.0.0.1:0".parse().unwrap())
+                    .await
+                    .expect("metrics port binds"),
+            )
+        } else {
+            None
         };
-        env.start_controller();
-        env
+        let metrics_addr = ops.as_ref().map(|o| o.local_addr());
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(kudo_controller::run_with(
+            self.client.clone(),
+            config,
+            ops,
+            async move {
+                let _ = rx.await;
+            },
+        ));
+        Controller {
+            stop: Some(tx),
+            task: Some(task),
+            metrics_addr,
+        }
+    }
+
+    /// Creates only the Instance of a package whose Operator and OperatorVersion exist already.
+    pub async fn install_instance(&self, dir: &Path, instance: &str, params: BTreeMap<String, String>) {
+        let pkg = kudo_package::read_path(dir).expect("package reads");
+        let res = to_resources(
+            &pkg,
+            &ConvertOptions {
+                instance_name: Some(instance.to_string()),
+                namespace: Some(NS.to_string()),
+                parameters: params,
+            },
+        )
+        .expect("package converts");
+        self.create(serde_json::to_value(&res.instance).unwrap()).await;
+    }
+
+    /// (reason, reportingInstance) of the events.k8s.io Events regarding the named Instance.
+    pub async fn event_reporters(&self, instance: &str) -> Vec<(String, String)> {
+        let api: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(self.client.clone(), NS);
+        api.list(&ListParams::default())
+            .await
+            .expect("events list")
+            .items
+            .into_iter()
+            .filter(|e| {
+                e.regarding.as_ref().is_some_and(|r| {
+                    r.kind.as_deref() == Some("Instance") && r.name.as_deref() == Some(instance)
+                })
+            })
+            .map(|e| {
+                (
+                    e.reason.unwrap_or_default(),
+                    e.reporting_instance.unwrap_or_default(),
+                )
+            })
+            .collect()
     }
 
     pub fn start_controller(&mut self) {
@@ -341,4 +413,84 @@ impl Pkg {
         }
         self.root
     }
+}
+
+/// A controller started by [`Env::spawn_controller`]. Dropping it aborts the controller.
+pub struct Controller {
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    task: Option<tokio::task::JoinHandle<Result<(), kudo_controller::Error>>>,
+    /// Where its /metrics, /healthz and /readyz answer (when started with metrics).
+    pub metrics_addr: Option<std::net::SocketAddr>,
+}
+
+impl Controller {
+    /// Clean shutdown (with leader election: releases the lease).
+    pub async fn stop(mut self) {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+        if let Some(t) = self.task.take() {
+            let r = tokio::time::timeout(Duration::from_secs(15), t).await;
+            assert!(matches!(r, Ok(Ok(Ok(())))), "controller stops cleanly: {r:?}");
+        }
+    }
+
+    /// Simulated crash: the task is aborted, nothing is released.
+    pub async fn kill(mut self) {
+        self.stop = None;
+        if let Some(t) = self.task.take() {
+            t.abort();
+            let _ = t.await;
+        }
+    }
+
+    /// GET `path` from this controller's metrics server: (status, body).
+    pub async fn get(&self, path: &str) -> (u16, String) {
+        http_get(self.metrics_addr.expect("started with metrics"), path).await
+    }
+
+    /// The current /metrics exposition.
+    pub async fn metrics(&self) -> String {
+        let (code, body) = self.get("/metrics").await;
+        assert_eq!(code, 200, "{body}");
+        body
+    }
+}
+
+impl Drop for Controller {
+    fn drop(&mut self) {
+        if let Some(t) = self.task.take() {
+            t.abort();
+        }
+    }
+}
+
+/// One HTTP/1.1 GET over a fresh loopback connection (hyper client): (status, body).
+pub async fn http_get(addr: std::net::SocketAddr, path: &str) -> (u16, String) {
+    use http_body_util::{BodyExt, Empty};
+    let stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+        .await
+        .expect("http handshake");
+    let conn = tokio::spawn(conn);
+    let req = hyper::Request::get(path)
+        .header(hyper::header::HOST, addr.to_string())
+        .body(Empty::<hyper::body::Bytes>::new())
+        .expect("request");
+    let resp = sender.send_request(req).await.expect("response");
+    let code = resp.status().as_u16();
+    let body = resp.into_body().collect().await.expect("body").to_bytes();
+    drop(sender);
+    let _ = conn.await;
+    (code, String::from_utf8_lossy(&body).into_owned())
+}
+
+/// The value of one series (`name{labels}` exactly as exposed, labels in declaration order) in an
+/// OpenMetrics text exposition.
+pub fn metric(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| l.rsplit_once(' '))
+        .find(|(s, _)| *s == series)
+        .and_then(|(_, v)| v.parse().ok())
 }

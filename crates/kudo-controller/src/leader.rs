@@ -1,0 +1,308 @@
+//! Leader election: several manager replicas may run, only the holder of a
+//! `coordination.k8s.io/v1` Lease reconciles (kube-lease-manager does the locking).
+//!
+//! * A **standby** runs no controller at all: no watches of Instances, no writes.
+//! * On **acquiring** the lease the controller starts (with fresh watches and caches).
+//! * On **losing** it (the lease library reports another holder, our own renewal fails, or the
+//!   Lease watch shows someone else holding it) the controller is stopped at once: no new
+//!   reconcile starts, running ones get [`LOSS_GRACE`] to reach their next await point and are
+//!   then dropped (safe: a run's progress lives in the Instance). A failed renewal counts as a
+//!   loss, because a leader that cannot confirm its lease must assume a successor exists.
+//! * On **clean shutdown** the lease is released, and standbys watch the Lease, so a successor
+//!   takes over right away instead of waiting for the lease to expire.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use k8s_openapi::api::coordination::v1::Lease;
+use kube::Api;
+use kube::runtime::{WatchStreamExt, watcher};
+use kube_lease_manager::{LeaseManager, LeaseManagerBuilder};
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+use tracing::{debug, info, warn};
+
+use crate::ops::Health;
+use crate::{ControllerConfig, Error};
+
+/// Leader election settings of [`ControllerConfig::leader_election`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeaderElection {
+    /// Name of the Lease object all replicas compete for.
+    pub lease_name: String,
+    /// Namespace of the Lease (usually the manager's own namespace).
+    pub namespace: String,
+    /// Unique identity of this replica (the pod name in a cluster); also the
+    /// `reportingInstance` of the Events it publishes.
+    pub identity: String,
+    /// How long a lease stays valid after its last renewal: the longest a crashed leader blocks
+    /// its successor. Whole seconds, at least 2. The holder renews a third of it (at least 1 s)
+    /// before expiry.
+    pub lease_duration: Duration,
+}
+
+/// How long in-flight reconciles may still run after the lease was lost.
+pub const LOSS_GRACE: Duration = Duration::from_secs(1);
+/// How long in-flight reconciles may still run on a clean shutdown (the lease is still ours).
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+/// Upper bound for one lease request on shutdown (release) or after a failure.
+const RELEASE_TIMEOUT: Duration = Duration::from_secs(3);
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+
+impl LeaderElection {
+    /// Checks the settings; `Err` says what is wrong.
+    pub fn validate(&self) -> Result<(), String> {
+        for (what, v) in [
+            ("lease name", &self.lease_name),
+            ("lease namespace", &self.namespace),
+            ("identity", &self.identity),
+        ] {
+            if v.trim().is_empty() {
+                return Err(format!("leader election: the {what} must not be empty"));
+            }
+        }
+        if self.lease_duration.as_secs() < 2 || self.lease_duration.subsec_nanos() != 0 {
+            return Err(format!(
+                "leader election: the lease duration must be a whole number of seconds, at least 2 (got {:?})",
+                self.lease_duration
+            ));
+        }
+        Ok(())
+    }
+
+    fn duration_secs(&self) -> u64 {
+        self.lease_duration.as_secs()
+    }
+
+    /// Renewal margin before expiry; always below the duration (validated ≥ 2 s).
+    fn grace_secs(&self) -> u64 {
+        (self.duration_secs() / 3).max(1)
+    }
+}
+
+/// A running controller incarnation. Dropped without [`Running::stop`] (the election loop itself
+/// was dropped, e.g. its task aborted) it aborts the controller: no reconcile outlives the loop
+/// that decided we lead.
+struct Running {
+    stop: Option<oneshot::Sender<()>>,
+    task: Option<JoinHandle<()>>,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Some(t) = self.task.take() {
+            t.abort();
+        }
+    }
+}
+
+impl Running {
+    fn start(client: kube::Client, config: ControllerConfig, health: Arc<Health>) -> Running {
+        let (stop, rx) = oneshot::channel::<()>();
+        let task = tokio::spawn(async move {
+            crate::run_controller(client, config, health, async move {
+                let _ = rx.await;
+            })
+            .await;
+        });
+        Running {
+            stop: Some(stop),
+            task: Some(task),
+        }
+    }
+
+    /// Graceful stop (no new reconciles), then abort whatever still runs after `grace`.
+    async fn stop(mut self, grace: Duration) {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+        let Some(mut task) = self.task.take() else {
+            return;
+        };
+        if tokio::time::timeout(grace, &mut task).await.is_err() {
+            debug!("controller did not stop within {grace:?}, aborting its reconciles");
+            task.abort();
+            let _ = task.await;
+        }
+    }
+}
+
+async fn build(
+    client: &kube::Client,
+    le: &LeaderElection,
+) -> Result<LeaseManager, kube_lease_manager::LeaseManagerError> {
+    LeaseManagerBuilder::new(client.clone(), &le.lease_name)
+        .with_namespace(&le.namespace)
+        .with_identity(&le.identity)
+        .with_duration(le.duration_secs())
+        .with_grace(le.grace_secs())
+        .with_field_manager(format!("kudo-leader-{}", le.identity))
+        .build()
+        .await
+}
+
+/// Competes for the lease until `shutdown` completes, running the controller while holding it.
+pub(crate) async fn run(
+    client: kube::Client,
+    config: ControllerConfig,
+    le: LeaderElection,
+    health: Arc<Health>,
+    shutdown: impl Future,
+) -> Result<(), Error> {
+    let mut shutdown = std::pin::pin!(shutdown);
+    let mut backoff = Duration::from_secs(1);
+    let mut running: Option<Running> = None;
+    let leases: Api<Lease> = Api::namespaced(client.clone(), &le.namespace);
+    info!(identity = %le.identity, lease = %format!("{}/{}", le.namespace, le.lease_name), "standing by for the lease");
+    loop {
+        let built = tokio::select! {
+            m = build(&client, &le) => m,
+            _ = &mut shutdown => return Ok(()),
+        };
+        let manager = match built {
+            Ok(m) => m,
+            Err(e) => {
+                warn!(error = %e, "cannot read or create the lease, retrying in {backoff:?}");
+                tokio::select! {
+                    _ = tokio::time::sleep(backoff) => {}
+                    _ = &mut shutdown => return Ok(()),
+                }
+                backoff = (backoff * 2).min(MAX_BACKOFF);
+                continue;
+            }
+        };
+        let mut lease_events = watcher(
+            leases.clone(),
+            watcher::Config::default().fields(&format!("metadata.name={}", le.lease_name)),
+        )
+        .default_backoff()
+        .applied_objects()
+        .boxed();
+        // Holder seen in the previous Lease event (outer None: no event yet).
+        let mut last_holder: Option<Option<String>> = None;
+        // One `changed()` call stays pending across Lease events: cancelling it mid-renewal
+        // could leave the library with a stale expiry and make it renew in a tight loop.
+        let wait_before_rebuild = {
+            let mut changed = Box::pin(manager.changed());
+            loop {
+                tokio::select! {
+                    _ = &mut shutdown => {
+                        drop(changed);
+                        if let Some(r) = running.take() {
+                            info!("shutting down: stopping the controller and releasing the lease");
+                            r.stop(SHUTDOWN_GRACE).await;
+                            health.set_acting(false);
+                        }
+                        match tokio::time::timeout(RELEASE_TIMEOUT, manager.release()).await {
+                            Ok(Ok(())) => debug!("lease released"),
+                            Ok(Err(e)) => warn!(error = %e, "releasing the lease failed; it expires by itself"),
+                            Err(_) => warn!("releasing the lease timed out; it expires by itself"),
+                        }
+                        return Ok(());
+                    }
+                    res = &mut changed => match res {
+                        Ok(true) => {
+                            changed = Box::pin(manager.changed());
+                            backoff = Duration::from_secs(1);
+                            if running.is_none() {
+                                info!(identity = %le.identity, "acquired the lease: starting the controller");
+                                health.set_acting(true);
+                                running = Some(Running::start(client.clone(), config.clone(), health.clone()));
+                            }
+                        }
+                        Ok(false) => {
+                            changed = Box::pin(manager.changed());
+                            if let Some(r) = running.take() {
+                                warn!(identity = %le.identity, "lost the lease: stopping the controller");
+                                r.stop(LOSS_GRACE).await;
+                                health.set_acting(false);
+                            }
+                        }
+                        Err(e) => {
+                            warn!(error = %e, "lease request failed: standing down until the lease is confirmed again");
+                            drop(changed);
+                            if let Some(r) = running.take() {
+                                r.stop(LOSS_GRACE).await;
+                                health.set_acting(false);
+                                // Best effort: hand the lease over rather than block it.
+                                let _ = tokio::time::timeout(RELEASE_TIMEOUT, manager.release()).await;
+                            }
+                            let wait = backoff;
+                            backoff = (backoff * 2).min(MAX_BACKOFF);
+                            break wait;
+                        }
+                    },
+                    Some(ev) = lease_events.next() => match ev {
+                        Ok(lease) => {
+                            let holder = lease
+                                .spec
+                                .and_then(|s| s.holder_identity)
+                                .filter(|h| !h.is_empty());
+                            if running.is_some() && holder.as_ref().is_some_and(|h| *h != le.identity) {
+                                warn!(holder = ?holder, "the lease is held by another replica: stopping the controller");
+                                if let Some(r) = running.take() {
+                                    r.stop(LOSS_GRACE).await;
+                                    health.set_acting(false);
+                                }
+                                break Duration::ZERO;
+                            }
+                            if running.is_none() && holder.is_none() && matches!(last_holder, Some(Some(_))) {
+                                info!("the lease was released: trying to take over");
+                                break Duration::ZERO;
+                            }
+                            last_holder = Some(holder);
+                        }
+                        Err(e) => debug!(error = %e, "lease watch error (retried)"),
+                    },
+                }
+            }
+        };
+        // A fresh LeaseManager starts from the cluster's state (the old one may believe it
+        // still holds a lease it could not renew).
+        drop(manager);
+        if !wait_before_rebuild.is_zero() {
+            tokio::select! {
+                _ = tokio::time::sleep(wait_before_rebuild) => {}
+                _ = &mut shutdown => return Ok(()),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn le(secs: u64) -> LeaderElection {
+        LeaderElection {
+            lease_name: "kudo-manager".into(),
+            namespace: "kudo-system".into(),
+            identity: "pod-a".into(),
+            lease_duration: Duration::from_secs(secs),
+        }
+    }
+
+    #[test]
+    fn validation_rejects_short_or_fractional_leases_and_empty_names() {
+        assert!(le(2).validate().is_ok());
+        assert!(le(1).validate().unwrap_err().contains("at least 2"));
+        let mut l = le(15);
+        l.lease_duration = Duration::from_millis(2500);
+        assert!(l.validate().is_err());
+        let mut l = le(15);
+        l.identity = " ".into();
+        assert!(l.validate().unwrap_err().contains("identity"));
+    }
+
+    #[test]
+    fn renewal_margin_is_a_third_of_the_lease_and_below_it() {
+        assert_eq!(le(2).grace_secs(), 1);
+        assert_eq!(le(3).grace_secs(), 1);
+        assert_eq!(le(15).grace_secs(), 5);
+        for s in 2..100 {
+            assert!(le(s).grace_secs() < s);
+        }
+    }
+}

@@ -1,0 +1,283 @@
+//! Prometheus metrics of the manager (OpenMetrics text at `/metrics`, see [`crate::ops`]).
+//!
+//! Every metric is prefixed `kudo_`. The registry lives in the shared reconcile context so that
+//! the code paths that do something worth counting need one call each:
+//!
+//! | metric | type | labels | meaning |
+//! | --- | --- | --- | --- |
+//! | `kudo_reconciles_total` | counter | `result` = `success`/`error` | finished Instance reconciles |
+//! | `kudo_reconciles_in_flight` | gauge | | reconciles executing right now (kube-runtime exposes no queue depth; this is the honest proxy: it reaches the configured concurrency when work piles up) |
+//! | `kudo_plan_runs_total` | counter | `operator`, `plan`, `result` | plan runs that reached a terminal status (`COMPLETE`, `FATAL_ERROR`, `CANCELLED`) |
+//! | `kudo_plan_duration_seconds` | histogram | `operator`, `plan`, `result` | first IN_PROGRESS to terminal status of those runs (second resolution) |
+//! | `kudo_task_errors_total` | counter | `reason` | failed task executions: the fatal Event reason, or `Transient` for an error that is retried |
+//! | `kudo_objects_applied_total` | counter | | successful server-side applies of plan objects |
+//! | `kudo_drift_detected_total` | counter | | objects found changed or deleted outside a plan |
+//! | `kudo_drift_repaired_total` | counter | | of those, objects a re-apply actually changed |
+//! | `kudo_leader` | gauge | | 1 while this process acts (holds the lease, or leader election is off), 0 on standby |
+
+use std::collections::BTreeMap;
+
+use kudo_api::OperatorVersion;
+use kudo_engine::{PassSummary, TIMING_ANNOTATION, TaskOutcome, Timestamp, Timing};
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+use crate::drift::DriftReport;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ResultLabels {
+    result: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PlanLabels {
+    operator: String,
+    plan: String,
+    result: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReasonLabels {
+    reason: String,
+}
+
+fn plan_histogram() -> Histogram {
+    // 1 s … ~4.5 h: plans range from a ConfigMap apply to a large rolling upgrade.
+    Histogram::new(exponential_buckets(1.0, 2.5, 12))
+}
+
+/// The manager's metrics. One instance per process, shared by every controller incarnation
+/// (leader election may start and stop the controller several times), so counters never reset
+/// while the process lives.
+pub struct Metrics {
+    registry: Registry,
+    reconciles: Family<ResultLabels, Counter>,
+    in_flight: Gauge,
+    plan_runs: Family<PlanLabels, Counter>,
+    plan_duration: Family<PlanLabels, Histogram, fn() -> Histogram>,
+    task_errors: Family<ReasonLabels, Counter>,
+    objects_applied: Counter,
+    drift_detected: Counter,
+    drift_repaired: Counter,
+    leader: Gauge,
+}
+
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Metrics").finish_non_exhaustive()
+    }
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics::new()
+    }
+}
+
+impl Metrics {
+    /// A registry with every metric registered (at zero).
+    pub fn new() -> Metrics {
+        let mut m = Metrics {
+            registry: Registry::with_prefix("kudo"),
+            reconciles: Family::default(),
+            in_flight: Gauge::default(),
+            plan_runs: Family::default(),
+            plan_duration: Family::new_with_constructor(plan_histogram as fn() -> Histogram),
+            task_errors: Family::default(),
+            objects_applied: Counter::default(),
+            drift_detected: Counter::default(),
+            drift_repaired: Counter::default(),
+            leader: Gauge::default(),
+        };
+        {
+            let r = &mut m.registry;
+            r.register(
+                "reconciles",
+                "Instance reconciles finished, by result",
+                m.reconciles.clone(),
+            );
+            r.register(
+                "reconciles_in_flight",
+                "Instance reconciles executing right now (proxy for the work queue depth)",
+                m.in_flight.clone(),
+            );
+            r.register(
+                "plan_runs",
+                "Plan runs that reached a terminal status, by operator, plan and status",
+                m.plan_runs.clone(),
+            );
+            r.register(
+                "plan_duration_seconds",
+                "Time from a plan run's start to its terminal status",
+                m.plan_duration.clone(),
+            );
+            r.register(
+                "task_errors",
+                "Failed task executions by reason (Transient for retried errors)",
+                m.task_errors.clone(),
+            );
+            r.register(
+                "objects_applied",
+                "Plan objects applied with server-side apply",
+                m.objects_applied.clone(),
+            );
+            r.register(
+                "drift_detected",
+                "Objects found changed or deleted outside a plan",
+                m.drift_detected.clone(),
+            );
+            r.register(
+                "drift_repaired",
+                "Drifted objects that a re-apply changed back",
+                m.drift_repaired.clone(),
+            );
+            r.register(
+                "leader",
+                "1 while this manager acts (holds the lease or runs without leader election)",
+                m.leader.clone(),
+            );
+        }
+        m
+    }
+
+    /// The OpenMetrics text exposition of every metric (ends with `# EOF`).
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        // Writing into a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+        out
+    }
+
+    /// Marks one reconcile as running until the returned guard is dropped (also when the
+    /// reconcile future is cancelled), then counts it by `result`.
+    pub(crate) fn reconcile_started(&self) -> InFlight<'_> {
+        self.in_flight.inc();
+        InFlight {
+            metrics: self,
+            result: "error",
+        }
+    }
+
+    /// Counts a plan pass whose status became terminal in this pass (a pass over an already
+    /// terminal run counts nothing). The duration comes from the run's timing annotation (the
+    /// Instance annotations as the pass started).
+    pub(crate) fn plan_pass(
+        &self,
+        ov: &OperatorVersion,
+        plan_uid: &str,
+        annotations: &BTreeMap<String, String>,
+        summary: &PassSummary,
+        now: Timestamp,
+    ) {
+        if !summary.status.is_terminal() || summary.status_before.is_terminal() {
+            return;
+        }
+        let labels = PlanLabels {
+            operator: ov.spec.operator.name.clone(),
+            plan: summary.plan.clone(),
+            result: summary.status.to_string(),
+        };
+        self.plan_runs.get_or_create(&labels).inc();
+        let timing = Timing::from_annotation(annotations.get(TIMING_ANNOTATION).map(String::as_str));
+        let started = timing
+            .plan_started
+            .filter(|_| timing.uid == plan_uid)
+            .and_then(|t| Timestamp::parse(&t).ok())
+            .unwrap_or(now);
+        let secs = now.seconds_since(started).max(0) as f64;
+        self.plan_duration.get_or_create(&labels).observe(secs);
+    }
+
+    /// Counts a task outcome that is an error (fatal by reason, or transient).
+    pub(crate) fn task_outcome(&self, outcome: &TaskOutcome) {
+        let reason = match outcome {
+            TaskOutcome::Fatal { reason, .. } => reason.as_str(),
+            TaskOutcome::Transient(_) => "Transient",
+            _ => return,
+        };
+        self.task_errors
+            .get_or_create(&ReasonLabels {
+                reason: reason.to_string(),
+            })
+            .inc();
+    }
+
+    /// One plan object was applied.
+    pub(crate) fn object_applied(&self) {
+        self.objects_applied.inc();
+    }
+
+    /// The result of one drift check.
+    pub(crate) fn drift(&self, report: &DriftReport) {
+        self.drift_detected.inc_by(report.drifted.len() as u64);
+        self.drift_repaired.inc_by(report.repaired.len() as u64);
+    }
+
+    /// Whether this process currently acts as the leader.
+    pub(crate) fn set_leader(&self, leader: bool) {
+        self.leader.set(i64::from(leader));
+    }
+}
+
+/// A running reconcile (see [`Metrics::reconcile_started`]).
+pub(crate) struct InFlight<'m> {
+    metrics: &'m Metrics,
+    result: &'static str,
+}
+
+impl InFlight<'_> {
+    /// Records the reconcile's result (a dropped guard without a result counts as `error`).
+    pub(crate) fn finish(mut self, ok: bool) {
+        self.result = if ok { "success" } else { "error" };
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.metrics.in_flight.dec();
+        self.metrics
+            .reconciles
+            .get_or_create(&ResultLabels {
+                result: self.result.to_string(),
+            })
+            .inc();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn encodes_prefixed_metrics_and_counts_reconciles() {
+        let m = Metrics::new();
+        m.reconcile_started().finish(true);
+        drop(m.reconcile_started());
+        m.task_outcome(&TaskOutcome::Fatal {
+            reason: "ResourceApplyError".into(),
+            message: "x".into(),
+        });
+        m.task_outcome(&TaskOutcome::Done);
+        m.set_leader(true);
+        let text = m.encode();
+        assert!(
+            text.contains("kudo_reconciles_total{result=\"success\"} 1\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("kudo_reconciles_total{result=\"error\"} 1\n"),
+            "{text}"
+        );
+        assert!(text.contains("kudo_reconciles_in_flight 0\n"), "{text}");
+        assert!(
+            text.contains("kudo_task_errors_total{reason=\"ResourceApplyError\"} 1\n"),
+            "{text}"
+        );
+        assert!(text.contains("kudo_leader 1\n"), "{text}");
+        assert!(text.ends_with("# EOF\n"), "{text}");
+    }
+}
