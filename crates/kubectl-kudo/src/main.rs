@@ -17,6 +17,16 @@ mod output;
 struct Cli {
     #[command(flatten)]
     cluster: cmd::cluster::ClusterOpts,
+    /// Log verbosity on stderr, as KUDO's `-v`: 0 quiet, 1–2 info, 3–4 debug (API requests), 5+
+    /// trace. `RUST_LOG` overrides it. (`manager` logs at info by default and takes RUST_LOG.)
+    #[arg(
+        short = 'v',
+        long = "v",
+        global = true,
+        value_name = "LEVEL",
+        default_value_t = 0
+    )]
+    verbosity: u8,
     #[command(subcommand)]
     command: Command,
 }
@@ -61,6 +71,9 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if !matches!(cli.command, Command::Manager(_)) {
+        init_logging(cli.verbosity);
+    }
     let result = match cli.command {
         Command::Template(args) => cmd::template::run(args),
         Command::Package(args) => cmd::package::run(args),
@@ -108,4 +121,23 @@ fn run_async(cluster: &cmd::cluster::ClusterOpts, command: Command) -> anyhow::R
             }
         }
     })
+}
+
+/// Logs to stderr at the level `-v` asks for (kube's request logs appear at debug), so stdout stays
+/// the command's output. Without `-v` and `RUST_LOG` nothing is logged.
+fn init_logging(verbosity: u8) {
+    use tracing_subscriber::EnvFilter;
+    let level = match verbosity {
+        0 if std::env::var_os("RUST_LOG").is_none() => return,
+        0 => "error",
+        1 | 2 => "info",
+        3 | 4 => "debug",
+        _ => "trace",
+    };
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(level));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .try_init();
 }

@@ -122,5 +122,14 @@ fn every_example_suite_passes_on_the_embedded_cluster() {
         ran.push(dir.file_name().unwrap().to_string_lossy().into_owned());
     }
     ran.sort();
-    assert_eq!(ran, ["first-operator", "galera", "wordpress"]);
+    assert_eq!(
+        ran,
+        [
+            "first-operator",
+            "galera",
+            "mysql",
+            "wordpress",
+            "wordpress-on-mysql"
+        ]
+    );
 }

@@ -155,7 +155,13 @@ fn list_parameters_required_lists_what_must_be_given() {
 
 #[test]
 fn examples_verify() {
-    for name in ["first-operator", "galera", "wordpress"] {
+    for name in [
+        "first-operator",
+        "galera",
+        "mysql",
+        "wordpress",
+        "wordpress-on-mysql",
+    ] {
         let o = run(&["package", "verify", "."], &repo().join("examples").join(name));
         assert!(o.status.success(), "{name}: {}{}", stdout(&o), stderr(&o));
         assert_eq!(stdout(&o), "package is valid\n");
@@ -379,4 +385,28 @@ fn render_rejects_invalid_parameters_with_kudo_wording() {
         "{}",
         stderr(&o)
     );
+}
+
+#[test]
+fn verify_output_formats_are_machine_readable_and_keep_the_exit_code() {
+    let bad = repo().join("crates/kudo-package/tests/testdata/bad/duplicate-param");
+    let o = run(
+        &["package", "verify", bad.to_str().unwrap(), "-o", "json"],
+        &repo(),
+    );
+    assert_eq!(o.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("stdout is JSON");
+    assert_eq!(v["valid"], false);
+    assert_eq!(v["errors"][0], "parameter \"REPLICAS\" has a duplicate");
+    assert_eq!(v["warnings"], serde_json::json!([]));
+
+    let o = run(
+        &["package", "verify", ".", "-o", "yaml", "--param-checks", "all"],
+        &repo().join("examples/mysql"),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_saphyr::from_str(&stdout(&o)).expect("stdout is YAML");
+    assert_eq!(v["valid"], true);
+    assert_eq!(v["errors"], serde_json::json!([]));
+    assert!(v["warnings"].is_array());
 }

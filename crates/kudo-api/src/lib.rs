@@ -187,6 +187,19 @@ fn is_false(b: &bool) -> bool {
     !*b
 }
 
+impl TaskSpec {
+    /// The OperatorVersion a `KudoOperator` task instantiates: `<package>-<appVersion>-<operatorVersion>`
+    /// (or `<package>-<operatorVersion>` without an appVersion), the name the CLI gave it when it
+    /// installed the dependency. `package` holds the operator name once the CLI resolved it.
+    pub fn child_operator_version_name(&self) -> String {
+        if self.app_version.is_empty() {
+            format!("{}-{}", self.package, self.operator_version)
+        } else {
+            format!("{}-{}-{}", self.package, self.app_version, self.operator_version)
+        }
+    }
+}
+
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Task {
     pub name: String,

@@ -661,7 +661,7 @@ impl<'c> Reconciler<'c> {
             }
         };
         while let Some(call) = pass.next_task() {
-            let outcome = execute::run_task(self.ctx, &call, &rendered, &params, &self.cluster)
+            let outcome = execute::run_task(self.ctx, &call, ov, &rendered, &params, &self.cluster)
                 .instrument(info_span!(
                     "task",
                     phase = call.phase,

@@ -19,6 +19,9 @@ pub mod reasons {
     pub const TASK_BUILD_ERROR: &str = "TaskBuildError";
     pub const MISSING_PHASE_STATUS: &str = "MissingPhaseStatus";
     pub const MISSING_STEP_STATUS: &str = "MissingStepStatus";
+    /// A `KudoOperator` dependency graph with a cycle or a missing OperatorVersion (KUDO's name for
+    /// both).
+    pub const CIRCULAR_DEPENDENCY: &str = "CircularDependency";
     /// Ours: a `timeout` field that is not a valid duration.
     pub const INVALID_TIMEOUT: &str = "InvalidTimeout";
     /// Ours: a step exceeded its `timeout`.

@@ -374,18 +374,19 @@ fn render_task(
             } else {
                 sp.instance_name.clone()
             };
-            let ov_name = if sp.app_version.is_empty() {
-                format!("{}-{}", sp.package, sp.operator_version)
-            } else {
-                format!("{}-{}-{}", sp.package, sp.app_version, sp.operator_version)
-            };
+            let ov_name = sp.child_operator_version_name();
             let obj = json!({
                 "apiVersion": kudo_api::API_VERSION,
                 "kind": "Instance",
                 "metadata": {
                     "name": child,
                     "namespace": ctx.namespace,
-                    "labels": {"kudo.dev/operator": sp.package},
+                    // heritage + instance: the parent's controller watches its children by these
+                    "labels": {
+                        "kudo.dev/operator": sp.package,
+                        "heritage": "kudo",
+                        "kudo.dev/instance": ctx.instance_name,
+                    },
                     "ownerReferences": [{
                         "apiVersion": kudo_api::API_VERSION, "kind": "Instance",
                         "name": ctx.instance_name, "uid": ctx.instance_uid,

@@ -38,7 +38,13 @@ fn find<'a>(objs: &'a [RenderedObject], step: &str, kind: &str, name: &str) -> &
 
 #[test]
 fn examples_verify_without_errors_or_warnings() {
-    for name in ["first-operator", "galera", "wordpress"] {
+    for name in [
+        "first-operator",
+        "galera",
+        "mysql",
+        "wordpress",
+        "wordpress-on-mysql",
+    ] {
         let v = verify(&load(name), ParamChecks::default());
         assert!(v.errors.is_empty(), "{name}: {:?}", v.errors);
         assert!(v.warnings.is_empty(), "{name}: {:?}", v.warnings);

@@ -6,12 +6,14 @@
 //! downloads, and keeping them off the async runtime keeps `kubectl kudo repo` free of tokio.
 
 pub mod config;
+pub mod dependencies;
 pub mod error;
 pub mod fetch;
 pub mod index;
 pub mod resolve;
 
 pub use config::{RepoEntry, RepositoryConfig};
+pub use dependencies::{Dependencies, resolve_dependencies};
 pub use error::RepoError;
 pub use fetch::{Fetcher, Location};
 pub use index::{IndexFile, PackageVersion, VersionFilter};

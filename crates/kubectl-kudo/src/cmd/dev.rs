@@ -191,6 +191,7 @@ async fn demo(opts: &ClusterOpts, pkg: &std::path::Path, args: &DevArgs) -> Resu
             parameter_files: Vec::new(),
         },
         skip_instance: false,
+        in_cluster: false,
         create_namespace: false,
         wait: WaitOpts::default(),
     };

@@ -11,6 +11,7 @@ use kube::api::DeleteParams;
 use kudo_api::{ExecutionStatus, Instance, Operator, OperatorVersion};
 use kudo_package::convert::{ConvertOptions, to_resources};
 use kudo_package::params;
+use kudo_repo::Dependencies;
 
 use super::cluster::{Cluster, ClusterOpts, KudoKind, api_error, connect};
 use super::wait::{WaitOutcome, wait_for_plan};
@@ -54,7 +55,7 @@ pub struct WaitOpts {
 
 #[derive(Args, Debug)]
 #[command(
-    after_help = "Examples:\n  kubectl kudo install ./operator\n  kubectl kudo install ./galera -p NODE_COUNT=5 --instance db --wait\n  kubectl kudo install galera-10.5.3_0.1.0.tgz -P values.yaml -n databases --create-namespace"
+    after_help = "Examples:\n  kubectl kudo install ./operator\n  kubectl kudo install ./galera -p NODE_COUNT=5 --instance db --wait\n  kubectl kudo install galera-10.5.3_0.1.0.tgz -P values.yaml -n databases --create-namespace\n  kubectl kudo install galera --in-cluster --instance galera-2   # from the installed OperatorVersions"
 )]
 pub struct InstallArgs {
     /// The package: a directory, a .tgz file, an http(s) URL of a .tgz, or a name in a repository.
@@ -69,6 +70,11 @@ pub struct InstallArgs {
     /// Install only the Operator and OperatorVersion, no Instance.
     #[arg(long)]
     pub skip_instance: bool,
+    /// Take the operator from the OperatorVersions already installed in the namespace (PKG is an
+    /// operator name; --operator-version/--app-version pick one, else the newest) and only create
+    /// the Instance.
+    #[arg(long, conflicts_with_all = ["skip_instance", "repo", "create_namespace"])]
+    pub in_cluster: bool,
     /// Create the namespace first (rendering the package's namespaceManifest if it has one).
     #[arg(long)]
     pub create_namespace: bool,
@@ -120,16 +126,16 @@ pub struct UninstallArgs {
     pub wait: WaitOpts,
 }
 
-/// Resolves a package argument as KUDO did: local path, then URL, then repository name. Resolution
-/// may download, so it runs off the async runtime.
+/// Resolves a package argument as KUDO did: local path, then URL, then repository name, and its
+/// operator dependencies. Resolution may download, so it runs off the async runtime.
 async fn load_package(
     opts: &ClusterOpts,
     package: &str,
     source: &super::repo::PackageSourceOpts,
-) -> Result<kudo_package::Package> {
+) -> Result<(kudo_package::Package, Dependencies)> {
     let (opts, package, source) = (opts.clone(), package.to_string(), source.clone());
     tokio::task::spawn_blocking(move || {
-        super::repo::resolve_package(
+        super::repo::resolve_package_with_dependencies(
             &opts,
             &package,
             source.repo.as_deref(),
@@ -167,6 +173,55 @@ fn check_values(ov: &OperatorVersion, values: &BTreeMap<String, String>, install
     Ok(())
 }
 
+/// The Instance's parameters with `changes` applied (what the Instance holds after the patch).
+fn merged_values(instance: &Instance, changes: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+    let mut all = instance.spec.parameters.clone();
+    all.extend(changes.iter().map(|(k, v)| (k.clone(), v.clone())));
+    all
+}
+
+/// Creates the Operator and OperatorVersion of every dependency (leaves first, never Instances:
+/// the parent's controller creates those), with their own `KudoOperator` tasks pinned.
+async fn install_dependencies(cluster: &Cluster, deps: &Dependencies) -> Result<()> {
+    for dep in &deps.packages {
+        let mut res = to_resources(
+            &dep.package,
+            &ConvertOptions {
+                namespace: Some(cluster.namespace.clone()),
+                ..Default::default()
+            },
+        )
+        .with_context(|| format!("dependency {}", dep.package.operator_version_name()))?;
+        deps.pin(&mut res.operator_version);
+        install_operator_and_version(cluster, &res.operator, &res.operator_version).await?;
+    }
+    Ok(())
+}
+
+/// Creates the Operator unless it exists, and the OperatorVersion unless it exists, printing
+/// KUDO's messages.
+async fn install_operator_and_version(cluster: &Cluster, op: &Operator, ov: &OperatorVersion) -> Result<()> {
+    if cluster
+        .get::<Operator>(KudoKind::Operator, &op.metadata.name)
+        .await?
+        .is_none()
+    {
+        cluster.create(KudoKind::Operator, op).await?;
+        println!("{} created", KudoKind::Operator.display(&op.metadata.name));
+    }
+    let ov_name = ov.metadata.name.clone();
+    if operator_version_exists(cluster, ov).await? {
+        println!(
+            "{} already installed",
+            KudoKind::OperatorVersion.display(&ov_name)
+        );
+    } else {
+        cluster.create(KudoKind::OperatorVersion, ov).await?;
+        println!("{} created", KudoKind::OperatorVersion.display(&ov_name));
+    }
+    Ok(())
+}
+
 async fn operator_version_exists(cluster: &Cluster, ov: &OperatorVersion) -> Result<bool> {
     // By object name, which includes the appVersion: KUDO compared only operatorVersion and silently
     // skipped a new appVersion (kudo-behaviour.md §4.13).
@@ -177,11 +232,14 @@ async fn operator_version_exists(cluster: &Cluster, ov: &OperatorVersion) -> Res
 }
 
 pub async fn install(opts: &ClusterOpts, args: InstallArgs) -> Result<ExitCode> {
-    let pkg = load_package(opts, &args.package, &args.source).await?;
+    if args.in_cluster {
+        return install_in_cluster(opts, args).await;
+    }
+    let (pkg, deps) = load_package(opts, &args.package, &args.source).await?;
     let values = args.params.values()?;
     let cluster = connect(opts).await?;
     let ns = cluster.namespace.clone();
-    let res = to_resources(
+    let mut res = to_resources(
         &pkg,
         &ConvertOptions {
             instance_name: args.instance.clone(),
@@ -209,34 +267,86 @@ pub async fn install(opts: &ClusterOpts, args: InstallArgs) -> Result<ExitCode> 
     if args.create_namespace {
         create_namespace(&cluster, &pkg, &res.instance.metadata.name, &values).await?;
     }
-    if cluster
-        .get::<Operator>(KudoKind::Operator, &res.operator.metadata.name)
-        .await?
-        .is_none()
-    {
-        cluster.create(KudoKind::Operator, &res.operator).await?;
-        println!(
-            "{} created",
-            KudoKind::Operator.display(&res.operator.metadata.name)
-        );
-    }
-    let ov_name = res.operator_version.metadata.name.clone();
-    if operator_version_exists(&cluster, &res.operator_version).await? {
-        println!(
-            "{} already installed",
-            KudoKind::OperatorVersion.display(&ov_name)
-        );
-    } else {
-        cluster
-            .create(KudoKind::OperatorVersion, &res.operator_version)
-            .await?;
-        println!("{} created", KudoKind::OperatorVersion.display(&ov_name));
-    }
+    install_dependencies(&cluster, &deps).await?;
+    deps.pin(&mut res.operator_version);
+    install_operator_and_version(&cluster, &res.operator, &res.operator_version).await?;
     if args.skip_instance {
         return Ok(ExitCode::SUCCESS);
     }
     let inst_name = res.instance.metadata.name.clone();
     cluster.create(KudoKind::Instance, &res.instance).await?;
+    println!("{} created", KudoKind::Instance.display(&inst_name));
+    finish_wait(&cluster, &inst_name, None, &args.wait).await
+}
+
+/// `install NAME --in-cluster`: a new Instance of an OperatorVersion that is already installed.
+async fn install_in_cluster(opts: &ClusterOpts, args: InstallArgs) -> Result<ExitCode> {
+    let values = args.params.values()?;
+    let cluster = connect(opts).await?;
+    let name = args.package.as_str();
+    let (app, ver) = (
+        args.source.app_version.as_deref(),
+        args.source.operator_version.as_deref(),
+    );
+    let mut candidates: Vec<OperatorVersion> = cluster
+        .list::<OperatorVersion>(KudoKind::OperatorVersion)
+        .await?
+        .into_iter()
+        .filter(|ov| ov.spec.operator.name == name)
+        .filter(|ov| ver.is_none_or(|v| ov.spec.version == v))
+        .filter(|ov| app.is_none_or(|a| ov.spec.app_version == a))
+        .collect();
+    candidates.sort_by(compare_versions);
+    let Some(ov) = candidates.pop() else {
+        let mut wanted = format!("operator {name}");
+        if let Some(v) = ver {
+            wanted.push_str(&format!(" operatorVersion {v}"));
+        }
+        if let Some(a) = app {
+            wanted.push_str(&format!(" appVersion {a}"));
+        }
+        bail!(
+            "no OperatorVersion of {wanted} is installed in namespace {}; install the package without --in-cluster first (or see `kubectl kudo get operatorversions`)",
+            cluster.namespace
+        );
+    };
+    check_values(&ov, &values, true)?;
+    let inst_name = args
+        .instance
+        .clone()
+        .unwrap_or_else(|| format!("{name}-instance"));
+    if cluster
+        .get::<Instance>(KudoKind::Instance, &inst_name)
+        .await?
+        .is_some()
+    {
+        bail!(
+            "cannot install instance '{inst_name}' of operator '{name}-{}' because an instance of that name already exists in namespace {}",
+            ov.spec.version,
+            cluster.namespace
+        );
+    }
+    let instance = Instance {
+        api_version: kudo_api::API_VERSION.into(),
+        kind: "Instance".into(),
+        metadata: kudo_api::ObjectMeta {
+            name: inst_name.clone(),
+            namespace: Some(cluster.namespace.clone()),
+            labels: BTreeMap::from([(kudo_api::labels::OPERATOR.to_string(), name.to_string())]),
+            ..Default::default()
+        },
+        spec: kudo_api::InstanceSpec {
+            operator_version: kudo_api::ObjectReference {
+                kind: None,
+                namespace: None,
+                name: ov.metadata.name.clone(),
+            },
+            parameters: values,
+            plan_execution: Default::default(),
+        },
+        status: None,
+    };
+    cluster.create(KudoKind::Instance, &instance).await?;
     println!("{} created", KudoKind::Instance.display(&inst_name));
     finish_wait(&cluster, &inst_name, None, &args.wait).await
 }
@@ -317,7 +427,9 @@ pub async fn update(opts: &ClusterOpts, args: UpdateArgs) -> Result<ExitCode> {
             );
         }
     }
-    check_values(&ov, &values, false)?;
+    // Judge the values the Instance will have, not the changed ones alone: a required parameter
+    // set at install time stays set.
+    check_values(&ov, &merged_values(&instance, &values), false)?;
     let previous_uid = instance.spec.plan_execution.uid.clone();
     cluster
         .merge_patch(
@@ -331,18 +443,19 @@ pub async fn update(opts: &ClusterOpts, args: UpdateArgs) -> Result<ExitCode> {
 }
 
 pub async fn upgrade(opts: &ClusterOpts, args: UpgradeArgs) -> Result<ExitCode> {
-    let pkg = load_package(opts, &args.package, &args.source).await?;
+    let (pkg, deps) = load_package(opts, &args.package, &args.source).await?;
     let values = args.params.values()?;
     let cluster = connect(opts).await?;
     let instance = cluster.instance(&args.instance).await?;
     let current = cluster.operator_version_of(&instance).await?;
-    let res = to_resources(
+    let mut res = to_resources(
         &pkg,
         &ConvertOptions {
             namespace: Some(cluster.namespace.clone()),
             ..Default::default()
         },
     )?;
+    deps.pin(&mut res.operator_version);
     let new_ov = res.operator_version;
     if new_ov.spec.operator.name != current.spec.operator.name {
         bail!(
@@ -385,7 +498,8 @@ pub async fn upgrade(opts: &ClusterOpts, args: UpgradeArgs) -> Result<ExitCode> 
             ),
         }
     }
-    check_values(&new_ov, &values, false)?;
+    check_values(&new_ov, &merged_values(&instance, &values), false)?;
+    install_dependencies(&cluster, &deps).await?;
     if !operator_version_exists(&cluster, &new_ov).await? {
         cluster.create(KudoKind::OperatorVersion, &new_ov).await?;
         println!(

@@ -274,26 +274,29 @@ pub fn search(opts: &ClusterOpts, args: SearchArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The package `install`/`upgrade` should use for `name_or_path`: an existing local package (the
+/// The package `install`/`upgrade` should use for `name_or_path` — an existing local package (the
 /// argument contains a path separator, or names an existing .tgz or package directory), else an
 /// http(s) URL of a tarball, else the newest matching version in the `repo` (or current)
-/// repository's index, digest-checked. Blocking: call it before entering async work, or through
-/// `tokio::task::spawn_blocking`.
-pub fn resolve_package(
+/// repository's index, digest-checked — and its operator dependencies (`KudoOperator` tasks),
+/// resolved recursively: relative paths next to the package, names through the repositories.
+/// Blocking: call it through `tokio::task::spawn_blocking`.
+pub fn resolve_package_with_dependencies(
     opts: &ClusterOpts,
     name_or_path: &str,
     repo: Option<&str>,
     app_version: Option<&str>,
     operator_version: Option<&str>,
-) -> Result<kudo_package::Package> {
+) -> Result<(kudo_package::Package, kudo_repo::Dependencies)> {
     let req = kudo_repo::Request {
         name_or_path,
         repo,
         app_version,
         operator_version,
     };
-    let (pkg, _source) = kudo_repo::resolve(&opts.home_dir(), req, &fetcher(opts))?;
-    Ok(pkg)
+    let fetcher = fetcher(opts);
+    let (pkg, source) = kudo_repo::resolve(&opts.home_dir(), req, &fetcher)?;
+    let deps = kudo_repo::resolve_dependencies(&opts.home_dir(), &pkg, &source, &fetcher)?;
+    Ok((pkg, deps))
 }
 
 /// Writes the completion script of `cmd` for `shell` to stdout, named for the `kubectl-kudo`

@@ -3,6 +3,7 @@
 //! CRDs through kube-rs, installs an operator package (read and converted with kudo-package) and
 //! waits, with a bounded timeout, for the observable outcome.
 
+mod dependencies;
 mod drift_report;
 mod harness;
 mod leader_election;
@@ -759,7 +760,7 @@ spec:
     let msg = inst["status"]["planStatus"]["deploy"]["phases"][0]["steps"][0]["message"]
         .as_str()
         .unwrap();
-    assert!(msg.contains("not supported yet"), "{msg}");
+    assert!(msg.contains("Pipe tasks are not supported by kudo-rs"), "{msg}");
     env.stop().await;
 }
 
@@ -1182,7 +1183,7 @@ async fn drift_is_repaired_by_default() {
     let inst = env.get("kudo.dev/v1beta1", "Instance", "dr").await.unwrap();
     assert!(harness::condition(&inst, "Drifted").is_none(), "{inst}");
 
-    // Policy `report` is not covered here yet: see the helper report (flaky/unverified).
+    // Policy `report`: drift_report.rs.
     env.stop().await;
 }
 

@@ -1,0 +1,475 @@
+//! Issue #7 benchmarks of the KUDO manager on the embedded cluster (API server + simulator in this
+//! process):
+//!
+//! * `latency [N]` — how long after a step's Deployment turns healthy the next step's object is
+//!   created (the reaction time of the watch-driven controller; KUDO polled every 1–60 s). The
+//!   controller runs in this process; both moments are taken from the server's own change feed.
+//! * `writes` — API writes the controller makes for one deploy run of `examples/first-operator`
+//!   and of `examples/galera`, by kind of write, against the minimum: one apply per object plus
+//!   the status transitions of the plan (one per step start/finish pair collapsed: start + every
+//!   step end).
+//! * `scale [N]` — N first-operator Instances (default parameters) created at once until every
+//!   deploy plan is COMPLETE: wall time, and the peak RSS of the manager, which runs as a separate
+//!   `kubectl-kudo manager` process so that its memory is not mixed with the server's.
+//!
+//! Run: `cargo bench -p kubectl-kudo --bench controller -- [latency [N]] [writes] [scale [N]]`
+//! (no argument: all three, latency 30, scale 1000). Results go to docs/benchmarks.md.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, PostParams};
+use kudo_apiserver::{ApiServer, Config, EventType, RunningServer};
+use kudo_package::convert::{ConvertOptions, to_resources};
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_kubectl-kudo");
+const NS: &str = "default";
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn kudo_ar(kind: &str) -> ApiResource {
+    ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("kudo.dev", "v1beta1", kind),
+        &format!("{}s", kind.to_lowercase()),
+    )
+}
+
+struct Cluster {
+    server: RunningServer,
+    client: kube::Client,
+    sim: kudo_sim::SimHandle,
+    _dir: tempfile::TempDir,
+    kubeconfig: PathBuf,
+}
+
+async fn cluster() -> Cluster {
+    let server = ApiServer::start(Config::default()).await.expect("server");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let kubeconfig = dir.path().join("kubeconfig");
+    server.write_kubeconfig(&kubeconfig).expect("kubeconfig");
+    let client =
+        kube::Client::try_from(kube::Config::new(server.url().parse().expect("url"))).expect("client");
+    kudo_controller::install_crds(&client, "bench", Duration::from_secs(30))
+        .await
+        .expect("crds");
+    let sim = kudo_sim::spawn(client.clone(), kudo_sim::SimConfig::default());
+    Cluster {
+        server,
+        client,
+        sim,
+        _dir: dir,
+        kubeconfig,
+    }
+}
+
+impl Cluster {
+    async fn stop(self) {
+        let _ = self.sim.shutdown().await;
+        self.server.shutdown().await;
+    }
+
+    async fn create(&self, obj: &impl serde::Serialize) {
+        let v = serde_json::to_value(obj).expect("json");
+        let kind = v["kind"].as_str().expect("kind").to_string();
+        let d: DynamicObject = serde_json::from_value(v).expect("dynamic");
+        Api::<DynamicObject>::namespaced_with(self.client.clone(), NS, &kudo_ar(&kind))
+            .create(&PostParams::default(), &d)
+            .await
+            .expect("create");
+    }
+
+    /// Creates the Operator and OperatorVersion of a package directory; returns the converted
+    /// resources (for Instances).
+    async fn install_operator(&self, dir: &Path) -> kudo_package::convert::Resources {
+        let pkg = kudo_package::read_path(dir).expect("package");
+        let res = to_resources(
+            &pkg,
+            &ConvertOptions {
+                namespace: Some(NS.into()),
+                ..Default::default()
+            },
+        )
+        .expect("convert");
+        self.create(&res.operator).await;
+        self.create(&res.operator_version).await;
+        res
+    }
+
+    async fn create_instance(
+        &self,
+        res: &kudo_package::convert::Resources,
+        name: &str,
+        params: &[(&str, &str)],
+    ) {
+        let mut inst = res.instance.clone();
+        inst.metadata.name = name.to_string();
+        inst.spec.parameters = params
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        self.create(&inst).await;
+    }
+
+    async fn wait_complete(&self, name: &str) {
+        let api = Api::<DynamicObject>::namespaced_with(self.client.clone(), NS, &kudo_ar("Instance"));
+        let deadline = Instant::now() + Duration::from_secs(300);
+        loop {
+            if let Some(i) = api.get_opt(name).await.expect("get") {
+                let s = &i.data["status"]["planStatus"]["deploy"]["status"];
+                if s == "COMPLETE" {
+                    return;
+                }
+                assert!(
+                    s != "FATAL_ERROR",
+                    "{name}: deploy failed: {:?}",
+                    i.data["status"]
+                );
+            }
+            assert!(Instant::now() < deadline, "{name} did not complete");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+fn spawn_controller(client: kube::Client) -> tokio::sync::oneshot::Sender<()> {
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(kudo_controller::run(
+        client,
+        kudo_controller::ControllerConfig::default(),
+        async move {
+            let _ = rx.await;
+        },
+    ));
+    tx
+}
+
+// ---------------------------------------------------------------- latency
+
+fn two_step_package(dir: &Path) -> PathBuf {
+    let root = dir.join("two-step");
+    std::fs::create_dir_all(root.join("templates")).unwrap();
+    std::fs::write(
+        root.join("operator.yaml"),
+        r#"apiVersion: kudo.dev/v1beta1
+name: two-step
+operatorVersion: 0.1.0
+tasks:
+  - name: app
+    kind: Apply
+    spec: {resources: [deploy.yaml]}
+  - name: after
+    kind: Apply
+    spec: {resources: [cm.yaml]}
+plans:
+  deploy:
+    strategy: serial
+    phases:
+      - name: main
+        strategy: serial
+        steps:
+          - name: app
+            tasks: [app]
+          - name: after
+            tasks: [after]
+"#,
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("params.yaml"),
+        "apiVersion: kudo.dev/v1beta1\nparameters: []\n",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("templates/deploy.yaml"),
+        r#"apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ .Name }}-app
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: {{ .Name }}}}
+  template:
+    metadata: {labels: {app: {{ .Name }}}}
+    spec:
+      containers: [{name: app, image: nginx}]
+"#,
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("templates/cm.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Name }}-after\ndata: {}\n",
+    )
+    .unwrap();
+    root
+}
+
+/// The engine's Deployment health rule, as the controller applies it.
+fn deployment_healthy(d: &Value) -> bool {
+    kudo_engine::health(d) == kudo_engine::Health::Healthy
+}
+
+async fn latency(n: usize) {
+    let c = cluster().await;
+    let stop = spawn_controller(c.client.clone());
+    let dir = tempfile::tempdir().unwrap();
+    let res = c.install_operator(&two_step_package(dir.path())).await;
+    let mut samples = Vec::new();
+    for i in 0..n {
+        let name = format!("lat-{i}");
+        let store = c.server.store();
+        let (_, mut rx) = store.subscribe(store.current_rv()).expect("subscribe");
+        c.create_instance(&res, &name, &[]).await;
+        let (deploy, cm) = (format!("{name}-app"), format!("{name}-after"));
+        let mut healthy_at = None;
+        let created_at = loop {
+            let ev = match tokio::time::timeout(Duration::from_secs(60), rx.recv()).await {
+                Ok(Ok(ev)) => ev,
+                Ok(Err(tokio::sync::broadcast::error::RecvError::Lagged(_))) => continue,
+                other => panic!("change feed ended: {other:?}"),
+            };
+            if ev.key.namespace != NS {
+                continue;
+            }
+            let now = Instant::now();
+            if ev.key.gr.resource == "deployments"
+                && ev.key.name == deploy
+                && healthy_at.is_none()
+                && deployment_healthy(&ev.object)
+            {
+                healthy_at = Some(now);
+            }
+            if ev.key.gr.resource == "configmaps" && ev.key.name == cm && ev.type_ == EventType::Added {
+                break now;
+            }
+        };
+        let healthy_at = healthy_at.expect("the Deployment turned healthy before the next step");
+        samples.push(created_at.duration_since(healthy_at));
+        c.wait_complete(&name).await;
+    }
+    let _ = stop.send(());
+    c.stop().await;
+    samples.sort();
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    let p = |q: f64| samples[((samples.len() as f64 - 1.0) * q).round() as usize];
+    println!(
+        "latency: child healthy → next step's object created, {n} runs: min {:.1} ms, p50 {:.1} ms, p90 {:.1} ms, max {:.1} ms (KUDO's fastest requeue: 1000 ms → p50 ratio {:.0}×)",
+        ms(samples[0]),
+        ms(p(0.5)),
+        ms(p(0.9)),
+        ms(samples[samples.len() - 1]),
+        1000.0 / ms(p(0.5)).max(0.001)
+    );
+}
+
+// ---------------------------------------------------------------- writes
+
+#[derive(Default)]
+struct Writes {
+    applies: AtomicU64,
+    instance: AtomicU64,
+    status: AtomicU64,
+    events: AtomicU64,
+    other: AtomicU64,
+}
+
+impl Writes {
+    fn count(&self, method: &http::Method, path: &str) {
+        if matches!(
+            *method,
+            http::Method::GET | http::Method::HEAD | http::Method::OPTIONS
+        ) {
+            return;
+        }
+        let c = if path.contains("/events") {
+            &self.events
+        } else if path.contains("/instances/") && path.ends_with("/status") {
+            &self.status
+        } else if path.contains("/instances") {
+            &self.instance
+        } else if *method == http::Method::PATCH {
+            &self.applies
+        } else {
+            &self.other
+        };
+        c.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn take(&self) -> [u64; 5] {
+        [
+            &self.applies,
+            &self.instance,
+            &self.status,
+            &self.events,
+            &self.other,
+        ]
+        .map(|a| a.swap(0, Ordering::Relaxed))
+    }
+}
+
+/// A client whose every request is counted by method and path.
+fn counting_client(url: &str, writes: Arc<Writes>) -> kube::Client {
+    let config = kube::Config::new(url.parse().expect("url"));
+    let layer = tower::util::MapRequestLayer::new(move |req: http::Request<kube::client::Body>| {
+        writes.count(req.method(), req.uri().path());
+        req
+    });
+    kube::client::ClientBuilder::try_from(config)
+        .expect("builder")
+        .with_layer(&layer)
+        .build()
+}
+
+async fn writes() {
+    let c = cluster().await;
+    let counts = Arc::new(Writes::default());
+    let stop = spawn_controller(counting_client(&c.server.url(), counts.clone()));
+    for (example, params) in [("first-operator", vec![]), ("galera", vec![])] {
+        let dir = repo().join("examples").join(example);
+        let res = c.install_operator(&dir).await;
+        let rendered = kudo_package::render::render_plan(
+            &res.operator_version,
+            "deploy",
+            &kudo_package::render::RenderContext::offline("w", NS, BTreeMap::new()),
+        )
+        .expect("render");
+        let objects = rendered.len() as u64;
+        let steps: u64 = res.operator_version.spec.plans["deploy"]
+            .phases
+            .iter()
+            .map(|p| p.steps.len() as u64)
+            .sum();
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        counts.take();
+        c.create_instance(&res, &format!("w-{example}"), &params).await;
+        c.wait_complete(&format!("w-{example}")).await;
+        // let trailing writes of the run (readiness condition, unscheduling) land
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let [applies, instance, status, events, other] = counts.take();
+        let total = applies + instance + status;
+        let minimum = objects + steps + 1;
+        println!(
+            "writes: {example} deploy ({objects} objects, {steps} steps): {total} writes = {applies} applies + {instance} instance spec/metadata + {status} status (minimum {minimum} = objects + steps + 1 → {:.2}×); plus {events} Events, {other} other",
+            total as f64 / minimum as f64
+        );
+    }
+    let _ = stop.send(());
+    c.stop().await;
+}
+
+// ---------------------------------------------------------------- scale
+
+fn peak_rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+async fn scale(n: usize) {
+    let c = cluster().await;
+    let res = c.install_operator(&repo().join("examples/first-operator")).await;
+    let home = tempfile::tempdir().unwrap();
+    let mut manager = tokio::process::Command::new(BIN)
+        .args(manager_args())
+        .arg("--kubeconfig")
+        .arg(&c.kubeconfig)
+        .env("HOME", home.path())
+        .env("RUST_LOG", "warn")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start kubectl-kudo manager");
+    let pid = manager.id().expect("pid");
+    let start = Instant::now();
+    futures::stream::iter(0..n)
+        .map(|i| {
+            let c = &c;
+            let res = &res;
+            async move { c.create_instance(res, &format!("s-{i:04}"), &[]).await }
+        })
+        .buffer_unordered(16)
+        .collect::<Vec<_>>()
+        .await;
+    let created = start.elapsed();
+    let api = Api::<DynamicObject>::namespaced_with(c.client.clone(), NS, &kudo_ar("Instance"));
+    let deadline = start + Duration::from_secs(1800);
+    let done = loop {
+        let list = api.list(&ListParams::default()).await.expect("list");
+        let done = list
+            .items
+            .iter()
+            .filter(|i| i.data["status"]["planStatus"]["deploy"]["status"] == "COMPLETE")
+            .count();
+        if done == n || Instant::now() > deadline {
+            break done;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    };
+    let total = start.elapsed();
+    let rss = peak_rss_kib(pid);
+    let _ = manager.start_kill();
+    let _ = manager.wait().await;
+    c.stop().await;
+    println!(
+        "scale: {done}/{n} first-operator Instances COMPLETE in {:.1} s (created in {:.1} s); manager peak RSS {:.1} MiB (targets: 60 s, 64 MB)",
+        total.as_secs_f64(),
+        created.as_secs_f64(),
+        rss as f64 / 1024.0
+    );
+    assert_eq!(done, n, "not every Instance completed");
+}
+
+/// `kubectl-kudo manager` flags for a bench run: no leader election (a single manager), metrics on
+/// a free loopback port.
+fn manager_args() -> Vec<String> {
+    [
+        "manager",
+        "--leader-elect=false",
+        "--metrics-address",
+        "127.0.0.1:0",
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
+    let arg_n = |name: &str, default: usize| {
+        args.iter()
+            .position(|a| a == name)
+            .and_then(|i| args.get(i + 1))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
+    };
+    let all = !args
+        .iter()
+        .any(|a| ["latency", "writes", "scale"].contains(&a.as_str()));
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        if all || args.iter().any(|a| a == "latency") {
+            latency(arg_n("latency", 30)).await;
+        }
+        if all || args.iter().any(|a| a == "writes") {
+            writes().await;
+        }
+        if all || args.iter().any(|a| a == "scale") {
+            scale(arg_n("scale", 1000)).await;
+        }
+    });
+}
