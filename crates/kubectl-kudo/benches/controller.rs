@@ -12,7 +12,8 @@
 //!   deploy plan is COMPLETE: wall time, and the peak RSS of the manager, which runs as a separate
 //!   `kubectl-kudo manager` process so that its memory is not mixed with the server's.
 //!
-//! Run: `cargo bench -p kubectl-kudo --bench controller -- [latency [N]] [writes] [scale [N]]`
+//! Run: `cargo bench -p kubectl-kudo --bench controller -- [latency [N]] [writes] [scale [N]]
+//! [concurrency N]` (`concurrency`: the manager's `--concurrency`, default 4)
 //! (no argument: all three, latency 30, scale 1000). Results go to docs/benchmarks.md.
 
 use std::collections::BTreeMap;
@@ -377,12 +378,13 @@ fn peak_rss_kib(pid: u32) -> u64 {
         .unwrap_or(0)
 }
 
-async fn scale(n: usize) {
+async fn scale(n: usize, concurrency: usize) {
     let c = cluster().await;
     let res = c.install_operator(&repo().join("examples/first-operator")).await;
     let home = tempfile::tempdir().unwrap();
     let mut manager = tokio::process::Command::new(BIN)
         .args(manager_args())
+        .args(["--concurrency", &concurrency.to_string()])
         .arg("--kubeconfig")
         .arg(&c.kubeconfig)
         .env("HOME", home.path())
@@ -424,7 +426,7 @@ async fn scale(n: usize) {
     let _ = manager.wait().await;
     c.stop().await;
     println!(
-        "scale: {done}/{n} first-operator Instances COMPLETE in {:.1} s (created in {:.1} s); manager peak RSS {:.1} MiB (targets: 60 s, 64 MB)",
+        "scale: {done}/{n} first-operator Instances COMPLETE in {:.1} s (created in {:.1} s); manager (--concurrency {concurrency}) peak RSS {:.1} MiB (targets: 60 s, 64 MB)",
         total.as_secs_f64(),
         created.as_secs_f64(),
         rss as f64 / 1024.0
@@ -469,7 +471,7 @@ fn main() {
             writes().await;
         }
         if all || args.iter().any(|a| a == "scale") {
-            scale(arg_n("scale", 1000)).await;
+            scale(arg_n("scale", 1000), arg_n("concurrency", 4)).await;
         }
     });
 }

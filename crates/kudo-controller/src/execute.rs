@@ -385,8 +385,53 @@ fn api_error(what: &str, obj: &Value, e: kube::Error) -> TaskOutcome {
     }
 }
 
-/// Server-side applies one object and judges the server's answer. `Ok(Some(msg))`: applied but
-/// not healthy yet.
+/// What this manager last applied, by object identity: a hash of the applied content. A step
+/// waiting for a Deployment is passed once per watch event of its pods and ReplicaSets; applying
+/// identical content each time costs the server a full server-side-apply merge for nothing (the
+/// controller bench measured 10 applies for a one-object plan). Identical content is therefore
+/// read instead of re-applied; new content (another run — the plan-uid label differs — or changed
+/// parameters) is applied, and so is an object found deleted. Only an optimisation: a restarted
+/// manager starts empty and applies everything once.
+#[derive(Default)]
+pub struct AppliedCache(Mutex<HashMap<String, u64>>);
+
+impl AppliedCache {
+    /// Bound on remembered objects; beyond it the cache starts over.
+    const MAX_ENTRIES: usize = 100_000;
+
+    fn key(obj: &Value) -> String {
+        format!(
+            "{}/{}/{}/{}",
+            obj["apiVersion"].as_str().unwrap_or(""),
+            obj["kind"].as_str().unwrap_or(""),
+            obj["metadata"]["namespace"].as_str().unwrap_or(""),
+            obj["metadata"]["name"].as_str().unwrap_or("")
+        )
+    }
+
+    fn digest(obj: &Value) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        obj.to_string().hash(&mut h);
+        h.finish()
+    }
+
+    fn already_applied(&self, obj: &Value) -> bool {
+        let map = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        map.get(&Self::key(obj)) == Some(&Self::digest(obj))
+    }
+
+    fn record(&self, obj: &Value) {
+        let mut map = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if map.len() >= Self::MAX_ENTRIES {
+            map.clear();
+        }
+        map.insert(Self::key(obj), Self::digest(obj));
+    }
+}
+
+/// Server-side applies one object (or, if this exact content was applied before, reads it) and
+/// judges the live object. `Ok(Some(msg))`: applied but not healthy yet.
 async fn apply(ctx: &Context, obj: &Value, cluster: &ClusterObjects) -> Result<Option<String>, TaskOutcome> {
     let (api, name, namespaced) = api_for(ctx, obj).await?;
     if !namespaced {
@@ -397,21 +442,42 @@ async fn apply(ctx: &Context, obj: &Value, cluster: &ClusterObjects) -> Result<O
             name.clone(),
         ));
     }
+    if ctx.applied.already_applied(obj) {
+        match api.get_opt(&name).await {
+            Ok(Some(live)) => {
+                let live = serde_json::to_value(&live).map_err(|e| TaskOutcome::Transient(e.to_string()))?;
+                return judge(with_type(live, obj));
+            }
+            // deleted since: apply again
+            Ok(None) => {}
+            Err(e) => return Err(api_error("get of", obj, e)),
+        }
+    }
     let pp = PatchParams::apply(&ctx.config.field_manager).force();
     let live = api
         .patch(&name, &pp, &Patch::Apply(obj))
         .await
         .map_err(|e| api_error("apply of", obj, e))?;
-    let mut live = serde_json::to_value(&live).map_err(|e| TaskOutcome::Transient(e.to_string()))?;
-    // The answer always names its type, but fill it in for servers that omit it.
-    if live.get("apiVersion").is_none() {
-        live["apiVersion"] = obj["apiVersion"].clone();
-    }
-    if live.get("kind").is_none() {
-        live["kind"] = obj["kind"].clone();
-    }
+    let live = serde_json::to_value(&live).map_err(|e| TaskOutcome::Transient(e.to_string()))?;
     tracing::debug!(object = %describe(obj), "applied");
     ctx.metrics.object_applied();
+    ctx.applied.record(obj);
+    judge(with_type(live, obj))
+}
+
+/// The live object with `apiVersion`/`kind` filled in from what we sent (servers always name the
+/// type, but health rules depend on it).
+fn with_type(mut live: Value, sent: &Value) -> Value {
+    if live.get("apiVersion").is_none() {
+        live["apiVersion"] = sent["apiVersion"].clone();
+    }
+    if live.get("kind").is_none() {
+        live["kind"] = sent["kind"].clone();
+    }
+    live
+}
+
+fn judge(live: Value) -> Result<Option<String>, TaskOutcome> {
     match health(&live) {
         Health::Healthy => Ok(None),
         Health::Progressing(m) => Ok(Some(m)),

@@ -234,6 +234,7 @@ pub(crate) struct Context {
     pub recorder: Recorder,
     pub discovery: discovery::Cache,
     pub metrics: Arc<Metrics>,
+    pub applied: execute::AppliedCache,
 }
 
 /// Runs the manager until `shutdown` completes: the controller (while holding the lease, with
@@ -365,6 +366,7 @@ pub(crate) async fn run_controller(
         config,
         recorder,
         metrics: health.metrics.clone(),
+        applied: Default::default(),
     });
     tracing::info!("kudo controller started");
     // The caller's shutdown future need not be Send: it is awaited here, and a oneshot relays it

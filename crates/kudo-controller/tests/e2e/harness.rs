@@ -242,12 +242,51 @@ impl Env {
         self.create(serde_json::to_value(&res.instance).unwrap()).await;
     }
 
+    /// [`Env::install`] that reports a refused create instead of panicking (for faulty servers);
+    /// objects already created by an earlier attempt are left as they are.
+    pub async fn try_install(&self, dir: &Path, instance: &str, params: BTreeMap<String, String>) -> bool {
+        let pkg = kudo_package::read_path(dir).expect("package reads");
+        let res = to_resources(
+            &pkg,
+            &ConvertOptions {
+                instance_name: Some(instance.to_string()),
+                namespace: Some(NS.to_string()),
+                parameters: params,
+            },
+        )
+        .expect("package converts");
+        for obj in [
+            serde_json::to_value(&res.operator).unwrap(),
+            serde_json::to_value(&res.operator_version).unwrap(),
+            serde_json::to_value(&res.instance).unwrap(),
+        ] {
+            let av = obj["apiVersion"].as_str().unwrap().to_string();
+            let kind = obj["kind"].as_str().unwrap().to_string();
+            let d: DynamicObject = serde_json::from_value(obj).expect("dynamic object");
+            match self.api(&av, &kind).create(&PostParams::default(), &d).await {
+                Ok(_) => {}
+                Err(kube::Error::Api(s)) if s.code == 409 && s.reason == "AlreadyExists" => {}
+                Err(_) => return false,
+            }
+        }
+        true
+    }
+
+    /// GET of one object; errors a faulty server injects (500, 429, 409) are retried, so tests
+    /// can observe a cluster while `kudo_apiserver::faults` are active.
     pub async fn get(&self, api_version: &str, kind: &str, name: &str) -> Option<Value> {
-        self.api(api_version, kind)
-            .get_opt(name)
-            .await
-            .expect("get")
-            .map(|o| serde_json::to_value(o).unwrap())
+        let api = self.api(api_version, kind);
+        let mut attempts = 0;
+        loop {
+            match api.get_opt(name).await {
+                Ok(o) => return o.map(|o| serde_json::to_value(o).unwrap()),
+                Err(kube::Error::Api(s)) if [500, 429, 409].contains(&s.code) && attempts < 50 => {
+                    attempts += 1;
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                Err(e) => panic!("get {kind} {name}: {e}"),
+            }
+        }
     }
 
     pub async fn patch_instance(&self, name: &str, patch: Value) {

@@ -5,6 +5,7 @@
 
 mod dependencies;
 mod drift_report;
+mod faults;
 mod harness;
 mod leader_election;
 mod ops_endpoints;

@@ -1,0 +1,89 @@
+//! Issue #7 fault test: the galera deploy on a misbehaving API server — 5% of all requests
+//! answered 500, 5% of updates and patches answered 409 Conflict, and every watch stream cut every
+//! 2 s (`kudo_apiserver::faults`) — still ends COMPLETE with exactly the expected objects, every
+//! step's status recorded, and one plan run.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use kudo_apiserver::faults::{ErrorRule, FaultConfig};
+
+use super::galera_dir;
+use super::harness::Env;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn galera_deploy_completes_under_500s_409s_and_watch_cuts() {
+    let env = Env::start().await;
+    let rule = |s: &str| s.parse::<ErrorRule>().expect("rule");
+    env.server
+        .faults()
+        .set(FaultConfig {
+            errors: vec![
+                rule("*:500:0.05"),
+                rule("update:409:0.05"),
+                rule("patch:409:0.05"),
+            ],
+            watch_cut: Some(Duration::from_secs(2)),
+            seed: Some(7),
+            ..Default::default()
+        })
+        .expect("valid fault config");
+    // The install itself goes through the faulty server: retry a create that was refused (a
+    // refused create did not happen, so retrying cannot duplicate anything).
+    let mut attempts = 0;
+    while !env.try_install(&galera_dir(), "ft", BTreeMap::new()).await {
+        attempts += 1;
+        assert!(attempts < 20, "install kept failing");
+    }
+
+    let inst = env.wait_plan("ft", "deploy", "COMPLETE").await;
+    let counters = env.server.faults().counters();
+    // The faults really happened while the plan ran.
+    assert!(counters.internal_errors > 0, "{counters:?}");
+    assert!(counters.conflicts > 0, "{counters:?}");
+    assert!(counters.watch_cuts > 0, "{counters:?}");
+    env.server.faults().clear();
+
+    // No lost status: every phase and step of the run is recorded COMPLETE, by one run.
+    let ps = &inst["status"]["planStatus"]["deploy"];
+    let steps: usize = ps["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|ph| {
+            assert_eq!(ph["status"], "COMPLETE", "{ph}");
+            let steps = ph["steps"].as_array().unwrap();
+            for st in steps {
+                assert_eq!(st["status"], "COMPLETE", "{st}");
+            }
+            steps.len()
+        })
+        .sum();
+    assert_eq!(steps, 9, "galera's deploy plan has 9 steps: {ps}");
+    let reasons = env.event_reasons("ft").await;
+    let started = reasons.iter().filter(|r| *r == "PlanStarted").count();
+    assert!((1..=2).contains(&started), "PlanStarted x{started}: {reasons:?}");
+
+    // Exactly the expected objects.
+    env.wait_ready_replicas("apps/v1", "StatefulSet", "ft-galera", 3)
+        .await;
+    assert!(env.get("apps/v1", "Deployment", "ft-bootstrap").await.is_none());
+    assert!(env.get("v1", "ConfigMap", "ft-bootstrap").await.is_none());
+    for (av, kind, name) in [
+        ("v1", "ConfigMap", "ft-nodeconfig"),
+        ("v1", "ConfigMap", "ft-node-scripts"),
+        ("v1", "Secret", "ft-secret"),
+        ("v1", "Service", "ft-hs"),
+    ] {
+        assert!(env.get(av, kind, name).await.is_some(), "{kind} {name} missing");
+    }
+    let cm = env.get("v1", "ConfigMap", "ft-nodeconfig").await.unwrap();
+    assert!(
+        cm["data"]["galera.cnf"]
+            .as_str()
+            .unwrap()
+            .contains("gcomm://ft-galera-0.ft-hs,ft-galera-1.ft-hs,ft-galera-2.ft-hs\n"),
+        "{cm}"
+    );
+    env.stop().await;
+}
