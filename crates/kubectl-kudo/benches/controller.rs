@@ -274,6 +274,7 @@ async fn latency(n: usize) {
 #[derive(Default)]
 struct Writes {
     applies: AtomicU64,
+    deletes: AtomicU64,
     instance: AtomicU64,
     status: AtomicU64,
     events: AtomicU64,
@@ -296,15 +297,18 @@ impl Writes {
             &self.instance
         } else if *method == http::Method::PATCH {
             &self.applies
+        } else if *method == http::Method::DELETE {
+            &self.deletes
         } else {
             &self.other
         };
         c.fetch_add(1, Ordering::Relaxed);
     }
 
-    fn take(&self) -> [u64; 5] {
+    fn take(&self) -> [u64; 6] {
         [
             &self.applies,
+            &self.deletes,
             &self.instance,
             &self.status,
             &self.events,
@@ -340,7 +344,11 @@ async fn writes() {
             &kudo_package::render::RenderContext::offline("w", NS, BTreeMap::new()),
         )
         .expect("render");
-        let objects = rendered.len() as u64;
+        let to_apply = rendered
+            .iter()
+            .filter(|o| o.action != kudo_package::render::Action::Delete)
+            .count() as u64;
+        let to_delete = rendered.len() as u64 - to_apply;
         let steps: u64 = res.operator_version.spec.plans["deploy"]
             .phases
             .iter()
@@ -352,11 +360,11 @@ async fn writes() {
         c.wait_complete(&format!("w-{example}")).await;
         // let trailing writes of the run (readiness condition, unscheduling) land
         tokio::time::sleep(Duration::from_secs(2)).await;
-        let [applies, instance, status, events, other] = counts.take();
-        let total = applies + instance + status;
-        let minimum = objects + steps + 1;
+        let [applies, deletes, instance, status, events, other] = counts.take();
+        let total = applies + deletes + instance + status;
+        let minimum = to_apply + to_delete + steps + 1;
         println!(
-            "writes: {example} deploy ({objects} objects, {steps} steps): {total} writes = {applies} applies + {instance} instance spec/metadata + {status} status (minimum {minimum} = objects + steps + 1 → {:.2}×); plus {events} Events, {other} other",
+            "writes: {example} deploy ({to_apply} objects applied, {to_delete} deleted, {steps} steps): {total} writes = {applies} applies + {deletes} deletes + {instance} instance spec/metadata + {status} status; minimum {minimum} (one per object + one status write per step + the start) → {:.2}×; plus {events} Events, {other} other",
             total as f64 / minimum as f64
         );
     }
