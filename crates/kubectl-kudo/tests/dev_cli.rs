@@ -1,26 +1,22 @@
 //! `kubectl-kudo dev` flags, checked by running the binary and the real `kubectl` against it.
 //! Every started process is killed by a Drop guard, even on failure.
 
-use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
-use std::process::{Child, Command, Output, Stdio};
-use std::time::Duration;
+use std::process::{Command, Output, Stdio};
 
-const BIN: &str = env!("CARGO_BIN_EXE_kubectl-kudo");
+mod common;
 
-/// `kubectl-kudo dev` as a child process; killed when dropped.
-struct Dev {
-    child: Child,
+use common::{BIN, Dev};
+
+/// A `dev` cluster with its own temporary HOME.
+struct DevCluster {
+    dev: Dev,
     home: tempfile::TempDir,
-    kubeconfig: PathBuf,
-    /// stderr lines printed up to `export KUBECONFIG=…`.
-    banner: Vec<String>,
 }
 
-impl Drop for Dev {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+impl std::ops::Deref for DevCluster {
+    type Target = Dev;
+    fn deref(&self) -> &Dev {
+        &self.dev
     }
 }
 
@@ -34,59 +30,13 @@ fn kubectl_available() -> bool {
 }
 
 /// Starts `dev` with extra flags and waits for its `export KUBECONFIG=…` line.
-fn start_dev(extra: &[&str]) -> Dev {
+fn start_dev(extra: &[&str]) -> DevCluster {
     let home = tempfile::tempdir().expect("temp HOME");
-    let kubeconfig = home.path().join("kubeconfig");
-    let mut child = Command::new(BIN)
-        .args(["dev", "--address", "127.0.0.1:0", "--kubeconfig"])
-        .arg(&kubeconfig)
-        .args(extra)
-        .env("HOME", home.path())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start kubectl-kudo dev");
-    let stderr = child.stderr.take().expect("piped stderr");
-    let mut dev = Dev {
-        child,
-        home,
-        kubeconfig,
-        banner: Vec::new(),
-    };
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut lines = BufReader::new(stderr).lines();
-        for line in lines.by_ref() {
-            let Ok(line) = line else { break };
-            let done = line.contains("export KUBECONFIG=");
-            let _ = tx.send(line);
-            if done {
-                break;
-            }
-        }
-        // Keep draining so the child never blocks on a full pipe.
-        for _ in lines {}
-    });
-    loop {
-        match rx.recv_timeout(Duration::from_secs(120)) {
-            Ok(line) => {
-                let done = line.contains("export KUBECONFIG=");
-                dev.banner.push(line);
-                if done {
-                    break;
-                }
-            }
-            Err(e) => panic!(
-                "kubectl-kudo dev printed no `export KUBECONFIG=` ({e}); stderr so far:\n{}",
-                dev.banner.join("\n")
-            ),
-        }
-    }
-    dev
+    let dev = common::start_dev(home.path(), extra);
+    DevCluster { dev, home }
 }
 
-impl Dev {
+impl DevCluster {
     fn kubectl(&self, args: &[&str]) -> Output {
         Command::new("kubectl")
             .env("KUBECONFIG", &self.kubeconfig)

@@ -12,13 +12,14 @@
 //! its own cluster; every started process is killed by a Drop guard, even on failure.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_kubectl-kudo");
+mod common;
+
+use common::BIN;
 /// How long a plan may take before the test gives up (a liveness bound, not a performance check).
 const PLAN_TIMEOUT: Duration = Duration::from_secs(180);
 
@@ -89,63 +90,10 @@ impl Shell {
     }
 }
 
-/// `kubectl-kudo dev` as a child process; killed when dropped, whatever happened.
-struct Dev {
-    child: Child,
-}
-
-impl Drop for Dev {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Starts the dev cluster and waits until it prints `export KUBECONFIG=…` on stderr.
-fn start_dev(shell: &mut Shell) -> Dev {
-    let kubeconfig = shell.home.path().join("kubeconfig");
-    let mut child = Command::new(BIN)
-        .args(["dev", "--address", "127.0.0.1:0", "--kubeconfig"])
-        .arg(&kubeconfig)
-        .env("HOME", shell.home.path())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start kubectl-kudo dev");
-    let stderr = child.stderr.take().expect("piped stderr");
-    let dev = Dev { child };
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut lines = BufReader::new(stderr).lines();
-        for line in lines.by_ref() {
-            let Ok(line) = line else { break };
-            if let Some(i) = line.find("export KUBECONFIG=") {
-                let _ = tx.send(Ok(line[i + "export KUBECONFIG=".len()..].trim().to_string()));
-                break;
-            }
-            let _ = tx.send(Err(line));
-        }
-        // Keep draining so the child never blocks on a full pipe.
-        for _ in lines {}
-    });
-    let mut seen = Vec::new();
-    let path = loop {
-        match rx.recv_timeout(Duration::from_secs(120)) {
-            Ok(Ok(path)) => break path,
-            Ok(Err(line)) => seen.push(line),
-            Err(e) => panic!(
-                "kubectl-kudo dev printed no `export KUBECONFIG=` ({e}); stderr so far:\n{}",
-                seen.join("\n")
-            ),
-        }
-    };
-    assert_eq!(
-        Path::new(&path),
-        kubeconfig,
-        "the printed KUBECONFIG is the --kubeconfig file"
-    );
-    shell.kubeconfig = Some(kubeconfig);
+/// Starts the dev cluster in the shell's HOME and points the shell's KUBECONFIG at it.
+fn start_dev(shell: &mut Shell) -> common::Dev {
+    let dev = common::start_dev(shell.home.path(), &[]);
+    shell.kubeconfig = Some(dev.kubeconfig.clone());
     dev
 }
 

@@ -8,10 +8,9 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use kudo_package::convert::{ConvertOptions, to_resources};
 use serde_json::{Value, json};
 
-use super::harness::{Env, NS, Pkg, wait_for};
+use super::harness::{Env, Pkg, wait_for};
 
 const PARAMS_NONE: &str = "apiVersion: kudo.dev/v1beta1\nparameters: []\n";
 
@@ -135,22 +134,6 @@ plans:
 const KID_PARAMS: &str =
     "IMAGE: {{ .Params.KID_IMAGE | quote }}\nJOB_COMMAND: {{ .Params.KID_JOB | quote }}\n";
 
-/// Operator + OperatorVersion only, as the CLI installs a dependency.
-async fn install_operator(env: &Env, dir: &Path) {
-    let pkg = kudo_package::read_path(dir).expect("package reads");
-    let res = to_resources(
-        &pkg,
-        &ConvertOptions {
-            namespace: Some(NS.to_string()),
-            ..Default::default()
-        },
-    )
-    .expect("package converts");
-    env.create(serde_json::to_value(&res.operator).unwrap()).await;
-    env.create(serde_json::to_value(&res.operator_version).unwrap())
-        .await;
-}
-
 fn step_message(inst: &Value, phase: usize, step: usize) -> String {
     inst["status"]["planStatus"]["deploy"]["phases"][phase]["steps"][step]["message"]
         .as_str()
@@ -162,7 +145,7 @@ fn step_message(inst: &Value, phase: usize, step: usize) -> String {
 async fn child_instance_is_created_owned_and_awaited_then_updated_from_the_parent() {
     let env = Env::start().await;
     let dir = tempfile::tempdir().unwrap();
-    install_operator(&env, &kid(dir.path())).await;
+    env.install_operator(&kid(dir.path())).await;
     env.install(&mom(dir.path(), KID_PARAMS), "mom", BTreeMap::new())
         .await;
     let parent = env.wait_plan("mom", "deploy", "COMPLETE").await;
@@ -224,7 +207,7 @@ async fn child_instance_is_created_owned_and_awaited_then_updated_from_the_paren
 async fn failed_child_plan_fails_the_parent() {
     let env = Env::start().await;
     let dir = tempfile::tempdir().unwrap();
-    install_operator(&env, &kid(dir.path())).await;
+    env.install_operator(&kid(dir.path())).await;
     env.install(
         &mom(dir.path(), KID_PARAMS),
         "mom",
@@ -247,7 +230,7 @@ async fn failed_child_plan_fails_the_parent() {
 async fn missing_required_child_parameter_is_fatal_before_creating_the_child() {
     let env = Env::start().await;
     let dir = tempfile::tempdir().unwrap();
-    install_operator(&env, &kid(dir.path())).await;
+    env.install_operator(&kid(dir.path())).await;
     env.install(
         &mom(dir.path(), "JOB_COMMAND: \"true\"\n"),
         "mom",
@@ -294,7 +277,7 @@ plans:
             .params(PARAMS_NONE)
             .write()
     };
-    install_operator(&env, &looped("b", "a")).await;
+    env.install_operator(&looped("b", "a")).await;
     env.install(&looped("a", "b"), "a", BTreeMap::new()).await;
     let inst = env.wait_plan("a", "deploy", "FATAL_ERROR").await;
     let msg = step_message(&inst, 0, 0);

@@ -13,7 +13,7 @@ use kube::api::{
 };
 use kudo_apiserver::{ApiServer, Config, RunningServer};
 use kudo_controller::ControllerConfig;
-use kudo_package::convert::{ConvertOptions, to_resources};
+use kudo_package::convert::{ConvertOptions, Resources, to_resources};
 use serde_json::Value;
 
 pub const NS: &str = "default";
@@ -54,6 +54,20 @@ pub fn condition<'v>(obj: &'v Value, type_: &str) -> Option<&'v Value> {
         .as_array()?
         .iter()
         .find(|c| c["type"] == type_)
+}
+
+/// A package directory read and converted for `instance` in [`NS`].
+pub fn resources(dir: &Path, instance: &str, params: BTreeMap<String, String>) -> Resources {
+    let pkg = kudo_package::read_path(dir).expect("package reads");
+    to_resources(
+        &pkg,
+        &ConvertOptions {
+            instance_name: Some(instance.to_string()),
+            namespace: Some(NS.to_string()),
+            parameters: params,
+        },
+    )
+    .expect("package converts")
 }
 
 impl Env {
@@ -126,18 +140,18 @@ impl Env {
         }
     }
 
+    /// Creates only the Operator and OperatorVersion of a package, as `kubectl kudo install`
+    /// leaves a dependency (or `--skip-instance` a package).
+    pub async fn install_operator(&self, dir: &Path) {
+        let res = resources(dir, "unused", BTreeMap::new());
+        self.create(serde_json::to_value(&res.operator).unwrap()).await;
+        self.create(serde_json::to_value(&res.operator_version).unwrap())
+            .await;
+    }
+
     /// Creates only the Instance of a package whose Operator and OperatorVersion exist already.
     pub async fn install_instance(&self, dir: &Path, instance: &str, params: BTreeMap<String, String>) {
-        let pkg = kudo_package::read_path(dir).expect("package reads");
-        let res = to_resources(
-            &pkg,
-            &ConvertOptions {
-                instance_name: Some(instance.to_string()),
-                namespace: Some(NS.to_string()),
-                parameters: params,
-            },
-        )
-        .expect("package converts");
+        let res = resources(dir, instance, params);
         self.create(serde_json::to_value(&res.instance).unwrap()).await;
     }
 
@@ -226,16 +240,7 @@ impl Env {
 
     /// Reads a package directory, converts it and creates Operator, OperatorVersion and Instance.
     pub async fn install(&self, dir: &Path, instance: &str, params: BTreeMap<String, String>) {
-        let pkg = kudo_package::read_path(dir).expect("package reads");
-        let res = to_resources(
-            &pkg,
-            &ConvertOptions {
-                instance_name: Some(instance.to_string()),
-                namespace: Some(NS.to_string()),
-                parameters: params,
-            },
-        )
-        .expect("package converts");
+        let res = resources(dir, instance, params);
         self.create(serde_json::to_value(&res.operator).unwrap()).await;
         self.create(serde_json::to_value(&res.operator_version).unwrap())
             .await;
@@ -245,16 +250,7 @@ impl Env {
     /// [`Env::install`] that reports a refused create instead of panicking (for faulty servers);
     /// objects already created by an earlier attempt are left as they are.
     pub async fn try_install(&self, dir: &Path, instance: &str, params: BTreeMap<String, String>) -> bool {
-        let pkg = kudo_package::read_path(dir).expect("package reads");
-        let res = to_resources(
-            &pkg,
-            &ConvertOptions {
-                instance_name: Some(instance.to_string()),
-                namespace: Some(NS.to_string()),
-                parameters: params,
-            },
-        )
-        .expect("package converts");
+        let res = resources(dir, instance, params);
         for obj in [
             serde_json::to_value(&res.operator).unwrap(),
             serde_json::to_value(&res.operator_version).unwrap(),

@@ -1,0 +1,83 @@
+//! Shared by the CLI test binaries that run `kubectl-kudo dev` as a child process.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_kubectl-kudo");
+
+/// `kubectl-kudo dev` as a child process; killed when dropped, whatever happened.
+pub struct Dev {
+    child: Child,
+    /// The kubeconfig it wrote (and printed as `export KUBECONFIG=…`).
+    pub kubeconfig: PathBuf,
+    /// stderr lines printed up to and including `export KUBECONFIG=…`.
+    pub banner: Vec<String>,
+}
+
+impl Drop for Dev {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `kubectl-kudo dev` on a free loopback port with `HOME=home`, writing its kubeconfig into
+/// `home`, plus `extra` flags; returns once it printed `export KUBECONFIG=…` (which must name
+/// that kubeconfig).
+pub fn start_dev(home: &Path, extra: &[&str]) -> Dev {
+    let kubeconfig = home.join("kubeconfig");
+    let mut child = Command::new(BIN)
+        .args(["dev", "--address", "127.0.0.1:0", "--kubeconfig"])
+        .arg(&kubeconfig)
+        .args(extra)
+        .env("HOME", home)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start kubectl-kudo dev");
+    let stderr = child.stderr.take().expect("piped stderr");
+    let mut dev = Dev {
+        child,
+        kubeconfig,
+        banner: Vec::new(),
+    };
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut lines = BufReader::new(stderr).lines();
+        for line in lines.by_ref() {
+            let Ok(line) = line else { break };
+            let done = line.contains("export KUBECONFIG=");
+            let _ = tx.send(line);
+            if done {
+                break;
+            }
+        }
+        // Keep draining so the child never blocks on a full pipe.
+        for _ in lines {}
+    });
+    loop {
+        match rx.recv_timeout(Duration::from_secs(120)) {
+            Ok(line) => {
+                let printed = line
+                    .find("export KUBECONFIG=")
+                    .map(|i| line[i + "export KUBECONFIG=".len()..].trim().to_string());
+                dev.banner.push(line);
+                if let Some(path) = printed {
+                    assert_eq!(
+                        Path::new(&path),
+                        dev.kubeconfig,
+                        "the printed KUBECONFIG is the --kubeconfig file"
+                    );
+                    return dev;
+                }
+            }
+            Err(e) => panic!(
+                "kubectl-kudo dev printed no `export KUBECONFIG=` ({e}); stderr so far:\n{}",
+                dev.banner.join("\n")
+            ),
+        }
+    }
+}
