@@ -157,17 +157,9 @@ impl Env {
 
     /// (reason, reportingInstance) of the events.k8s.io Events regarding the named Instance.
     pub async fn event_reporters(&self, instance: &str) -> Vec<(String, String)> {
-        let api: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(self.client.clone(), NS);
-        api.list(&ListParams::default())
+        self.instance_events(instance)
             .await
-            .expect("events list")
-            .items
             .into_iter()
-            .filter(|e| {
-                e.regarding.as_ref().is_some_and(|r| {
-                    r.kind.as_deref() == Some("Instance") && r.name.as_deref() == Some(instance)
-                })
-            })
             .map(|e| {
                 (
                     e.reason.unwrap_or_default(),
@@ -339,8 +331,8 @@ impl Env {
         .await
     }
 
-    /// (reason, note) of the events.k8s.io Events regarding the named Instance.
-    pub async fn events(&self, instance: &str) -> Vec<(String, String)> {
+    /// The events.k8s.io Events regarding the named Instance.
+    async fn instance_events(&self, instance: &str) -> Vec<k8s_openapi::api::events::v1::Event> {
         let api: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(self.client.clone(), NS);
         api.list(&ListParams::default())
             .await
@@ -352,6 +344,14 @@ impl Env {
                     r.kind.as_deref() == Some("Instance") && r.name.as_deref() == Some(instance)
                 })
             })
+            .collect()
+    }
+
+    /// (reason, note) of the events.k8s.io Events regarding the named Instance.
+    pub async fn events(&self, instance: &str) -> Vec<(String, String)> {
+        self.instance_events(instance)
+            .await
+            .into_iter()
             .map(|e| (e.reason.unwrap_or_default(), e.note.unwrap_or_default()))
             .collect()
     }
