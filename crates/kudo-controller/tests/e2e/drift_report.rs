@@ -1,4 +1,5 @@
-//! Drift policy `report`: drift is announced (Warning Event, condition) and left in place.
+//! Drift policies `report` (drift is announced with a Warning Event and a condition, and left in
+//! place) and `ignore` (nothing is compared).
 
 use std::collections::BTreeMap;
 
@@ -75,6 +76,40 @@ async fn drift_is_reported_and_left_alone_with_policy_report() {
         harness::condition(&inst, "Drifted").unwrap()["status"],
         "True",
         "{inst}"
+    );
+
+    // Policy `ignore`: nothing is compared, so nothing is repaired or reported.
+    // Occurrences, not Event objects: repeats of an Event are counted in its series.
+    let drift_events = || async {
+        env.instance_events("rp")
+            .await
+            .iter()
+            .filter(|e| e.reason.as_deref() == Some("DriftDetected"))
+            .map(|e| e.series.as_ref().map_or(1, |s| s.count))
+            .sum::<i32>()
+    };
+    let reported = drift_events().await;
+    env.patch_instance(
+        "rp",
+        json!({"metadata": {"annotations": {"kudo.dev/drift-policy": "ignore"}}}),
+    )
+    .await;
+    env.wait_instance("rp", "Drifted condition cleared", |i| {
+        harness::condition(i, "Drifted").is_none_or(|c| c["status"] != "True")
+    })
+    .await;
+    deps.patch("rp-nginx", &kubectl, &scale(4)).await.unwrap();
+    env.wait_ready_replicas("apps/v1", "Deployment", "rp-nginx", 4)
+        .await;
+    env.patch_instance("rp", json!({"metadata": {"labels": {"touch": "2"}}}))
+        .await;
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    let d = env.get("apps/v1", "Deployment", "rp-nginx").await.unwrap();
+    assert_eq!(d["spec"]["replicas"], 4, "{d}");
+    assert_eq!(
+        drift_events().await,
+        reported,
+        "no DriftDetected with policy ignore"
     );
     env.stop().await;
 }

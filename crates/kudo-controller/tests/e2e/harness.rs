@@ -332,7 +332,7 @@ impl Env {
     }
 
     /// The events.k8s.io Events regarding the named Instance.
-    async fn instance_events(&self, instance: &str) -> Vec<k8s_openapi::api::events::v1::Event> {
+    pub async fn instance_events(&self, instance: &str) -> Vec<k8s_openapi::api::events::v1::Event> {
         let api: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(self.client.clone(), NS);
         api.list(&ListParams::default())
             .await
