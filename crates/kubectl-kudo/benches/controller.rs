@@ -386,6 +386,19 @@ fn peak_rss_kib(pid: u32) -> u64 {
         .unwrap_or(0)
 }
 
+/// User + system CPU seconds a process has used so far (`/proc/PID/stat`, clock ticks of 1/100 s).
+fn cpu_seconds(pid: u32) -> f64 {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            // fields after the parenthesised command name; utime and stime are fields 14 and 15
+            let rest = &s[s.rfind(')')? + 2..];
+            let f: Vec<&str> = rest.split_whitespace().collect();
+            Some((f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?) / 100.0)
+        })
+        .unwrap_or(0.0)
+}
+
 async fn scale(n: usize, concurrency: usize) {
     let c = cluster().await;
     let res = c.install_operator(&repo().join("examples/first-operator")).await;
@@ -430,11 +443,12 @@ async fn scale(n: usize, concurrency: usize) {
     };
     let total = start.elapsed();
     let rss = peak_rss_kib(pid);
+    let cpu = cpu_seconds(pid);
     let _ = manager.start_kill();
     let _ = manager.wait().await;
     c.stop().await;
     println!(
-        "scale: {done}/{n} first-operator Instances COMPLETE in {:.1} s (created in {:.1} s); manager (--concurrency {concurrency}) peak RSS {:.1} MiB (targets: 60 s, 64 MB)",
+        "scale: {done}/{n} first-operator Instances COMPLETE in {:.1} s (created in {:.1} s); manager (--concurrency {concurrency}) peak RSS {:.1} MiB, {cpu:.1} CPU-s (targets: 60 s, 64 MB)",
         total.as_secs_f64(),
         created.as_secs_f64(),
         rss as f64 / 1024.0

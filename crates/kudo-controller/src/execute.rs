@@ -516,18 +516,25 @@ pub async fn delete(ctx: &Context, obj: &Value) -> Result<Option<String>, TaskOu
         Err(TaskOutcome::Fatal { .. }) => return Ok(None),
         Err(e) => return Err(e),
     };
-    match api.delete(&name, &DeleteParams::foreground()).await {
-        Ok(_) => {}
-        Err(kube::Error::Api(s)) if s.code == 404 => return Ok(None),
-        Err(e) => return Err(api_error("delete of", obj, e)),
-    }
+    let gone = || {
+        tracing::debug!(object = %describe(obj), "deleted");
+        Ok(None)
+    };
+    let going = || Ok(Some(format!("{} is being deleted", describe(obj))));
+    // An object already being deleted is only looked at: re-issuing the DELETE on every pass
+    // while its dependents go would be a write for nothing.
     match api.get_opt(&name).await {
-        Ok(None) => {
-            tracing::debug!(object = %describe(obj), "deleted");
-            Ok(None)
-        }
-        Ok(Some(_)) => Ok(Some(format!("{} is being deleted", describe(obj)))),
-        Err(e) => Err(api_error("get of", obj, e)),
+        Ok(None) => return gone(),
+        Ok(Some(live)) if live.metadata.deletion_timestamp.is_some() => return going(),
+        Ok(Some(_)) => {}
+        Err(e) => return Err(api_error("get of", obj, e)),
+    }
+    match api.delete(&name, &DeleteParams::foreground()).await {
+        // the server answers with the object while (foreground) deletion is in progress
+        Ok(answer) if answer.is_left() => going(),
+        Ok(_) => gone(),
+        Err(kube::Error::Api(s)) if s.code == 404 => gone(),
+        Err(e) => Err(api_error("delete of", obj, e)),
     }
 }
 
