@@ -16,7 +16,7 @@ use kudo_package::Package;
 
 use crate::error::RepoError;
 use crate::fetch::Fetcher;
-use crate::resolve::{Request, Source, looks_local, resolve};
+use crate::resolve::{Request, Source, is_package_at, resolve};
 
 /// What a resolved `KudoOperator` task points at, as written into the OperatorVersion.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -167,16 +167,13 @@ fn walk(
     Ok(())
 }
 
-/// [`looks_local`], but a relative path is probed next to the parent package, not in the
-/// current directory.
+/// Like [`crate::resolve::looks_local`], but a bare name is probed next to the parent package,
+/// not in the current directory.
 fn looks_local_from(reference: &str, source: &Source) -> bool {
     if reference.contains('/') || reference.contains(std::path::MAIN_SEPARATOR) {
         return true;
     }
-    match anchor(source) {
-        Some(dir) => looks_local(&dir.join(reference).display().to_string()) && dir.join(reference).exists(),
-        None => false,
-    }
+    anchor(source).is_some_and(|dir| is_package_at(&dir.join(reference)))
 }
 
 #[cfg(test)]

@@ -36,8 +36,14 @@ pub fn looks_local(arg: &str) -> bool {
     if arg.contains('/') || arg.contains(std::path::MAIN_SEPARATOR) {
         return true;
     }
-    let p = Path::new(arg);
-    (p.is_file() && (arg.ends_with(".tgz") || arg.ends_with(".tar.gz")))
+    is_package_at(Path::new(arg))
+}
+
+/// Whether `p` is a package tarball (`.tgz`/`.tar.gz` file) or a package directory (holding an
+/// `operator.yaml`).
+pub(crate) fn is_package_at(p: &Path) -> bool {
+    let name = p.to_string_lossy();
+    (p.is_file() && (name.ends_with(".tgz") || name.ends_with(".tar.gz")))
         || (p.is_dir() && p.join(kudo_package::model::OPERATOR_FILE).is_file())
 }
 
