@@ -251,6 +251,19 @@ impl Parameter {
     }
 }
 
+impl OperatorVersionSpec {
+    /// Names of the required parameters without a default that `values` does not set: what an
+    /// Instance must be given before it can be created (by `install`, or by a parent's
+    /// `KudoOperator` parameter file).
+    pub fn missing_required(&self, values: &BTreeMap<String, String>) -> Vec<String> {
+        self.parameters
+            .iter()
+            .filter(|p| p.is_required() && p.default.is_none() && !values.contains_key(&p.name))
+            .map(|p| p.name.clone())
+            .collect()
+    }
+}
+
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct OperatorVersionSpec {

@@ -308,18 +308,17 @@ async fn check_dependencies(
         fatal(reason, e.to_string())
     };
     check_graph(ov, &installed).map_err(as_fatal)?;
-    let child_ov = installed
-        .get(&call.task.spec.child_operator_version_name())
-        .ok_or_else(|| {
-            fatal(
-                reasons::KUDO_OPERATOR_TASK_ERROR,
-                format!(
-                    "operator version {} of task {} is not installed",
-                    call.task.spec.child_operator_version_name(),
-                    call.task_name
-                ),
-            )
-        })?;
+    let child_name = call.task.spec.child_operator_version_name();
+    // check_graph found every child of `ov` installed, this task's included
+    let Some(child_ov) = installed.get(&child_name) else {
+        return Err(fatal(
+            reasons::KUDO_OPERATOR_TASK_ERROR,
+            format!(
+                "operator version {child_name} of task {} is not installed",
+                call.task_name
+            ),
+        ));
+    };
     for obj in rendered.for_task(call) {
         let params: BTreeMap<String, String> = obj.object["spec"]["parameters"]
             .as_object()
@@ -385,6 +384,16 @@ fn api_error(what: &str, obj: &Value, e: kube::Error) -> TaskOutcome {
     }
 }
 
+/// Notes a cluster-scoped object about to be applied (see [`ClusterObjects`]). Recorded before the
+/// request: if it succeeds after a timeout we must still own it.
+fn record_cluster_scoped(cluster: &ClusterObjects, obj: &Value, name: &str) {
+    cluster.lock().unwrap_or_else(|e| e.into_inner()).insert((
+        obj["apiVersion"].as_str().unwrap_or("").to_string(),
+        obj["kind"].as_str().unwrap_or("").to_string(),
+        name.to_string(),
+    ));
+}
+
 /// What this manager last applied, by object identity: a hash of the applied content. A step
 /// waiting for a Deployment is passed once per watch event of its pods and ReplicaSets; applying
 /// identical content each time costs the server a full server-side-apply merge for nothing (the
@@ -435,12 +444,7 @@ impl AppliedCache {
 async fn apply(ctx: &Context, obj: &Value, cluster: &ClusterObjects) -> Result<Option<String>, TaskOutcome> {
     let (api, name, namespaced) = api_for(ctx, obj).await?;
     if !namespaced {
-        // Recorded before the request: if it succeeds after a timeout we must still own it.
-        cluster.lock().unwrap_or_else(|e| e.into_inner()).insert((
-            obj["apiVersion"].as_str().unwrap_or("").to_string(),
-            obj["kind"].as_str().unwrap_or("").to_string(),
-            name.clone(),
-        ));
+        record_cluster_scoped(cluster, obj, &name);
     }
     if ctx.applied.already_applied(obj) {
         match api.get_opt(&name).await {
@@ -494,11 +498,7 @@ pub async fn apply_object(
 ) -> Result<Option<String>, String> {
     let (api, name, namespaced) = api_for(ctx, obj).await.map_err(|e| format!("{e:?}"))?;
     if !namespaced {
-        cluster.lock().unwrap_or_else(|e| e.into_inner()).insert((
-            obj["apiVersion"].as_str().unwrap_or("").to_string(),
-            obj["kind"].as_str().unwrap_or("").to_string(),
-            name.clone(),
-        ));
+        record_cluster_scoped(cluster, obj, &name);
     }
     let pp = PatchParams::apply(&ctx.config.field_manager).force();
     let live = api

@@ -95,10 +95,9 @@ pub fn check_child_parameters(
 ) -> Result<(), DependencyError> {
     let problems: Vec<String> = child
         .spec
-        .parameters
-        .iter()
-        .filter(|p| p.is_required() && p.default.is_none() && !params.contains_key(&p.name))
-        .map(|p| format!("required parameter {} is not set by the parameter file", p.name))
+        .missing_required(params)
+        .into_iter()
+        .map(|name| format!("required parameter {name} is not set by the parameter file"))
         .collect();
     if problems.is_empty() {
         Ok(())

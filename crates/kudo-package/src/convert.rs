@@ -160,6 +160,35 @@ pub fn check_tasks(pkg: &Package) -> Result<(), PackageError> {
     Ok(())
 }
 
+/// The Instance of operator `operator` running OperatorVersion `ov_name`, named by
+/// `opts.instance_name` (default `<operator>-instance`). Used for a package being installed and for
+/// `install --in-cluster`, where only the OperatorVersion is known.
+pub fn instance(operator: &str, ov_name: &str, opts: &ConvertOptions) -> api::Instance {
+    let name = opts
+        .instance_name
+        .clone()
+        .unwrap_or_else(|| format!("{operator}-instance"));
+    let mut metadata = meta(&name, &opts.namespace);
+    metadata
+        .labels
+        .insert(api::labels::OPERATOR.into(), operator.to_string());
+    api::Instance {
+        api_version: api::API_VERSION.into(),
+        kind: "Instance".into(),
+        metadata,
+        spec: api::InstanceSpec {
+            operator_version: api::ObjectReference {
+                kind: None,
+                namespace: None,
+                name: ov_name.to_string(),
+            },
+            parameters: opts.parameters.clone(),
+            plan_execution: Default::default(),
+        },
+        status: None,
+    }
+}
+
 /// Converts a package to its cluster objects.
 pub fn to_resources(pkg: &Package, opts: &ConvertOptions) -> Result<Resources, PackageError> {
     check_tasks(pkg)?;
@@ -207,27 +236,7 @@ pub fn to_resources(pkg: &Package, opts: &ConvertOptions) -> Result<Resources, P
         },
         status: None,
     };
-    let inst_name = opts
-        .instance_name
-        .clone()
-        .unwrap_or_else(|| pkg.default_instance_name());
-    let mut imeta = meta(&inst_name, &opts.namespace);
-    imeta.labels.insert(api::labels::OPERATOR.into(), o.name.clone());
-    let instance = api::Instance {
-        api_version: api::API_VERSION.into(),
-        kind: "Instance".into(),
-        metadata: imeta,
-        spec: api::InstanceSpec {
-            operator_version: api::ObjectReference {
-                kind: None,
-                namespace: None,
-                name: ov_name,
-            },
-            parameters: opts.parameters.clone(),
-            plan_execution: Default::default(),
-        },
-        status: None,
-    };
+    let instance = instance(&o.name, &ov_name, opts);
     Ok(Resources {
         operator,
         operator_version,

@@ -146,19 +146,9 @@ async fn load_package(
     .await?
 }
 
-/// Required parameters without a default that `values` does not supply.
-fn missing_required(ov: &OperatorVersion, values: &BTreeMap<String, String>) -> Vec<String> {
-    ov.spec
-        .parameters
-        .iter()
-        .filter(|p| p.is_required() && p.default.is_none() && !values.contains_key(&p.name))
-        .map(|p| p.name.clone())
-        .collect()
-}
-
 fn check_values(ov: &OperatorVersion, values: &BTreeMap<String, String>, installing: bool) -> Result<()> {
     if installing {
-        let missing = missing_required(ov, values);
+        let missing = ov.spec.missing_required(values);
         if !missing.is_empty() {
             bail!(
                 "missing required parameters during installation: {}",
@@ -249,20 +239,7 @@ pub async fn install(opts: &ClusterOpts, args: InstallArgs) -> Result<ExitCode> 
     )?;
     // Validate everything before creating anything.
     if !args.skip_instance {
-        check_values(&res.operator_version, &values, true)?;
-        if cluster
-            .get::<Instance>(KudoKind::Instance, &res.instance.metadata.name)
-            .await?
-            .is_some()
-        {
-            bail!(
-                "cannot install instance '{}' of operator '{}-{}' because an instance of that name already exists in namespace {}",
-                res.instance.metadata.name,
-                res.operator.metadata.name,
-                res.operator_version.spec.version,
-                ns
-            );
-        }
+        check_new_instance(&cluster, &res.instance, &res.operator_version).await?;
     }
     if args.create_namespace {
         create_namespace(&cluster, &pkg, &res.instance.metadata.name, &values).await?;
@@ -273,10 +250,30 @@ pub async fn install(opts: &ClusterOpts, args: InstallArgs) -> Result<ExitCode> 
     if args.skip_instance {
         return Ok(ExitCode::SUCCESS);
     }
-    let inst_name = res.instance.metadata.name.clone();
-    cluster.create(KudoKind::Instance, &res.instance).await?;
-    println!("{} created", KudoKind::Instance.display(&inst_name));
-    finish_wait(&cluster, &inst_name, None, &args.wait).await
+    create_instance(&cluster, &res.instance, &args.wait).await
+}
+
+/// What `install` checks before creating an Instance: its parameters (required ones included)
+/// against the OperatorVersion, and that no Instance of that name exists.
+async fn check_new_instance(cluster: &Cluster, instance: &Instance, ov: &OperatorVersion) -> Result<()> {
+    check_values(ov, &instance.spec.parameters, true)?;
+    let name = &instance.metadata.name;
+    if cluster.get::<Instance>(KudoKind::Instance, name).await?.is_some() {
+        bail!(
+            "cannot install instance '{name}' of operator '{}-{}' because an instance of that name already exists in namespace {}",
+            ov.spec.operator.name,
+            ov.spec.version,
+            cluster.namespace
+        );
+    }
+    Ok(())
+}
+
+/// Creates the Instance, prints KUDO's message and waits for its plan if asked.
+async fn create_instance(cluster: &Cluster, instance: &Instance, wait: &WaitOpts) -> Result<ExitCode> {
+    cluster.create(KudoKind::Instance, instance).await?;
+    println!("{} created", KudoKind::Instance.display(&instance.metadata.name));
+    finish_wait(cluster, &instance.metadata.name, None, wait).await
 }
 
 /// `install NAME --in-cluster`: a new Instance of an OperatorVersion that is already installed.
@@ -310,45 +307,17 @@ async fn install_in_cluster(opts: &ClusterOpts, args: InstallArgs) -> Result<Exi
             cluster.namespace
         );
     };
-    check_values(&ov, &values, true)?;
-    let inst_name = args
-        .instance
-        .clone()
-        .unwrap_or_else(|| format!("{name}-instance"));
-    if cluster
-        .get::<Instance>(KudoKind::Instance, &inst_name)
-        .await?
-        .is_some()
-    {
-        bail!(
-            "cannot install instance '{inst_name}' of operator '{name}-{}' because an instance of that name already exists in namespace {}",
-            ov.spec.version,
-            cluster.namespace
-        );
-    }
-    let instance = Instance {
-        api_version: kudo_api::API_VERSION.into(),
-        kind: "Instance".into(),
-        metadata: kudo_api::ObjectMeta {
-            name: inst_name.clone(),
+    let instance = kudo_package::convert::instance(
+        name,
+        &ov.metadata.name,
+        &ConvertOptions {
+            instance_name: args.instance.clone(),
             namespace: Some(cluster.namespace.clone()),
-            labels: BTreeMap::from([(kudo_api::labels::OPERATOR.to_string(), name.to_string())]),
-            ..Default::default()
-        },
-        spec: kudo_api::InstanceSpec {
-            operator_version: kudo_api::ObjectReference {
-                kind: None,
-                namespace: None,
-                name: ov.metadata.name.clone(),
-            },
             parameters: values,
-            plan_execution: Default::default(),
         },
-        status: None,
-    };
-    cluster.create(KudoKind::Instance, &instance).await?;
-    println!("{} created", KudoKind::Instance.display(&inst_name));
-    finish_wait(&cluster, &inst_name, None, &args.wait).await
+    );
+    check_new_instance(&cluster, &instance, &ov).await?;
+    create_instance(&cluster, &instance, &args.wait).await
 }
 
 async fn create_namespace(
