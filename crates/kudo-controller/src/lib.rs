@@ -140,6 +140,10 @@ pub struct ControllerConfig {
     /// Compete for a Lease and reconcile only while holding it; `None` always reconciles (one
     /// replica, or the in-process manager).
     pub leader_election: Option<LeaderElection>,
+    /// Watch and reconcile only Instances (and their children) in this namespace; `None` watches
+    /// the whole cluster. Lets several managers share one cluster without fighting over the same
+    /// Instances (tests on a shared real control plane, one manager per team namespace).
+    pub namespace: Option<String>,
 }
 
 impl Default for ControllerConfig {
@@ -152,6 +156,7 @@ impl Default for ControllerConfig {
             concurrency: 4,
             metrics_addr: None,
             leader_election: None,
+            namespace: None,
         }
     }
 }
@@ -308,13 +313,32 @@ pub(crate) async fn run_controller(
     shutdown: impl Future,
 ) {
     let iar = instance_resource();
-    let instances: Api<DynamicObject> = Api::all_with(client.clone(), &iar);
+    let ns = config.namespace.clone();
+    // One scope for every watch: the whole cluster, or the configured namespace.
+    let dynamic = |ar: &ApiResource| -> Api<DynamicObject> {
+        match &ns {
+            Some(ns) => Api::namespaced_with(client.clone(), ns, ar),
+            None => Api::all_with(client.clone(), ar),
+        }
+    };
+    fn typed<K>(client: &kube::Client, ns: &Option<String>) -> Api<K>
+    where
+        K: Resource<Scope = k8s_openapi::NamespaceResourceScope>,
+        <K as Resource>::DynamicType: Default,
+    {
+        match ns {
+            Some(ns) => Api::namespaced(client.clone(), ns),
+            None => Api::all(client.clone()),
+        }
+    }
+    let instances = dynamic(&iar);
     let controller = Controller::new_with(instances, watcher::Config::default(), iar.clone())
         .with_config(kube::runtime::controller::Config::default().concurrency(config.concurrency));
     let store = controller.store();
 
     // OperatorVersion changes re-reconcile every Instance referencing the OV.
     let ovar = operator_version_resource();
+    // OperatorVersions may live in another namespace than their Instances: always cluster-wide.
     let ovs: Api<DynamicObject> = Api::all_with(client.clone(), &ovar);
     let ov_store = store.clone();
     let controller =
@@ -325,26 +349,16 @@ pub(crate) async fn run_controller(
     // Children: anything KUDO applied carries `heritage=kudo` and `kudo.dev/instance`.
     let wc = || watcher::Config::default().labels("heritage=kudo");
     let controller = controller
-        .watches_with(Api::<Deployment>::all(client.clone()), (), wc(), owner_of)
-        .watches_with(Api::<StatefulSet>::all(client.clone()), (), wc(), owner_of)
-        .watches_with(Api::<DaemonSet>::all(client.clone()), (), wc(), owner_of)
-        .watches_with(Api::<Job>::all(client.clone()), (), wc(), owner_of)
-        .watches_with(Api::<Pod>::all(client.clone()), (), wc(), owner_of)
-        .watches_with(Api::<Service>::all(client.clone()), (), wc(), owner_of)
-        .watches_with(Api::<ConfigMap>::all(client.clone()), (), wc(), owner_of)
-        .watches_with(Api::<Secret>::all(client.clone()), (), wc(), owner_of)
-        .watches_with(
-            Api::<PersistentVolumeClaim>::all(client.clone()),
-            (),
-            wc(),
-            owner_of,
-        )
-        .watches_with(
-            Api::<DynamicObject>::all_with(client.clone(), &iar),
-            iar.clone(),
-            wc(),
-            owner_of,
-        );
+        .watches_with(typed::<Deployment>(&client, &ns), (), wc(), owner_of)
+        .watches_with(typed::<StatefulSet>(&client, &ns), (), wc(), owner_of)
+        .watches_with(typed::<DaemonSet>(&client, &ns), (), wc(), owner_of)
+        .watches_with(typed::<Job>(&client, &ns), (), wc(), owner_of)
+        .watches_with(typed::<Pod>(&client, &ns), (), wc(), owner_of)
+        .watches_with(typed::<Service>(&client, &ns), (), wc(), owner_of)
+        .watches_with(typed::<ConfigMap>(&client, &ns), (), wc(), owner_of)
+        .watches_with(typed::<Secret>(&client, &ns), (), wc(), owner_of)
+        .watches_with(typed::<PersistentVolumeClaim>(&client, &ns), (), wc(), owner_of)
+        .watches_with(dynamic(&iar), iar.clone(), wc(), owner_of);
 
     // Events name the replica that acted: its leader election identity (the pod name in a
     // cluster), else the pod name from the environment.

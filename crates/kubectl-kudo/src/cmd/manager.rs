@@ -48,6 +48,10 @@ pub struct ManagerArgs {
     #[arg(long, default_value_t = 15, value_name = "SECONDS",
           value_parser = clap::value_parser!(u64).range(2..))]
     pub lease_duration: u64,
+    /// Reconcile only Instances in this namespace (default: all namespaces). Several managers
+    /// can then share a cluster, one per namespace; OperatorVersions are read from any namespace.
+    #[arg(long, env = "KUDO_WATCH_NAMESPACE", value_name = "NAMESPACE")]
+    pub watch_namespace: Option<String>,
 }
 
 /// The Lease namespace: flag, `$KUDO_POD_NAMESPACE`, the in-cluster namespace file, `kudo-system`.
@@ -102,8 +106,12 @@ pub async fn run(opts: &ClusterOpts, args: ManagerArgs) -> Result<ExitCode> {
         concurrency: args.concurrency,
         metrics_addr: Some(args.metrics_address),
         leader_election,
+        namespace: args.watch_namespace.filter(|ns| !ns.is_empty()),
         ..Default::default()
     };
+    if let Some(ns) = &config.namespace {
+        eprintln!("watching namespace {ns} only");
+    }
     match &config.leader_election {
         Some(le) => eprintln!(
             "kudo manager starting (field manager {:?}, metrics on {}, leader election as {:?} on lease {}/{})",
