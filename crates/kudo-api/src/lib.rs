@@ -44,6 +44,17 @@ pub struct ObjectReference {
     pub name: String,
 }
 
+impl ObjectReference {
+    /// The referenced namespace, or `default` (the referrer's own namespace) when the reference
+    /// names none or an empty one.
+    pub fn namespace_or<'a>(&'a self, default: &'a str) -> &'a str {
+        self.namespace
+            .as_deref()
+            .filter(|ns| !ns.is_empty())
+            .unwrap_or(default)
+    }
+}
+
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Maintainer {
     #[serde(default, skip_serializing_if = "String::is_empty")]
@@ -373,6 +384,15 @@ pub struct InstanceSpec {
     pub parameters: BTreeMap<String, String>,
     #[serde(default)]
     pub plan_execution: PlanExecution,
+}
+
+impl InstanceSpec {
+    /// The namespace of the referenced OperatorVersion: `spec.operatorVersion.namespace` when set
+    /// and non-empty, else the Instance's own namespace. The one lookup rule the manager and every
+    /// CLI command share (KUDO resolved the reference the same way).
+    pub fn operator_version_namespace<'a>(&'a self, instance_namespace: &'a str) -> &'a str {
+        self.operator_version.namespace_or(instance_namespace)
+    }
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

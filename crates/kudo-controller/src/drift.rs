@@ -133,6 +133,11 @@ pub(crate) async fn check(
                 continue;
             }
         };
+        if let Some(e) = rendered.transient() {
+            // Repairing with a guessed dependencies hash could roll pods for nothing.
+            report.errors.push(format!("rendering plan {plan}: {e}"));
+            return report;
+        }
         // Plan order: an object a later task deletes (e.g. galera's bootstrap objects, removed
         // by the plan's last step) is not part of the desired state.
         for o in rendered.objects() {

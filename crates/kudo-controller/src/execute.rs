@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams};
 use kudo_api::OperatorVersion;
 use kudo_engine::{ErrorClass, Health, TaskCall, TaskOutcome, classify_api_error, health};
+use kudo_package::deps_hash::{self, Dependency};
 use kudo_package::enhance::builtin_is_namespaced;
 use kudo_package::render::{Action, RenderContext, RenderError, RenderedObject, render_plan};
 use serde_json::Value;
@@ -42,12 +43,20 @@ pub type ClusterObjects = Mutex<BTreeSet<(String, String, String)>>;
 pub struct Rendered {
     objects: Vec<RenderedObject>,
     errors: HashMap<TaskKey, String>,
+    /// A dependency of the dependencies hash could not be read: applying now could roll pods for
+    /// nothing, so tasks that apply objects wait (transient) and the next reconcile renders again.
+    transient: Option<String>,
 }
 
 impl Rendered {
     /// All rendered objects of the plan (drift repair re-applies them).
     pub fn objects(&self) -> &[RenderedObject] {
         &self.objects
+    }
+
+    /// Why this render cannot be applied yet (a dependency of the dependencies hash was unreadable).
+    pub fn transient(&self) -> Option<&str> {
+        self.transient.as_deref()
     }
 
     fn for_task<'r>(&'r self, call: &'r TaskCall<'_>) -> impl Iterator<Item = &'r RenderedObject> + 'r {
@@ -90,12 +99,14 @@ fn render_all(ov: &OperatorVersion, plan: &str, rctx: &RenderContext) -> Result<
         Ok(objects) => Ok(Rendered {
             objects,
             errors: HashMap::new(),
+            transient: None,
         }),
         Err(RenderError::Task { .. }) => {
             // Render task by task so that only the broken task(s) fail.
             let mut out = Rendered {
                 objects: Vec::new(),
                 errors: HashMap::new(),
+                transient: None,
             };
             let Some(p) = ov.spec.plans.get(plan) else {
                 return Err(format!("could not find required plan: {plan}"));
@@ -121,17 +132,22 @@ fn render_all(ov: &OperatorVersion, plan: &str, rctx: &RenderContext) -> Result<
     }
 }
 
-/// Renders a plan with namespacedness from discovery. Kinds missing from the discovery cache are
-/// looked up after a first render; if discovery disagrees with the built-in table used for them,
-/// the plan is rendered again. `Err` is a plan-level fatal (invalid parameters, missing plan).
+/// Renders a plan with namespacedness from discovery and the live dependencies of the
+/// dependencies hash. Kinds missing from the discovery cache are looked up after a first render;
+/// if discovery disagrees with the built-in table used for them, the plan is rendered again. The
+/// same first render records the ConfigMaps/Secrets the hash needs from the cluster (those no
+/// task of the plan renders); they are read and, when any exists, the plan is rendered again with
+/// them. `Err` is a plan-level fatal (invalid parameters, missing plan).
 pub async fn render(
     ctx: &Context,
     ov: &OperatorVersion,
     plan: &str,
     base: RenderContext,
 ) -> Result<Rendered, String> {
+    type Live = BTreeMap<Dependency, Option<Value>>;
     let misses: Arc<Mutex<BTreeSet<(String, String)>>> = Arc::default();
-    let make = |misses: Arc<Mutex<BTreeSet<(String, String)>>>| {
+    let wanted: Arc<Mutex<BTreeSet<Dependency>>> = Arc::default();
+    let make = |misses: Arc<Mutex<BTreeSet<(String, String)>>>, live: Arc<Live>| {
         let cache = ctx.discovery.clone();
         let mut rctx = base.clone();
         rctx.is_namespaced = Some(Arc::new(move |av: &str, kind: &str| {
@@ -143,9 +159,17 @@ pub async fn render(
                 builtin_is_namespaced(av, kind)
             })
         }));
+        let wanted = wanted.clone();
+        rctx.live_dependency = Some(Arc::new(move |d: &Dependency| match live.get(d) {
+            Some(found) => found.clone(),
+            None => {
+                wanted.lock().unwrap_or_else(|e| e.into_inner()).insert(d.clone());
+                None
+            }
+        }));
         rctx
     };
-    let rendered = render_all(ov, plan, &make(misses.clone()))?;
+    let rendered = render_all(ov, plan, &make(misses.clone(), Arc::default()))?;
     let missed: Vec<(String, String)> = misses
         .lock()
         .unwrap_or_else(|e| e.into_inner())
@@ -160,10 +184,61 @@ pub async fn render(
             rerender = true;
         }
     }
-    if rerender {
-        return render_all(ov, plan, &make(Arc::default()));
+    let wanted: Vec<Dependency> = wanted
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .cloned()
+        .collect();
+    let mut live = Live::new();
+    let mut unreadable = None;
+    for d in wanted {
+        match read_dependency(ctx, &d).await {
+            Ok(found) => {
+                rerender |= found.is_some();
+                live.insert(d, found);
+            }
+            Err(e) => unreadable = Some(e),
+        }
     }
+    let mut rendered = if rerender {
+        render_all(ov, plan, &make(Arc::default(), Arc::new(live)))?
+    } else {
+        rendered
+    };
+    rendered.transient = unreadable;
     Ok(rendered)
+}
+
+/// A dependency of the dependencies hash as KUDO hashed it (see [`kudo_package::deps_hash`]);
+/// `Ok(None)` when it does not exist. Other read errors are transient for the whole render.
+async fn read_dependency(ctx: &Context, d: &Dependency) -> Result<Option<Value>, String> {
+    let resource =
+        kube::api::ApiResource::from_gvk(&kube::api::GroupVersionKind::gvk("", "v1", d.kind.as_str()));
+    let api: Api<DynamicObject> = Api::namespaced_with(ctx.client.clone(), &d.namespace, &resource);
+    let mut attempt = 0;
+    loop {
+        match api.get_opt(&d.name).await {
+            Ok(Some(obj)) => {
+                return Ok(Some(deps_hash::for_hash(
+                    serde_json::to_value(&obj).map_err(|e| e.to_string())?,
+                )));
+            }
+            Ok(None) => return Ok(None),
+            Err(e) if attempt >= 2 => {
+                return Err(format!(
+                    "reading {} {}/{} for the dependencies hash: {e}",
+                    d.kind.as_str(),
+                    d.namespace,
+                    d.name
+                ));
+            }
+            Err(_) => {
+                attempt += 1;
+                tokio::time::sleep(std::time::Duration::from_millis(50 * attempt)).await;
+            }
+        }
+    }
 }
 
 fn fatal(reason: &str, message: impl Into<String>) -> TaskOutcome {
@@ -218,6 +293,9 @@ pub async fn run_task(
             }
             if let Some(e) = rendered.error(call) {
                 return fatal(reasons::TASK_RENDERING_ERROR, e);
+            }
+            if let Some(e) = &rendered.transient {
+                return TaskOutcome::Transient(e.clone());
             }
             run_objects(ctx, rendered.for_task(call), cluster).await
         }

@@ -68,6 +68,7 @@ use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 use kube::{Resource, ResourceExt};
+use serde::Deserialize;
 
 pub use leader::LeaderElection;
 pub use metrics::Metrics;
@@ -444,9 +445,10 @@ fn instances_of_ov(store: &Store<DynamicObject>, ov: &DynamicObject) -> Vec<Obje
         .iter()
         .filter(|i| {
             let ns = i.namespace().unwrap_or_default();
-            let r = &i.data["spec"]["operatorVersion"];
-            let ref_ns = r["namespace"].as_str().filter(|s| !s.is_empty()).unwrap_or(&ns);
-            r["name"].as_str() == Some(ov_name.as_str()) && ref_ns == ov_ns
+            let Ok(r) = kudo_api::ObjectReference::deserialize(&i.data["spec"]["operatorVersion"]) else {
+                return false;
+            };
+            r.name == ov_name && r.namespace_or(&ns) == ov_ns
         })
         .map(|i| ObjectRef::from_obj_with(i.as_ref(), instance_resource()))
         .collect()

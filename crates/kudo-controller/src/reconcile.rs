@@ -174,15 +174,9 @@ impl<'c> Reconciler<'c> {
         inst: &Instance,
         spec: &InstanceSpec,
     ) -> Result<Option<OperatorVersion>, ReconcileError> {
-        let ov_ns = spec
-            .operator_version
-            .namespace
-            .clone()
-            .filter(|s| !s.is_empty())
-            .or_else(|| inst.metadata.namespace.clone())
-            .unwrap_or_default();
+        let ov_ns = spec.operator_version_namespace(inst.metadata.namespace.as_deref().unwrap_or(""));
         let api: Api<DynamicObject> =
-            Api::namespaced_with(self.ctx.client.clone(), &ov_ns, &operator_version_resource());
+            Api::namespaced_with(self.ctx.client.clone(), ov_ns, &operator_version_resource());
         let Some(raw) = api.get_opt(&spec.operator_version.name).await? else {
             return Ok(None);
         };
@@ -633,6 +627,7 @@ impl<'c> Reconciler<'c> {
             plan_uid: plan_uid.to_string(),
             instance_uid: instance_uid.to_string(),
             is_namespaced: None,
+            live_dependency: None,
         };
         let rendered = match execute::render(self.ctx, ov, plan, rctx).await {
             Ok(r) => r,
@@ -733,6 +728,7 @@ impl<'c> Reconciler<'c> {
             plan_uid: String::new(),
             instance_uid: instance_uid.to_string(),
             is_namespaced: None,
+            live_dependency: None,
         };
         let rep = drift::check(self.ctx, ov, &base, status, policy, &self.cluster).await;
         self.ctx.metrics.drift(&rep);

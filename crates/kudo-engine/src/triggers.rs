@@ -457,6 +457,43 @@ fn admit_update(
     with_removals(Decision::NoChange)
 }
 
+/// What KUDO's admission webhook would have answered to a client (the CLI) writing `proposed`
+/// over the Instance `stored`: `Err(message)` with KUDO's wording when the change would be
+/// denied, so the client can refuse it before writing anything (KUDO's webhook refused such a
+/// change synchronously; kudo-rs's controller only reports it after the fact).
+///
+/// The change is judged against what the controller will compare it with: the spec it last
+/// admitted (`admitted`, from its annotation) when known, else the stored spec. `old_ov` is the
+/// OperatorVersion `stored` runs, `new_ov` the one `proposed` references (the same object unless
+/// this is an upgrade).
+pub fn judge_client_change(
+    stored: &Instance,
+    admitted: Option<&kudo_api::InstanceSpec>,
+    proposed: &kudo_api::InstanceSpec,
+    old_ov: &OperatorVersion,
+    new_ov: &OperatorVersion,
+) -> Result<Decision, String> {
+    let mut old = stored.clone();
+    if let Some(spec) = admitted {
+        old.spec = spec.clone();
+    }
+    let mut new = stored.clone();
+    new.spec = proposed.clone();
+    let deleting = stored.metadata.other.contains_key("deletionTimestamp");
+    match decide(&InstanceChange {
+        old: Some(&old),
+        new: &new,
+        old_ov,
+        new_ov,
+        deleting,
+    })
+    .decision
+    {
+        Decision::Deny { message } => Err(message),
+        d => Ok(d),
+    }
+}
+
 /// The plan a set of changed parameters triggers: their `trigger`s (each must name an existing
 /// plan); none → `update`, else `deploy`; more than one distinct plan is an error. `Ok(None)` when
 /// no parameter changed.

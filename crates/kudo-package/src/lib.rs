@@ -9,6 +9,7 @@
 
 pub mod convert;
 pub mod create;
+pub mod deps_hash;
 pub mod enhance;
 pub mod error;
 pub mod list;

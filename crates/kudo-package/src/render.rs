@@ -53,6 +53,10 @@ pub struct RenderedObject {
 /// Decides whether a kind (apiVersion, kind) is namespaced; the controller plugs in discovery.
 pub type NamespacedFn = Arc<dyn Fn(&str, &str) -> bool + Send + Sync>;
 
+/// The live version of a dependency (ConfigMap/Secret) of a pod template, for the dependencies
+/// hash: `None` when it does not exist. See [`crate::deps_hash`].
+pub type DependencyFn = Arc<dyn Fn(&crate::deps_hash::Dependency) -> Option<serde_json::Value> + Send + Sync>;
+
 /// The run a render belongs to.
 #[derive(Clone)]
 pub struct RenderContext {
@@ -66,6 +70,10 @@ pub struct RenderContext {
     pub instance_uid: String,
     /// Namespacedness of a kind; `None` uses the built-in table.
     pub is_namespaced: Option<NamespacedFn>,
+    /// Live dependencies for the dependencies hash (the controller reads them from the cluster);
+    /// `None` offline. A dependency rendered by the same task, or applied by an earlier task of
+    /// the plan, is taken from the render itself first.
+    pub live_dependency: Option<DependencyFn>,
 }
 
 impl std::fmt::Debug for RenderContext {
@@ -77,6 +85,7 @@ impl std::fmt::Debug for RenderContext {
             .field("plan_uid", &self.plan_uid)
             .field("instance_uid", &self.instance_uid)
             .field("is_namespaced", &self.is_namespaced.is_some())
+            .field("live_dependency", &self.live_dependency.is_some())
             .finish()
     }
 }
@@ -95,6 +104,7 @@ impl RenderContext {
             plan_uid: enhance::OFFLINE_UID.into(),
             instance_uid: enhance::OFFLINE_UID.into(),
             is_namespaced: None,
+            live_dependency: None,
         }
     }
 }
@@ -220,11 +230,43 @@ pub fn render_plan(
                     params: &params,
                     pipes: &pipes,
                 };
+                let first = out.len();
                 render_task(ov, ctx, &step_ctx, task, &mut templates, &mut out).map_err(fail)?;
+                add_dependencies_hashes(ctx, &mut out, first).map_err(fail)?;
             }
         }
     }
     Ok(out)
+}
+
+/// KUDO's dependencies hash on the applied objects of the task rendered at `out[first..]`: a
+/// ConfigMap/Secret of the same task first, then one applied by an earlier task of this plan (what
+/// KUDO found in its last-applied-configuration), then the live one ([`RenderContext::live_dependency`]).
+fn add_dependencies_hashes(
+    ctx: &RenderContext,
+    out: &mut [RenderedObject],
+    first: usize,
+) -> Result<(), String> {
+    let (earlier, task) = out.split_at_mut(first);
+    let applied = |o: &&RenderedObject| o.action == Action::Apply;
+    let mut objs: Vec<serde_json::Value> = task.iter().filter(applied).map(|o| o.object.clone()).collect();
+    if !objs.iter().any(|o| !crate::deps_hash::dependencies(o).is_empty()) {
+        return Ok(());
+    }
+    let mut external = |d: &crate::deps_hash::Dependency| {
+        earlier
+            .iter()
+            .rev()
+            .filter(applied)
+            .find(|o| crate::deps_hash::is_dependency(&o.object, d))
+            .map(|o| o.object.clone())
+            .or_else(|| ctx.live_dependency.as_ref().and_then(|f| f(d)))
+    };
+    crate::deps_hash::add_hashes(&mut objs, &mut external)?;
+    for (slot, obj) in task.iter_mut().filter(|o| o.action == Action::Apply).zip(objs) {
+        slot.object = obj;
+    }
+    Ok(())
 }
 
 struct StepCtx<'a> {

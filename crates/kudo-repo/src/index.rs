@@ -420,11 +420,25 @@ fn compare_semver(a: &str, b: &str) -> Ordering {
     }
 }
 
-/// The index order: descending by `appVersion`, then by `operatorVersion` (semver; unparsable
-/// versions last).
+/// Ascending order of two version strings by KUDO's lenient semver ([`lenient_semver`]); an
+/// unparsable version sorts below every parsable one. `10.5` < `10.10`.
+pub fn cmp_version(a: &str, b: &str) -> Ordering {
+    compare_semver(b, a)
+}
+
+/// KUDO's order of package versions, ascending: by `appVersion`, then by `operatorVersion`
+/// (each by [`cmp_version`]). The newest is the greatest; the one rule for the repository index,
+/// `install --in-cluster` and anything else that picks "the latest".
+pub fn cmp_app_then_operator(a: (&str, &str), b: (&str, &str)) -> Ordering {
+    cmp_version(a.0, b.0).then_with(|| cmp_version(a.1, b.1))
+}
+
+/// The index order: newest first ([`cmp_app_then_operator`] reversed).
 pub fn compare_versions(a: &PackageVersion, b: &PackageVersion) -> Ordering {
-    compare_semver(&a.app_version, &b.app_version)
-        .then_with(|| compare_semver(&a.operator_version, &b.operator_version))
+    cmp_app_then_operator(
+        (&b.app_version, &b.operator_version),
+        (&a.app_version, &a.operator_version),
+    )
 }
 
 /// Any YAML scalar as a string (`operatorVersion: 1.0` is the string "1.0"); `null` is "".

@@ -164,15 +164,23 @@ impl Cluster {
         &self,
         instance: &kudo_api::Instance,
     ) -> Result<kudo_api::OperatorVersion> {
-        let name = &instance.spec.operator_version.name;
-        self.get::<kudo_api::OperatorVersion>(KudoKind::OperatorVersion, name)
-            .await?
+        let ns = instance
+            .spec
+            .operator_version_namespace(instance.metadata.namespace.as_deref().unwrap_or(&self.namespace));
+        let name = instance.spec.operator_version.name.as_str();
+        let api: Api<DynamicObject> =
+            Api::namespaced_with(self.client.clone(), ns, &KudoKind::OperatorVersion.resource());
+        let obj = api
+            .get_opt(name)
+            .await
+            .map_err(|e| api_error(e, KudoKind::OperatorVersion, name))?
             .with_context(|| {
                 format!(
-                    "OperatorVersion {name} from instance {}/{} does not exist",
+                    "OperatorVersion {ns}/{name} from instance {}/{} does not exist",
                     self.namespace, instance.metadata.name
                 )
-            })
+            })?;
+        from_dynamic(obj)
     }
 
     /// JSON merge patch of the main resource.

@@ -305,13 +305,12 @@ async fn collect_instance(
             return Err(e);
         }
     };
-    let ov_name = instance
+    let ov_ref: kudo_api::ObjectReference = instance
         .data
-        .pointer("/spec/operatorVersion/name")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string();
-    let ov = match get(client, ns, &ov_res, &ov_name).await {
+        .pointer("/spec/operatorVersion")
+        .and_then(|r| serde_json::from_value(r.clone()).ok())
+        .unwrap_or_default();
+    let ov = match get(client, ov_ref.namespace_or(ns), &ov_res, &ov_ref.name).await {
         Ok(o) => o,
         Err(e) => {
             w.error("operatorversion.err", &e)?;
@@ -337,8 +336,8 @@ async fn collect_instance(
     w.yaml(op_dir.join(format!("{op_name}.yaml")), &manifest(op, &op_res)?)?;
     w.yaml(
         op_dir
-            .join(format!("operatorversion_{ov_name}"))
-            .join(format!("{ov_name}.yaml")),
+            .join(format!("operatorversion_{}", ov_ref.name))
+            .join(format!("{}.yaml", ov_ref.name)),
         &manifest(ov, &ov_res)?,
     )?;
     w.yaml(

@@ -97,10 +97,10 @@ pub async fn run(opts: &ClusterOpts, args: GetArgs) -> Result<ExitCode> {
                     let mut node = Node::new(&op.metadata.name);
                     for ov in ovs.iter().filter(|ov| ov.spec.operator.name == op.metadata.name) {
                         let ov_node = node.push(Node::new(&ov.metadata.name));
-                        for inst in instances
-                            .iter()
-                            .filter(|i| i.spec.operator_version.name == ov.metadata.name)
-                        {
+                        for inst in instances.iter().filter(|i| {
+                            i.spec.operator_version.name == ov.metadata.name
+                                && i.spec.operator_version_namespace(&ns) == ns
+                        }) {
                             ov_node.push(Node::new(&inst.metadata.name));
                         }
                     }

@@ -293,7 +293,12 @@ async fn install_in_cluster(opts: &ClusterOpts, args: InstallArgs) -> Result<Exi
         .filter(|ov| ver.is_none_or(|v| ov.spec.version == v))
         .filter(|ov| app.is_none_or(|a| ov.spec.app_version == a))
         .collect();
-    candidates.sort_by(compare_versions);
+    candidates.sort_by(|a, b| {
+        kudo_repo::index::cmp_app_then_operator(
+            (&a.spec.app_version, &a.spec.version),
+            (&b.spec.app_version, &b.spec.version),
+        )
+    });
     let Some(ov) = candidates.pop() else {
         let mut wanted = format!("operator {name}");
         if let Some(v) = ver {
@@ -388,17 +393,11 @@ pub async fn update(opts: &ClusterOpts, args: UpdateArgs) -> Result<ExitCode> {
     let cluster = connect(opts).await?;
     let instance = cluster.instance(&args.instance).await?;
     let ov = cluster.operator_version_of(&instance).await?;
-    for name in values.keys() {
-        if !ov.spec.parameters.iter().any(|p| &p.name == name) {
-            bail!(
-                "parameter {name} is not defined by operator version {}",
-                ov.metadata.name
-            );
-        }
-    }
-    // Judge the values the Instance will have, not the changed ones alone: a required parameter
-    // set at install time stays set.
-    check_values(&ov, &merged_values(&instance, &values), false)?;
+    // KUDO's admission rules judge the values the Instance will have (unknown or immutable
+    // parameters, types, enums, a plan already running): refused here, nothing is written.
+    let mut proposed = instance.spec.clone();
+    proposed.parameters = merged_values(&instance, &values);
+    refuse_denied(&instance, &proposed, &ov, &ov)?;
     let previous_uid = instance.spec.plan_execution.uid.clone();
     cluster
         .merge_patch(
@@ -434,7 +433,9 @@ pub async fn upgrade(opts: &ClusterOpts, args: UpgradeArgs) -> Result<ExitCode> 
             new_ov.spec.operator.name
         );
     }
-    let order = compare_versions(&new_ov, &current);
+    // KUDO compared operatorVersions for an upgrade (appVersion only breaks a tie here).
+    let order = kudo_repo::index::cmp_version(&new_ov.spec.version, &current.spec.version)
+        .then_with(|| kudo_repo::index::cmp_version(&new_ov.spec.app_version, &current.spec.app_version));
     if order == std::cmp::Ordering::Less {
         bail!(
             "upgraded version {} is older than the current version {}",
@@ -453,7 +454,7 @@ pub async fn upgrade(opts: &ClusterOpts, args: UpgradeArgs) -> Result<ExitCode> 
             .is_some_and(|s| s.status == ExecutionStatus::FatalError);
         match (plan, failed) {
             (Some(plan), true) => {
-                super::plan::trigger_plan(&cluster, &args.instance, plan).await?;
+                super::plan::trigger_plan(&cluster, &instance, &current, plan).await?;
                 println!(
                     "instance {}/{} upgrade re-triggered ({plan} plan)",
                     cluster.namespace, args.instance
@@ -468,6 +469,10 @@ pub async fn upgrade(opts: &ClusterOpts, args: UpgradeArgs) -> Result<ExitCode> 
         }
     }
     check_values(&new_ov, &merged_values(&instance, &values), false)?;
+    let mut proposed = instance.spec.clone();
+    proposed.operator_version.name = new_ov.metadata.name.clone();
+    proposed.parameters = merged_values(&instance, &values);
+    refuse_denied(&instance, &proposed, &current, &new_ov)?;
     install_dependencies(&cluster, &deps).await?;
     if !operator_version_exists(&cluster, &new_ov).await? {
         cluster.create(KudoKind::OperatorVersion, &new_ov).await?;
@@ -487,15 +492,22 @@ pub async fn upgrade(opts: &ClusterOpts, args: UpgradeArgs) -> Result<ExitCode> 
     finish_wait(&cluster, &args.instance, Some(previous_uid), &args.wait).await
 }
 
-/// Orders two OperatorVersions by operatorVersion, then appVersion (semver where parseable).
-fn compare_versions(a: &OperatorVersion, b: &OperatorVersion) -> std::cmp::Ordering {
-    fn cmp(x: &str, y: &str) -> std::cmp::Ordering {
-        match (semver::Version::parse(x), semver::Version::parse(y)) {
-            (Ok(x), Ok(y)) => x.cmp(&y),
-            _ => x.cmp(y),
-        }
-    }
-    cmp(&a.spec.version, &b.spec.version).then_with(|| cmp(&a.spec.app_version, &b.spec.app_version))
+/// Refuses, before anything is written, a change of `stored` to `proposed` that KUDO's admission
+/// webhook denied (its message, non-zero exit), as KUDO's CLI failed then. The manager applies the
+/// same rules to changes written by other clients (`kubectl apply`), after the fact.
+pub(crate) fn refuse_denied(
+    stored: &Instance,
+    proposed: &kudo_api::InstanceSpec,
+    old_ov: &OperatorVersion,
+    new_ov: &OperatorVersion,
+) -> Result<kudo_engine::triggers::Decision> {
+    let admitted: Option<kudo_api::InstanceSpec> = stored
+        .metadata
+        .annotations
+        .get(kudo_controller::ADMITTED_SPEC_ANNOTATION)
+        .and_then(|text| serde_json::from_str(text).ok());
+    kudo_engine::triggers::judge_client_change(stored, admitted.as_ref(), proposed, old_ov, new_ov)
+        .map_err(|message| anyhow::anyhow!("updating instance {}: {message}", stored.metadata.name))
 }
 
 pub async fn uninstall(opts: &ClusterOpts, args: UninstallArgs) -> Result<ExitCode> {

@@ -163,7 +163,7 @@ pub async fn run(opts: &ClusterOpts, args: PlanArgs) -> Result<ExitCode> {
                     known.join(", ")
                 );
             }
-            trigger_plan(&cluster, &instance, &name).await?;
+            trigger_plan(&cluster, &inst, &ov, &name).await?;
             println!(
                 "Triggered {name} plan for {}/{instance} instance",
                 cluster.namespace
@@ -173,13 +173,23 @@ pub async fn run(opts: &ClusterOpts, args: PlanArgs) -> Result<ExitCode> {
     }
 }
 
-/// Schedules `plan` with a fresh uid (what KUDO's `plan trigger` wrote).
-pub async fn trigger_plan(cluster: &Cluster, instance: &str, plan: &str) -> Result<()> {
+/// Schedules `plan` with a fresh uid (what KUDO's `plan trigger` wrote), unless KUDO's admission
+/// rules refuse it (e.g. another plan is running): then nothing is written.
+pub async fn trigger_plan(
+    cluster: &Cluster,
+    instance: &kudo_api::Instance,
+    ov: &kudo_api::OperatorVersion,
+    plan: &str,
+) -> Result<()> {
     let uid = uuid::Uuid::new_v4().to_string();
+    let mut proposed = instance.spec.clone();
+    proposed.plan_execution.plan_name = plan.to_string();
+    proposed.plan_execution.uid = uid.clone();
+    super::instance::refuse_denied(instance, &proposed, ov, ov)?;
     cluster
         .merge_patch(
             KudoKind::Instance,
-            instance,
+            &instance.metadata.name,
             serde_json::json!({"spec": {"planExecution": {"planName": plan, "uid": uid}}}),
         )
         .await

@@ -19,6 +19,7 @@ fn galera_deploy_objects(instance: &str) -> usize {
         plan_uid: "u".into(),
         instance_uid: "i".into(),
         is_namespaced: None,
+        live_dependency: None,
     };
     render_plan(&res.operator_version, "deploy", &ctx)
         .expect("deploy renders")
