@@ -41,18 +41,27 @@ pub struct TestSuite {
     pub manifest_dirs: Vec<String>,
     /// Directories whose subdirectories are test cases.
     pub test_dirs: Vec<String>,
-    /// Start an embedded control plane instead of using a kubeconfig's cluster.
+    /// Start a control plane instead of using a kubeconfig's cluster: as in kuttl (envtest), an
+    /// API server with **no** workload controllers and no kubelet — Deployments never become
+    /// available — plus, here, the KUDO manager. See [`TestSuite::simulate_workloads`].
     pub start_control_plane: bool,
-    /// kuttl starts a KIND cluster; here it means the same embedded cluster as `startControlPlane`.
+    /// kuttl starts a KIND cluster (a full cluster); here: the embedded API server with simulated
+    /// nodes, kubelet and workload controllers, plus the KUDO manager.
     #[serde(rename = "startKIND")]
     pub start_kind: bool,
+    /// kudo-rs extension: with `startControlPlane`, run the simulated nodes, kubelet and workload
+    /// controllers too (what `startKIND` gives). Unknown to kuttl, which ignores it.
+    pub simulate_workloads: bool,
     /// Images kuttl loads into KIND nodes; meaningless for the embedded cluster (ignored with a
-    /// warning).
+    /// notice).
     #[serde(rename = "kindContainers")]
     pub kind_containers: Vec<String>,
-    /// KIND configuration file (ignored with a warning).
+    /// KIND configuration file (ignored with a notice).
     #[serde(rename = "kindConfig")]
     pub kind_config: Option<String>,
+    /// kuttl's KIND node image cache (ignored with a notice).
+    #[serde(rename = "kindNodeCache")]
+    pub kind_node_cache: bool,
     /// Keep test namespaces and created objects after the run.
     pub skip_delete: bool,
     /// Step timeout in seconds; 0 or absent means [`DEFAULT_TIMEOUT_SECS`].
@@ -81,8 +90,10 @@ impl Default for TestSuite {
             test_dirs: Vec::new(),
             start_control_plane: false,
             start_kind: false,
+            simulate_workloads: false,
             kind_containers: Vec::new(),
             kind_config: None,
+            kind_node_cache: false,
             skip_delete: false,
             timeout: 0,
             parallel: 0,
@@ -160,6 +171,27 @@ impl TestSuite {
     /// Whether the suite asks for a cluster of its own.
     pub fn wants_embedded_cluster(&self) -> bool {
         self.start_control_plane || self.start_kind
+    }
+
+    /// Whether the embedded cluster runs workloads (simulated nodes, kubelet, controllers):
+    /// `startKIND`, or `startControlPlane` with the `simulateWorkloads` extension.
+    pub fn simulates_workloads(&self) -> bool {
+        self.start_kind || self.simulate_workloads
+    }
+
+    /// The KIND-only settings this suite sets, which the embedded cluster ignores.
+    pub fn ignored_kind_settings(&self) -> Vec<&'static str> {
+        let mut v = Vec::new();
+        if !self.kind_containers.is_empty() {
+            v.push("kindContainers");
+        }
+        if self.kind_config.is_some() {
+            v.push("kindConfig");
+        }
+        if self.kind_node_cache {
+            v.push("kindNodeCache");
+        }
+        v
     }
 }
 

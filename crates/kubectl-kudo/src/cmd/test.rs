@@ -38,10 +38,12 @@ pub struct TestArgs {
     /// Directory for reports (default: the suite's artifactsDir, else the current directory).
     #[arg(long, value_name = "DIR")]
     pub artifacts_dir: Option<PathBuf>,
-    /// Start the embedded cluster (API server, simulated workloads, KUDO controller) for the run.
+    /// Start a control plane for the run, as kuttl's envtest: the embedded API server and the KUDO
+    /// manager, no kubelet or workload controllers (Deployments never become available).
     #[arg(long)]
     pub start_control_plane: bool,
-    /// Same as --start-control-plane (kuttl's KIND option maps onto the embedded cluster).
+    /// Start a full cluster for the run, as kuttl's KIND: the embedded API server, simulated
+    /// nodes, kubelet and workload controllers, and the KUDO manager.
     #[arg(long = "start-kind")]
     pub start_kind: bool,
 }
@@ -68,8 +70,11 @@ pub async fn run(opts: &ClusterOpts, args: TestArgs) -> anyhow::Result<ExitCode>
     if args.skip_delete {
         suite.skip_delete = true;
     }
-    if args.start_control_plane || args.start_kind {
+    if args.start_control_plane {
         suite.start_control_plane = true;
+    }
+    if args.start_kind {
+        suite.start_kind = true;
     }
     if let Some(d) = &args.artifacts_dir {
         suite.artifacts_dir = Some(d.display().to_string());

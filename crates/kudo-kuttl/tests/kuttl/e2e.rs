@@ -199,3 +199,80 @@ async fn errors_file_fails_when_the_object_exists_and_test_filter_selects() {
     assert!(text.contains("ConfigMap here matched error assertion"), "{text}");
     assert!(!text.contains("other/"), "filtered out: {text}");
 }
+
+/// A Deployment and an assertion that it becomes available, plus a manifest of a kind the
+/// embedded cluster does not serve (KUDO's own webhook configuration, v1beta1).
+const MODES: &[(&str, &str)] = &[
+    (
+        "manifests/webhook.yaml",
+        "apiVersion: admissionregistration.k8s.io/v1beta1\nkind: MutatingWebhookConfiguration\nmetadata:\n  name: kudo-manager-instance-admission-webhook-config\nwebhooks: []\n",
+    ),
+    (
+        "tests/deploy/00-deployment.yaml",
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 1\n  selector:\n    matchLabels: {app: web}\n  template:\n    metadata:\n      labels: {app: web}\n    spec:\n      containers:\n        - name: web\n          image: nginx\n",
+    ),
+    (
+        "tests/deploy/00-assert.yaml",
+        "apiVersion: kuttl.dev/v1beta1\nkind: TestAssert\ntimeout: 3\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nstatus:\n  availableReplicas: 1\n",
+    ),
+];
+
+async fn run_modes(edit: impl FnOnce(&mut TestSuite)) -> (bool, String) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write_tree(dir.path(), MODES);
+    let mut suite = TestSuite {
+        test_dirs: vec!["tests".into()],
+        manifest_dirs: vec!["manifests".into()],
+        kind_node_cache: true,
+        kind_config: Some("kind.yaml".into()),
+        ..TestSuite::default()
+    };
+    edit(&mut suite);
+    let opts = RunOptions {
+        suite,
+        base_dir: dir.path().to_path_buf(),
+        embedded: EmbeddedOptions {
+            simulator: true,
+            kudo: false,
+        },
+        ..RunOptions::default()
+    };
+    let (log, lines) = capture();
+    let summary = kudo_kuttl::run(opts, log).await.expect("run");
+    let text = lines.lock().expect("lock").join("\n");
+    (summary.success(), text)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn start_control_plane_runs_no_workloads_and_start_kind_does() {
+    // kuttl's startControlPlane (envtest): no controllers, the Deployment never becomes available.
+    let (ok, text) = run_modes(|s| s.start_control_plane = true).await;
+    assert!(
+        !ok,
+        "a Deployment must not become available without workload controllers:\n{text}"
+    );
+    assert!(text.contains("no kubelet or workload controllers"), "{text}");
+    // startKIND (a full cluster): it does.
+    let (ok, text) = run_modes(|s| s.start_kind = true).await;
+    assert!(ok, "{text}");
+    assert!(
+        text.contains("simulated nodes, kubelet and workload controllers"),
+        "{text}"
+    );
+    // The extension opts a control plane into simulated workloads.
+    let (ok, text) = run_modes(|s| {
+        s.start_control_plane = true;
+        s.simulate_workloads = true;
+    })
+    .await;
+    assert!(ok, "{text}");
+    // KIND-only settings: one notice; an unserved manifest kind: skipped with a notice.
+    assert!(
+        text.contains("notice: kindConfig, kindNodeCache ignored"),
+        "{text}"
+    );
+    assert!(
+        text.contains("(admissionregistration.k8s.io/v1beta1 MutatingWebhookConfiguration) skipped"),
+        "{text}"
+    );
+}

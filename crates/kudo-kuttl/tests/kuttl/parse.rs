@@ -20,7 +20,9 @@ commands:
     background: true
     timeout: -1
 startControlPlane: true
+simulateWorkloads: true
 kindContainers: [kudobuilder/controller:test]
+kindNodeCache: true
 timeout: 120
 parallel: 4
 skipDelete: true
@@ -35,7 +37,9 @@ artifactsDir: out
     assert!(s.commands[1].background);
     assert_eq!(s.commands[1].timeout, -1);
     assert!(s.start_control_plane && s.wants_embedded_cluster());
+    assert!(s.simulate_workloads && s.simulates_workloads());
     assert_eq!(s.kind_containers, vec!["kudobuilder/controller:test"]);
+    assert_eq!(s.ignored_kind_settings(), ["kindContainers", "kindNodeCache"]);
     assert_eq!((s.timeout_secs(), s.parallelism()), (120, 4));
     assert!(s.skip_delete);
     assert_eq!(s.artifacts_dir.as_deref(), Some("out"));
@@ -48,7 +52,15 @@ fn suite_defaults_and_legacy_group() {
     assert_eq!(s.timeout_secs(), DEFAULT_TIMEOUT_SECS);
     assert_eq!(s.timeout_secs(), 30);
     assert_eq!(s.parallelism(), DEFAULT_PARALLEL);
-    assert!(s.start_kind && s.wants_embedded_cluster());
+    assert!(s.start_kind && s.wants_embedded_cluster() && s.simulates_workloads());
+    let plain = TestSuite::parse(
+        "kind: TestSuite
+startControlPlane: true
+",
+        Path::new("y.yaml"),
+    )
+    .unwrap();
+    assert!(plain.wants_embedded_cluster() && !plain.simulates_workloads());
 }
 
 #[test]
