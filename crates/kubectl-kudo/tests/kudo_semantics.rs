@@ -545,3 +545,53 @@ fn dependencies_hash_rolls_pods_on_config_change_only() {
         "no pod was restarted by scaling: {pods2:?} → {pods3:?}"
     );
 }
+
+#[test]
+fn readiness_follows_the_workloads_while_no_plan_runs() {
+    let c = Cluster::start();
+    let pkg = tempfile::tempdir().unwrap();
+    write_package(pkg.path(), "1.0.0");
+    let out = c.kudo(&[
+        "install",
+        pkg.path().to_str().unwrap(),
+        "--instance",
+        "r",
+        "--wait",
+    ]);
+    assert!(out.status.success(), "install: {}", text(&out.stderr));
+    let ready = |want: &str| {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let got = c.instance_field(
+                "default",
+                "r",
+                "{.status.conditions[?(@.type==\"Ready\")].status}/{.status.conditions[?(@.type==\"Ready\")].message}",
+            );
+            if got.starts_with(want) {
+                return got;
+            }
+            assert!(Instant::now() < deadline, "Ready is {got:?}, want {want}");
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    };
+    ready("True/");
+    // Someone else breaks the Deployment (KUDO's readiness e2e test does this with kubectl apply);
+    // drift repair is off so the change stays, and no plan runs.
+    let out = c.kubectl(&["annotate", "instance", "r", "kudo.dev/drift-policy=ignore"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = c.kubectl(&["set", "image", "deployment/r", "app=busybox:fail"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let got = ready("False/");
+    assert!(
+        got.contains("deployment"),
+        "the reason names the Deployment: {got}"
+    );
+    assert_eq!(
+        c.instance_field("default", "r", "{.spec.planExecution.planName}"),
+        ""
+    );
+    // Repaired by hand: Ready again.
+    let out = c.kubectl(&["set", "image", "deployment/r", "app=busybox"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    ready("True/");
+}
