@@ -170,12 +170,6 @@ fn find_param<'o>(ov: &'o OperatorVersion, name: &str) -> Option<&'o Parameter> 
     ov.spec.parameters.iter().find(|p| p.name == name)
 }
 
-/// KUDO's CRD semantics: `required` counts only when explicitly true (the package reader writes
-/// it explicitly; an absent field in a stored OperatorVersion means "not required").
-fn is_required(p: &Parameter) -> bool {
-    p.required == Some(true)
-}
-
 /// Admits a creation or update of an Instance (see the module docs).
 pub fn decide(change: &InstanceChange<'_>) -> Admission {
     match change.old {
@@ -543,69 +537,16 @@ pub fn validate_parameters(defs: &[Parameter], values: &BTreeMap<String, String>
     Ok(())
 }
 
-/// Validates one value (see [`validate_parameters`]).
+/// Validates one value (see [`validate_parameters`]) with the one definition of KUDO's rule and
+/// wording that `package verify`, `install` and the CLI use too
+/// ([`kudo_package::params::validate_value`]: Go's `strconv` messages and quoting).
 pub fn validate_value(p: &Parameter, v: &str) -> Result<(), String> {
-    if is_required(p) && p.default.is_none() && v.is_empty() {
-        return Err(format!("parameter {:?} is required but has no value set", p.name));
-    }
-    if v.is_empty() {
-        return Ok(());
-    }
-    if let Err(e) = validate_type(p.value_type(), v) {
-        return Err(format!("parameter {:?} has an invalid value {v:?}: {e}", p.name));
-    }
-    if let Some(allowed) = &p.r#enum
-        && !allowed.iter().any(|a| a == v)
-    {
-        return Err(format!(
-            "parameter {:?} has an invalid value {v:?}: value is {v:?}, but only allowed values are [{}]",
-            p.name,
-            allowed.join(" ")
-        ));
-    }
-    Ok(())
+    kudo_package::params::validate_value(p, v)
 }
 
-/// Go's `strconv.ParseBool` accepted spellings.
+/// Go's `strconv.ParseBool` (one definition: [`kudo_package::params::parse_bool`]).
 pub fn parse_go_bool(v: &str) -> Option<bool> {
-    match v {
-        "1" | "t" | "T" | "TRUE" | "true" | "True" => Some(true),
-        "0" | "f" | "F" | "FALSE" | "false" | "False" => Some(false),
-        _ => None,
-    }
-}
-
-fn validate_type(t: &str, v: &str) -> Result<(), String> {
-    match t {
-        "integer" => v.parse::<i64>().map(|_| ()).map_err(|_| {
-            format!("type is \"integer\" but format of {v:?} is invalid: not a base-10 64-bit integer")
-        }),
-        "number" => {
-            let lower = v.trim_start_matches(['+', '-']).to_ascii_lowercase();
-            match v.parse::<f64>() {
-                Ok(f) if f.is_finite() || f.is_nan() || lower == "inf" || lower == "infinity" => Ok(()),
-                Ok(_) => Err(format!(
-                    "type is \"number\" but format of {v:?} is invalid: value out of range"
-                )),
-                Err(_) => Err(format!(
-                    "type is \"number\" but format of {v:?} is invalid: not a number"
-                )),
-            }
-        }
-        "boolean" => parse_go_bool(v)
-            .map(|_| ())
-            .ok_or_else(|| format!("type is \"boolean\" but format of {v:?} is invalid: not a boolean")),
-        "array" => match serde_saphyr::from_str::<serde_json::Value>(v) {
-            Ok(serde_json::Value::Array(_) | serde_json::Value::Null) => Ok(()),
-            _ => Err(format!("type is \"array\", but format of {v} is invalid")),
-        },
-        "map" => match serde_saphyr::from_str::<serde_json::Value>(v) {
-            Ok(serde_json::Value::Object(_) | serde_json::Value::Null) => Ok(()),
-            _ => Err(format!("type is \"map\", but format of {v} is invalid")),
-        },
-        // string and unknown types (KUDO never rejected unknown type names)
-        _ => Ok(()),
-    }
+    kudo_package::params::parse_bool(v)
 }
 
 /// KUDO's controller-side special case for deletes: an Instance being deleted whose OV has a

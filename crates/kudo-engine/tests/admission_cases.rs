@@ -1189,3 +1189,12 @@ fn apply_patches_the_spec_like_the_webhook() {
     assert!(!new.spec.parameters.contains_key("readonly"));
     assert_eq!(new.spec.plan_execution.plan_name, "update");
 }
+
+#[test]
+fn a_bad_value_has_one_wording_kudos_in_the_engine_and_the_package() {
+    // KUDO's message is Go's strconv error inside its ValidateValue wording.
+    let want = "parameter \"P\" has an invalid value \"abc\": type is \"integer\" but format of \"abc\" is invalid: strconv.ParseInt: parsing \"abc\": invalid syntax";
+    let p = typed("integer");
+    assert_eq!(triggers::validate_value(&p, "abc").unwrap_err(), want);
+    assert_eq!(kudo_package::params::validate_value(&p, "abc").unwrap_err(), want);
+}
