@@ -8,7 +8,7 @@
 //! | `kudo_reconciles_total` | counter | `result` = `success`/`error` | finished Instance reconciles |
 //! | `kudo_reconciles_in_flight` | gauge | | reconciles executing right now (kube-runtime exposes no queue depth; this is the honest proxy: it reaches the configured concurrency when work piles up) |
 //! | `kudo_plan_runs_total` | counter | `operator`, `plan`, `result` | plan runs that reached a terminal status (`COMPLETE`, `FATAL_ERROR`, `CANCELLED`) |
-//! | `kudo_plan_duration_seconds` | histogram | `operator`, `plan`, `result` | first IN_PROGRESS to terminal status of those runs (second resolution) |
+//! | `kudo_plan_duration_seconds` | histogram | `operator`, `plan`, `result` | first IN_PROGRESS to terminal status of those runs (sub-second: measured by this process when it saw the run start, else from the run's timing annotation) |
 //! | `kudo_task_errors_total` | counter | `reason` | failed task executions: the fatal Event reason, or `Transient` for an error that is retried |
 //! | `kudo_objects_applied_total` | counter | | successful server-side applies of plan objects |
 //! | `kudo_drift_detected_total` | counter | | objects found changed or deleted outside a plan |
@@ -46,8 +46,8 @@ struct ReasonLabels {
 }
 
 fn plan_histogram() -> Histogram {
-    // 1 s … ~4.5 h: plans range from a ConfigMap apply to a large rolling upgrade.
-    Histogram::new(exponential_buckets(1.0, 2.5, 12))
+    // 0.1 s … ~4 h: plans range from a ConfigMap apply to a large rolling upgrade.
+    Histogram::new(exponential_buckets(0.1, 2.5, 14))
 }
 
 /// The manager's metrics. One instance per process, shared by every controller incarnation
@@ -64,6 +64,8 @@ pub struct Metrics {
     drift_detected: Counter,
     drift_repaired: Counter,
     leader: Gauge,
+    /// When this process first saw each unfinished run (by plan uid), for sub-second durations.
+    run_started: std::sync::Mutex<BTreeMap<String, std::time::Instant>>,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -92,6 +94,7 @@ impl Metrics {
             drift_detected: Counter::default(),
             drift_repaired: Counter::default(),
             leader: Gauge::default(),
+            run_started: std::sync::Mutex::new(BTreeMap::new()),
         };
         {
             let r = &mut m.registry;
@@ -173,7 +176,23 @@ impl Metrics {
         summary: &PassSummary,
         now: Timestamp,
     ) {
-        if !summary.status.is_terminal() || summary.status_before.is_terminal() {
+        if !summary.status.is_terminal() {
+            let mut started = self.run_started.lock().unwrap_or_else(|e| e.into_inner());
+            started
+                .entry(plan_uid.to_string())
+                .or_insert_with(std::time::Instant::now);
+            // Runs abandoned without a terminal pass (deleted Instances) must not pile up.
+            if started.len() > 10_000 {
+                started.retain(|_, t| t.elapsed() < std::time::Duration::from_secs(24 * 3600));
+            }
+            return;
+        }
+        let seen = self
+            .run_started
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(plan_uid);
+        if summary.status_before.is_terminal() {
             return;
         }
         let labels = PlanLabels {
@@ -188,7 +207,11 @@ impl Metrics {
             .filter(|_| timing.uid == plan_uid)
             .and_then(|t| Timestamp::parse(&t).ok())
             .unwrap_or(now);
-        let secs = now.seconds_since(started).max(0) as f64;
+        // Issue 14, bug 7: whole seconds hid every plan under a second.
+        let secs = match seen {
+            Some(t) => t.elapsed().as_secs_f64(),
+            None => now.seconds_since(started).max(0) as f64,
+        };
         self.plan_duration.get_or_create(&labels).observe(secs);
     }
 

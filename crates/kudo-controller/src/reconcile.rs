@@ -146,6 +146,21 @@ impl<'c> Reconciler<'c> {
     /// same reason and action into one series keeping the first note, so plan events use the
     /// plan name as action to keep each plan's message.
     async fn event(&self, raw: &DynamicObject, type_: EventType, reason: &str, action: &str, message: &str) {
+        self.event_related(raw, type_, reason, action, message, None)
+            .await;
+    }
+
+    /// [`Self::event`] with a related object (the Event's `related`), which also separates
+    /// Event series.
+    async fn event_related(
+        &self,
+        raw: &DynamicObject,
+        type_: EventType,
+        reason: &str,
+        action: &str,
+        message: &str,
+        related: Option<ObjectReference>,
+    ) {
         let mut note = message.to_string();
         if note.len() > 1000 {
             let mut cut = 1000;
@@ -162,7 +177,7 @@ impl<'c> Reconciler<'c> {
             reason: reason.to_string(),
             note: Some(note),
             action: action.to_string(),
-            secondary: None,
+            secondary: related,
         };
         if let Err(e) = self.ctx.recorder.publish(&ev, &self.reference(raw)).await {
             warn!(reason, error = %e, "publishing event failed");
@@ -221,6 +236,11 @@ impl<'c> Reconciler<'c> {
         }
 
         let Some(ov) = self.get_ov(&inst, &inst.spec).await? else {
+            if drift::namespace_terminating(self.ctx, &self.ns).await {
+                // The namespace deletion removed the OperatorVersion; the Instance goes next.
+                debug!(instance = %who, "namespace is being deleted: OperatorVersion gone");
+                return Ok(Action::await_change());
+            }
             let msg = format!(
                 "OperatorVersion {} of instance {who} does not exist",
                 inst.spec.operator_version.name
@@ -739,14 +759,19 @@ impl<'c> Reconciler<'c> {
         for e in &rep.errors {
             warn!(error = %e, "drift check");
         }
-        if !rep.repaired.is_empty() {
-            let msg = format!(
-                "re-applied objects changed outside a plan: {}",
-                rep.repaired.join(", ")
-            );
+        // One Event per object, the object as `related`: the recorder would merge them otherwise.
+        for r in &rep.repaired {
+            let msg = format!("re-applied an object changed outside a plan: {}", r.what);
             info!("{msg}");
-            self.event(raw, EventType::Normal, DRIFT_REPAIRED, "DriftRepair", &msg)
-                .await;
+            self.event_related(
+                raw,
+                EventType::Normal,
+                DRIFT_REPAIRED,
+                "DriftRepair",
+                &msg,
+                Some(r.object.clone()),
+            )
+            .await;
         }
         if policy == drift::Policy::Report && !rep.drifted.is_empty() {
             let msg = format!(
@@ -828,7 +853,7 @@ impl<'c> Reconciler<'c> {
         }
         let body = json!({
             "status": {
-                "planStatus": serde_json::to_value(&new.plan_status).unwrap_or(Value::Null),
+                "planStatus": plan_status_patch(new),
                 "conditions": serde_json::to_value(&new.conditions).unwrap_or(Value::Null),
             }
         });
@@ -1009,4 +1034,22 @@ mod tests {
             .insert(CLUSTER_OBJECTS_ANNOTATION.into(), "not json".into());
         assert!(stored_cluster_objects(&inst).is_empty());
     }
+}
+
+/// The `status.planStatus` of a merge patch. A plan status is an object, so a merge patch keeps
+/// every key it does not mention: an empty message (serialized as absent) is sent as `null`, or
+/// the previous run's message would stay on the server (issue 14, bug 2). Phases are a list and
+/// are replaced whole.
+fn plan_status_patch(new: &InstanceStatus) -> Value {
+    let mut out = serde_json::Map::new();
+    for (name, ps) in &new.plan_status {
+        let mut v = serde_json::to_value(ps).unwrap_or(Value::Null);
+        if ps.message.is_empty()
+            && let Some(obj) = v.as_object_mut()
+        {
+            obj.insert("message".into(), Value::Null);
+        }
+        out.insert(name.clone(), v);
+    }
+    Value::Object(out)
 }
