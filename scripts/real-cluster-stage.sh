@@ -66,7 +66,7 @@ export KUBECONFIG="$KUBECONFIG_PATH"
 kubectl version 2>/dev/null | sed -n '2p' || true
 
 step "install the kudo CRDs"
-"$KUDO" init --crd-only --kubeconfig "$KUBECONFIG_PATH"
+"$KUDO" init --crd-only --kubeconfig "$KUBECONFIG_PATH" --home "$REAL_CLUSTER_DIR/kudo-home"
 
 step "start one cluster-wide manager out of cluster (log: $MANAGER_LOG)"
 metrics_port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"

@@ -971,6 +971,24 @@ fn stored_cluster_objects(inst: &Instance) -> BTreeSet<(String, String, String)>
         .unwrap_or_default()
 }
 
+/// The `status.planStatus` of a merge patch. A plan status is an object, so a merge patch keeps
+/// every key it does not mention: an empty message (serialized as absent) is sent as `null`, or
+/// the previous run's message would stay on the server (issue 14, bug 2). Phases are a list and
+/// are replaced whole.
+fn plan_status_patch(new: &InstanceStatus) -> Value {
+    let mut out = serde_json::Map::new();
+    for (name, ps) in &new.plan_status {
+        let mut v = serde_json::to_value(ps).unwrap_or(Value::Null);
+        if ps.message.is_empty()
+            && let Some(obj) = v.as_object_mut()
+        {
+            obj.insert("message".into(), Value::Null);
+        }
+        out.insert(name.clone(), v);
+    }
+    Value::Object(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1034,22 +1052,4 @@ mod tests {
             .insert(CLUSTER_OBJECTS_ANNOTATION.into(), "not json".into());
         assert!(stored_cluster_objects(&inst).is_empty());
     }
-}
-
-/// The `status.planStatus` of a merge patch. A plan status is an object, so a merge patch keeps
-/// every key it does not mention: an empty message (serialized as absent) is sent as `null`, or
-/// the previous run's message would stay on the server (issue 14, bug 2). Phases are a list and
-/// are replaced whole.
-fn plan_status_patch(new: &InstanceStatus) -> Value {
-    let mut out = serde_json::Map::new();
-    for (name, ps) in &new.plan_status {
-        let mut v = serde_json::to_value(ps).unwrap_or(Value::Null);
-        if ps.message.is_empty()
-            && let Some(obj) = v.as_object_mut()
-        {
-            obj.insert("message".into(), Value::Null);
-        }
-        out.insert(name.clone(), v);
-    }
-    Value::Object(out)
 }
