@@ -1002,6 +1002,25 @@ mod tests {
         }
     }
 
+    /// Issue 14, bug 2: a merge patch keeps keys it does not mention, so a cleared plan message
+    /// must be sent as null.
+    #[test]
+    fn a_cleared_plan_message_is_patched_as_null() {
+        let mut st = InstanceStatus::default();
+        st.plan_status.insert(
+            "deploy".into(),
+            ps("deploy", ExecutionStatus::InProgress, "2026-01-01T00:00:00Z"),
+        );
+        let mut failed = ps("backup", ExecutionStatus::FatalError, "2026-01-01T00:00:00Z");
+        failed.message = "broken".into();
+        st.plan_status.insert("backup".into(), failed);
+        let patch = plan_status_patch(&st);
+        assert_eq!(patch["deploy"]["message"], Value::Null);
+        assert!(patch["deploy"].as_object().unwrap().contains_key("message"));
+        assert_eq!(patch["backup"]["message"], "broken");
+        assert_eq!(patch["deploy"]["status"], "IN_PROGRESS");
+    }
+
     #[test]
     fn idle_readiness_follows_the_latest_failed_lifecycle_plan() {
         let mut st = InstanceStatus::default();
