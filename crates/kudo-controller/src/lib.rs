@@ -279,6 +279,8 @@ pub async fn run_with(
 ) -> Result<(), Error> {
     validate(&config)?;
     let metrics = Arc::new(Metrics::new());
+    // Every request the manager sends is counted by verb (`kudo_api_requests_total`).
+    let client = metrics::counting_client(client, metrics.clone());
     let health = Arc::new(ops::Health::new(metrics, config.leader_election.is_some()));
     let (ops_stop, ops_stop_rx) = tokio::sync::oneshot::channel::<()>();
     // Aborted if this future is dropped (a killed manager serves nothing any more).

@@ -63,6 +63,13 @@ async fn metrics_health_and_readiness_over_http_during_a_galera_deploy() {
         "{text}"
     );
     assert_eq!(metric(&text, "kudo_leader"), Some(1.0), "{text}");
+    // Requests by verb, counted at the manager's client: it watches, reads and applies.
+    let requests =
+        |verb: &str| metric(&text, &format!("kudo_api_requests_total{{verb=\"{verb}\"}}")).unwrap_or(0.0);
+    assert!(requests("watch") >= 1.0, "{text}");
+    assert!(requests("list") >= 1.0, "{text}");
+    assert!(requests("get") >= 1.0, "{text}");
+    assert!(requests("patch") >= objects as f64, "{text}");
     assert_eq!(
         metric(&text, "kudo_reconciles_in_flight").map(|v| v >= 0.0),
         Some(true),
