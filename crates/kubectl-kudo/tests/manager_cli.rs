@@ -114,3 +114,42 @@ async fn json_logs_carry_instance_plan_and_step_fields() {
         "{line}"
     );
 }
+
+/// Issue 14, bug 7: text logs written to a pipe or file carry no ANSI colour codes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn text_logs_to_a_pipe_have_no_colour_codes() {
+    let server = ApiServer::start(Config::default()).await.expect("server");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let kubeconfig = dir.path().join("kubeconfig");
+    server.write_kubeconfig(&kubeconfig).expect("kubeconfig");
+    let mut manager = tokio::process::Command::new(BIN)
+        .args([
+            "manager",
+            "--leader-elect=false",
+            "--metrics-address",
+            "127.0.0.1:0",
+            "--kubeconfig",
+        ])
+        .arg(&kubeconfig)
+        .env("HOME", dir.path())
+        .env("RUST_LOG", "debug")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start the manager");
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    manager.start_kill().expect("kill the manager");
+    let mut out = String::new();
+    manager
+        .stdout
+        .take()
+        .expect("stdout")
+        .read_to_string(&mut out)
+        .await
+        .expect("read logs");
+    let _ = manager.wait().await;
+    server.shutdown().await;
+    assert!(out.lines().count() > 0, "no log lines");
+    assert!(!out.contains('\u{1b}'), "ANSI escape codes in piped logs:\n{out}");
+}

@@ -57,9 +57,20 @@ pub struct DriftReport {
     /// Objects found missing or changed (`Kind ns/name: why`).
     pub drifted: Vec<String>,
     /// Of those, the ones a re-apply actually changed.
-    pub repaired: Vec<String>,
+    pub repaired: Vec<Repaired>,
     /// Errors while checking or repairing (retried at the next idle reconcile).
     pub errors: Vec<String>,
+}
+
+/// An object a drift check re-applied.
+#[derive(Debug, Clone)]
+pub struct Repaired {
+    /// `Kind ns/name (deleted|changed)`, for logs and Event notes.
+    pub what: String,
+    /// The object, as an Event's `related` object: the Event recorder merges Events with the same
+    /// reason, action, regarding and related object into one series keeping the first note, so
+    /// each repaired object needs its own (issue 14, bug 3).
+    pub object: k8s_openapi::api::core::v1::ObjectReference,
 }
 
 /// `want` ⊆ `live`: every field of `want` has the same value in `live`; lists must have the same
@@ -199,11 +210,16 @@ pub(crate) async fn check(
             continue;
         }
         if confirmed.is_none() {
-            confirmed = Some(match live_policy(ctx, base).await {
-                Ok(p) => p,
-                Err(e) => {
-                    report.errors.push(format!("re-reading the drift policy: {e}"));
-                    Policy::Ignore
+            confirmed = Some(if namespace_terminating(ctx, &base.namespace).await {
+                tracing::debug!(namespace = %base.namespace, "namespace is being deleted: no drift repair");
+                Policy::Ignore
+            } else {
+                match live_policy(ctx, base).await {
+                    Ok(p) => p,
+                    Err(e) => {
+                        report.errors.push(format!("re-reading the drift policy: {e}"));
+                        Policy::Ignore
+                    }
                 }
             });
         }
@@ -213,13 +229,45 @@ pub(crate) async fn check(
         match execute::apply_object(ctx, &want, cluster).await {
             Ok(after_rv) => {
                 if after_rv != before_rv {
-                    report.repaired.push(format!("{what} ({why})"));
+                    report.repaired.push(Repaired {
+                        what: format!("{what} ({why})"),
+                        object: k8s_openapi::api::core::v1::ObjectReference {
+                            api_version: want["apiVersion"].as_str().map(str::to_string),
+                            kind: Some(kind.clone()),
+                            namespace: Some(ns.clone()).filter(|n| !n.is_empty()),
+                            name: Some(name.clone()),
+                            ..Default::default()
+                        },
+                    });
                 }
             }
             Err(e) => report.errors.push(format!("re-applying {what}: {e}")),
         }
     }
     report
+}
+
+/// Whether namespace `ns` is being deleted. Nothing can be created in it any more (403 "being
+/// terminated") and its objects, the Instance's OperatorVersion included, are going away on
+/// purpose: drift repair and reports of missing objects would only be noise (issue 14, bug 6).
+/// An unreadable namespace (e.g. a manager without the permission) counts as not terminating.
+pub(crate) async fn namespace_terminating(ctx: &Context, ns: &str) -> bool {
+    if ns.is_empty() {
+        return false;
+    }
+    let api: kube::Api<k8s_openapi::api::core::v1::Namespace> = kube::Api::all(ctx.client.clone());
+    match api.get_opt(ns).await {
+        Ok(Some(n)) => {
+            n.metadata.deletion_timestamp.is_some()
+                || n.status.and_then(|s| s.phase).as_deref() == Some("Terminating")
+        }
+        // Gone already: as good as terminating.
+        Ok(None) => true,
+        Err(e) => {
+            tracing::debug!(namespace = ns, error = %e, "cannot read the namespace");
+            false
+        }
+    }
 }
 
 /// The drift policy on the Instance as stored now. A reconcile reads the Instance once, at its

@@ -182,6 +182,8 @@ pub(crate) async fn run(
         .boxed();
         // Holder seen in the previous Lease event (outer None: no event yet).
         let mut last_holder: Option<Option<String>> = None;
+        // The previous Lease, to tell a released lease from an expired one.
+        let mut last_lease: Option<Lease> = None;
         // One `changed()` call stays pending across Lease events: cancelling it mid-renewal
         // could leave the library with a stale expiry and make it renew in a tight loop.
         let wait_before_rebuild = {
@@ -236,6 +238,7 @@ pub(crate) async fn run(
                     },
                     Some(ev) = lease_events.next() => match ev {
                         Ok(lease) => {
+                            let lease_clone = lease.clone();
                             let holder = lease
                                 .spec
                                 .and_then(|s| s.holder_identity)
@@ -249,10 +252,16 @@ pub(crate) async fn run(
                                 break Duration::ZERO;
                             }
                             if running.is_none() && holder.is_none() && matches!(last_holder, Some(Some(_))) {
-                                info!("the lease was released: trying to take over");
+                                let before = last_lease.as_ref().and_then(|l| l.spec.as_ref());
+                                let previous = last_holder.clone().flatten().unwrap_or_default();
+                                match how_freed(before, unix_now()) {
+                                    Freed::Released => info!(previous, "the lease was released: trying to take over"),
+                                    Freed::Expired => info!(previous, "the lease expired: trying to take over"),
+                                }
                                 break Duration::ZERO;
                             }
                             last_holder = Some(holder);
+                            last_lease = Some(lease_clone);
                         }
                         Err(e) => debug!(error = %e, "lease watch error (retried)"),
                     },
@@ -271,9 +280,60 @@ pub(crate) async fn run(
     }
 }
 
+/// Seconds since the Unix epoch.
+fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+}
+
+/// How a lease that had a holder became free.
+#[derive(Debug, PartialEq, Eq)]
+enum Freed {
+    /// Its holder gave it up before it ran out (a clean shutdown).
+    Released,
+    /// It ran out without a renewal (its holder crashed or lost the API server) and a standby
+    /// cleared it.
+    Expired,
+}
+
+/// Tells a released lease from an expired one by the holder's last renewal (`before`, the Lease
+/// spec while it was still held) and the time now (Unix seconds). Issue 14, bug 7: the log called
+/// every freed lease "released".
+fn how_freed(before: Option<&k8s_openapi::api::coordination::v1::LeaseSpec>, now_unix: i64) -> Freed {
+    let renewed = before
+        .and_then(|s| s.renew_time.as_ref())
+        .and_then(|t| serde_json::to_value(t).ok())
+        .and_then(|v| v.as_str().and_then(|t| kudo_engine::Timestamp::parse(t).ok()));
+    let duration = before.and_then(|s| s.lease_duration_seconds).unwrap_or(0);
+    match renewed {
+        Some(r) if kudo_engine::Timestamp::from_unix(now_unix).seconds_since(r) < i64::from(duration) => {
+            Freed::Released
+        }
+        _ => Freed::Expired,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_freed_lease_is_released_before_its_expiry_and_expired_after() {
+        let spec: k8s_openapi::api::coordination::v1::LeaseSpec = serde_json::from_value(
+            serde_json::json!({"holderIdentity": "a", "leaseDurationSeconds": 15, "renewTime": "2026-01-01T00:00:00.000000Z"}),
+        )
+        .unwrap();
+        let renewed = kudo_engine::Timestamp::parse("2026-01-01T00:00:00Z").unwrap();
+        let at = |secs: u64| {
+            let t = renewed.plus_seconds(secs);
+            t.seconds_since(kudo_engine::Timestamp::from_unix(0))
+        };
+        assert_eq!(how_freed(Some(&spec), at(3)), Freed::Released);
+        assert_eq!(how_freed(Some(&spec), at(15)), Freed::Expired);
+        assert_eq!(how_freed(Some(&spec), at(40)), Freed::Expired);
+        assert_eq!(how_freed(None, at(1)), Freed::Expired);
+    }
 
     fn le(secs: u64) -> LeaderElection {
         LeaderElection {

@@ -97,7 +97,10 @@ pub const REPORTER: &str = "kudo-manager";
 pub fn init_tracing(json: bool) -> Result<(), Error> {
     use tracing_subscriber::EnvFilter;
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter);
+    // Colours only on a terminal: in files, pipes and log collectors escape codes are noise
+    // (issue 14, bug 7). The log goes to stdout, so that is the stream that decides.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stdout());
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_ansi(ansi);
     let res = if json {
         builder
             .json()
@@ -277,6 +280,8 @@ pub async fn run_with(
 ) -> Result<(), Error> {
     validate(&config)?;
     let metrics = Arc::new(Metrics::new());
+    // Every request the manager sends is counted by verb (`kudo_api_requests_total`).
+    let client = metrics::counting_client(client, metrics.clone());
     let health = Arc::new(ops::Health::new(metrics, config.leader_election.is_some()));
     let (ops_stop, ops_stop_rx) = tokio::sync::oneshot::channel::<()>();
     // Aborted if this future is dropped (a killed manager serves nothing any more).

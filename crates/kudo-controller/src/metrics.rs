@@ -8,12 +8,13 @@
 //! | `kudo_reconciles_total` | counter | `result` = `success`/`error` | finished Instance reconciles |
 //! | `kudo_reconciles_in_flight` | gauge | | reconciles executing right now (kube-runtime exposes no queue depth; this is the honest proxy: it reaches the configured concurrency when work piles up) |
 //! | `kudo_plan_runs_total` | counter | `operator`, `plan`, `result` | plan runs that reached a terminal status (`COMPLETE`, `FATAL_ERROR`, `CANCELLED`) |
-//! | `kudo_plan_duration_seconds` | histogram | `operator`, `plan`, `result` | first IN_PROGRESS to terminal status of those runs (second resolution) |
+//! | `kudo_plan_duration_seconds` | histogram | `operator`, `plan`, `result` | first IN_PROGRESS to terminal status of those runs (sub-second: measured by this process when it saw the run start, else from the run's timing annotation) |
 //! | `kudo_task_errors_total` | counter | `reason` | failed task executions: the fatal Event reason, or `Transient` for an error that is retried |
 //! | `kudo_objects_applied_total` | counter | | successful server-side applies of plan objects |
 //! | `kudo_drift_detected_total` | counter | | objects found changed or deleted outside a plan |
 //! | `kudo_drift_repaired_total` | counter | | of those, objects a re-apply actually changed |
 //! | `kudo_leader` | gauge | | 1 while this process acts (holds the lease, or leader election is off), 0 on standby |
+//! | `kudo_api_requests_total` | counter | `verb` = `get`/`list`/`watch`/`create`/`update`/`patch`/`delete` | requests the manager's client sent to the API server (leader election and Events included) |
 
 use std::collections::BTreeMap;
 
@@ -41,13 +42,18 @@ struct PlanLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct VerbLabels {
+    verb: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ReasonLabels {
     reason: String,
 }
 
 fn plan_histogram() -> Histogram {
-    // 1 s … ~4.5 h: plans range from a ConfigMap apply to a large rolling upgrade.
-    Histogram::new(exponential_buckets(1.0, 2.5, 12))
+    // 0.1 s … ~4 h: plans range from a ConfigMap apply to a large rolling upgrade.
+    Histogram::new(exponential_buckets(0.1, 2.5, 14))
 }
 
 /// The manager's metrics. One instance per process, shared by every controller incarnation
@@ -64,6 +70,9 @@ pub struct Metrics {
     drift_detected: Counter,
     drift_repaired: Counter,
     leader: Gauge,
+    api_requests: Family<VerbLabels, Counter>,
+    /// When this process first saw each unfinished run (by plan uid), for sub-second durations.
+    run_started: std::sync::Mutex<BTreeMap<String, std::time::Instant>>,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -92,6 +101,8 @@ impl Metrics {
             drift_detected: Counter::default(),
             drift_repaired: Counter::default(),
             leader: Gauge::default(),
+            api_requests: Family::default(),
+            run_started: std::sync::Mutex::new(BTreeMap::new()),
         };
         {
             let r = &mut m.registry;
@@ -99,6 +110,11 @@ impl Metrics {
                 "reconciles",
                 "Instance reconciles finished, by result",
                 m.reconciles.clone(),
+            );
+            r.register(
+                "api_requests",
+                "Requests the manager sent to the API server, by verb",
+                m.api_requests.clone(),
             );
             r.register(
                 "reconciles_in_flight",
@@ -173,7 +189,23 @@ impl Metrics {
         summary: &PassSummary,
         now: Timestamp,
     ) {
-        if !summary.status.is_terminal() || summary.status_before.is_terminal() {
+        if !summary.status.is_terminal() {
+            let mut started = self.run_started.lock().unwrap_or_else(|e| e.into_inner());
+            started
+                .entry(plan_uid.to_string())
+                .or_insert_with(std::time::Instant::now);
+            // Runs abandoned without a terminal pass (deleted Instances) must not pile up.
+            if started.len() > 10_000 {
+                started.retain(|_, t| t.elapsed() < std::time::Duration::from_secs(24 * 3600));
+            }
+            return;
+        }
+        let seen = self
+            .run_started
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(plan_uid);
+        if summary.status_before.is_terminal() {
             return;
         }
         let labels = PlanLabels {
@@ -188,7 +220,11 @@ impl Metrics {
             .filter(|_| timing.uid == plan_uid)
             .and_then(|t| Timestamp::parse(&t).ok())
             .unwrap_or(now);
-        let secs = now.seconds_since(started).max(0) as f64;
+        // Issue 14, bug 7: whole seconds hid every plan under a second.
+        let secs = match seen {
+            Some(t) => t.elapsed().as_secs_f64(),
+            None => now.seconds_since(started).max(0) as f64,
+        };
         self.plan_duration.get_or_create(&labels).observe(secs);
     }
 
@@ -248,9 +284,119 @@ impl Drop for InFlight<'_> {
     }
 }
 
+/// The Kubernetes verb of a request: `watch` and `list` are GETs of a collection (with and
+/// without `watch=true`), `get` a GET of one object (or of discovery); `delete` includes
+/// deletecollection.
+pub(crate) fn request_verb(method: &http::Method, path: &str, query: Option<&str>) -> &'static str {
+    match *method {
+        http::Method::POST => return "create",
+        http::Method::PUT => return "update",
+        http::Method::PATCH => return "patch",
+        http::Method::DELETE => return "delete",
+        _ => {}
+    }
+    let watching = query.is_some_and(|q| {
+        q.split('&')
+            .any(|kv| kv == "watch=true" || kv == "watch=1" || kv == "watch")
+    });
+    if watching {
+        return "watch";
+    }
+    let segs: Vec<&str> = path
+        .trim_matches('/')
+        .split('/')
+        .filter(|s| !s.is_empty())
+        .collect();
+    // /api/v1/... or /apis/GROUP/VERSION/...; anything else (/version, /openapi) is a get.
+    let rest = match segs.first() {
+        Some(&"api") if segs.len() >= 2 => &segs[2..],
+        Some(&"apis") if segs.len() >= 3 => &segs[3..],
+        _ => return "get",
+    };
+    let rest = match rest {
+        // A namespace itself, or its status/finalize subresource.
+        ["namespaces", _] | ["namespaces", _, "status" | "finalize"] => return "get",
+        ["namespaces", _, tail @ ..] => tail,
+        r => r,
+    };
+    match rest {
+        [] => "get",
+        [_collection] => "list",
+        _ => "get",
+    }
+}
+
+/// A client that counts every request by verb in `kudo_api_requests_total` before handing it to
+/// `inner` (which keeps its authentication, base URL and timeouts).
+pub(crate) fn counting_client(inner: kube::Client, metrics: std::sync::Arc<Metrics>) -> kube::Client {
+    let ns = inner.default_namespace().to_string();
+    let svc = tower::service_fn(move |req: http::Request<kube::client::Body>| {
+        let verb = request_verb(req.method(), req.uri().path(), req.uri().query());
+        metrics.api_requests.get_or_create(&VerbLabels { verb }).inc();
+        let inner = inner.clone();
+        async move { inner.send(req).await }
+    });
+    kube::Client::new(svc, ns)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn request_verbs_follow_kubernetes() {
+        use http::Method;
+        let v = |m: Method, p: &str, q: Option<&str>| request_verb(&m, p, q);
+        assert_eq!(
+            v(
+                Method::GET,
+                "/apis/kudo.dev/v1beta1/namespaces/a/instances/i",
+                None
+            ),
+            "get"
+        );
+        assert_eq!(
+            v(Method::GET, "/apis/kudo.dev/v1beta1/namespaces/a/instances", None),
+            "list"
+        );
+        assert_eq!(
+            v(
+                Method::GET,
+                "/apis/kudo.dev/v1beta1/instances",
+                Some("labelSelector=x")
+            ),
+            "list"
+        );
+        assert_eq!(
+            v(
+                Method::GET,
+                "/apis/kudo.dev/v1beta1/instances",
+                Some("watch=true&resourceVersion=5")
+            ),
+            "watch"
+        );
+        assert_eq!(v(Method::GET, "/api/v1/namespaces/a/pods", None), "list");
+        assert_eq!(v(Method::GET, "/api/v1/namespaces/a/pods/p/log", None), "get");
+        assert_eq!(v(Method::GET, "/api/v1/namespaces", None), "list");
+        assert_eq!(v(Method::GET, "/api/v1/namespaces/a", None), "get");
+        assert_eq!(v(Method::GET, "/api/v1/namespaces/a/status", None), "get");
+        assert_eq!(v(Method::GET, "/api/v1/nodes/n", None), "get");
+        assert_eq!(v(Method::GET, "/apis/apps/v1", None), "get");
+        assert_eq!(v(Method::GET, "/version", None), "get");
+        assert_eq!(
+            v(Method::PATCH, "/apis/apps/v1/namespaces/a/deployments/d", None),
+            "patch"
+        );
+        assert_eq!(v(Method::POST, "/api/v1/namespaces/a/configmaps", None), "create");
+        assert_eq!(
+            v(Method::PUT, "/api/v1/namespaces/a/configmaps/c", None),
+            "update"
+        );
+        assert_eq!(
+            v(Method::DELETE, "/api/v1/namespaces/a/configmaps", None),
+            "delete"
+        );
+    }
 
     #[test]
     fn encodes_prefixed_metrics_and_counts_reconciles() {

@@ -146,6 +146,21 @@ impl<'c> Reconciler<'c> {
     /// same reason and action into one series keeping the first note, so plan events use the
     /// plan name as action to keep each plan's message.
     async fn event(&self, raw: &DynamicObject, type_: EventType, reason: &str, action: &str, message: &str) {
+        self.event_related(raw, type_, reason, action, message, None)
+            .await;
+    }
+
+    /// [`Self::event`] with a related object (the Event's `related`), which also separates
+    /// Event series.
+    async fn event_related(
+        &self,
+        raw: &DynamicObject,
+        type_: EventType,
+        reason: &str,
+        action: &str,
+        message: &str,
+        related: Option<ObjectReference>,
+    ) {
         let mut note = message.to_string();
         if note.len() > 1000 {
             let mut cut = 1000;
@@ -162,7 +177,7 @@ impl<'c> Reconciler<'c> {
             reason: reason.to_string(),
             note: Some(note),
             action: action.to_string(),
-            secondary: None,
+            secondary: related,
         };
         if let Err(e) = self.ctx.recorder.publish(&ev, &self.reference(raw)).await {
             warn!(reason, error = %e, "publishing event failed");
@@ -215,6 +230,11 @@ impl<'c> Reconciler<'c> {
         }
 
         let Some(ov) = self.get_ov(&inst, &inst.spec).await? else {
+            if drift::namespace_terminating(self.ctx, &self.ns).await {
+                // The namespace deletion removed the OperatorVersion; the Instance goes next.
+                debug!(instance = %who, "namespace is being deleted: OperatorVersion gone");
+                return Ok(Action::await_change());
+            }
             let msg = format!(
                 "OperatorVersion {} of instance {who} does not exist",
                 inst.spec.operator_version.name
@@ -735,14 +755,19 @@ impl<'c> Reconciler<'c> {
         for e in &rep.errors {
             warn!(error = %e, "drift check");
         }
-        if !rep.repaired.is_empty() {
-            let msg = format!(
-                "re-applied objects changed outside a plan: {}",
-                rep.repaired.join(", ")
-            );
+        // One Event per object, the object as `related`: the recorder would merge them otherwise.
+        for r in &rep.repaired {
+            let msg = format!("re-applied an object changed outside a plan: {}", r.what);
             info!("{msg}");
-            self.event(raw, EventType::Normal, DRIFT_REPAIRED, "DriftRepair", &msg)
-                .await;
+            self.event_related(
+                raw,
+                EventType::Normal,
+                DRIFT_REPAIRED,
+                "DriftRepair",
+                &msg,
+                Some(r.object.clone()),
+            )
+            .await;
         }
         if policy == drift::Policy::Report && !rep.drifted.is_empty() {
             let msg = format!(
@@ -824,7 +849,7 @@ impl<'c> Reconciler<'c> {
         }
         let body = json!({
             "status": {
-                "planStatus": serde_json::to_value(&new.plan_status).unwrap_or(Value::Null),
+                "planStatus": plan_status_patch(new),
                 "conditions": serde_json::to_value(&new.conditions).unwrap_or(Value::Null),
             }
         });
@@ -942,6 +967,24 @@ fn stored_cluster_objects(inst: &Instance) -> BTreeSet<(String, String, String)>
         .unwrap_or_default()
 }
 
+/// The `status.planStatus` of a merge patch. A plan status is an object, so a merge patch keeps
+/// every key it does not mention: an empty message (serialized as absent) is sent as `null`, or
+/// the previous run's message would stay on the server (issue 14, bug 2). Phases are a list and
+/// are replaced whole.
+fn plan_status_patch(new: &InstanceStatus) -> Value {
+    let mut out = serde_json::Map::new();
+    for (name, ps) in &new.plan_status {
+        let mut v = serde_json::to_value(ps).unwrap_or(Value::Null);
+        if ps.message.is_empty()
+            && let Some(obj) = v.as_object_mut()
+        {
+            obj.insert("message".into(), Value::Null);
+        }
+        out.insert(name.clone(), v);
+    }
+    Value::Object(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -953,6 +996,25 @@ mod tests {
             last_updated_timestamp: Some(at.into()),
             ..PlanStatus::default()
         }
+    }
+
+    /// Issue 14, bug 2: a merge patch keeps keys it does not mention, so a cleared plan message
+    /// must be sent as null.
+    #[test]
+    fn a_cleared_plan_message_is_patched_as_null() {
+        let mut st = InstanceStatus::default();
+        st.plan_status.insert(
+            "deploy".into(),
+            ps("deploy", ExecutionStatus::InProgress, "2026-01-01T00:00:00Z"),
+        );
+        let mut failed = ps("backup", ExecutionStatus::FatalError, "2026-01-01T00:00:00Z");
+        failed.message = "broken".into();
+        st.plan_status.insert("backup".into(), failed);
+        let patch = plan_status_patch(&st);
+        assert_eq!(patch["deploy"]["message"], Value::Null);
+        assert!(patch["deploy"].as_object().unwrap().contains_key("message"));
+        assert_eq!(patch["backup"]["message"], "broken");
+        assert_eq!(patch["deploy"]["status"], "IN_PROGRESS");
     }
 
     #[test]

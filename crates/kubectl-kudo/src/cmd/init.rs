@@ -76,12 +76,22 @@ pub struct InitArgs {
     /// Manager image (default: the image of this version).
     #[arg(short = 'i', long, value_name = "IMAGE")]
     pub kudo_image: Option<String>,
-    /// Image pull policy of the manager.
-    #[arg(long, value_enum, default_value = "IfNotPresent")]
+    /// Image pull policy of the manager (KUDO's default: Always).
+    #[arg(long, value_enum, default_value = "Always")]
     pub kudo_image_pull_policy: PullPolicy,
     /// Use this existing service account (must be bound to cluster-admin) instead of creating one.
     #[arg(long, value_name = "NAME")]
     pub service_account: Option<String>,
+}
+
+/// The manifests of `--dry-run -o json` as one `v1` `List`.
+fn dry_run_list(ms: &[Manifest]) -> Value {
+    serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "List",
+        "metadata": {},
+        "items": ms.iter().map(|m| &m.object).collect::<Vec<_>>(),
+    })
 }
 
 /// The manager image this CLI version deploys.
@@ -229,8 +239,8 @@ pub async fn run(opts: &ClusterOpts, args: InitArgs) -> Result<ExitCode> {
                 }
             }
             InitOutput::Json => {
-                let list: Vec<&Value> = ms.iter().map(|m| &m.object).collect();
-                println!("{}", serde_json::to_string_pretty(&list)?);
+                // A `v1` List, which `kubectl apply -f -` takes (a bare array it rejects).
+                println!("{}", serde_json::to_string_pretty(&dry_run_list(&ms))?);
             }
         }
         return Ok(ExitCode::SUCCESS);
@@ -416,10 +426,28 @@ mod tests {
 
     #[test]
     fn pull_policy_takes_kubernetes_spelling() {
+        // KUDO pulled `Always` by default.
         let t = T::parse_from(["init"]);
-        assert_eq!(t.init.kudo_image_pull_policy, PullPolicy::IfNotPresent);
-        let t = T::parse_from(["init", "--kudo-image-pull-policy", "Always"]);
         assert_eq!(t.init.kudo_image_pull_policy, PullPolicy::Always);
+        let ms = manifests(&t.init, "kudo-system").unwrap();
+        assert_eq!(
+            ms[6].object["spec"]["template"]["spec"]["containers"][0]["imagePullPolicy"],
+            "Always"
+        );
+        let t = T::parse_from(["init", "--kudo-image-pull-policy", "IfNotPresent"]);
+        assert_eq!(t.init.kudo_image_pull_policy, PullPolicy::IfNotPresent);
+    }
+
+    /// Issue 14, bug 4: `--dry-run -o json` is a `v1` List, not a bare array.
+    #[test]
+    fn dry_run_json_is_a_v1_list() {
+        let t = T::parse_from(["init", "--dry-run", "-o", "json"]);
+        let ms = manifests(&t.init, "kudo-system").unwrap();
+        let list = dry_run_list(&ms);
+        assert_eq!(list["apiVersion"], "v1");
+        assert_eq!(list["kind"], "List");
+        assert_eq!(list["items"].as_array().unwrap().len(), ms.len());
+        assert_eq!(list["items"][6]["kind"], "Deployment");
     }
 
     #[test]

@@ -14,7 +14,7 @@ use kudo_package::params;
 use kudo_repo::Dependencies;
 
 use super::cluster::{Cluster, ClusterOpts, KudoKind, api_error, connect};
-use super::wait::{WaitOutcome, wait_for_plan};
+use super::wait::{PreviousRuns, WaitOutcome, wait_for_plan};
 
 /// Parameter flags shared by install/update/upgrade.
 #[derive(Args, Debug, Clone, Default)]
@@ -398,7 +398,7 @@ pub async fn update(opts: &ClusterOpts, args: UpdateArgs) -> Result<ExitCode> {
     let mut proposed = instance.spec.clone();
     proposed.parameters = merged_values(&instance, &values);
     refuse_denied(&instance, &proposed, &ov, &ov)?;
-    let previous_uid = instance.spec.plan_execution.uid.clone();
+    let previous_uid = PreviousRuns::of(&instance);
     cluster
         .merge_patch(
             KudoKind::Instance,
@@ -443,7 +443,7 @@ pub async fn upgrade(opts: &ClusterOpts, args: UpgradeArgs) -> Result<ExitCode> 
             current.metadata.name
         );
     }
-    let previous_uid = instance.spec.plan_execution.uid.clone();
+    let previous_uid = PreviousRuns::of(&instance);
     if new_ov.metadata.name == current.metadata.name {
         // Same version again (KUDO issue 1752): re-run the upgrade plan if the last one failed.
         let plan = ["upgrade", "update", "deploy"]
@@ -539,11 +539,11 @@ pub async fn uninstall(opts: &ClusterOpts, args: UninstallArgs) -> Result<ExitCo
     Ok(ExitCode::SUCCESS)
 }
 
-/// After a change, optionally waits for the plan it scheduled (a uid other than `previous_uid`).
+/// After a change, optionally waits for the plan it scheduled (a run not among `previous_uid`).
 pub async fn finish_wait(
     cluster: &Cluster,
     instance: &str,
-    previous_uid: Option<String>,
+    previous_uid: Option<PreviousRuns>,
     wait: &WaitOpts,
 ) -> Result<ExitCode> {
     if !wait.wait {

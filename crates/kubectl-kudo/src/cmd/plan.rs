@@ -168,7 +168,13 @@ pub async fn run(opts: &ClusterOpts, args: PlanArgs) -> Result<ExitCode> {
                 "Triggered {name} plan for {}/{instance} instance",
                 cluster.namespace
             );
-            finish_wait(&cluster, &instance, Some(inst.spec.plan_execution.uid), &wait).await
+            finish_wait(
+                &cluster,
+                &instance,
+                Some(super::wait::PreviousRuns::of(&inst)),
+                &wait,
+            )
+            .await
         }
     }
 }

@@ -70,11 +70,26 @@ pub async fn run(opts: &ClusterOpts, args: TestArgs) -> anyhow::Result<ExitCode>
     if args.skip_delete {
         suite.skip_delete = true;
     }
+    if (args.start_control_plane || args.start_kind) && opts.kubeconfig.is_some() {
+        bail!("--kubeconfig and --start-control-plane/--start-kind contradict each other: pass one of them");
+    }
     if args.start_control_plane {
         suite.start_control_plane = true;
     }
     if args.start_kind {
         suite.start_kind = true;
+    }
+    if let Some(k) = &opts.kubeconfig
+        && suite.wants_embedded_cluster()
+    {
+        // An explicit target wins over the suite's startControlPlane/startKIND (bug 5 of issue 14):
+        // the same suite runs on the embedded cluster by default and on a real one when asked.
+        eprintln!(
+            "notice: --kubeconfig {} given: the suite's startControlPlane/startKIND is ignored, the test runs against that cluster",
+            k.display()
+        );
+        suite.start_control_plane = false;
+        suite.start_kind = false;
     }
     if let Some(d) = &args.artifacts_dir {
         suite.artifacts_dir = Some(d.display().to_string());

@@ -1,5 +1,6 @@
 //! Waiting for a plan run to finish, shared by `--wait` flags.
 
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 use anyhow::{Result, bail};
@@ -12,50 +13,163 @@ pub enum WaitOutcome {
     Finished { plan: String, status: ExecutionStatus },
 }
 
-/// The run a wait should follow: the scheduled plan, or the most recently updated one.
-fn current_run(instance: &Instance) -> Option<(String, String, ExecutionStatus)> {
-    let status = instance.status.as_ref()?;
+/// The plan runs an Instance knew before a change, so a wait after the change follows a run the
+/// change caused and never reports an earlier one (issue 14, bug 1).
+///
+/// The manager clears `spec.planExecution` when a run ends, so the scheduled uid alone is not
+/// enough: every uid recorded in `status.planStatus` counts as previous too.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PreviousRuns {
+    uids: BTreeSet<String>,
+}
+
+impl PreviousRuns {
+    /// The runs `instance` shows (scheduled and recorded), read before the change is written.
+    pub fn of(instance: &Instance) -> PreviousRuns {
+        let mut uids: BTreeSet<String> = instance
+            .status
+            .iter()
+            .flat_map(|s| s.plan_status.values())
+            .map(|p| p.uid.clone())
+            .collect();
+        uids.insert(instance.spec.plan_execution.uid.clone());
+        uids.remove("");
+        PreviousRuns { uids }
+    }
+
+    /// Whether `uid` names a run that started after these (an empty uid names no run).
+    pub fn is_new(&self, uid: &str) -> bool {
+        !uid.is_empty() && !self.uids.contains(uid)
+    }
+}
+
+/// The run a wait should follow: the scheduled plan when it is new, else the most recently
+/// updated plan status whose run is new (a run that already ended is no longer scheduled).
+fn current_run(instance: &Instance, previous: &PreviousRuns) -> Option<(String, ExecutionStatus)> {
     let pe = &instance.spec.plan_execution;
-    if !pe.plan_name.is_empty() {
-        let s = status.plan_status.get(&pe.plan_name);
-        let st = match s {
+    let statuses = instance.status.as_ref().map(|s| &s.plan_status);
+    if !pe.plan_name.is_empty() && previous.is_new(&pe.uid) {
+        let st = match statuses.and_then(|s| s.get(&pe.plan_name)) {
             Some(p) if p.uid == pe.uid => p.status,
             _ => ExecutionStatus::Pending,
         };
-        return Some((pe.plan_name.clone(), pe.uid.clone(), st));
+        return Some((pe.plan_name.clone(), st));
     }
-    status
-        .plan_status
+    statuses?
         .values()
-        .filter(|p| p.last_updated_timestamp.is_some())
+        .filter(|p| previous.is_new(&p.uid))
         .max_by(|a, b| a.last_updated_timestamp.cmp(&b.last_updated_timestamp))
-        .map(|p| (p.name.clone(), p.uid.clone(), p.status))
+        .map(|p| (p.name.clone(), p.status))
 }
 
-/// Polls the Instance until a run whose uid differs from `previous_uid` reaches a terminal status.
+/// Polls the Instance until a run that is not one of `previous` (any run when `None`, for a new
+/// Instance) reaches a terminal status; an error once `timeout` has passed.
 pub async fn wait_for_plan(
     cluster: &Cluster,
     name: &str,
-    previous_uid: Option<String>,
+    previous: Option<PreviousRuns>,
     timeout: Duration,
 ) -> Result<WaitOutcome> {
+    let previous = previous.unwrap_or_default();
     let deadline = tokio::time::Instant::now() + timeout;
     loop {
         let instance = cluster.instance(name).await?;
-        if let Some((plan, uid, status)) = current_run(&instance) {
-            let new_run = previous_uid
-                .as_deref()
-                .is_none_or(|p| p != uid && !uid.is_empty());
-            if new_run && status.is_terminal() {
-                return Ok(WaitOutcome::Finished { plan, status });
-            }
+        let run = current_run(&instance, &previous);
+        if let Some((plan, status)) = &run
+            && status.is_terminal()
+        {
+            return Ok(WaitOutcome::Finished {
+                plan: plan.clone(),
+                status: *status,
+            });
         }
         if tokio::time::Instant::now() > deadline {
-            bail!(
-                "timed out after {}s waiting for instance {name}'s plan to finish",
-                timeout.as_secs()
-            );
+            match run {
+                Some((plan, status)) => bail!(
+                    "timed out after {}s waiting for the {plan} plan of instance {name} to finish (it is {status})",
+                    timeout.as_secs()
+                ),
+                None => bail!(
+                    "timed out after {}s waiting for instance {name} to start a plan for the change",
+                    timeout.as_secs()
+                ),
+            }
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn instance(plan_execution: serde_json::Value, plan_status: serde_json::Value) -> Instance {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "kudo.dev/v1beta1",
+            "kind": "Instance",
+            "metadata": {"name": "i"},
+            "spec": {"operatorVersion": {"name": "ov"}, "planExecution": plan_execution},
+            "status": {"planStatus": plan_status},
+        }))
+        .expect("instance")
+    }
+
+    fn deploy(uid: &str, status: &str, at: &str) -> serde_json::Value {
+        serde_json::json!({"deploy": {"name": "deploy", "status": status, "uid": uid, "lastUpdatedTimestamp": at}})
+    }
+
+    /// Bug 1 of issue 14: the manager cleared planExecution after the last run, so the old code
+    /// had an empty previous uid and took the previous COMPLETE run for the new one.
+    #[test]
+    fn a_finished_earlier_run_is_not_the_new_one() {
+        let before = instance(
+            serde_json::json!({}),
+            deploy("u1", "COMPLETE", "2026-01-01T00:00:00Z"),
+        );
+        let previous = PreviousRuns::of(&before);
+        // Right after the update, before the manager picked it up.
+        assert_eq!(current_run(&before, &previous), None);
+        // The manager scheduled the new run: followed while it is in progress.
+        let running = instance(
+            serde_json::json!({"planName": "deploy", "uid": "u2"}),
+            deploy("u2", "IN_PROGRESS", "2026-01-01T00:01:00Z"),
+        );
+        assert_eq!(
+            current_run(&running, &previous),
+            Some(("deploy".into(), ExecutionStatus::InProgress))
+        );
+        // Scheduled, status not written yet: pending.
+        let scheduled = instance(
+            serde_json::json!({"planName": "deploy", "uid": "u2"}),
+            deploy("u1", "COMPLETE", "2026-01-01T00:00:00Z"),
+        );
+        assert_eq!(
+            current_run(&scheduled, &previous),
+            Some(("deploy".into(), ExecutionStatus::Pending))
+        );
+        // Finished and unscheduled again: found through its status.
+        let done = instance(
+            serde_json::json!({}),
+            deploy("u2", "FATAL_ERROR", "2026-01-01T00:02:00Z"),
+        );
+        assert_eq!(
+            current_run(&done, &previous),
+            Some(("deploy".into(), ExecutionStatus::FatalError))
+        );
+    }
+
+    #[test]
+    fn a_new_instance_follows_any_run() {
+        let fresh = instance(serde_json::json!({}), serde_json::json!({}));
+        let previous = PreviousRuns::default();
+        assert_eq!(current_run(&fresh, &previous), None);
+        let done = instance(
+            serde_json::json!({}),
+            deploy("u1", "COMPLETE", "2026-01-01T00:00:00Z"),
+        );
+        assert_eq!(
+            current_run(&done, &previous),
+            Some(("deploy".into(), ExecutionStatus::Complete))
+        );
     }
 }

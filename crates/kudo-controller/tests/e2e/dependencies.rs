@@ -143,7 +143,16 @@ fn step_message(inst: &Value, phase: usize, step: usize) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn child_instance_is_created_owned_and_awaited_then_updated_from_the_parent() {
-    let env = Env::start().await;
+    child_instance_is_created_owned_and_awaited_then_updated_from_the_parent_on(Env::start().await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "real control plane: run by scripts/real-cluster-stage.sh"]
+async fn real_cluster_child_instance_is_created_owned_and_awaited_then_updated_from_the_parent() {
+    child_instance_is_created_owned_and_awaited_then_updated_from_the_parent_on(Env::real().await).await;
+}
+
+async fn child_instance_is_created_owned_and_awaited_then_updated_from_the_parent_on(env: Env) {
     let dir = tempfile::tempdir().unwrap();
     env.install_operator(&kid(dir.path())).await;
     env.install(&mom(dir.path(), KID_PARAMS), "mom", BTreeMap::new())
@@ -205,13 +214,24 @@ async fn child_instance_is_created_owned_and_awaited_then_updated_from_the_paren
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failed_child_plan_fails_the_parent() {
-    let env = Env::start().await;
+    // The simulated kubelet fails a container whose command has the word "fail".
+    failed_child_plan_fails_the_parent_on(Env::start().await, "exit 1 # fail").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "real control plane: run by scripts/real-cluster-stage.sh"]
+async fn real_cluster_failed_child_plan_fails_the_parent() {
+    // The real cluster's fake kubelet fails exactly `sh -c "exit N"`.
+    failed_child_plan_fails_the_parent_on(Env::real().await, "exit 1").await;
+}
+
+async fn failed_child_plan_fails_the_parent_on(env: Env, failing_command: &str) {
     let dir = tempfile::tempdir().unwrap();
     env.install_operator(&kid(dir.path())).await;
     env.install(
         &mom(dir.path(), KID_PARAMS),
         "mom",
-        BTreeMap::from([("KID_JOB".to_string(), "exit 1 # fail".to_string())]),
+        BTreeMap::from([("KID_JOB".to_string(), failing_command.to_string())]),
     )
     .await;
     // KUDO counted a child without a scheduled plan as done, failed or not.

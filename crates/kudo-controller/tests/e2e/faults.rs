@@ -15,7 +15,7 @@ use super::harness::Env;
 async fn galera_deploy_completes_under_500s_409s_and_watch_cuts() {
     let env = Env::start().await;
     let rule = |s: &str| s.parse::<ErrorRule>().expect("rule");
-    env.server
+    env.server()
         .faults()
         .set(FaultConfig {
             errors: vec![
@@ -37,12 +37,12 @@ async fn galera_deploy_completes_under_500s_409s_and_watch_cuts() {
     }
 
     let inst = env.wait_plan("ft", "deploy", "COMPLETE").await;
-    let counters = env.server.faults().counters();
+    let counters = env.server().faults().counters();
     // The faults really happened while the plan ran.
     assert!(counters.internal_errors > 0, "{counters:?}");
     assert!(counters.conflicts > 0, "{counters:?}");
     assert!(counters.watch_cuts > 0, "{counters:?}");
-    env.server.faults().clear();
+    env.server().faults().clear();
 
     // No lost status: every phase and step of the run is recorded COMPLETE, by one run.
     let ps = &inst["status"]["planStatus"]["deploy"];

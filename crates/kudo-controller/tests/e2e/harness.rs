@@ -1,5 +1,10 @@
-//! Test environment: API server + simulator + controller per test, and helpers to install
-//! packages and wait for outcomes.
+//! Test environment, and helpers to install packages and wait for outcomes. Two targets run the
+//! same scenarios:
+//! - embedded ([`Env::start`]): an API server + simulator + controller per test, namespace
+//!   [`NS`];
+//! - real ([`Env::real`]): the real control plane of `../shared/real-cluster`, in a namespace of
+//!   the test's own, reconciled by the one cluster-wide manager `scripts/real-cluster-stage.sh`
+//!   runs (the test starts no controller). Such tests are named `real_cluster_*` and ignored.
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -21,8 +26,13 @@ pub const NS: &str = "default";
 pub const TIMEOUT: Duration = Duration::from_secs(120);
 
 pub struct Env {
-    pub server: RunningServer,
+    /// The embedded API server; `None` on the real cluster.
+    server: Option<RunningServer>,
     pub client: kube::Client,
+    /// The namespace the test works in: [`NS`] embedded, a fresh one on the real cluster.
+    pub ns: String,
+    /// The real cluster's kubeconfig (`None` when embedded).
+    real_kubeconfig: Option<PathBuf>,
     sim: Option<kudo_sim::SimHandle>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     controller: Option<tokio::task::JoinHandle<Result<(), kudo_controller::Error>>>,
@@ -56,14 +66,14 @@ pub fn condition<'v>(obj: &'v Value, type_: &str) -> Option<&'v Value> {
         .find(|c| c["type"] == type_)
 }
 
-/// A package directory read and converted for `instance` in [`NS`].
-pub fn resources(dir: &Path, instance: &str, params: BTreeMap<String, String>) -> Resources {
+/// A package directory read and converted for `instance` in namespace `ns`.
+pub fn resources(dir: &Path, ns: &str, instance: &str, params: BTreeMap<String, String>) -> Resources {
     let pkg = kudo_package::read_path(dir).expect("package reads");
     to_resources(
         &pkg,
         &ConvertOptions {
             instance_name: Some(instance.to_string()),
-            namespace: Some(NS.to_string()),
+            namespace: Some(ns.to_string()),
             parameters: params,
         },
     )
@@ -102,13 +112,63 @@ impl Env {
         .await;
         let sim = kudo_sim::spawn(client.clone(), sim_config);
         Env {
-            server,
+            server: Some(server),
             client,
+            ns: NS.to_string(),
+            real_kubeconfig: None,
             sim: Some(sim),
             stop: None,
             controller: None,
             dir: tempfile::tempdir().expect("tempdir"),
         }
+    }
+
+    /// The real control plane (`kudo_testkit::real_cluster`), in a new namespace of the test's
+    /// own. No controller is started: the stage's cluster-wide manager reconciles. The kudo CRDs
+    /// must be installed (the stage does it).
+    pub async fn real() -> Env {
+        use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
+        init_tracing();
+        let kubeconfig = kudo_testkit::real_cluster::kubeconfig();
+        let client = kudo_testkit::real_cluster::client().await;
+        let ns = kudo_testkit::real_cluster::unique_namespace("e2e");
+        let namespaces: Api<Namespace> = Api::all(client.clone());
+        let obj: Namespace =
+            serde_json::from_value(serde_json::json!({"metadata": {"name": ns}})).expect("namespace");
+        namespaces
+            .create(&PostParams::default(), &obj)
+            .await
+            .unwrap_or_else(|e| panic!("create namespace {ns}: {e}"));
+        let iapi: Api<DynamicObject> =
+            Api::namespaced_with(client.clone(), &ns, &ar("kudo.dev/v1beta1", "Instance"));
+        iapi.list(&ListParams::default()).await.unwrap_or_else(|e| {
+            panic!(
+                "the kudo CRDs are not served by the real cluster ({e}): run scripts/real-cluster-stage.sh"
+            )
+        });
+        // Pods are refused until the namespace's default ServiceAccount exists (~1 s).
+        let sas: Api<ServiceAccount> = Api::namespaced(client.clone(), &ns);
+        wait_for("default ServiceAccount", || async {
+            sas.get_opt("default").await.ok().flatten().map(|_| ())
+        })
+        .await;
+        Env {
+            server: None,
+            client,
+            ns,
+            real_kubeconfig: Some(kubeconfig),
+            sim: None,
+            stop: None,
+            controller: None,
+            dir: tempfile::tempdir().expect("tempdir"),
+        }
+    }
+
+    /// The embedded API server (fault injection and the like exist only there).
+    pub fn server(&self) -> &RunningServer {
+        self.server
+            .as_ref()
+            .expect("this test needs the embedded API server, not the real cluster")
     }
 
     /// Starts a controller with `config` (any number may run against one server); with
@@ -143,7 +203,7 @@ impl Env {
     /// Creates only the Operator and OperatorVersion of a package, as `kubectl kudo install`
     /// leaves a dependency (or `--skip-instance` a package).
     pub async fn install_operator(&self, dir: &Path) {
-        let res = resources(dir, "unused", BTreeMap::new());
+        let res = resources(dir, &self.ns, "unused", BTreeMap::new());
         self.create(serde_json::to_value(&res.operator).unwrap()).await;
         self.create(serde_json::to_value(&res.operator_version).unwrap())
             .await;
@@ -151,7 +211,7 @@ impl Env {
 
     /// Creates only the Instance of a package whose Operator and OperatorVersion exist already.
     pub async fn install_instance(&self, dir: &Path, instance: &str, params: BTreeMap<String, String>) {
-        let res = resources(dir, instance, params);
+        let res = resources(dir, &self.ns, instance, params);
         self.create(serde_json::to_value(&res.instance).unwrap()).await;
     }
 
@@ -213,11 +273,20 @@ impl Env {
         if let Some(s) = self.sim.take() {
             let _ = tokio::time::timeout(Duration::from_secs(10), s.shutdown()).await;
         }
-        self.server.shutdown().await;
+        if let Some(server) = self.server.take() {
+            server.shutdown().await;
+        }
+        if self.real_kubeconfig.is_some() {
+            // The namespace goes with everything in it (the manager's finalizer-free objects and
+            // the real garbage collector take care of the rest).
+            use k8s_openapi::api::core::v1::Namespace;
+            let namespaces: Api<Namespace> = Api::all(self.client.clone());
+            let _ = namespaces.delete(&self.ns, &DeleteParams::background()).await;
+        }
     }
 
     fn api(&self, api_version: &str, kind: &str) -> Api<DynamicObject> {
-        Api::namespaced_with(self.client.clone(), NS, &ar(api_version, kind))
+        Api::namespaced_with(self.client.clone(), &self.ns, &ar(api_version, kind))
     }
 
     pub async fn create(&self, obj: Value) {
@@ -232,7 +301,7 @@ impl Env {
 
     /// Reads a package directory, converts it and creates Operator, OperatorVersion and Instance.
     pub async fn install(&self, dir: &Path, instance: &str, params: BTreeMap<String, String>) {
-        let res = resources(dir, instance, params);
+        let res = resources(dir, &self.ns, instance, params);
         self.create(serde_json::to_value(&res.operator).unwrap()).await;
         self.create(serde_json::to_value(&res.operator_version).unwrap())
             .await;
@@ -242,7 +311,7 @@ impl Env {
     /// [`Env::install`] that reports a refused create instead of panicking (for faulty servers);
     /// objects already created by an earlier attempt are left as they are.
     pub async fn try_install(&self, dir: &Path, instance: &str, params: BTreeMap<String, String>) -> bool {
-        let res = resources(dir, instance, params);
+        let res = resources(dir, &self.ns, instance, params);
         for obj in [
             serde_json::to_value(&res.operator).unwrap(),
             serde_json::to_value(&res.operator_version).unwrap(),
@@ -333,7 +402,7 @@ impl Env {
 
     /// The events.k8s.io Events regarding the named Instance.
     pub async fn instance_events(&self, instance: &str) -> Vec<k8s_openapi::api::events::v1::Event> {
-        let api: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(self.client.clone(), NS);
+        let api: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(self.client.clone(), &self.ns);
         api.list(&ListParams::default())
             .await
             .expect("events list")
@@ -363,13 +432,21 @@ impl Env {
     /// Runs the real kubectl against the server with an isolated HOME; `None` (with a note) when
     /// kubectl is not installed.
     pub fn kubectl(&self, args: &[&str]) -> Option<String> {
-        let kubeconfig = self.dir.path().join("kubeconfig");
-        self.server.write_kubeconfig(&kubeconfig).expect("kubeconfig");
+        let kubeconfig = match &self.real_kubeconfig {
+            Some(k) => k.clone(),
+            None => {
+                let k = self.dir.path().join("kubeconfig");
+                self.server().write_kubeconfig(&k).expect("kubeconfig");
+                k
+            }
+        };
         let out = match Command::new("kubectl")
             .env("KUBECONFIG", &kubeconfig)
             .env("HOME", self.dir.path())
             .arg("--cache-dir")
             .arg(self.dir.path().join("cache"))
+            .arg("--namespace")
+            .arg(&self.ns)
             .args(args)
             .output()
         {

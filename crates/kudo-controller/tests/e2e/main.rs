@@ -83,7 +83,16 @@ spec:
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn first_operator_deploys_and_updates() {
-    let env = Env::start().await;
+    first_operator_deploys_and_updates_on(Env::start().await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "real control plane: run by scripts/real-cluster-stage.sh"]
+async fn real_cluster_first_operator_deploys_and_updates() {
+    first_operator_deploys_and_updates_on(Env::real().await).await;
+}
+
+async fn first_operator_deploys_and_updates_on(env: Env) {
     let dir = tempfile::tempdir().unwrap();
     let pkg = first_operator(dir.path());
     env.install(&pkg, "fo", BTreeMap::new()).await;
@@ -155,7 +164,16 @@ fn galera_dir() -> std::path::PathBuf {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn galera_deploy_scale_and_uninstall() {
-    let env = Env::start().await;
+    galera_deploy_scale_and_uninstall_on(Env::start().await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "real control plane: run by scripts/real-cluster-stage.sh"]
+async fn real_cluster_galera_deploy_scale_and_uninstall() {
+    galera_deploy_scale_and_uninstall_on(Env::real().await).await;
+}
+
+async fn galera_deploy_scale_and_uninstall_on(env: Env) {
     env.install(&galera_dir(), "db", BTreeMap::new()).await;
     let inst = env.wait_plan("db", "deploy", "COMPLETE").await;
     for phase in inst["status"]["planStatus"]["deploy"]["phases"]
@@ -339,7 +357,16 @@ spec:
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn immutable_field_change_is_fatal_with_api_message() {
-    let env = Env::start().await;
+    immutable_field_change_is_fatal_with_api_message_on(Env::start().await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "real control plane: run by scripts/real-cluster-stage.sh"]
+async fn real_cluster_immutable_field_change_is_fatal_with_api_message() {
+    immutable_field_change_is_fatal_with_api_message_on(Env::real().await).await;
+}
+
+async fn immutable_field_change_is_fatal_with_api_message_on(env: Env) {
     let dir = tempfile::tempdir().unwrap();
     let pkg = single_step(
         dir.path(),
@@ -386,7 +413,7 @@ spec:
         .as_str()
         .unwrap()
         .to_string();
-    assert!(msg.contains("StatefulSet default/sts-db"), "{msg}");
+    assert!(msg.contains(&format!("StatefulSet {}/sts-db", env.ns)), "{msg}");
     assert!(msg.contains("forbidden"), "{msg}");
     env.stop().await;
 }
@@ -456,7 +483,16 @@ plans:
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cleanup_plan_runs_before_the_instance_goes() {
-    let env = Env::start().await;
+    cleanup_plan_runs_before_the_instance_goes_on(Env::start().await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "real control plane: run by scripts/real-cluster-stage.sh"]
+async fn real_cluster_cleanup_plan_runs_before_the_instance_goes() {
+    cleanup_plan_runs_before_the_instance_goes_on(Env::real().await).await;
+}
+
+async fn cleanup_plan_runs_before_the_instance_goes_on(env: Env) {
     let dir = tempfile::tempdir().unwrap();
     let pkg = Pkg::new(dir.path(), "cleaner")
         .operator(
@@ -1023,7 +1059,16 @@ async fn invalid_creation_is_reported_until_the_parameters_are_fixed() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancel_stops_the_plan_even_with_a_denied_change_and_retrigger_restarts_it() {
-    let env = Env::start().await;
+    cancel_stops_the_plan_even_with_a_denied_change_and_retrigger_restarts_it_on(Env::start().await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "real control plane: run by scripts/real-cluster-stage.sh"]
+async fn real_cluster_cancel_stops_the_plan_even_with_a_denied_change_and_retrigger_restarts_it() {
+    cancel_stops_the_plan_even_with_a_denied_change_and_retrigger_restarts_it_on(Env::real().await).await;
+}
+
+async fn cancel_stops_the_plan_even_with_a_denied_change_and_retrigger_restarts_it_on(env: Env) {
     let dir = tempfile::tempdir().unwrap();
     let pkg = blocking_operator(dir.path());
     let text = std::fs::read_to_string(pkg.join("operator.yaml")).unwrap();
@@ -1087,6 +1132,12 @@ async fn cancel_stops_the_plan_even_with_a_denied_change_and_retrigger_restarts_
         again["status"]["planStatus"]["deploy"]["phases"][0]["steps"][1]["status"],
         "IN_PROGRESS"
     );
+    // Issue 14, bug 2: the cancelled run's plan message does not stay on the new run.
+    let message = &again["status"]["planStatus"]["deploy"]["message"];
+    assert!(
+        message.is_null() || message == "",
+        "the new run kept the old message: {message}"
+    );
     // Clearing planName is a cancellation too.
     env.patch_instance("cx", json!({"spec": {"planExecution": null}}))
         .await;
@@ -1139,9 +1190,18 @@ plans:
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn drift_is_repaired_by_default() {
+    drift_is_repaired_by_default_on(Env::start().await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "real control plane: run by scripts/real-cluster-stage.sh"]
+async fn real_cluster_drift_is_repaired_by_default() {
+    drift_is_repaired_by_default_on(Env::real().await).await;
+}
+
+async fn drift_is_repaired_by_default_on(env: Env) {
     use k8s_openapi::api::apps::v1::Deployment;
     use kube::api::{DeleteParams, Patch, PatchParams};
-    let env = Env::start().await;
     let dir = tempfile::tempdir().unwrap();
     let pkg = first_operator(dir.path());
     env.install(&pkg, "dr", BTreeMap::new()).await;
@@ -1150,7 +1210,7 @@ async fn drift_is_repaired_by_default() {
         .wait_ready_replicas("apps/v1", "Deployment", "dr-nginx", 2)
         .await;
     let first_uid = dep["metadata"]["uid"].as_str().unwrap().to_string();
-    let deps: Api<Deployment> = Api::namespaced(env.client.clone(), harness::NS);
+    let deps: Api<Deployment> = Api::namespaced(env.client.clone(), &env.ns);
 
     // Deleted outside a plan: applied again.
     deps.delete("dr-nginx", &DeleteParams::default()).await.unwrap();
@@ -1186,6 +1246,165 @@ async fn drift_is_repaired_by_default() {
 
     // Policy `report`: drift_report.rs.
     env.stop().await;
+}
+
+/// Issue 14, bug 3: two objects repaired one after the other give two `DriftRepaired` Events,
+/// each naming its object (kube-runtime's recorder merged them into one series that named only
+/// the first).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn drift_repairs_are_one_event_per_object() {
+    drift_repairs_are_one_event_per_object_on(Env::start().await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "real control plane: run by scripts/real-cluster-stage.sh"]
+async fn real_cluster_drift_repairs_are_one_event_per_object() {
+    drift_repairs_are_one_event_per_object_on(Env::real().await).await;
+}
+
+async fn drift_repairs_are_one_event_per_object_on(env: Env) {
+    use k8s_openapi::api::apps::v1::Deployment;
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kube::api::{DeleteParams, Patch, PatchParams};
+    let dir = tempfile::tempdir().unwrap();
+    let pkg = single_step(
+        dir.path(),
+        "two",
+        "apiVersion: kudo.dev/v1beta1\nparameters: []\n",
+        &[
+            (
+                "cm.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Name }}-conf\ndata:\n  a: b\n",
+            ),
+            (
+                "deploy.yaml",
+                r#"apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ .Name }}-web
+spec:
+  replicas: 1
+  selector:
+    matchLabels:
+      app: web
+  template:
+    metadata:
+      labels:
+        app: web
+    spec:
+      containers:
+        - name: web
+          image: nginx
+"#,
+            ),
+        ],
+    );
+    env.install(&pkg, "dt", BTreeMap::new()).await;
+    env.wait_plan("dt", "deploy", "COMPLETE").await;
+    env.wait_ready_replicas("apps/v1", "Deployment", "dt-web", 1)
+        .await;
+    let cms: Api<ConfigMap> = Api::namespaced(env.client.clone(), &env.ns);
+    let deps: Api<Deployment> = Api::namespaced(env.client.clone(), &env.ns);
+    let repaired = |name: &'static str| {
+        let env = &env;
+        async move {
+            env.events("dt")
+                .await
+                .into_iter()
+                .filter(|(r, n)| r == "DriftRepaired" && n.contains(name))
+                .count()
+        }
+    };
+    cms.delete("dt-conf", &DeleteParams::default()).await.unwrap();
+    harness::wait_for("DriftRepaired naming the ConfigMap", || async {
+        (repaired("dt-conf").await > 0).then_some(())
+    })
+    .await;
+    let scale = PatchParams {
+        field_manager: Some("kubectl".into()),
+        ..Default::default()
+    };
+    deps.patch("dt-web", &scale, &Patch::Merge(json!({"spec": {"replicas": 3}})))
+        .await
+        .unwrap();
+    harness::wait_for("DriftRepaired naming the Deployment", || async {
+        (repaired("dt-web").await > 0).then_some(())
+    })
+    .await;
+    let events = env.instance_events("dt").await;
+    let drift: Vec<_> = events
+        .iter()
+        .filter(|e| e.reason.as_deref() == Some("DriftRepaired"))
+        .collect();
+    assert_eq!(drift.len(), 2, "{drift:#?}");
+    let related: Vec<_> = drift
+        .iter()
+        .filter_map(|e| e.related.as_ref()?.name.clone())
+        .collect();
+    assert!(related.contains(&"dt-conf".to_string()), "{drift:#?}");
+    assert!(related.contains(&"dt-web".to_string()), "{drift:#?}");
+    env.stop().await;
+}
+
+/// Issue 14, bug 6: deleting the namespace of an Instance makes the manager neither re-create
+/// the objects being deleted (403 "being terminated") nor report the OperatorVersion the
+/// deletion removed as missing. Real cluster only: it reads the stage manager's log
+/// (`$KUDO_REAL_CLUSTER_MANAGER_LOG`), the only place those attempts show once the namespace and
+/// its Events are gone. The namespace controller deletes resource types in a random order, and
+/// the manager only has something to repair when the Deployment goes before the Instance: four
+/// namespaces make that all but certain.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "real control plane: run by scripts/real-cluster-stage.sh"]
+async fn real_cluster_deleting_the_namespace_repairs_nothing() {
+    use k8s_openapi::api::core::v1::Namespace;
+    use kube::api::DeleteParams;
+    let log = std::env::var_os("KUDO_REAL_CLUSTER_MANAGER_LOG")
+        .map(std::path::PathBuf::from)
+        .expect("KUDO_REAL_CLUSTER_MANAGER_LOG: run by scripts/real-cluster-stage.sh");
+    let dir = tempfile::tempdir().unwrap();
+    let pkg = first_operator(dir.path());
+    let mut envs = Vec::new();
+    for _ in 0..4 {
+        let env = Env::real().await;
+        env.install(&pkg, "nd", BTreeMap::new()).await;
+        envs.push(env);
+    }
+    for env in &envs {
+        env.wait_plan("nd", "deploy", "COMPLETE").await;
+        env.wait_ready_replicas("apps/v1", "Deployment", "nd-nginx", 2)
+            .await;
+    }
+    let namespaces: Api<Namespace> = Api::all(envs[0].client.clone());
+    for env in &envs {
+        namespaces
+            .delete(&env.ns, &DeleteParams::background())
+            .await
+            .expect("namespace deleted");
+    }
+    for env in &envs {
+        harness::wait_for("the namespace to be gone", || async {
+            namespaces.get_opt(&env.ns).await.ok()?.is_none().then_some(())
+        })
+        .await;
+    }
+    // Reconciles queued by the last deletions have run by now.
+    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    let text = std::fs::read_to_string(&log).expect("manager log");
+    let noise: Vec<&str> = text
+        .lines()
+        .filter(|l| envs.iter().any(|e| l.contains(&e.ns)))
+        .filter(|l| {
+            l.contains("being terminated") || l.contains("does not exist") || l.contains("re-applying")
+        })
+        .collect();
+    assert!(
+        noise.is_empty(),
+        "the manager fought the namespace deletion:\n{}",
+        noise.join("\n")
+    );
+    for env in envs {
+        env.stop().await;
+    }
 }
 
 /// Crash safety: the manager is killed (task aborted mid-reconcile, see

@@ -48,6 +48,10 @@ async fn metrics_health_and_readiness_over_http_during_a_galera_deploy() {
     assert_eq!(metric(&text, series), Some(1.0), "{text}");
     let hist = "kudo_plan_duration_seconds_count{operator=\"galera\",plan=\"deploy\",result=\"COMPLETE\"}";
     assert_eq!(metric(&text, hist), Some(1.0), "{text}");
+    // Issue 14, bug 7: measured below the second (whole seconds before).
+    let sum = "kudo_plan_duration_seconds_sum{operator=\"galera\",plan=\"deploy\",result=\"COMPLETE\"}";
+    let secs = metric(&text, sum).expect("duration sum");
+    assert!(secs > 0.0 && secs.fract() != 0.0, "{secs}: {text}");
     let objects = galera_deploy_objects("mg");
     assert!(objects >= 8, "galera's deploy applies {objects} objects");
     let applied = metric(&text, "kudo_objects_applied_total").unwrap_or(0.0);
@@ -60,6 +64,13 @@ async fn metrics_health_and_readiness_over_http_during_a_galera_deploy() {
         "{text}"
     );
     assert_eq!(metric(&text, "kudo_leader"), Some(1.0), "{text}");
+    // Requests by verb, counted at the manager's client: it watches, reads and applies.
+    let requests =
+        |verb: &str| metric(&text, &format!("kudo_api_requests_total{{verb=\"{verb}\"}}")).unwrap_or(0.0);
+    assert!(requests("watch") >= 1.0, "{text}");
+    assert!(requests("list") >= 1.0, "{text}");
+    assert!(requests("get") >= 1.0, "{text}");
+    assert!(requests("patch") >= objects as f64, "{text}");
     assert_eq!(
         metric(&text, "kudo_reconciles_in_flight").map(|v| v >= 0.0),
         Some(true),
