@@ -42,12 +42,19 @@ pub type ClusterObjects = Mutex<BTreeSet<(String, String, String)>>;
 pub struct Rendered {
     objects: Vec<RenderedObject>,
     errors: HashMap<TaskKey, String>,
+    /// Objects of removed API versions converted to the served ones (crate::translate).
+    translations: Vec<crate::translate::Translation>,
 }
 
 impl Rendered {
     /// All rendered objects of the plan (drift repair re-applies them).
     pub fn objects(&self) -> &[RenderedObject] {
         &self.objects
+    }
+
+    /// The translations of removed API versions this render made.
+    pub fn translations(&self) -> &[crate::translate::Translation] {
+        &self.translations
     }
 
     fn for_task<'r>(&'r self, call: &'r TaskCall<'_>) -> impl Iterator<Item = &'r RenderedObject> + 'r {
@@ -90,12 +97,14 @@ fn render_all(ov: &OperatorVersion, plan: &str, rctx: &RenderContext) -> Result<
         Ok(objects) => Ok(Rendered {
             objects,
             errors: HashMap::new(),
+            translations: Vec::new(),
         }),
         Err(RenderError::Task { .. }) => {
             // Render task by task so that only the broken task(s) fail.
             let mut out = Rendered {
                 objects: Vec::new(),
                 errors: HashMap::new(),
+                translations: Vec::new(),
             };
             let Some(p) = ov.spec.plans.get(plan) else {
                 return Err(format!("could not find required plan: {plan}"));
@@ -123,8 +132,29 @@ fn render_all(ov: &OperatorVersion, plan: &str, rctx: &RenderContext) -> Result<
 
 /// Renders a plan with namespacedness from discovery. Kinds missing from the discovery cache are
 /// looked up after a first render; if discovery disagrees with the built-in table used for them,
-/// the plan is rendered again. `Err` is a plan-level fatal (invalid parameters, missing plan).
+/// the plan is rendered again. Objects of removed API versions are then translated
+/// (crate::translate); one that cannot be fails its task. `Err` is a plan-level fatal (invalid
+/// parameters, missing plan).
 pub async fn render(
+    ctx: &Context,
+    ov: &OperatorVersion,
+    plan: &str,
+    base: RenderContext,
+) -> Result<Rendered, String> {
+    let mut rendered = render_namespaced(ctx, ov, plan, base).await?;
+    let (done, failed) = crate::translate::translate_unserved(ctx, &mut rendered.objects).await;
+    for (i, err) in failed {
+        let o = &rendered.objects[i];
+        rendered
+            .errors
+            .entry((o.phase.clone(), o.step.clone(), o.task.clone()))
+            .or_insert(err);
+    }
+    rendered.translations = done;
+    Ok(rendered)
+}
+
+async fn render_namespaced(
     ctx: &Context,
     ov: &OperatorVersion,
     plan: &str,

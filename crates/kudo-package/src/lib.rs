@@ -19,6 +19,7 @@ pub mod render;
 pub mod scaffold;
 pub mod split;
 mod tmpl;
+pub mod translate;
 pub mod verify;
 pub mod yaml;
 
