@@ -40,6 +40,7 @@ pub mod meta;
 mod openapi;
 mod patch;
 mod proto;
+mod quantity;
 pub mod registry;
 pub mod selector;
 pub mod store;
