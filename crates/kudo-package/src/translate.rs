@@ -135,16 +135,21 @@ pub enum TranslateError {
     )]
     NoMapping { api_version: String, kind: String },
     /// The replacement version has no place for a field the object sets.
-    #[error("cannot translate {kind} {name:?} from {from} to {to}: field {field} {reason}")]
-    LosesInformation {
-        kind: String,
-        name: String,
-        from: String,
-        to: String,
-        /// Path of the field, e.g. `spec.rollbackTo`.
-        field: String,
-        reason: String,
-    },
+    #[error("{0}")]
+    LosesInformation(Box<Loss>),
+}
+
+/// What a translation would lose (see [`TranslateError::LosesInformation`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("cannot translate {kind} {name:?} from {from} to {to}: field {field} {reason}")]
+pub struct Loss {
+    pub kind: String,
+    pub name: String,
+    pub from: String,
+    pub to: String,
+    /// Path of the field, e.g. `spec.rollbackTo`.
+    pub field: String,
+    pub reason: String,
 }
 
 /// A translated object.
@@ -239,14 +244,14 @@ fn is_empty_value(v: &Value) -> bool {
 
 impl Tx {
     fn lossy(&self, field: impl Into<String>, reason: impl Into<String>) -> TranslateError {
-        TranslateError::LosesInformation {
+        TranslateError::LosesInformation(Box::new(Loss {
             kind: self.m.kind.to_string(),
             name: self.name.clone(),
             from: self.m.from.to_string(),
             to: self.m.to.to_string(),
             field: field.into(),
             reason: reason.into(),
-        }
+        }))
     }
 
     fn spec(&mut self) -> &mut Map<String, Value> {
@@ -925,7 +930,7 @@ mod tests {
         )
         .unwrap_err();
         assert!(
-            matches!(&e, TranslateError::LosesInformation { field, .. } if field == "spec.rollbackTo"),
+            matches!(&e, TranslateError::LosesInformation(l) if l.field == "spec.rollbackTo"),
             "{e}"
         );
         assert!(e.to_string().contains("spec.rollbackTo") && e.to_string().contains("\"d\""));
