@@ -40,7 +40,6 @@ pub mod meta;
 mod openapi;
 mod patch;
 mod proto;
-mod quantity;
 pub mod registry;
 pub mod selector;
 pub mod store;

@@ -45,7 +45,7 @@ pub fn default_object(def: &ResourceDef, obj: &mut Value, cluster_ip: Option<Str
                 default_pod_spec(obj.pointer_mut("/spec"));
             }
             "persistentvolumeclaims" => {
-                crate::quantity::canonicalize_claim_spec(obj.get_mut("spec"));
+                kudo_patch::quantity::canonicalize_claim_spec(obj.get_mut("spec"));
                 obj["status"] = json!({"phase": "Pending"});
             }
             "persistentvolumes" => obj["status"] = json!({"phase": "Available"}),
@@ -77,7 +77,7 @@ pub fn default_object(def: &ResourceDef, obj: &mut Value, cluster_ip: Option<Str
                 .or_insert(json!({"whenDeleted": "Retain", "whenScaled": "Retain"}));
             if let Some(Value::Array(vcts)) = spec.get_mut("volumeClaimTemplates") {
                 for vct in vcts.iter_mut() {
-                    crate::quantity::canonicalize_claim_spec(vct.get_mut("spec"));
+                    kudo_patch::quantity::canonicalize_claim_spec(vct.get_mut("spec"));
                 }
             }
         }
@@ -178,7 +178,7 @@ fn default_secret(obj: &mut Value) {
 
 fn default_pod_spec(spec: Option<&mut Value>) {
     let Some(Value::Object(spec)) = spec else { return };
-    crate::quantity::canonicalize_pod_spec(spec);
+    kudo_patch::quantity::canonicalize_pod_spec(spec);
     spec.entry("restartPolicy").or_insert(json!("Always"));
     spec.entry("terminationGracePeriodSeconds").or_insert(json!(30));
     spec.entry("dnsPolicy").or_insert(json!("ClusterFirst"));

@@ -2,7 +2,7 @@
 //! server stores them: it parses every `resource.Quantity` field and serialises it back
 //! canonically (`0.3` → `"300m"`, `1024Mi` → `"1Gi"`, `1000` → `"1k"`). Templates render
 //! quantities as YAML numbers and kuttl asserts compare against the canonical strings, so the
-//! embedded server must do the same.
+//! embedded server must do the same; the manager's drift check compares quantities by value.
 
 use serde_json::Value;
 
@@ -112,6 +112,11 @@ pub fn canonical(v: &Value) -> Option<String> {
     }
     let suffix = DECIMAL.iter().find(|(_, e)| *e == e3).map(|(s, _)| *s)?;
     Some(format!("{sign}{m}{suffix}"))
+}
+
+/// Whether two values are the same quantity written differently (`0.3` and `"300m"`).
+pub fn same_quantity(a: &Value, b: &Value) -> bool {
+    matches!((canonical(a), canonical(b)), (Some(x), Some(y)) if x == y)
 }
 
 /// Canonicalises every value of a map of quantities (`requests`, `limits`, `hard`…) in place.
