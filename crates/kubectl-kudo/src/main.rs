@@ -8,6 +8,8 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod cmd;
+#[cfg(test)]
+mod kudo_v019_flags;
 mod output;
 
 /// KUDO, the Kubernetes Universal Declarative Operator: write an operator as a package of plans and
@@ -76,7 +78,7 @@ fn main() -> ExitCode {
     }
     let result = match cli.command {
         Command::Template(args) => cmd::template::run(args),
-        Command::Package(args) => cmd::package::run(args),
+        Command::Package(args) => cmd::package::run(&cli.cluster, args),
         Command::Version(args) => cmd::version::run(args),
         Command::Repo(args) => cmd::repo::run(&cli.cluster, args),
         Command::Search(args) => cmd::repo::search(&cli.cluster, args),

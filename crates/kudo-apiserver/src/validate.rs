@@ -44,7 +44,10 @@ pub fn default_object(def: &ResourceDef, obj: &mut Value, cluster_ip: Option<Str
                 obj["status"] = json!({"phase": "Pending", "qosClass": "BestEffort"});
                 default_pod_spec(obj.pointer_mut("/spec"));
             }
-            "persistentvolumeclaims" => obj["status"] = json!({"phase": "Pending"}),
+            "persistentvolumeclaims" => {
+                kudo_patch::quantity::canonicalize_claim_spec(obj.get_mut("spec"));
+                obj["status"] = json!({"phase": "Pending"});
+            }
             "persistentvolumes" => obj["status"] = json!({"phase": "Available"}),
             _ => {}
         }
@@ -72,6 +75,11 @@ pub fn default_object(def: &ResourceDef, obj: &mut Value, cluster_ip: Option<Str
             default_strategy(spec, "updateStrategy", json!({"partition": 0}));
             spec.entry("persistentVolumeClaimRetentionPolicy")
                 .or_insert(json!({"whenDeleted": "Retain", "whenScaled": "Retain"}));
+            if let Some(Value::Array(vcts)) = spec.get_mut("volumeClaimTemplates") {
+                for vct in vcts.iter_mut() {
+                    kudo_patch::quantity::canonicalize_claim_spec(vct.get_mut("spec"));
+                }
+            }
         }
         default_pod_spec(obj.pointer_mut("/spec/template/spec"));
     }
@@ -170,6 +178,7 @@ fn default_secret(obj: &mut Value) {
 
 fn default_pod_spec(spec: Option<&mut Value>) {
     let Some(Value::Object(spec)) = spec else { return };
+    kudo_patch::quantity::canonicalize_pod_spec(spec);
     spec.entry("restartPolicy").or_insert(json!("Always"));
     spec.entry("terminationGracePeriodSeconds").or_insert(json!(30));
     spec.entry("dnsPolicy").or_insert(json!("ClusterFirst"));

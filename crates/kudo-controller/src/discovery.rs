@@ -27,6 +27,9 @@ type Known = HashMap<(String, String), (ApiResource, bool)>;
 pub struct Cache {
     client: kube::Client,
     known: Arc<RwLock<Known>>,
+    /// Removed built-in API versions (those with a translation) found not served: they never
+    /// come back, so they are not asked again at every render.
+    removed: Arc<RwLock<HashMap<(String, String), String>>>,
 }
 
 fn split_api_version(api_version: &str) -> (&str, &str) {
@@ -41,6 +44,7 @@ impl Cache {
         Cache {
             client,
             known: Arc::default(),
+            removed: Arc::default(),
         }
     }
 
@@ -65,6 +69,9 @@ impl Cache {
         {
             return Ok(Resolved::Found { resource, namespaced });
         }
+        if let Some(msg) = self.removed.read().unwrap_or_else(|e| e.into_inner()).get(&key) {
+            return Ok(Resolved::Unknown(msg.clone()));
+        }
         if api_version.is_empty() || kind.is_empty() {
             return Ok(Resolved::Unknown(format!(
                 "object without apiVersion/kind (apiVersion {api_version:?}, kind {kind:?})"
@@ -72,6 +79,15 @@ impl Cache {
         }
         let (group, version) = split_api_version(api_version);
         let gvk = GroupVersionKind::gvk(group, version, kind);
+        let unknown = |msg: String| {
+            if kudo_package::translate::mapping(api_version, kind).is_some() {
+                self.removed
+                    .write()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(key.clone(), msg.clone());
+            }
+            Ok(Resolved::Unknown(msg))
+        };
         match pinned_kind(&self.client, &gvk).await {
             Ok((resource, caps)) => {
                 let namespaced = caps.scope == Scope::Namespaced;
@@ -81,12 +97,12 @@ impl Cache {
                     .insert(key, (resource.clone(), namespaced));
                 Ok(Resolved::Found { resource, namespaced })
             }
-            Err(kube::Error::Api(e)) if e.code == 404 => Ok(Resolved::Unknown(format!(
+            Err(kube::Error::Api(e)) if e.code == 404 => unknown(format!(
                 "no matches for kind {kind:?} in version {api_version:?}: the API server does not serve {api_version}"
-            ))),
-            Err(kube::Error::Discovery(e)) => Ok(Resolved::Unknown(format!(
+            )),
+            Err(kube::Error::Discovery(e)) => unknown(format!(
                 "no matches for kind {kind:?} in version {api_version:?}: {e}"
-            ))),
+            )),
             Err(e) => Err(e),
         }
     }

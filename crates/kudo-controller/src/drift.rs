@@ -84,7 +84,7 @@ pub fn is_subset(want: &Value, live: &Value) -> bool {
             w.len() == l.len() && w.iter().zip(l).all(|(a, b)| is_subset(a, b))
         }
         (Value::Number(a), Value::Number(b)) => a.as_f64() == b.as_f64(),
-        (a, b) => a == b,
+        (a, b) => a == b || kudo_patch::quantity::same_quantity(a, b),
     }
 }
 
@@ -300,6 +300,12 @@ mod tests {
         let extra_container = json!({"spec": {"replicas": 2, "template": {"spec": {"containers": [{"name": "n", "image": "nginx"}, {"name": "x"}]}}}});
         assert!(!is_subset(&want, &extra_container));
         assert!(is_subset(&json!({"a": 1}), &json!({"a": 1.0})));
+        // the server stores quantities canonically
+        assert!(is_subset(
+            &json!({"cpu": 0.3, "memory": "1024Mi"}),
+            &json!({"cpu": "300m", "memory": "1Gi"})
+        ));
+        assert!(!is_subset(&json!({"cpu": 0.3}), &json!({"cpu": "200m"})));
     }
 
     #[test]

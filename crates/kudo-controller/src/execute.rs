@@ -46,6 +46,8 @@ pub struct Rendered {
     /// A dependency of the dependencies hash could not be read: applying now could roll pods for
     /// nothing, so tasks that apply objects wait (transient) and the next reconcile renders again.
     transient: Option<String>,
+    /// Objects of removed API versions converted to the served ones (crate::translate).
+    translations: Vec<crate::translate::Translation>,
 }
 
 impl Rendered {
@@ -57,6 +59,11 @@ impl Rendered {
     /// Why this render cannot be applied yet (a dependency of the dependencies hash was unreadable).
     pub fn transient(&self) -> Option<&str> {
         self.transient.as_deref()
+    }
+
+    /// The translations of removed API versions this render made.
+    pub fn translations(&self) -> &[crate::translate::Translation] {
+        &self.translations
     }
 
     fn for_task<'r>(&'r self, call: &'r TaskCall<'_>) -> impl Iterator<Item = &'r RenderedObject> + 'r {
@@ -100,6 +107,7 @@ fn render_all(ov: &OperatorVersion, plan: &str, rctx: &RenderContext) -> Result<
             objects,
             errors: HashMap::new(),
             transient: None,
+            translations: Vec::new(),
         }),
         Err(RenderError::Task { .. }) => {
             // Render task by task so that only the broken task(s) fail.
@@ -107,6 +115,7 @@ fn render_all(ov: &OperatorVersion, plan: &str, rctx: &RenderContext) -> Result<
                 objects: Vec::new(),
                 errors: HashMap::new(),
                 transient: None,
+                translations: Vec::new(),
             };
             let Some(p) = ov.spec.plans.get(plan) else {
                 return Err(format!("could not find required plan: {plan}"));
@@ -132,13 +141,35 @@ fn render_all(ov: &OperatorVersion, plan: &str, rctx: &RenderContext) -> Result<
     }
 }
 
-/// Renders a plan with namespacedness from discovery and the live dependencies of the
-/// dependencies hash. Kinds missing from the discovery cache are looked up after a first render;
-/// if discovery disagrees with the built-in table used for them, the plan is rendered again. The
-/// same first render records the ConfigMaps/Secrets the hash needs from the cluster (those no
-/// task of the plan renders); they are read and, when any exists, the plan is rendered again with
-/// them. `Err` is a plan-level fatal (invalid parameters, missing plan).
+/// Renders a plan with namespacedness from discovery and the dependencies hash (see
+/// [`render_namespaced`]). Objects of removed API versions are then translated
+/// (crate::translate); one that cannot be fails its task. `Err` is a plan-level fatal (invalid
+/// parameters, missing plan).
 pub async fn render(
+    ctx: &Context,
+    ov: &OperatorVersion,
+    plan: &str,
+    base: RenderContext,
+) -> Result<Rendered, String> {
+    let mut rendered = render_namespaced(ctx, ov, plan, base).await?;
+    let (done, failed) = crate::translate::translate_unserved(ctx, &mut rendered.objects).await;
+    for (i, err) in failed {
+        let o = &rendered.objects[i];
+        rendered
+            .errors
+            .entry((o.phase.clone(), o.step.clone(), o.task.clone()))
+            .or_insert(err);
+    }
+    rendered.translations = done;
+    Ok(rendered)
+}
+
+/// Renders with namespacedness from discovery and the live dependencies of the dependencies
+/// hash. Kinds missing from the discovery cache are looked up after a first render; if discovery
+/// disagrees with the built-in table used for them, the plan is rendered again. The same first
+/// render records the ConfigMaps/Secrets the hash needs from the cluster (those no task of the
+/// plan renders); they are read and, when any exists, the plan is rendered again with them.
+async fn render_namespaced(
     ctx: &Context,
     ov: &OperatorVersion,
     plan: &str,

@@ -52,6 +52,7 @@ pub mod leader;
 pub mod metrics;
 pub mod ops;
 mod reconcile;
+mod translate;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -244,6 +245,8 @@ pub(crate) struct Context {
     pub discovery: discovery::Cache,
     pub metrics: Arc<Metrics>,
     pub applied: execute::AppliedCache,
+    /// Translations of removed API versions already announced by an Event.
+    pub translations: translate::Announced,
 }
 
 /// Runs the manager until `shutdown` completes: the controller (while holding the lease, with
@@ -387,6 +390,7 @@ pub(crate) async fn run_controller(
         recorder,
         metrics: health.metrics.clone(),
         applied: Default::default(),
+        translations: Default::default(),
     });
     tracing::info!("kudo controller started");
     // The caller's shutdown future need not be Send: it is awaited here, and a oneshot relays it

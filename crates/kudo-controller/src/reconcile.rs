@@ -24,6 +24,7 @@ use tracing::{Instrument, debug, info, info_span, warn};
 
 use crate::drift;
 use crate::execute::{self, reasons};
+use crate::translate::API_VERSION_TRANSLATED;
 use crate::{
     ADMITTED_SPEC_ANNOTATION, CLUSTER_OBJECTS_ANNOTATION, CLUSTER_OBJECTS_FINALIZER, Context,
     instance_resource, operator_version_resource,
@@ -650,7 +651,22 @@ impl<'c> Reconciler<'c> {
             live_dependency: None,
         };
         let rendered = match execute::render(self.ctx, ov, plan, rctx).await {
-            Ok(r) => r,
+            Ok(r) => {
+                for t in r.translations() {
+                    if self.ctx.translations.first(plan_uid, t) {
+                        let msg = t.message();
+                        info!("{msg}");
+                        // One Event series per object (the recorder merges by reason and action).
+                        let mut action = format!("Translate {}", t.object);
+                        while action.len() > 128 {
+                            action.pop();
+                        }
+                        self.event(raw, EventType::Warning, API_VERSION_TRANSLATED, &action, &msg)
+                            .await;
+                    }
+                }
+                r
+            }
             Err(msg) => {
                 let msg = format!("{}/{}: {msg}", self.ns, self.name);
                 mark_plan_fatal(&mut ps, &msg, now);

@@ -20,6 +20,7 @@ pub mod render;
 pub mod scaffold;
 pub mod split;
 mod tmpl;
+pub mod translate;
 pub mod verify;
 pub mod yaml;
 

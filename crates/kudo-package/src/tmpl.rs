@@ -331,14 +331,38 @@ pub(crate) fn render_all(pkg: &Package, r: &mut Verification) {
         match t.execute(&data, &mut env) {
             Err(e) => r.error(format!("error expanding template {name}: {e}")),
             Ok(out) => {
-                if !param_files.contains(name.as_str())
-                    && name != pkg.operator.namespace_manifest
-                    && let Err(e) = crate::split::parse_objects(&name, &out)
-                {
-                    r.error(e);
+                if !param_files.contains(name.as_str()) && name != pkg.operator.namespace_manifest {
+                    match crate::split::parse_objects(&name, &out) {
+                        Err(e) => r.error(e),
+                        Ok(objs) => {
+                            for o in &objs {
+                                translation_warning(&name, &o.object, r);
+                            }
+                        }
+                    }
                 }
             }
         }
+    }
+}
+
+/// Ours: an object of an API version current Kubernetes no longer serves is translated when
+/// applied (crate::translate); say so, or say why it cannot be.
+fn translation_warning(template: &str, obj: &serde_json::Value, r: &mut Verification) {
+    let av = obj["apiVersion"].as_str().unwrap_or_default();
+    let kind = obj["kind"].as_str().unwrap_or_default();
+    let Some(m) = crate::translate::mapping(av, kind) else {
+        return;
+    };
+    match crate::translate::translate(obj) {
+        Ok(_) => r.warn(format!(
+            "template {template}: {kind} {av} is not served since Kubernetes 1.{}; it will be applied as {} where the cluster does not serve {av}",
+            m.removed_in, m.to
+        )),
+        Err(e) => r.warn(format!(
+            "template {template}: {kind} {av} is not served since Kubernetes 1.{} and {e}",
+            m.removed_in
+        )),
     }
 }
 

@@ -29,6 +29,7 @@
 pub mod fieldpath;
 pub mod json_patch;
 pub mod merge;
+pub mod quantity;
 pub mod schema;
 pub mod ssa;
 pub mod strategic;

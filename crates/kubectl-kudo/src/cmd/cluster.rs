@@ -30,6 +30,10 @@ pub struct ClusterOpts {
     /// KUDO home directory for local settings such as repositories.
     #[arg(long, global = true, env = "KUDO_HOME", value_name = "DIR")]
     pub home: Option<PathBuf>,
+    /// Accepted for KUDO scripts (KUDO checked that its CRDs are served before each command):
+    /// kudo-rs commands name a missing CRD in their own error, with or without it.
+    #[arg(long, global = true, num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
+    pub validate_install: Option<bool>,
 }
 
 impl ClusterOpts {

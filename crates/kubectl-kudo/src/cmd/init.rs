@@ -74,8 +74,19 @@ pub struct InitArgs {
     #[arg(long, default_value_t = 300, value_name = "SECONDS")]
     pub wait_timeout: u64,
     /// Manager image (default: the image of this version).
-    #[arg(short = 'i', long, value_name = "IMAGE")]
+    #[arg(short = 'i', long, value_name = "IMAGE", conflicts_with = "version")]
     pub kudo_image: Option<String>,
+    /// Version of the manager to install: the tag of the default image (`kudo-rs/manager:v<VERSION>`).
+    #[arg(long, value_name = "VERSION")]
+    pub version: Option<String>,
+    /// Accepted for KUDO v0.19 scripts: KUDO needed a certificate for its admission webhook;
+    /// kudo-rs has no webhook, so there is nothing to sign.
+    #[arg(long)]
+    pub unsafe_self_signed_webhook_ca: bool,
+    /// Accepted for older KUDO scripts (`--webhook InstanceValidation`): kudo-rs has no webhook,
+    /// the manager admits Instance changes itself.
+    #[arg(long, value_name = "WEBHOOK")]
+    pub webhook: Option<String>,
     /// Image pull policy of the manager (KUDO's default: Always).
     #[arg(long, value_enum, default_value = "Always")]
     pub kudo_image_pull_policy: PullPolicy,
@@ -97,6 +108,25 @@ fn dry_run_list(ms: &[Manifest]) -> Value {
 /// The manager image this CLI version deploys.
 pub fn default_image() -> String {
     format!("kudo-rs/manager:v{}", env!("CARGO_PKG_VERSION"))
+}
+
+/// The manager image of another version (`--version 0.2.0` or `v0.2.0`).
+pub fn image_for_version(version: &str) -> String {
+    format!("kudo-rs/manager:v{}", version.trim_start_matches('v'))
+}
+
+/// Says, once per flag, that a flag only KUDO's admission webhook needed changes nothing here.
+fn explain_webhook_flags(args: &InitArgs) {
+    if args.unsafe_self_signed_webhook_ca {
+        eprintln!(
+            "--unsafe-self-signed-webhook-ca: nothing to do, kudo-rs has no admission webhook (the manager admits Instance changes itself), so no certificate is needed"
+        );
+    }
+    if let Some(w) = &args.webhook {
+        eprintln!(
+            "--webhook {w}: nothing to do, kudo-rs has no admission webhook (the manager admits Instance changes itself)"
+        );
+    }
 }
 
 /// One manifest and how to reach its API.
@@ -162,7 +192,11 @@ fn manifests(args: &InitArgs, namespace: &str) -> Result<Vec<Manifest>> {
             group: "service accounts and other requirements for controller to run",
         });
     }
-    let image = args.kudo_image.clone().unwrap_or_else(default_image);
+    let image = match (&args.kudo_image, &args.version) {
+        (Some(image), _) => image.clone(),
+        (None, Some(v)) => image_for_version(v),
+        (None, None) => default_image(),
+    };
     out.push(Manifest {
         resource: resource("apps", "v1", "Deployment", "deployments"),
         namespaced: true,
@@ -229,6 +263,7 @@ pub async fn run(opts: &ClusterOpts, args: InitArgs) -> Result<ExitCode> {
         .namespace
         .clone()
         .unwrap_or_else(|| "kudo-system".to_string());
+    explain_webhook_flags(&args);
     if args.dry_run {
         let ms = manifests(&args, &namespace)?;
         match args.output.unwrap_or(InitOutput::Yaml) {
@@ -448,6 +483,39 @@ mod tests {
         assert_eq!(list["kind"], "List");
         assert_eq!(list["items"].as_array().unwrap().len(), ms.len());
         assert_eq!(list["items"][6]["kind"], "Deployment");
+    }
+
+    #[test]
+    fn version_chooses_the_image_tag_and_conflicts_with_an_image() {
+        let image = |t: &T| {
+            manifests(&t.init, "kudo-system").unwrap().last().unwrap().object["spec"]["template"]["spec"]
+                ["containers"][0]["image"]
+                .clone()
+        };
+        assert_eq!(
+            image(&T::parse_from(["init", "--version", "0.2.0"])),
+            "kudo-rs/manager:v0.2.0"
+        );
+        assert_eq!(
+            image(&T::parse_from(["init", "--version", "v0.3.1"])),
+            "kudo-rs/manager:v0.3.1"
+        );
+        assert!(T::try_parse_from(["init", "--version", "0.2.0", "-i", "x:y"]).is_err());
+        // webhook flags change nothing in what is installed
+        let plain = manifests(&T::parse_from(["init"]).init, "kudo-system").unwrap();
+        let hooked = manifests(
+            &T::parse_from([
+                "init",
+                "--unsafe-self-signed-webhook-ca",
+                "--webhook",
+                "InstanceValidation",
+            ])
+            .init,
+            "kudo-system",
+        )
+        .unwrap();
+        let objects = |ms: &[Manifest]| ms.iter().map(|m| m.object.clone()).collect::<Vec<_>>();
+        assert_eq!(objects(&plain), objects(&hooked));
     }
 
     #[test]

@@ -37,6 +37,10 @@ pub enum PackageCommand {
         /// Replace the package files if ./operator already exists.
         #[arg(short = 'w', long)]
         overwrite: bool,
+        /// Accepted for KUDO scripts (KUDO prompted for the package fields); kudo-rs does not
+        /// prompt: it scaffolds from NAME, edit operator/operator.yaml afterwards.
+        #[arg(short = 'i', long)]
+        interactive: bool,
     },
     /// List the parameters, plans or tasks of a package.
     #[command(subcommand)]
@@ -68,6 +72,9 @@ pub enum PackageCommand {
         /// Replace an existing tarball.
         #[arg(short = 'w', long)]
         overwrite: bool,
+        /// Print the verification result as yaml or json (as `package verify -o`).
+        #[arg(short, long)]
+        output: Option<Output>,
     },
     /// Render a plan offline: the exact objects the controller would apply or delete, step by step.
     #[command(
@@ -94,6 +101,11 @@ pub enum PackageCommand {
         /// Output format.
         #[arg(short, long, default_value = "yaml")]
         output: Output,
+        /// Kubernetes version (MAJOR.MINOR) to render for: objects of API versions it no longer
+        /// serves are shown translated to their replacement, as the manager would apply them
+        /// (default: the version the embedded cluster of `kubectl kudo dev` serves).
+        #[arg(long, value_name = "X.Y")]
+        kubernetes_version: Option<String>,
     },
 }
 
@@ -104,9 +116,11 @@ pub enum ListCommand {
         after_help = "Examples:\n  kubectl kudo package list parameters ./operator\n  kubectl kudo package list parameters ./operator --required"
     )]
     Parameters {
-        /// Package directory or .tgz.
+        /// Package directory or .tgz, or an operator name in a repository.
         #[arg(default_value = ".")]
-        package: PathBuf,
+        package: String,
+        #[command(flatten)]
+        source: super::repo::PackageSourceOpts,
         /// Add a column with descriptions.
         #[arg(short, long)]
         descriptions: bool,
@@ -123,7 +137,9 @@ pub enum ListCommand {
     )]
     Plans {
         #[arg(default_value = ".")]
-        package: PathBuf,
+        package: String,
+        #[command(flatten)]
+        source: super::repo::PackageSourceOpts,
         /// Show each task's kind and templates.
         #[arg(short = 't', long)]
         with_tasks: bool,
@@ -132,12 +148,35 @@ pub enum ListCommand {
     #[command(after_help = "Examples:\n  kubectl kudo package list tasks ./operator")]
     Tasks {
         #[arg(default_value = ".")]
-        package: PathBuf,
+        package: String,
+        #[command(flatten)]
+        source: super::repo::PackageSourceOpts,
     },
 }
 
 fn load(path: &Path) -> anyhow::Result<Package> {
     read_path(path).with_context(|| format!("failed to read package {}", path.display()))
+}
+
+/// A package for `package list`: a local path, a URL or a repository name, as `install` resolves it.
+fn load_listed(
+    opts: &super::cluster::ClusterOpts,
+    package: &str,
+    source: &super::repo::PackageSourceOpts,
+) -> anyhow::Result<Package> {
+    let is_default =
+        source.repo.is_none() && source.app_version.is_none() && source.operator_version.is_none();
+    if is_default && Path::new(package).exists() {
+        return load(Path::new(package));
+    }
+    let (pkg, _) = super::repo::resolve_package_with_dependencies(
+        opts,
+        package,
+        source.repo.as_deref(),
+        source.app_version.as_deref(),
+        source.operator_version.as_deref(),
+    )?;
+    Ok(pkg)
 }
 
 fn print_result(v: &Verification) {
@@ -164,9 +203,27 @@ fn to_yaml(v: &serde_json::Value) -> anyhow::Result<String> {
     serde_saphyr::to_string(v).context("cannot serialise to YAML")
 }
 
-pub fn run(args: PackageArgs) -> anyhow::Result<ExitCode> {
+fn print_formatted(v: &Verification, fmt: Output) -> anyhow::Result<()> {
+    let j = serde_json::json!({"valid": v.is_valid(), "errors": v.errors, "warnings": v.warnings});
+    match fmt {
+        Output::Json => println!("{}", serde_json::to_string_pretty(&j)?),
+        Output::Yaml => print!("{}", to_yaml(&j)?),
+    }
+    Ok(())
+}
+
+pub fn run(opts: &super::cluster::ClusterOpts, args: PackageArgs) -> anyhow::Result<ExitCode> {
     match args.command {
-        PackageCommand::New { name, overwrite } => {
+        PackageCommand::New {
+            name,
+            overwrite,
+            interactive,
+        } => {
+            if interactive {
+                eprintln!(
+                    "--interactive: kudo-rs does not prompt; the package is scaffolded from the name, edit operator/operator.yaml and operator/params.yaml afterwards"
+                );
+            }
             let dir = std::env::current_dir().context("cannot determine the current directory")?;
             kudo_package::scaffold::new_package(&dir, &name, overwrite)?;
             Ok(ExitCode::SUCCESS)
@@ -175,6 +232,7 @@ pub fn run(args: PackageArgs) -> anyhow::Result<ExitCode> {
             let out = match l {
                 ListCommand::Parameters {
                     package,
+                    source,
                     descriptions,
                     required,
                     names,
@@ -182,7 +240,7 @@ pub fn run(args: PackageArgs) -> anyhow::Result<ExitCode> {
                     if [descriptions, required, names].iter().filter(|b| **b).count() > 1 {
                         bail!("only one of the flags 'required', 'names', 'descriptions' can be set");
                     }
-                    let pkg = load(&package)?;
+                    let pkg = load_listed(opts, &package, &source)?;
                     list::parameters(
                         &pkg,
                         ParamListOptions {
@@ -192,8 +250,12 @@ pub fn run(args: PackageArgs) -> anyhow::Result<ExitCode> {
                         },
                     )
                 }
-                ListCommand::Plans { package, with_tasks } => list::plans(&load(&package)?, with_tasks),
-                ListCommand::Tasks { package } => list::tasks(&load(&package)?),
+                ListCommand::Plans {
+                    package,
+                    source,
+                    with_tasks,
+                } => list::plans(&load_listed(opts, &package, &source)?, with_tasks),
+                ListCommand::Tasks { package, source } => list::tasks(&load_listed(opts, &package, &source)?),
             };
             print!("{out}");
             Ok(ExitCode::SUCCESS)
@@ -231,11 +293,17 @@ pub fn run(args: PackageArgs) -> anyhow::Result<ExitCode> {
             package,
             destination,
             overwrite,
+            output,
         } => {
             let pkg = load(&package)?;
             let v = verify(&pkg, ParamChecks::default());
+            if let Some(fmt) = output {
+                print_formatted(&v, fmt)?;
+            }
             if !v.is_valid() {
-                print_result(&v);
+                if output.is_none() {
+                    print_result(&v);
+                }
                 bail!(
                     "package verification found {} error(s); not creating a package",
                     v.errors.len()
@@ -253,7 +321,11 @@ pub fn run(args: PackageArgs) -> anyhow::Result<ExitCode> {
             parameters,
             parameter_files,
             output,
+            kubernetes_version,
         } => {
+            let version = kubernetes_version.unwrap_or_else(|| kudo_apiserver::GIT_VERSION.to_string());
+            let minor = kudo_package::translate::parse_minor(&version)
+                .map_err(|e| anyhow::anyhow!("--kubernetes-version: {e}"))?;
             let pkg = load(&package)?;
             let mut values = BTreeMap::new();
             for f in &parameter_files {
@@ -273,22 +345,41 @@ pub fn run(args: PackageArgs) -> anyhow::Result<ExitCode> {
             )?;
             let inst = res.instance.metadata.name.clone();
             let ctx = RenderContext::offline(&inst, &namespace, values);
-            let objs = render_plan(&res.operator_version, &plan, &ctx)?;
+            let mut objs = render_plan(&res.operator_version, &plan, &ctx)?;
+            let mut translated_from = Vec::new();
+            for o in &mut objs {
+                let t =
+                    kudo_package::translate::translate_for_minor(&o.object, minor).with_context(|| {
+                        format!(
+                            "{}/{}/{}/{}: template {}",
+                            o.plan, o.phase, o.step, o.task, o.template
+                        )
+                    })?;
+                translated_from.push(t.as_ref().map(|t| t.from.clone()));
+                if let Some(t) = t {
+                    o.object = t.object;
+                }
+            }
             match output {
                 Output::Json => {
                     let list: Vec<serde_json::Value> = objs
                         .iter()
-                        .map(|o| {
-                            serde_json::json!({
+                        .zip(&translated_from)
+                        .map(|(o, from)| {
+                            let mut j = serde_json::json!({
                                 "plan": o.plan, "phase": o.phase, "step": o.step, "task": o.task,
                                 "template": o.template, "action": o.action.as_str(), "object": o.object,
-                            })
+                            });
+                            if let Some(from) = from {
+                                j["translatedFrom"] = serde_json::json!(from);
+                            }
+                            j
                         })
                         .collect();
                     println!("{}", serde_json::to_string_pretty(&list)?);
                 }
                 Output::Yaml => {
-                    for o in &objs {
+                    for (o, from) in objs.iter().zip(&translated_from) {
                         let suffix = match o.action {
                             kudo_package::render::Action::Apply => String::new(),
                             a => format!(" ({})", a.as_str()),
@@ -298,6 +389,9 @@ pub fn run(args: PackageArgs) -> anyhow::Result<ExitCode> {
                             "# {}/{}/{}/{}: {}{}",
                             o.plan, o.phase, o.step, o.task, o.template, suffix
                         );
+                        if let Some(from) = from {
+                            println!("# translated from {from}: Kubernetes 1.{minor} does not serve it");
+                        }
                         print!("{}", to_yaml(&o.object)?);
                     }
                 }

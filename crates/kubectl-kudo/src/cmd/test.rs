@@ -46,6 +46,25 @@ pub struct TestArgs {
     /// nodes, kubelet and workload controllers, and the KUDO manager.
     #[arg(long = "start-kind")]
     pub start_kind: bool,
+    /// Directory of CRDs to install (and wait for) before the tests (overrides the suite's crdDir).
+    #[arg(long, value_name = "DIR")]
+    pub crd_dir: Option<PathBuf>,
+    /// Directory of manifests to apply before the tests (repeatable; adds to manifestDirs).
+    #[arg(long = "manifest-dir", value_name = "DIR")]
+    pub manifest_dirs: Vec<PathBuf>,
+    /// KIND configuration (kuttl's); the embedded cluster takes none, so it is ignored with a warning.
+    #[arg(long, value_name = "FILE")]
+    pub kind_config: Option<PathBuf>,
+    /// KIND context name (KUDO's); accepted, nothing to choose with the embedded cluster.
+    #[arg(long, value_name = "NAME")]
+    pub kind_context: Option<String>,
+    /// Run KUDO for the tests (KUDO's); the embedded cluster always runs the KUDO manager.
+    #[arg(long)]
+    pub start_kudo: bool,
+    /// Keep the cluster after the run (KUDO's); the embedded cluster lives in this process and
+    /// ends with it.
+    #[arg(long)]
+    pub skip_cluster_delete: bool,
 }
 
 pub async fn run(opts: &ClusterOpts, args: TestArgs) -> anyhow::Result<ExitCode> {
@@ -90,6 +109,32 @@ pub async fn run(opts: &ClusterOpts, args: TestArgs) -> anyhow::Result<ExitCode>
         );
         suite.start_control_plane = false;
         suite.start_kind = false;
+    }
+    if let Some(d) = &args.crd_dir {
+        suite.crd_dir = Some(d.display().to_string());
+    }
+    suite
+        .manifest_dirs
+        .extend(args.manifest_dirs.iter().map(|d| d.display().to_string()));
+    if let Some(k) = &args.kind_config {
+        suite.kind_config = Some(k.display().to_string());
+    }
+    if args.kind_context.is_some() {
+        eprintln!("--kind-context: ignored, the embedded cluster (--start-kind) needs no KIND context");
+    }
+    if args.start_kudo {
+        if suite.wants_embedded_cluster() {
+            eprintln!("--start-kudo: nothing to do, the embedded cluster always runs the KUDO manager");
+        } else {
+            eprintln!(
+                "--start-kudo: ignored for a kubeconfig's cluster: run `kubectl kudo init` (or `kubectl kudo manager`) there, or use --start-kind for an embedded cluster running KUDO"
+            );
+        }
+    }
+    if args.skip_cluster_delete {
+        eprintln!(
+            "--skip-cluster-delete: ignored, the embedded cluster lives in this process and ends with it"
+        );
     }
     if let Some(d) = &args.artifacts_dir {
         suite.artifacts_dir = Some(d.display().to_string());

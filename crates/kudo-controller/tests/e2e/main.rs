@@ -9,6 +9,7 @@ mod faults;
 mod harness;
 mod leader_election;
 mod ops_endpoints;
+mod translate;
 
 use std::collections::BTreeMap;
 

@@ -1,0 +1,404 @@
+//! The KUDO community catalog (`../shared/community-operators`, unmodified packages written for
+//! Kubernetes 1.15–1.19) on current Kubernetes: cassandra, elastic, redis and zookeeper are
+//! installed with only their required parameters and must reach `deploy` COMPLETE — on the
+//! embedded cluster of `kubectl kudo dev`, and (ignored tests run by
+//! scripts/real-cluster-stage.sh) on the real control plane of `../shared/real-cluster` with the
+//! manager running out of cluster. Their `policy/v1beta1` PodDisruptionBudgets are not served
+//! there: the manager translates them to `policy/v1` and says so with an `APIVersionTranslated`
+//! Event. The catalog's own `zookeeper-upgrade-test` runs through `kubectl kudo test` with its
+//! published suite configuration.
+//!
+//! Cluster tests run one at a time (a global lock): the machine is small.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::Mutex;
+
+mod common;
+
+use common::BIN;
+
+static CLUSTER_LOCK: Mutex<()> = Mutex::new(());
+
+/// The catalog packages of these tests, with the only parameters they require (no default; the
+/// three cassandra arrays have `default:` empty, so KUDO required them too — an empty list means
+/// "not used" in its templates).
+/// kafka needs Pipe tasks and is tested with them.
+const PACKAGES: &[(&str, &[(&str, &str)])] = &[
+    (
+        "cassandra",
+        &[
+            ("EXTERNAL_SEED_NODES", "[]"),
+            ("NODE_TOLERATIONS", "[]"),
+            ("NODE_TOPOLOGY", "[]"),
+        ],
+    ),
+    ("elastic", &[]),
+    ("redis", &[]),
+    ("zookeeper", &[]),
+];
+
+/// Packages shipping a `policy/v1beta1` PodDisruptionBudget (removed in Kubernetes 1.25).
+const WITH_PDB: &[&str] = &["cassandra", "redis", "zookeeper"];
+
+/// Seconds `install --wait` may take (a liveness bound, not a performance check).
+const WAIT_SECS: &str = "300";
+
+fn catalog() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/community-operators")
+        .canonicalize()
+        .expect("../shared/community-operators beside the checkout")
+}
+
+fn package_dir(name: &str) -> PathBuf {
+    catalog().join(name).join("operator")
+}
+
+fn run(args: &[&str], kubeconfig: &Path, home: &Path) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .env("HOME", home)
+        .env_remove("KUBECONFIG")
+        .output()
+        .expect("kubectl-kudo runs")
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+#[test]
+fn the_table_names_exactly_the_required_parameters() {
+    let home = tempfile::tempdir().unwrap();
+    for (name, params) in PACKAGES {
+        let out = Command::new(BIN)
+            .args(["package", "list", "parameters", "--required"])
+            .arg(package_dir(name))
+            .env("HOME", home.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out));
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let table = if stdout.to_lowercase().starts_with("no required parameters") {
+            ""
+        } else {
+            &stdout
+        };
+        let mut listed: Vec<String> = table
+            .lines()
+            .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+            .filter(|l| l != "Name")
+            .collect();
+        listed.sort();
+        let mut ours: Vec<String> = params.iter().map(|(k, _)| k.to_string()).collect();
+        ours.sort();
+        assert_eq!(listed, ours, "{name}: required parameters");
+    }
+}
+
+#[test]
+fn verify_lists_every_translation_the_packages_need() {
+    let home = tempfile::tempdir().unwrap();
+    for (name, _) in PACKAGES {
+        let out = Command::new(BIN)
+            .args(["package", "verify", "-o", "json"])
+            .arg(package_dir(name))
+            .env("HOME", home.path())
+            .output()
+            .unwrap();
+        let v: serde_json::Value =
+            serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out)));
+        let warnings: Vec<&str> = v["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|w| w.as_str())
+            .filter(|w| w.contains("is not served since Kubernetes"))
+            .collect();
+        if WITH_PDB.contains(name) {
+            assert!(
+                warnings
+                    .iter()
+                    .any(|w| w.contains("PodDisruptionBudget policy/v1beta1") && w.contains("policy/v1 ")),
+                "{name}: {warnings:?}"
+            );
+        } else {
+            assert!(warnings.is_empty(), "{name}: {warnings:?}");
+        }
+        // translations are warnings, never errors
+        assert!(
+            !v["errors"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|e| e.as_str().unwrap_or("").contains("v1beta1")),
+            "{name}: {}",
+            v["errors"]
+        );
+    }
+}
+
+#[test]
+fn render_for_1_28_shows_the_translated_pdb_and_for_1_24_the_original() {
+    let home = tempfile::tempdir().unwrap();
+    let render = |version: &str| {
+        let out = Command::new(BIN)
+            .args(["package", "render", "--kubernetes-version", version, "-o", "json"])
+            .arg(package_dir("zookeeper"))
+            .env("HOME", home.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out));
+        let list: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+        list.into_iter()
+            .find(|o| o["object"]["kind"] == "PodDisruptionBudget")
+            .expect("zookeeper renders a PodDisruptionBudget")
+    };
+    let new = render("1.28");
+    assert_eq!(new["object"]["apiVersion"], "policy/v1");
+    assert_eq!(new["translatedFrom"], "policy/v1beta1");
+    assert_eq!(new["object"]["spec"]["maxUnavailable"], 1);
+    assert_eq!(
+        new["object"]["spec"]["selector"]["matchLabels"]["app"],
+        "zookeeper"
+    );
+    let old = render("1.24");
+    assert_eq!(old["object"]["apiVersion"], "policy/v1beta1");
+    assert!(old.get("translatedFrom").is_none());
+    let bad = Command::new(BIN)
+        .args(["package", "render", "--kubernetes-version", "latest"])
+        .arg(package_dir("zookeeper"))
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(1), "{}", text(&bad));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("--kubernetes-version"));
+}
+
+/// Installs every package into its own namespace of the cluster behind `kubeconfig` and checks
+/// each reaches `deploy` COMPLETE, with the PDB translated and the translation announced.
+fn install_catalog(kubeconfig: &Path, ns_prefix: &str) {
+    let home = tempfile::tempdir().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let client = rt.block_on(client_for(kubeconfig));
+    let mut failures = Vec::new();
+    for (name, params) in PACKAGES {
+        let ns = format!("{ns_prefix}-{name}");
+        let dir = package_dir(name);
+        let mut args = vec![
+            "install".to_string(),
+            dir.display().to_string(),
+            "--instance".into(),
+            name.to_string(),
+            "-n".into(),
+            ns.clone(),
+            "--create-namespace".into(),
+            "--wait".into(),
+            "--wait-time".into(),
+            WAIT_SECS.into(),
+        ];
+        for (k, v) in params.iter() {
+            args.push("-p".into());
+            args.push(format!("{k}={v}"));
+        }
+        let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = run(&argv, kubeconfig, home.path());
+        if !out.status.success() {
+            let status = run(
+                &["plan", "status", "--instance", name, "-n", &ns],
+                kubeconfig,
+                home.path(),
+            );
+            failures.push(format!(
+                "{name}: install --wait failed\n{}\n{}",
+                text(&out),
+                text(&status)
+            ));
+            continue;
+        }
+        let status = rt.block_on(deploy_status(&client, &ns, name));
+        if status.as_deref() != Some("COMPLETE") {
+            failures.push(format!("{name}: deploy is {status:?}"));
+            continue;
+        }
+        if WITH_PDB.contains(name) {
+            let (pdbs, events) = rt.block_on(pdbs_and_translation_events(&client, &ns));
+            if pdbs.is_empty() {
+                failures.push(format!("{name}: no policy/v1 PodDisruptionBudget in {ns}"));
+            }
+            for pdb in &pdbs {
+                if pdb["spec"]["selector"]["matchLabels"]
+                    .as_object()
+                    .is_none_or(|m| m.is_empty())
+                {
+                    failures.push(format!("{name}: PDB lost its selector: {pdb}"));
+                }
+            }
+            let named = |e: &String| e.contains("policy/v1beta1") && e.contains("policy/v1 ");
+            if events.len() != pdbs.len() || !events.iter().all(named) {
+                failures.push(format!(
+                    "{name}: expected one APIVersionTranslated Event per PDB ({}), got {events:?}",
+                    pdbs.len()
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+async fn client_for(kubeconfig: &Path) -> kube::Client {
+    let kc = kube::config::Kubeconfig::read_from(kubeconfig).expect("kubeconfig");
+    let config = kube::Config::from_custom_kubeconfig(kc, &Default::default())
+        .await
+        .expect("kubeconfig is usable");
+    kube::Client::try_from(config).expect("client")
+}
+
+async fn deploy_status(client: &kube::Client, ns: &str, name: &str) -> Option<String> {
+    use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
+    let ar = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("kudo.dev", "v1beta1", "Instance"),
+        "instances",
+    );
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), ns, &ar);
+    let inst = api.get(name).await.ok()?;
+    inst.data["status"]["planStatus"]["deploy"]["status"]
+        .as_str()
+        .map(str::to_string)
+}
+
+/// The namespace's `policy/v1` PDBs and the notes of its APIVersionTranslated Events.
+async fn pdbs_and_translation_events(
+    client: &kube::Client,
+    ns: &str,
+) -> (Vec<serde_json::Value>, Vec<String>) {
+    use k8s_openapi::api::events::v1::Event;
+    use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+    use kube::api::{Api, ListParams};
+    let pdbs: Api<PodDisruptionBudget> = Api::namespaced(client.clone(), ns);
+    let pdbs = pdbs
+        .list(&ListParams::default())
+        .await
+        .expect("list PDBs")
+        .items
+        .into_iter()
+        .map(|p| serde_json::to_value(p).unwrap())
+        .collect();
+    let events: Api<Event> = Api::namespaced(client.clone(), ns);
+    let events = events
+        .list(&ListParams::default())
+        .await
+        .expect("list events")
+        .items
+        .into_iter()
+        .filter(|e| e.reason.as_deref() == Some("APIVersionTranslated"))
+        .filter_map(|e| e.note)
+        .collect();
+    (pdbs, events)
+}
+
+#[test]
+fn catalog_deploys_on_the_embedded_cluster() {
+    let _guard = CLUSTER_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let home = tempfile::tempdir().unwrap();
+    let dev = common::start_dev(home.path(), &[]);
+    install_catalog(&dev.kubeconfig, "catalog");
+}
+
+/// The same on the real control plane (kube-apiserver 1.28, which no longer serves
+/// policy/v1beta1), with the cluster-wide manager the stage script runs against it.
+#[test]
+#[ignore = "real control plane: run by scripts/real-cluster-stage.sh"]
+fn real_cluster_catalog_deploys() {
+    let _guard = CLUSTER_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let kubeconfig = kudo_testkit::real_cluster::kubeconfig();
+    let prefix = format!("catalog-{}", std::process::id());
+    let result = std::panic::catch_unwind(|| install_catalog(&kubeconfig, &prefix));
+    // namespaces of this run go, whatever happened
+    let home = tempfile::tempdir().unwrap();
+    for (name, _) in PACKAGES {
+        let ns = format!("{prefix}-{name}");
+        let _ = run(
+            &["uninstall", "--instance", name, "-n", &ns, "--wait"],
+            &kubeconfig,
+            home.path(),
+        );
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            use k8s_openapi::api::core::v1::Namespace;
+            let api: kube::Api<Namespace> = kube::Api::all(client_for(&kubeconfig).await);
+            let _ = api.delete(&ns, &Default::default()).await;
+        });
+    }
+    if let Err(p) = result {
+        std::panic::resume_unwind(p);
+    }
+}
+
+/// Lays out a folder like the catalog repository's CI: `repository/<name>` (symlinks to the
+/// packages and their tests), the binary as `./bin/kubectl-kudo`, and the published suite
+/// configuration (the zookeeper half: kafka's needs Pipe tasks).
+fn catalog_checkout() -> tempfile::TempDir {
+    let dir = tempfile::Builder::new()
+        .prefix("kudo-catalog-")
+        .tempdir()
+        .unwrap();
+    std::fs::create_dir_all(dir.path().join("repository")).unwrap();
+    std::fs::create_dir_all(dir.path().join("bin")).unwrap();
+    std::os::unix::fs::symlink(
+        catalog().join("zookeeper"),
+        dir.path().join("repository/zookeeper"),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(BIN, dir.path().join("bin/kubectl-kudo")).unwrap();
+    std::fs::write(
+        dir.path().join("kuttl-test.yaml"),
+        "apiVersion: kudo.dev/v1alpha1
+kind: TestSuite
+commands:
+  - command: ./bin/kubectl-kudo init --unsafe-self-signed-webhook-ca --wait
+  - command: ./bin/kubectl-kudo install --skip-instance ./repository/zookeeper/operator/
+testDirs:
+- ./repository/zookeeper/tests
+startKIND: true
+timeout: 300
+",
+    )
+    .unwrap();
+    dir
+}
+
+#[test]
+fn zookeeper_upgrade_test_passes_through_kubectl_kudo_test() {
+    let _guard = CLUSTER_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let checkout = catalog_checkout();
+    let home = tempfile::tempdir().unwrap();
+    let out = Command::new(BIN)
+        .arg("test")
+        .current_dir(checkout.path())
+        .env("HOME", home.path())
+        .env_remove("KUBECONFIG")
+        .output()
+        .expect("kubectl-kudo test runs");
+    let all = text(&out);
+    assert!(out.status.success(), "{all}");
+    assert!(all.contains("zookeeper-upgrade-test"), "{all}");
+    // the webhook flag is accepted and explained, not an error
+    assert!(
+        all.contains("--unsafe-self-signed-webhook-ca: nothing to do"),
+        "{all}"
+    );
+}
