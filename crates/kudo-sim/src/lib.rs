@@ -55,6 +55,8 @@ mod endpoints;
 mod engine;
 mod kubelet;
 mod rollout;
+mod runtime;
+pub mod shell;
 mod util;
 mod volumes;
 mod workloads;
@@ -66,6 +68,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
 pub use cron::{CronError, Schedule};
+pub use runtime::{ExecError, PodRuns, Runtime, command_line};
 
 /// Errors that stop the simulator. Individual failed writes do not: they are logged and retried
 /// on the next pass, because a controller must survive a flaky or partial API server.
@@ -167,6 +170,9 @@ pub struct SimConfig {
     pub node_heartbeat: Duration,
     /// Name of the default StorageClass created at start and used for PVCs without a class.
     pub storage_class: String,
+    /// The simulated containers' filesystems and logs; share a clone with the API server
+    /// ([`kudo_apiserver::RunningServer::set_pod_runtime`]) to serve `exec` and `logs`.
+    pub runtime: Runtime,
 }
 
 impl Default for SimConfig {
@@ -178,6 +184,7 @@ impl Default for SimConfig {
             resync: Duration::from_secs(1),
             node_heartbeat: Duration::from_secs(30),
             storage_class: "standard".to_string(),
+            runtime: Runtime::new(),
         }
     }
 }
