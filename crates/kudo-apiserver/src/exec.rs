@@ -40,7 +40,13 @@ pub struct ExecOutput {
 pub trait PodRuntime: Send + Sync + std::fmt::Debug + 'static {
     /// Runs `command` in `container` of `pod` (the stored object) with `stdin`. `Err` is why it
     /// could not start (reported like a kubelet error, before any stream is opened).
-    fn exec(&self, pod: &Value, container: &str, command: &[String], stdin: &[u8]) -> Result<ExecOutput, String>;
+    fn exec(
+        &self,
+        pod: &Value,
+        container: &str,
+        command: &[String],
+        stdin: &[u8],
+    ) -> Result<ExecOutput, String>;
     /// The log of `container`, or `None` when this runtime never ran the pod.
     fn logs(&self, pod: &Value, container: &str) -> Option<Vec<u8>>;
 }
@@ -51,7 +57,10 @@ pub(crate) type RuntimeSlot = Arc<std::sync::RwLock<Option<Arc<dyn PodRuntime>>>
 const PROTOCOLS: [&str; 2] = ["v5.channel.k8s.io", "v4.channel.k8s.io"];
 
 fn no_kubelet(pod: &Value) -> ApiError {
-    let node = pod.pointer("/spec/nodeName").and_then(Value::as_str).unwrap_or("");
+    let node = pod
+        .pointer("/spec/nodeName")
+        .and_then(Value::as_str)
+        .unwrap_or("");
     ApiError::internal(format!(
         "error dialing backend: no kubelet answers for node {node:?} (the embedded API server runs no containers; `kubectl kudo dev` simulates them)"
     ))
@@ -71,12 +80,17 @@ fn containers(pod: &Value, key: &str) -> Vec<String> {
 /// The container a request means: the named one, else the only one (or the
 /// `kubectl.kubernetes.io/default-container` annotation), as the kubelet decides.
 fn pick_container(pod: &Value, requested: Option<&str>) -> Result<String, ApiError> {
-    let name = pod.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("");
+    let name = pod
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("");
     let main = containers(pod, "containers");
     let init = containers(pod, "initContainers");
     match requested.filter(|c| !c.is_empty()) {
         Some(c) if main.iter().chain(&init).any(|n| n == c) => Ok(c.to_string()),
-        Some(c) => Err(ApiError::bad_request(format!("container {c} is not valid for pod {name}"))),
+        Some(c) => Err(ApiError::bad_request(format!(
+            "container {c} is not valid for pod {name}"
+        ))),
         None if main.len() == 1 => Ok(main[0].clone()),
         None => {
             if let Some(d) = pod
@@ -98,11 +112,23 @@ fn phase(pod: &Value) -> &str {
 }
 
 /// `GET pods/NAME/log`.
-pub(crate) fn logs(slot: &RuntimeSlot, pod: &Value, query: &[(String, String)]) -> Result<Response, ApiError> {
+pub(crate) fn logs(
+    slot: &RuntimeSlot,
+    pod: &Value,
+    query: &[(String, String)],
+) -> Result<Response, ApiError> {
     let get = |k: &str| query.iter().find(|(q, _)| q == k).map(|(_, v)| v.as_str());
     let container = pick_container(pod, get("container"))?;
-    let name = pod.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("");
-    if pod.pointer("/spec/nodeName").and_then(Value::as_str).unwrap_or("").is_empty() {
+    let name = pod
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if pod
+        .pointer("/spec/nodeName")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .is_empty()
+    {
         return Err(ApiError::bad_request(format!(
             "container \"{container}\" in pod \"{name}\" is waiting to start: ContainerCreating"
         )));
@@ -149,12 +175,24 @@ fn exec_request(pod: &Value, query: &[(String, String)]) -> Result<ExecReq, ApiE
         return Err(ApiError::bad_request("you must specify at least 1 command"));
     }
     if !flag("stdin") && !flag("stdout") && !flag("stderr") {
-        return Err(ApiError::bad_request("you must specify at least 1 of stdin, stdout, stderr"));
+        return Err(ApiError::bad_request(
+            "you must specify at least 1 of stdin, stdout, stderr",
+        ));
     }
     let container = pick_container(pod, get("container"))?;
-    let name = pod.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("");
-    if pod.pointer("/spec/nodeName").and_then(Value::as_str).unwrap_or("").is_empty() {
-        return Err(ApiError::bad_request(format!("pod {name} does not have a host assigned")));
+    let name = pod
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if pod
+        .pointer("/spec/nodeName")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .is_empty()
+    {
+        return Err(ApiError::bad_request(format!(
+            "pod {name} does not have a host assigned"
+        )));
     }
     let ph = phase(pod);
     if ph == "Succeeded" || ph == "Failed" {
@@ -186,7 +224,9 @@ pub(crate) fn exec(
         .get(header::UPGRADE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.eq_ignore_ascii_case("websocket"));
-    let key = headers.get(header::SEC_WEBSOCKET_KEY).and_then(|v| v.to_str().ok());
+    let key = headers
+        .get(header::SEC_WEBSOCKET_KEY)
+        .and_then(|v| v.to_str().ok());
     let (Some(key), true, Some(on_upgrade)) = (key, is_ws, on_upgrade) else {
         return Err(ApiError::bad_request(
             "Upgrade request required: pods/exec is served over WebSocket (v5.channel.k8s.io or v4.channel.k8s.io) only",

@@ -166,7 +166,10 @@ pub fn artifact(pipe: &PipeSpec, metadata: Value, content: &[u8]) -> Result<Valu
         let vars = parse_env_file(content).map_err(|e| format!("env file {}: {e}", pipe.env_file))?;
         if pipe.kind == "Secret" {
             obj["type"] = json!("Opaque");
-            obj["data"] = vars.into_iter().map(|(k, v)| (k, json!(encode(v.as_bytes())))).collect();
+            obj["data"] = vars
+                .into_iter()
+                .map(|(k, v)| (k, json!(encode(v.as_bytes()))))
+                .collect();
         } else {
             obj["data"] = vars.into_iter().map(|(k, v)| (k, json!(v))).collect();
         }
@@ -241,7 +244,10 @@ mod tests {
         rewrite_pod(&mut p);
         assert_eq!(p["spec"]["restartPolicy"], "OnFailure");
         assert_eq!(p["spec"]["containers"][0]["name"], WAITER);
-        assert_eq!(p["spec"]["containers"][0]["volumeMounts"][0], json!({"name": "out", "mountPath": "/tmp"}));
+        assert_eq!(
+            p["spec"]["containers"][0]["volumeMounts"][0],
+            json!({"name": "out", "mountPath": "/tmp"})
+        );
         assert_eq!(init_command(&p), "/bin/sh -c touch /tmp/a");
     }
 

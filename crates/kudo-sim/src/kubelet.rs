@@ -410,7 +410,9 @@ fn outcome(sim: &Sim, pod: &Pod) -> Outcome {
         .enumerate()
         .find_map(|(i, r)| r.exit.filter(|c| *c != 0).map(|c| (i, c)));
     let n = spec.map(|s| s.containers.len()).unwrap_or(0);
-    let exits: Vec<Option<i32>> = (0..n).map(|i| runs.containers.get(i).and_then(|r| r.exit)).collect();
+    let exits: Vec<Option<i32>> = (0..n)
+        .map(|i| runs.containers.get(i).and_then(|r| r.exit))
+        .collect();
     Outcome {
         failing_init,
         failing: exits.iter().map(|e| e.filter(|c| *c != 0)).collect(),
@@ -789,8 +791,7 @@ async fn advance(sim: &mut Sim, all_pods: &[std::sync::Arc<Pod>], pod: &Pod, nod
                 if any_fail && (out.restart_never && !out.runs_to_completion) {
                     // A bare pod that is not restarted: it simply fails.
                     let codes: Vec<i32> = out.failing.iter().map(|e| e.unwrap_or(0)).collect();
-                    status["containerStatuses"] =
-                        terminated_all(&uid, &containers, &codes, &now_s, &now_s);
+                    status["containerStatuses"] = terminated_all(&uid, &containers, &codes, &now_s, &now_s);
                     status["phase"] = json!("Failed");
                     status["conditions"] = finished_conditions(&cur, &now_s);
                 } else {
@@ -891,8 +892,7 @@ async fn advance(sim: &mut Sim, all_pods: &[std::sync::Arc<Pod>], pod: &Pod, nod
             }
             let any_fail = out.any_fail();
             let codes: Vec<i32> = out.exits.iter().map(|e| e.unwrap_or(0)).collect();
-            status["containerStatuses"] =
-                terminated_all(&uid, &containers, &codes, &started_at, &now_s);
+            status["containerStatuses"] = terminated_all(&uid, &containers, &codes, &started_at, &now_s);
             status["phase"] = json!(if any_fail { "Failed" } else { "Succeeded" });
             status["conditions"] = finished_conditions(&cur, &now_s);
         }

@@ -74,7 +74,11 @@ fn view(pod: &Pod, c: &Container) -> shell::Container {
         .map(|m| Mount {
             path: {
                 let p = m.mount_path.trim_end_matches('/');
-                if p.is_empty() { "/".to_string() } else { p.to_string() }
+                if p.is_empty() {
+                    "/".to_string()
+                } else {
+                    p.to_string()
+                }
             },
             volume: m.name.clone(),
         })
@@ -95,7 +99,12 @@ fn view(pod: &Pod, c: &Container) -> shell::Container {
 
 /// A container's command line: `command` followed by `args`.
 pub fn command_line(c: &Container) -> Vec<String> {
-    c.command.iter().flatten().chain(c.args.iter().flatten()).cloned().collect()
+    c.command
+        .iter()
+        .flatten()
+        .chain(c.args.iter().flatten())
+        .cloned()
+        .collect()
 }
 
 impl Runtime {

@@ -146,7 +146,10 @@ enum Sink {
     #[default]
     Std,
     Null,
-    File { path: String, append: bool },
+    File {
+        path: String,
+        append: bool,
+    },
 }
 
 #[derive(Debug, Clone, Default)]
@@ -235,7 +238,10 @@ fn lex(script: &str, env: &dyn Fn(&str) -> String) -> Result<Vec<Tok>, String> {
                 .position(|c| *c == '}')
                 .ok_or("an unterminated ${")?;
             let name: String = chars[start + 1..start + end].iter().collect();
-            if !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '?') {
+            if !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '?')
+            {
                 return Err(format!("the expansion ${{{name}}}"));
             }
             *i = start + end + 1;
@@ -402,8 +408,8 @@ fn lex(script: &str, env: &dyn Fn(&str) -> String) -> Result<Vec<Tok>, String> {
 }
 
 const KEYWORDS: [&str; 14] = [
-    "if", "then", "else", "elif", "fi", "for", "while", "until", "do", "done", "case", "esac",
-    "function", "!",
+    "if", "then", "else", "elif", "fi", "for", "while", "until", "do", "done", "case", "esac", "function",
+    "!",
 ];
 
 /// Parses GNU sleep's argument forms into milliseconds.
@@ -507,7 +513,11 @@ fn printf(format: &str, args: &[String]) -> Result<String, String> {
                             .parse()
                             .map_err(|_| format!("printf: {arg}: invalid number"))?
                     };
-                    out.push_str(&pad(if conv == 'x' { format!("{n:x}") } else { n.to_string() }));
+                    out.push_str(&pad(if conv == 'x' {
+                        format!("{n:x}")
+                    } else {
+                        n.to_string()
+                    }));
                     ai += 1;
                     used = true;
                 }
@@ -620,7 +630,11 @@ impl Shell<'_> {
     fn children(&mut self, abs: &str) -> Vec<String> {
         let mut out = BTreeSet::new();
         let (t, rel) = self.locate(abs);
-        let prefix = if rel.is_empty() { String::new() } else { format!("{rel}/") };
+        let prefix = if rel.is_empty() {
+            String::new()
+        } else {
+            format!("{rel}/")
+        };
         for k in t.files.keys().chain(t.dirs.iter()) {
             if let Some(rest) = k.strip_prefix(&prefix)
                 && !rest.is_empty()
@@ -967,7 +981,10 @@ impl Shell<'_> {
                         continue;
                     }
                     if let Err(_e) = self.write(&p, b"", true) {
-                        self.err(&io, &format!("touch: cannot touch '{a}': No such file or directory\n"));
+                        self.err(
+                            &io,
+                            &format!("touch: cannot touch '{a}': No such file or directory\n"),
+                        );
                         st = 1;
                     }
                 }
@@ -983,17 +1000,26 @@ impl Shell<'_> {
                         for seg in p.split('/').filter(|s| !s.is_empty()) {
                             cur = format!("{cur}/{seg}");
                             if self.read(&cur).is_some() {
-                                self.err(&io, &format!("mkdir: cannot create directory '{a}': Not a directory\n"));
+                                self.err(
+                                    &io,
+                                    &format!("mkdir: cannot create directory '{a}': Not a directory\n"),
+                                );
                                 st = 1;
                                 break;
                             }
                             self.mkdir(&cur);
                         }
                     } else if self.exists(&p) {
-                        self.err(&io, &format!("mkdir: cannot create directory '{a}': File exists\n"));
+                        self.err(
+                            &io,
+                            &format!("mkdir: cannot create directory '{a}': File exists\n"),
+                        );
                         st = 1;
                     } else if !self.is_dir(parent(&p)) {
-                        self.err(&io, &format!("mkdir: cannot create directory '{a}': No such file or directory\n"));
+                        self.err(
+                            &io,
+                            &format!("mkdir: cannot create directory '{a}': No such file or directory\n"),
+                        );
                         st = 1;
                     } else {
                         self.mkdir(&p);
@@ -1058,7 +1084,10 @@ impl Shell<'_> {
                             };
                             if self.is_dir(&sp) {
                                 if !recursive {
-                                    self.err(&io, &format!("cp: -r not specified; omitting directory '{s}'\n"));
+                                    self.err(
+                                        &io,
+                                        &format!("cp: -r not specified; omitting directory '{s}'\n"),
+                                    );
                                     st = 1;
                                     continue;
                                 }
@@ -1070,7 +1099,10 @@ impl Shell<'_> {
                             }
                             match self.read(&sp) {
                                 None => {
-                                    self.err(&io, &format!("cp: cannot stat '{s}': No such file or directory\n"));
+                                    self.err(
+                                        &io,
+                                        &format!("cp: cannot stat '{s}': No such file or directory\n"),
+                                    );
                                     st = 1;
                                 }
                                 Some(d) => {
@@ -1107,7 +1139,10 @@ impl Shell<'_> {
             }
             "ls" => {
                 let all = args.iter().any(|a| a.starts_with('-') && a.contains('a'));
-                if args.iter().any(|a| a.starts_with('-') && a.chars().skip(1).any(|c| !"1aA".contains(c))) {
+                if args
+                    .iter()
+                    .any(|a| a.starts_with('-') && a.chars().skip(1).any(|c| !"1aA".contains(c)))
+                {
                     return Flow::NotSimulated(format!("ls {}", args.join(" ")));
                 }
                 let mut targets: Vec<String> = args.iter().filter(|a| !a.starts_with('-')).cloned().collect();
@@ -1140,7 +1175,10 @@ impl Shell<'_> {
                         text.push_str(t);
                         text.push('\n');
                     } else {
-                        self.err(&io, &format!("ls: cannot access '{t}': No such file or directory\n"));
+                        self.err(
+                            &io,
+                            &format!("ls: cannot access '{t}': No such file or directory\n"),
+                        );
                         st = 2;
                     }
                 }
@@ -1163,11 +1201,18 @@ impl Shell<'_> {
                     let mut st = 0;
                     for f in files {
                         let p = self.abs(f);
-                        let size = if self.is_dir(&p) { Some(4096) } else { self.read(&p).map(|d| d.len()) };
+                        let size = if self.is_dir(&p) {
+                            Some(4096)
+                        } else {
+                            self.read(&p).map(|d| d.len())
+                        };
                         match size {
                             Some(n) => self.out(&io, format!("{n}\n").as_bytes()),
                             None => {
-                                self.err(&io, &format!("stat: cannot statx '{f}': No such file or directory\n"));
+                                self.err(
+                                    &io,
+                                    &format!("stat: cannot statx '{f}': No such file or directory\n"),
+                                );
                                 st = 1;
                             }
                         }
@@ -1202,7 +1247,9 @@ impl Shell<'_> {
 
     fn copy_tree(&mut self, from: &str, to: &str) -> Result<(), String> {
         if !self.is_dir(parent(to)) {
-            return Err(format!("cannot create directory '{to}': No such file or directory"));
+            return Err(format!(
+                "cannot create directory '{to}': No such file or directory"
+            ));
         }
         self.mkdir(to);
         for c in self.children(from) {
@@ -1250,8 +1297,13 @@ impl Shell<'_> {
             });
             let body = data.unwrap_or_default();
             h.set_size(body.len() as u64);
-            let n = if h.entry_type().is_dir() { format!("{}/", name.trim_end_matches('/')) } else { name };
-            b.append_data(&mut h, &n, body.as_slice()).map_err(|e| e.to_string())?;
+            let n = if h.entry_type().is_dir() {
+                format!("{}/", name.trim_end_matches('/'))
+            } else {
+                name
+            };
+            b.append_data(&mut h, &n, body.as_slice())
+                .map_err(|e| e.to_string())?;
         }
         let data = b.into_inner().map_err(|e| e.to_string())?;
         self.out(io, &data);
@@ -1283,7 +1335,10 @@ mod tests {
             name: name.into(),
             mounts: mounts
                 .iter()
-                .map(|(p, v)| Mount { path: p.to_string(), volume: v.to_string() })
+                .map(|(p, v)| Mount {
+                    path: p.to_string(),
+                    volume: v.to_string(),
+                })
                 .collect(),
             env: BTreeMap::from([("GREETING".to_string(), "hello".to_string())]),
             workdir: String::new(),
@@ -1305,24 +1360,46 @@ mod tests {
         assert_eq!(sh(&mut fs, &c, "false || echo recovered").exit, Some(0));
         assert_eq!(sh(&mut fs, &c, "false && echo no").exit, Some(1));
         assert_eq!(sh(&mut fs, &c, "false; true").exit, Some(0));
-        assert_eq!(run(&mut fs, &c, &["sh".into(), "-ec".into(), "false; true".into()], b"").exit, Some(1));
+        assert_eq!(
+            run(
+                &mut fs,
+                &c,
+                &["sh".into(), "-ec".into(), "false; true".into()],
+                b""
+            )
+            .exit,
+            Some(1)
+        );
         assert_eq!(sh(&mut fs, &c, "set -e; false && true; exit 4").exit, Some(4));
-        let r = sh(&mut fs, &c, "echo $GREETING \"${GREETING} world\" 'no $GREETING'; echo err >&2 2>/dev/null");
+        let r = sh(
+            &mut fs,
+            &c,
+            "echo $GREETING \"${GREETING} world\" 'no $GREETING'; echo err >&2 2>/dev/null",
+        );
         assert_eq!(r.exit, None, "`>&2` is not simulated");
         let r = sh(&mut fs, &c, "echo $GREETING \"${GREETING} world\" 'no $GREETING'");
-        assert_eq!(String::from_utf8_lossy(&r.stdout), "hello hello world no $GREETING\n");
+        assert_eq!(
+            String::from_utf8_lossy(&r.stdout),
+            "hello hello world no $GREETING\n"
+        );
     }
 
     #[test]
     fn sleep_adds_up_and_is_capped() {
         let mut fs = PodFs::default();
         let c = ctr("c", &[]);
-        assert_eq!(run(&mut fs, &c, &["sleep".into(), "1.5".into(), "2m".into()], b"").sleep_ms, 121_500);
+        assert_eq!(
+            run(&mut fs, &c, &["sleep".into(), "1.5".into(), "2m".into()], b"").sleep_ms,
+            121_500
+        );
         assert_eq!(sh(&mut fs, &c, "sleep infinity").sleep_ms, MAX_SLEEP_MS);
         assert_eq!(sh(&mut fs, &c, "sleep 1h; sleep 1h").sleep_ms, MAX_SLEEP_MS);
         let r = sh(&mut fs, &c, "sleep x");
         assert_eq!(r.exit, Some(1));
-        assert_eq!(String::from_utf8_lossy(&r.stderr), "sleep: invalid time interval 'x'\n");
+        assert_eq!(
+            String::from_utf8_lossy(&r.stderr),
+            "sleep: invalid time interval 'x'\n"
+        );
     }
 
     #[test]
@@ -1330,18 +1407,34 @@ mod tests {
         let mut fs = PodFs::default();
         let init = ctr("init", &[("/tmp", "out")]);
         let main = ctr("main", &[("/data", "out")]);
-        let r = sh(&mut fs, &init, "touch /tmp/tls.key && printf 'a=%s\\n' 1 2 > /tmp/vars.env; mkdir -p /private/x; echo hi >> /private/x/f");
+        let r = sh(
+            &mut fs,
+            &init,
+            "touch /tmp/tls.key && printf 'a=%s\\n' 1 2 > /tmp/vars.env; mkdir -p /private/x; echo hi >> /private/x/f",
+        );
         assert_eq!(r.exit, Some(0), "{:?}", String::from_utf8_lossy(&r.stderr));
         let r = run(&mut fs, &main, &["cat".into(), "/data/vars.env".into()], b"");
         assert_eq!(String::from_utf8_lossy(&r.stdout), "a=1\na=2\n");
         let r = run(&mut fs, &main, &["cat".into(), "/private/x/f".into()], b"");
         assert_eq!(r.exit, Some(1));
-        assert_eq!(String::from_utf8_lossy(&r.stderr), "cat: /private/x/f: No such file or directory\n");
-        let r = run(&mut fs, &main, &["stat".into(), "-c".into(), "%s".into(), "/data/vars.env".into()], b"");
+        assert_eq!(
+            String::from_utf8_lossy(&r.stderr),
+            "cat: /private/x/f: No such file or directory\n"
+        );
+        let r = run(
+            &mut fs,
+            &main,
+            &["stat".into(), "-c".into(), "%s".into(), "/data/vars.env".into()],
+            b"",
+        );
         assert_eq!(String::from_utf8_lossy(&r.stdout), "8\n");
         let r = run(&mut fs, &main, &["ls".into(), "/data".into()], b"");
         assert_eq!(String::from_utf8_lossy(&r.stdout), "tls.key\nvars.env\n");
-        let r = sh(&mut fs, &main, "cp /data/vars.env /data/copy && rm /data/vars.env && ls /data");
+        let r = sh(
+            &mut fs,
+            &main,
+            "cp /data/vars.env /data/copy && rm /data/vars.env && ls /data",
+        );
         assert_eq!(String::from_utf8_lossy(&r.stdout), "copy\ntls.key\n");
         assert_eq!(sh(&mut fs, &main, "touch /nope/x").exit, Some(1));
     }
@@ -1351,7 +1444,12 @@ mod tests {
         let mut fs = PodFs::default();
         let c = ctr("c", &[("/tmp", "v")]);
         sh(&mut fs, &c, "echo secret > /tmp/tls.crt");
-        let r = run(&mut fs, &c, &["tar".into(), "cf".into(), "-".into(), "/tmp/tls.crt".into()], b"");
+        let r = run(
+            &mut fs,
+            &c,
+            &["tar".into(), "cf".into(), "-".into(), "/tmp/tls.crt".into()],
+            b"",
+        );
         assert_eq!(r.exit, Some(0));
         let mut a = tar::Archive::new(r.stdout.as_slice());
         let mut names = Vec::new();
@@ -1362,8 +1460,16 @@ mod tests {
             names.push((e.path().unwrap().display().to_string(), s));
         }
         assert_eq!(names, vec![("tmp/tls.crt".to_string(), "secret\n".to_string())]);
-        assert_eq!(String::from_utf8_lossy(&r.stderr), "tar: Removing leading `/' from member names\n");
-        let r = run(&mut fs, &c, &["tar".into(), "cf".into(), "-".into(), "/tmp/missing".into()], b"");
+        assert_eq!(
+            String::from_utf8_lossy(&r.stderr),
+            "tar: Removing leading `/' from member names\n"
+        );
+        let r = run(
+            &mut fs,
+            &c,
+            &["tar".into(), "cf".into(), "-".into(), "/tmp/missing".into()],
+            b"",
+        );
         assert_eq!(r.exit, Some(2));
     }
 
@@ -1371,7 +1477,11 @@ mod tests {
     fn unknown_programs_stop_interpretation() {
         let mut fs = PodFs::default();
         let c = ctr("c", &[("/tmp", "v")]);
-        let r = sh(&mut fs, &c, "echo start; openssl req -x509 -out /tmp/tls.crt; echo never");
+        let r = sh(
+            &mut fs,
+            &c,
+            "echo start; openssl req -x509 -out /tmp/tls.crt; echo never",
+        );
         assert_eq!(r.exit, None);
         assert_eq!(r.not_simulated.as_deref(), Some("openssl"));
         assert_eq!(String::from_utf8_lossy(&r.log), "start\n");
