@@ -21,7 +21,8 @@ use serde_json::{Value, json};
 use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
-use tokio_tungstenite::tungstenite::protocol::Role;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role};
 
 use crate::error::ApiError;
 
@@ -326,7 +327,13 @@ where
     let mut m = vec![3u8];
     m.extend_from_slice(status.to_string().as_bytes());
     let _ = ws.send(Message::binary(m)).await;
-    let _ = ws.close(None).await;
+    // A normal closure (1000): client-go treats any other close code as a stream error.
+    let _ = ws
+        .close(Some(CloseFrame {
+            code: CloseCode::Normal,
+            reason: "".into(),
+        }))
+        .await;
     // Drain until the client acknowledges the close.
     while let Some(Ok(_)) = ws.next().await {}
 }

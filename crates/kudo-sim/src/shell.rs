@@ -21,12 +21,14 @@
 //!   `touch`, `mkdir [-p]`, `cat`, `cp [-r]`, `rm [-f] [-r]`, `ls [-1] [-a]`, `stat -c %s`,
 //!   `tar cf - PATH…` (a ustar archive on stdout, leading `/` removed as GNU tar does), `cd`,
 //!   `pwd`, nested `sh -c`.
-//! * Anything else — another program (`openssl`, `java`…), no command at all (the image's
-//!   entrypoint), pipes `|`, `$(…)`, backquotes, globs, `if`/`for`/`while`, background `&` — is
-//!   **not simulated**: interpretation stops there and the container behaves as before this
-//!   interpreter existed (a long-running container runs and is ready, an init container or a
-//!   Job's container completes with exit code 0). Effects of the commands before it remain.
-//!   Through `pods/exec` a not-simulated command exits 127 with a message on stderr instead.
+//! * Anything else is **not simulated**: a script using pipes `|`, `$(…)`, backquotes, globs,
+//!   `if`/`for`/`while`/`case`, background `&`, other redirections (`>&2`) or variable
+//!   assignments is not run at all; a program not listed above (`openssl`, `java`…) or no
+//!   command at all (the image's entrypoint) stops interpretation where it is reached (effects
+//!   of the commands before it remain). Such a container behaves as before this interpreter
+//!   existed: a long-running container runs and is ready, an init container or a Job's
+//!   container completes with exit code 0. Through `pods/exec` a not-simulated command exits
+//!   127 with a message on stderr instead.
 //! * Every container sees its own root filesystem, except under the mount paths of the pod's
 //!   `emptyDir` volumes, which all its containers (init containers included) share.
 //! * What the commands print to stdout and stderr is the container's log.
