@@ -291,3 +291,87 @@ fn real_cluster_kafka_stops_at_its_pipe_step_because_exec_is_unavailable() {
     assert!(!text(&o).contains("generatetlscertificates"), "{}", text(&o));
     let _ = kubectl(&kc, &["delete", "namespace", &ns, "--wait=false"], None);
 }
+
+#[test]
+fn diagnostics_collect_on_dev_holds_what_the_containers_printed() {
+    let home = tempfile::tempdir().expect("temp HOME");
+    let dev = common::start_dev(home.path(), &[]);
+    let kc = dev.kubeconfig.clone();
+    let pkg = home.path().join("echo");
+    std::fs::create_dir_all(pkg.join("templates")).unwrap();
+    std::fs::write(
+        pkg.join("operator.yaml"),
+        "apiVersion: kudo.dev/v1beta1\nname: echo\noperatorVersion: \"0.1.0\"\ntasks:\n  - name: app\n    kind: Apply\n    spec:\n      resources: [deploy.yaml]\nplans:\n  deploy:\n    strategy: serial\n    phases:\n      - name: main\n        strategy: serial\n        steps:\n          - name: app\n            tasks: [app]\n",
+    )
+    .unwrap();
+    std::fs::write(
+        pkg.join("params.yaml"),
+        "apiVersion: kudo.dev/v1beta1\nparameters: []\n",
+    )
+    .unwrap();
+    std::fs::write(
+        pkg.join("templates/deploy.yaml"),
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: echo\nspec:\n  replicas: 1\n  selector:\n    matchLabels: {app: echo}\n  template:\n    metadata:\n      labels: {app: echo}\n    spec:\n      containers:\n        - name: main\n          image: busybox\n          command: [\"sh\", \"-c\", \"echo started {{ .Name }}; sleep infinity\"]\n",
+    )
+    .unwrap();
+    let o = kudo(&kc, home.path(), &["install", pkg.to_str().unwrap()]);
+    assert!(o.status.success(), "install: {}{}", text(&o), err(&o));
+    let (status, msg) = wait("deploy to finish", 60, || deploy_status_kudo(&kc));
+    assert_eq!(status, "COMPLETE", "{msg}");
+    let out = home.path().join("diag");
+    let o = kudo(
+        &kc,
+        home.path(),
+        &[
+            "diagnostics",
+            "collect",
+            "--instance",
+            "echo-instance",
+            "-O",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert!(o.status.success(), "diagnostics: {}{}", text(&o), err(&o));
+    let inst_dir = out.join("operator_echo/instance_echo-instance");
+    let pod_dir = std::fs::read_dir(&inst_dir)
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("pod_echo-"))
+        })
+        .unwrap_or_else(|| panic!("no pod directory in {}", inst_dir.display()));
+    let gz = std::fs::read(pod_dir.join("main.log.gz")).expect("main.log.gz collected");
+    let mut log = String::new();
+    std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(gz.as_slice()), &mut log).unwrap();
+    assert_eq!(log, "started echo-instance\n");
+}
+
+/// `deploy_status` through the dev cluster's API without kubectl (the test above runs without it).
+fn deploy_status_kudo(kc: &Path) -> Option<(String, String)> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .ok()?;
+    rt.block_on(async {
+        let kc = kube::config::Kubeconfig::read_from(kc).ok()?;
+        let config = kube::Config::from_custom_kubeconfig(kc, &Default::default())
+            .await
+            .ok()?;
+        let client = kube::Client::try_from(config).ok()?;
+        let ar = kube::api::ApiResource {
+            group: "kudo.dev".into(),
+            version: "v1beta1".into(),
+            api_version: "kudo.dev/v1beta1".into(),
+            kind: "Instance".into(),
+            plural: "instances".into(),
+        };
+        let api: kube::Api<kube::api::DynamicObject> = kube::Api::namespaced_with(client, "default", &ar);
+        let i = api.get("echo-instance").await.ok()?;
+        let v = serde_json::to_value(&i).ok()?;
+        let plan = &v["status"]["planStatus"]["deploy"];
+        let s = plan["status"].as_str()?.to_string();
+        (s == "COMPLETE" || s == "FATAL_ERROR").then(|| (s, plan.to_string()))
+    })
+}

@@ -299,6 +299,10 @@ pub async fn pods(sim: &mut Sim, snap: &Snapshot) {
             advance(sim, &snap.pods, pod, &node).await;
         }
     }
+    // Filesystems and logs of pods that are gone.
+    let live: std::collections::HashSet<String> =
+        snap.pods.iter().filter_map(|p| p.metadata.uid.clone()).collect();
+    sim.cfg.runtime.retain(&live);
 }
 
 async fn terminate(sim: &mut Sim, pod: &Pod, node: &str) {

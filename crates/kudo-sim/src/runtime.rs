@@ -157,11 +157,6 @@ impl Runtime {
         runs
     }
 
-    /// Forgets a pod that is gone.
-    pub fn forget(&self, pod_uid: &str) {
-        self.lock().remove(pod_uid);
-    }
-
     /// Forgets every pod whose uid is not in `live`.
     pub fn retain(&self, live: &std::collections::HashSet<String>) {
         self.lock().retain(|k, _| live.contains(k));
