@@ -32,6 +32,7 @@ pub(crate) struct AppState {
     pub addr: String,
     pub shutdown: tokio::sync::watch::Receiver<bool>,
     pub faults: Faults,
+    pub runtime: crate::exec::RuntimeSlot,
 }
 
 type Query = HashMap<String, String>;
@@ -48,6 +49,23 @@ fn parse_query(q: Option<&str>) -> Query {
         out.insert(dec(k), dec(v));
     }
     out
+}
+
+/// Query parameters in order, repeated keys kept (`command` of `pods/exec` repeats).
+fn query_pairs(q: Option<&str>) -> Vec<(String, String)> {
+    q.unwrap_or("")
+        .split('&')
+        .filter(|p| !p.is_empty())
+        .map(|pair| {
+            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+            let dec = |s: &str| {
+                percent_encoding::percent_decode_str(&s.replace('+', " "))
+                    .decode_utf8_lossy()
+                    .into_owned()
+            };
+            (dec(k), dec(v))
+        })
+        .collect()
 }
 
 fn json_response(code: u16, body: &Value) -> Response {
@@ -74,7 +92,8 @@ fn text(code: u16, body: &'static str) -> Response {
 
 /// The single entry point: everything is routed by hand because Kubernetes paths are irregular.
 pub(crate) async fn handle(State(app): State<Arc<AppState>>, req: Request) -> Response {
-    let (parts, body) = req.into_parts();
+    let (mut parts, body) = req.into_parts();
+    let on_upgrade = parts.extensions.remove::<hyper::upgrade::OnUpgrade>();
     let path = parts.uri.path().trim_end_matches('/').to_string();
     let query = parse_query(parts.uri.query());
     let accept = parts
@@ -203,8 +222,24 @@ pub(crate) async fn handle(State(app): State<Arc<AppState>>, req: Request) -> Re
         Some("scale") if def.scale.is_some() => Some("scale"),
         Some("finalize") if def.plural == "namespaces" && def.group.is_empty() => Some("finalize"),
         Some("binding") if def.plural == "pods" && def.group.is_empty() => Some("binding"),
+        Some(s @ ("exec" | "log")) if def.plural == "pods" && def.group.is_empty() => Some(s),
         Some(_) => return error_response(&ApiError::path_not_found()),
     };
+    if let (Some(s @ ("exec" | "log")), Some(n)) = (sub, name) {
+        let pairs = query_pairs(parts.uri.query());
+        let pod = match app.store.get(&def, namespace.as_deref().unwrap_or(""), n) {
+            Ok(p) => p,
+            Err(e) => return error_response(&e),
+        };
+        let r = match (s, &parts.method) {
+            ("log", &Method::GET) => crate::exec::logs(&app.runtime, &pod, &pairs),
+            ("exec", &Method::GET | &Method::POST) => {
+                crate::exec::exec(&app.runtime, pod, &pairs, &parts.headers, on_upgrade)
+            }
+            _ => Err(ApiError::method_not_allowed()),
+        };
+        return r.unwrap_or_else(|e| error_response(&e));
+    }
     let ctx = Ctx {
         app: app.clone(),
         def,

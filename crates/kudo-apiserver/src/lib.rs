@@ -33,6 +33,7 @@ mod crd;
 mod discovery;
 pub mod error;
 mod events;
+pub mod exec;
 pub mod faults;
 mod gc;
 mod http;
@@ -52,6 +53,7 @@ use std::sync::Arc;
 
 pub use backend::{Backend, BackendError, FileBackend, MemoryBackend, ObjKey};
 pub use error::ApiError;
+pub use exec::{ExecOutput, PodRuntime};
 pub use faults::{ErrorRule, FaultConfig, FaultCounters, FaultError, Faults, Verb, VerbFilter};
 pub use registry::{GroupResource, Registry, ResourceDef};
 pub use store::{DeleteOptions, EventType, Propagation, Store, Subresource, WatchEvent, WriteOptions};
@@ -134,11 +136,13 @@ impl ApiServer {
             source,
         })?;
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        let runtime: exec::RuntimeSlot = Default::default();
         let state = Arc::new(http::AppState {
             store: store.clone(),
             addr: addr.to_string(),
             shutdown: stop_rx.clone(),
             faults: faults.clone(),
+            runtime: runtime.clone(),
         });
         let app = axum::Router::new().fallback(http::handle).with_state(state);
         let mut stop_serve = stop_rx.clone();
@@ -161,6 +165,7 @@ impl ApiServer {
             addr,
             store,
             faults,
+            runtime,
             stop: stop_tx,
             tasks: vec![serve, gc],
         })
@@ -174,6 +179,7 @@ pub struct RunningServer {
     addr: SocketAddr,
     store: Store,
     faults: Faults,
+    runtime: exec::RuntimeSlot,
     stop: tokio::sync::watch::Sender<bool>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
 }
@@ -198,6 +204,12 @@ impl RunningServer {
     /// [`RunningServer::faults_url`]); see [`faults`].
     pub fn faults(&self) -> &Faults {
         &self.faults
+    }
+
+    /// Registers the containers behind `pods/exec` and `pods/log` (the simulated kubelet's
+    /// runtime). Without one, both fail as on a cluster whose kubelet does not answer.
+    pub fn set_pod_runtime(&self, runtime: std::sync::Arc<dyn PodRuntime>) {
+        *self.runtime.write().unwrap_or_else(|p| p.into_inner()) = Some(runtime);
     }
 
     /// `http://127.0.0.1:PORT/kudo-admin/faults`, where the fault settings can be read (`GET`),

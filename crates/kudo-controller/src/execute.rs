@@ -306,7 +306,29 @@ pub async fn run_task(
                 TaskOutcome::InProgress(Some(format!("dummy task {} is not done", call.task_name)))
             }
         }
-        "Pipe" => fatal(reasons::PIPE_TASK_ERROR, pipe_unsupported(call.task_name)),
+        "Pipe" => {
+            if let Some(e) = rendered.error(call) {
+                return fatal(reasons::TASK_RENDERING_ERROR, e);
+            }
+            let Some(pod) = rendered
+                .for_task(call)
+                .find(|o| o.action == Action::PipePod)
+                .map(|o| &o.object)
+            else {
+                return fatal(
+                    reasons::PIPE_TASK_ERROR,
+                    format!("task {}: the pipe pod template rendered no Pod", call.task_name),
+                );
+            };
+            let instance = pod["metadata"]["labels"]["kudo.dev/instance"]
+                .as_str()
+                .unwrap_or_default();
+            let names = match ov.spec.plans.get(call.plan) {
+                Some(plan) => kudo_package::pipes_for_plan(instance, call.plan, plan, &ov.spec.tasks),
+                None => Default::default(),
+            };
+            crate::pipe::run(ctx, call.task_name, &spec.pipe, pod, &names, cluster).await
+        }
         "KudoOperator" => {
             if let Some(e) = rendered.error(call) {
                 return fatal(reasons::KUDO_OPERATOR_TASK_ERROR, e);
@@ -350,7 +372,8 @@ async fn run_objects<'r>(
         let res = match obj.action {
             Action::Apply => apply(ctx, &obj.object, cluster).await,
             Action::Delete => delete(ctx, &obj.object).await,
-            Action::PipePod => Err(fatal(reasons::PIPE_TASK_ERROR, pipe_unsupported(&obj.task))),
+            // Handled by the Pipe task itself (crate::pipe); never listed among plain objects.
+            Action::PipePod => Ok(None),
             // Server-side applied like any object: creation, or an update of the child's
             // operatorVersion/parameters that the child's own admission turns into its
             // update/upgrade plan. Health is the child's plan outcome (kudo_engine::health).
@@ -370,15 +393,6 @@ async fn run_objects<'r>(
     } else {
         TaskOutcome::Done
     }
-}
-
-/// Pipe tasks run a generator Pod and copy files out of it with `pod exec`; neither the simulated
-/// dev cluster (no containers run) nor our tests can exercise that honestly, so the task fails
-/// with an explanation instead of pretending (docs/differences-from-kudo.md).
-fn pipe_unsupported(task: &str) -> String {
-    format!(
-        "task {task}: Pipe tasks are not supported by kudo-rs: they need `pod exec` into a running generator container, which kudo-rs does not implement; generate the artifact before install (e.g. a Secret created by the user) or with a Job that writes it through the API"
-    )
 }
 
 /// The graph check of a `KudoOperator` task (see [`kudo_engine::dependencies`]): every
@@ -551,6 +565,16 @@ impl AppliedCache {
 /// Server-side applies one object (or, if this exact content was applied before, reads it) and
 /// judges the live object. `Ok(Some(msg))`: applied but not healthy yet.
 async fn apply(ctx: &Context, obj: &Value, cluster: &ClusterObjects) -> Result<Option<String>, TaskOutcome> {
+    apply_for_task(ctx, obj, cluster).await
+}
+
+/// Server-side applies one object of a task and judges its health: `Ok(None)` healthy,
+/// `Ok(Some(why))` still progressing.
+pub(crate) async fn apply_for_task(
+    ctx: &Context,
+    obj: &Value,
+    cluster: &ClusterObjects,
+) -> Result<Option<String>, TaskOutcome> {
     let (api, name, namespaced) = api_for(ctx, obj).await?;
     if !namespaced {
         record_cluster_scoped(cluster, obj, &name);

@@ -51,6 +51,7 @@ mod execute;
 pub mod leader;
 pub mod metrics;
 pub mod ops;
+mod pipe;
 mod reconcile;
 mod translate;
 

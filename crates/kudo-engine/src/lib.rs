@@ -62,6 +62,7 @@ pub mod dependencies;
 pub mod errors;
 pub mod health;
 pub mod pass;
+pub mod pipe;
 pub mod readiness;
 pub mod status;
 pub mod tasks;

@@ -66,7 +66,10 @@ impl EmbeddedCluster {
             controller: None,
         };
         if opts.simulator {
-            me.sim = Some(kudo_sim::spawn(client.clone(), kudo_sim::SimConfig::default()));
+            let sim = kudo_sim::SimConfig::default();
+            me.server
+                .set_pod_runtime(std::sync::Arc::new(sim.runtime.clone()));
+            me.sim = Some(kudo_sim::spawn(client.clone(), sim));
         }
         if opts.kudo {
             install_kudo_crds(&cluster).await?;

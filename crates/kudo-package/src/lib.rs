@@ -27,3 +27,4 @@ pub mod yaml;
 pub use error::PackageError;
 pub use model::Package;
 pub use reader::read_path;
+pub use tmpl::pipes_for_plan;

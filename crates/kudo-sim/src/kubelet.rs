@@ -299,6 +299,10 @@ pub async fn pods(sim: &mut Sim, snap: &Snapshot) {
             advance(sim, &snap.pods, pod, &node).await;
         }
     }
+    // Filesystems and logs of pods that are gone.
+    let live: std::collections::HashSet<String> =
+        snap.pods.iter().filter_map(|p| p.metadata.uid.clone()).collect();
+    sim.cfg.runtime.retain(&live);
 }
 
 async fn terminate(sim: &mut Sim, pod: &Pod, node: &str) {
@@ -373,23 +377,51 @@ async fn terminate(sim: &mut Sim, pod: &Pod, node: &str) {
         .await;
 }
 
-/// How the containers of a pod end up, decided from its spec alone.
+/// How the containers of a pod end up: decided by running their commands once in the simulated
+/// runtime (see [`crate::shell`]) and by the failure convention.
 struct Outcome {
-    /// Index of the first failing init container.
-    failing_init: Option<usize>,
-    failing: Vec<bool>,
+    /// Index and exit code of the first failing init container.
+    failing_init: Option<(usize, i32)>,
+    /// Per container: the exit code once its command finished (`None`: runs until stopped).
+    exits: Vec<Option<i32>>,
+    /// Per container: the non-zero exit code it fails with.
+    failing: Vec<Option<i32>>,
+    /// Longest simulated `sleep` of the containers, in ms.
+    sleep_ms: i64,
     runs_to_completion: bool,
     restart_never: bool,
 }
 
-fn outcome(pod: &Pod) -> Outcome {
+impl Outcome {
+    fn any_fail(&self) -> bool {
+        self.failing.iter().any(Option::is_some)
+    }
+
+    /// Whether the pod ends by itself: a Job's pod, or a `restartPolicy: Never` pod whose
+    /// commands all finish.
+    fn completes(&self) -> bool {
+        self.runs_to_completion || (self.restart_never && self.exits.iter().all(Option::is_some))
+    }
+}
+
+fn outcome(sim: &Sim, pod: &Pod) -> Outcome {
     let spec = pod.spec.as_ref();
-    let inits: &[Container] = spec.and_then(|s| s.init_containers.as_deref()).unwrap_or(&[]);
-    let containers: &[Container] = spec.map(|s| s.containers.as_slice()).unwrap_or(&[]);
     let restart = spec.and_then(|s| s.restart_policy.as_deref()).unwrap_or("Always");
+    let runs = sim.cfg.runtime.start_pod(pod, container_fails);
+    let failing_init = runs
+        .inits
+        .iter()
+        .enumerate()
+        .find_map(|(i, r)| r.exit.filter(|c| *c != 0).map(|c| (i, c)));
+    let n = spec.map(|s| s.containers.len()).unwrap_or(0);
+    let exits: Vec<Option<i32>> = (0..n)
+        .map(|i| runs.containers.get(i).and_then(|r| r.exit))
+        .collect();
     Outcome {
-        failing_init: inits.iter().position(container_fails),
-        failing: containers.iter().map(container_fails).collect(),
+        failing_init,
+        failing: exits.iter().map(|e| e.filter(|c| *c != 0)).collect(),
+        exits,
+        sleep_ms: runs.containers.iter().map(|r| r.sleep_ms).max().unwrap_or(0),
         runs_to_completion: controller_kind(&pod.metadata) == Some("Job"),
         restart_never: restart == "Never",
     }
@@ -523,7 +555,7 @@ async fn advance(sim: &mut Sim, all_pods: &[std::sync::Arc<Pod>], pod: &Pod, nod
         m.since
     };
     let d = sim.cfg.delays.clone();
-    let out = outcome(pod);
+    let out = outcome(sim, pod);
     let spec = pod.spec.clone().unwrap_or_default();
     let inits = spec.init_containers.clone().unwrap_or_default();
     let containers = spec.containers.clone();
@@ -659,7 +691,7 @@ async fn advance(sim: &mut Sim, all_pods: &[std::sync::Arc<Pod>], pod: &Pod, nod
             status["podIPs"] = json!([{"ip": pod_ip}]);
             // Init containers run first, in order.
             for (i, c) in inits.iter().enumerate() {
-                if out.failing_init == Some(i) {
+                if out.failing_init.is_some_and(|(f, _)| f == i) {
                     break;
                 }
                 record_start(
@@ -671,7 +703,7 @@ async fn advance(sim: &mut Sim, all_pods: &[std::sync::Arc<Pod>], pod: &Pod, nod
                 )
                 .await;
             }
-            if let Some(fi) = out.failing_init {
+            if let Some((fi, code)) = out.failing_init {
                 let mut statuses = init_done(&now_s);
                 let c = &inits[fi];
                 let fail_terminal = out.runs_to_completion || out.restart_never;
@@ -680,7 +712,7 @@ async fn advance(sim: &mut Sim, all_pods: &[std::sync::Arc<Pod>], pod: &Pod, nod
                         &uid,
                         c,
                         CState::Terminated {
-                            code: 1,
+                            code,
                             started: &now_s,
                             finished: &now_s,
                         },
@@ -689,7 +721,7 @@ async fn advance(sim: &mut Sim, all_pods: &[std::sync::Arc<Pod>], pod: &Pod, nod
                         None,
                     )
                 } else {
-                    let last = json!({"terminated": {"exitCode": 1, "reason": "Error", "startedAt": now_s, "finishedAt": now_s}});
+                    let last = json!({"terminated": {"exitCode": code, "reason": "Error", "startedAt": now_s, "finishedAt": now_s}});
                     container_status(
                         &uid,
                         c,
@@ -759,18 +791,18 @@ async fn advance(sim: &mut Sim, all_pods: &[std::sync::Arc<Pod>], pod: &Pod, nod
                 for c in &containers {
                     record_start(sim, &involved, c, node, &format!("spec.containers{{{}}}", c.name)).await;
                 }
-                let any_fail = out.failing.iter().any(|f| *f);
+                let any_fail = out.any_fail();
                 if any_fail && (out.restart_never && !out.runs_to_completion) {
                     // A bare pod that is not restarted: it simply fails.
-                    status["containerStatuses"] =
-                        terminated_all(&uid, &containers, &out.failing, &now_s, &now_s);
+                    let codes: Vec<i32> = out.failing.iter().map(|e| e.unwrap_or(0)).collect();
+                    status["containerStatuses"] = terminated_all(&uid, &containers, &codes, &now_s, &now_s);
                     status["phase"] = json!("Failed");
                     status["conditions"] = finished_conditions(&cur, &now_s);
                 } else {
                     let failing_names: Vec<&Container> = containers
                         .iter()
                         .zip(&out.failing)
-                        .filter(|(_, f)| **f && !out.runs_to_completion)
+                        .filter(|(_, f)| f.is_some() && !out.runs_to_completion)
                         .map(|(c, _)| c)
                         .collect();
                     status["containerStatuses"] = Value::Array(
@@ -778,8 +810,8 @@ async fn advance(sim: &mut Sim, all_pods: &[std::sync::Arc<Pod>], pod: &Pod, nod
                             .iter()
                             .zip(&out.failing)
                             .map(|(c, f)| {
-                                if *f && !out.runs_to_completion {
-                                    let last = json!({"terminated": {"exitCode": 1, "reason": "Error", "startedAt": now_s, "finishedAt": now_s}});
+                                if let (Some(code), false) = (f, out.runs_to_completion) {
+                                    let last = json!({"terminated": {"exitCode": code, "reason": "Error", "startedAt": now_s, "finishedAt": now_s}});
                                     container_status(
                                         &uid,
                                         c,
@@ -830,7 +862,7 @@ async fn advance(sim: &mut Sim, all_pods: &[std::sync::Arc<Pod>], pod: &Pod, nod
             }
         }
         Stage::Running => {
-            let crashing = !out.runs_to_completion && out.failing.iter().any(|f| *f);
+            let crashing = !out.runs_to_completion && out.any_fail();
             if crashing || !sim.elapsed(since, d.running_to_ready) {
                 return;
             }
@@ -856,12 +888,15 @@ async fn advance(sim: &mut Sim, all_pods: &[std::sync::Arc<Pod>], pod: &Pod, nod
             );
         }
         Stage::Ready => {
-            if !out.runs_to_completion || !sim.elapsed(since, d.job_completion) {
+            let run_for = d.job_completion.max(std::time::Duration::from_millis(
+                u64::try_from(out.sleep_ms).unwrap_or(0),
+            ));
+            if !out.completes() || !sim.elapsed(since, run_for) {
                 return;
             }
-            let any_fail = out.failing.iter().any(|f| *f);
-            status["containerStatuses"] =
-                terminated_all(&uid, &containers, &out.failing, &started_at, &now_s);
+            let any_fail = out.any_fail();
+            let codes: Vec<i32> = out.exits.iter().map(|e| e.unwrap_or(0)).collect();
+            status["containerStatuses"] = terminated_all(&uid, &containers, &codes, &started_at, &now_s);
             status["phase"] = json!(if any_fail { "Failed" } else { "Succeeded" });
             status["conditions"] = finished_conditions(&cur, &now_s);
         }
@@ -876,20 +911,20 @@ async fn advance(sim: &mut Sim, all_pods: &[std::sync::Arc<Pod>], pod: &Pod, nod
 fn terminated_all(
     uid: &str,
     containers: &[Container],
-    failing: &[bool],
+    codes: &[i32],
     started: &str,
     finished: &str,
 ) -> Value {
     Value::Array(
         containers
             .iter()
-            .zip(failing)
-            .map(|(c, f)| {
+            .zip(codes)
+            .map(|(c, code)| {
                 container_status(
                     uid,
                     c,
                     CState::Terminated {
-                        code: if *f { 1 } else { 0 },
+                        code: *code,
                         started,
                         finished,
                     },

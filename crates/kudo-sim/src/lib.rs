@@ -17,7 +17,8 @@
 //! * **Kubelet** for pods on the simulated nodes: Pending (ContainerCreating) → init containers
 //!   completed in order → Running → Ready, with container statuses, pod IPs `10.244.<node>.<n>`,
 //!   events (Scheduled, Pulled, Created, Started, Killing). Pods controlled by a Job then
-//!   terminate with exit code 0 and become `Succeeded`. Deleted pods are killed (preStop hooks are
+//!   terminate with their commands' exit codes (0 unless a command fails) and become
+//!   `Succeeded` or `Failed`. Deleted pods are killed (preStop hooks are
 //!   noted as events) and removed with a zero grace period.
 //! * **ReplicaSets, Deployments (RollingUpdate/Recreate), StatefulSets (OrderedReady/Parallel,
 //!   RollingUpdate with partition/OnDelete, volumeClaimTemplates), DaemonSets, Jobs, CronJobs**,
@@ -28,11 +29,21 @@
 //! * **Volumes**: a default StorageClass `standard`; every unbound PVC is bound to a generated PV
 //!   `pvc-<uid>`.
 //!
+//! # Simulated commands
+//! Containers run a documented subset of shell over an in-memory filesystem per pod (see
+//! [`shell`] for the exact rules; [`Runtime`] holds the filesystems and logs, and serves
+//! `pods/exec` and `pods/log` once registered with the API server). The exit code decides the
+//! container's state, as the real-cluster kit's fake kubelet does: in a Job-controlled pod or a
+//! pod with `restartPolicy: Never` a failing container is terminated with its code and the pod
+//! becomes `Failed` (a `Never` pod whose commands all end with 0 becomes `Succeeded`, a Job's pod
+//! after its longest `sleep`); otherwise the container sits in `CrashLoopBackOff`
+//! (restartCount 1, not ready, `lastState.terminated.exitCode` N). A container whose commands
+//! end with 0 outside those pods, or whose command is not simulated, runs and is ready.
+//!
 //! # Failure convention
 //! A container (or init container) whose image, command or args contain the word `fail`
 //! (a whole word, case-insensitive: `busybox:fail`, `sh -c "fail"`, `--mode=fail`) exits with
-//! code 1. In a Job-controlled pod, or a pod with `restartPolicy: Never`, the pod becomes `Failed`;
-//! otherwise the container sits in `CrashLoopBackOff` (restartCount 1, not ready).
+//! code 1 whatever its command.
 //!
 //! # Determinism
 //! No randomness: generated names derive from owner uids and counters through a fixed hash,
@@ -55,6 +66,8 @@ mod endpoints;
 mod engine;
 mod kubelet;
 mod rollout;
+mod runtime;
+pub mod shell;
 mod util;
 mod volumes;
 mod workloads;
@@ -66,6 +79,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
 pub use cron::{CronError, Schedule};
+pub use runtime::{ExecError, PodRuns, Runtime, command_line};
 
 /// Errors that stop the simulator. Individual failed writes do not: they are logged and retried
 /// on the next pass, because a controller must survive a flaky or partial API server.
@@ -167,6 +181,9 @@ pub struct SimConfig {
     pub node_heartbeat: Duration,
     /// Name of the default StorageClass created at start and used for PVCs without a class.
     pub storage_class: String,
+    /// The simulated containers' filesystems and logs; share a clone with the API server
+    /// ([`kudo_apiserver::RunningServer::set_pod_runtime`]) to serve `exec` and `logs`.
+    pub runtime: Runtime,
 }
 
 impl Default for SimConfig {
@@ -178,6 +195,7 @@ impl Default for SimConfig {
             resync: Duration::from_secs(1),
             node_heartbeat: Duration::from_secs(30),
             storage_class: "standard".to_string(),
+            runtime: Runtime::new(),
         }
     }
 }

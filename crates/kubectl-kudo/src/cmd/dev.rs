@@ -123,12 +123,15 @@ pub async fn run(opts: &ClusterOpts, args: DevArgs) -> Result<ExitCode> {
     let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
         let _ = rx.wait_for(|s| *s).await;
     };
+    let sim_config = kudo_sim::SimConfig {
+        nodes: args.nodes,
+        ..Default::default()
+    };
+    // `kubectl exec` and `kubectl logs` reach the simulated containers.
+    server.set_pod_runtime(std::sync::Arc::new(sim_config.runtime.clone()));
     let sim = tokio::spawn(kudo_sim::run(
         client.clone(),
-        kudo_sim::SimConfig {
-            nodes: args.nodes,
-            ..Default::default()
-        },
+        sim_config,
         stopped(stop_rx.clone()),
     ));
     let controller = tokio::spawn(kudo_controller::run(

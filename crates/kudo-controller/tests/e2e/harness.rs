@@ -110,6 +110,7 @@ impl Env {
             iapi.list(&ListParams::default()).await.ok().map(|_| ())
         })
         .await;
+        server.set_pod_runtime(std::sync::Arc::new(sim_config.runtime.clone()));
         let sim = kudo_sim::spawn(client.clone(), sim_config);
         Env {
             server: Some(server),

@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 
 use harness::{Env, Pkg};
 use k8s_openapi::api::rbac::v1::ClusterRole;
-use kube::api::Api;
+use kube::api::{Api, ListParams};
 use serde_json::json;
 
 fn first_operator(dir: &std::path::Path) -> std::path::PathBuf {
@@ -337,7 +337,7 @@ spec:
       containers:
         - name: migrate
           image: busybox
-          command: ["sh", "-c", "fail"]
+          command: ["false"]
 "#,
         )],
     );
@@ -353,6 +353,119 @@ spec:
         reasons.contains(&"FailedTerminalStateError".to_string()),
         "{reasons:?}"
     );
+    env.stop().await;
+}
+
+/// A one-step operator whose Job runs `command` (a YAML flow list) with the given spec lines.
+fn job_operator(dir: &std::path::Path, name: &str, spec: &str, command: &str) -> std::path::PathBuf {
+    single_step(
+        dir,
+        name,
+        "apiVersion: kudo.dev/v1beta1\nparameters: []\n",
+        &[(
+            "job.yaml",
+            &format!(
+                r#"apiVersion: batch/v1
+kind: Job
+metadata:
+  name: {{{{ .Name }}}}-job
+spec:
+{spec}
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+        - name: main
+          image: busybox
+          command: {command}
+"#
+            ),
+        )],
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn job_exit_code_and_deadline_failures_are_fatal() {
+    let env = Env::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    // exit N with backoffLimit 0: the pod fails with that code, the Job with BackoffLimitExceeded
+    let a = job_operator(
+        &dir.path().join("a"),
+        "exiter",
+        "  backoffLimit: 0",
+        r#"["sh", "-c", "echo migrating; exit 3"]"#,
+    );
+    env.install(&a, "exiter", BTreeMap::new()).await;
+    let inst = env.wait_plan("exiter", "deploy", "FATAL_ERROR").await;
+    let msg = inst["status"]["planStatus"]["deploy"]["phases"][0]["steps"][0]["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        msg.contains("exiter-job") && msg.contains("backoff limit"),
+        "{msg}"
+    );
+    let job = env.get("batch/v1", "Job", "exiter-job").await.unwrap();
+    let failed = harness::condition(&job, "Failed").expect("Failed condition");
+    assert_eq!(failed["reason"], "BackoffLimitExceeded");
+    let pods: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(env.client.clone(), harness::NS);
+    let list = pods
+        .list(&ListParams::default().labels("job-name=exiter-job"))
+        .await
+        .unwrap();
+    let code = list.items[0]
+        .status
+        .as_ref()
+        .unwrap()
+        .container_statuses
+        .as_ref()
+        .unwrap()[0]
+        .state
+        .as_ref()
+        .unwrap()
+        .terminated
+        .as_ref()
+        .unwrap()
+        .exit_code;
+    assert_eq!(code, 3);
+    let log = pods
+        .logs(
+            list.items[0].metadata.name.as_deref().unwrap(),
+            &Default::default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(log, "migrating\n");
+
+    // a Job still sleeping at its activeDeadlineSeconds fails with DeadlineExceeded
+    let b = job_operator(
+        &dir.path().join("b"),
+        "sleeper",
+        "  activeDeadlineSeconds: 1",
+        r#"["sleep", "60"]"#,
+    );
+    env.install(&b, "sleeper", BTreeMap::new()).await;
+    let inst = env.wait_plan("sleeper", "deploy", "FATAL_ERROR").await;
+    let msg = inst["status"]["planStatus"]["deploy"]["phases"][0]["steps"][0]["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(msg.contains("sleeper-job") && msg.contains("deadline"), "{msg}");
+    let job = env.get("batch/v1", "Job", "sleeper-job").await.unwrap();
+    assert_eq!(
+        harness::condition(&job, "Failed").unwrap()["reason"],
+        "DeadlineExceeded"
+    );
+
+    // `sleep 1` finishes within the deadline: the plan completes
+    let c = job_operator(
+        &dir.path().join("c"),
+        "napper",
+        "  activeDeadlineSeconds: 30",
+        r#"["sh", "-c", "sleep 1 && touch /tmp/done"]"#,
+    );
+    env.install(&c, "napper", BTreeMap::new()).await;
+    env.wait_plan("napper", "deploy", "COMPLETE").await;
     env.stop().await;
 }
 
@@ -742,11 +855,9 @@ async fn missing_operator_version_is_reported_then_picked_up() {
     env.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn pipe_task_fails_with_not_supported_message() {
-    let env = Env::start().await;
-    let dir = tempfile::tempdir().unwrap();
-    let pkg = Pkg::new(dir.path(), "piper")
+/// A two-step operator: a Pipe task `gen` with `pod.yaml`, then an Apply task using `.Pipes`.
+fn piper(dir: &std::path::Path, init_script: &str) -> std::path::PathBuf {
+    Pkg::new(dir, "piper")
         .operator(
             r#"apiVersion: kudo.dev/v1beta1
 name: piper
@@ -760,6 +871,14 @@ tasks:
         - file: /tmp/out.txt
           kind: ConfigMap
           key: out
+        - envFile: /tmp/vars.env
+          kind: Secret
+          key: vars
+  - name: use
+    kind: Apply
+    spec:
+      resources:
+        - user.yaml
 plans:
   deploy:
     strategy: serial
@@ -770,35 +889,125 @@ plans:
           - name: gen
             tasks:
               - gen
+          - name: use
+            tasks:
+              - use
 "#,
         )
         .params("apiVersion: kudo.dev/v1beta1\nparameters: []\n")
         .template(
             "pod.yaml",
-            r#"apiVersion: v1
+            &format!(
+                r#"apiVersion: v1
 kind: Pod
-metadata:
-  name: gen
 spec:
   volumes:
     - name: shared
-      emptyDir: {}
+      emptyDir: {{}}
   initContainers:
     - name: init
       image: busybox
-      command: ["sh", "-c", "echo hi > /tmp/out.txt"]
+      command: ["sh", "-c"]
+      args: [{init_script:?}]
       volumeMounts:
         - name: shared
           mountPath: /tmp
-"#,
+"#
+            ),
         )
-        .write();
+        .template(
+            "user.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: user\ndata:\n  out: {{ .Pipes.out }}\n  vars: {{ .Pipes.vars }}\n",
+        )
+        .write()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pipe_task_copies_files_into_artifacts_through_exec() {
+    let env = Env::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let pkg = piper(
+        dir.path(),
+        "echo hi > /tmp/out.txt && printf 'USER=admin\\n# note\\nPASS=s3cret\\n' > /tmp/vars.env",
+    );
     env.install(&pkg, "pp", BTreeMap::new()).await;
-    let inst = env.wait_plan("pp", "deploy", "FATAL_ERROR").await;
+    env.wait_plan("pp", "deploy", "COMPLETE").await;
+    let cm = env
+        .get("v1", "ConfigMap", "pp.deploy.main.gen.gen.out")
+        .await
+        .expect("ConfigMap artifact");
+    assert_eq!(cm["binaryData"]["out.txt"], "aGkK", "{cm}");
+    assert_eq!(cm["metadata"]["labels"]["kudo.dev/instance"], "pp");
+    assert_eq!(cm["metadata"]["ownerReferences"][0]["kind"], "Instance");
+    let secret = env
+        .get("v1", "Secret", "pp.deploy.main.gen.gen.vars")
+        .await
+        .expect("Secret artifact");
+    assert_eq!(
+        secret["data"],
+        serde_json::json!({"PASS": "czNjcmV0", "USER": "YWRtaW4="}),
+        "{secret}"
+    );
+    let user = env
+        .get("v1", "ConfigMap", "user")
+        .await
+        .expect("later step applied");
+    assert_eq!(user["data"]["out"], "pp.deploy.main.gen.gen.out");
+    env.wait_gone("v1", "Pod", "pp.deploy.main.gen.gen.pipepod").await;
+    env.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pipe_task_whose_command_is_not_simulated_fails_naming_file_and_command() {
+    let env = Env::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let pkg = piper(
+        dir.path(),
+        "openssl req -x509 -newkey rsa:2048 -nodes -keyout /tmp/out.txt -subj /CN=x",
+    );
+    env.install(&pkg, "pq", BTreeMap::new()).await;
+    let inst = env.wait_plan("pq", "deploy", "FATAL_ERROR").await;
     let msg = inst["status"]["planStatus"]["deploy"]["phases"][0]["steps"][0]["message"]
         .as_str()
         .unwrap();
-    assert!(msg.contains("Pipe tasks are not supported by kudo-rs"), "{msg}");
+    assert!(msg.contains("pipe file /tmp/out.txt"), "{msg}");
+    assert!(msg.contains("openssl req -x509"), "{msg}");
+    assert!(
+        env.get("v1", "ConfigMap", "user").await.is_none(),
+        "nothing after the failed step"
+    );
+    let reasons = env.event_reasons("pq").await;
+    assert!(reasons.contains(&"PipeTaskError".to_string()), "{reasons:?}");
+    env.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pipe_pod_breaking_kudo_constraints_is_fatal() {
+    let env = Env::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let pkg = piper(dir.path(), "touch /tmp/out.txt /tmp/vars.env");
+    // a main container is not allowed in a pipe pod
+    let pod = pkg.join("templates/pod.yaml");
+    let text = std::fs::read_to_string(&pod).unwrap();
+    std::fs::write(
+        &pod,
+        text.replace(
+            "  initContainers:",
+            "  containers:\n    - name: extra\n      image: busybox\n  initContainers:",
+        ),
+    )
+    .unwrap();
+    env.install(&pkg, "pc", BTreeMap::new()).await;
+    let inst = env.wait_plan("pc", "deploy", "FATAL_ERROR").await;
+    let msg = inst["status"]["planStatus"]["deploy"]["phases"][0]["steps"][0]["message"]
+        .as_str()
+        .unwrap();
+    assert!(msg.contains("pipe pod should define no containers"), "{msg}");
+    assert!(
+        env.get("v1", "Pod", "pc.deploy.main.gen.gen.pipepod")
+            .await
+            .is_none()
+    );
     env.stop().await;
 }
 

