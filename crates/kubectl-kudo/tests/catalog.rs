@@ -5,8 +5,9 @@
 //! scripts/real-cluster-stage.sh) on the real control plane of `../shared/real-cluster` with the
 //! manager running out of cluster. Their `policy/v1beta1` PodDisruptionBudgets are not served
 //! there: the manager translates them to `policy/v1` and says so with an `APIVersionTranslated`
-//! Event. The catalog's own `zookeeper-upgrade-test` runs through `kubectl kudo test` with its
-//! published suite configuration.
+//! Event. The catalog's own suite (`zookeeper-upgrade-test` and `kafka-upgrade-test`) runs through
+//! `kubectl kudo test` with its published configuration, unchanged. kafka (a Pipe task) is
+//! installed on its own in `exec_cli.rs`.
 //!
 //! Cluster tests run one at a time (a global lock): the machine is small.
 
@@ -349,8 +350,8 @@ fn real_cluster_catalog_deploys() {
 }
 
 /// Lays out a folder like the catalog repository's CI: `repository/<name>` (symlinks to the
-/// packages and their tests), the binary as `./bin/kubectl-kudo`, and the published suite
-/// configuration (the zookeeper half: kafka's needs Pipe tasks).
+/// packages and their tests), the binary as `./bin/kubectl-kudo`, and the catalog's published
+/// suite configuration, unchanged (community-operators/README.md).
 fn catalog_checkout() -> tempfile::TempDir {
     let dir = tempfile::Builder::new()
         .prefix("kudo-catalog-")
@@ -358,11 +359,9 @@ fn catalog_checkout() -> tempfile::TempDir {
         .unwrap();
     std::fs::create_dir_all(dir.path().join("repository")).unwrap();
     std::fs::create_dir_all(dir.path().join("bin")).unwrap();
-    std::os::unix::fs::symlink(
-        catalog().join("zookeeper"),
-        dir.path().join("repository/zookeeper"),
-    )
-    .unwrap();
+    for name in ["zookeeper", "kafka"] {
+        std::os::unix::fs::symlink(catalog().join(name), dir.path().join("repository").join(name)).unwrap();
+    }
     std::os::unix::fs::symlink(BIN, dir.path().join("bin/kubectl-kudo")).unwrap();
     std::fs::write(
         dir.path().join("kuttl-test.yaml"),
@@ -371,8 +370,10 @@ kind: TestSuite
 commands:
   - command: ./bin/kubectl-kudo init --unsafe-self-signed-webhook-ca --wait
   - command: ./bin/kubectl-kudo install --skip-instance ./repository/zookeeper/operator/
+  - command: ./bin/kubectl-kudo install --skip-instance ./repository/kafka/operator/
 testDirs:
 - ./repository/zookeeper/tests
+- ./repository/kafka/tests
 startKIND: true
 timeout: 300
 ",
@@ -382,7 +383,7 @@ timeout: 300
 }
 
 #[test]
-fn zookeeper_upgrade_test_passes_through_kubectl_kudo_test() {
+fn the_catalog_suite_passes_through_kubectl_kudo_test() {
     let _guard = CLUSTER_LOCK.lock().unwrap_or_else(|e| e.into_inner());
     let checkout = catalog_checkout();
     let home = tempfile::tempdir().unwrap();
@@ -396,6 +397,8 @@ fn zookeeper_upgrade_test_passes_through_kubectl_kudo_test() {
     let all = text(&out);
     assert!(out.status.success(), "{all}");
     assert!(all.contains("zookeeper-upgrade-test"), "{all}");
+    assert!(all.contains("kafka-upgrade-test"), "{all}");
+    assert!(all.contains("2 passed, 0 failed"), "{all}");
     // the webhook flag is accepted and explained, not an error
     assert!(
         all.contains("--unsafe-self-signed-webhook-ca: nothing to do"),

@@ -28,6 +28,7 @@
 //! # Ok(()) }
 //! ```
 
+mod admission;
 pub mod backend;
 mod crd;
 mod discovery;

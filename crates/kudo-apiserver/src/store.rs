@@ -545,6 +545,9 @@ impl Store {
             None
         };
         validate::default_object(def, &mut obj, ip);
+        if def.group.is_empty() && def.plural == "pods" {
+            crate::admission::service_account(&mut obj);
+        }
         if def.group.is_empty()
             && def.plural == "persistentvolumeclaims"
             && obj.pointer("/spec/storageClassName").is_none_or(|v| v.is_null())
