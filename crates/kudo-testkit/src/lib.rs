@@ -10,9 +10,20 @@ pub mod real_cluster {
     use std::process::{Command, Stdio};
     use std::sync::OnceLock;
 
-    /// Set by `.ci/run` (and `scripts/real-cluster-env.sh`) to the kubeconfig of a cluster it
-    /// started, so test binaries do not each call `start.sh`.
+    /// Set by `scripts/real-cluster-stage.sh` (which `.ci/run` runs) to the kubeconfig of the
+    /// cluster it started, so test binaries do not each call `start.sh`.
     pub const KUBECONFIG_ENV: &str = "KUDO_REAL_CLUSTER_KUBECONFIG";
+
+    /// Set by `scripts/real-cluster-stage.sh` to the log file of the one cluster-wide manager it
+    /// runs: what the manager did shows there even after a test's namespace and Events are gone.
+    pub const MANAGER_LOG_ENV: &str = "KUDO_REAL_CLUSTER_MANAGER_LOG";
+
+    /// The stage manager's log file, when the stage runs (see [`MANAGER_LOG_ENV`]).
+    pub fn manager_log() -> Option<PathBuf> {
+        std::env::var_os(MANAGER_LOG_ENV)
+            .filter(|p| !p.is_empty())
+            .map(PathBuf::from)
+    }
 
     /// The workspace root (this crate lives in `<root>/crates/kudo-testkit`).
     pub fn workspace_root() -> PathBuf {

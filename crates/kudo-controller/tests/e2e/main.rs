@@ -1568,9 +1568,8 @@ spec:
 async fn real_cluster_deleting_the_namespace_repairs_nothing() {
     use k8s_openapi::api::core::v1::Namespace;
     use kube::api::DeleteParams;
-    let log = std::env::var_os("KUDO_REAL_CLUSTER_MANAGER_LOG")
-        .map(std::path::PathBuf::from)
-        .expect("KUDO_REAL_CLUSTER_MANAGER_LOG: run by scripts/real-cluster-stage.sh");
+    let log = kudo_testkit::real_cluster::manager_log()
+        .expect("$KUDO_REAL_CLUSTER_MANAGER_LOG: run by scripts/real-cluster-stage.sh");
     let dir = tempfile::tempdir().unwrap();
     let pkg = first_operator(dir.path());
     let mut envs = Vec::new();
