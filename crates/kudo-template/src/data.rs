@@ -43,8 +43,41 @@ pub fn yaml_to_json(raw: &str) -> Result<serde_json::Value, String> {
     }
     let mut opts = serde_saphyr::Options::default();
     opts.legacy_octal_numbers = true;
+    // yaml.v2 (behind sigs.k8s.io/yaml) keeps the last of duplicate keys instead of failing.
+    opts.duplicate_keys = serde_saphyr::DuplicateKeyPolicy::LastWins;
+    // Non-finite floats reach the visitor, which marks them: whether they fail the document depends
+    // on whether a later duplicate key discards them (yaml.v2 decodes first, JSON conversion after).
+    opts.non_finite_float_policy = serde_saphyr::NonFiniteFloatPolicy::PassThrough;
     let v: GoYaml = serde_saphyr::from_str_with_options(raw, opts).map_err(|e| e.to_string())?;
-    Ok(v.0)
+    match first_invalid(&v.0) {
+        Some(msg) => Err(format!("error converting YAML to JSON: {msg}")),
+        None => Ok(v.0),
+    }
+}
+
+/// Marks a value that sigs.k8s.io/yaml cannot convert to JSON (a null key, a non-finite float).
+/// The visitor cannot fail at once: in yaml.v2 a later duplicate key replaces the whole earlier
+/// value before conversion, so an invalid value that is overwritten is no error.
+const INVALID: &str = "\u{0}kudo-template: not convertible to JSON";
+
+fn invalid(msg: String) -> serde_json::Value {
+    let mut m = serde_json::Map::new();
+    m.insert(INVALID.to_string(), serde_json::Value::String(msg));
+    serde_json::Value::Object(m)
+}
+
+/// The first invalid marker left in the decoded document, if any.
+fn first_invalid(v: &serde_json::Value) -> Option<String> {
+    match v {
+        serde_json::Value::Object(m) => {
+            if let Some(serde_json::Value::String(msg)) = m.get(INVALID) {
+                return Some(msg.clone());
+            }
+            m.values().find_map(first_invalid)
+        }
+        serde_json::Value::Array(a) => a.iter().find_map(first_invalid),
+        _ => None,
+    }
 }
 
 /// A YAML node converted the way `sigs.k8s.io/yaml` converts it to JSON.
@@ -74,9 +107,10 @@ impl<'de> Visitor<'de> for GoYamlVisitor {
         Ok(GoYaml(v.into()))
     }
     fn visit_f64<E: de::Error>(self, v: f64) -> Result<GoYaml, E> {
-        serde_json::Number::from_f64(v)
-            .map(|n| GoYaml(n.into()))
-            .ok_or_else(|| E::custom(format!("json: unsupported value: {v}")))
+        Ok(GoYaml(match serde_json::Number::from_f64(v) {
+            Some(n) => n.into(),
+            None => invalid(format!("json: unsupported value: {v}")),
+        }))
     }
     fn visit_str<E>(self, v: &str) -> Result<GoYaml, E> {
         Ok(GoYaml(v.into()))
@@ -104,6 +138,15 @@ impl<'de> Visitor<'de> for GoYamlVisitor {
         let mut out = serde_json::Map::new();
         while let Some(GoYaml(k)) = map.next_key()? {
             let GoYaml(v) = map.next_value()?;
+            if k.is_null() {
+                // sigs.k8s.io/yaml refuses a null key (`~:`, `null:`) rather than inventing a name;
+                // the whole map is invalid (unless a later duplicate key replaces it).
+                out.insert(
+                    INVALID.to_string(),
+                    "Unsupported map key of type: <nil> (a null key has no JSON spelling)".into(),
+                );
+                continue;
+            }
             out.insert(key_string(&k), v);
         }
         Ok(GoYaml(serde_json::Value::Object(out)))
@@ -114,7 +157,6 @@ impl<'de> Visitor<'de> for GoYamlVisitor {
 fn key_string(k: &serde_json::Value) -> String {
     match k {
         serde_json::Value::String(s) => s.clone(),
-        serde_json::Value::Null => "null".into(),
         serde_json::Value::Bool(b) => b.to_string(),
         serde_json::Value::Number(n) => {
             if n.is_f64() {

@@ -583,7 +583,12 @@ impl<'t> State<'t, '_> {
         if let Arg::Nil { .. } = node.as_ref() {
             return Err(self.errorf(format!("indirection through explicit nil in {chain}")));
         }
-        let recv = self.eval_arg_untyped(dot, node)?;
+        let mut recv = self.eval_arg_untyped(dot, node)?;
+        if matches!(node.as_ref(), Arg::Identifier { .. }) && recv.is_invalid() {
+            // A function's nil result is still an `interface {}` (only a pipeline unwraps it), so
+            // Go says `nil pointer evaluating interface {}.X`, not `nil data`.
+            recv.iface = true;
+        }
         self.eval_field_chain(dot, recv, chain, fields, args, final_)
     }
 
@@ -661,6 +666,11 @@ impl<'t> State<'t, '_> {
                     let got = args.len().saturating_sub(1) + usize::from(final_.is_some());
                     return Err(self.errorf(format!("wrong number of args for {field}: want 0 got {got}")));
                 }
+                // Go looks the method up before evaluating its arguments: an unknown method fails
+                // at the receiver, whatever the arguments would do.
+                if has_args && o.method_arity(field).is_none() && o.call_method(field, &[]).is_none() {
+                    return Err(self.errorf(format!("can't evaluate field {field} in type {}", typ())));
+                }
                 if has_args {
                     let mut argv = Vec::new();
                     for a in args.iter().skip(1) {
@@ -685,6 +695,11 @@ impl<'t> State<'t, '_> {
                             return Err(self.errorf(format!("error calling {field}: {e}")));
                         }
                         None => {}
+                    }
+                    if let Some(want) = o.method_arity(field) {
+                        return Err(
+                            self.errorf(format!("wrong number of args for {field}: want {want} got 0"))
+                        );
                     }
                 }
                 Err(self.errorf(format!("can't evaluate field {field} in type {}", typ())))

@@ -296,6 +296,20 @@ pub fn format_float(f: f64, verb: u8, prec: i32) -> String {
     let shortest = prec < 0;
     match verb {
         b'x' | b'X' => out.push_str(&hex_float(f.abs(), prec, verb == b'X')),
+        b'b' => {
+            // strconv 'b': decimal mantissa and binary exponent, `-ddddp±ddd`; precision ignored.
+            let bits = f.to_bits();
+            let mut exp = ((bits >> 52) & 0x7ff) as i64;
+            let mut mant = bits & ((1u64 << 52) - 1);
+            if exp == 0 {
+                exp += 1;
+            } else {
+                mant |= 1u64 << 52;
+            }
+            exp -= 1023 + 52;
+            let sign = if exp >= 0 { '+' } else { '-' };
+            out.push_str(&format!("{mant}p{sign}{}", exp.abs()));
+        }
         b'e' | b'E' => {
             let (d, dp) = if shortest {
                 decimal_digits(f, None)
@@ -604,7 +618,7 @@ impl Printer<'_> {
             self.f.zero = old;
             return;
         }
-        if self.f.sharp {
+        if self.f.sharp && verb != b'b' {
             let mut digits: i32 = match verb {
                 b'v' | b'g' | b'G' | b'x' => {
                     if prec == -1 {

@@ -72,6 +72,12 @@ pub trait GoObject: fmt::Debug {
     fn call_method(&self, _name: &str, _args: &[Value]) -> Option<Result<Value, String>> {
         None
     }
+    /// Number of arguments the method `name` takes, when it takes any (`None` for fields, niladic
+    /// methods and unknown names): Go reports `wrong number of args for X: want N got 0` when such a
+    /// method is used without them.
+    fn method_arity(&self, _name: &str) -> Option<usize> {
+        None
+    }
     /// Is `name` a struct *field* (as opposed to a method)? Go reports arguments given to a field
     /// as `X has arguments but cannot be invoked as function` but to a niladic method as `wrong
     /// number of args for X: want 0 got N`; objects whose accessors are plain struct fields (Sprig's

@@ -615,6 +615,13 @@ impl GoObject for GoTime {
             _ => return None,
         }))
     }
+    fn method_arity(&self, name: &str) -> Option<usize> {
+        match name {
+            "Format" | "Add" | "Before" | "After" | "Equal" => Some(1),
+            "AddDate" => Some(3),
+            _ => None,
+        }
+    }
     fn call_method(&self, name: &str, args: &[Value]) -> Option<Result<Value, String>> {
         match (name, args) {
             ("Format", [Value::String(l)]) => Some(Ok(Value::str(self.format(l)))),

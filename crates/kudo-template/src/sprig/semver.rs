@@ -450,6 +450,9 @@ impl GoObject for Version {
             _ => return None,
         }))
     }
+    fn method_arity(&self, name: &str) -> Option<usize> {
+        matches!(name, "LessThan" | "GreaterThan" | "Equal" | "Compare").then_some(1)
+    }
     fn call_method(&self, name: &str, args: &[Value]) -> Option<Result<Value, String>> {
         let other = match args {
             [Value::Object(o)] => o.as_any().downcast_ref::<Version>(),
