@@ -33,18 +33,26 @@ fn suffix(seed: &str) -> String {
 pub fn service_account(pod: &mut Value) {
     let seed = format!(
         "{}/{}",
-        pod.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or(""),
+        pod.pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+            .unwrap_or(""),
         pod.pointer("/metadata/name")
             .or_else(|| pod.pointer("/metadata/generateName"))
             .and_then(Value::as_str)
             .unwrap_or("")
     );
-    let Some(spec) = pod.get_mut("spec").and_then(Value::as_object_mut) else { return };
+    let Some(spec) = pod.get_mut("spec").and_then(Value::as_object_mut) else {
+        return;
+    };
     let sa = spec
         .get("serviceAccountName")
         .and_then(Value::as_str)
         .filter(|s| !s.is_empty())
-        .or_else(|| spec.get("serviceAccount").and_then(Value::as_str).filter(|s| !s.is_empty()))
+        .or_else(|| {
+            spec.get("serviceAccount")
+                .and_then(Value::as_str)
+                .filter(|s| !s.is_empty())
+        })
         .unwrap_or("default")
         .to_string();
     spec.insert("serviceAccountName".into(), json!(sa));
@@ -82,7 +90,9 @@ pub fn service_account(pod: &mut Value) {
         }));
     }
     for list in containers {
-        let Some(cs) = spec.get_mut(list).and_then(Value::as_array_mut) else { continue };
+        let Some(cs) = spec.get_mut(list).and_then(Value::as_array_mut) else {
+            continue;
+        };
         for c in cs.iter_mut() {
             if mounted(c) {
                 continue;
@@ -117,7 +127,11 @@ mod tests {
         let vol = spec["volumes"][1]["name"].as_str().unwrap().to_string();
         assert!(vol.starts_with("kube-api-access-") && vol.len() == "kube-api-access-".len() + 5);
         for c in ["/containers/0", "/containers/1", "/initContainers/0"] {
-            let ms = spec.pointer(&format!("{c}/volumeMounts")).unwrap().as_array().unwrap();
+            let ms = spec
+                .pointer(&format!("{c}/volumeMounts"))
+                .unwrap()
+                .as_array()
+                .unwrap();
             let last = ms.last().unwrap();
             assert_eq!(last["mountPath"], TOKEN_MOUNT_PATH);
             assert_eq!(last["name"], vol.as_str());

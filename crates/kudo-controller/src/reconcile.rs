@@ -237,10 +237,27 @@ impl<'c> Reconciler<'c> {
                 return Ok(Action::await_change());
             }
             let msg = format!(
-                "OperatorVersion {} of instance {who} does not exist",
+                "OperatorVersion {}/{} of instance {who} does not exist",
+                inst.spec.operator_version_namespace(&self.ns),
                 inst.spec.operator_version.name
             );
             warn!("{msg}");
+            // KUDO's webhook refused such an Instance; stored anyway, it says why in its status
+            // (Ready=False) as well as in an Event, and is looked at again when OperatorVersions change.
+            let old = inst.status.clone().unwrap_or_default();
+            let mut new = old.clone();
+            set_condition(
+                &mut new.conditions,
+                Condition {
+                    type_: kudo_engine::readiness::READY.into(),
+                    status: "False".into(),
+                    observed_generation: None,
+                    last_transition_time: now().to_string(),
+                    reason: "OperatorVersionNotFound".into(),
+                    message: msg.clone(),
+                },
+            );
+            self.write_status(&old, &new).await?;
             self.event(
                 &raw,
                 EventType::Warning,

@@ -845,6 +845,28 @@ async fn missing_operator_version_is_reported_then_picked_up() {
             .then_some(())
     })
     .await;
+    // The Instance itself says why nothing happens (KUDO's webhook refused such an Instance).
+    let inst = env
+        .wait_instance("late", "Ready=False OperatorVersionNotFound", |i| {
+            i["status"]["conditions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|c| {
+                    c["type"] == "Ready" && c["status"] == "False" && c["reason"] == "OperatorVersionNotFound"
+                })
+        })
+        .await;
+    let ready = inst["status"]["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == "Ready")
+        .unwrap();
+    assert_eq!(
+        ready["message"],
+        "OperatorVersion default/first-operator-1.7.9-0.2.0 of instance default/late does not exist"
+    );
     // Creating the OperatorVersion re-triggers the Instance through the OV watch.
     env.create(serde_json::to_value(&res.operator).unwrap()).await;
     env.create(serde_json::to_value(&res.operator_version).unwrap())
@@ -852,6 +874,14 @@ async fn missing_operator_version_is_reported_then_picked_up() {
     env.wait_plan("late", "deploy", "COMPLETE").await;
     env.wait_ready_replicas("apps/v1", "Deployment", "late-nginx", 2)
         .await;
+    env.wait_instance("late", "Ready=True", |i| {
+        i["status"]["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|c| c["type"] == "Ready" && c["status"] == "True")
+    })
+    .await;
     env.stop().await;
 }
 
