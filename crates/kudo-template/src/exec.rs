@@ -671,6 +671,15 @@ impl<'t> State<'t, '_> {
                 if has_args && o.method_arity(field).is_none() && o.call_method(field, &[]).is_none() {
                     return Err(self.errorf(format!("can't evaluate field {field} in type {}", typ())));
                 }
+                // The argument count is checked before the arguments are evaluated, too.
+                if let Some(want) = o.method_arity(field) {
+                    let got = args.len().saturating_sub(1) + usize::from(final_.is_some());
+                    if has_args && got != want {
+                        return Err(
+                            self.errorf(format!("wrong number of args for {field}: want {want} got {got}"))
+                        );
+                    }
+                }
                 if has_args {
                     let mut argv = Vec::new();
                     for a in args.iter().skip(1) {
