@@ -1032,6 +1032,8 @@ def sprig_extra():
     c("x-fuzz-printf-b-float", '{{ printf "%b|%b|%b|%8b" 1234.5678 0.0 -2.5 1.0 }}\n')
     c("x-fuzz-unknown-method-args", '{{ (semver "2.0.0").Ghan (semver "1.0.0") }}\n')
     c("x-fuzz-method-without-args", '{{ (semver "2.0.0").GreaterThan }}\n')
+    c("x-fuzz-time-param-type", '{{ "x" | dateModify "1h" }}\n')
+    c("x-fuzz-time-param-const", '{{ unixEpoch "2020" }}\n')
     c("x-fuzz-method-arg-count", '{{ (semver "1.2.3").Compare (semver "1.0.0") (semver "x") }}\n')
     c("x-compact-strings", '{{ compact (splitList "," "a,,b,") }}\n')
     c("x-concat-types", '{{ typeOf (concat .strs .list) }} {{ concat (list "a") (splitList "," "b,c") }}\n')

@@ -158,6 +158,7 @@ fn go_type_name(p: ParamType) -> &'static str {
         ParamType::ListAny => "[]interface {}",
         ParamType::StringList => "[]string",
         ParamType::MapAny => "map[string]interface {}",
+        ParamType::Time => "time.Time",
     }
 }
 
@@ -187,6 +188,7 @@ fn assignable(v: &Value, p: ParamType) -> bool {
         (ParamType::ListAny, Value::List(l)) => l.elem == ElemType::Interface,
         (ParamType::StringList, Value::List(l)) => l.elem == ElemType::String,
         (ParamType::MapAny, Value::Map(m)) => m.elem == ElemType::Interface,
+        (ParamType::Time, Value::Object(o)) => o.type_name() == "time.Time",
         _ => false,
     }
 }
