@@ -1032,6 +1032,9 @@ def sprig_extra():
     c("x-fuzz-printf-b-float", '{{ printf "%b|%b|%b|%8b" 1234.5678 0.0 -2.5 1.0 }}\n')
     c("x-fuzz-unknown-method-args", '{{ (semver "2.0.0").Ghan (semver "1.0.0") }}\n')
     c("x-fuzz-method-without-args", '{{ (semver "2.0.0").GreaterThan }}\n')
+    c("x-fuzz-time-param-type", '{{ "x" | dateModify "1h" }}\n')
+    c("x-fuzz-time-param-const", '{{ unixEpoch "2020" }}\n')
+    c("x-fuzz-method-arg-count", '{{ (semver "1.2.3").Compare (semver "1.0.0") (semver "x") }}\n')
     c("x-compact-strings", '{{ compact (splitList "," "a,,b,") }}\n')
     c("x-concat-types", '{{ typeOf (concat .strs .list) }} {{ concat (list "a") (splitList "," "b,c") }}\n')
     c("x-date-formats", '{{ date "Monday, 02-Jan-06 15:04:05.000 -0700" ' + T + ' }}\n')
@@ -1171,6 +1174,9 @@ def yaml_cases():
     c("bools-yaml11", "{{ .a }} {{ .b }} {{ .c }} {{ .d }} {{ typeOf .a }} {{ typeOf .c }}\n",
       "a: true\nb: false\nc: yes\nd: off\n")
     c("nulls", "{{ .a }} {{ .b }} {{ .c }} {{ typeOf .a }}\n", "a: null\nb: ~\nc:\n")
+    # found by tests/differential_fuzz.rs (issue 17): yaml.v2 keeps the last duplicate key, and a value
+    # it discards is never converted to JSON, so a null key or NaN inside it is no error
+    c("x-fuzz-duplicate-keys", "{{ toJson . }}\n", "a: 1\nb: x\na: 2\nc:\n  ~: 1\n  n: .nan\nc: ok\n")
     c("strings-quoted", "{{ .a }}|{{ .b }}|{{ .c }}|{{ typeOf .c }}\n", "a: 'single'\nb: \"double \\t tab\"\nc: \"3\"\n")
     c("block-literal", "{{ .script }}|{{ .folded }}|\n", "script: |\n  line one\n  line two\nfolded: >\n  folded\n  text\n")
     c("lists", "{{ .tags }} {{ join \",\" .tags }} {{ index .nested 1 0 }} {{ len .empty }}\n",

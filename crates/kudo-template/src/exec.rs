@@ -158,6 +158,7 @@ fn go_type_name(p: ParamType) -> &'static str {
         ParamType::ListAny => "[]interface {}",
         ParamType::StringList => "[]string",
         ParamType::MapAny => "map[string]interface {}",
+        ParamType::Time => "time.Time",
     }
 }
 
@@ -187,6 +188,7 @@ fn assignable(v: &Value, p: ParamType) -> bool {
         (ParamType::ListAny, Value::List(l)) => l.elem == ElemType::Interface,
         (ParamType::StringList, Value::List(l)) => l.elem == ElemType::String,
         (ParamType::MapAny, Value::Map(m)) => m.elem == ElemType::Interface,
+        (ParamType::Time, Value::Object(o)) => o.type_name() == "time.Time",
         _ => false,
     }
 }
@@ -670,6 +672,15 @@ impl<'t> State<'t, '_> {
                 // at the receiver, whatever the arguments would do.
                 if has_args && o.method_arity(field).is_none() && o.call_method(field, &[]).is_none() {
                     return Err(self.errorf(format!("can't evaluate field {field} in type {}", typ())));
+                }
+                // The argument count is checked before the arguments are evaluated, too.
+                if let Some(want) = o.method_arity(field) {
+                    let got = args.len().saturating_sub(1) + usize::from(final_.is_some());
+                    if has_args && got != want {
+                        return Err(
+                            self.errorf(format!("wrong number of args for {field}: want {want} got {got}"))
+                        );
+                    }
                 }
                 if has_args {
                     let mut argv = Vec::new();

@@ -27,6 +27,9 @@ pub enum ParamType {
     StringList,
     /// `map[string]interface{}`
     MapAny,
+    /// `time.Time` (Sprig's `dateModify`, `unixEpoch`): Go checks the argument's type before the
+    /// call, so a string fails as `wrong type for value; expected time.Time; got string`.
+    Time,
 }
 
 /// A function's Go signature.

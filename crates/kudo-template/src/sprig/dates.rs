@@ -989,7 +989,7 @@ pub(super) fn register(m: &mut FuncMap) {
         Ok(Value::str(date_in_zone("2006-01-02", a_any(a, 0), a_str(a, 1)?)))
     });
     for name in ["dateModify", "date_modify"] {
-        m.insert(name, sig(&[P::String, P::Any]), |_, a| {
+        m.insert(name, sig(&[P::String, P::Time]), |_, a| {
             let t = need_time(a_any(a, 1))?;
             Ok(time_value(match parse_duration(a_str(a, 0)?) {
                 Some(d) => t.add_nanos(d),
@@ -1018,7 +1018,7 @@ pub(super) fn register(m: &mut FuncMap) {
             parse_time(a_str(a, 0)?, a_str(a, 1)?).unwrap_or_else(GoTime::zero),
         ))
     });
-    m.insert("unixEpoch", sig(&[P::Any]), |_, a| {
+    m.insert("unixEpoch", sig(&[P::Time]), |_, a| {
         Ok(Value::str(need_time(a_any(a, 0))?.secs.to_string()))
     });
 }
