@@ -545,6 +545,7 @@ fn builtin_columns(def: &ResourceDef) -> Vec<(Value, Cell)> {
             c("Ports", "string", Box::new(|o| json!(slice_ports(o)))),
             c("Endpoints", "string", Box::new(|o| json!(slice_endpoints(o)))),
         ],
+        ("", "serviceaccounts") => vec![c("Secrets", "string", Box::new(|o| json!(len(o, "/secrets"))))],
         ("", "endpoints") => vec![c("Endpoints", "string", Box::new(|o| json!(endpoints_text(o))))],
         ("apps", "controllerrevisions") => vec![
             c(

@@ -283,6 +283,7 @@ fn is_label_value(v: &str) -> bool {
 
 const QUALIFIED_NAME_MSG: &str = "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
 const DNS_LABEL_MSG: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
+const DNS1035_LABEL_MSG: &str = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')";
 const DNS_SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
 /// kube-apiserver's limit on the summed size of an object's annotation keys and values.
 pub const MAX_ANNOTATIONS_BYTES: usize = 256 * 1024;
@@ -558,6 +559,30 @@ fn validate_object(def: &ResourceDef, obj: &Value, causes: &mut Vec<Cause>) {
             port_number_causes(&format!("{at}.port"), p.get("port"), causes);
         }
     }
+    if is(def, "", "endpoints") {
+        for (i, ss) in obj
+            .get("subsets")
+            .and_then(|v| v.as_array())
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            let ports = ss.get("ports").and_then(|v| v.as_array());
+            let several = ports.is_some_and(|p| p.len() > 1);
+            for (j, p) in ports.into_iter().flatten().enumerate() {
+                let at = format!("subsets[{i}].ports[{j}]");
+                match p.get("name").and_then(|v| v.as_str()).filter(|s| !s.is_empty()) {
+                    None if several => causes.push(Cause::required(&format!("{at}.name"), "")),
+                    None => {}
+                    Some(n) if !is_dns_label(n) => {
+                        causes.push(Cause::invalid(&format!("{at}.name"), &json!(n), DNS_LABEL_MSG))
+                    }
+                    Some(_) => {}
+                }
+                port_number_causes(&format!("{at}.port"), p.get("port"), causes);
+            }
+        }
+    }
     if is(def, "", "configmaps") || is(def, "", "secrets") {
         let mut total = 0usize;
         for section in ["data", "binaryData"] {
@@ -594,6 +619,11 @@ pub fn validate_create(def: &ResourceDef, obj: &Value) -> Vec<Cause> {
             "metadata.name",
             "name or generateName is required",
         ));
+    } else if is(def, "", "services") {
+        // Service names are DNS-1035 labels: they must start with a letter.
+        if !is_dns_label(name) || !name.as_bytes()[0].is_ascii_lowercase() {
+            causes.push(Cause::invalid("metadata.name", &json!(name), DNS1035_LABEL_MSG));
+        }
     } else if label_named && !is_dns_label(name) {
         causes.push(Cause::invalid("metadata.name", &json!(name), DNS_LABEL_MSG));
     } else if !label_named && def.plural != "events" && !is_dns_subdomain(name) && !name.contains(':') {

@@ -213,7 +213,7 @@ kind: Endpoints
 metadata: {name: ep}
 subsets:
 - addresses: [{ip: 10.1.0.1}, {ip: 10.1.0.2}]
-  ports: [{port: 80}, {port: 443, name: https}]
+  ports: [{port: 80, name: http}, {port: 443, name: https}]
 ---
 apiVersion: v1
 kind: Endpoints

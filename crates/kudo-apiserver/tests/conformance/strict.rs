@@ -132,7 +132,8 @@ async fn names_labels_annotations_and_containers_are_validated() {
     );
     assert_eq!(c[9].1, "Required value");
 
-    // A Service name must be a DNS label (no dots), a ConfigMap name a subdomain (dots allowed).
+    // A Service name must be a DNS-1035 label (no dots, a letter first), a ConfigMap name a
+    // subdomain (dots allowed).
     let (code, st) = post(
         &env,
         "/api/v1/namespaces/default/services",
@@ -141,11 +142,7 @@ async fn names_labels_annotations_and_containers_are_validated() {
     )
     .await;
     assert_eq!(code, 422, "{st}");
-    assert!(
-        causes(&st)[0]
-            .1
-            .contains("a lowercase RFC 1123 label must consist")
-    );
+    assert!(causes(&st)[0].1.contains("a DNS-1035 label must consist"));
     let (code, _) = post(
         &env,
         "/api/v1/namespaces/default/configmaps",
@@ -528,7 +525,7 @@ kind: Endpoints
 metadata: {name: ep}
 subsets:
 - addresses: [{ip: 10.1.0.1}, {ip: 10.1.0.2}]
-  ports: [{port: 80}, {port: 443, name: https}]
+  ports: [{port: 80, name: http}, {port: 443, name: https}]
 ---
 apiVersion: v1
 kind: Endpoints
