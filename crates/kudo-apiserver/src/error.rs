@@ -51,6 +51,14 @@ impl Cause {
             message: format!("Forbidden: {detail}"),
         }
     }
+    /// A `Too long` cause: the value is over `max` bytes (kube-apiserver leaves the value out).
+    pub fn too_long(field: &str, max: usize) -> Self {
+        Cause {
+            reason: "FieldValueTooLong".into(),
+            field: field.into(),
+            message: format!("Too long: must have at most {max} bytes"),
+        }
+    }
     /// A `Required value` cause.
     pub fn required(field: &str, detail: &str) -> Self {
         let message = if detail.is_empty() {
@@ -197,6 +205,15 @@ impl ApiError {
     /// 400.
     pub fn bad_request(message: impl Into<String>) -> Self {
         Self::new(400, "BadRequest", message.into())
+    }
+
+    /// 413 for a request body over the server's limit.
+    pub fn too_large(limit: usize) -> Self {
+        Self::new(
+            413,
+            "RequestEntityTooLarge",
+            format!("Request entity too large: limit is {limit}"),
+        )
     }
 
     /// 403.

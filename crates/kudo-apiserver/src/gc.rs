@@ -10,7 +10,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::backend::ObjKey;
 use crate::meta;
@@ -242,5 +242,86 @@ pub(crate) fn sweep(store: &Store, terms: &mut Terminations) -> bool {
             }
         }
     }
+    changed |= namespace_defaults(store, &all);
     changed
 }
+
+/// What kube-controller-manager's service-account and root-CA publisher controllers keep in every
+/// active namespace: the `default` ServiceAccount and the `kube-root-ca.crt` ConfigMap (re-made
+/// when deleted). Written as `kube-controller-manager`, like the real ones.
+/// [`namespace_defaults`] for the namespaces there are now (the server runs it before serving,
+/// so `default` has them from the first request).
+pub(crate) fn ensure_namespace_defaults(store: &Store) {
+    namespace_defaults(store, &store.snapshot_all());
+}
+
+fn namespace_defaults(store: &Store, all: &[(ObjKey, Arc<Value>)]) -> bool {
+    let core = |plural: &str| store.registry().by_path("", "v1", plural);
+    let (Some(sa_def), Some(cm_def)) = (core("serviceaccounts"), core("configmaps")) else {
+        return false;
+    };
+    let exists = |resource: &str, ns: &str, name: &str| {
+        all.iter().any(|(k, _)| {
+            k.gr.group.is_empty() && k.gr.resource == resource && k.namespace == ns && k.name == name
+        })
+    };
+    let opts = crate::store::WriteOptions {
+        field_manager: Some("kube-controller-manager".into()),
+        ..Default::default()
+    };
+    let mut changed = false;
+    for (key, ns) in all {
+        if !(key.gr.group.is_empty() && key.gr.resource == "namespaces") || meta::is_deleting(ns) {
+            continue;
+        }
+        let name = &key.name;
+        let mut wanted = Vec::new();
+        if !exists("serviceaccounts", name, "default") {
+            wanted.push((
+                &sa_def,
+                json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}}),
+            ));
+        }
+        if !exists("configmaps", name, ROOT_CA_CONFIGMAP) {
+            wanted.push((
+                &cm_def,
+                json!({
+                    "apiVersion": "v1",
+                    "kind": "ConfigMap",
+                    "metadata": {
+                        "name": ROOT_CA_CONFIGMAP,
+                        "annotations": {"kubernetes.io/description": ROOT_CA_DESCRIPTION},
+                    },
+                    "data": {"ca.crt": EMBEDDED_CA_PEM},
+                }),
+            ));
+        }
+        for (def, obj) in wanted {
+            match store.create(def, name, obj, &opts) {
+                Ok(_) => changed = true,
+                Err(e) if e.code == 409 || e.code == 403 || e.code == 404 => {}
+                Err(e) => tracing::warn!("namespace defaults in {name}: {e}"),
+            }
+        }
+    }
+    changed
+}
+
+/// The ConfigMap the root-CA publisher keeps in every namespace.
+pub const ROOT_CA_CONFIGMAP: &str = "kube-root-ca.crt";
+const ROOT_CA_DESCRIPTION: &str = "Contains a CA bundle that can be used to verify the kube-apiserver when using internal endpoints such as the internal service IP or kubernetes.default.svc. No other usage is guaranteed across distributions of Kubernetes clusters.";
+/// A self-signed certificate made for kudo-rs (its key was discarded): the embedded server serves
+/// plain HTTP on loopback, so nothing verifies against it, but the ConfigMap must hold a PEM
+/// bundle for pods and tools that read it.
+const EMBEDDED_CA_PEM: &str = "-----BEGIN CERTIFICATE-----
+MIIBoDCCAUegAwIBAgIUN0581ioCcnI6jZ8xpC9RR2hQ0rYwCgYIKoZIzj0EAwIw
+JTEjMCEGA1UEAwwaa3Vkby1lbWJlZGRlZC1hcGlzZXJ2ZXItY2EwIBcNMjYxMTI0
+MjE0MTI0WhgPMjEyNjEwMzEyMTQxMjRaMCUxIzAhBgNVBAMMGmt1ZG8tZW1iZWRk
+ZWQtYXBpc2VydmVyLWNhMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEjSXP8+Qu
+aCE5I+Lb95eDgTzktdkMpwm8QWus7UNsHzQwOTVo0e4IgYq5njLTyZwKhl0W1Zna
+EQkWP6RU6fVSlqNTMFEwHQYDVR0OBBYEFC0uWuV7UnkZ9uF2DWUhGSUHKkbiMB8G
+A1UdIwQYMBaAFC0uWuV7UnkZ9uF2DWUhGSUHKkbiMA8GA1UdEwEB/wQFMAMBAf8w
+CgYIKoZIzj0EAwIDRwAwRAIgAkoag7miFnf31Ux/eJOx7Hc0FphWypQKLy8thu0Z
+TH0CIBxtdUxo2Z5g982sBXlG4taK95Vl/+1pUvWZxdN9hnAf
+-----END CERTIFICATE-----
+";

@@ -26,6 +26,30 @@ use crate::store::{
 };
 use crate::{discovery, openapi, table};
 
+/// The request body, or 413 once it passes [`MAX_REQUEST_BODY_BYTES`]. The rest of an oversized
+/// body is read and dropped (up to a bound) so the client, still sending, gets the answer rather
+/// than a broken pipe.
+async fn read_body(body: Body) -> Result<Bytes, ApiError> {
+    use futures::StreamExt;
+    const DRAIN_LIMIT: usize = 256 * 1024 * 1024;
+    let mut stream = body.into_data_stream();
+    let mut buf = bytes::BytesMut::new();
+    let mut seen = 0usize;
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|e| ApiError::bad_request(format!("reading request body: {e}")))?;
+        seen += chunk.len();
+        if seen <= MAX_REQUEST_BODY_BYTES {
+            buf.extend_from_slice(&chunk);
+        } else if seen > DRAIN_LIMIT {
+            break;
+        }
+    }
+    if seen > MAX_REQUEST_BODY_BYTES {
+        return Err(ApiError::too_large(MAX_REQUEST_BODY_BYTES));
+    }
+    Ok(buf.freeze())
+}
+
 /// Shared state of the HTTP layer.
 pub(crate) struct AppState {
     pub store: Store,
@@ -36,6 +60,9 @@ pub(crate) struct AppState {
 }
 
 type Query = HashMap<String, String>;
+
+/// kube-apiserver's `--max-request-body-bytes` default (3 MiB): larger bodies get 413.
+pub const MAX_REQUEST_BODY_BYTES: usize = 3 * 1024 * 1024;
 
 fn parse_query(q: Option<&str>) -> Query {
     let mut out = HashMap::new();
@@ -108,9 +135,9 @@ pub(crate) async fn handle(State(app): State<Arc<AppState>>, req: Request) -> Re
         .and_then(|v| v.to_str().ok())
         .unwrap_or("application/json")
         .to_string();
-    let body = match axum::body::to_bytes(body, 256 * 1024 * 1024).await {
+    let body = match read_body(body).await {
         Ok(b) => b,
-        Err(e) => return error_response(&ApiError::bad_request(format!("reading request body: {e}"))),
+        Err(e) => return error_response(&e),
     };
     tracing::debug!(method = %parts.method, %path, query = ?parts.uri.query(), "request");
     if path == faults::ADMIN_PATH {
@@ -247,6 +274,13 @@ pub(crate) async fn handle(State(app): State<Arc<AppState>>, req: Request) -> Re
         query,
         accept,
         content_type,
+        agent: parts
+            .headers
+            .get(header::USER_AGENT)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.split('/').next())
+            .unwrap_or("")
+            .to_string(),
     };
     // Fault injection (a no-op unless configured): latency, then an injected error instead of
     // executing, or a lost acknowledgement after executing.
@@ -337,6 +371,8 @@ struct Ctx {
     query: Query,
     accept: String,
     content_type: String,
+    /// `User-Agent` up to its first `/`: kube-apiserver's field manager when the request names none.
+    agent: String,
 }
 
 type Reply = Result<(u16, Value), ApiError>;
@@ -377,10 +413,18 @@ impl Ctx {
     fn write_opts(&self) -> WriteOptions {
         WriteOptions {
             dry_run: self.query.get("dryRun").is_some_and(|v| v == "All"),
-            field_manager: self.query.get("fieldManager").cloned(),
+            field_manager: self.field_manager(),
             applied: false,
             strict: self.query.get("fieldValidation").is_some_and(|v| v == "Strict"),
         }
+    }
+
+    /// `fieldManager`, else the User-Agent's prefix (none for apply, which requires the parameter).
+    fn field_manager(&self) -> Option<String> {
+        self.query
+            .get("fieldManager")
+            .cloned()
+            .or_else(|| (!self.agent.is_empty()).then(|| self.agent.clone()))
     }
 
     fn wants_table(&self) -> bool {
@@ -438,7 +482,7 @@ impl Ctx {
         }
         let opts = WriteOptions {
             dry_run: self.query.get("dryRun").is_some_and(|v| v == "All"),
-            field_manager: self.query.get("fieldManager").cloned(),
+            field_manager: self.field_manager(),
             ..Default::default()
         };
         let (group, plural) = (self.def.group.clone(), self.def.plural.clone());
@@ -535,9 +579,35 @@ impl Ctx {
         ))
     }
 
+    /// A request body that does not decode: kube-apiserver names the kind it expected.
+    fn unrecognized(&self, e: ApiError) -> ApiError {
+        if e.code == 400 {
+            ApiError::bad_request(format!(
+                "the object provided is unrecognized (must be of type {}): {}",
+                self.def.kind, e.message
+            ))
+        } else {
+            e
+        }
+    }
+
+    /// A body whose field types cannot decode into the built-in kind: 400, as kube-apiserver answers.
+    fn check_types(&self, obj: &Value) -> Result<(), ApiError> {
+        match crate::validate::type_error(&self.def, obj) {
+            None => Ok(()),
+            Some(e) => Err(ApiError::bad_request(format!(
+                "{kind} in version \"{v}\" cannot be handled as a {kind}: {m}",
+                kind = self.def.kind,
+                v = self.def.version,
+                m = e.message()
+            ))),
+        }
+    }
+
     fn create(&self, body: &[u8]) -> Reply {
-        let obj = decode_body(body, &self.content_type)?;
+        let obj = decode_body(body, &self.content_type).map_err(|e| self.unrecognized(e))?;
         self.check_kind(&obj)?;
+        self.check_types(&obj)?;
         if !meta::meta_str(&obj, "resourceVersion").is_empty() {
             return Err(ApiError::bad_request(
                 "resourceVersion should not be set on objects to be created",
@@ -569,7 +639,7 @@ impl Ctx {
     }
 
     fn update(&self, name: &str, sub: Option<&str>, body: &[u8]) -> Reply {
-        let obj = decode_body(body, &self.content_type)?;
+        let obj = decode_body(body, &self.content_type).map_err(|e| self.unrecognized(e))?;
         if sub == Some("scale") {
             let replicas = obj.pointer("/spec/replicas").cloned().unwrap_or(json!(0));
             let rv = meta::meta_str(&obj, "resourceVersion").to_string();
@@ -617,6 +687,7 @@ impl Ctx {
             return Ok((200, v));
         }
         self.check_kind(&obj)?;
+        self.check_types(&obj)?;
         let v = self.store().update(
             &self.def,
             &self.ns,
@@ -688,18 +759,31 @@ impl Ctx {
                 &patch::accepted_types(&self.def),
             ));
         }
-        let p = decode_body(
-            body,
-            if kind == PatchKind::Apply {
-                "application/yaml"
-            } else {
-                "application/json"
-            },
-        )?;
+        let p = if kind == PatchKind::Apply {
+            decode_body(body, "application/yaml")?
+        } else {
+            let p: Value = serde_json::from_slice(body)
+                .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
+            match (kind, &p) {
+                (PatchKind::Json, Value::Object(_)) => {
+                    return Err(ApiError::bad_request(
+                        "error decoding patch: json: cannot unmarshal object into Go value of type []handlers.jsonPatchOp",
+                    ));
+                }
+                (PatchKind::Merge | PatchKind::Strategic, v) if !v.is_object() => {
+                    return Err(ApiError::bad_request(format!(
+                        "error decoding patch: json: cannot unmarshal {} into Go value of type map[string]interface {{}}",
+                        if v.is_array() { "array" } else { "value" }
+                    )));
+                }
+                _ => {}
+            }
+            p
+        };
         let mut opts = self.write_opts();
         opts.applied = kind == PatchKind::Apply;
         let force = self.query.get("force").is_some_and(|v| v == "true");
-        if kind == PatchKind::Apply && opts.field_manager.as_deref().unwrap_or("").is_empty() {
+        if kind == PatchKind::Apply && self.query.get("fieldManager").is_none_or(|m| m.is_empty()) {
             return Err(ApiError::bad_request(
                 "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch",
             ));
@@ -746,6 +830,18 @@ impl Ctx {
                 let path = def.scale.as_ref().map(|s| s.spec_replicas.clone()).unwrap_or_default();
                 set_path(&mut n, &path, patched.pointer("/spec/replicas").cloned().unwrap_or(json!(0)));
                 return Ok(n);
+            }
+            if let Some(e) = crate::validate::type_error(&def, &patched) {
+                return Err(ApiError::invalid(
+                    "",
+                    "",
+                    "",
+                    vec![crate::error::Cause::invalid(
+                        "patch",
+                        &json!(patched.to_string()),
+                        &e.message(),
+                    )],
+                ));
             }
             // A patch may carry a resourceVersion precondition.
             let want = meta::meta_str(&patched, "resourceVersion");

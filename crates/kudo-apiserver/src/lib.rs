@@ -38,6 +38,7 @@ pub mod exec;
 pub mod faults;
 mod gc;
 mod http;
+mod jsonpath;
 pub mod meta;
 mod openapi;
 mod patch;
@@ -126,6 +127,7 @@ impl ApiServer {
         let faults = Faults::default();
         faults.set(config.faults.clone())?;
         let store = Store::open(Registry::new(), backend, config.history_capacity)?;
+        gc::ensure_namespace_defaults(&store);
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", config.port))
             .await
             .map_err(|source| StartError::Bind {

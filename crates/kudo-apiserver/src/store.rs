@@ -410,7 +410,10 @@ impl Store {
 
     fn emit(&self, st: &mut State, ev: WatchEvent) {
         let ev = Arc::new(ev);
+        let new_namespace =
+            ev.type_ == EventType::Added && ev.key.gr.group.is_empty() && ev.key.gr.resource == "namespaces";
         if ev.type_ == EventType::Deleted
+            || new_namespace
             || meta::is_deleting(&ev.object)
             || !meta::owner_refs(&ev.object).is_empty()
         {

@@ -545,6 +545,16 @@ fn builtin_columns(def: &ResourceDef) -> Vec<(Value, Cell)> {
             c("Ports", "string", Box::new(|o| json!(slice_ports(o)))),
             c("Endpoints", "string", Box::new(|o| json!(slice_endpoints(o)))),
         ],
+        ("", "serviceaccounts") => vec![c("Secrets", "string", Box::new(|o| json!(len(o, "/secrets"))))],
+        ("", "endpoints") => vec![c("Endpoints", "string", Box::new(|o| json!(endpoints_text(o))))],
+        ("apps", "controllerrevisions") => vec![
+            c(
+                "Controller",
+                "string",
+                Box::new(|o| json!(revision_controller(o))),
+            ),
+            c("Revision", "string", Box::new(|o| json!(n(o, "/revision")))),
+        ],
         ("", "nodes") => vec![
             c("Status", "string", Box::new(|o| json!(node_status(o)))),
             c("Roles", "string", Box::new(|o| json!(node_roles(o)))),
@@ -553,14 +563,160 @@ fn builtin_columns(def: &ResourceDef) -> Vec<(Value, Cell)> {
     }
 }
 
+/// A CRD printer column's cell: the first value its JSONPath selects, converted to the column's
+/// type as kube-apiserver's table convertor does (a value of the wrong type leaves the cell empty).
 fn printer_cell(pc: &PrinterColumn, o: &Value) -> Value {
-    match meta::json_path(o, &pc.json_path) {
-        None | Some(Value::Null) => Value::Null,
-        Some(v) if pc.type_ == "date" => match v.as_str() {
-            Some(ts) => json!(meta::human_duration(meta::age_secs(ts))),
-            None => v.clone(),
-        },
-        Some(v) => v.clone(),
+    let Some(v) = crate::jsonpath::find(o, &pc.json_path).into_iter().next() else {
+        return Value::Null;
+    };
+    match (pc.type_.as_str(), v) {
+        (_, Value::Null) => Value::Null,
+        ("string", Value::String(t)) => json!(t),
+        ("string", other) => json!(other.to_string()),
+        ("integer", Value::Number(n)) => n
+            .as_i64()
+            .or_else(|| n.as_f64().map(|f| f as i64))
+            .map_or(Value::Null, |i| json!(i)),
+        ("number", Value::Number(_)) | ("boolean", Value::Bool(_)) => v.clone(),
+        ("date", Value::String(ts)) => json!(meta::human_duration(meta::age_secs(ts))),
+        ("integer" | "number" | "boolean" | "date", _) => Value::Null,
+        _ => v.clone(),
+    }
+}
+
+/// `<unknown>` for a missing timestamp, else its age (the events printer's `translateTimestampSince`).
+fn since(ts: &str) -> String {
+    if ts.is_empty() {
+        "<unknown>".into()
+    } else {
+        meta::human_duration(meta::age_secs(ts))
+    }
+}
+
+/// kubectl's event row cells after NAME's removal: last seen, type, reason, object, subobject,
+/// source, message, first seen, count.
+fn event_cells(o: &Value) -> Vec<Value> {
+    let first = match s(o, "/firstTimestamp") {
+        "" => since(s(o, "/eventTime")),
+        t => since(t),
+    };
+    let mut last = match s(o, "/lastTimestamp") {
+        "" => first.clone(),
+        t => since(t),
+    };
+    let mut count = n(o, "/count");
+    if o.get("series").is_some_and(|v| v.is_object()) {
+        last = since(s(o, "/series/lastObservedTime"));
+        count = n(o, "/series/count");
+    } else if count == 0 {
+        count = 1;
+    }
+    let kind = s(o, "/involvedObject/kind").to_lowercase();
+    let target = match s(o, "/involvedObject/name") {
+        "" => kind,
+        name => format!("{kind}/{name}"),
+    };
+    let first_non_empty = |a: &str, b: &str| {
+        if a.is_empty() {
+            b.to_string()
+        } else {
+            a.to_string()
+        }
+    };
+    let component = first_non_empty(s(o, "/source/component"), s(o, "/reportingComponent"));
+    let instance = first_non_empty(s(o, "/source/host"), s(o, "/reportingInstance"));
+    let source = if instance.is_empty() {
+        component
+    } else {
+        format!("{component}, {instance}")
+    };
+    vec![
+        json!(last),
+        json!(s(o, "/type")),
+        json!(s(o, "/reason")),
+        json!(target),
+        json!(s(o, "/involvedObject/fieldPath")),
+        json!(source),
+        json!(s(o, "/message").trim()),
+        json!(first),
+        json!(count),
+    ]
+}
+
+/// The ENDPOINTS column of `kubectl get endpoints`: `ip:port` per address and port, at most
+/// three, then `+ N more...`; `<none>` without subsets.
+fn endpoints_text(o: &Value) -> String {
+    let Some(subsets) = o
+        .get("subsets")
+        .and_then(|v| v.as_array())
+        .filter(|a| !a.is_empty())
+    else {
+        return "<none>".into();
+    };
+    const MAX: usize = 3;
+    let (mut list, mut count, mut more) = (Vec::new(), 0usize, false);
+    for ss in subsets {
+        let addrs: Vec<&str> = ss["addresses"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|a| a["ip"].as_str())
+            .collect();
+        let ports = ss["ports"].as_array().cloned().unwrap_or_default();
+        if ports.is_empty() {
+            count += addrs.len();
+            for a in &addrs {
+                if list.len() == MAX {
+                    more = true;
+                    break;
+                }
+                list.push(a.to_string());
+            }
+            continue;
+        }
+        for p in &ports {
+            count += addrs.len();
+            for a in &addrs {
+                if list.len() == MAX {
+                    more = true;
+                    break;
+                }
+                let host = if a.contains(':') {
+                    format!("[{a}]")
+                } else {
+                    a.to_string()
+                };
+                list.push(format!("{host}:{}", p["port"].as_i64().unwrap_or(0)));
+            }
+        }
+    }
+    let joined = list.join(",");
+    if more {
+        format!("{joined} + {} more...", count - MAX)
+    } else {
+        joined
+    }
+}
+
+/// The CONTROLLER column of `kubectl get controllerrevisions`: `kind.group/name` of the
+/// controlling owner, `<none>` without one.
+fn revision_controller(o: &Value) -> String {
+    let owner = meta::owner_refs(o)
+        .into_iter()
+        .find(|r| r["controller"].as_bool() == Some(true));
+    let Some(r) = owner else {
+        return "<none>".into();
+    };
+    let kind = r["kind"].as_str().unwrap_or("").to_lowercase();
+    let group = r["apiVersion"]
+        .as_str()
+        .and_then(|av| av.rsplit_once('/').map(|(g, _)| g))
+        .unwrap_or("");
+    let name = r["name"].as_str().unwrap_or("");
+    if group.is_empty() {
+        format!("{kind}/{name}")
+    } else {
+        format!("{kind}.{group}/{name}")
     }
 }
 
@@ -589,6 +745,35 @@ pub fn to_table(def: &ResourceDef, items: &[Value], list_meta: Value, include: &
             for o in items {
                 let mut cells = vec![json!(meta::name(o))];
                 cells.extend(c.printer_columns.iter().map(|pc| printer_cell(pc, o)));
+                rows.push(row(cells, o, include));
+            }
+        }
+        // kube-apiserver's event printer: NAME comes last, with the wide-only columns at priority 1.
+        None if def.group.is_empty() && def.plural == "events" => {
+            columns.clear();
+            for (name, priority) in [
+                ("Last Seen", 0),
+                ("Type", 0),
+                ("Reason", 0),
+                ("Object", 0),
+                ("Subobject", 1),
+                ("Source", 1),
+                ("Message", 0),
+                ("First Seen", 1),
+                ("Count", 1),
+            ] {
+                columns.push(col(name, "string", "", priority, name));
+            }
+            columns.push(col(
+                "Name",
+                "string",
+                "name",
+                1,
+                "Name must be unique within a namespace.",
+            ));
+            for o in items {
+                let mut cells = event_cells(o);
+                cells.push(json!(meta::name(o)));
                 rows.push(row(cells, o, include));
             }
         }

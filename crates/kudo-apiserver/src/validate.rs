@@ -290,26 +290,59 @@ fn is_label_value(v: &str) -> bool {
             && v.as_bytes()[v.len() - 1].is_ascii_alphanumeric())
 }
 
-fn is_qualified_name(k: &str) -> bool {
+const QUALIFIED_NAME_MSG: &str = "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
+const DNS_LABEL_MSG: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
+const DNS1035_LABEL_MSG: &str = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')";
+const DNS_SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
+/// kube-apiserver's limit on the summed size of an object's annotation keys and values.
+pub const MAX_ANNOTATIONS_BYTES: usize = 256 * 1024;
+/// kube-apiserver's limit on the data of a ConfigMap or Secret (`MaxSecretSize`).
+pub const MAX_DATA_BYTES: usize = 1024 * 1024;
+
+/// The causes of a qualified name (label or annotation key) that is not one, as
+/// `IsQualifiedName` words them.
+fn qualified_name_causes(field: &str, k: &str, causes: &mut Vec<Cause>) {
     let (prefix, name) = match k.rsplit_once('/') {
         Some((p, n)) => (Some(p), n),
         None => (None, k),
     };
-    prefix.is_none_or(is_dns_subdomain) && !name.is_empty() && is_label_value(name)
-}
-
-/// Label keys and values, checked on every write as the real server does.
-fn validate_labels(obj: &Value, causes: &mut Vec<Cause>) {
-    for (k, v) in meta::labels(obj) {
-        if !is_qualified_name(&k) {
+    if let Some(p) = prefix {
+        if p.is_empty() {
+            causes.push(Cause::invalid(field, &json!(k), "prefix part must be non-empty"));
+        } else if !is_dns_subdomain(p) {
             causes.push(Cause::invalid(
-                "metadata.labels",
+                field,
                 &json!(k),
-                "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')",
+                &format!("prefix part {DNS_SUBDOMAIN_MSG}"),
             ));
         }
+    }
+    if name.is_empty() {
+        causes.push(Cause::invalid(field, &json!(k), "name part must be non-empty"));
+    } else if name.len() > 63 {
+        causes.push(Cause::invalid(
+            field,
+            &json!(k),
+            "name part must be no more than 63 characters",
+        ));
+    } else if !is_label_value(name) {
+        causes.push(Cause::invalid(field, &json!(k), QUALIFIED_NAME_MSG));
+    }
+}
+
+/// Label keys and values, annotation keys and the annotations' total size, checked on every
+/// write as the real server does.
+fn validate_labels(obj: &Value, causes: &mut Vec<Cause>) {
+    for (k, v) in meta::labels(obj) {
+        qualified_name_causes("metadata.labels", &k, causes);
         let value = v.as_str().unwrap_or("");
-        if !v.is_string() || !is_label_value(value) {
+        if value.len() > 63 {
+            causes.push(Cause::invalid(
+                "metadata.labels",
+                &v,
+                "must be no more than 63 characters",
+            ));
+        } else if !v.is_string() || !is_label_value(value) {
             causes.push(Cause::invalid(
                 "metadata.labels",
                 &v,
@@ -317,26 +350,181 @@ fn validate_labels(obj: &Value, causes: &mut Vec<Cause>) {
             ));
         }
     }
+    if let Some(ann) = obj.pointer("/metadata/annotations").and_then(|v| v.as_object()) {
+        let mut total = 0usize;
+        for (k, v) in ann {
+            // The key is checked lower-cased, and reported as written.
+            let mut found = Vec::new();
+            qualified_name_causes("metadata.annotations", &k.to_lowercase(), &mut found);
+            for mut c in found {
+                c.message = c
+                    .message
+                    .replacen(&format!("{:?}", k.to_lowercase()), &format!("{k:?}"), 1);
+                causes.push(c);
+            }
+            total += k.len() + v.as_str().map_or(0, str::len);
+        }
+        if total > MAX_ANNOTATIONS_BYTES {
+            causes.push(Cause::too_long("metadata.annotations", MAX_ANNOTATIONS_BYTES));
+        }
+    }
 }
 
-/// Validation of a new object.
-pub fn validate_create(def: &ResourceDef, obj: &Value) -> Vec<Cause> {
-    let mut causes = Vec::new();
-    validate_labels(obj, &mut causes);
-    let name = meta::name(obj);
-    let label_named = def.group.is_empty() && ["namespaces", "services"].contains(&def.plural.as_str());
-    if label_named && !is_dns_label(name) {
+/// `must be greater than or equal to 0` for a negative integer at `ptr`.
+fn non_negative(obj: &Value, ptr: &str, causes: &mut Vec<Cause>) {
+    if let Some(n) = obj.pointer(ptr).and_then(|v| v.as_i64())
+        && n < 0
+    {
         causes.push(Cause::invalid(
-            "metadata.name",
-            &json!(name),
-            "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')",
+            &field_of(ptr),
+            &json!(n),
+            "must be greater than or equal to 0",
         ));
-    } else if !label_named && def.plural != "events" && !is_dns_subdomain(name) && !name.contains(':') {
+    }
+}
+
+/// `/spec/template/spec` → `spec.template.spec`.
+fn field_of(ptr: &str) -> String {
+    ptr.trim_start_matches('/').replace('/', ".")
+}
+
+/// An IANA service name as `IsValidPortName` checks it (container and service port names).
+fn port_name_causes(field: &str, name: &str, causes: &mut Vec<Cause>) {
+    let v = json!(name);
+    if name.len() > 15 {
+        causes.push(Cause::invalid(field, &v, "must be no more than 15 characters"));
+    }
+    if !name
+        .bytes()
+        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+    {
         causes.push(Cause::invalid(
-            "metadata.name",
-            &json!(name),
-            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
+            field,
+            &v,
+            "must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)",
         ));
+    }
+    if name.contains("--") {
+        causes.push(Cause::invalid(field, &v, "must not contain consecutive hyphens"));
+    }
+    if !name.bytes().any(|b| b.is_ascii_lowercase()) {
+        causes.push(Cause::invalid(
+            field,
+            &v,
+            "must contain at least one letter (a-z)",
+        ));
+    }
+    if name.starts_with('-') || name.ends_with('-') {
+        causes.push(Cause::invalid(field, &v, "must not begin or end with a hyphen"));
+    }
+}
+
+fn port_number_causes(field: &str, port: Option<&Value>, causes: &mut Vec<Cause>) {
+    match port.and_then(|v| v.as_i64()) {
+        None | Some(0) => causes.push(Cause::required(field, "")),
+        Some(p) if !(1..=65535).contains(&p) => causes.push(Cause::invalid(
+            field,
+            &json!(p),
+            "must be between 1 and 65535, inclusive",
+        )),
+        Some(_) => {}
+    }
+}
+
+/// The parts of a pod spec packages write: containers (names, images, ports) and the volumes
+/// they name. `ptr` is where the pod spec sits (`/spec`, `/spec/template/spec`, …).
+fn validate_pod_spec(obj: &Value, ptr: &str, causes: &mut Vec<Cause>) {
+    let base = field_of(ptr);
+    let containers = obj
+        .pointer(&format!("{ptr}/containers"))
+        .and_then(|v| v.as_array());
+    if containers.is_none_or(|a| a.is_empty()) {
+        causes.push(Cause::required(&format!("{base}.containers"), ""));
+    }
+    let mut seen: Vec<String> = Vec::new();
+    for list in ["initContainers", "containers"] {
+        let Some(cs) = obj.pointer(&format!("{ptr}/{list}")).and_then(|v| v.as_array()) else {
+            continue;
+        };
+        for (i, c) in cs.iter().enumerate() {
+            let at = format!("{base}.{list}[{i}]");
+            let name = c.get("name").and_then(|v| v.as_str()).unwrap_or("");
+            if name.is_empty() {
+                causes.push(Cause::required(&format!("{at}.name"), ""));
+            } else if !is_dns_label(name) {
+                causes.push(Cause::invalid(&format!("{at}.name"), &json!(name), DNS_LABEL_MSG));
+            } else if seen.iter().any(|s| s == name) {
+                causes.push(Cause {
+                    reason: "FieldValueDuplicate".into(),
+                    field: format!("{at}.name"),
+                    message: format!("Duplicate value: {name:?}"),
+                });
+            } else {
+                seen.push(name.to_string());
+            }
+            if c.get("image").and_then(|v| v.as_str()).unwrap_or("").is_empty() {
+                causes.push(Cause::required(&format!("{at}.image"), ""));
+            }
+            for (j, p) in c
+                .get("ports")
+                .and_then(|v| v.as_array())
+                .into_iter()
+                .flatten()
+                .enumerate()
+            {
+                let pat = format!("{at}.ports[{j}]");
+                if let Some(pn) = p.get("name").and_then(|v| v.as_str()).filter(|s| !s.is_empty()) {
+                    port_name_causes(&format!("{pat}.name"), pn, causes);
+                }
+                port_number_causes(&format!("{pat}.containerPort"), p.get("containerPort"), causes);
+                if let Some(hp) = p.get("hostPort").and_then(|v| v.as_i64())
+                    && hp != 0
+                    && !(1..=65535).contains(&hp)
+                {
+                    causes.push(Cause::invalid(
+                        &format!("{pat}.hostPort"),
+                        &json!(hp),
+                        "must be between 1 and 65535, inclusive",
+                    ));
+                }
+            }
+        }
+    }
+}
+
+/// Where the pod template's spec sits in objects of this kind, if they have one.
+fn pod_spec_ptr(def: &ResourceDef) -> Option<&'static str> {
+    match (def.group.as_str(), def.plural.as_str()) {
+        ("", "pods") => Some("/spec"),
+        ("", "podtemplates") => Some("/template/spec"),
+        ("", "replicationcontrollers") => Some("/spec/template/spec"),
+        ("apps", "deployments" | "statefulsets" | "replicasets" | "daemonsets") => {
+            Some("/spec/template/spec")
+        }
+        ("batch", "jobs") => Some("/spec/template/spec"),
+        ("batch", "cronjobs") => Some("/spec/jobTemplate/spec/template/spec"),
+        _ => None,
+    }
+}
+
+/// Checks shared by create and update (kube-apiserver runs the object's own validation on both).
+fn validate_object(def: &ResourceDef, obj: &Value, causes: &mut Vec<Cause>) {
+    validate_labels(obj, causes);
+    if let Some(ptr) = pod_spec_ptr(def) {
+        validate_pod_spec(obj, ptr, causes);
+    }
+    if def.group == "apps" && ["deployments", "statefulsets", "replicasets"].contains(&def.plural.as_str()) {
+        non_negative(obj, "/spec/replicas", causes);
+    }
+    if is(def, "batch", "jobs") {
+        for f in [
+            "parallelism",
+            "completions",
+            "backoffLimit",
+            "activeDeadlineSeconds",
+        ] {
+            non_negative(obj, &format!("/spec/{f}"), causes);
+        }
     }
     if def.group == "apps"
         && ["deployments", "statefulsets", "replicasets", "daemonsets"].contains(&def.plural.as_str())
@@ -363,22 +551,94 @@ pub fn validate_create(def: &ResourceDef, obj: &Value) -> Vec<Cause> {
                 }
             }
         }
-        if obj
-            .pointer("/spec/template/spec/containers")
-            .and_then(|v| v.as_array())
-            .is_none_or(|a| a.is_empty())
-        {
-            causes.push(Cause::required("spec.template.spec.containers", ""));
+    }
+    if is(def, "", "services") {
+        let ports = obj.pointer("/spec/ports").and_then(|v| v.as_array());
+        let several = ports.is_some_and(|p| p.len() > 1);
+        for (i, p) in ports.into_iter().flatten().enumerate() {
+            let at = format!("spec.ports[{i}]");
+            match p.get("name").and_then(|v| v.as_str()).filter(|s| !s.is_empty()) {
+                None if several => causes.push(Cause::required(&format!("{at}.name"), "")),
+                None => {}
+                Some(n) if !is_dns_label(n) => {
+                    causes.push(Cause::invalid(&format!("{at}.name"), &json!(n), DNS_LABEL_MSG))
+                }
+                Some(_) => {}
+            }
+            port_number_causes(&format!("{at}.port"), p.get("port"), causes);
         }
     }
-    if is(def, "", "pods")
-        && obj
-            .pointer("/spec/containers")
+    if is(def, "", "endpoints") {
+        for (i, ss) in obj
+            .get("subsets")
             .and_then(|v| v.as_array())
-            .is_none_or(|a| a.is_empty())
-    {
-        causes.push(Cause::required("spec.containers", ""));
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            let ports = ss.get("ports").and_then(|v| v.as_array());
+            let several = ports.is_some_and(|p| p.len() > 1);
+            for (j, p) in ports.into_iter().flatten().enumerate() {
+                let at = format!("subsets[{i}].ports[{j}]");
+                match p.get("name").and_then(|v| v.as_str()).filter(|s| !s.is_empty()) {
+                    None if several => causes.push(Cause::required(&format!("{at}.name"), "")),
+                    None => {}
+                    Some(n) if !is_dns_label(n) => {
+                        causes.push(Cause::invalid(&format!("{at}.name"), &json!(n), DNS_LABEL_MSG))
+                    }
+                    Some(_) => {}
+                }
+                port_number_causes(&format!("{at}.port"), p.get("port"), causes);
+            }
+        }
     }
+    if is(def, "", "configmaps") || is(def, "", "secrets") {
+        let mut total = 0usize;
+        for section in ["data", "binaryData"] {
+            for v in obj
+                .get(section)
+                .and_then(|v| v.as_object())
+                .into_iter()
+                .flatten()
+                .map(|(_, v)| v)
+            {
+                let text = v.as_str().unwrap_or("");
+                total += if section == "binaryData" || is(def, "", "secrets") {
+                    // Base64 on the wire; the limit is on the decoded bytes.
+                    text.trim_end_matches('=').len() * 3 / 4
+                } else {
+                    text.len()
+                };
+            }
+        }
+        if total > MAX_DATA_BYTES {
+            let field = if is(def, "", "secrets") { "data" } else { "[]" };
+            causes.push(Cause::too_long(field, MAX_DATA_BYTES));
+        }
+    }
+}
+
+/// Validation of a new object.
+pub fn validate_create(def: &ResourceDef, obj: &Value) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    let name = meta::name(obj);
+    let label_named = def.group.is_empty() && ["namespaces", "services"].contains(&def.plural.as_str());
+    if name.is_empty() {
+        causes.push(Cause::required(
+            "metadata.name",
+            "name or generateName is required",
+        ));
+    } else if is(def, "", "services") {
+        // Service names are DNS-1035 labels: they must start with a letter.
+        if !is_dns_label(name) || !name.as_bytes()[0].is_ascii_lowercase() {
+            causes.push(Cause::invalid("metadata.name", &json!(name), DNS1035_LABEL_MSG));
+        }
+    } else if label_named && !is_dns_label(name) {
+        causes.push(Cause::invalid("metadata.name", &json!(name), DNS_LABEL_MSG));
+    } else if !label_named && def.plural != "events" && !is_dns_subdomain(name) && !name.contains(':') {
+        causes.push(Cause::invalid("metadata.name", &json!(name), DNS_SUBDOMAIN_MSG));
+    }
+    validate_object(def, obj, &mut causes);
     if is(def, "", "configmaps") || is(def, "", "secrets") {
         for section in ["data", "binaryData", "stringData"] {
             if let Some(d) = obj.get(section).and_then(|v| v.as_object()) {
@@ -408,7 +668,7 @@ fn changed(old: &Value, new: &Value, ptr: &str) -> bool {
 /// Validation of an update: immutable fields.
 pub fn validate_update(def: &ResourceDef, old: &Value, new: &Value) -> Vec<Cause> {
     let mut causes = Vec::new();
-    validate_labels(new, &mut causes);
+    validate_object(def, new, &mut causes);
     if is(def, "", "services") {
         let oi = old
             .pointer("/spec/clusterIP")
@@ -420,11 +680,12 @@ pub fn validate_update(def: &ResourceDef, old: &Value, new: &Value) -> Vec<Cause
             .unwrap_or("");
         let external = new.pointer("/spec/type").and_then(|v| v.as_str()) == Some("ExternalName");
         if !oi.is_empty() && oi != ni && !external {
-            causes.push(Cause::invalid(
-                "spec.clusterIPs[0]",
-                &json!([ni]),
-                "may not change once set",
-            ));
+            // Go prints the value as `[]string{"…"}`.
+            causes.push(Cause {
+                reason: "FieldValueInvalid".into(),
+                field: "spec.clusterIPs[0]".into(),
+                message: format!("Invalid value: []string{{{ni:?}}}: may not change once set"),
+            });
         }
     }
     if def.group == "apps"
@@ -527,9 +788,183 @@ pub fn validate_update(def: &ResourceDef, old: &Value, new: &Value) -> Vec<Cause
         if o != n {
             causes.push(Cause::forbidden(
                 "spec",
-                "spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims",
+                "spec is immutable after creation except resources.requests for bound claims",
             ));
         }
     }
     causes
+}
+
+/// A field whose JSON type is not the Go type kube-apiserver decodes it into.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TypeError {
+    /// Go's rendering: `DeploymentSpec.spec.replicas`.
+    pub go_field: String,
+    /// The JSON type found: `string`, `number`, `object`, `array`, `bool`.
+    pub found: &'static str,
+    /// The Go type expected: `int32`, `string`, …
+    pub go_type: &'static str,
+}
+
+impl TypeError {
+    /// `json: cannot unmarshal string into Go struct field DeploymentSpec.spec.replicas of type int32`.
+    pub fn message(&self) -> String {
+        format!(
+            "json: cannot unmarshal {} into Go struct field {} of type {}",
+            self.found, self.go_field, self.go_type
+        )
+    }
+}
+
+fn json_type(v: &Value) -> &'static str {
+    match v {
+        Value::String(_) => "string",
+        Value::Number(_) => "number",
+        Value::Object(_) => "object",
+        Value::Array(_) => "array",
+        Value::Bool(_) => "bool",
+        Value::Null => "null",
+    }
+}
+
+/// The first field (of those packages write) whose JSON type cannot decode into the built-in
+/// kind's Go type, as a real server finds when it decodes the body. `None` for custom resources
+/// (their schema decides) and for objects that type-check.
+pub fn type_error(def: &ResourceDef, obj: &Value) -> Option<TypeError> {
+    if def.custom.is_some() {
+        return None;
+    }
+    let int = |v: &Value| v.is_i64() || v.is_u64();
+    let check = |ptr: &str, go_struct: &str, go_type: &'static str, ok: &dyn Fn(&Value) -> bool| {
+        let v = obj.pointer(ptr)?;
+        if v.is_null() || ok(v) {
+            return None;
+        }
+        Some(TypeError {
+            go_field: format!("{go_struct}.{}", field_of(ptr)),
+            found: json_type(v),
+            go_type,
+        })
+    };
+    for m in ["labels", "annotations"] {
+        if let Some(Value::Object(map)) = obj.pointer(&format!("/metadata/{m}")) {
+            for v in map.values() {
+                if !v.is_string() && !v.is_null() {
+                    return Some(TypeError {
+                        go_field: format!("ObjectMeta.metadata.{m}"),
+                        found: json_type(v),
+                        go_type: "string",
+                    });
+                }
+            }
+        }
+    }
+    if let Some(e) = check("/metadata/name", "ObjectMeta", "string", &|v| v.is_string()) {
+        return Some(e);
+    }
+    if is(def, "", "configmaps") || is(def, "", "secrets") {
+        let kind = def.kind.clone();
+        for section in ["data", "stringData", "binaryData"] {
+            if let Some(Value::Object(map)) = obj.get(section) {
+                for v in map.values() {
+                    if !v.is_string() && !v.is_null() {
+                        let go_type = if section == "data" && kind == "ConfigMap" || section == "stringData" {
+                            "string"
+                        } else {
+                            "[]uint8"
+                        };
+                        return Some(TypeError {
+                            go_field: format!("{kind}.{section}"),
+                            found: json_type(v),
+                            go_type,
+                        });
+                    }
+                }
+            }
+        }
+    }
+    let spec_struct = format!("{}Spec", def.kind);
+    let ints: &[&str] = match (def.group.as_str(), def.plural.as_str()) {
+        ("apps", "deployments") => &[
+            "replicas",
+            "minReadySeconds",
+            "revisionHistoryLimit",
+            "progressDeadlineSeconds",
+        ],
+        ("apps", "statefulsets") => &["replicas", "minReadySeconds", "revisionHistoryLimit"],
+        ("apps", "replicasets") => &["replicas", "minReadySeconds"],
+        ("apps", "daemonsets") => &["minReadySeconds", "revisionHistoryLimit"],
+        ("batch", "jobs") => &[
+            "parallelism",
+            "completions",
+            "backoffLimit",
+            "activeDeadlineSeconds",
+            "ttlSecondsAfterFinished",
+        ],
+        _ => &[],
+    };
+    for f in ints {
+        let go_type = if *f == "activeDeadlineSeconds" {
+            "int64"
+        } else {
+            "int32"
+        };
+        if let Some(e) = check(&format!("/spec/{f}"), &spec_struct, go_type, &int) {
+            return Some(e);
+        }
+    }
+    if let Some(ptr) = pod_spec_ptr(def) {
+        for list in ["initContainers", "containers"] {
+            let Some(cs) = obj.pointer(&format!("{ptr}/{list}")).and_then(|v| v.as_array()) else {
+                continue;
+            };
+            let go_list = format!("{}.{list}", field_of(ptr));
+            for c in cs {
+                for (f, t) in [("name", "string"), ("image", "string")] {
+                    if let Some(v) = c.get(f)
+                        && !v.is_string()
+                        && !v.is_null()
+                    {
+                        return Some(TypeError {
+                            go_field: format!("Container.{go_list}.{f}"),
+                            found: json_type(v),
+                            go_type: t,
+                        });
+                    }
+                }
+                for p in c.get("ports").and_then(|v| v.as_array()).into_iter().flatten() {
+                    if let Some(v) = p.get("containerPort")
+                        && !int(v)
+                        && !v.is_null()
+                    {
+                        return Some(TypeError {
+                            go_field: format!("ContainerPort.{go_list}.ports.containerPort"),
+                            found: json_type(v),
+                            go_type: "int32",
+                        });
+                    }
+                }
+            }
+        }
+    }
+    if is(def, "", "services") {
+        for p in obj
+            .pointer("/spec/ports")
+            .and_then(|v| v.as_array())
+            .into_iter()
+            .flatten()
+        {
+            if let Some(v) = p.get("port")
+                && !int(v)
+                && !v.is_null()
+            {
+                return Some(TypeError {
+                    go_field: "ServicePort.spec.ports.port".into(),
+                    found: json_type(v),
+                    go_type: "int32",
+                });
+            }
+        }
+    }
+    None
 }

@@ -34,8 +34,19 @@ use crate::util::{fmt_time, fnv64};
 
 /// Label put on simulated nodes; the node watch is restricted to it.
 pub const NODE_LABEL: &str = "kudo.dev/simulated-node";
-/// Field manager / event source of every write.
+/// Event reporting instance when no node is involved.
 pub const MANAGER: &str = "kudo-sim";
+
+/// The field manager the real component doing this write records (kube-apiserver takes it from
+/// the client's User-Agent): the kubelet owns nodes and pod status, kube-controller-manager the
+/// rest of what is simulated here.
+fn field_manager(ar: &ApiResource, status: bool) -> &'static str {
+    match ar.kind.as_str() {
+        "Node" => "kubelet",
+        "Pod" if status => "kubelet",
+        _ => "kube-controller-manager",
+    }
+}
 
 /// One watched kind: its store and whether its initial list completed.
 pub struct Watched<K: Resource<DynamicType = ()> + 'static> {
@@ -273,6 +284,11 @@ impl Sim {
     /// Creates an object; "already exists" counts as success (the name is deterministic).
     /// Returns whether the object now exists.
     pub async fn create(&mut self, ar: &ApiResource, ns: Option<&str>, obj: Value) -> bool {
+        self.create_as(ar, ns, obj, field_manager(ar, false)).await
+    }
+
+    /// [`Sim::create`] with an explicit field manager.
+    async fn create_as(&mut self, ar: &ApiResource, ns: Option<&str>, obj: Value, manager: &str) -> bool {
         let obj: DynamicObject = match serde_json::from_value(obj) {
             Ok(o) => o,
             Err(e) => {
@@ -280,7 +296,11 @@ impl Sim {
                 return false;
             }
         };
-        match self.api(ar, ns).create(&PostParams::default(), &obj).await {
+        let pp = PostParams {
+            field_manager: Some(manager.to_string()),
+            ..Default::default()
+        };
+        match self.api(ar, ns).create(&pp, &obj).await {
             Ok(_) => true,
             Err(e) if is_code(&e, &[409]) => true,
             Err(e) => {
@@ -304,7 +324,10 @@ impl Sim {
             return false;
         }
         let api = self.api(ar, ns);
-        let pp = PatchParams::default();
+        let pp = PatchParams {
+            field_manager: Some(field_manager(ar, status).to_string()),
+            ..Default::default()
+        };
         let res = if status {
             api.patch_status(name, &pp, &Patch::Merge(&patch)).await
         } else {
@@ -360,7 +383,22 @@ impl Sim {
     ) -> Result<(), u16> {
         let res: Result<Value, kube::Error> = self
             .api(ar, Some(ns))
-            .create_subresource(sub, name, &PostParams::default(), &body)
+            .create_subresource(
+                sub,
+                name,
+                &PostParams {
+                    field_manager: Some(
+                        if sub == "binding" {
+                            "kube-scheduler"
+                        } else {
+                            field_manager(ar, false)
+                        }
+                        .to_string(),
+                    ),
+                    ..Default::default()
+                },
+                &body,
+            )
             .await;
         match res {
             Ok(_) => Ok(()),
@@ -432,7 +470,12 @@ impl Sim {
             obj["source"]["host"] = json!(h);
         }
         let ar = ar::<k8s_openapi::api::core::v1::Event>();
-        self.create(&ar, Some(&ns), obj).await;
+        let manager = match component {
+            "kubelet" => "kubelet",
+            "default-scheduler" => "kube-scheduler",
+            _ => "kube-controller-manager",
+        };
+        self.create_as(&ar, Some(&ns), obj, manager).await;
     }
 
     /// Names of the simulated nodes.

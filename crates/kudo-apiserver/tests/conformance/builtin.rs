@@ -450,7 +450,7 @@ kind: Service
 metadata: {name: svc}
 spec:
   selector: {app: x}
-  ports: [{port: 3306}, {port: 4444}]
+  ports: [{name: mysql, port: 3306}, {name: sst, port: 4444}]
 ---
 apiVersion: v1
 kind: Pod

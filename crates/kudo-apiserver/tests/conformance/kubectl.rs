@@ -257,7 +257,16 @@ async fn create_errors_and_namespaces() {
     );
     env.apply(CM, &["-n", "team"]);
     assert_eq!(
-        env.ok(&["get", "cm", "-A", "-o", "name"]).trim(),
+        // Every namespace also holds the root CA ConfigMap, as on a real cluster.
+        env.ok(&[
+            "get",
+            "cm",
+            "-A",
+            "-o",
+            "name",
+            "--field-selector=metadata.name!=kube-root-ca.crt"
+        ])
+        .trim(),
         "configmap/demo"
     );
     let status = env.ok(&["get", "ns", "team", "-o", "jsonpath={.status.phase}"]);
@@ -408,7 +417,10 @@ async fn get_watch_streams_changes() {
         .await
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    let lines: Vec<&str> = stdout.lines().collect();
+    let lines: Vec<&str> = stdout
+        .lines()
+        .filter(|l| *l != "configmap/kube-root-ca.crt")
+        .collect();
     assert_eq!(
         lines,
         ["configmap/demo", "configmap/later"],
@@ -505,7 +517,14 @@ async fn imperative_create_of_simple_core_kinds() {
         "serviceaccount/robot created"
     );
     assert_eq!(
-        env.ok(&["get", "sa", "-o", "name"]).trim(),
+        env.ok(&[
+            "get",
+            "sa",
+            "-o",
+            "name",
+            "--field-selector=metadata.name!=default"
+        ])
+        .trim(),
         "serviceaccount/robot"
     );
 }
@@ -600,7 +619,16 @@ data: {k: v}
     );
     // Content nobody deleted is still there until the namespace controller gets to it.
     assert_eq!(
-        env.ok(&["get", "cm", "-n", "staged", "-o", "name"]).trim(),
+        env.ok(&[
+            "get",
+            "cm",
+            "-n",
+            "staged",
+            "-o",
+            "name",
+            "--field-selector=metadata.name!=kube-root-ca.crt"
+        ])
+        .trim(),
         "configmap/leftover"
     );
 }

@@ -165,7 +165,13 @@ async fn selectors_and_pagination() {
             .unwrap();
     }
     let names = |l: kube::core::ObjectList<ConfigMap>| {
-        let mut v: Vec<String> = l.items.into_iter().map(|c| c.metadata.name.unwrap()).collect();
+        // The namespace's root CA ConfigMap (made by the controller) is not part of the test.
+        let mut v: Vec<String> = l
+            .items
+            .into_iter()
+            .map(|c| c.metadata.name.unwrap())
+            .filter(|n| n != "kube-root-ca.crt")
+            .collect();
         v.sort();
         v
     };
@@ -187,13 +193,21 @@ async fn selectors_and_pagination() {
     let bad = ListParams::default().fields("data.k=v");
     assert_eq!(status_code(&api.list(&bad).await.unwrap_err()), 400);
 
-    // Pagination: 2 + 1.
-    let page1 = api.list(&ListParams::default().limit(2)).await.unwrap();
+    // Pagination: 2 + 1 (of the labelled ones: the namespace's root CA ConfigMap has none).
+    let page1 = api
+        .list(&ListParams::default().labels("app").limit(2))
+        .await
+        .unwrap();
     assert_eq!(page1.items.len(), 2);
     let token = page1.metadata.continue_.clone().expect("continue token");
     assert_eq!(page1.metadata.remaining_item_count, Some(1));
     let page2 = api
-        .list(&ListParams::default().limit(2).continue_token(&token))
+        .list(
+            &ListParams::default()
+                .labels("app")
+                .limit(2)
+                .continue_token(&token),
+        )
         .await
         .unwrap();
     assert_eq!(page2.items.len(), 1);
@@ -1183,7 +1197,13 @@ async fn method_not_allowed_dry_run_and_watch_timeout() {
     // timeoutSeconds ends the watch stream.
     let rv = api.get("d").await.unwrap().metadata.resource_version.unwrap();
     let mut w = api
-        .watch(&WatchParams::default().timeout(1).disable_bookmarks(), &rv)
+        .watch(
+            &WatchParams::default()
+                .fields("metadata.name=d")
+                .timeout(1)
+                .disable_bookmarks(),
+            &rv,
+        )
         .await
         .unwrap()
         .boxed();

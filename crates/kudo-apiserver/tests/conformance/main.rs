@@ -4,6 +4,8 @@ mod util;
 
 mod builtin;
 mod faults;
+mod fidelity;
 mod kubectl;
 mod kuberust;
 mod store;
+mod strict;

@@ -20,6 +20,7 @@ use kudo_sim::{ManualClock, SimConfig, SimHandle};
 
 mod endpointslices;
 mod faults;
+mod managers;
 
 struct Env {
     server: Option<RunningServer>,
