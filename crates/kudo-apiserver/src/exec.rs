@@ -112,6 +112,19 @@ fn phase(pod: &Value) -> &str {
     pod.pointer("/status/phase").and_then(Value::as_str).unwrap_or("")
 }
 
+/// The pod's name, and whether it is bound to a node (logs and exec need a kubelet).
+fn name_and_scheduled(pod: &Value) -> (&str, bool) {
+    let name = pod
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let node = pod
+        .pointer("/spec/nodeName")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    (name, !node.is_empty())
+}
+
 /// `GET pods/NAME/log`.
 pub(crate) fn logs(
     slot: &RuntimeSlot,
@@ -120,16 +133,8 @@ pub(crate) fn logs(
 ) -> Result<Response, ApiError> {
     let get = |k: &str| query.iter().find(|(q, _)| q == k).map(|(_, v)| v.as_str());
     let container = pick_container(pod, get("container"))?;
-    let name = pod
-        .pointer("/metadata/name")
-        .and_then(Value::as_str)
-        .unwrap_or("");
-    if pod
-        .pointer("/spec/nodeName")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .is_empty()
-    {
+    let (name, scheduled) = name_and_scheduled(pod);
+    if !scheduled {
         return Err(ApiError::bad_request(format!(
             "container \"{container}\" in pod \"{name}\" is waiting to start: ContainerCreating"
         )));
@@ -182,16 +187,8 @@ fn exec_request(pod: &Value, query: &[(String, String)]) -> Result<ExecReq, ApiE
         ));
     }
     let container = pick_container(pod, get("container"))?;
-    let name = pod
-        .pointer("/metadata/name")
-        .and_then(Value::as_str)
-        .unwrap_or("");
-    if pod
-        .pointer("/spec/nodeName")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .is_empty()
-    {
+    let (name, scheduled) = name_and_scheduled(pod);
+    if !scheduled {
         return Err(ApiError::bad_request(format!(
             "pod {name} does not have a host assigned"
         )));
