@@ -24,8 +24,10 @@
 //! strings UTF-8), complex constants, `\x`/octal escapes in string constants (a byte in Go, the
 //! Latin-1 character here), `uint8` in the oracle's result (`index` of a string is an `int` here),
 //! our resource limits (`limits`), `getHostByName`, different outputs of
-//! a template using `keys`/`values` (Go returns random map order), and the oracle's own `oracle:`
-//! timeouts. Templates using non-deterministic functions (`now`, `rand*`,
+//! a template using `keys`/`values` (Go returns random map order), outputs of a `date` of a
+//! non-time value that differ only in digits (Sprig formats the current time), two known error
+//! wordings (a nil `interface{}` result passed to a typed parameter; `uint64` vs `int64` for a
+//! number constant used as a receiver), and the oracle's own `oracle:` timeouts. Templates using non-deterministic functions (`now`, `rand*`,
 //! `uuidv4`, key generation…) are neither mutated nor inserted.
 //!
 //! The oracle: `$GOTMPL_ORACLE` (exported by `.ci/run`), else
@@ -769,11 +771,37 @@ fn compare(oracle_results: &BTreeMap<String, Outcome>, cases: &[Case], render: &
                 rep.deviations += 1
             }
             (Outcome::Err(w), _) if w.contains("uint8") => rep.deviations += 1,
+            // Sprig's `date` of a value that is not a time formats the current time: the oracle
+            // and we render at different instants (same text, other digits).
+            (Outcome::Out(w), Outcome::Out(g)) if c.template.contains("date") && differ_only_in_digits(w, g) => {
+                rep.deviations += 1
+            }
+            // Known, documented in docs/differences-from-kudo.md (Templates): a nil `interface{}`
+            // result passed to a typed parameter is "wrong type for value; … got interface {}" in
+            // Go, "invalid value; expected …" here; a number constant used as a receiver is a
+            // `uint64` in Go's message, an `int64` here.
+            (Outcome::Err(w), Outcome::Err(g))
+                if w.contains("wrong type for value; expected")
+                    && w.contains("got interface {}")
+                    && g.contains("invalid value; expected") =>
+            {
+                rep.deviations += 1
+            }
+            (Outcome::Err(w), Outcome::Err(g)) if w.contains("in type uint64") && g.contains("in type int64") => {
+                rep.deviations += 1
+            }
             _ => rep.mismatches.push((c.clone(), want, got)),
         }
     }
     std::panic::set_hook(default_hook);
     rep
+}
+
+/// Same length, same bytes except ASCII digits (in the same places).
+fn differ_only_in_digits(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len()
+        && a != b
+        && a.iter().zip(b).all(|(x, y)| x == y || (x.is_ascii_digit() && y.is_ascii_digit()))
 }
 
 fn uses_map_order(template: &str) -> bool {

@@ -725,6 +725,34 @@ fn lookup_name<'a>(v: &'a str, names: &[&str], short: bool) -> Option<(usize, &'
 }
 
 /// Go's `time.ParseInLocation(layout, value, time.Local)` for the layout elements templates use.
+/// Go's `time.skip`: the layout's literal `prefix` must start `value`, except that a run of
+/// spaces in the layout matches any run of spaces in the value (none only at its end).
+fn skip_literal<'a>(value: &'a str, prefix: &str) -> Option<&'a str> {
+    let (p, v) = (prefix.as_bytes(), value.as_bytes());
+    let (mut i, mut j) = (0, 0);
+    while i < p.len() {
+        if p[i] == b' ' {
+            if j < v.len() && v[j] != b' ' {
+                return None;
+            }
+            while i < p.len() && p[i] == b' ' {
+                i += 1;
+            }
+            while j < v.len() && v[j] == b' ' {
+                j += 1;
+            }
+            continue;
+        }
+        if j >= v.len() || v[j] != p[i] {
+            return None;
+        }
+        i += 1;
+        j += 1;
+    }
+    // `value[..j]` equals whole characters of `prefix` (or spaces), so `j` is a char boundary.
+    value.get(j..)
+}
+
 fn parse_time(layout: &str, value: &str) -> Option<GoTime> {
     let (mut year, mut month, mut day, mut hour, mut min, mut sec, mut nanos) =
         (0i64, 1i64, 1i64, 0i64, 0i64, 0i64, 0i64);
@@ -735,7 +763,7 @@ fn parse_time(layout: &str, value: &str) -> Option<GoTime> {
     let mut v = value;
     loop {
         let (prefix, tok, after) = next_std_chunk(l);
-        v = v.strip_prefix(prefix)?;
+        v = skip_literal(v, prefix)?;
         let Some(tok) = tok else {
             break;
         };
