@@ -14,7 +14,9 @@
 //!   at once (FATAL_ERROR with the server's message) instead of being retried forever.
 //! * Health is **watched**, not polled: the controller watches the child kinds KUDO creates
 //!   (label `heritage=kudo`) and re-reconciles the owning Instance when one changes; the timed
-//!   requeue is only a backstop.
+//!   requeue is only a backstop. The same watches feed caches the reconciles read Instances,
+//!   OperatorVersions and managed objects from (see `cache`: a GET only where a cached copy
+//!   could be stale in a way that matters); writes are unchanged.
 //!
 //! * **Plan control** (KUDO had none): a running or scheduled plan is cancelled by setting
 //!   `spec.planExecution.status: CANCELLED` on the Instance (the merge patch [`cancel_patch`], which
