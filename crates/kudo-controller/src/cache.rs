@@ -59,7 +59,10 @@ pub(crate) struct Caches {
 }
 
 /// Whether a store has received its first full list (an unready store is empty, not "nothing
-/// exists"). Never blocks.
+/// exists"). Never blocks. Polling an unready store replaces the waker of another task waiting
+/// for it (its readiness is a oneshot channel); nothing else waits on the OperatorVersion and
+/// child stores, and the Instance store is ready before any reconcile runs (the applier waits
+/// for it), so no waiter is lost.
 fn ready(store: &Store<DynamicObject>) -> bool {
     store.wait_until_ready().now_or_never().is_some_and(|r| r.is_ok())
 }
