@@ -7,7 +7,8 @@
 //! * `writes` — API writes the controller makes for one deploy run of `examples/first-operator`
 //!   and of `examples/galera`, by kind of write, against the minimum: one apply per object plus
 //!   the status transitions of the plan (one per step start/finish pair collapsed: start + every
-//!   step end).
+//!   step end). Beside them, the reads (GET of one object, discovery included, and LIST; watches
+//!   are not counted) of the same run, classified as the manager's `kudo_api_requests_total`.
 //! * `scale [N]` — N first-operator Instances (default parameters) created at once until every
 //!   deploy plan is COMPLETE: wall time, and the peak RSS of the manager, which runs as a separate
 //!   `kubectl-kudo manager` process so that its memory is not mixed with the server's.
@@ -279,14 +280,23 @@ struct Writes {
     status: AtomicU64,
     events: AtomicU64,
     other: AtomicU64,
+    /// Reads: GETs of one object (discovery included) and LISTs; watches are not reads here.
+    gets: AtomicU64,
+    lists: AtomicU64,
 }
 
 impl Writes {
-    fn count(&self, method: &http::Method, path: &str) {
+    fn count(&self, method: &http::Method, path: &str, query: Option<&str>) {
         if matches!(
             *method,
             http::Method::GET | http::Method::HEAD | http::Method::OPTIONS
         ) {
+            // The manager's own classification (`kudo_api_requests_total{verb}`).
+            match kudo_controller::metrics::request_verb(method, path, query) {
+                "get" => self.gets.fetch_add(1, Ordering::Relaxed),
+                "list" => self.lists.fetch_add(1, Ordering::Relaxed),
+                _ => 0,
+            };
             return;
         }
         let c = if path.contains("/events") {
@@ -305,7 +315,7 @@ impl Writes {
         c.fetch_add(1, Ordering::Relaxed);
     }
 
-    fn take(&self) -> [u64; 6] {
+    fn take(&self) -> [u64; 8] {
         [
             &self.applies,
             &self.deletes,
@@ -313,6 +323,8 @@ impl Writes {
             &self.status,
             &self.events,
             &self.other,
+            &self.gets,
+            &self.lists,
         ]
         .map(|a| a.swap(0, Ordering::Relaxed))
     }
@@ -322,7 +334,7 @@ impl Writes {
 fn counting_client(url: &str, writes: Arc<Writes>) -> kube::Client {
     let config = kube::Config::new(url.parse().expect("url"));
     let layer = tower::util::MapRequestLayer::new(move |req: http::Request<kube::client::Body>| {
-        writes.count(req.method(), req.uri().path());
+        writes.count(req.method(), req.uri().path(), req.uri().query());
         req
     });
     kube::client::ClientBuilder::try_from(config)
@@ -360,12 +372,16 @@ async fn writes() {
         c.wait_complete(&format!("w-{example}")).await;
         // let trailing writes of the run (readiness condition, unscheduling) land
         tokio::time::sleep(Duration::from_secs(2)).await;
-        let [applies, deletes, instance, status, events, other] = counts.take();
+        let [applies, deletes, instance, status, events, other, gets, lists] = counts.take();
         let total = applies + deletes + instance + status;
         let minimum = to_apply + to_delete + steps + 1;
         println!(
             "writes: {example} deploy ({to_apply} objects applied, {to_delete} deleted, {steps} steps): {total} writes = {applies} applies + {deletes} deletes + {instance} instance spec/metadata + {status} status; minimum {minimum} (one per object + one status write per step + the start) → {:.2}×; plus {events} Events, {other} other",
             total as f64 / minimum as f64
+        );
+        println!(
+            "reads: {example} deploy: {} reads = {gets} get + {lists} list (target for first-operator: ≤ 12), beside {total} writes",
+            gets + lists
         );
     }
     let _ = stop.send(());

@@ -187,6 +187,14 @@ pub(crate) async fn check(
                 continue;
             }
         };
+        // The watch cache clears an object that is in sync; a missing or differing cached copy
+        // may be stale (e.g. right after our own apply), so the server confirms the drift.
+        let av = want["apiVersion"].as_str().unwrap_or("");
+        if let Some(Some(cached)) = ctx.caches.child(av, &kind, &ns, &name)
+            && is_subset(&comparable(&want), &cached)
+        {
+            continue;
+        }
         let live = match api.get_opt(&name).await {
             Ok(l) => l,
             Err(e) => {

@@ -406,21 +406,36 @@ async fn check_dependencies(
 ) -> Result<(), TaskOutcome> {
     use kudo_engine::dependencies::{DependencyError, check_child_parameters, check_graph};
     let ns = ov.metadata.namespace.as_deref().unwrap_or("default");
-    let api: Api<DynamicObject> =
-        Api::namespaced_with(ctx.client.clone(), ns, &crate::operator_version_resource());
-    let list = api
-        .list(&Default::default())
-        .await
-        .map_err(|e| TaskOutcome::Transient(format!("listing operator versions in {ns} failed: {e}")))?;
-    let mut installed = BTreeMap::new();
-    for item in list.items {
-        let Ok(v) = serde_json::to_value(&item) else {
-            continue;
-        };
-        if let Ok(o) = serde_json::from_value::<OperatorVersion>(v) {
-            installed.insert(o.metadata.name.clone(), o);
+    let decode = |items: Vec<DynamicObject>| {
+        let mut installed = BTreeMap::new();
+        for item in items {
+            let Ok(v) = serde_json::to_value(&item) else {
+                continue;
+            };
+            if let Ok(o) = serde_json::from_value::<OperatorVersion>(v) {
+                installed.insert(o.metadata.name.clone(), o);
+            }
         }
-    }
+        installed
+    };
+    // The watch cache first; a LIST when it is not synced or misses an OperatorVersion of the
+    // graph (one installed a moment ago), so a failure is never decided on a stale cache.
+    let cached = ctx
+        .caches
+        .operator_versions_in(ns)
+        .map(|v| decode(v.into_iter().map(|o| (*o).clone()).collect()))
+        .filter(|installed| check_graph(ov, installed).is_ok());
+    let installed = match cached {
+        Some(installed) => installed,
+        None => {
+            let api: Api<DynamicObject> =
+                Api::namespaced_with(ctx.client.clone(), ns, &crate::operator_version_resource());
+            let list = api.list(&Default::default()).await.map_err(|e| {
+                TaskOutcome::Transient(format!("listing operator versions in {ns} failed: {e}"))
+            })?;
+            decode(list.items)
+        }
+    };
     let as_fatal = |e: DependencyError| {
         let reason = match e {
             DependencyError::Cycle(_) | DependencyError::Missing { .. } => {
@@ -524,8 +539,20 @@ fn record_cluster_scoped(cluster: &ClusterObjects, obj: &Value, name: &str) {
 /// read instead of re-applied; new content (another run — the plan-uid label differs — or changed
 /// parameters) is applied, and so is an object found deleted. Only an optimisation: a restarted
 /// manager starts empty and applies everything once.
+///
+/// Each entry also keeps the uid and generation of the object the apply answered with: the
+/// watch cache's copy may only be judged instead of a GET when it is that object at that
+/// generation or later (a copy from before our apply would judge the previous spec).
 #[derive(Default)]
-pub struct AppliedCache(Mutex<HashMap<String, u64>>);
+pub struct AppliedCache(Mutex<HashMap<String, Applied>>);
+
+/// What an apply of one object answered with (see [`AppliedCache`]).
+#[derive(Clone, PartialEq, Eq)]
+struct Applied {
+    digest: u64,
+    uid: Option<String>,
+    generation: Option<i64>,
+}
 
 impl AppliedCache {
     /// Bound on remembered objects; beyond it the cache starts over.
@@ -548,17 +575,42 @@ impl AppliedCache {
         h.finish()
     }
 
-    fn already_applied(&self, obj: &Value) -> bool {
+    /// The answer of our last apply of exactly this content, if any.
+    fn already_applied(&self, obj: &Value) -> Option<Applied> {
         let map = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        map.get(&Self::key(obj)) == Some(&Self::digest(obj))
+        map.get(&Self::key(obj))
+            .filter(|a| a.digest == Self::digest(obj))
+            .cloned()
     }
 
-    fn record(&self, obj: &Value) {
+    fn record(&self, obj: &Value, live: &Value) {
         let mut map = self.0.lock().unwrap_or_else(|e| e.into_inner());
         if map.len() >= Self::MAX_ENTRIES {
             map.clear();
         }
-        map.insert(Self::key(obj), Self::digest(obj));
+        map.insert(
+            Self::key(obj),
+            Applied {
+                digest: Self::digest(obj),
+                uid: live["metadata"]["uid"].as_str().map(str::to_string),
+                generation: live["metadata"]["generation"].as_i64(),
+            },
+        );
+    }
+}
+
+impl Applied {
+    /// Whether a cached copy of the object is at least what our apply answered with: the same
+    /// object (uid) at the same or a later generation.
+    fn current(&self, cached: &Value) -> bool {
+        let uid = cached["metadata"]["uid"].as_str();
+        let generation = cached["metadata"]["generation"].as_i64();
+        uid == self.uid.as_deref()
+            && match (self.generation, generation) {
+                (Some(applied), Some(seen)) => seen >= applied,
+                (Some(_), None) => false,
+                (None, _) => true,
+            }
     }
 }
 
@@ -579,7 +631,16 @@ pub(crate) async fn apply_for_task(
     if !namespaced {
         record_cluster_scoped(cluster, obj, &name);
     }
-    if ctx.applied.already_applied(obj) {
+    if let Some(applied) = ctx.applied.already_applied(obj) {
+        // The watch cache's copy when it is no older than our apply; else ask the server.
+        let av = obj["apiVersion"].as_str().unwrap_or("");
+        let kind = obj["kind"].as_str().unwrap_or("");
+        let ns = obj["metadata"]["namespace"].as_str().unwrap_or("default");
+        if let Some(Some(cached)) = ctx.caches.child(av, kind, ns, &name)
+            && applied.current(&cached)
+        {
+            return judge(cached);
+        }
         match api.get_opt(&name).await {
             Ok(Some(live)) => {
                 let live = serde_json::to_value(&live).map_err(|e| TaskOutcome::Transient(e.to_string()))?;
@@ -598,7 +659,7 @@ pub(crate) async fn apply_for_task(
     let live = serde_json::to_value(&live).map_err(|e| TaskOutcome::Transient(e.to_string()))?;
     tracing::debug!(object = %describe(obj), "applied");
     ctx.metrics.object_applied();
-    ctx.applied.record(obj);
+    ctx.applied.record(obj, &live);
     judge(with_type(live, obj))
 }
 
@@ -655,12 +716,25 @@ pub async fn delete(ctx: &Context, obj: &Value) -> Result<Option<String>, TaskOu
     };
     let going = || Ok(Some(format!("{} is being deleted", describe(obj))));
     // An object already being deleted is only looked at: re-issuing the DELETE on every pass
-    // while its dependents go would be a write for nothing.
-    match api.get_opt(&name).await {
-        Ok(None) => return gone(),
-        Ok(Some(live)) if live.metadata.deletion_timestamp.is_some() => return going(),
-        Ok(Some(_)) => {}
-        Err(e) => return Err(api_error("get of", obj, e)),
+    // while its dependents go would be a write for nothing. The watch cache answers when it has
+    // the object (a stale copy only costs a DELETE the server answers as usual); absence from
+    // the cache may just mean it was created a moment ago, so the server decides that.
+    let av = obj["apiVersion"].as_str().unwrap_or("");
+    let kind = obj["kind"].as_str().unwrap_or("");
+    let ns = obj["metadata"]["namespace"].as_str().unwrap_or("default");
+    let cached = match ctx.caches.child(av, kind, ns, &name) {
+        Some(Some(c)) => Some(c["metadata"]["deletionTimestamp"].is_string()),
+        _ => None,
+    };
+    match cached {
+        Some(true) => return going(),
+        Some(false) => {}
+        None => match api.get_opt(&name).await {
+            Ok(None) => return gone(),
+            Ok(Some(live)) if live.metadata.deletion_timestamp.is_some() => return going(),
+            Ok(Some(_)) => {}
+            Err(e) => return Err(api_error("get of", obj, e)),
+        },
     }
     match api.delete(&name, &DeleteParams::foreground()).await {
         // the server answers with the object while (foreground) deletion is in progress

@@ -14,7 +14,9 @@
 //!   at once (FATAL_ERROR with the server's message) instead of being retried forever.
 //! * Health is **watched**, not polled: the controller watches the child kinds KUDO creates
 //!   (label `heritage=kudo`) and re-reconciles the owning Instance when one changes; the timed
-//!   requeue is only a backstop.
+//!   requeue is only a backstop. The same watches feed caches the reconciles read Instances,
+//!   OperatorVersions and managed objects from (see `cache`: a GET only where a cached copy
+//!   could be stale in a way that matters); writes are unchanged.
 //!
 //! * **Plan control** (KUDO had none): a running or scheduled plan is cancelled by setting
 //!   `spec.planExecution.status: CANCELLED` on the Instance (the merge patch [`cancel_patch`], which
@@ -45,6 +47,7 @@
 //! With [`ControllerConfig::leader_election`] set, only the replica holding the Lease reconciles
 //! (see [`leader`]).
 
+mod cache;
 mod discovery;
 pub mod drift;
 mod execute;
@@ -61,16 +64,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, StatefulSet};
-use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod, Secret, Service};
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
-use kube::runtime::controller::Controller;
 use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::reflector::{ObjectRef, Store};
-use kube::runtime::watcher;
+use kube::runtime::watcher::{self, watcher};
 use kube::{Resource, ResourceExt};
 use serde::Deserialize;
+use tracing::Instrument;
 
 pub use leader::LeaderElection;
 pub use metrics::Metrics;
@@ -240,6 +240,8 @@ pub(crate) fn operator_version_resource() -> ApiResource {
 
 /// Shared state of all reconciles.
 pub(crate) struct Context {
+    /// Watch-fed caches of Instances, OperatorVersions and managed objects (see [`cache`]).
+    pub caches: cache::Caches,
     pub client: kube::Client,
     pub config: ControllerConfig,
     pub recorder: Recorder,
@@ -324,6 +326,7 @@ pub(crate) async fn run_controller(
 ) {
     let iar = instance_resource();
     let ns = config.namespace.clone();
+    let config_concurrency = config.concurrency;
     // One scope for every watch: the whole cluster, or the configured namespace.
     let dynamic = |ar: &ApiResource| -> Api<DynamicObject> {
         match &ns {
@@ -331,44 +334,81 @@ pub(crate) async fn run_controller(
             None => Api::all_with(client.clone(), ar),
         }
     };
-    fn typed<K>(client: &kube::Client, ns: &Option<String>) -> Api<K>
-    where
-        K: Resource<Scope = k8s_openapi::NamespaceResourceScope>,
-        <K as Resource>::DynamicType: Default,
-    {
-        match ns {
-            Some(ns) => Api::namespaced(client.clone(), ns),
-            None => Api::all(client.clone()),
-        }
+    // Every watch feeds a cache (crate::cache) and triggers reconciles: one connection per kind.
+    // The caches hold no managedFields (never read, and the bulk of a small object).
+    use kube::runtime::WatchStreamExt;
+    use kube::runtime::controller::{ReconcileRequest, trigger_with};
+    use kube::runtime::reflector::store::Writer;
+    type Trigger =
+        futures::stream::BoxStream<'static, Result<ReconcileRequest<DynamicObject>, watcher::Error>>;
+    fn slim(o: &mut DynamicObject) {
+        o.metadata.managed_fields = None;
     }
-    let instances = dynamic(&iar);
-    let controller = Controller::new_with(instances, watcher::Config::default(), iar.clone())
-        .with_config(kube::runtime::controller::Config::default().concurrency(config.concurrency));
-    let store = controller.store();
+    let mut triggers: Vec<Trigger> = Vec::new();
 
-    // OperatorVersion changes re-reconcile every Instance referencing the OV.
+    // Instances: a change reconciles the Instance itself and, for a child Instance (a
+    // KudoOperator task's, label `heritage=kudo`), its parent.
+    let iwriter = Writer::new(iar.clone());
+    let store = iwriter.as_reader();
+    triggers.push(
+        trigger_with(
+            watcher(dynamic(&iar), watcher::Config::default())
+                .default_backoff()
+                .modify(slim)
+                .reflect(iwriter)
+                .touched_objects(),
+            |i: DynamicObject| {
+                let me = ObjectRef::from_obj_with(&i, instance_resource());
+                let parent = (i.labels().get("heritage").map(String::as_str) == Some("kudo"))
+                    .then(|| owner_of(i))
+                    .flatten();
+                std::iter::once(me).chain(parent)
+            },
+        )
+        .boxed(),
+    );
+
+    // OperatorVersion changes re-reconcile every Instance referencing the OV. OperatorVersions
+    // may live in another namespace than their Instances: always cluster-wide.
     let ovar = operator_version_resource();
-    // OperatorVersions may live in another namespace than their Instances: always cluster-wide.
     let ovs: Api<DynamicObject> = Api::all_with(client.clone(), &ovar);
+    let ovwriter = Writer::new(ovar.clone());
+    let ov_cache = ovwriter.as_reader();
     let ov_store = store.clone();
-    let controller =
-        controller.watches_with(ovs, ovar, watcher::Config::default(), move |ov: DynamicObject| {
-            instances_of_ov(&ov_store, &ov)
-        });
+    triggers.push(
+        trigger_with(
+            watcher(ovs, watcher::Config::default())
+                .default_backoff()
+                .modify(slim)
+                .reflect(ovwriter)
+                .touched_objects(),
+            move |ov: DynamicObject| instances_of_ov(&ov_store, &ov),
+        )
+        .boxed(),
+    );
 
     // Children: anything KUDO applied carries `heritage=kudo` and `kudo.dev/instance`.
-    let wc = || watcher::Config::default().labels("heritage=kudo");
-    let controller = controller
-        .watches_with(typed::<Deployment>(&client, &ns), (), wc(), owner_of)
-        .watches_with(typed::<StatefulSet>(&client, &ns), (), wc(), owner_of)
-        .watches_with(typed::<DaemonSet>(&client, &ns), (), wc(), owner_of)
-        .watches_with(typed::<Job>(&client, &ns), (), wc(), owner_of)
-        .watches_with(typed::<Pod>(&client, &ns), (), wc(), owner_of)
-        .watches_with(typed::<Service>(&client, &ns), (), wc(), owner_of)
-        .watches_with(typed::<ConfigMap>(&client, &ns), (), wc(), owner_of)
-        .watches_with(typed::<Secret>(&client, &ns), (), wc(), owner_of)
-        .watches_with(typed::<PersistentVolumeClaim>(&client, &ns), (), wc(), owner_of)
-        .watches_with(dynamic(&iar), iar.clone(), wc(), owner_of);
+    let mut children = std::collections::HashMap::new();
+    for (g, v, k, plural) in cache::CHILD_KINDS {
+        let ar = cache::child_resource(g, v, k, plural);
+        let writer = Writer::new(ar.clone());
+        children.insert(
+            (ar.api_version.clone(), ar.kind.clone()),
+            (ar.clone(), writer.as_reader()),
+        );
+        triggers.push(
+            trigger_with(
+                watcher(dynamic(&ar), watcher::Config::default().labels("heritage=kudo"))
+                    .default_backoff()
+                    .modify(slim)
+                    .reflect(writer)
+                    .touched_objects(),
+                owner_of,
+            )
+            .boxed(),
+        );
+    }
+    let caches = cache::Caches::new(store.clone(), ov_cache, children);
 
     // Events name the replica that acted: its leader election identity (the pod name in a
     // cluster), else the pod name from the environment.
@@ -385,6 +425,7 @@ pub(crate) async fn run_controller(
         },
     );
     let ctx = Arc::new(Context {
+        caches,
         discovery: discovery::Cache::new(client.clone()),
         client,
         config,
@@ -397,28 +438,38 @@ pub(crate) async fn run_controller(
     // The caller's shutdown future need not be Send: it is awaited here, and a oneshot relays it
     // to kube-runtime's graceful shutdown (running reconciles finish, no new ones start).
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    // kube-runtime's applier (what `Controller::run` is built on) with our own trigger streams:
+    // each reconcile runs on its own task, cancelled if this future is dropped.
+    let queue = futures::stream::select_all(triggers).take_until(async move {
+        let _ = stop_rx.await;
+    });
     let mut stream = std::pin::pin!(
-        controller
-            .graceful_shutdown_on(async move {
-                let _ = stop_rx.await;
-            })
-            .run(
-                |obj, ctx: Arc<Context>| async move {
-                    let metrics = ctx.metrics.clone();
-                    let in_flight = metrics.reconcile_started();
-                    let res = reconcile::reconcile(obj, ctx).await;
-                    in_flight.finish(res.is_ok());
-                    res
-                },
-                reconcile::error_policy,
-                ctx,
-            )
-            .for_each(|res| async move {
-                match res {
-                    Ok((obj, _)) => tracing::trace!(instance = %obj, "reconciled"),
-                    Err(e) => tracing::debug!(error = %e, "reconcile failed"),
-                }
-            })
+        kube::runtime::applier(
+            |obj, ctx: Arc<Context>| {
+                kube::runtime::utils::CancelableJoinHandle::spawn(
+                    async move {
+                        let metrics = ctx.metrics.clone();
+                        let in_flight = metrics.reconcile_started();
+                        let res = reconcile::reconcile(obj, ctx).await;
+                        in_flight.finish(res.is_ok());
+                        res
+                    }
+                    .in_current_span(),
+                    &tokio::runtime::Handle::current(),
+                )
+            },
+            reconcile::error_policy,
+            ctx,
+            store.clone(),
+            queue,
+            kube::runtime::controller::Config::default().concurrency(config_concurrency),
+        )
+        .for_each(|res| async move {
+            match res {
+                Ok((obj, _)) => tracing::trace!(instance = %obj, "reconciled"),
+                Err(e) => tracing::debug!(error = %e, "reconcile failed"),
+            }
+        })
     );
     // Ready once the first list of Instances is in the cache (the store is fed by the stream).
     let synced = async {

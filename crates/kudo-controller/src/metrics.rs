@@ -287,7 +287,7 @@ impl Drop for InFlight<'_> {
 /// The Kubernetes verb of a request: `watch` and `list` are GETs of a collection (with and
 /// without `watch=true`), `get` a GET of one object (or of discovery); `delete` includes
 /// deletecollection.
-pub(crate) fn request_verb(method: &http::Method, path: &str, query: Option<&str>) -> &'static str {
+pub fn request_verb(method: &http::Method, path: &str, query: Option<&str>) -> &'static str {
     match *method {
         http::Method::POST => return "create",
         http::Method::PUT => return "update",

@@ -65,6 +65,17 @@ fn now() -> Timestamp {
 
 /// kube-runtime's error hook: retry after the configured delay.
 pub fn error_policy(obj: Arc<DynamicObject>, err: &ReconcileError, ctx: Arc<Context>) -> Action {
+    let ns = obj.metadata.namespace.as_deref().unwrap_or("");
+    let name = obj.metadata.name.as_deref().unwrap_or("");
+    if let ReconcileError::Api(kube::Error::Api(s)) = err
+        && s.code == 409
+    {
+        // Someone changed the Instance since our copy was read: read it from the server next
+        // time and retry soon (our cache may not have seen that change yet).
+        ctx.caches.saw_instance(ns, name, None);
+        debug!(instance = %format!("{ns}/{name}"), "conflict writing the instance, retrying");
+        return Action::requeue(Duration::from_millis(200));
+    }
     warn!(
         instance = %format!("{}/{}", obj.metadata.namespace.as_deref().unwrap_or(""), obj.metadata.name.as_deref().unwrap_or("")),
         error = %err,
@@ -193,8 +204,17 @@ impl<'c> Reconciler<'c> {
         let ov_ns = spec.operator_version_namespace(inst.metadata.namespace.as_deref().unwrap_or(""));
         let api: Api<DynamicObject> =
             Api::namespaced_with(self.ctx.client.clone(), ov_ns, &operator_version_resource());
-        let Some(raw) = api.get_opt(&spec.operator_version.name).await? else {
-            return Ok(None);
+        // From the cache; a miss (e.g. an OperatorVersion created a moment ago) asks the server.
+        let raw = match self
+            .ctx
+            .caches
+            .operator_version(ov_ns, &spec.operator_version.name)
+        {
+            Some(cached) => (*cached).clone(),
+            None => match api.get_opt(&spec.operator_version.name).await? {
+                Some(raw) => raw,
+                None => return Ok(None),
+            },
         };
         let v = serde_json::to_value(&raw)
             .map_err(|e| ReconcileError::Decode(spec.operator_version.name.clone(), e))?;
@@ -203,8 +223,25 @@ impl<'c> Reconciler<'c> {
         Ok(Some(ov))
     }
 
+    /// The Instance as of our newest knowledge: the cached copy when it is the version this
+    /// manager last wrote or read (see [`crate::cache`]), else a GET. `None`: it is gone.
+    async fn current(&self) -> Result<Option<DynamicObject>, ReconcileError> {
+        match self.ctx.caches.instance(&self.ns, &self.name) {
+            Ok(cached) => Ok(cached.map(|c| (*c).clone())),
+            Err(()) => {
+                let got = self.api.get_opt(&self.name).await?;
+                self.ctx.caches.saw_instance(
+                    &self.ns,
+                    &self.name,
+                    got.as_ref().and_then(|g| g.metadata.resource_version.as_deref()),
+                );
+                Ok(got)
+            }
+        }
+    }
+
     async fn run(&self) -> Result<Action, ReconcileError> {
-        let Some(raw) = self.api.get_opt(&self.name).await? else {
+        let Some(raw) = self.current().await? else {
             return Ok(Action::await_change());
         };
         let who = format!("{}/{}", self.ns, self.name);
@@ -859,6 +896,19 @@ impl<'c> Reconciler<'c> {
         let mut out = Vec::new();
         for (g, v, k, plural) in kinds {
             let ar = ApiResource::from_gvk_with_plural(&kube::api::GroupVersionKind::gvk(g, v, k), plural);
+            // From the watch cache; a LIST only while that cache is not synced.
+            let labels = [
+                (kudo_api::labels::INSTANCE, self.name.as_str()),
+                ("heritage", "kudo"),
+            ];
+            if let Some(cached) = self
+                .ctx
+                .caches
+                .children_labelled(&ar.api_version, k, &self.ns, &labels)
+            {
+                out.extend(cached);
+                continue;
+            }
             let api: Api<DynamicObject> = Api::namespaced_with(self.ctx.client.clone(), &self.ns, &ar);
             let list = api.list(&ListParams::default().labels(&selector)).await?;
             for item in list.items {
@@ -890,6 +940,9 @@ impl<'c> Reconciler<'c> {
             .api
             .patch_status(&self.name, &self.patch_params(), &Patch::Merge(&body))
             .await?;
+        self.ctx
+            .caches
+            .saw_instance(&self.ns, &self.name, updated.metadata.resource_version.as_deref());
         Ok(updated.metadata.resource_version)
     }
 
@@ -968,6 +1021,9 @@ impl<'c> Reconciler<'c> {
             .api
             .patch(&self.name, &self.patch_params(), &Patch::Merge(&body))
             .await?;
+        self.ctx
+            .caches
+            .saw_instance(&self.ns, &self.name, updated.metadata.resource_version.as_deref());
         Ok(Some(updated))
     }
 }
