@@ -773,7 +773,9 @@ fn compare(oracle_results: &BTreeMap<String, Outcome>, cases: &[Case], render: &
             (Outcome::Err(w), _) if w.contains("uint8") => rep.deviations += 1,
             // Sprig's `date` of a value that is not a time formats the current time: the oracle
             // and we render at different instants (same text, other digits).
-            (Outcome::Out(w), Outcome::Out(g)) if c.template.contains("date") && differ_only_in_digits(w, g) => {
+            (Outcome::Out(w), Outcome::Out(g))
+                if c.template.contains("date") && differ_only_in_digits(w, g) =>
+            {
                 rep.deviations += 1
             }
             // Known, documented in docs/differences-from-kudo.md (Templates): a nil `interface{}`
@@ -787,7 +789,9 @@ fn compare(oracle_results: &BTreeMap<String, Outcome>, cases: &[Case], render: &
             {
                 rep.deviations += 1
             }
-            (Outcome::Err(w), Outcome::Err(g)) if w.contains("in type uint64") && g.contains("in type int64") => {
+            (Outcome::Err(w), Outcome::Err(g))
+                if w.contains("in type uint64") && g.contains("in type int64") =>
+            {
                 rep.deviations += 1
             }
             _ => rep.mismatches.push((c.clone(), want, got)),
@@ -801,7 +805,9 @@ fn compare(oracle_results: &BTreeMap<String, Outcome>, cases: &[Case], render: &
 fn differ_only_in_digits(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len()
         && a != b
-        && a.iter().zip(b).all(|(x, y)| x == y || (x.is_ascii_digit() && y.is_ascii_digit()))
+        && a.iter()
+            .zip(b)
+            .all(|(x, y)| x == y || (x.is_ascii_digit() && y.is_ascii_digit()))
 }
 
 fn uses_map_order(template: &str) -> bool {
