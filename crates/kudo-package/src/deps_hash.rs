@@ -202,13 +202,8 @@ pub fn combined_hash(
 
 /// Pod-template annotation maps of `obj` (the same places the operator-version annotation goes).
 fn template_annotations(obj: &mut Value) -> Vec<&mut Map<String, Value>> {
-    let kind = obj["kind"].as_str().unwrap_or("").to_string();
-    let path = match kind.as_str() {
-        "Deployment" | "StatefulSet" | "DaemonSet" | "ReplicaSet" | "ReplicationController" | "Job" => {
-            "/spec/template"
-        }
-        "CronJob" => "/spec/jobTemplate/spec/template",
-        _ => return Vec::new(),
+    let Some(path) = crate::enhance::pod_template_pointer(obj["kind"].as_str().unwrap_or("")) else {
+        return Vec::new();
     };
     let Some(tpl) = obj.pointer_mut(path).and_then(Value::as_object_mut) else {
         return Vec::new();

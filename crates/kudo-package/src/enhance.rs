@@ -106,6 +106,18 @@ const POD_TEMPLATE_KINDS: &[&str] = &[
     "Job",
 ];
 
+/// JSON pointer of the pod template that gets KUDO's pod-template annotations (the operator version
+/// here, the dependencies hash in [`crate::deps_hash`]), by kind; `None` for kinds without one.
+pub(crate) fn pod_template_pointer(kind: &str) -> Option<&'static str> {
+    if POD_TEMPLATE_KINDS.contains(&kind) {
+        Some("/spec/template")
+    } else if kind == "CronJob" {
+        Some("/spec/jobTemplate/spec/template")
+    } else {
+        None
+    }
+}
+
 fn child_obj<'a>(v: &'a mut Value, key: &str) -> Option<&'a mut Map<String, Value>> {
     v.as_object_mut()?.get_mut(key)?.as_object_mut()
 }
