@@ -553,20 +553,7 @@ fn validate_object(def: &ResourceDef, obj: &Value, causes: &mut Vec<Cause>) {
         }
     }
     if is(def, "", "services") {
-        let ports = obj.pointer("/spec/ports").and_then(|v| v.as_array());
-        let several = ports.is_some_and(|p| p.len() > 1);
-        for (i, p) in ports.into_iter().flatten().enumerate() {
-            let at = format!("spec.ports[{i}]");
-            match p.get("name").and_then(|v| v.as_str()).filter(|s| !s.is_empty()) {
-                None if several => causes.push(Cause::required(&format!("{at}.name"), "")),
-                None => {}
-                Some(n) if !is_dns_label(n) => {
-                    causes.push(Cause::invalid(&format!("{at}.name"), &json!(n), DNS_LABEL_MSG))
-                }
-                Some(_) => {}
-            }
-            port_number_causes(&format!("{at}.port"), p.get("port"), causes);
-        }
+        named_ports_causes("spec.ports", obj.pointer("/spec/ports"), causes);
     }
     if is(def, "", "endpoints") {
         for (i, ss) in obj
@@ -576,20 +563,7 @@ fn validate_object(def: &ResourceDef, obj: &Value, causes: &mut Vec<Cause>) {
             .flatten()
             .enumerate()
         {
-            let ports = ss.get("ports").and_then(|v| v.as_array());
-            let several = ports.is_some_and(|p| p.len() > 1);
-            for (j, p) in ports.into_iter().flatten().enumerate() {
-                let at = format!("subsets[{i}].ports[{j}]");
-                match p.get("name").and_then(|v| v.as_str()).filter(|s| !s.is_empty()) {
-                    None if several => causes.push(Cause::required(&format!("{at}.name"), "")),
-                    None => {}
-                    Some(n) if !is_dns_label(n) => {
-                        causes.push(Cause::invalid(&format!("{at}.name"), &json!(n), DNS_LABEL_MSG))
-                    }
-                    Some(_) => {}
-                }
-                port_number_causes(&format!("{at}.port"), p.get("port"), causes);
-            }
+            named_ports_causes(&format!("subsets[{i}].ports"), ss.get("ports"), causes);
         }
     }
     if is(def, "", "configmaps") || is(def, "", "secrets") {
@@ -619,6 +593,25 @@ fn validate_object(def: &ResourceDef, obj: &Value, causes: &mut Vec<Cause>) {
 }
 
 /// Validation of a new object.
+/// Service and Endpoints ports: a name (a DNS label) is required once there are several, and the
+/// number must be a valid port. `field` is the list's path (`spec.ports`, `subsets[0].ports`).
+fn named_ports_causes(field: &str, ports: Option<&Value>, causes: &mut Vec<Cause>) {
+    let ports = ports.and_then(|v| v.as_array());
+    let several = ports.is_some_and(|p| p.len() > 1);
+    for (i, p) in ports.into_iter().flatten().enumerate() {
+        let at = format!("{field}[{i}]");
+        match p.get("name").and_then(|v| v.as_str()).filter(|s| !s.is_empty()) {
+            None if several => causes.push(Cause::required(&format!("{at}.name"), "")),
+            None => {}
+            Some(n) if !is_dns_label(n) => {
+                causes.push(Cause::invalid(&format!("{at}.name"), &json!(n), DNS_LABEL_MSG))
+            }
+            Some(_) => {}
+        }
+        port_number_causes(&format!("{at}.port"), p.get("port"), causes);
+    }
+}
+
 pub fn validate_create(def: &ResourceDef, obj: &Value) -> Vec<Cause> {
     let mut causes = Vec::new();
     let name = meta::name(obj);
