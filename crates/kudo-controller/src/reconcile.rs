@@ -121,6 +121,19 @@ struct Admitted {
     remember: Option<InstanceSpec>,
 }
 
+/// How many times an Event write is tried when the API server refuses it transiently.
+const EVENT_TRIES: u32 = 3;
+
+/// Whether a refused request may succeed when sent again unchanged: server errors, throttling,
+/// and transport failures (the request may not have reached the server).
+fn is_transient(e: &kube::Error) -> bool {
+    match e {
+        kube::Error::Api(s) => s.code >= 500 || s.code == 429,
+        kube::Error::HyperError(_) | kube::Error::Service(_) => true,
+        _ => false,
+    }
+}
+
 impl<'c> Reconciler<'c> {
     fn new(ctx: &'c Context, ns: &str, name: &str) -> Self {
         let iar = instance_resource();
@@ -191,8 +204,22 @@ impl<'c> Reconciler<'c> {
             action: action.to_string(),
             secondary: related,
         };
-        if let Err(e) = self.ctx.recorder.publish(&ev, &self.reference(raw)).await {
-            warn!(reason, error = %e, "publishing event failed");
+        let reference = self.reference(raw);
+        // Like client-go's recorder, a refused Event is retried when the refusal is transient
+        // (5xx, 429): plan events are how users follow a run, and one 500 should not lose one.
+        let mut backoff = Duration::from_millis(50);
+        for attempt in 1..=EVENT_TRIES {
+            match self.ctx.recorder.publish(&ev, &reference).await {
+                Ok(()) => return,
+                Err(e) if attempt < EVENT_TRIES && is_transient(&e) => {
+                    tokio::time::sleep(backoff).await;
+                    backoff *= 4;
+                }
+                Err(e) => {
+                    warn!(reason, error = %e, "publishing event failed");
+                    return;
+                }
+            }
         }
     }
 

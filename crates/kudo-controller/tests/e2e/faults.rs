@@ -1,6 +1,6 @@
 //! Issue #7 fault test: the galera deploy on a misbehaving API server — 5% of all requests
-//! answered 500, 5% of updates and patches answered 409 Conflict, and every watch stream cut every
-//! 2 s (`kudo_apiserver::faults`) — still ends COMPLETE with exactly the expected objects, every
+//! answered 500, 15% of updates and patches answered 409 Conflict, and every watch stream cut every
+//! 250 ms (`kudo_apiserver::faults`) — still ends COMPLETE with exactly the expected objects, every
 //! step's status recorded, and one plan run.
 
 use std::collections::BTreeMap;
@@ -20,10 +20,10 @@ async fn galera_deploy_completes_under_500s_409s_and_watch_cuts() {
         .set(FaultConfig {
             errors: vec![
                 rule("*:500:0.05"),
-                rule("update:409:0.05"),
-                rule("patch:409:0.05"),
+                rule("update:409:0.15"),
+                rule("patch:409:0.15"),
             ],
-            watch_cut: Some(Duration::from_secs(2)),
+            watch_cut: Some(Duration::from_millis(250)),
             seed: Some(7),
             ..Default::default()
         })
@@ -38,7 +38,11 @@ async fn galera_deploy_completes_under_500s_409s_and_watch_cuts() {
 
     let inst = env.wait_plan("ft", "deploy", "COMPLETE").await;
     let counters = env.server().faults().counters();
-    // The faults really happened while the plan ran.
+    // The faults really happened while the plan ran. The cut interval is short because the
+    // cache-backed manager finishes the simulated deploy in about a second: with a 2 s interval
+    // a fast run saw no cut at all (a red CI run, 2026-11-25). The 409 rate is 15% because a run
+    // makes only about 60 writes: at 5%, one run in twenty saw no conflict.
+    eprintln!("fault counters: {counters:?}");
     assert!(counters.internal_errors > 0, "{counters:?}");
     assert!(counters.conflicts > 0, "{counters:?}");
     assert!(counters.watch_cuts > 0, "{counters:?}");
