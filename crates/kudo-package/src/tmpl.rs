@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use kudo_template::parse::{Arg, Node, Pipe, Tree};
+use kudo_template::parse::{Arg, Ident, Node, Pipe, Tree};
 use kudo_template::{FuncEnv, Template, Value, kudo_funcs};
 
 use crate::model::Package;
@@ -61,21 +61,21 @@ struct Scope {
 }
 
 impl References {
-    fn root_chain(&mut self, idents: &[String]) {
+    fn root_chain(&mut self, idents: &[Ident]) {
         match idents {
             [] => {}
             [one] => {
-                self.implicits.insert(one.clone());
+                self.implicits.insert(one.to_string());
             }
             [first, second, ..] if first == "Params" => {
-                self.params.insert(second.clone());
+                self.params.insert(second.to_string());
             }
             [first, second, ..] if first == "Pipes" => {
-                self.pipes.insert(second.clone());
+                self.pipes.insert(second.to_string());
             }
             // `.Name.Foo`: the implicit is used (its field access fails at run time, not here).
             [first, ..] => {
-                self.implicits.insert(first.clone());
+                self.implicits.insert(first.to_string());
             }
         }
     }
@@ -84,21 +84,21 @@ impl References {
         match a {
             Arg::Field { idents, .. } if s.dot_is_root => self.root_chain(idents),
             Arg::Variable { idents, .. }
-                if idents.first().map(String::as_str) == Some("$") && s.dot_is_root =>
+                if idents.first().map(Ident::as_str) == Some("$") && s.dot_is_root =>
             {
                 self.root_chain(&idents[1..])
             }
             // Inside a `define` the root is whatever was passed; still, `$.Params.X` there almost always
             // means the package's parameter.
             Arg::Variable { idents, .. }
-                if idents.first().map(String::as_str) == Some("$")
+                if idents.first().map(Ident::as_str) == Some("$")
                     && idents.len() >= 3
                     && idents[1] == "Params" =>
             {
-                self.params.insert(idents[2].clone());
+                self.params.insert(idents[2].to_string());
             }
             Arg::Identifier { name, .. } if NON_HERMETIC.contains(&name.as_str()) => {
-                self.non_hermetic.insert(name.clone());
+                self.non_hermetic.insert(name.to_string());
             }
             Arg::Chain { node, .. } => self.arg(node, s),
             Arg::Pipe(p) => self.pipe(p, s),
@@ -121,7 +121,7 @@ impl References {
                 && name == "index"
                 && Self::is_root_params(target, s)
             {
-                self.params.insert(text.clone());
+                self.params.insert(text.to_string());
                 // Do not also record `.Params` as an implicit named "Params".
                 for a in c.args.iter().skip(3) {
                     self.arg(a, s);

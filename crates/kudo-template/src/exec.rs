@@ -612,7 +612,7 @@ impl<'t> State<'t, '_> {
         dot: &Val,
         mut recv: Val,
         node: &'t Arg,
-        idents: &'t [String],
+        idents: &'t [crate::parse::Ident],
         args: &'t [Arg],
         final_: Option<Val>,
     ) -> R<Val> {

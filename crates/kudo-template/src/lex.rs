@@ -96,21 +96,23 @@ impl Item<'_> {
 const LEFT: &str = "{{";
 const RIGHT: &str = "}}";
 
-/// Position of the first `{{` (a byte scan; faster than a generic substring search for the short
-/// texts between actions).
+/// Position of the first `{{`: `memchr` finds each `{` with SIMD, so the long texts between
+/// actions cost little.
 fn find_left_delim(b: &[u8]) -> Option<usize> {
-    let mut i = 0;
-    while i + 1 < b.len() {
-        if b[i] == b'{' {
-            if b[i + 1] == b'{' {
-                return Some(i);
-            }
-            i += 1;
-        } else {
-            i += 1;
+    let mut from = 0;
+    while let Some(i) = memchr::memchr(b'{', &b[from..]) {
+        let at = from + i;
+        if b.get(at + 1) == Some(&b'{') {
+            return Some(at);
         }
+        from = at + 1;
     }
     None
+}
+
+/// Newlines in `s` (line numbers of error messages), counted with SIMD.
+fn count_newlines(s: &str) -> usize {
+    memchr::memchr_iter(b'\n', s.as_bytes()).count()
 }
 
 fn is_space(c: char) -> bool {
@@ -118,7 +120,10 @@ fn is_space(c: char) -> bool {
 }
 
 fn is_alnum(c: char) -> bool {
-    c == '_' || c.is_alphabetic() || c.is_numeric()
+    if c.is_ascii() {
+        return c == '_' || c.is_ascii_alphanumeric();
+    }
+    c.is_alphabetic() || c.is_numeric()
 }
 
 fn has_left_trim(s: &str) -> bool {
@@ -187,6 +192,17 @@ pub(crate) fn lex(input: &str) -> Vec<Item<'_>> {
 }
 
 impl<'a> Lexer<'a> {
+    /// Skips a run of ASCII letters, digits and `_` byte by byte (the common case of identifiers
+    /// and field names); non-ASCII letters are left to the `char` loop that follows.
+    fn skip_ascii_alnum(&mut self) {
+        let rest = &self.input.as_bytes()[self.pos..];
+        let n = rest
+            .iter()
+            .position(|b| !(b.is_ascii_alphanumeric() || *b == b'_'))
+            .unwrap_or(rest.len());
+        self.pos += n;
+    }
+
     fn next(&mut self) -> Option<char> {
         if self.pos >= self.input.len() {
             self.at_eof = true;
@@ -205,10 +221,17 @@ impl<'a> Lexer<'a> {
         Some(c)
     }
 
+    /// The next character without consuming it (decoded in place rather than `next` + `backup`).
     fn peek(&mut self) -> Option<char> {
-        let c = self.next();
-        self.backup();
-        c
+        let Some(&b) = self.input.as_bytes().get(self.pos) else {
+            // As Go's next + backup: reaching the end is remembered (later backups do nothing).
+            self.at_eof = true;
+            return None;
+        };
+        if b < 0x80 {
+            return Some(b as char);
+        }
+        self.input[self.pos..].chars().next()
     }
 
     fn backup(&mut self) {
@@ -242,7 +265,7 @@ impl<'a> Lexer<'a> {
     }
 
     fn ignore(&mut self) {
-        self.line += self.input[self.start..self.pos].matches('\n').count();
+        self.line += count_newlines(&self.input[self.start..self.pos]);
         self.start = self.pos;
         self.start_line = self.line;
     }
@@ -308,7 +331,7 @@ impl<'a> Lexer<'a> {
                     }
                     self.pos -= trim;
                     if self.pos > self.start {
-                        self.line += self.input[self.start..self.pos].matches('\n').count();
+                        self.line += count_newlines(&self.input[self.start..self.pos]);
                         self.emit(ItemType::Text);
                     }
                     self.pos += trim;
@@ -317,7 +340,7 @@ impl<'a> Lexer<'a> {
                 }
                 self.pos = self.input.len();
                 if self.pos > self.start {
-                    self.line += self.input[self.start..self.pos].matches('\n').count();
+                    self.line += count_newlines(&self.input[self.start..self.pos]);
                     self.emit(ItemType::Text);
                 }
                 self.emit(ItemType::Eof);
@@ -456,6 +479,7 @@ impl<'a> Lexer<'a> {
                 Some(State::InsideAction)
             }
             State::Identifier => {
+                self.skip_ascii_alnum();
                 loop {
                     match self.next() {
                         Some(c) if is_alnum(c) => {}
@@ -567,6 +591,7 @@ impl<'a> Lexer<'a> {
             });
             return Some(State::InsideAction);
         }
+        self.skip_ascii_alnum();
         let r = loop {
             let r = self.next();
             match r {

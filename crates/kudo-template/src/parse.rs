@@ -11,6 +11,8 @@
 use std::collections::HashMap;
 use std::fmt;
 
+use smallvec::SmallVec;
+
 use crate::lex::{Item, ItemType, lex};
 
 /// One parsed template (the file's main body or a `define`/`block` body).
@@ -26,7 +28,8 @@ pub enum Node {
     /// Literal text (after trim markers were applied).
     Text {
         pos: usize,
-        text: String,
+        /// Short texts (`-`, `.`, `, `) are inline, longer ones one allocation as before.
+        text: Ident,
     },
     /// `{{ pipeline }}`; prints the value unless the pipeline declares variables.
     Action {
@@ -74,15 +77,25 @@ pub struct Pipe {
     pub is_assign: bool,
     /// Declared/assigned variable names, `$` included (e.g. `"$x"`).
     pub decl: Vec<(usize, String)>,
-    pub cmds: Vec<Command>,
+    pub cmds: SmallVec<[Command; 1]>,
 }
 
 /// One command of a pipeline: a function/field/value followed by arguments.
 #[derive(Clone, Debug)]
 pub struct Command {
     pub pos: usize,
-    pub args: Vec<Arg>,
+    pub args: SmallVec<[Arg; 2]>,
 }
+
+/// A name or short string of the tree (field, variable, function name, string constant). Most are
+/// a few bytes: `SmolStr` keeps up to 23 bytes inline, so parsing them allocates nothing (the
+/// allocations of per-identifier `String`s were a third of a parse's cost, issue 17).
+pub type Ident = smol_str::SmolStr;
+
+/// A field chain (`.A.B`, `$x.A`): two names fit inline, as in `.Params.X`, without a heap vector.
+/// Commands and pipelines are short too, hence `SmallVec` for their operands and stages: each
+/// heap vector was one allocation per action (issue 17).
+pub type Idents = SmallVec<[Ident; 2]>;
 
 /// An operand.
 #[derive(Clone, Debug)]
@@ -90,23 +103,23 @@ pub enum Arg {
     /// `.A.B.C` — a field chain on dot; `idents` is `["A","B","C"]`.
     Field {
         pos: usize,
-        idents: Vec<String>,
+        idents: Idents,
     },
     /// `$x.A.B` — `idents[0]` is the variable (`"$x"` or `"$"`), the rest field names.
     Variable {
         pos: usize,
-        idents: Vec<String>,
+        idents: Idents,
     },
     /// A function name (builtin or from the function map).
     Identifier {
         pos: usize,
-        name: String,
+        name: Ident,
     },
     /// `(pipeline).A.B` or `func.A` — fields applied to another operand.
     Chain {
         pos: usize,
         node: Box<Arg>,
-        fields: Vec<String>,
+        fields: Idents,
     },
     /// A parenthesised pipeline.
     Pipe(Box<Pipe>),
@@ -127,8 +140,8 @@ pub enum Arg {
     /// A string constant: `quoted` is the source spelling, `text` the unquoted value.
     String {
         pos: usize,
-        quoted: String,
-        text: String,
+        quoted: Ident,
+        text: Ident,
     },
 }
 
@@ -582,7 +595,7 @@ impl<'a> Parser<'a> {
                 let it = self.item(t);
                 Ok(Control::Node(Node::Text {
                     pos: it.pos,
-                    text: it.val.to_string(),
+                    text: Ident::new(&it.val),
                 }))
             }
             ItemType::LeftDelim => {
@@ -775,7 +788,7 @@ impl<'a> Parser<'a> {
             line: self.item(t).line,
             is_assign: false,
             decl: Vec::new(),
-            cmds: Vec::new(),
+            cmds: SmallVec::new(),
         };
         'decls: loop {
             let v = self.peek_non_space();
@@ -866,7 +879,7 @@ impl<'a> Parser<'a> {
         let t = self.peek_non_space();
         let mut cmd = Command {
             pos: self.item(t).pos,
-            args: Vec::new(),
+            args: SmallVec::new(),
         };
         loop {
             self.peek_non_space();
@@ -895,14 +908,14 @@ impl<'a> Parser<'a> {
         let p = self.peek();
         if self.typ(p) == ItemType::Field {
             let chain_pos = self.item(p).pos;
-            let mut fields = Vec::new();
+            let mut fields = Idents::new();
             loop {
                 let p = self.peek();
                 if self.typ(p) != ItemType::Field {
                     break;
                 }
                 let t = self.next();
-                fields.push(self.item(t).val[1..].to_string());
+                fields.push(Ident::new(&self.item(t).val[1..]));
             }
             return match node {
                 Arg::Field { mut idents, .. } => {
@@ -952,13 +965,13 @@ impl<'a> Parser<'a> {
                 }
                 Arg::Identifier {
                     pos,
-                    name: val.to_string(),
+                    name: Ident::new(val),
                 }
             }
             ItemType::Dot => Arg::Dot { pos },
             ItemType::Nil => Arg::Nil { pos },
             ItemType::Variable => {
-                let idents: Vec<String> = val.split('.').map(str::to_string).collect();
+                let idents: Idents = val.split('.').map(Ident::new).collect();
                 if !self.vars.iter().any(|v| *v == idents[0]) {
                     return self.errorf(format!("undefined variable {}", crate::gofmt::quote(&idents[0])));
                 }
@@ -966,7 +979,7 @@ impl<'a> Parser<'a> {
             }
             ItemType::Field => Arg::Field {
                 pos,
-                idents: val[1..].split('.').map(str::to_string).collect(),
+                idents: val[1..].split('.').map(Ident::new).collect(),
             },
             ItemType::Bool => Arg::Bool {
                 pos,
@@ -989,8 +1002,8 @@ impl<'a> Parser<'a> {
             ItemType::String | ItemType::RawString => match unquote(val) {
                 Some(text) => Arg::String {
                     pos,
-                    quoted: val.to_string(),
-                    text,
+                    quoted: Ident::new(val),
+                    text: Ident::from(text),
                 },
                 None => return self.errorf("invalid syntax"),
             },
