@@ -70,6 +70,11 @@ pub trait Backend: Send + Sync {
     fn sync(&self) -> Result<(), BackendError> {
         Ok(())
     }
+    /// Whether [`Backend::sync`] may block on the disk (callers then take it off the async runtime's
+    /// worker threads).
+    fn syncs(&self) -> bool {
+        false
+    }
 }
 
 /// When a [`FileBackend`] forces its records to stable storage.
@@ -347,6 +352,10 @@ impl Backend for FileBackend {
 
     fn delete(&self, key: &ObjKey, rv: u64) -> Result<(), BackendError> {
         self.append(&json!({"op": "del", "k": key_json(key), "rv": rv}))
+    }
+
+    fn syncs(&self) -> bool {
+        self.mode == SyncMode::Always
     }
 
     fn sync(&self) -> Result<(), BackendError> {

@@ -433,10 +433,21 @@ impl Store {
     /// public write calls it before returning, so nothing is acknowledged before it is on disk.
     fn durable<T>(&self, r: Result<T, ApiError>) -> Result<T, ApiError> {
         let v = r?;
-        self.inner
-            .backend
-            .sync()
-            .map_err(|e| ApiError::internal(e.to_string()))?;
+        let backend = &self.inner.backend;
+        if !backend.syncs() {
+            return Ok(v);
+        }
+        // The flush takes milliseconds: on a multi-threaded runtime, hand this worker's other tasks
+        // to another thread meanwhile, so that requests keep being served and pile up behind one
+        // shared flush instead of waiting for the worker.
+        let multi_thread = tokio::runtime::Handle::try_current()
+            .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+        let synced = if multi_thread {
+            tokio::task::block_in_place(|| backend.sync())
+        } else {
+            backend.sync()
+        };
+        synced.map_err(|e| ApiError::internal(e.to_string()))?;
         Ok(v)
     }
 
