@@ -146,6 +146,16 @@ async fn malformed_instances_and_operator_versions_do_not_wedge_the_manager() {
         "broken-tpl",
         "    {}",
     );
+    // A template that renders an object the API server refuses (a ConfigMap value that is a map).
+    let refused = package(
+        "refused-obj",
+        &cm_operator(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Name }}-cm\ndata:\n  k:\n    nested: x",
+            "    []",
+        ),
+        "refused-obj",
+        "    {}",
+    );
     // (b) Parameters of the wrong type. Not strings at all: the CRD schema refuses them (422),
     // as kube-apiserver does.
     let map_param = package(
@@ -208,6 +218,7 @@ spec:
     assert!(ok, "{out}");
     for (file, text) in [
         ("broken.yaml", broken.as_str()),
+        ("refused.yaml", refused.as_str()),
         ("bad-values.yaml", bad_values.as_str()),
         ("bad-enum.yaml", bad_enum.as_str()),
         ("bad-plans.yaml", bad_plans.as_str()),
@@ -258,6 +269,20 @@ spec:
         .await;
     let msg = deploy_fatal(&i).unwrap();
     assert!(msg.contains("cm.yaml"), "names the template: {msg}");
+
+    let i = env
+        .wait_instance("refused-obj", "deploy FATAL_ERROR", |i| deploy_fatal(i).is_some())
+        .await;
+    let msg = deploy_fatal(&i).unwrap();
+    assert!(
+        msg.contains("apply of ConfigMap default/refused-obj-cm failed"),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("cannot unmarshal object into Go struct field ConfigMap.data of type string"),
+        "{msg}"
+    );
+    assert!(env.get("v1", "ConfigMap", "refused-obj-cm").await.is_none());
 
     let i = env
         .wait_instance("bad-values", "a clear status", |i| {
