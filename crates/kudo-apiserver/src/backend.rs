@@ -148,6 +148,11 @@ impl Backend for MemoryBackend {
 /// `fdatasync`ed the log up to (at least) that record, so an acknowledged write survives power loss;
 /// with [`SyncMode::Never`] it survives the process being killed (SIGKILL) but not a power loss.
 ///
+/// A change is applied in memory (and sent to watchers) under the store lock and flushed right
+/// after, so a reader can see it a few milliseconds before it is durable; a power loss in that window
+/// loses only writes that were never acknowledged, and since the log is sequential the flush for any
+/// acknowledged write covers every change before it.
+///
 /// At load, a final record cut short by a kill or crash (an acknowledged write is never cut: its
 /// record was complete before the answer) is dropped; an unreadable record *before* the last one is
 /// refused as corruption, because skipping it would silently lose the acknowledged writes after it.
