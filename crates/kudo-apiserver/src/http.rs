@@ -802,6 +802,11 @@ impl Ctx {
                         meta::meta_mut(&mut applied).insert("namespace".into(), json!(self.ns));
                     }
                     meta::meta_mut(&mut applied).insert("name".into(), json!(name));
+                    // Created by apply: the same type check as an apply to an existing object
+                    // (kube-apiserver cannot convert such a patch to its typed form either).
+                    if let Some(e) = crate::validate::type_error(&def, &applied) {
+                        return Err(patch_type_error(&applied, &e));
+                    }
                     return Ok(applied);
                 }
                 (None, _) => return Err(ApiError::not_found(&def.group, &def.plural, name)),
@@ -832,16 +837,7 @@ impl Ctx {
                 return Ok(n);
             }
             if let Some(e) = crate::validate::type_error(&def, &patched) {
-                return Err(ApiError::invalid(
-                    "",
-                    "",
-                    "",
-                    vec![crate::error::Cause::invalid(
-                        "patch",
-                        &json!(patched.to_string()),
-                        &e.message(),
-                    )],
-                ));
+                return Err(patch_type_error(&patched, &e));
             }
             // A patch may carry a resourceVersion precondition.
             let want = meta::meta_str(&patched, "resourceVersion");
@@ -1262,4 +1258,18 @@ fn set_path(obj: &mut Value, path: &str, value: Value) {
         }
         cur = m.entry(s.to_string()).or_insert(json!({}));
     }
+}
+
+/// A patch whose result does not decode into the built-in kind's Go types: 422 naming the field.
+fn patch_type_error(patched: &Value, e: &crate::validate::TypeError) -> ApiError {
+    ApiError::invalid(
+        "",
+        "",
+        "",
+        vec![crate::error::Cause::invalid(
+            "patch",
+            &json!(patched.to_string()),
+            &e.message(),
+        )],
+    )
 }

@@ -53,7 +53,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-pub use backend::{Backend, BackendError, FileBackend, MemoryBackend, ObjKey};
+pub use backend::{Backend, BackendError, FileBackend, MemoryBackend, ObjKey, SyncMode};
 pub use error::ApiError;
 pub use exec::{ExecOutput, PodRuntime};
 pub use faults::{ErrorRule, FaultConfig, FaultCounters, FaultError, Faults, Verb, VerbFilter};
@@ -70,6 +70,10 @@ pub struct Config {
     pub port: u16,
     /// Directory for durable storage; `None` keeps everything in memory.
     pub data_dir: Option<PathBuf>,
+    /// With `data_dir`: whether a write is acknowledged only once `fsync`ed ([`SyncMode::Always`],
+    /// the default: survives power loss) or as soon as the OS has it ([`SyncMode::Never`]: survives
+    /// the process being killed only, and is faster; see `docs/benchmarks.md`).
+    pub data_dir_sync: SyncMode,
     /// How many past changes are kept for watches resuming from an older resourceVersion.
     pub history_capacity: usize,
     /// Faults injected from the start (none by default); see [`faults`]. They can be changed
@@ -87,6 +91,7 @@ impl Default for Config {
         Config {
             port: 0,
             data_dir: None,
+            data_dir_sync: SyncMode::Always,
             history_capacity: 10_000,
             faults: FaultConfig::default(),
             namespace_termination_delay: std::time::Duration::from_secs(1),
@@ -121,7 +126,7 @@ impl ApiServer {
     /// Bind, load storage and start serving (plus the garbage collector) on the current tokio runtime.
     pub async fn start(config: Config) -> Result<RunningServer, StartError> {
         let backend: Box<dyn Backend> = match &config.data_dir {
-            Some(d) => Box::new(FileBackend::open(d)?),
+            Some(d) => Box::new(FileBackend::open_with(d, config.data_dir_sync)?),
             None => Box::new(MemoryBackend),
         };
         let faults = Faults::default();

@@ -428,8 +428,41 @@ impl Store {
         let _ = self.inner.tx.send(ev);
     }
 
+    /// Waits until the writes made so far are durable (a no-op without a data directory or with
+    /// `SyncMode::Never`), outside the store lock so that concurrent writers share one flush. Every
+    /// public write calls it before returning, so nothing is acknowledged before it is on disk.
+    fn durable<T>(&self, r: Result<T, ApiError>) -> Result<T, ApiError> {
+        let v = r?;
+        let backend = &self.inner.backend;
+        if !backend.syncs() {
+            return Ok(v);
+        }
+        // The flush takes milliseconds: on a multi-threaded runtime, hand this worker's other tasks
+        // to another thread meanwhile, so that requests keep being served and pile up behind one
+        // shared flush instead of waiting for the worker.
+        let multi_thread = tokio::runtime::Handle::try_current()
+            .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+        let synced = if multi_thread {
+            tokio::task::block_in_place(|| backend.sync())
+        } else {
+            backend.sync()
+        };
+        synced.map_err(|e| ApiError::internal(e.to_string()))?;
+        Ok(v)
+    }
+
     /// Create an object in namespace `ns` (ignored for cluster-scoped kinds).
     pub fn create(
+        &self,
+        def: &ResourceDef,
+        ns: &str,
+        obj: Value,
+        opts: &WriteOptions,
+    ) -> Result<Value, ApiError> {
+        self.durable(self.create_unsynced(def, ns, obj, opts))
+    }
+
+    fn create_unsynced(
         &self,
         def: &ResourceDef,
         ns: &str,
@@ -658,6 +691,21 @@ impl Store {
     where
         F: FnOnce(Option<&Value>) -> Result<Value, ApiError>,
     {
+        self.durable(self.modify_unsynced(def, ns, name, sub, opts, f))
+    }
+
+    fn modify_unsynced<F>(
+        &self,
+        def: &ResourceDef,
+        ns: &str,
+        name: &str,
+        sub: Subresource,
+        opts: &WriteOptions,
+        f: F,
+    ) -> Result<(Value, bool), ApiError>
+    where
+        F: FnOnce(Option<&Value>) -> Result<Value, ApiError>,
+    {
         let ns = if def.namespaced {
             ns.to_string()
         } else {
@@ -666,7 +714,7 @@ impl Store {
         let current = self.get_gr(&def.gr(), &ns, name);
         let Some(current) = current else {
             let desired = f(None)?;
-            return self.create(def, &ns, desired, opts).map(|v| (v, true));
+            return self.create_unsynced(def, &ns, desired, opts).map(|v| (v, true));
         };
         let mut st = self.lock();
         // Re-read under the lock; if it changed between the two reads, the closure saw a stale object.
@@ -679,7 +727,7 @@ impl Store {
             Some(c) if Arc::ptr_eq(&c, &current) => c,
             _ => {
                 drop(st);
-                return self.modify(def, &ns, name, sub, opts, f);
+                return self.modify_unsynced(def, &ns, name, sub, opts, f);
             }
         };
         let cur_presented = present(def, &cur);
@@ -845,6 +893,16 @@ impl Store {
         name: &str,
         opts: &DeleteOptions,
     ) -> Result<Value, ApiError> {
+        self.durable(self.delete_unsynced(def, ns, name, opts))
+    }
+
+    fn delete_unsynced(
+        &self,
+        def: &ResourceDef,
+        ns: &str,
+        name: &str,
+        opts: &DeleteOptions,
+    ) -> Result<Value, ApiError> {
         let ns = if def.namespaced {
             ns.to_string()
         } else {
@@ -965,12 +1023,19 @@ impl Store {
 
     /// Remove an object outright, bypassing finalizers (used by the garbage collector once they are done).
     pub(crate) fn force_remove(&self, key: &ObjKey) -> Result<Option<Arc<Value>>, ApiError> {
-        let mut st = self.lock();
-        self.commit_delete(&mut st, key)
+        let r = {
+            let mut st = self.lock();
+            self.commit_delete(&mut st, key)
+        };
+        self.durable(r)
     }
 
     /// Replace an object without any semantics except the resourceVersion (garbage collector bookkeeping).
     pub(crate) fn raw_update(&self, key: &ObjKey, f: impl FnOnce(&mut Value)) -> Result<(), ApiError> {
+        self.durable(self.raw_update_unsynced(key, f))
+    }
+
+    fn raw_update_unsynced(&self, key: &ObjKey, f: impl FnOnce(&mut Value)) -> Result<(), ApiError> {
         let mut st = self.lock();
         let Some(cur) = st
             .objects

@@ -40,6 +40,14 @@ pub const DRIFT_DETECTED: &str = "DriftDetected";
 /// Condition reporting a spec change KUDO's webhook would have rejected.
 pub const CHANGE_ACCEPTED: &str = "ChangeAccepted";
 
+/// `Ready=False` reason (and Event reason) of an Instance that is not a valid kudo.dev/v1beta1
+/// Instance although the CRD schema admitted it, so a user of `kubectl get` sees why nothing runs.
+pub const INVALID_INSTANCE: &str = "InvalidInstance";
+
+/// `Ready=False` reason (and Event reason) of an Instance whose OperatorVersion exists but does not
+/// decode (wrong shape in the schema's free-form parts: plans, task specs).
+pub const INVALID_OPERATOR_VERSION: &str = "InvalidOperatorVersion";
+
 /// Unexpected failures of a reconcile (not plan errors, which live in the Instance status).
 #[derive(Debug, thiserror::Error)]
 pub enum ReconcileError {
@@ -53,6 +61,20 @@ pub enum ReconcileError {
     /// The server returned an Instance without `metadata.uid` (needed for owner references).
     #[error("instance {0} has no uid")]
     NoUid(String),
+}
+
+/// `serde_json::from_value` that names where a field of the wrong shape is (`spec.plans.deploy.phases:
+/// invalid type …`), for status messages a user can act on.
+fn decode<T: serde::de::DeserializeOwned>(v: Value) -> Result<T, serde_json::Error> {
+    serde_path_to_error::deserialize(v).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        if path == "." {
+            inner
+        } else {
+            <serde_json::Error as serde::de::Error>::custom(format!("{path}: {inner}"))
+        }
+    })
 }
 
 fn now() -> Timestamp {
@@ -245,8 +267,8 @@ impl<'c> Reconciler<'c> {
         };
         let v = serde_json::to_value(&raw)
             .map_err(|e| ReconcileError::Decode(spec.operator_version.name.clone(), e))?;
-        let ov: OperatorVersion = serde_json::from_value(v)
-            .map_err(|e| ReconcileError::Decode(spec.operator_version.name.clone(), e))?;
+        let ov: OperatorVersion =
+            decode(v).map_err(|e| ReconcileError::Decode(spec.operator_version.name.clone(), e))?;
         Ok(Some(ov))
     }
 
@@ -273,7 +295,15 @@ impl<'c> Reconciler<'c> {
         };
         let who = format!("{}/{}", self.ns, self.name);
         let v = serde_json::to_value(&raw).map_err(|e| ReconcileError::Decode(who.clone(), e))?;
-        let inst: Instance = serde_json::from_value(v).map_err(|e| ReconcileError::Decode(who.clone(), e))?;
+        let inst: Instance = match decode(v) {
+            Ok(inst) => inst,
+            // A field the CRD schema admits but kudo.dev/v1beta1 does not (e.g. an unknown
+            // planExecution.status): say so on the Instance instead of failing every retry silently.
+            Err(e) => {
+                let msg = format!("instance {who} cannot be read: {e}; fix its spec");
+                return self.report_invalid_instance(&raw, &msg).await;
+            }
+        };
         let uid = raw
             .metadata
             .uid
@@ -294,7 +324,46 @@ impl<'c> Reconciler<'c> {
             return Ok(Action::await_change());
         }
 
-        let Some(ov) = self.get_ov(&inst, &inst.spec).await? else {
+        let ov = match self.get_ov(&inst, &inst.spec).await {
+            Ok(ov) => ov,
+            // An OperatorVersion with fields of the wrong shape where the CRD schema is free-form
+            // (plans, task specs): this Instance cannot run, others are not affected.
+            Err(ReconcileError::Decode(_, e)) => {
+                let msg = format!(
+                    "OperatorVersion {}/{} of instance {who} cannot be read: {e}",
+                    inst.spec.operator_version_namespace(&self.ns),
+                    inst.spec.operator_version.name
+                );
+                warn!("{msg}");
+                let old = inst.status.clone().unwrap_or_default();
+                let mut new = old.clone();
+                set_condition(
+                    &mut new.conditions,
+                    Condition {
+                        type_: kudo_engine::readiness::READY.into(),
+                        status: "False".into(),
+                        observed_generation: None,
+                        last_transition_time: now().to_string(),
+                        reason: INVALID_OPERATOR_VERSION.into(),
+                        message: msg.clone(),
+                    },
+                );
+                if self.write_status(&old, &new).await?.is_some() {
+                    self.event(
+                        &raw,
+                        EventType::Warning,
+                        INVALID_OPERATOR_VERSION,
+                        "Reconcile",
+                        &msg,
+                    )
+                    .await;
+                }
+                // Looked at again when the OperatorVersion changes (watched) or after the delay.
+                return Ok(Action::requeue(self.ctx.config.error_requeue));
+            }
+            Err(e) => return Err(e),
+        };
+        let Some(ov) = ov else {
             if drift::namespace_terminating(self.ctx, &self.ns).await {
                 // The namespace deletion removed the OperatorVersion; the Instance goes next.
                 debug!(instance = %who, "namespace is being deleted: OperatorVersion gone");
@@ -949,6 +1018,48 @@ impl<'c> Reconciler<'c> {
     }
 
     /// Merge-patches the status subresource when it changed; returns the new resourceVersion.
+    /// An Instance that does not decode as kudo.dev/v1beta1 gets `Ready=False` reason
+    /// [`INVALID_INSTANCE`] (and one Warning Event per change of that message), written from its
+    /// raw JSON; nothing else is done with it until it is fixed.
+    async fn report_invalid_instance(
+        &self,
+        raw: &DynamicObject,
+        msg: &str,
+    ) -> Result<Action, ReconcileError> {
+        warn!("{msg}");
+        let old: Vec<Condition> = raw
+            .data
+            .pointer("/status/conditions")
+            .and_then(|c| serde_json::from_value(c.clone()).ok())
+            .unwrap_or_default();
+        let mut new = old.clone();
+        set_condition(
+            &mut new,
+            Condition {
+                type_: kudo_engine::readiness::READY.into(),
+                status: "False".into(),
+                observed_generation: raw.metadata.generation,
+                last_transition_time: now().to_string(),
+                reason: INVALID_INSTANCE.into(),
+                message: msg.to_string(),
+            },
+        );
+        if new != old {
+            let body = json!({"status": {"conditions": new}});
+            let updated = self
+                .api
+                .patch_status(&self.name, &self.patch_params(), &Patch::Merge(&body))
+                .await?;
+            self.ctx
+                .caches
+                .saw_instance(&self.ns, &self.name, updated.metadata.resource_version.as_deref());
+            self.event(raw, EventType::Warning, INVALID_INSTANCE, "Reconcile", msg)
+                .await;
+        }
+        // A fix is a spec change, which the Instance watch delivers.
+        Ok(Action::await_change())
+    }
+
     async fn write_status(
         &self,
         old: &InstanceStatus,

@@ -16,7 +16,7 @@ use super::cluster::ClusterOpts;
 
 #[derive(Args, Debug)]
 #[command(
-    after_help = "Examples:\n  kubectl kudo dev\n  kubectl kudo dev --address 127.0.0.1:6443 --data-dir ~/.kudo/dev/data\n  kubectl kudo dev --demo ./examples/galera\n  kubectl kudo dev --fault-error '*:500:0.05' --fault-watch-cut 2s --fault-seed 1\n\nThe kubeconfig goes to --kubeconfig (default ~/.kudo/dev/kubeconfig); then:\n  export KUBECONFIG=~/.kudo/dev/kubeconfig; kubectl get nodes\n\nFault injection (off by default) starts once the cluster is up (CRDs installed) and applies to\nresource requests only (not discovery, OpenAPI, /version or health checks). Faults can be read\nand changed while running at http://ADDRESS/kudo-admin/faults (GET, PUT a JSON config, DELETE\nto switch off); the address is printed at startup. Verbs: get, list, watch, create, update,\npatch, delete, deletecollection, * (all)."
+    after_help = "Examples:\n  kubectl kudo dev\n  kubectl kudo dev --address 127.0.0.1:6443 --data-dir ~/.kudo/dev/data\n  kubectl kudo dev --data-dir /tmp/scratch --data-dir-sync never  # no fsync: faster\n  kubectl kudo dev --demo ./examples/galera\n  kubectl kudo dev --fault-error '*:500:0.05' --fault-watch-cut 2s --fault-seed 1\n\nThe kubeconfig goes to --kubeconfig (default ~/.kudo/dev/kubeconfig); then:\n  export KUBECONFIG=~/.kudo/dev/kubeconfig; kubectl get nodes\n\nFault injection (off by default) starts once the cluster is up (CRDs installed) and applies to\nresource requests only (not discovery, OpenAPI, /version or health checks). Faults can be read\nand changed while running at http://ADDRESS/kudo-admin/faults (GET, PUT a JSON config, DELETE\nto switch off); the address is printed at startup. Verbs: get, list, watch, create, update,\npatch, delete, deletecollection, * (all)."
 )]
 pub struct DevArgs {
     /// Loopback address to serve on (port 0 picks a free port).
@@ -25,6 +25,16 @@ pub struct DevArgs {
     /// Keep cluster state in this directory across restarts (default: in memory).
     #[arg(long, value_name = "DIR")]
     pub data_dir: Option<PathBuf>,
+    /// With --data-dir: `always` fsyncs each write before acknowledging it, so acknowledged writes
+    /// survive a power loss or OS crash; `never` only hands writes to the OS (they survive the
+    /// process being killed, not a power loss) and is faster for write-heavy runs.
+    #[arg(
+        long,
+        value_name = "always|never",
+        default_value = "always",
+        requires = "data_dir"
+    )]
+    pub data_dir_sync: kudo_apiserver::SyncMode,
     /// Number of simulated nodes.
     #[arg(long, default_value_t = 1)]
     pub nodes: u32,
@@ -102,6 +112,7 @@ pub async fn run(opts: &ClusterOpts, args: DevArgs) -> Result<ExitCode> {
     let server = kudo_apiserver::ApiServer::start(kudo_apiserver::Config {
         port: args.address.port(),
         data_dir: args.data_dir.clone(),
+        data_dir_sync: args.data_dir_sync,
         ..Default::default()
     })
     .await

@@ -1,10 +1,14 @@
-//! Standalone server process: `kudo-apiserver [--port N] [--data-dir DIR] [--kubeconfig FILE]`.
+//! Standalone server process:
+//! `kudo-apiserver [--port N] [--data-dir DIR [--data-dir-sync always|never]] [--kubeconfig FILE]`.
+//! With `--data-dir`, writes are `fsync`ed before they are acknowledged unless `--data-dir-sync never`.
 //! Prints `listening on http://127.0.0.1:PORT` once ready and serves until SIGINT/SIGTERM.
 
 use std::path::PathBuf;
 
 fn usage() -> ! {
-    eprintln!("usage: kudo-apiserver [--port N] [--data-dir DIR] [--kubeconfig FILE]");
+    eprintln!(
+        "usage: kudo-apiserver [--port N] [--data-dir DIR [--data-dir-sync always|never]] [--kubeconfig FILE]"
+    );
     std::process::exit(2)
 }
 
@@ -18,6 +22,7 @@ async fn main() {
         match a.as_str() {
             "--port" => config.port = value().parse().unwrap_or_else(|_| usage()),
             "--data-dir" => config.data_dir = Some(PathBuf::from(value())),
+            "--data-dir-sync" => config.data_dir_sync = value().parse().unwrap_or_else(|_| usage()),
             "--kubeconfig" => kubeconfig = Some(PathBuf::from(value())),
             _ => usage(),
         }

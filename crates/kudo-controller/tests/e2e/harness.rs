@@ -433,6 +433,18 @@ impl Env {
     /// Runs the real kubectl against the server with an isolated HOME; `None` (with a note) when
     /// kubectl is not installed.
     pub fn kubectl(&self, args: &[&str]) -> Option<String> {
+        let out = self.kubectl_output(args)?;
+        assert!(
+            out.status.success(),
+            "kubectl {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Some(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
+    /// [`Env::kubectl`] for commands that may fail: the whole output, `None` when kubectl is not
+    /// installed.
+    pub fn kubectl_output(&self, args: &[&str]) -> Option<std::process::Output> {
         let kubeconfig = match &self.real_kubeconfig {
             Some(k) => k.clone(),
             None => {
@@ -441,7 +453,7 @@ impl Env {
                 k
             }
         };
-        let out = match Command::new("kubectl")
+        match Command::new("kubectl")
             .env("KUBECONFIG", &kubeconfig)
             .env("HOME", self.dir.path())
             .arg("--cache-dir")
@@ -451,18 +463,12 @@ impl Env {
             .args(args)
             .output()
         {
-            Ok(o) => o,
+            Ok(o) => Some(o),
             Err(e) => {
                 eprintln!("SKIPPED kubectl {args:?}: kubectl is not runnable: {e}");
-                return None;
+                None
             }
-        };
-        assert!(
-            out.status.success(),
-            "kubectl {args:?} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        Some(String::from_utf8_lossy(&out.stdout).into_owned())
+        }
     }
 }
 

@@ -8,6 +8,7 @@ mod drift_report;
 mod faults;
 mod harness;
 mod leader_election;
+mod malformed;
 mod ops_endpoints;
 mod translate;
 
