@@ -5,8 +5,6 @@
 //! scan. Those observable details are reproduced here token for token, so that error messages such
 //! as `template: x:3: unexpected "}" in operand` match Go's.
 
-use std::borrow::Cow;
-
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum ItemType {
     Error,
@@ -69,9 +67,16 @@ impl ItemType {
 pub(crate) struct Item<'a> {
     pub typ: ItemType,
     pub pos: usize,
-    /// For errors: the message; otherwise the token text (borrowed, so lexing allocates little).
-    pub val: Cow<'a, str>,
+    /// The token text, borrowed from the input. An `Error` item's message is [`Lexed::error`]
+    /// (there is at most one: lexing stops there), so an item is small and never owns memory.
+    pub val: &'a str,
     pub line: usize,
+}
+
+/// The tokens of a template; the list ends with EOF or an `Error` item, whose message is `error`.
+pub(crate) struct Lexed<'a> {
+    pub items: Vec<Item<'a>>,
+    pub error: String,
 }
 
 impl Item<'_> {
@@ -79,14 +84,14 @@ impl Item<'_> {
     pub fn describe(&self) -> String {
         match self.typ {
             ItemType::Eof => "EOF".into(),
-            ItemType::Error => self.val.to_string(),
+            ItemType::Error => "error".into(),
             t if t.is_keyword() => format!("<{}>", self.val),
             _ => {
                 if self.val.chars().count() > 10 {
                     let s: String = self.val.chars().take(10).collect();
                     format!("{}...", crate::gofmt::quote(&s))
                 } else {
-                    crate::gofmt::quote(&self.val)
+                    crate::gofmt::quote(self.val)
                 }
             }
         }
@@ -170,10 +175,11 @@ struct Lexer<'a> {
     line: usize,
     start_line: usize,
     items: Vec<Item<'a>>,
+    error: String,
 }
 
 /// Tokenizes `input` completely (the item list ends with EOF or an error item).
-pub(crate) fn lex(input: &str) -> Vec<Item<'_>> {
+pub(crate) fn lex(input: &str) -> Lexed<'_> {
     let mut l = Lexer {
         input,
         pos: 0,
@@ -183,12 +189,16 @@ pub(crate) fn lex(input: &str) -> Vec<Item<'_>> {
         line: 1,
         start_line: 1,
         items: Vec::with_capacity(input.len() / 4 + 8),
+        error: String::new(),
     };
     let mut state = Some(State::Text);
     while let Some(s) = state {
         state = l.step(s);
     }
-    l.items
+    Lexed {
+        items: l.items,
+        error: l.error,
+    }
 }
 
 impl<'a> Lexer<'a> {
@@ -257,7 +267,7 @@ impl<'a> Lexer<'a> {
         self.items.push(Item {
             typ,
             pos: self.start,
-            val: Cow::Borrowed(&self.input[self.start..self.pos]),
+            val: &self.input[self.start..self.pos],
             line: self.start_line,
         });
         self.start = self.pos;
@@ -294,9 +304,10 @@ impl<'a> Lexer<'a> {
         self.items.push(Item {
             typ: ItemType::Error,
             pos: self.start,
-            val: Cow::Owned(msg),
+            val: "",
             line: self.start_line,
         });
+        self.error = msg;
         None
     }
 

@@ -337,6 +337,8 @@ impl Control {
 
 struct Parser<'a> {
     items: Vec<Item<'a>>,
+    /// The message of the lexer's `Error` item, if it produced one.
+    lex_error: String,
     next_item: usize,
     token: [usize; 3],
     peek_count: usize,
@@ -355,9 +357,10 @@ pub(crate) fn parse(name: &str, text: &str, has_func: &dyn Fn(&str) -> bool) -> 
         trees: HashMap::new(),
         order: Vec::new(),
     };
-    let items = lex(text);
+    let lexed = lex(text);
     let mut p = Parser {
-        items,
+        items: lexed.items,
+        lex_error: lexed.error,
         next_item: 0,
         token: [0; 3],
         peek_count: 0,
@@ -463,11 +466,11 @@ impl<'a> Parser<'a> {
             let mut extra = String::new();
             if self.action_line != 0 && self.action_line != it.line {
                 extra = format!(" in action started at {}:{}", self.name, self.action_line);
-                if it.val.ends_with(" action") {
+                if self.lex_error.ends_with(" action") {
                     extra = extra[" in action".len()..].to_string();
                 }
             }
-            return self.errorf(format!("{}{}", it.val, extra));
+            return self.errorf(format!("{}{}", self.lex_error, extra));
         }
         self.errorf(format!("unexpected {} in {}", it.describe(), context))
     }
@@ -562,7 +565,7 @@ impl<'a> Parser<'a> {
         if !matches!(self.typ(t), ItemType::String | ItemType::RawString) {
             return self.unexpected(t, context);
         }
-        let name = match unquote(&self.item(t).val) {
+        let name = match unquote(self.item(t).val) {
             Some(s) => s,
             None => return self.errorf("invalid syntax"),
         };
@@ -596,7 +599,7 @@ impl<'a> Parser<'a> {
                 let it = self.item(t);
                 Ok(Control::Node(Node::Text {
                     pos: it.pos,
-                    text: Ident::new(&it.val),
+                    text: Ident::new(it.val),
                 }))
             }
             ItemType::LeftDelim => {
@@ -727,7 +730,7 @@ impl<'a> Parser<'a> {
 
     fn parse_template_name(&mut self, t: usize, context: &str) -> PResult<String> {
         match self.typ(t) {
-            ItemType::String | ItemType::RawString => match unquote(&self.item(t).val) {
+            ItemType::String | ItemType::RawString => match unquote(self.item(t).val) {
                 Some(s) => Ok(s),
                 None => self.errorf("invalid syntax"),
             },
@@ -955,10 +958,7 @@ impl<'a> Parser<'a> {
         let t = self.next_non_space();
         let it = self.item(t);
         let pos = it.pos;
-        let val: &'a str = match &it.val {
-            std::borrow::Cow::Borrowed(s) => s,
-            std::borrow::Cow::Owned(_) => "",
-        };
+        let val: &'a str = it.val;
         Ok(Some(match it.typ {
             ItemType::Identifier => {
                 if !BUILTINS.contains(&val) && !(self.has_func)(val) {
