@@ -5,9 +5,10 @@
 //! the exit code ([`CliError::exit_code`]).
 //!
 //! Each command group lives in `cmd/<group>.rs`. Groups that write through [`Io`]: `package`,
-//! `template`, `repo`, `search`, `completion`, `version`, `get`, `plan`. The others (`dev`,
-//! `manager`, `test`, `init`, `install`/`update`/`upgrade`/`uninstall`, `diagnostics`) still
-//! print to the process's stdout/stderr (see their module docs).
+//! `template`, `repo`, `search`, `completion`, `version`, `get`, `plan`, `install`, `update`,
+//! `upgrade`, `uninstall`. Still printing to the process's stdout/stderr: `dev`, `manager` and
+//! `test` (they stream to a terminal for as long as they run), `init` and `diagnostics` (not
+//! converted yet).
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -170,12 +171,12 @@ pub async fn run(cli: Cli, io: &mut Io<'_>) -> Result<(), CliError> {
         Command::Dev(args) => cmd::dev::run(cluster, args).await,
         Command::Init(args) => cmd::init::run(cluster, args).await,
         Command::Manager(args) => cmd::manager::run(cluster, args).await,
-        Command::Install(args) => cmd::instance::install(cluster, args).await,
-        Command::Update(args) => cmd::instance::update(cluster, args).await,
-        Command::Upgrade(args) => cmd::instance::upgrade(cluster, args).await,
-        Command::Uninstall(args) => cmd::instance::uninstall(cluster, args).await,
-        Command::Plan(args) => cmd::plan::run(cluster, args).await,
-        Command::Get(args) => cmd::get::run(cluster, args).await,
+        Command::Install(args) => cmd::instance::install(cluster, args, io).await,
+        Command::Update(args) => cmd::instance::update(cluster, args, io).await,
+        Command::Upgrade(args) => cmd::instance::upgrade(cluster, args, io).await,
+        Command::Uninstall(args) => cmd::instance::uninstall(cluster, args, io).await,
+        Command::Plan(args) => cmd::plan::run(cluster, args, io).await,
+        Command::Get(args) => cmd::get::run(cluster, args, io).await,
         Command::Test(args) => cmd::test::run(cluster, args).await,
         Command::Diagnostics(args) => cmd::diagnostics::run(cluster, args).await,
     }?;
