@@ -1,22 +1,15 @@
 //! `diagnostics collect` against the embedded API server, with the objects created through kube-rs.
 //!
-//! `cmd/diagnostics.rs` (and the `cmd/cluster.rs` it builds on) are compiled into this test directly
-//! so the collector can be driven in-process on the test's tokio runtime.
-
-// `diagnostics.rs` reaches its sibling as `super::cluster`, so both sit at the crate root here.
-#[allow(dead_code)]
-#[path = "../src/cmd/cluster.rs"]
-mod cluster;
-#[path = "../src/cmd/diagnostics.rs"]
-mod diagnostics;
+//! The collector is driven in-process on the test's tokio runtime through the `kubectl_kudo`
+//! library.
 
 use std::path::Path;
 use std::time::Duration;
 
-use cluster::ClusterOpts;
-use diagnostics::{CollectArgs, DiagnosticsArgs, DiagnosticsCommand};
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
+use kubectl_kudo::cmd::cluster::ClusterOpts;
+use kubectl_kudo::cmd::diagnostics::{self, CollectArgs, DiagnosticsArgs, DiagnosticsCommand};
 use serde_json::{Value, json};
 
 fn res(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource {
