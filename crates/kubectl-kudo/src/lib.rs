@@ -4,11 +4,9 @@
 //! parses, sets up logging, calls [`run`] with the process's stdout/stderr and maps the result to
 //! the exit code ([`CliError::exit_code`]).
 //!
-//! Each command group lives in `cmd/<group>.rs`. Groups that write through [`Io`]: `package`,
-//! `template`, `repo`, `search`, `completion`, `version`, `get`, `plan`, `install`, `update`,
-//! `upgrade`, `uninstall`. Still printing to the process's stdout/stderr: `dev`, `manager` and
-//! `test` (they stream to a terminal for as long as they run), `init` and `diagnostics` (not
-//! converted yet).
+//! Each command group lives in `cmd/<group>.rs` and writes through [`Io`], except `dev`, `manager`
+//! and `test`: they stream to a terminal for as long as they run and print to the process's
+//! stdout/stderr (see their module docs).
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -169,7 +167,7 @@ pub async fn run(cli: Cli, io: &mut Io<'_>) -> Result<(), CliError> {
             cmd::repo::write_completion(&mut command, args.shell, io.out).map(|()| ExitCode::SUCCESS)
         }
         Command::Dev(args) => cmd::dev::run(cluster, args).await,
-        Command::Init(args) => cmd::init::run(cluster, args).await,
+        Command::Init(args) => cmd::init::run(cluster, args, io).await,
         Command::Manager(args) => cmd::manager::run(cluster, args).await,
         Command::Install(args) => cmd::instance::install(cluster, args, io).await,
         Command::Update(args) => cmd::instance::update(cluster, args, io).await,
@@ -178,7 +176,7 @@ pub async fn run(cli: Cli, io: &mut Io<'_>) -> Result<(), CliError> {
         Command::Plan(args) => cmd::plan::run(cluster, args, io).await,
         Command::Get(args) => cmd::get::run(cluster, args, io).await,
         Command::Test(args) => cmd::test::run(cluster, args).await,
-        Command::Diagnostics(args) => cmd::diagnostics::run(cluster, args).await,
+        Command::Diagnostics(args) => cmd::diagnostics::run(cluster, args, io).await,
     }?;
     if code == ExitCode::SUCCESS {
         Ok(())

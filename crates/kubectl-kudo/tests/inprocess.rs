@@ -174,6 +174,21 @@ fn version_formats() {
 }
 
 #[test]
+fn init_dry_run_manifests() {
+    let Outcome { run, .. } = same_as_binary(&["init", "--dry-run", "-o", "yaml"]);
+    assert!(run.out.starts_with("---\n"), "{}", run.out);
+    same_as_binary(&[
+        "init",
+        "--dry-run",
+        "-o",
+        "json",
+        "-n",
+        "other",
+        "--unsafe-self-signed-webhook-ca",
+    ]);
+}
+
+#[test]
 fn repo_and_completion() {
     let home = tempfile::tempdir().unwrap();
     let h = path(home.path());
@@ -214,8 +229,17 @@ async fn cluster_commands_against_the_embedded_api_server() {
     let kc = path(&kubeconfig);
     let pkg = repo().join("examples/first-operator");
 
-    let (run, _) = inprocess(&["init", "--crd-only", "--kubeconfig", kc]).await;
+    let (run, _) = inprocess(&[
+        "init",
+        "--crd-only",
+        "--kubeconfig",
+        kc,
+        "--home",
+        path(dir.path()),
+    ])
+    .await;
     assert_eq!(run.code, ExitCode::SUCCESS, "{run:?}");
+    assert!(run.out.contains("✅ installed"), "{}", run.out);
     let (run, _) = inprocess(&["install", path(&pkg), "--kubeconfig", kc]).await;
     assert_eq!(run.code, ExitCode::SUCCESS, "{run:?}");
     assert!(run.out.contains("first-operator-instance created"), "{}", run.out);
