@@ -1,128 +1,43 @@
-//! `kubectl-kudo`: a thin binary over the library crates. Each command group lives in `cmd/`.
+//! `kubectl-kudo`: a thin binary over the `kubectl_kudo` library (`lib.rs`), which owns the
+//! command line and every command (`cmd/`). This file parses the arguments, sets up logging, runs
+//! the command with the process's stdout/stderr and maps the result to the exit code.
 //!
 //! Exit codes: 0 success; 1 the operation failed (template error, invalid package, failed plan,
-//! API error…); 2 usage error (bad flags or arguments).
+//! API error…); 2 usage error (bad flags or arguments). `template render` adds its own (see its
+//! module): 2 unreadable input, 3 a batch case could not be run.
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
-
-mod cmd;
-#[cfg(test)]
-mod kudo_v019_flags;
-mod output;
-
-/// KUDO, the Kubernetes Universal Declarative Operator: write an operator as a package of plans and
-/// templates, and drive it with `kubectl kudo`.
-#[derive(Parser, Debug)]
-#[command(name = "kubectl-kudo", bin_name = "kubectl kudo", version, about, long_about = None)]
-struct Cli {
-    #[command(flatten)]
-    cluster: cmd::cluster::ClusterOpts,
-    /// Log verbosity on stderr, as KUDO's `-v`: 0 quiet, 1–2 info, 3–4 debug (API requests), 5+
-    /// trace. `RUST_LOG` overrides it. (`manager` logs at info by default and takes RUST_LOG.)
-    #[arg(
-        short = 'v',
-        long = "v",
-        global = true,
-        value_name = "LEVEL",
-        default_value_t = 0
-    )]
-    verbosity: u8,
-    #[command(subcommand)]
-    command: Command,
-}
-
-#[derive(Subcommand, Debug)]
-enum Command {
-    /// Run a whole cluster in this process: API server, simulated workloads and the KUDO manager.
-    Dev(cmd::dev::DevArgs),
-    /// Install KUDO's CRDs and manager into the cluster (or print them with --dry-run).
-    Init(cmd::init::InitArgs),
-    /// Install an operator package and create an Instance of it.
-    Install(cmd::instance::InstallArgs),
-    /// Change parameters of an Instance (runs the plan the parameters trigger).
-    Update(cmd::instance::UpdateArgs),
-    /// Move an Instance to a newer version of its operator package.
-    Upgrade(cmd::instance::UpgradeArgs),
-    /// Delete an Instance and everything it created.
-    Uninstall(cmd::instance::UninstallArgs),
-    /// Inspect and trigger the plans of an Instance.
-    Plan(cmd::plan::PlanArgs),
-    /// List installed operators, operator versions and instances.
-    Get(cmd::get::GetArgs),
-    /// Create, verify, list and render operator packages (offline).
-    Package(cmd::package::PackageArgs),
-    /// Render Go templates (text/template + Sprig) exactly as KUDO does.
-    Template(cmd::template::TemplateArgs),
-    /// Manage operator repositories (index files of package tarballs).
-    Repo(cmd::repo::RepoArgs),
-    /// Run kuttl-style operator tests against the embedded cluster or a kubeconfig's cluster.
-    Test(cmd::test::TestArgs),
-    /// Run the KUDO manager (the controller executing Instances' plans) until stopped.
-    Manager(cmd::manager::ManagerArgs),
-    /// Search for operators in a repository.
-    Search(cmd::repo::SearchArgs),
-    /// Collect diagnostics about an Instance into a directory.
-    Diagnostics(cmd::diagnostics::DiagnosticsArgs),
-    /// Print a shell completion script (bash, zsh, fish, …).
-    Completion(cmd::repo::CompletionArgs),
-    /// Print the version of this binary.
-    Version(cmd::version::VersionArgs),
-}
+use clap::Parser;
+use kubectl_kudo::{Cli, Command, Io};
 
 fn main() -> ExitCode {
+    // clap prints usage errors itself and exits 2.
     let cli = Cli::parse();
     if !matches!(cli.command, Command::Manager(_)) {
         init_logging(cli.verbosity);
     }
-    let result = match cli.command {
-        Command::Template(args) => cmd::template::run(args),
-        Command::Package(args) => cmd::package::run(&cli.cluster, args),
-        Command::Version(args) => cmd::version::run(args),
-        Command::Repo(args) => cmd::repo::run(&cli.cluster, args),
-        Command::Search(args) => cmd::repo::search(&cli.cluster, args),
-        Command::Completion(args) => {
-            cmd::repo::write_completion(&mut <Cli as clap::CommandFactory>::command(), args.shell);
-            Ok(ExitCode::SUCCESS)
+    let (mut stdout, mut stderr) = (std::io::stdout(), std::io::stderr());
+    let mut io = Io::new(&mut stdout, &mut stderr);
+    io.out_is_terminal = std::io::IsTerminal::is_terminal(&std::io::stdout());
+    let result = if cli.command.needs_runtime() {
+        // Commands that talk to a cluster run on a tokio runtime.
+        match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+            Ok(runtime) => runtime.block_on(kubectl_kudo::run(cli, &mut io)),
+            Err(e) => Err(kubectl_kudo::CliError::Failed(e.into())),
         }
-        command => run_async(&cli.cluster, command),
+    } else {
+        // Offline commands do blocking IO only and run without a runtime.
+        futures::executor::block_on(kubectl_kudo::run(cli, &mut io))
     };
+    let _ = std::io::Write::flush(io.out);
     match result {
-        Ok(code) => code,
+        Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("Error: {err:#}");
-            ExitCode::from(1)
+            let _ = err.report(io.err);
+            err.exit_code()
         }
     }
-}
-
-/// Commands that talk to a cluster run on a tokio runtime.
-fn run_async(cluster: &cmd::cluster::ClusterOpts, command: Command) -> anyhow::Result<ExitCode> {
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    runtime.block_on(async move {
-        match command {
-            Command::Dev(args) => cmd::dev::run(cluster, args).await,
-            Command::Init(args) => cmd::init::run(cluster, args).await,
-            Command::Manager(args) => cmd::manager::run(cluster, args).await,
-            Command::Install(args) => cmd::instance::install(cluster, args).await,
-            Command::Update(args) => cmd::instance::update(cluster, args).await,
-            Command::Upgrade(args) => cmd::instance::upgrade(cluster, args).await,
-            Command::Uninstall(args) => cmd::instance::uninstall(cluster, args).await,
-            Command::Plan(args) => cmd::plan::run(cluster, args).await,
-            Command::Get(args) => cmd::get::run(cluster, args).await,
-            Command::Test(args) => cmd::test::run(cluster, args).await,
-            Command::Diagnostics(args) => cmd::diagnostics::run(cluster, args).await,
-            Command::Template(_)
-            | Command::Package(_)
-            | Command::Version(_)
-            | Command::Repo(_)
-            | Command::Search(_)
-            | Command::Completion(_) => {
-                unreachable!("handled synchronously in main")
-            }
-        }
-    })
 }
 
 /// Logs to stderr at the level `-v` asks for (kube's request logs appear at debug), so stdout stays

@@ -1,22 +1,16 @@
 //! `diagnostics collect` against the embedded API server, with the objects created through kube-rs.
 //!
-//! `cmd/diagnostics.rs` (and the `cmd/cluster.rs` it builds on) are compiled into this test directly
-//! so the collector can be driven in-process on the test's tokio runtime.
-
-// `diagnostics.rs` reaches its sibling as `super::cluster`, so both sit at the crate root here.
-#[allow(dead_code)]
-#[path = "../src/cmd/cluster.rs"]
-mod cluster;
-#[path = "../src/cmd/diagnostics.rs"]
-mod diagnostics;
+//! The collector is driven in-process on the test's tokio runtime through the `kubectl_kudo`
+//! library.
 
 use std::path::Path;
 use std::time::Duration;
 
-use cluster::ClusterOpts;
-use diagnostics::{CollectArgs, DiagnosticsArgs, DiagnosticsCommand};
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
+use kubectl_kudo::Io;
+use kubectl_kudo::cmd::cluster::ClusterOpts;
+use kubectl_kudo::cmd::diagnostics::{self, CollectArgs, DiagnosticsArgs, DiagnosticsCommand};
 use serde_json::{Value, json};
 
 fn res(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource {
@@ -189,7 +183,18 @@ async fn collects_instance_children_and_kudo_namespace() {
             log_since: Some(3600),
         }),
     };
-    diagnostics::run(&opts, args("zk-instance", &out)).await.unwrap();
+    let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
+    diagnostics::run(
+        &opts,
+        args("zk-instance", &out),
+        &mut Io::new(&mut stdout, &mut stderr),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        String::from_utf8(stdout).unwrap(),
+        format!("Diagnostics written to {}\n", out.display())
+    );
 
     let inst_dir = "operator_zk/instance_zk-instance";
     assert!(read(&out, "operator_zk/zk.yaml").contains("kind: Operator"));
@@ -238,18 +243,26 @@ async fn collects_instance_children_and_kudo_namespace() {
     assert!(read(&out, "settings.yaml").contains("namespace: default"));
 
     // The output directory must not exist.
-    let e = diagnostics::run(&opts, args("zk-instance", &out))
-        .await
-        .unwrap_err()
-        .to_string();
+    let e = diagnostics::run(
+        &opts,
+        args("zk-instance", &out),
+        &mut Io::new(&mut std::io::sink(), &mut std::io::sink()),
+    )
+    .await
+    .unwrap_err()
+    .to_string();
     assert!(e.contains("already exists"), "{e}");
 
     // A missing instance is fatal and leaves instance.err behind.
     let missing = tmp.path().join("missing");
-    let e = diagnostics::run(&opts, args("nope", &missing))
-        .await
-        .unwrap_err()
-        .to_string();
+    let e = diagnostics::run(
+        &opts,
+        args("nope", &missing),
+        &mut Io::new(&mut std::io::sink(), &mut std::io::sink()),
+    )
+    .await
+    .unwrap_err()
+    .to_string();
     assert!(e.contains("not found"), "{e}");
     assert!(read(&missing, "instance.err").contains("nope"));
 

@@ -3,6 +3,9 @@
 //! manager — for trying packages with nothing installed. `--demo PKG` installs a package into it and
 //! shows its deploy plan until it finishes. `--fault-*` flags make the API server misbehave
 //! (errors, latency, cut watches, lost writes) to test how an operator copes.
+//!
+//! `dev` runs until stopped and streams to the terminal, so it writes to the process's stdout and
+//! stderr directly rather than through an [`Io`](crate::Io); so does its `--demo` install.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -209,11 +212,20 @@ async fn demo(opts: &ClusterOpts, pkg: &std::path::Path, args: &DevArgs) -> Resu
         create_namespace: false,
         wait: WaitOpts::default(),
     };
-    super::instance::install(opts, install).await?;
+    let (mut stdout, mut stderr) = (std::io::stdout(), std::io::stderr());
+    let mut io = crate::Io::new(&mut stdout, &mut stderr);
+    io.out_is_terminal = std::io::IsTerminal::is_terminal(&std::io::stdout());
+    super::instance::install(opts, install, &mut io).await?;
     let package = kudo_package::read_path(pkg)?;
     let instance = package.default_instance_name();
     let cluster = super::cluster::connect(opts).await?;
-    super::plan::status_wait(&cluster, &instance, Duration::from_secs(args.demo_timeout)).await
+    super::plan::status_wait(
+        &cluster,
+        &instance,
+        Duration::from_secs(args.demo_timeout),
+        &mut io,
+    )
+    .await
 }
 
 pub async fn wait_for_signal() {

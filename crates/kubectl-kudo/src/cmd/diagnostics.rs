@@ -59,9 +59,9 @@ pub struct CollectArgs {
     pub log_since: Option<i64>,
 }
 
-pub async fn run(opts: &ClusterOpts, args: DiagnosticsArgs) -> Result<ExitCode> {
+pub async fn run(opts: &ClusterOpts, args: DiagnosticsArgs, io: &mut crate::Io<'_>) -> Result<ExitCode> {
     match args.command {
-        DiagnosticsCommand::Collect(a) => collect(opts, a).await,
+        DiagnosticsCommand::Collect(a) => collect(opts, a, io).await,
     }
 }
 
@@ -375,7 +375,7 @@ async fn collect_instance(
     Ok(())
 }
 
-async fn collect(opts: &ClusterOpts, args: CollectArgs) -> Result<ExitCode> {
+async fn collect(opts: &ClusterOpts, args: CollectArgs, io: &mut crate::Io<'_>) -> Result<ExitCode> {
     let root = args.output_directory.clone();
     if root.exists() {
         bail!(
@@ -439,11 +439,11 @@ async fn collect(opts: &ClusterOpts, args: CollectArgs) -> Result<ExitCode> {
         )?,
     }
 
-    println!("Diagnostics written to {}", root.display());
+    writeln!(io.out, "Diagnostics written to {}", root.display())?;
     if !w.errors.is_empty() {
-        eprintln!("Errors during collection (details in the .err files):");
+        writeln!(io.err, "Errors during collection (details in the .err files):")?;
         for e in &w.errors {
-            eprintln!("  {e}");
+            writeln!(io.err, "  {e}")?;
         }
     }
     Ok(ExitCode::SUCCESS)

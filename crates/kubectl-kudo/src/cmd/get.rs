@@ -7,6 +7,7 @@ use clap::{Args, ValueEnum};
 use kudo_api::{Instance, Operator, OperatorVersion};
 
 use super::cluster::{ClusterOpts, KudoKind, connect};
+use crate::Io;
 use crate::output::tree::{self, Node};
 
 #[derive(Copy, Clone, Debug, ValueEnum)]
@@ -35,7 +36,7 @@ pub struct GetArgs {
     pub output: Option<GetOutput>,
 }
 
-pub async fn run(opts: &ClusterOpts, args: GetArgs) -> Result<ExitCode> {
+pub async fn run(opts: &ClusterOpts, args: GetArgs, io: &mut Io<'_>) -> Result<ExitCode> {
     let cluster = connect(opts).await?;
     let ns = cluster.namespace.clone();
     let mut operators: Vec<Operator> = Vec::new();
@@ -66,11 +67,11 @@ pub async fn run(opts: &ClusterOpts, args: GetArgs) -> Result<ExitCode> {
             items.push(serde_json::to_value(i)?);
         }
         match fmt {
-            GetOutput::Json => println!("{}", serde_json::to_string_pretty(&items)?),
+            GetOutput::Json => writeln!(io.out, "{}", serde_json::to_string_pretty(&items)?)?,
             GetOutput::Yaml => {
                 for item in &items {
-                    println!("---");
-                    print!("{}", serde_saphyr::to_string(item)?);
+                    writeln!(io.out, "---")?;
+                    write!(io.out, "{}", serde_saphyr::to_string(item)?)?;
                 }
             }
         }
@@ -110,7 +111,7 @@ pub async fn run(opts: &ClusterOpts, args: GetArgs) -> Result<ExitCode> {
             ("operators including versions and instances", roots)
         }
     };
-    println!("List of current installed {title} in namespace \"{ns}\":");
-    print!("{}", tree::render(&roots));
+    writeln!(io.out, "List of current installed {title} in namespace \"{ns}\":")?;
+    write!(io.out, "{}", tree::render(&roots))?;
     Ok(ExitCode::SUCCESS)
 }

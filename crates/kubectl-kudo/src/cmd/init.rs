@@ -116,17 +116,20 @@ pub fn image_for_version(version: &str) -> String {
 }
 
 /// Says, once per flag, that a flag only KUDO's admission webhook needed changes nothing here.
-fn explain_webhook_flags(args: &InitArgs) {
+fn explain_webhook_flags(args: &InitArgs, io: &mut crate::Io<'_>) -> Result<()> {
     if args.unsafe_self_signed_webhook_ca {
-        eprintln!(
+        writeln!(
+            io.err,
             "--unsafe-self-signed-webhook-ca: nothing to do, kudo-rs has no admission webhook (the manager admits Instance changes itself), so no certificate is needed"
-        );
+        )?;
     }
     if let Some(w) = &args.webhook {
-        eprintln!(
+        writeln!(
+            io.err,
             "--webhook {w}: nothing to do, kudo-rs has no admission webhook (the manager admits Instance changes itself)"
-        );
+        )?;
     }
+    Ok(())
 }
 
 /// One manifest and how to reach its API.
@@ -257,32 +260,32 @@ fn name_of(m: &Manifest) -> String {
         .to_string()
 }
 
-pub async fn run(opts: &ClusterOpts, args: InitArgs) -> Result<ExitCode> {
+pub async fn run(opts: &ClusterOpts, args: InitArgs, io: &mut crate::Io<'_>) -> Result<ExitCode> {
     let home = opts.home_dir();
     let namespace = opts
         .namespace
         .clone()
         .unwrap_or_else(|| "kudo-system".to_string());
-    explain_webhook_flags(&args);
+    explain_webhook_flags(&args, io)?;
     if args.dry_run {
         let ms = manifests(&args, &namespace)?;
         match args.output.unwrap_or(InitOutput::Yaml) {
             InitOutput::Yaml => {
                 for m in &ms {
-                    println!("---");
-                    print!("{}", serde_saphyr::to_string(&m.object)?);
+                    writeln!(io.out, "---")?;
+                    write!(io.out, "{}", serde_saphyr::to_string(&m.object)?)?;
                 }
             }
             InitOutput::Json => {
                 // A `v1` List, which `kubectl apply -f -` takes (a bare array it rejects).
-                println!("{}", serde_json::to_string_pretty(&dry_run_list(&ms))?);
+                writeln!(io.out, "{}", serde_json::to_string_pretty(&dry_run_list(&ms))?)?;
             }
         }
         return Ok(ExitCode::SUCCESS);
     }
     if !args.verify && !args.uninstall {
         ensure_home(&home)?;
-        println!("$KUDO_HOME has been configured at {}", home.display());
+        writeln!(io.out, "$KUDO_HOME has been configured at {}", home.display())?;
     }
     if args.client_only {
         return Ok(ExitCode::SUCCESS);
@@ -296,10 +299,11 @@ pub async fn run(opts: &ClusterOpts, args: InitArgs) -> Result<ExitCode> {
                 .delete(&name, &DeleteParams::background())
                 .await
             {
-                Ok(_) => println!(
+                Ok(_) => writeln!(
+                    io.out,
                     "{} {name} deleted",
                     m.object["kind"].as_str().unwrap_or_default().to_lowercase()
-                ),
+                )?,
                 Err(kube::Error::Api(s)) if s.code == 404 => {}
                 Err(e) => return Err(e).with_context(|| format!("cannot delete {name}")),
             }
@@ -318,10 +322,14 @@ pub async fn run(opts: &ClusterOpts, args: InitArgs) -> Result<ExitCode> {
     }
     if args.verify {
         if missing.is_empty() {
-            println!("✅ KUDO is installed in namespace {namespace}");
+            writeln!(io.out, "✅ KUDO is installed in namespace {namespace}")?;
             return Ok(ExitCode::SUCCESS);
         }
-        eprintln!("KUDO installation is incomplete; missing: {}", missing.join(", "));
+        writeln!(
+            io.err,
+            "KUDO installation is incomplete; missing: {}",
+            missing.join(", ")
+        )?;
         return Ok(ExitCode::from(1));
     }
     if missing.is_empty() && !args.upgrade && !args.crd_only {
@@ -343,19 +351,19 @@ pub async fn run(opts: &ClusterOpts, args: InitArgs) -> Result<ExitCode> {
         if !reported.contains(&m.group)
             && ms.iter().rev().find(|x| x.group == m.group).map(name_of) == Some(name)
         {
-            println!("✅ installed {}", m.group);
+            writeln!(io.out, "✅ installed {}", m.group)?;
             reported.push(m.group);
         }
     }
     if args.wait && !args.crd_only {
-        println!("⌛Waiting for KUDO controller to be ready...");
+        writeln!(io.out, "⌛Waiting for KUDO controller to be ready...")?;
         wait_ready(
             &cluster.client,
             &namespace,
             Duration::from_secs(args.wait_timeout),
         )
         .await?;
-        println!("✅ KUDO is ready!");
+        writeln!(io.out, "✅ KUDO is ready!")?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -15,6 +15,7 @@ use kudo_repo::Dependencies;
 
 use super::cluster::{Cluster, ClusterOpts, KudoKind, api_error, connect};
 use super::wait::{PreviousRuns, WaitOutcome, wait_for_plan};
+use crate::Io;
 
 /// Parameter flags shared by install/update/upgrade.
 #[derive(Args, Debug, Clone, Default)]
@@ -172,7 +173,7 @@ fn merged_values(instance: &Instance, changes: &BTreeMap<String, String>) -> BTr
 
 /// Creates the Operator and OperatorVersion of every dependency (leaves first, never Instances:
 /// the parent's controller creates those), with their own `KudoOperator` tasks pinned.
-async fn install_dependencies(cluster: &Cluster, deps: &Dependencies) -> Result<()> {
+async fn install_dependencies(cluster: &Cluster, deps: &Dependencies, io: &mut Io<'_>) -> Result<()> {
     for dep in &deps.packages {
         let mut res = to_resources(
             &dep.package,
@@ -183,31 +184,41 @@ async fn install_dependencies(cluster: &Cluster, deps: &Dependencies) -> Result<
         )
         .with_context(|| format!("dependency {}", dep.package.operator_version_name()))?;
         deps.pin(&mut res.operator_version);
-        install_operator_and_version(cluster, &res.operator, &res.operator_version).await?;
+        install_operator_and_version(cluster, &res.operator, &res.operator_version, io).await?;
     }
     Ok(())
 }
 
 /// Creates the Operator unless it exists, and the OperatorVersion unless it exists, printing
 /// KUDO's messages.
-async fn install_operator_and_version(cluster: &Cluster, op: &Operator, ov: &OperatorVersion) -> Result<()> {
+async fn install_operator_and_version(
+    cluster: &Cluster,
+    op: &Operator,
+    ov: &OperatorVersion,
+    io: &mut Io<'_>,
+) -> Result<()> {
     if cluster
         .get::<Operator>(KudoKind::Operator, &op.metadata.name)
         .await?
         .is_none()
     {
         cluster.create(KudoKind::Operator, op).await?;
-        println!("{} created", KudoKind::Operator.display(&op.metadata.name));
+        writeln!(
+            io.out,
+            "{} created",
+            KudoKind::Operator.display(&op.metadata.name)
+        )?;
     }
     let ov_name = ov.metadata.name.clone();
     if operator_version_exists(cluster, ov).await? {
-        println!(
+        writeln!(
+            io.out,
             "{} already installed",
             KudoKind::OperatorVersion.display(&ov_name)
-        );
+        )?;
     } else {
         cluster.create(KudoKind::OperatorVersion, ov).await?;
-        println!("{} created", KudoKind::OperatorVersion.display(&ov_name));
+        writeln!(io.out, "{} created", KudoKind::OperatorVersion.display(&ov_name))?;
     }
     Ok(())
 }
@@ -221,9 +232,9 @@ async fn operator_version_exists(cluster: &Cluster, ov: &OperatorVersion) -> Res
         .is_some())
 }
 
-pub async fn install(opts: &ClusterOpts, args: InstallArgs) -> Result<ExitCode> {
+pub async fn install(opts: &ClusterOpts, args: InstallArgs, io: &mut Io<'_>) -> Result<ExitCode> {
     if args.in_cluster {
-        return install_in_cluster(opts, args).await;
+        return install_in_cluster(opts, args, io).await;
     }
     let (pkg, deps) = load_package(opts, &args.package, &args.source).await?;
     let values = args.params.values()?;
@@ -242,15 +253,15 @@ pub async fn install(opts: &ClusterOpts, args: InstallArgs) -> Result<ExitCode> 
         check_new_instance(&cluster, &res.instance, &res.operator_version).await?;
     }
     if args.create_namespace {
-        create_namespace(&cluster, &pkg, &res.instance.metadata.name, &values).await?;
+        create_namespace(&cluster, &pkg, &res.instance.metadata.name, &values, io).await?;
     }
-    install_dependencies(&cluster, &deps).await?;
+    install_dependencies(&cluster, &deps, io).await?;
     deps.pin(&mut res.operator_version);
-    install_operator_and_version(&cluster, &res.operator, &res.operator_version).await?;
+    install_operator_and_version(&cluster, &res.operator, &res.operator_version, io).await?;
     if args.skip_instance {
         return Ok(ExitCode::SUCCESS);
     }
-    create_instance(&cluster, &res.instance, &args.wait).await
+    create_instance(&cluster, &res.instance, &args.wait, io).await
 }
 
 /// What `install` checks before creating an Instance: its parameters (required ones included)
@@ -270,14 +281,23 @@ async fn check_new_instance(cluster: &Cluster, instance: &Instance, ov: &Operato
 }
 
 /// Creates the Instance, prints KUDO's message and waits for its plan if asked.
-async fn create_instance(cluster: &Cluster, instance: &Instance, wait: &WaitOpts) -> Result<ExitCode> {
+async fn create_instance(
+    cluster: &Cluster,
+    instance: &Instance,
+    wait: &WaitOpts,
+    io: &mut Io<'_>,
+) -> Result<ExitCode> {
     cluster.create(KudoKind::Instance, instance).await?;
-    println!("{} created", KudoKind::Instance.display(&instance.metadata.name));
-    finish_wait(cluster, &instance.metadata.name, None, wait).await
+    writeln!(
+        io.out,
+        "{} created",
+        KudoKind::Instance.display(&instance.metadata.name)
+    )?;
+    finish_wait(cluster, &instance.metadata.name, None, wait, io).await
 }
 
 /// `install NAME --in-cluster`: a new Instance of an OperatorVersion that is already installed.
-async fn install_in_cluster(opts: &ClusterOpts, args: InstallArgs) -> Result<ExitCode> {
+async fn install_in_cluster(opts: &ClusterOpts, args: InstallArgs, io: &mut Io<'_>) -> Result<ExitCode> {
     let values = args.params.values()?;
     let cluster = connect(opts).await?;
     let name = args.package.as_str();
@@ -322,7 +342,7 @@ async fn install_in_cluster(opts: &ClusterOpts, args: InstallArgs) -> Result<Exi
         },
     );
     check_new_instance(&cluster, &instance, &ov).await?;
-    create_instance(&cluster, &instance, &args.wait).await
+    create_instance(&cluster, &instance, &args.wait, io).await
 }
 
 async fn create_namespace(
@@ -330,6 +350,7 @@ async fn create_namespace(
     pkg: &kudo_package::Package,
     instance: &str,
     values: &BTreeMap<String, String>,
+    io: &mut Io<'_>,
 ) -> Result<()> {
     use k8s_openapi::api::core::v1::Namespace;
     let api: kube::Api<Namespace> = kube::Api::all(cluster.client.clone());
@@ -350,7 +371,7 @@ async fn create_namespace(
     api.create(&Default::default(), &ns_obj)
         .await
         .context("cannot create the namespace")?;
-    println!("namespace/{} created", cluster.namespace);
+    writeln!(io.out, "namespace/{} created", cluster.namespace)?;
     Ok(())
 }
 
@@ -385,7 +406,7 @@ fn render_namespace_manifest(
     Ok(Some(obj))
 }
 
-pub async fn update(opts: &ClusterOpts, args: UpdateArgs) -> Result<ExitCode> {
+pub async fn update(opts: &ClusterOpts, args: UpdateArgs, io: &mut Io<'_>) -> Result<ExitCode> {
     let values = args.params.values()?;
     if values.is_empty() {
         bail!("update needs at least one parameter: -p NAME=VALUE or -P FILE");
@@ -406,11 +427,11 @@ pub async fn update(opts: &ClusterOpts, args: UpdateArgs) -> Result<ExitCode> {
             serde_json::json!({"spec": {"parameters": values}}),
         )
         .await?;
-    println!("Instance {} was updated.", args.instance);
-    finish_wait(&cluster, &args.instance, Some(previous_uid), &args.wait).await
+    writeln!(io.out, "Instance {} was updated.", args.instance)?;
+    finish_wait(&cluster, &args.instance, Some(previous_uid), &args.wait, io).await
 }
 
-pub async fn upgrade(opts: &ClusterOpts, args: UpgradeArgs) -> Result<ExitCode> {
+pub async fn upgrade(opts: &ClusterOpts, args: UpgradeArgs, io: &mut Io<'_>) -> Result<ExitCode> {
     let (pkg, deps) = load_package(opts, &args.package, &args.source).await?;
     let values = args.params.values()?;
     let cluster = connect(opts).await?;
@@ -455,11 +476,12 @@ pub async fn upgrade(opts: &ClusterOpts, args: UpgradeArgs) -> Result<ExitCode> 
         match (plan, failed) {
             (Some(plan), true) => {
                 super::plan::trigger_plan(&cluster, &instance, &current, plan).await?;
-                println!(
+                writeln!(
+                    io.out,
                     "instance {}/{} upgrade re-triggered ({plan} plan)",
                     cluster.namespace, args.instance
-                );
-                return finish_wait(&cluster, &args.instance, Some(previous_uid), &args.wait).await;
+                )?;
+                return finish_wait(&cluster, &args.instance, Some(previous_uid), &args.wait, io).await;
             }
             _ => bail!(
                 "instance {} already runs {}; nothing to upgrade",
@@ -473,13 +495,14 @@ pub async fn upgrade(opts: &ClusterOpts, args: UpgradeArgs) -> Result<ExitCode> 
     proposed.operator_version.name = new_ov.metadata.name.clone();
     proposed.parameters = merged_values(&instance, &values);
     refuse_denied(&instance, &proposed, &current, &new_ov)?;
-    install_dependencies(&cluster, &deps).await?;
+    install_dependencies(&cluster, &deps, io).await?;
     if !operator_version_exists(&cluster, &new_ov).await? {
         cluster.create(KudoKind::OperatorVersion, &new_ov).await?;
-        println!(
+        writeln!(
+            io.out,
             "{} created",
             KudoKind::OperatorVersion.display(&new_ov.metadata.name)
-        );
+        )?;
     }
     let mut patch = serde_json::json!({"spec": {"operatorVersion": {"name": new_ov.metadata.name}}});
     if !values.is_empty() {
@@ -488,8 +511,8 @@ pub async fn upgrade(opts: &ClusterOpts, args: UpgradeArgs) -> Result<ExitCode> 
     cluster
         .merge_patch(KudoKind::Instance, &args.instance, patch)
         .await?;
-    println!("instance {}/{} updated", cluster.namespace, args.instance);
-    finish_wait(&cluster, &args.instance, Some(previous_uid), &args.wait).await
+    writeln!(io.out, "instance {}/{} updated", cluster.namespace, args.instance)?;
+    finish_wait(&cluster, &args.instance, Some(previous_uid), &args.wait, io).await
 }
 
 /// Refuses, before anything is written, a change of `stored` to `proposed` that KUDO's admission
@@ -510,7 +533,7 @@ pub(crate) fn refuse_denied(
         .map_err(|message| anyhow::anyhow!("updating instance {}: {message}", stored.metadata.name))
 }
 
-pub async fn uninstall(opts: &ClusterOpts, args: UninstallArgs) -> Result<ExitCode> {
+pub async fn uninstall(opts: &ClusterOpts, args: UninstallArgs, io: &mut Io<'_>) -> Result<ExitCode> {
     let cluster = connect(opts).await?;
     cluster.instance(&args.instance).await?;
     cluster
@@ -518,7 +541,7 @@ pub async fn uninstall(opts: &ClusterOpts, args: UninstallArgs) -> Result<ExitCo
         .delete(&args.instance, &DeleteParams::background())
         .await
         .map_err(|e| api_error(e, KudoKind::Instance, &args.instance))?;
-    println!("{} deleted", KudoKind::Instance.display(&args.instance));
+    writeln!(io.out, "{} deleted", KudoKind::Instance.display(&args.instance))?;
     if args.wait.wait {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(args.wait.wait_time);
         while cluster
@@ -545,6 +568,7 @@ pub async fn finish_wait(
     instance: &str,
     previous_uid: Option<PreviousRuns>,
     wait: &WaitOpts,
+    io: &mut Io<'_>,
 ) -> Result<ExitCode> {
     if !wait.wait {
         return Ok(ExitCode::SUCCESS);
@@ -561,13 +585,14 @@ pub async fn finish_wait(
             plan,
             status: ExecutionStatus::Complete,
         } => {
-            println!("{plan} plan of instance {instance} is COMPLETE");
+            writeln!(io.out, "{plan} plan of instance {instance} is COMPLETE")?;
             Ok(ExitCode::SUCCESS)
         }
         WaitOutcome::Finished { plan, status } => {
-            eprintln!(
+            writeln!(
+                io.err,
                 "{plan} plan of instance {instance} ended {status}; see `kubectl kudo plan status --instance {instance}`"
-            );
+            )?;
             Ok(ExitCode::from(1))
         }
     }

@@ -1,5 +1,8 @@
 //! `kubectl kudo manager`: the KUDO manager (controller) as a long-running process — in a pod
 //! (in-cluster service account) or against any cluster a kubeconfig points to.
+//!
+//! It runs until stopped and logs to the process's stderr (tracing), so it does not take an
+//! [`Io`](crate::Io).
 
 use std::net::SocketAddr;
 use std::process::ExitCode;

@@ -1,4 +1,6 @@
-//! One module per command group.
+//! One module per command group. A command's `run` takes the parsed flags and the [`Io`](crate::Io)
+//! it writes through, and returns `anyhow::Result<ExitCode>`; [`crate::run`] dispatches to it. The
+//! long-running `dev`, `manager` and `test` print to the process's stdout/stderr instead.
 
 pub mod cluster;
 pub mod dev;

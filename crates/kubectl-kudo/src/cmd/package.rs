@@ -1,6 +1,7 @@
 //! `kubectl kudo package …`: scaffold, list, verify, pack and render operator packages, offline.
 
 use std::collections::BTreeMap;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -12,6 +13,8 @@ use kudo_package::list::{self, ParamListOptions};
 use kudo_package::render::{RenderContext, render_plan};
 use kudo_package::verify::{ParamChecks, Verification, verify};
 use kudo_package::{Package, params, read_path};
+
+use crate::Io;
 
 #[derive(Args, Debug)]
 pub struct PackageArgs {
@@ -179,7 +182,7 @@ fn load_listed(
     Ok(pkg)
 }
 
-fn print_result(v: &Verification) {
+fn print_result(v: &Verification, out: &mut dyn Write) -> std::io::Result<()> {
     // Same layout as KUDO: a one-column table per kind, warnings first.
     if !v.warnings.is_empty() {
         let mut t = list::Table::new();
@@ -187,7 +190,7 @@ fn print_result(v: &Verification) {
         for w in &v.warnings {
             t.row([w.as_str()]);
         }
-        println!("{}", t.render());
+        writeln!(out, "{}", t.render())?;
     }
     if !v.errors.is_empty() {
         let mut t = list::Table::new();
@@ -195,24 +198,29 @@ fn print_result(v: &Verification) {
         for e in &v.errors {
             t.row([e.as_str()]);
         }
-        println!("{}", t.render());
+        writeln!(out, "{}", t.render())?;
     }
+    Ok(())
 }
 
 fn to_yaml(v: &serde_json::Value) -> anyhow::Result<String> {
     serde_saphyr::to_string(v).context("cannot serialise to YAML")
 }
 
-fn print_formatted(v: &Verification, fmt: Output) -> anyhow::Result<()> {
+fn print_formatted(v: &Verification, fmt: Output, out: &mut dyn Write) -> anyhow::Result<()> {
     let j = serde_json::json!({"valid": v.is_valid(), "errors": v.errors, "warnings": v.warnings});
     match fmt {
-        Output::Json => println!("{}", serde_json::to_string_pretty(&j)?),
-        Output::Yaml => print!("{}", to_yaml(&j)?),
+        Output::Json => writeln!(out, "{}", serde_json::to_string_pretty(&j)?)?,
+        Output::Yaml => write!(out, "{}", to_yaml(&j)?)?,
     }
     Ok(())
 }
 
-pub fn run(opts: &super::cluster::ClusterOpts, args: PackageArgs) -> anyhow::Result<ExitCode> {
+pub fn run(
+    opts: &super::cluster::ClusterOpts,
+    args: PackageArgs,
+    io: &mut Io<'_>,
+) -> anyhow::Result<ExitCode> {
     match args.command {
         PackageCommand::New {
             name,
@@ -220,9 +228,10 @@ pub fn run(opts: &super::cluster::ClusterOpts, args: PackageArgs) -> anyhow::Res
             interactive,
         } => {
             if interactive {
-                eprintln!(
+                writeln!(
+                    io.err,
                     "--interactive: kudo-rs does not prompt; the package is scaffolded from the name, edit operator/operator.yaml and operator/params.yaml afterwards"
-                );
+                )?;
             }
             let dir = std::env::current_dir().context("cannot determine the current directory")?;
             kudo_package::scaffold::new_package(&dir, &name, overwrite)?;
@@ -257,7 +266,7 @@ pub fn run(opts: &super::cluster::ClusterOpts, args: PackageArgs) -> anyhow::Res
                 } => list::plans(&load_listed(opts, &package, &source)?, with_tasks),
                 ListCommand::Tasks { package, source } => list::tasks(&load_listed(opts, &package, &source)?),
             };
-            print!("{out}");
+            write!(io.out, "{out}")?;
             Ok(ExitCode::SUCCESS)
         }
         PackageCommand::Verify {
@@ -269,17 +278,11 @@ pub fn run(opts: &super::cluster::ClusterOpts, args: PackageArgs) -> anyhow::Res
             let pkg = load(&package)?;
             let v = verify(&pkg, checks);
             match output {
-                Some(fmt) => {
-                    let j = serde_json::json!({"valid": v.is_valid(), "errors": v.errors, "warnings": v.warnings});
-                    match fmt {
-                        Output::Json => println!("{}", serde_json::to_string_pretty(&j)?),
-                        Output::Yaml => print!("{}", to_yaml(&j)?),
-                    }
-                }
+                Some(fmt) => print_formatted(&v, fmt, io.out)?,
                 None => {
-                    print_result(&v);
+                    print_result(&v, io.out)?;
                     if v.is_valid() {
-                        println!("package is valid");
+                        writeln!(io.out, "package is valid")?;
                     }
                 }
             }
@@ -298,11 +301,11 @@ pub fn run(opts: &super::cluster::ClusterOpts, args: PackageArgs) -> anyhow::Res
             let pkg = load(&package)?;
             let v = verify(&pkg, ParamChecks::default());
             if let Some(fmt) = output {
-                print_formatted(&v, fmt)?;
+                print_formatted(&v, fmt, io.out)?;
             }
             if !v.is_valid() {
                 if output.is_none() {
-                    print_result(&v);
+                    print_result(&v, io.out)?;
                 }
                 bail!(
                     "package verification found {} error(s); not creating a package",
@@ -310,7 +313,7 @@ pub fn run(opts: &super::cluster::ClusterOpts, args: PackageArgs) -> anyhow::Res
                 );
             }
             let path = kudo_package::create::write_tarball(&pkg, &destination, overwrite)?;
-            println!("Package created: {}", path.display());
+            writeln!(io.out, "Package created: {}", path.display())?;
             Ok(ExitCode::SUCCESS)
         }
         PackageCommand::Render {
@@ -376,7 +379,7 @@ pub fn run(opts: &super::cluster::ClusterOpts, args: PackageArgs) -> anyhow::Res
                             j
                         })
                         .collect();
-                    println!("{}", serde_json::to_string_pretty(&list)?);
+                    writeln!(io.out, "{}", serde_json::to_string_pretty(&list)?)?;
                 }
                 Output::Yaml => {
                     for (o, from) in objs.iter().zip(&translated_from) {
@@ -384,15 +387,19 @@ pub fn run(opts: &super::cluster::ClusterOpts, args: PackageArgs) -> anyhow::Res
                             kudo_package::render::Action::Apply => String::new(),
                             a => format!(" ({})", a.as_str()),
                         };
-                        println!("---");
-                        println!(
+                        writeln!(io.out, "---")?;
+                        writeln!(
+                            io.out,
                             "# {}/{}/{}/{}: {}{}",
                             o.plan, o.phase, o.step, o.task, o.template, suffix
-                        );
+                        )?;
                         if let Some(from) = from {
-                            println!("# translated from {from}: Kubernetes 1.{minor} does not serve it");
+                            writeln!(
+                                io.out,
+                                "# translated from {from}: Kubernetes 1.{minor} does not serve it"
+                            )?;
                         }
-                        print!("{}", to_yaml(&o.object)?);
+                        write!(io.out, "{}", to_yaml(&o.object)?)?;
                     }
                 }
             }

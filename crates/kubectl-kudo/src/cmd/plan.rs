@@ -1,6 +1,5 @@
 //! `plan status`, `plan history`, `plan trigger`.
 
-use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -10,6 +9,7 @@ use kudo_api::{Instance, OperatorVersion};
 
 use super::cluster::{Cluster, ClusterOpts, KudoKind, connect};
 use super::instance::{WaitOpts, finish_wait};
+use crate::Io;
 use crate::output::plan_status;
 
 #[derive(Args, Debug)]
@@ -105,7 +105,7 @@ fn settled(instance: &Instance) -> bool {
     plan_status::last_executed_plan(instance).is_some_and(|p| p.status.is_terminal())
 }
 
-pub async fn run(opts: &ClusterOpts, args: PlanArgs) -> Result<ExitCode> {
+pub async fn run(opts: &ClusterOpts, args: PlanArgs, io: &mut Io<'_>) -> Result<ExitCode> {
     let cluster = connect(opts).await?;
     match args.command {
         PlanCommand::Status {
@@ -118,24 +118,29 @@ pub async fn run(opts: &ClusterOpts, args: PlanArgs) -> Result<ExitCode> {
                 let (inst, _) = load(&cluster, &instance).await?;
                 let status = serde_json::to_value(inst.status.unwrap_or_default())?;
                 match fmt {
-                    StatusOutput::Json => println!("{}", serde_json::to_string_pretty(&status)?),
-                    StatusOutput::Yaml => print!("{}", serde_saphyr::to_string(&status)?),
+                    StatusOutput::Json => writeln!(io.out, "{}", serde_json::to_string_pretty(&status)?)?,
+                    StatusOutput::Yaml => write!(io.out, "{}", serde_saphyr::to_string(&status)?)?,
                 }
                 return Ok(ExitCode::SUCCESS);
             }
             if !wait {
                 let (inst, ov) = load(&cluster, &instance).await?;
-                print!(
+                write!(
+                    io.out,
                     "{}",
                     plan_status::render(&inst, &ov, &cluster.namespace, &local_offset())
-                );
+                )?;
                 return Ok(ExitCode::SUCCESS);
             }
-            status_wait(&cluster, &instance, Duration::from_secs(wait_time)).await
+            status_wait(&cluster, &instance, Duration::from_secs(wait_time), io).await
         }
         PlanCommand::History { instance } => {
             let (inst, ov) = load(&cluster, &instance).await?;
-            print!("{}", plan_status::render_history(&inst, &ov, &local_offset()));
+            write!(
+                io.out,
+                "{}",
+                plan_status::render_history(&inst, &ov, &local_offset())
+            )?;
             Ok(ExitCode::SUCCESS)
         }
         PlanCommand::Cancel { instance } => {
@@ -147,10 +152,11 @@ pub async fn run(opts: &ClusterOpts, args: PlanArgs) -> Result<ExitCode> {
             cluster
                 .merge_patch(KudoKind::Instance, &instance, kudo_controller::cancel_patch())
                 .await?;
-            println!(
+            writeln!(
+                io.out,
                 "Cancelled {plan} plan for {}/{instance} instance",
                 cluster.namespace
-            );
+            )?;
             Ok(ExitCode::SUCCESS)
         }
         PlanCommand::Trigger { name, instance, wait } => {
@@ -164,15 +170,17 @@ pub async fn run(opts: &ClusterOpts, args: PlanArgs) -> Result<ExitCode> {
                 );
             }
             trigger_plan(&cluster, &inst, &ov, &name).await?;
-            println!(
+            writeln!(
+                io.out,
                 "Triggered {name} plan for {}/{instance} instance",
                 cluster.namespace
-            );
+            )?;
             finish_wait(
                 &cluster,
                 &instance,
                 Some(super::wait::PreviousRuns::of(&inst)),
                 &wait,
+                io,
             )
             .await
         }
@@ -203,8 +211,13 @@ pub async fn trigger_plan(
 
 /// `plan status --wait`: on a terminal, redraws the tree in place (cursor up + clear) each time it
 /// changes; on a pipe, prints the final tree once so the output is never garbled.
-pub async fn status_wait(cluster: &Cluster, name: &str, timeout: Duration) -> Result<ExitCode> {
-    let tty = std::io::stdout().is_terminal();
+pub async fn status_wait(
+    cluster: &Cluster,
+    name: &str,
+    timeout: Duration,
+    io: &mut Io<'_>,
+) -> Result<ExitCode> {
+    let tty = io.out_is_terminal;
     let deadline = tokio::time::Instant::now() + timeout;
     let mut last = String::new();
     loop {
@@ -212,7 +225,7 @@ pub async fn status_wait(cluster: &Cluster, name: &str, timeout: Duration) -> Re
         let text = plan_status::render(&inst, &ov, &cluster.namespace, &local_offset());
         let done = settled(&inst);
         if tty && text != last {
-            let mut out = std::io::stdout().lock();
+            let out = &mut *io.out;
             let previous_lines = last.lines().count() + usize::from(last.ends_with("\n\n"));
             if previous_lines > 0 {
                 write!(out, "\x1b[{previous_lines}A\x1b[J")?;
@@ -223,10 +236,10 @@ pub async fn status_wait(cluster: &Cluster, name: &str, timeout: Duration) -> Re
         }
         if done {
             if !tty {
-                print!("{text}");
+                write!(io.out, "{text}")?;
             }
             if let Some(msg) = denied_change(&inst) {
-                eprintln!("the manager refused the change: {msg}");
+                writeln!(io.err, "the manager refused the change: {msg}")?;
                 return Ok(ExitCode::from(1));
             }
             let failed = plan_status::last_executed_plan(&inst).is_some_and(|p| !p.status.is_finished());
@@ -238,7 +251,7 @@ pub async fn status_wait(cluster: &Cluster, name: &str, timeout: Duration) -> Re
         }
         if tokio::time::Instant::now() > deadline {
             if !tty {
-                print!("{text}");
+                write!(io.out, "{text}")?;
             }
             bail!(
                 "timed out after {}s waiting for the plan of {name} to finish",

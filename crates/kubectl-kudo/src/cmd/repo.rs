@@ -2,6 +2,7 @@
 //! configured repositories (issue #8).
 //!
 //! Repository work is blocking I/O (see `kudo-repo`); these commands run without a tokio runtime.
+//! They write through the [`Io`] they are given.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -14,6 +15,7 @@ use kudo_package::list::Table;
 use kudo_repo::{Fetcher, IndexFile, Location, RepoEntry, RepositoryConfig};
 
 use super::cluster::ClusterOpts;
+use crate::Io;
 
 #[derive(Args, Debug)]
 pub struct RepoArgs {
@@ -131,16 +133,16 @@ fn fetcher(opts: &ClusterOpts) -> Fetcher {
     }
 }
 
-pub fn run(opts: &ClusterOpts, args: RepoArgs) -> Result<ExitCode> {
+pub fn run(opts: &ClusterOpts, args: RepoArgs, io: &mut Io<'_>) -> Result<ExitCode> {
     let home = opts.home_dir();
     match args.command {
-        RepoCommand::Add(a) => add(opts, &home, a),
+        RepoCommand::Add(a) => add(opts, &home, a, io),
         RepoCommand::Remove(a) => {
             let mut cfg = RepositoryConfig::load(&home)?;
             for name in &a.names {
                 cfg.remove(name)?;
                 cfg.save(&home)?;
-                println!("{name:?} has been removed from your repositories");
+                writeln!(io.out, "{name:?} has been removed from your repositories")?;
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -159,7 +161,7 @@ pub fn run(opts: &ClusterOpts, args: RepoArgs) -> Result<ExitCode> {
                 };
                 table.row([name, r.url.clone()]);
             }
-            println!("{}", table.render());
+            writeln!(io.out, "{}", table.render())?;
             Ok(ExitCode::SUCCESS)
         }
         RepoCommand::Context(a) => {
@@ -168,11 +170,11 @@ pub fn run(opts: &ClusterOpts, args: RepoArgs) -> Result<ExitCode> {
             cfg.save(&home)?;
             Ok(ExitCode::SUCCESS)
         }
-        RepoCommand::Index(a) => index(opts, &home, a),
+        RepoCommand::Index(a) => index(opts, &home, a, io),
     }
 }
 
-fn add(opts: &ClusterOpts, home: &Path, a: AddArgs) -> Result<ExitCode> {
+fn add(opts: &ClusterOpts, home: &Path, a: AddArgs, io: &mut Io<'_>) -> Result<ExitCode> {
     let mut cfg = RepositoryConfig::load(home)?;
     let entry = RepoEntry {
         name: a.name.clone(),
@@ -191,11 +193,11 @@ fn add(opts: &ClusterOpts, home: &Path, a: AddArgs) -> Result<ExitCode> {
     }
     cfg.add(entry)?;
     cfg.save(home)?;
-    println!("{:?} has been added to your repositories", a.name);
+    writeln!(io.out, "{:?} has been added to your repositories", a.name)?;
     Ok(ExitCode::SUCCESS)
 }
 
-fn index(opts: &ClusterOpts, home: &Path, a: IndexArgs) -> Result<ExitCode> {
+fn index(opts: &ClusterOpts, home: &Path, a: IndexArgs, io: &mut Io<'_>) -> Result<ExitCode> {
     if !a.dir.is_dir() {
         bail!("{} is not a directory", a.dir.display());
     }
@@ -223,7 +225,7 @@ fn index(opts: &ClusterOpts, home: &Path, a: IndexArgs) -> Result<ExitCode> {
     let generated = chrono::Local::now().to_rfc3339_opts(chrono::SecondsFormat::Nanos, false);
     let (mut idx, warnings) = IndexFile::from_directory(&a.dir, base_url.as_deref(), Some(generated))?;
     for w in &warnings {
-        eprintln!("{w}");
+        writeln!(io.err, "{w}")?;
     }
     let merge_from = match (&a.merge, &a.merge_repo) {
         (Some(m), _) => Some(Location::parse(m)?),
@@ -238,15 +240,16 @@ fn index(opts: &ClusterOpts, home: &Path, a: IndexArgs) -> Result<ExitCode> {
     }
     std::fs::write(&target, idx.to_yaml()?).with_context(|| format!("cannot write {}", target.display()))?;
     let count: usize = idx.entries.values().map(Vec::len).sum();
-    println!(
+    writeln!(
+        io.out,
         "index {} written with {count} package version(s)",
         target.display()
-    );
+    )?;
     Ok(ExitCode::SUCCESS)
 }
 
 /// `kubectl kudo search [CRITERIA]`: substring match on operator names in a repository index.
-pub fn search(opts: &ClusterOpts, args: SearchArgs) -> Result<ExitCode> {
+pub fn search(opts: &ClusterOpts, args: SearchArgs, io: &mut Io<'_>) -> Result<ExitCode> {
     let cfg = RepositoryConfig::load(&opts.home_dir())?;
     let entry = cfg.current(args.repo.as_deref())?;
     let base = Location::parse(&entry.url)?;
@@ -255,7 +258,7 @@ pub fn search(opts: &ClusterOpts, args: SearchArgs) -> Result<ExitCode> {
         .with_context(|| format!("cannot read the index of repository {:?}", entry.name))?;
     let found = idx.search(args.criteria.as_deref().unwrap_or(""), args.all_versions);
     if found.is_empty() {
-        println!("no operators found");
+        writeln!(io.out, "no operators found")?;
         return Ok(ExitCode::SUCCESS);
     }
     let mut table = Table::new();
@@ -270,7 +273,7 @@ pub fn search(opts: &ClusterOpts, args: SearchArgs) -> Result<ExitCode> {
         previous = &pv.name;
         table.row([name, pv.operator_version.clone(), pv.app_version.clone()]);
     }
-    println!("{}", table.render());
+    writeln!(io.out, "{}", table.render())?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -299,10 +302,14 @@ pub fn resolve_package_with_dependencies(
     Ok((pkg, deps))
 }
 
-/// Writes the completion script of `cmd` for `shell` to stdout, named for the `kubectl-kudo`
+/// Writes the completion script of `cmd` for `shell` to `out`, named for the `kubectl-kudo`
 /// binary (the name shells see on PATH).
-pub fn write_completion(cmd: &mut clap::Command, shell: clap_complete::Shell) {
-    let mut out = std::io::stdout().lock();
-    clap_complete::generate(shell, cmd, "kubectl-kudo", &mut out);
-    let _ = out.flush();
+pub fn write_completion(
+    cmd: &mut clap::Command,
+    shell: clap_complete::Shell,
+    out: &mut dyn Write,
+) -> Result<()> {
+    clap_complete::generate(shell, cmd, "kubectl-kudo", out);
+    out.flush()?;
+    Ok(())
 }

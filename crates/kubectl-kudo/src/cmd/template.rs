@@ -11,13 +11,15 @@
 
 use std::fmt;
 use std::fs;
-use std::io::{self, Read, Write};
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
 use clap::{Args, Subcommand, ValueEnum};
 use kudo_template::{FuncEnv, Template, Value, kudo_funcs};
+
+use crate::Io;
 
 /// `kubectl kudo template …`: template tooling that needs no cluster.
 #[derive(Args, Debug)]
@@ -130,18 +132,18 @@ impl fmt::Display for InputError {
 
 /// Runs a `template` subcommand. Template and input problems are reported here with their own exit
 /// codes (1, 2, 3), so the caller only sees errors that are not about the user's inputs.
-pub fn run(args: TemplateArgs) -> anyhow::Result<ExitCode> {
+pub fn run(args: TemplateArgs, io: &mut Io<'_>) -> anyhow::Result<ExitCode> {
     match args.command {
         TemplateCommand::Render(r) => Ok(match &r.batch {
-            Some(dir) => run_batch(&r, dir),
-            None => run_single(&r),
+            Some(dir) => run_batch(&r, dir, io),
+            None => run_single(&r, io),
         }),
     }
 }
 
-fn run_single(args: &RenderArgs) -> ExitCode {
+fn run_single(args: &RenderArgs, io: &mut Io<'_>) -> ExitCode {
     let Some(tpl_path) = &args.template else {
-        eprintln!("kubectl-kudo: a TEMPLATE (or --batch DIR) is required");
+        let _ = writeln!(io.err, "kubectl-kudo: a TEMPLATE (or --batch DIR) is required");
         return ExitCode::from(EXIT_INPUT);
     };
     let from_stdin = tpl_path.as_os_str() == "-";
@@ -162,7 +164,7 @@ fn run_single(args: &RenderArgs) -> ExitCode {
     let (text, data) = match prepared {
         Ok(v) => v,
         Err(e) => {
-            eprintln!("kubectl-kudo: {e}");
+            let _ = writeln!(io.err, "kubectl-kudo: {e}");
             return ExitCode::from(EXIT_INPUT);
         }
     };
@@ -178,15 +180,14 @@ fn run_single(args: &RenderArgs) -> ExitCode {
     });
     match render(&name, &text, &data, args.seed) {
         Ok(out) => {
-            let mut stdout = io::stdout().lock();
-            if let Err(e) = stdout.write_all(out.as_bytes()).and_then(|_| stdout.flush()) {
-                eprintln!("kubectl-kudo: writing output: {e}");
+            if let Err(e) = io.out.write_all(out.as_bytes()).and_then(|_| io.out.flush()) {
+                let _ = writeln!(io.err, "kubectl-kudo: writing output: {e}");
                 return ExitCode::from(EXIT_INPUT);
             }
             ExitCode::SUCCESS
         }
         Err(msg) => {
-            eprintln!("{msg}");
+            let _ = writeln!(io.err, "{msg}");
             ExitCode::from(EXIT_TEMPLATE)
         }
     }
@@ -298,7 +299,7 @@ enum CaseResult {
     TemplateError,
 }
 
-fn run_batch(args: &RenderArgs, dir: &Path) -> ExitCode {
+fn run_batch(args: &RenderArgs, dir: &Path, io: &mut Io<'_>) -> ExitCode {
     let start = Instant::now();
     let mut tmpls: Vec<PathBuf> = match fs::read_dir(dir) {
         Ok(rd) => rd
@@ -306,7 +307,7 @@ fn run_batch(args: &RenderArgs, dir: &Path) -> ExitCode {
             .filter(|p| p.extension().is_some_and(|e| e == "tmpl") && p.is_file())
             .collect(),
         Err(e) => {
-            eprintln!("kubectl-kudo: {}: {e}", dir.display());
+            let _ = writeln!(io.err, "kubectl-kudo: {}: {e}", dir.display());
             return ExitCode::from(EXIT_BATCH);
         }
     };
@@ -314,7 +315,7 @@ fn run_batch(args: &RenderArgs, dir: &Path) -> ExitCode {
     let shared = match find_data(dir, "data") {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("kubectl-kudo: {e}");
+            let _ = writeln!(io.err, "kubectl-kudo: {e}");
             return ExitCode::from(EXIT_BATCH);
         }
     };
@@ -325,13 +326,14 @@ fn run_batch(args: &RenderArgs, dir: &Path) -> ExitCode {
             Ok(CaseResult::Ok) => n_ok += 1,
             Ok(CaseResult::TemplateError) => n_err += 1,
             Err(e) => {
-                eprintln!("kubectl-kudo: {}: {e}", tmpl.display());
+                let _ = writeln!(io.err, "kubectl-kudo: {}: {e}", tmpl.display());
                 n_fail += 1;
             }
         }
     }
     if !args.quiet {
-        eprintln!(
+        let _ = writeln!(
+            io.err,
             "kubectl-kudo: {} templates: {n_ok} ok, {n_err} template errors, {n_fail} failures in {:.3}s",
             tmpls.len(),
             start.elapsed().as_secs_f64()

@@ -1,5 +1,8 @@
 //! `kubectl kudo test`: runs kuttl-format operator test suites (issue #9). The harness lives in
 //! the `kudo-kuttl` crate; this module maps kuttl's flags onto it.
+//!
+//! A suite runs for minutes and streams its log (`kudo_kuttl::Log::stdout`) to the terminal, so
+//! this command writes to the process's stdout/stderr rather than through an [`Io`](crate::Io).
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -5,6 +5,8 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::{Args, ValueEnum};
 
+use crate::Io;
+
 #[derive(Copy, Clone, Debug, ValueEnum)]
 pub enum VersionOutput {
     Yaml,
@@ -28,18 +30,19 @@ pub fn info() -> serde_json::Value {
     })
 }
 
-pub fn run(args: VersionArgs) -> Result<ExitCode> {
+pub fn run(args: VersionArgs, io: &mut Io<'_>) -> Result<ExitCode> {
     let v = info();
     match args.output {
-        Some(VersionOutput::Json) => println!("{}", serde_json::to_string_pretty(&v)?),
-        Some(VersionOutput::Yaml) => print!("{}", serde_saphyr::to_string(&v)?),
-        None => println!(
+        Some(VersionOutput::Json) => writeln!(io.out, "{}", serde_json::to_string_pretty(&v)?)?,
+        Some(VersionOutput::Yaml) => write!(io.out, "{}", serde_saphyr::to_string(&v)?)?,
+        None => writeln!(
+            io.out,
             "KUDO Version: version.Info{{GitVersion:\"{}\", GitCommit:\"{}\", Compiler:\"{}\", Platform:\"{}\"}}",
             v["gitVersion"].as_str().unwrap_or_default(),
             v["gitCommit"].as_str().unwrap_or_default(),
             v["compiler"].as_str().unwrap_or_default(),
             v["platform"].as_str().unwrap_or_default()
-        ),
+        )?,
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -1,0 +1,279 @@
+//! Commands called in-process through the library (`kubectl_kudo::run` with `Vec<u8>` writers),
+//! each compared byte for byte — stdout, stderr and exit code — with what the real binary prints
+//! for the same command line, so the library and the binary cannot drift apart. The end-to-end
+//! tests of the other test binaries keep going through the real binary and kubectl.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::Parser;
+use kubectl_kudo::{Cli, CliError, Io};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// What a command line produced: exit code, stdout, stderr.
+#[derive(Debug, PartialEq)]
+struct Run {
+    code: ExitCode,
+    out: String,
+    err: String,
+}
+
+/// Parses `args` as the binary does and runs them in-process; stderr gets the error report the
+/// binary prints (`CliError::report`). The result is also returned for assertions on its kind.
+async fn inprocess(args: &[&str]) -> (Run, Result<(), CliError>) {
+    let cli = Cli::try_parse_from(std::iter::once("kubectl-kudo").chain(args.iter().copied()))
+        .unwrap_or_else(|e| panic!("{args:?} does not parse: {e}"));
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let result = {
+        let mut io = Io::new(&mut out, &mut err);
+        kubectl_kudo::run(cli, &mut io).await
+    };
+    let code = match &result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            e.report(&mut err).unwrap();
+            e.exit_code()
+        }
+    };
+    let run = Run {
+        code,
+        out: String::from_utf8(out).unwrap(),
+        err: String::from_utf8(err).unwrap(),
+    };
+    (run, result)
+}
+
+/// The same command line through the real binary.
+fn binary(args: &[&str]) -> Run {
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_kubectl-kudo"))
+        .args(args)
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap();
+    let code = o.status.code().expect("exited, not killed");
+    Run {
+        code: ExitCode::from(u8::try_from(code).unwrap()),
+        out: String::from_utf8(o.stdout).unwrap(),
+        err: String::from_utf8(o.stderr).unwrap(),
+    }
+}
+
+/// An in-process run and what `kubectl_kudo::run` returned.
+struct Outcome {
+    run: Run,
+    result: Result<(), CliError>,
+}
+
+/// Runs an offline command both ways, asserts they agree, and returns the in-process outcome.
+fn same_as_binary(args: &[&str]) -> Outcome {
+    let (run, result) = futures::executor::block_on(inprocess(args));
+    assert_eq!(run, binary(args), "in-process vs binary: {args:?}");
+    Outcome { run, result }
+}
+
+fn path(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+#[test]
+fn package_verify_valid_and_broken() {
+    let good = repo().join("examples/first-operator");
+    let Outcome { run, result } = same_as_binary(&["package", "verify", path(&good)]);
+    assert!(result.is_ok());
+    assert!(run.out.ends_with("package is valid\n"), "{}", run.out);
+
+    // A broken package: a failure the binary reports as `Error: …` with exit code 1.
+    let bad = repo().join("crates/kudo-package/tests/testdata/bad/duplicate-param");
+    let Outcome { run, result } = same_as_binary(&["package", "verify", path(&bad)]);
+    assert_eq!(run.code, ExitCode::from(1));
+    let Err(CliError::Failed(e)) = result else {
+        panic!("expected a failure: {result:?}")
+    };
+    assert_eq!(run.err, format!("Error: {e:#}\n"));
+    assert!(
+        run.err.starts_with("Error: package verification found"),
+        "{}",
+        run.err
+    );
+
+    let Outcome { run, .. } = same_as_binary(&["package", "verify", path(&bad), "-o", "json"]);
+    let j: serde_json::Value = serde_json::from_str(&run.out).unwrap();
+    assert_eq!(j["valid"], false);
+}
+
+#[test]
+fn package_render_and_list() {
+    let galera = repo().join("examples/galera");
+    let Outcome { run, .. } = same_as_binary(&["package", "render", path(&galera), "-o", "yaml"]);
+    assert!(run.out.starts_with("---\n# deploy/"), "{}", run.out);
+    same_as_binary(&[
+        "package",
+        "render",
+        path(&galera),
+        "--plan",
+        "deploy",
+        "-p",
+        "NODE_COUNT=5",
+        "-o",
+        "json",
+    ]);
+    same_as_binary(&["package", "list", "parameters", path(&galera)]);
+    same_as_binary(&["package", "list", "plans", path(&galera), "-t"]);
+    // A usage problem found by the command (not by clap): exit 1 with the binary's message.
+    let Outcome { run, .. } = same_as_binary(&["package", "render", path(&galera), "-p", "NOPE"]);
+    assert_eq!(run.code, ExitCode::from(1));
+}
+
+#[test]
+fn template_render_exit_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    let ok = dir.path().join("ok.tmpl");
+    std::fs::write(
+        &ok,
+        "{{ range $i := .Params.N | int | until }}{{ $i }} {{ end }}{{ .Name }}\n",
+    )
+    .unwrap();
+    let Outcome { run, result } = same_as_binary(&[
+        "template",
+        "render",
+        path(&ok),
+        "--set",
+        "Params.N=3",
+        "--set",
+        "Name=x",
+    ]);
+    assert!(result.is_ok());
+    assert_eq!(run.out, "0 1 2 x\n");
+
+    // A template error: the command reports it on stderr itself and asks for exit code 1.
+    let broken = dir.path().join("broken.tmpl");
+    std::fs::write(&broken, "{{ .Missing.Key }}").unwrap();
+    let Outcome { run, result } = same_as_binary(&["template", "render", path(&broken)]);
+    assert!(matches!(result, Err(CliError::Exit(_))), "{result:?}");
+    assert_eq!(run.code, ExitCode::from(1));
+    assert!(run.out.is_empty());
+
+    // Bad input: exit code 2.
+    let Outcome { run, .. } = same_as_binary(&["template", "render", path(&ok), "--set", "novalue"]);
+    assert_eq!(run.code, ExitCode::from(2));
+}
+
+#[test]
+fn version_formats() {
+    let Outcome { run, .. } = same_as_binary(&["version"]);
+    assert!(
+        run.out.starts_with("KUDO Version: version.Info{GitVersion:"),
+        "{}",
+        run.out
+    );
+    same_as_binary(&["version", "-o", "json"]);
+    same_as_binary(&["version", "-o", "yaml"]);
+}
+
+#[test]
+fn init_dry_run_manifests() {
+    let Outcome { run, .. } = same_as_binary(&["init", "--dry-run", "-o", "yaml"]);
+    assert!(run.out.starts_with("---\n"), "{}", run.out);
+    same_as_binary(&[
+        "init",
+        "--dry-run",
+        "-o",
+        "json",
+        "-n",
+        "other",
+        "--unsafe-self-signed-webhook-ca",
+    ]);
+}
+
+#[test]
+fn repo_and_completion() {
+    let home = tempfile::tempdir().unwrap();
+    let h = path(home.path());
+    // A fresh home lists the default repository.
+    let Outcome { run, .. } = same_as_binary(&["repo", "list", "--home", h]);
+    assert!(run.out.starts_with("NAME"), "{}", run.out);
+    let index_dir = tempfile::tempdir().unwrap();
+    let (run, _) = futures::executor::block_on(inprocess(&[
+        "package",
+        "create",
+        path(&repo().join("examples/first-operator")),
+        "-d",
+        path(index_dir.path()),
+    ]));
+    assert_eq!(run.code, ExitCode::SUCCESS, "{run:?}");
+    // `repo index` writes a file and says so; run it twice (both ways) on the same directory.
+    same_as_binary(&[
+        "repo",
+        "index",
+        path(index_dir.path()),
+        "--url",
+        "http://localhost/",
+        "--overwrite",
+    ]);
+    same_as_binary(&["completion", "bash"]);
+}
+
+/// A cluster command against the embedded API server in this process: the CRDs and an operator
+/// installed in-process, then `get` and `plan status` compared with the real binary.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_commands_against_the_embedded_api_server() {
+    let server = kudo_apiserver::ApiServer::start(kudo_apiserver::Config::default())
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    server.write_kubeconfig(&kubeconfig).unwrap();
+    let kc = path(&kubeconfig);
+    let pkg = repo().join("examples/first-operator");
+
+    let (run, _) = inprocess(&[
+        "init",
+        "--crd-only",
+        "--kubeconfig",
+        kc,
+        "--home",
+        path(dir.path()),
+    ])
+    .await;
+    assert_eq!(run.code, ExitCode::SUCCESS, "{run:?}");
+    assert!(run.out.contains("✅ installed"), "{}", run.out);
+    let (run, _) = inprocess(&["install", path(&pkg), "--kubeconfig", kc]).await;
+    assert_eq!(run.code, ExitCode::SUCCESS, "{run:?}");
+    assert!(run.out.contains("first-operator-instance created"), "{}", run.out);
+
+    // The binary blocks; run it off the runtime so the server keeps serving.
+    let both = |args: Vec<String>| async move {
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (run, _) = inprocess(&refs).await;
+        let bin = tokio::task::spawn_blocking({
+            let args = args.clone();
+            move || binary(&args.iter().map(String::as_str).collect::<Vec<_>>())
+        })
+        .await
+        .unwrap();
+        assert_eq!(run, bin, "in-process vs binary: {args:?}");
+        run
+    };
+    let args = |a: &[&str]| {
+        a.iter()
+            .chain(&["--kubeconfig", kc])
+            .map(|s| s.to_string())
+            .collect::<Vec<_>>()
+    };
+    let run = both(args(&["get", "all"])).await;
+    assert!(run.out.contains("first-operator-instance"), "{}", run.out);
+    both(args(&["get", "instances", "-o", "yaml"])).await;
+    both(args(&[
+        "plan",
+        "history",
+        "--instance",
+        "first-operator-instance",
+    ]))
+    .await;
+    let run = both(args(&["plan", "status", "--instance", "nope"])).await;
+    assert_eq!(run.code, ExitCode::from(1));
+    server.shutdown().await;
+}
