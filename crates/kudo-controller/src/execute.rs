@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams};
-use kudo_api::OperatorVersion;
+use kudo_api::{OperatorVersion, TaskKind};
 use kudo_engine::{ErrorClass, Health, TaskCall, TaskOutcome, classify_api_error, health};
 use kudo_package::deps_hash::{self, Dependency};
 use kudo_package::enhance::builtin_is_namespaced;
@@ -289,8 +289,8 @@ pub async fn run_task(
     cluster: &ClusterObjects,
 ) -> TaskOutcome {
     let spec = &call.task.spec;
-    match call.task.kind.as_str() {
-        "Dummy" => {
+    match &call.task.kind {
+        TaskKind::Dummy => {
             if spec.want_err {
                 if spec.fatal {
                     fatal(
@@ -306,7 +306,7 @@ pub async fn run_task(
                 TaskOutcome::InProgress(Some(format!("dummy task {} is not done", call.task_name)))
             }
         }
-        "Pipe" => {
+        TaskKind::Pipe => {
             if let Some(e) = rendered.error(call) {
                 return fatal(reasons::TASK_RENDERING_ERROR, e);
             }
@@ -329,7 +329,7 @@ pub async fn run_task(
             };
             crate::pipe::run(ctx, call.task_name, &spec.pipe, pod, &names, cluster).await
         }
-        "KudoOperator" => {
+        TaskKind::KudoOperator => {
             if let Some(e) = rendered.error(call) {
                 return fatal(reasons::KUDO_OPERATOR_TASK_ERROR, e);
             }
@@ -338,8 +338,8 @@ pub async fn run_task(
             }
             run_objects(ctx, rendered.for_task(call), cluster).await
         }
-        "Apply" | "Delete" | "Toggle" => {
-            if call.task.kind == "Toggle"
+        TaskKind::Apply | TaskKind::Delete | TaskKind::Toggle => {
+            if call.task.kind == TaskKind::Toggle
                 && let Err(e) = kudo_engine::toggle_action(call.task, params)
             {
                 return fatal(reasons::TOGGLE_TASK_ERROR, e);
@@ -352,7 +352,7 @@ pub async fn run_task(
             }
             run_objects(ctx, rendered.for_task(call), cluster).await
         }
-        other => fatal(
+        TaskKind::Unknown(other) => fatal(
             kudo_engine::reasons::UNKNOWN_TASK_NAME,
             format!("unknown task kind {other}"),
         ),

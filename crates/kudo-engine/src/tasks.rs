@@ -4,17 +4,14 @@
 
 use std::collections::BTreeMap;
 
-use kudo_api::{Parameter, Task};
-
-/// The task kinds KUDO knows (case-sensitive).
-pub const TASK_KINDS: [&str; 6] = ["Apply", "Delete", "Toggle", "Pipe", "Dummy", "KudoOperator"];
+use kudo_api::{Parameter, Task, TaskKind};
 
 /// Build-time validation of a task (KUDO's `task.Build`): a task failing it makes the plan FATAL
 /// before anything is applied, instead of misbehaving at runtime.
 pub fn validate_task(task: &Task) -> Result<(), String> {
     let s = &task.spec;
-    match task.kind.as_str() {
-        "Apply" | "Delete" => {
+    match &task.kind {
+        TaskKind::Apply | TaskKind::Delete => {
             if s.resources.is_empty() {
                 return Err(format!(
                     "task validation error: {} task has an empty resource list, use a Dummy task instead",
@@ -22,7 +19,7 @@ pub fn validate_task(task: &Task) -> Result<(), String> {
                 ));
             }
         }
-        "Toggle" => {
+        TaskKind::Toggle => {
             if s.resources.is_empty() {
                 return Err("task validation error: Toggle task has an empty resource list".into());
             }
@@ -30,7 +27,7 @@ pub fn validate_task(task: &Task) -> Result<(), String> {
                 return Err("task validation error: Toggle task has no parameter".into());
             }
         }
-        "Pipe" => {
+        TaskKind::Pipe => {
             if s.pod.is_empty() {
                 return Err("task validation error: Pipe task has no pod template".into());
             }
@@ -63,8 +60,8 @@ pub fn validate_task(task: &Task) -> Result<(), String> {
                 }
             }
         }
-        "Dummy" => {}
-        "KudoOperator" => {
+        TaskKind::Dummy => {}
+        TaskKind::KudoOperator => {
             if s.package.is_empty() {
                 return Err("task validation error: KudoOperator task has no package".into());
             }
@@ -72,7 +69,7 @@ pub fn validate_task(task: &Task) -> Result<(), String> {
                 return Err("task validation error: KudoOperator task has no operatorVersion".into());
             }
         }
-        other => return Err(format!("unknown task kind {other}")),
+        TaskKind::Unknown(other) => return Err(format!("unknown task kind {other}")),
     }
     Ok(())
 }
@@ -166,7 +163,7 @@ mod tests {
     fn toggle_follows_go_parse_bool() {
         let task = Task {
             name: "feature".into(),
-            kind: "Toggle".into(),
+            kind: TaskKind::Toggle,
             spec: TaskSpec {
                 parameter: "ON".into(),
                 ..Default::default()

@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use kudo_api::{OperatorVersion, Task};
+use kudo_api::{OperatorVersion, Task, TaskKind};
 use kudo_template::{FuncEnv, Template, Value, kudo_funcs};
 use serde_json::json;
 
@@ -358,10 +358,10 @@ fn render_task(
             }
             Ok::<(), String>(())
         };
-    match task.kind.as_str() {
-        "Apply" => resources(Action::Apply, templates, &mut push),
-        "Delete" => resources(Action::Delete, templates, &mut push),
-        "Toggle" => {
+    match &task.kind {
+        TaskKind::Apply => resources(Action::Apply, templates, &mut push),
+        TaskKind::Delete => resources(Action::Delete, templates, &mut push),
+        TaskKind::Toggle => {
             let p = &task.spec.parameter;
             let Some(v) = s.params.get(p) else {
                 return Err(format!("toggle task parameter {p:?} is not defined"));
@@ -377,7 +377,7 @@ fn render_task(
                 )),
             }
         }
-        "Pipe" => {
+        TaskKind::Pipe => {
             let text = templates.render(&task.spec.pod, &data, &ctx.plan_uid)?;
             let docs = crate::split::parse_objects(&task.spec.pod, &text)?;
             let [doc] = docs.as_slice() else {
@@ -401,7 +401,7 @@ fn render_task(
             push(&task.spec.pod, Action::PipePod, pod);
             Ok(())
         }
-        "KudoOperator" => {
+        TaskKind::KudoOperator => {
             let sp = &task.spec;
             let mut params = serde_json::Map::new();
             if !sp.parameter_file.is_empty() {
@@ -440,7 +440,7 @@ fn render_task(
             push(&sp.parameter_file, Action::ChildInstance, obj);
             Ok(())
         }
-        "Dummy" => Ok(()),
-        other => Err(format!("unknown task kind {other}")),
+        TaskKind::Dummy => Ok(()),
+        TaskKind::Unknown(other) => Err(format!("unknown task kind {other}")),
     }
 }

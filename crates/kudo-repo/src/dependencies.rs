@@ -12,6 +12,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use kudo_api::TaskKind;
 use kudo_package::Package;
 
 use crate::error::RepoError;
@@ -50,7 +51,12 @@ impl Dependencies {
     /// dependency's) to the in-cluster references the controller resolves.
     pub fn pin(&self, ov: &mut kudo_api::OperatorVersion) {
         let ov_name = ov.metadata.name.clone();
-        for task in ov.spec.tasks.iter_mut().filter(|t| t.kind == "KudoOperator") {
+        for task in ov
+            .spec
+            .tasks
+            .iter_mut()
+            .filter(|t| t.kind == TaskKind::KudoOperator)
+        {
             if let Some(pin) = self.pins.get(&(ov_name.clone(), task.name.clone())) {
                 task.spec.package = pin.package.clone();
                 task.spec.app_version = pin.app_version.clone();
@@ -98,7 +104,12 @@ fn walk(
     out: &mut Dependencies,
 ) -> Result<(), RepoError> {
     let parent_ov = pkg.operator_version_name();
-    for task in pkg.operator.tasks.iter().filter(|t| t.kind == "KudoOperator") {
+    for task in pkg
+        .operator
+        .tasks
+        .iter()
+        .filter(|t| t.kind == TaskKind::KudoOperator)
+    {
         let reference = task.spec.package.as_str();
         if reference.is_empty() {
             return Err(RepoError::Config(format!(
