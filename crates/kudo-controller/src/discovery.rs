@@ -8,6 +8,13 @@ use std::sync::{Arc, RwLock};
 use kube::api::{ApiResource, GroupVersionKind};
 use kube::discovery::{Scope, pinned_kind};
 
+/// The API resource of a kind of the shared table [`kudo_api::kinds`], for kinds the code names
+/// itself (watches, readiness, the CLI); arbitrary objects go through [`Cache::resolve`].
+pub fn known_resource(group: &str, kind: &str) -> ApiResource {
+    let k = kudo_api::kinds::known(group, kind);
+    ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(k.group, k.version, k.kind), k.plural)
+}
+
 /// Outcome of a lookup.
 #[derive(Debug, Clone)]
 pub enum Resolved {
@@ -104,6 +111,23 @@ impl Cache {
                 "no matches for kind {kind:?} in version {api_version:?}: {e}"
             )),
             Err(e) => Err(e),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The watched child kinds (`cache::CHILD_KINDS`, kept as a literal list there) agree with the
+    /// shared kind table.
+    #[test]
+    fn child_kinds_agree_with_the_kind_table() {
+        for (g, v, k, plural) in crate::cache::CHILD_KINDS {
+            let known = kudo_api::kinds::known(g, k);
+            assert_eq!(
+                (known.version, known.plural, known.namespaced),
+                (*v, *plural, true),
+                "{k}"
+            );
         }
     }
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ObjectReference;
-use kube::api::{Api, ApiResource, DynamicObject, ListParams, Patch, PatchParams};
+use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::runtime::events::{Event as KEvent, EventType as KEventType};
 use kudo_api::{
@@ -914,15 +914,15 @@ impl<'c> Reconciler<'c> {
     async fn workloads(&self) -> Result<Vec<Value>, ReconcileError> {
         let selector = format!("{}={},heritage=kudo", kudo_api::labels::INSTANCE, self.name);
         let kinds = [
-            ("apps", "v1", "Deployment", "deployments"),
-            ("apps", "v1", "StatefulSet", "statefulsets"),
-            ("apps", "v1", "ReplicaSet", "replicasets"),
-            ("apps", "v1", "DaemonSet", "daemonsets"),
-            ("", "v1", "Pod", "pods"),
+            ("apps", "Deployment"),
+            ("apps", "StatefulSet"),
+            ("apps", "ReplicaSet"),
+            ("apps", "DaemonSet"),
+            ("", "Pod"),
         ];
         let mut out = Vec::new();
-        for (g, v, k, plural) in kinds {
-            let ar = ApiResource::from_gvk_with_plural(&kube::api::GroupVersionKind::gvk(g, v, k), plural);
+        for (g, k) in kinds {
+            let ar = crate::known_resource(g, k);
             // From the watch cache; a LIST only while that cache is not synced.
             let labels = [
                 (kudo_api::labels::INSTANCE, self.name.as_str()),
