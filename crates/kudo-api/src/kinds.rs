@@ -27,6 +27,29 @@ impl KnownKind {
     }
 }
 
+/// A type's identity as objects carry it: `apiVersion` and `kind` (the key of discovery lookups).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct GvkKey {
+    pub api_version: String,
+    pub kind: String,
+}
+
+impl GvkKey {
+    pub fn new(api_version: &str, kind: &str) -> GvkKey {
+        GvkKey {
+            api_version: api_version.to_string(),
+            kind: kind.to_string(),
+        }
+    }
+}
+
+impl std::fmt::Display for GvkKey {
+    /// `kind apiVersion`, e.g. `Deployment apps/v1`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", self.kind, self.api_version)
+    }
+}
+
 const fn k(
     group: &'static str,
     version: &'static str,

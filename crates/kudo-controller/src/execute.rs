@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams};
+use kudo_api::kinds::GvkKey;
 use kudo_api::{OperatorVersion, TaskKind};
 use kudo_engine::{ErrorClass, Health, TaskCall, TaskOutcome, classify_api_error, health};
 use kudo_package::deps_hash::{self, Dependency};
@@ -30,12 +31,54 @@ pub mod reasons {
     pub const INVALID_PLAN: &str = "InvalidPlan";
 }
 
-type TaskKey = (String, String, String);
+/// Where a task sits in its plan: the key of per-task render errors.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct TaskKey {
+    phase: String,
+    step: String,
+    task: String,
+}
 
-/// Cluster-scoped objects applied during a reconcile: (apiVersion, kind, name). They get no owner
-/// reference (an owner must be in the same namespace), so the controller records them on the
-/// Instance and deletes them itself on uninstall (KUDO leaked them, #1073).
-pub type ClusterObjects = Mutex<BTreeSet<(String, String, String)>>;
+impl TaskKey {
+    fn new(phase: &str, step: &str, task: &str) -> TaskKey {
+        TaskKey {
+            phase: phase.to_string(),
+            step: step.to_string(),
+            task: task.to_string(),
+        }
+    }
+}
+
+/// A cluster-scoped object applied by a plan: (apiVersion, kind, name). Serialised as the
+/// three-element array the Instance annotation has always held.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[serde(from = "(String, String, String)", into = "(String, String, String)")]
+pub struct ClusterObject {
+    pub api_version: String,
+    pub kind: String,
+    pub name: String,
+}
+
+impl From<(String, String, String)> for ClusterObject {
+    fn from((api_version, kind, name): (String, String, String)) -> Self {
+        ClusterObject {
+            api_version,
+            kind,
+            name,
+        }
+    }
+}
+
+impl From<ClusterObject> for (String, String, String) {
+    fn from(o: ClusterObject) -> Self {
+        (o.api_version, o.kind, o.name)
+    }
+}
+
+/// Cluster-scoped objects applied during a reconcile. They get no owner reference (an owner
+/// must be in the same namespace), so the controller records them on the Instance and deletes
+/// them itself on uninstall (KUDO leaked them, #1073).
+pub type ClusterObjects = Mutex<BTreeSet<ClusterObject>>;
 
 /// The objects of one plan run, rendered once per reconcile, grouped by task. A template error
 /// belongs to the task that owns the template: tasks before it still run, and the pass fails
@@ -74,11 +117,7 @@ impl Rendered {
 
     fn error(&self, call: &TaskCall<'_>) -> Option<&str> {
         self.errors
-            .get(&(
-                call.phase.to_string(),
-                call.step.to_string(),
-                call.task_name.to_string(),
-            ))
+            .get(&TaskKey::new(call.phase, call.step, call.task_name))
             .map(String::as_str)
     }
 }
@@ -127,8 +166,7 @@ fn render_all(ov: &OperatorVersion, plan: &str, rctx: &RenderContext) -> Result<
                         match render_plan(&sub, plan, rctx) {
                             Ok(objs) => out.objects.extend(objs),
                             Err(RenderError::Task { message, .. }) => {
-                                out.errors
-                                    .insert((ph.name.clone(), st.name.clone(), t.clone()), message);
+                                out.errors.insert(TaskKey::new(&ph.name, &st.name, t), message);
                             }
                             Err(e) => return Err(e.to_string()),
                         }
@@ -157,7 +195,7 @@ pub async fn render(
         let o = &rendered.objects[i];
         rendered
             .errors
-            .entry((o.phase.clone(), o.step.clone(), o.task.clone()))
+            .entry(TaskKey::new(&o.phase, &o.step, &o.task))
             .or_insert(err);
     }
     rendered.translations = done;
@@ -176,9 +214,9 @@ async fn render_namespaced(
     base: RenderContext,
 ) -> Result<Rendered, String> {
     type Live = BTreeMap<Dependency, Option<Value>>;
-    let misses: Arc<Mutex<BTreeSet<(String, String)>>> = Arc::default();
+    let misses: Arc<Mutex<BTreeSet<GvkKey>>> = Arc::default();
     let wanted: Arc<Mutex<BTreeSet<Dependency>>> = Arc::default();
-    let make = |misses: Arc<Mutex<BTreeSet<(String, String)>>>, live: Arc<Live>| {
+    let make = |misses: Arc<Mutex<BTreeSet<GvkKey>>>, live: Arc<Live>| {
         let cache = ctx.discovery.clone();
         let mut rctx = base.clone();
         rctx.is_namespaced = Some(Arc::new(move |av: &str, kind: &str| {
@@ -186,7 +224,7 @@ async fn render_namespaced(
                 misses
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
-                    .insert((av.to_string(), kind.to_string()));
+                    .insert(GvkKey::new(av, kind));
                 builtin_is_namespaced(av, kind)
             })
         }));
@@ -201,16 +239,16 @@ async fn render_namespaced(
         rctx
     };
     let rendered = render_all(ov, plan, &make(misses.clone(), Arc::default()))?;
-    let missed: Vec<(String, String)> = misses
+    let missed: Vec<GvkKey> = misses
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .iter()
         .cloned()
         .collect();
     let mut rerender = false;
-    for (av, kind) in missed {
-        if let Ok(Resolved::Found { namespaced, .. }) = ctx.discovery.resolve(&av, &kind).await
-            && namespaced != builtin_is_namespaced(&av, &kind)
+    for GvkKey { api_version, kind } in missed {
+        if let Ok(Resolved::Found { namespaced, .. }) = ctx.discovery.resolve(&api_version, &kind).await
+            && namespaced != builtin_is_namespaced(&api_version, &kind)
         {
             rerender = true;
         }
@@ -525,11 +563,14 @@ fn api_error(what: &str, obj: &Value, e: kube::Error) -> TaskOutcome {
 /// Notes a cluster-scoped object about to be applied (see [`ClusterObjects`]). Recorded before the
 /// request: if it succeeds after a timeout we must still own it.
 fn record_cluster_scoped(cluster: &ClusterObjects, obj: &Value, name: &str) {
-    cluster.lock().unwrap_or_else(|e| e.into_inner()).insert((
-        obj["apiVersion"].as_str().unwrap_or("").to_string(),
-        obj["kind"].as_str().unwrap_or("").to_string(),
-        name.to_string(),
-    ));
+    cluster
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(ClusterObject {
+            api_version: obj["apiVersion"].as_str().unwrap_or("").to_string(),
+            kind: obj["kind"].as_str().unwrap_or("").to_string(),
+            name: name.to_string(),
+        });
 }
 
 /// What this manager last applied, by object identity: a hash of the applied content. A step

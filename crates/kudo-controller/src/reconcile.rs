@@ -514,7 +514,12 @@ impl<'c> Reconciler<'c> {
         inst: &Instance,
     ) -> Result<Action, ReconcileError> {
         let mut pending = Vec::new();
-        for (api_version, kind, name) in stored_cluster_objects(inst) {
+        for execute::ClusterObject {
+            api_version,
+            kind,
+            name,
+        } in stored_cluster_objects(inst)
+        {
             let obj = json!({"apiVersion": api_version, "kind": kind, "metadata": {"name": name}});
             match execute::delete(self.ctx, &obj).await {
                 Ok(None) => {}
@@ -1075,7 +1080,7 @@ fn last_failed_lifecycle_plan(status: &InstanceStatus) -> Option<String> {
 }
 
 /// The cluster-scoped objects recorded on the Instance (see [`CLUSTER_OBJECTS_ANNOTATION`]).
-fn stored_cluster_objects(inst: &Instance) -> BTreeSet<(String, String, String)> {
+fn stored_cluster_objects(inst: &Instance) -> BTreeSet<execute::ClusterObject> {
     inst.metadata
         .annotations
         .get(CLUSTER_OBJECTS_ANNOTATION)
@@ -1168,11 +1173,15 @@ mod tests {
         }))
         .unwrap();
         assert!(stored_cluster_objects(&inst).is_empty());
-        let set = BTreeSet::from([(
-            "rbac.authorization.k8s.io/v1".to_string(),
-            "ClusterRole".to_string(),
-            "r".to_string(),
-        )]);
+        let set = BTreeSet::from([execute::ClusterObject {
+            api_version: "rbac.authorization.k8s.io/v1".to_string(),
+            kind: "ClusterRole".to_string(),
+            name: "r".to_string(),
+        }]);
+        assert_eq!(
+            serde_json::to_string(&set).unwrap(),
+            r#"[["rbac.authorization.k8s.io/v1","ClusterRole","r"]]"#
+        );
         inst.metadata.annotations.insert(
             CLUSTER_OBJECTS_ANNOTATION.into(),
             serde_json::to_string(&set).unwrap(),
