@@ -380,7 +380,7 @@ pub async fn run_task(
             if call.task.kind == TaskKind::Toggle
                 && let Err(e) = kudo_engine::toggle_action(call.task, params)
             {
-                return fatal(reasons::TOGGLE_TASK_ERROR, e);
+                return fatal(reasons::TOGGLE_TASK_ERROR, e.to_string());
             }
             if let Some(e) = rendered.error(call) {
                 return fatal(reasons::TASK_RENDERING_ERROR, e);

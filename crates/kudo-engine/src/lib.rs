@@ -77,7 +77,9 @@ pub use pass::{
 };
 pub use readiness::{plan_condition, ready_condition, set_condition};
 pub use status::{ensure_plan_statuses, mark_plan_fatal, needs_reset, requeue_after_secs, reset_for_run};
-pub use tasks::{ToggleAction, effective_parameters, toggle_action, validate_task};
+pub use tasks::{
+    TaskBuildError, ToggleAction, ToggleError, effective_parameters, toggle_action, validate_task,
+};
 pub use time::{TimeError, Timestamp, parse_duration};
 pub use triggers::{
     Admission, Decision, InstanceChange, ScheduleReason, cleanup_finalizer_removable, decide,

@@ -200,7 +200,8 @@ pub fn render_plan(
         return Err(RenderError::InvalidParams(errs));
     }
     let defs: Vec<&dyn ParamDef> = ov.spec.parameters.iter().map(|p| p as &dyn ParamDef).collect();
-    let params = template_params(&defs, &ctx.parameters).map_err(|e| RenderError::InvalidParams(vec![e]))?;
+    let params = template_params(&defs, &ctx.parameters)
+        .map_err(|e| RenderError::InvalidParams(vec![e.to_string()]))?;
     let pipes = crate::tmpl::pipes_for_plan(&ctx.instance_name, plan_name, plan, &ov.spec.tasks);
     let mut templates = Templates {
         ov,
@@ -406,7 +407,8 @@ fn render_task(
             let mut params = serde_json::Map::new();
             if !sp.parameter_file.is_empty() {
                 let text = templates.render(&sp.parameter_file, &data, &ctx.plan_uid)?;
-                let v = crate::params::parse_param_file(&sp.parameter_file, &text)?;
+                let v =
+                    crate::params::parse_param_file(&sp.parameter_file, &text).map_err(|e| e.to_string())?;
                 for (k, val) in v {
                     params.insert(k, json!(val));
                 }

@@ -282,7 +282,7 @@ fn verify_data(pkg: &Package) -> Result<BTreeMap<String, Value>, String> {
         .iter()
         .map(|p| p as &dyn crate::params::ParamDef)
         .collect();
-    let params = crate::params::template_params(&defs, &BTreeMap::new())?;
+    let params = crate::params::template_params(&defs, &BTreeMap::new()).map_err(|e| e.to_string())?;
     let mut pipes = BTreeMap::new();
     let api_tasks: Vec<kudo_api::Task> = pkg
         .operator
