@@ -140,7 +140,26 @@ fn single_task_ov(ov: &OperatorVersion, plan: &str, phase: &str, step: &str, tas
     sub
 }
 
-fn render_all(ov: &OperatorVersion, plan: &str, rctx: &RenderContext) -> Result<Rendered, String> {
+/// A plan-level render failure (a fatal for the whole plan: invalid parameters, missing plan).
+#[derive(Debug, thiserror::Error)]
+pub enum PlanRenderError {
+    #[error("could not find required plan: {0}")]
+    MissingPlan(String),
+    #[error("{0}")]
+    Render(#[source] RenderError),
+}
+
+/// Why drift repair could not apply an object ([`apply_object`]).
+#[derive(Debug, thiserror::Error)]
+pub enum ApplyObjectError {
+    /// The object's kind could not be resolved (the task outcome that would have been reported).
+    #[error("{0}")]
+    Resolve(String),
+    #[error("{0}")]
+    Api(#[source] kube::Error),
+}
+
+fn render_all(ov: &OperatorVersion, plan: &str, rctx: &RenderContext) -> Result<Rendered, PlanRenderError> {
     match render_plan(ov, plan, rctx) {
         Ok(objects) => Ok(Rendered {
             objects,
@@ -157,7 +176,7 @@ fn render_all(ov: &OperatorVersion, plan: &str, rctx: &RenderContext) -> Result<
                 translations: Vec::new(),
             };
             let Some(p) = ov.spec.plans.get(plan) else {
-                return Err(format!("could not find required plan: {plan}"));
+                return Err(PlanRenderError::MissingPlan(plan.to_string()));
             };
             for ph in &p.phases {
                 for st in &ph.steps {
@@ -168,14 +187,14 @@ fn render_all(ov: &OperatorVersion, plan: &str, rctx: &RenderContext) -> Result<
                             Err(RenderError::Task { message, .. }) => {
                                 out.errors.insert(TaskKey::new(&ph.name, &st.name, t), message);
                             }
-                            Err(e) => return Err(e.to_string()),
+                            Err(e) => return Err(PlanRenderError::Render(e)),
                         }
                     }
                 }
             }
             Ok(out)
         }
-        Err(e) => Err(e.to_string()),
+        Err(e) => Err(PlanRenderError::Render(e)),
     }
 }
 
@@ -188,7 +207,7 @@ pub async fn render(
     ov: &OperatorVersion,
     plan: &str,
     base: RenderContext,
-) -> Result<Rendered, String> {
+) -> Result<Rendered, PlanRenderError> {
     let mut rendered = render_namespaced(ctx, ov, plan, base).await?;
     let (done, failed) = crate::translate::translate_unserved(ctx, &mut rendered.objects).await;
     for (i, err) in failed {
@@ -212,7 +231,7 @@ async fn render_namespaced(
     ov: &OperatorVersion,
     plan: &str,
     base: RenderContext,
-) -> Result<Rendered, String> {
+) -> Result<Rendered, PlanRenderError> {
     type Live = BTreeMap<Dependency, Option<Value>>;
     let misses: Arc<Mutex<BTreeSet<GvkKey>>> = Arc::default();
     let wanted: Arc<Mutex<BTreeSet<Dependency>>> = Arc::default();
@@ -730,8 +749,10 @@ pub async fn apply_object(
     ctx: &Context,
     obj: &Value,
     cluster: &ClusterObjects,
-) -> Result<Option<String>, String> {
-    let (api, name, namespaced) = api_for(ctx, obj).await.map_err(|e| format!("{e:?}"))?;
+) -> Result<Option<String>, ApplyObjectError> {
+    let (api, name, namespaced) = api_for(ctx, obj)
+        .await
+        .map_err(|e| ApplyObjectError::Resolve(format!("{e:?}")))?;
     if !namespaced {
         record_cluster_scoped(cluster, obj, &name);
     }
@@ -739,7 +760,7 @@ pub async fn apply_object(
     let live = api
         .patch(&name, &pp, &Patch::Apply(obj))
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(ApplyObjectError::Api)?;
     Ok(live.metadata.resource_version)
 }
 

@@ -264,7 +264,7 @@ fn validate(config: &ControllerConfig) -> Result<(), Error> {
         return Err(Error::InvalidConfig("field_manager must not be empty".into()));
     }
     if let Some(le) = &config.leader_election {
-        le.validate().map_err(Error::InvalidConfig)?;
+        le.validate().map_err(|e| Error::InvalidConfig(e.to_string()))?;
     }
     Ok(())
 }

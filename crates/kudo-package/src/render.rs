@@ -263,7 +263,7 @@ fn add_dependencies_hashes(
             .map(|o| o.object.clone())
             .or_else(|| ctx.live_dependency.as_ref().and_then(|f| f(d)))
     };
-    crate::deps_hash::add_hashes(&mut objs, &mut external)?;
+    crate::deps_hash::add_hashes(&mut objs, &mut external).map_err(|e| e.to_string())?;
     for (slot, obj) in task.iter_mut().filter(|o| o.action == Action::Apply).zip(objs) {
         slot.object = obj;
     }
@@ -350,7 +350,7 @@ fn render_task(
         |action: Action, templates: &mut Templates, push: &mut dyn FnMut(&str, Action, serde_json::Value)| {
             for r in &task.spec.resources {
                 let text = templates.render(r, &data, &ctx.plan_uid)?;
-                for doc in crate::split::parse_objects(r, &text)? {
+                for doc in crate::split::parse_objects(r, &text).map_err(|e| e.to_string())? {
                     let mut obj = doc.object;
                     let ns = namespaced(&obj);
                     enhance::enhance(&mut obj, &meta, ns);
@@ -380,7 +380,7 @@ fn render_task(
         }
         TaskKind::Pipe => {
             let text = templates.render(&task.spec.pod, &data, &ctx.plan_uid)?;
-            let docs = crate::split::parse_objects(&task.spec.pod, &text)?;
+            let docs = crate::split::parse_objects(&task.spec.pod, &text).map_err(|e| e.to_string())?;
             let [doc] = docs.as_slice() else {
                 return Err(format!(
                     "pipe pod template {} must render exactly one Pod",

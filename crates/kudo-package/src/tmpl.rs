@@ -336,7 +336,7 @@ pub(crate) fn render_all(pkg: &Package, r: &mut Verification) {
             Ok(out) => {
                 if !param_files.contains(name.as_str()) && name != pkg.operator.namespace_manifest {
                     match crate::split::parse_objects(&name, &out) {
-                        Err(e) => r.error(e),
+                        Err(e) => r.error(e.to_string()),
                         Ok(objs) => {
                             for o in &objs {
                                 translation_warning(&name, &o.object, r);

@@ -48,7 +48,7 @@ pub struct ParamChecks {
 
 impl ParamChecks {
     /// Parses `display,hint,desc,type,hasgroup,groups,all`.
-    pub fn parse(list: &[String]) -> Result<ParamChecks, String> {
+    pub fn parse(list: &[String]) -> Result<ParamChecks, UnknownParamCheck> {
         let mut c = ParamChecks::default();
         for item in list.iter().flat_map(|s| s.split(',')) {
             match item.trim() {
@@ -69,16 +69,22 @@ impl ParamChecks {
                     }
                 }
                 "" => {}
-                other => {
-                    return Err(format!(
-                        "unknown parameter check {other:?} (use display, hint, desc, type, hasgroup, groups or all)"
-                    ));
-                }
+                other => return Err(UnknownParamCheck(other.to_string())),
             }
         }
         Ok(c)
     }
 }
+
+/// A `--param-checks` item [`ParamChecks::parse`] does not know.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown parameter check {0:?} (use display, hint, desc, type, hasgroup, groups or all)")]
+pub struct UnknownParamCheck(pub String);
+
+/// A version Masterminds' semver parser refuses ([`parse_semver`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("Invalid Semantic Version")]
+pub struct InvalidSemver;
 
 /// Parameter types KUDO defines.
 pub const PARAM_TYPES: [&str; 6] = ["string", "integer", "number", "boolean", "array", "map"];
@@ -126,7 +132,7 @@ fn invalid_chars(pkg: &Package, r: &mut Verification) {
 
 /// Semantic versions as KUDO's (Masterminds) parser accepts them: optional `v`, missing minor or
 /// patch allowed.
-pub fn parse_semver(s: &str) -> Result<(), String> {
+pub fn parse_semver(s: &str) -> Result<(), InvalidSemver> {
     static RE: std::sync::OnceLock<Regex> = std::sync::OnceLock::new();
     let re = RE.get_or_init(|| {
         Regex::new(
@@ -137,7 +143,7 @@ pub fn parse_semver(s: &str) -> Result<(), String> {
     if re.is_match(s) {
         Ok(())
     } else {
-        Err("Invalid Semantic Version".into())
+        Err(InvalidSemver)
     }
 }
 
