@@ -13,10 +13,11 @@ use kudo_api::{
     CLEANUP_FINALIZER, Condition, ExecutionStatus, Instance, InstanceSpec, InstanceStatus, OperatorVersion,
     PlanExecution, PlanStatus,
 };
+use kudo_engine::readiness::CHANGE_DENIED;
 use kudo_engine::{
     Decision, EventType, InstanceChange, PlanPass, TIMING_ANNOTATION, TaskOutcome, Timestamp, Timing,
-    cleanup_finalizer_removable, decide, ensure_plan_statuses, mark_plan_fatal, needs_reset, plan_condition,
-    ready_condition, requeue_after_secs, reset_for_run, set_condition, should_schedule_cleanup,
+    cleanup_finalizer_removable, cleanup_run, decide, ensure_plan_statuses, mark_plan_fatal, needs_reset,
+    pass_requeue_secs, plan_condition, ready_condition, record_admission, reset_for_run, set_condition,
 };
 use kudo_package::render::RenderContext;
 use serde_json::{Value, json};
@@ -36,9 +37,6 @@ pub const DRIFTED: &str = "Drifted";
 pub const DRIFT_REPAIRED: &str = "DriftRepaired";
 /// Event reason: drifted objects were found and left alone (policy `report`).
 pub const DRIFT_DETECTED: &str = "DriftDetected";
-
-/// Condition reporting a spec change KUDO's webhook would have rejected.
-pub const CHANGE_ACCEPTED: &str = "ChangeAccepted";
 
 /// Unexpected failures of a reconcile (not plan errors, which live in the Instance status).
 #[derive(Debug, thiserror::Error)]
@@ -272,8 +270,7 @@ impl<'c> Reconciler<'c> {
             return Ok(Action::await_change());
         };
         let who = format!("{}/{}", self.ns, self.name);
-        let v = serde_json::to_value(&raw).map_err(|e| ReconcileError::Decode(who.clone(), e))?;
-        let inst: Instance = serde_json::from_value(v).map_err(|e| ReconcileError::Decode(who.clone(), e))?;
+        let inst = decode_instance(&raw, &who)?;
         let uid = raw
             .metadata
             .uid
@@ -295,42 +292,7 @@ impl<'c> Reconciler<'c> {
         }
 
         let Some(ov) = self.get_ov(&inst, &inst.spec).await? else {
-            if drift::namespace_terminating(self.ctx, &self.ns).await {
-                // The namespace deletion removed the OperatorVersion; the Instance goes next.
-                debug!(instance = %who, "namespace is being deleted: OperatorVersion gone");
-                return Ok(Action::await_change());
-            }
-            let msg = format!(
-                "OperatorVersion {}/{} of instance {who} does not exist",
-                inst.spec.operator_version_namespace(&self.ns),
-                inst.spec.operator_version.name
-            );
-            warn!("{msg}");
-            // KUDO's webhook refused such an Instance; stored anyway, it says why in its status
-            // (Ready=False) as well as in an Event, and is looked at again when OperatorVersions change.
-            let old = inst.status.clone().unwrap_or_default();
-            let mut new = old.clone();
-            set_condition(
-                &mut new.conditions,
-                Condition {
-                    type_: kudo_engine::readiness::READY.into(),
-                    status: "False".into(),
-                    observed_generation: None,
-                    last_transition_time: now().to_string(),
-                    reason: "OperatorVersionNotFound".into(),
-                    message: msg.clone(),
-                },
-            );
-            self.write_status(&old, &new).await?;
-            self.event(
-                &raw,
-                EventType::Warning,
-                "InvalidOperatorVersion",
-                "Reconcile",
-                &msg,
-            )
-            .await;
-            return Ok(Action::requeue(self.ctx.config.error_requeue));
+            return self.operator_version_missing(&raw, &inst, &who).await;
         };
 
         let admitted = self.admit(&inst, &ov, deleting).await?;
@@ -341,22 +303,16 @@ impl<'c> Reconciler<'c> {
         let mut exec = admitted.exec.clone();
         let finalizers = admitted.finalizers.clone();
         let mut remember = admitted.remember.clone();
-        if deleting && let Some(e) = &exec {
-            let mut probe = inst.clone();
-            probe.spec = e.clone();
-            if should_schedule_cleanup(&probe, &ov, true) {
-                let pe = PlanExecution {
-                    plan_name: kudo_engine::triggers::CLEANUP.into(),
-                    uid: uuid::Uuid::new_v4().to_string(),
-                    status: Some(ExecutionStatus::NeverRun),
-                };
-                info!(plan = "cleanup", uid = %pe.uid, "instance is being deleted, scheduling cleanup");
-                spec.plan_execution = pe.clone();
-                let mut e2 = e.clone();
-                e2.plan_execution = pe;
-                exec = Some(e2.clone());
-                remember = Some(e2);
-            }
+        if deleting
+            && let Some(e) = &exec
+            && let Some(pe) = cleanup_run(&inst, e, &ov, true, || uuid::Uuid::new_v4().to_string())
+        {
+            info!(plan = "cleanup", uid = %pe.uid, "instance is being deleted, scheduling cleanup");
+            spec.plan_execution = pe.clone();
+            let mut e2 = e.clone();
+            e2.plan_execution = pe;
+            exec = Some(e2.clone());
+            remember = Some(e2);
         }
 
         // Persist admission results (a newly scheduled run's uid, defaults, finalizer) before
@@ -373,9 +329,7 @@ impl<'c> Reconciler<'c> {
             .await?
         {
             Some(updated) => {
-                let v = serde_json::to_value(&updated).map_err(|e| ReconcileError::Decode(who.clone(), e))?;
-                let i: Instance =
-                    serde_json::from_value(v).map_err(|e| ReconcileError::Decode(who.clone(), e))?;
+                let i = decode_instance(&updated, &who)?;
                 (updated, i)
             }
             None => (raw, inst),
@@ -387,24 +341,16 @@ impl<'c> Reconciler<'c> {
         // --- status: denial condition
         let old_status = inst.status.clone().unwrap_or_default();
         let mut status = old_status.clone();
-        match &admitted.denial {
-            Some(msg) => {
-                warn!(denied = %msg, "spec change not admitted");
-                set_condition(
-                    &mut status.conditions,
-                    Condition {
-                        type_: CHANGE_ACCEPTED.into(),
-                        status: "False".into(),
-                        observed_generation: generation,
-                        last_transition_time: now.to_string(),
-                        reason: "ChangeDenied".into(),
-                        message: msg.clone(),
-                    },
-                );
-                self.event(&raw, EventType::Warning, "ChangeDenied", "Admission", msg)
-                    .await;
-            }
-            None => status.conditions.retain(|c| c.type_ != CHANGE_ACCEPTED),
+        record_admission(
+            &mut status.conditions,
+            admitted.denial.as_deref(),
+            generation,
+            now,
+        );
+        if let Some(msg) = &admitted.denial {
+            warn!(denied = %msg, "spec change not admitted");
+            self.event(&raw, EventType::Warning, CHANGE_DENIED, "Admission", msg)
+                .await;
         }
 
         let annotations = inst.metadata.annotations.clone();
@@ -423,29 +369,22 @@ impl<'c> Reconciler<'c> {
         let mut timing_annotation = annotations.get(TIMING_ANNOTATION).cloned();
 
         let mut requeue = self.ctx.config.idle_resync;
+        let input = PassInput {
+            raw: &raw,
+            ov: &ov,
+            exec: &exec,
+            instance_uid: &uid,
+            annotations: &annotations,
+            now,
+            generation,
+        };
         if plan.is_empty() {
-            // --- idle: readiness from the live workloads
-            // A failed lifecycle run keeps the instance's readiness Unknown until the user acts:
-            // healthy-looking leftovers of a half-applied plan do not make it Ready (KUDO
-            // reported them as ready once the failed plan was unscheduled).
-            let mut cond = match last_failed_lifecycle_plan(&status) {
-                Some(plan) => plan_condition(&plan, ExecutionStatus::FatalError, now)
-                    .unwrap_or_else(|| ready_condition(&[], now)),
-                None => ready_condition(&self.workloads().await?, now),
-            };
-            cond.observed_generation = generation;
-            set_condition(&mut status.conditions, cond);
-            if !deleting && last_failed_lifecycle_plan(&status).is_none() {
-                self.drift(&raw, &ov, &exec, &uid, &annotations, &mut status, now, generation)
-                    .await;
-            }
+            self.idle(&input, &mut status, deleting).await?;
         } else {
             let plan_uid = exec.plan_execution.uid.clone();
             let span = info_span!("plan", plan = %plan, uid = %plan_uid);
-            let (plan_status, pass_requeue, timing) = self
-                .execute(&raw, &ov, &exec, &uid, &mut status, now, generation, &annotations)
-                .instrument(span)
-                .await;
+            let (plan_status, pass_requeue, timing) =
+                self.execute(&input, &mut status).instrument(span).await;
             timing_annotation = timing;
             // Mirror the run's status into spec.planExecution; a finished plan is unscheduled.
             // (Only for the run being executed: a denied planExecution edit is left alone.)
@@ -476,24 +415,9 @@ impl<'c> Reconciler<'c> {
 
         // --- cluster-scoped objects applied by the pass are recorded for uninstall
         let mut extra = BTreeMap::from([(TIMING_ANNOTATION, timing_annotation)]);
-        let stored = stored_cluster_objects(&inst);
-        let mut recorded = stored.clone();
-        recorded.extend(
-            self.cluster
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .iter()
-                .cloned(),
-        );
-        if recorded != stored {
-            extra.insert(
-                CLUSTER_OBJECTS_ANNOTATION,
-                Some(serde_json::to_string(&recorded).unwrap_or_default()),
-            );
-        }
-        // (Kubernetes forbids adding finalizers to an Instance being deleted.)
-        if !recorded.is_empty() && !deleting && !finalizers.iter().any(|f| f == CLUSTER_OBJECTS_FINALIZER) {
-            finalizers.push(CLUSTER_OBJECTS_FINALIZER.to_string());
+        let applied = self.cluster.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        if let Some(annotation) = record_cluster_objects(&inst, &applied, deleting, &mut finalizers) {
+            extra.insert(CLUSTER_OBJECTS_ANNOTATION, Some(annotation));
         }
 
         // Status first: a crash before the spec write re-runs a terminal pass, which is a no-op.
@@ -504,6 +428,75 @@ impl<'c> Reconciler<'c> {
         self.write_spec(&inst, &spec, &finalizers, remember.as_ref(), &extra, rv)
             .await?;
         Ok(Action::requeue(requeue))
+    }
+
+    /// The Instance references an OperatorVersion that does not exist. KUDO's webhook refused such
+    /// an Instance; stored anyway, it says why in its status (Ready=False) as well as in an Event,
+    /// and is looked at again when OperatorVersions change.
+    async fn operator_version_missing(
+        &self,
+        raw: &DynamicObject,
+        inst: &Instance,
+        who: &str,
+    ) -> Result<Action, ReconcileError> {
+        if drift::namespace_terminating(self.ctx, &self.ns).await {
+            // The namespace deletion removed the OperatorVersion; the Instance goes next.
+            debug!(instance = %who, "namespace is being deleted: OperatorVersion gone");
+            return Ok(Action::await_change());
+        }
+        let msg = format!(
+            "OperatorVersion {}/{} of instance {who} does not exist",
+            inst.spec.operator_version_namespace(&self.ns),
+            inst.spec.operator_version.name
+        );
+        warn!("{msg}");
+        let old = inst.status.clone().unwrap_or_default();
+        let mut new = old.clone();
+        set_condition(
+            &mut new.conditions,
+            Condition {
+                type_: kudo_engine::readiness::READY.into(),
+                status: "False".into(),
+                observed_generation: None,
+                last_transition_time: now().to_string(),
+                reason: "OperatorVersionNotFound".into(),
+                message: msg.clone(),
+            },
+        );
+        self.write_status(&old, &new).await?;
+        self.event(
+            raw,
+            EventType::Warning,
+            "InvalidOperatorVersion",
+            "Reconcile",
+            &msg,
+        )
+        .await;
+        Ok(Action::requeue(self.ctx.config.error_requeue))
+    }
+
+    /// The idle step: readiness from the live workloads, then the drift check. A failed lifecycle
+    /// run keeps the instance's readiness Unknown until the user acts: healthy-looking leftovers
+    /// of a half-applied plan do not make it Ready (KUDO reported them as ready once the failed
+    /// plan was unscheduled).
+    async fn idle(
+        &self,
+        input: &PassInput<'_>,
+        status: &mut InstanceStatus,
+        deleting: bool,
+    ) -> Result<(), ReconcileError> {
+        let now = input.now;
+        let mut cond = match last_failed_lifecycle_plan(status) {
+            Some(plan) => plan_condition(&plan, ExecutionStatus::FatalError, now)
+                .unwrap_or_else(|| ready_condition(&[], now)),
+            None => ready_condition(&self.workloads().await?, now),
+        };
+        cond.observed_generation = input.generation;
+        set_condition(&mut status.conditions, cond);
+        if !deleting && last_failed_lifecycle_plan(status).is_none() {
+            self.drift(input, status).await;
+        }
+        Ok(())
     }
 
     /// Uninstall of an Instance whose plans created cluster-scoped objects: delete them, then
@@ -659,22 +652,13 @@ impl<'c> Reconciler<'c> {
 
     /// One execution pass of the scheduled plan. Returns the plan's status after the pass, the
     /// requeue delay (None when the plan is terminal) and the timing annotation to store.
-    #[allow(clippy::too_many_arguments)]
-    async fn execute(
-        &self,
-        raw: &DynamicObject,
-        ov: &OperatorVersion,
-        exec: &InstanceSpec,
-        instance_uid: &str,
-        status: &mut InstanceStatus,
-        now: Timestamp,
-        generation: Option<i64>,
-        annotations: &BTreeMap<String, String>,
-    ) -> (ExecutionStatus, Option<Duration>, Option<String>) {
+    async fn execute(&self, input: &PassInput<'_>, status: &mut InstanceStatus) -> PassResult {
+        let PassInput {
+            raw, ov, exec, now, ..
+        } = *input;
         let plan = exec.plan_execution.plan_name.as_str();
         let plan_uid = exec.plan_execution.uid.as_str();
         ensure_plan_statuses(&ov.spec, status);
-        let timing = Timing::from_annotation(annotations.get(TIMING_ANNOTATION).map(String::as_str));
 
         let mut ps = status
             .plan_status
@@ -694,10 +678,7 @@ impl<'c> Reconciler<'c> {
                 self.event(raw, EventType::Warning, reasons::INVALID_PLAN, plan, &msg)
                     .await;
             }
-            let st = ps.status;
-            status.plan_status.insert(plan.to_string(), ps);
-            self.plan_ready(status, plan, st, now, generation);
-            return (st, None, None);
+            return self.without_pass(input, status, ps);
         }
 
         if exec.plan_execution.status == Some(ExecutionStatus::Cancelled) {
@@ -708,64 +689,100 @@ impl<'c> Reconciler<'c> {
                 let (new_ps, summary) = pass.finish();
                 self.ctx
                     .metrics
-                    .plan_pass(ov, plan_uid, annotations, &summary, now);
+                    .plan_pass(ov, plan_uid, input.annotations, &summary, now);
                 for ev in &summary.events {
                     self.event(raw, ev.type_, &ev.reason, plan, &ev.message).await;
                 }
                 ps = new_ps;
             }
-            let st = ps.status;
-            info!(status = %st, "plan cancelled");
-            status.plan_status.insert(plan.to_string(), ps);
-            self.plan_ready(status, plan, st, now, generation);
-            return (st, None, None);
+            info!(status = %ps.status, "plan cancelled");
+            return self.without_pass(input, status, ps);
         }
         if ps.status.is_terminal() {
             // A terminal plan runs nothing; the caller unschedules it.
-            let st = ps.status;
-            status.plan_status.insert(plan.to_string(), ps);
-            self.plan_ready(status, plan, st, now, generation);
-            return (st, None, None);
+            return self.without_pass(input, status, ps);
         }
-        let rctx = RenderContext {
-            instance_name: self.name.clone(),
-            namespace: self.ns.clone(),
-            parameters: exec.parameters.clone(),
-            plan_uid: plan_uid.to_string(),
-            instance_uid: instance_uid.to_string(),
-            is_namespaced: None,
-            live_dependency: None,
-        };
-        let rendered = match execute::render(self.ctx, ov, plan, rctx).await {
-            Ok(r) => {
-                for t in r.translations() {
-                    if self.ctx.translations.first(plan_uid, t) {
-                        let msg = t.message();
-                        info!("{msg}");
-                        // One Event series per object (the recorder merges by reason and action).
-                        let mut action = format!("Translate {}", t.object);
-                        while action.len() > 128 {
-                            action.pop();
-                        }
-                        self.event(raw, EventType::Warning, API_VERSION_TRANSLATED, &action, &msg)
-                            .await;
-                    }
-                }
-                r
-            }
+        let rendered = match self.render(input).await {
+            Ok(r) => r,
             Err(msg) => {
                 let msg = format!("{}/{}: {msg}", self.ns, self.name);
                 mark_plan_fatal(&mut ps, &msg, now);
                 self.event(raw, EventType::Warning, reasons::INVALID_PARAMS, plan, &msg)
                     .await;
-                let st = ps.status;
-                status.plan_status.insert(plan.to_string(), ps);
-                self.plan_ready(status, plan, st, now, generation);
-                return (st, None, None);
+                return self.without_pass(input, status, ps);
             }
         };
-        let params = kudo_engine::effective_parameters(&ov.spec.parameters, &exec.parameters);
+        self.run_pass(input, status, ps, &rendered).await
+    }
 
+    /// Ends a pass that ran no task: the plan status is stored as it is, with its readiness.
+    fn without_pass(&self, input: &PassInput<'_>, status: &mut InstanceStatus, ps: PlanStatus) -> PassResult {
+        let plan = input.exec.plan_execution.plan_name.as_str();
+        let st = ps.status;
+        status.plan_status.insert(plan.to_string(), ps);
+        self.plan_ready(status, plan, st, input.now, input.generation);
+        (st, None, None)
+    }
+
+    /// Renders the scheduled plan, announcing each translation of a removed API version once per
+    /// plan run with an Event.
+    async fn render(&self, input: &PassInput<'_>) -> Result<execute::Rendered, execute::PlanRenderError> {
+        let plan = input.exec.plan_execution.plan_name.as_str();
+        let plan_uid = input.exec.plan_execution.uid.as_str();
+        let rctx = RenderContext {
+            instance_name: self.name.clone(),
+            namespace: self.ns.clone(),
+            parameters: input.exec.parameters.clone(),
+            plan_uid: plan_uid.to_string(),
+            instance_uid: input.instance_uid.to_string(),
+            is_namespaced: None,
+            live_dependency: None,
+        };
+        let rendered = execute::render(self.ctx, input.ov, plan, rctx).await?;
+        for t in rendered.translations() {
+            if self.ctx.translations.first(plan_uid, t) {
+                let msg = t.message();
+                info!("{msg}");
+                // One Event series per object (the recorder merges by reason and action).
+                let mut action = format!("Translate {}", t.object);
+                while action.len() > 128 {
+                    action.pop();
+                }
+                self.event(
+                    input.raw,
+                    EventType::Warning,
+                    API_VERSION_TRANSLATED,
+                    &action,
+                    &msg,
+                )
+                .await;
+            }
+        }
+        Ok(rendered)
+    }
+
+    /// Runs the plan pass over the rendered plan: every task the engine hands out, then the
+    /// pass's Events, metrics and the next requeue.
+    async fn run_pass(
+        &self,
+        input: &PassInput<'_>,
+        status: &mut InstanceStatus,
+        mut ps: PlanStatus,
+        rendered: &execute::Rendered,
+    ) -> PassResult {
+        let PassInput {
+            raw,
+            ov,
+            exec,
+            annotations,
+            now,
+            generation,
+            ..
+        } = *input;
+        let plan = exec.plan_execution.plan_name.as_str();
+        let plan_uid = exec.plan_execution.uid.as_str();
+        let timing = Timing::from_annotation(annotations.get(TIMING_ANNOTATION).map(String::as_str));
+        let params = kudo_engine::effective_parameters(&ov.spec.parameters, &exec.parameters);
         let mut pass = match PlanPass::start(&ov.spec, plan, ps.clone(), now) {
             Ok(p) => p.with_instance(&self.ns, &self.name).with_timing(timing),
             Err(e) => {
@@ -778,7 +795,7 @@ impl<'c> Reconciler<'c> {
             }
         };
         while let Some(call) = pass.next_task() {
-            let outcome = execute::run_task(self.ctx, &call, ov, &rendered, &params, &self.cluster)
+            let outcome = execute::run_task(self.ctx, &call, ov, rendered, &params, &self.cluster)
                 .instrument(info_span!(
                     "task",
                     phase = call.phase,
@@ -807,15 +824,8 @@ impl<'c> Reconciler<'c> {
             self.event(raw, ev.type_, &ev.reason, plan, &ev.message).await;
         }
         let st = new_ps.status;
-        let requeue = if st.is_terminal() {
-            None
-        } else {
-            let mut secs = requeue_after_secs(&new_ps, now);
-            if let Some(d) = summary.next_deadline {
-                secs = secs.min(d.seconds_since(now).max(1) as u64);
-            }
-            Some(Duration::from_secs(secs).min(self.ctx.config.requeue_backstop))
-        };
+        let requeue = pass_requeue_secs(&new_ps, summary.next_deadline, now)
+            .map(|secs| Duration::from_secs(secs).min(self.ctx.config.requeue_backstop));
         status.plan_status.insert(plan.to_string(), new_ps);
         self.plan_ready(status, plan, st, now, generation);
         (st, requeue, summary.timing.to_annotation())
@@ -823,18 +833,16 @@ impl<'c> Reconciler<'c> {
 
     /// Drift check of an idle Instance (see [`crate::drift`]): Events and the `Drifted`
     /// condition. Failures are logged and retried at the next idle reconcile.
-    #[allow(clippy::too_many_arguments)]
-    async fn drift(
-        &self,
-        raw: &DynamicObject,
-        ov: &OperatorVersion,
-        exec: &InstanceSpec,
-        instance_uid: &str,
-        annotations: &BTreeMap<String, String>,
-        status: &mut InstanceStatus,
-        now: Timestamp,
-        generation: Option<i64>,
-    ) {
+    async fn drift(&self, input: &PassInput<'_>, status: &mut InstanceStatus) {
+        let PassInput {
+            raw,
+            ov,
+            exec,
+            instance_uid,
+            annotations,
+            now,
+            generation,
+        } = *input;
         let (policy, bad) = drift::Policy::from_annotations(annotations);
         if let Some(msg) = bad {
             warn!("{msg}");
@@ -1077,6 +1085,48 @@ fn last_failed_lifecycle_plan(status: &InstanceStatus) -> Option<String> {
                 .map_or(i64::MIN, |t| t.unix())
         })?;
     (latest.status == ExecutionStatus::FatalError).then(|| latest.name.clone())
+}
+
+/// What one pass over an Instance works from, shared by plan execution and the idle step
+/// (readiness, drift repair).
+#[derive(Clone, Copy)]
+struct PassInput<'a> {
+    raw: &'a DynamicObject,
+    /// The OperatorVersion the admitted spec runs.
+    ov: &'a OperatorVersion,
+    /// The admitted spec being executed.
+    exec: &'a InstanceSpec,
+    instance_uid: &'a str,
+    annotations: &'a BTreeMap<String, String>,
+    now: Timestamp,
+    generation: Option<i64>,
+}
+
+/// A pass's outcome: the plan's status, the requeue delay (`None` when terminal) and the timing
+/// annotation to store.
+type PassResult = (ExecutionStatus, Option<Duration>, Option<String>);
+
+fn decode_instance(raw: &DynamicObject, who: &str) -> Result<Instance, ReconcileError> {
+    let v = serde_json::to_value(raw).map_err(|e| ReconcileError::Decode(who.to_string(), e))?;
+    serde_json::from_value(v).map_err(|e| ReconcileError::Decode(who.to_string(), e))
+}
+
+/// Adds the cluster-scoped objects a pass applied to those recorded on the Instance: returns the
+/// new annotation value when the set grew, and adds the finalizer that releases them on uninstall
+/// (Kubernetes forbids adding finalizers to an Instance being deleted).
+fn record_cluster_objects(
+    inst: &Instance,
+    applied: &BTreeSet<execute::ClusterObject>,
+    deleting: bool,
+    finalizers: &mut Vec<String>,
+) -> Option<String> {
+    let stored = stored_cluster_objects(inst);
+    let mut recorded = stored.clone();
+    recorded.extend(applied.iter().cloned());
+    if !recorded.is_empty() && !deleting && !finalizers.iter().any(|f| f == CLUSTER_OBJECTS_FINALIZER) {
+        finalizers.push(CLUSTER_OBJECTS_FINALIZER.to_string());
+    }
+    (recorded != stored).then(|| serde_json::to_string(&recorded).unwrap_or_default())
 }
 
 /// The cluster-scoped objects recorded on the Instance (see [`CLUSTER_OBJECTS_ANNOTATION`]).

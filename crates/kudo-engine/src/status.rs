@@ -101,10 +101,44 @@ pub fn requeue_after_secs(plan_status: &PlanStatus, now: Timestamp) -> u64 {
     1 + minutes.min(59) as u64
 }
 
+/// When to look at a plan again after a pass: `None` once it is terminal, else KUDO's delay
+/// ([`requeue_after_secs`]) shortened to the next step/plan timeout (`next_deadline`, at least
+/// 1 s away).
+pub fn pass_requeue_secs(
+    plan_status: &PlanStatus,
+    next_deadline: Option<Timestamp>,
+    now: Timestamp,
+) -> Option<u64> {
+    if plan_status.status.is_terminal() {
+        return None;
+    }
+    let mut secs = requeue_after_secs(plan_status, now);
+    if let Some(d) = next_deadline {
+        secs = secs.min(d.seconds_since(now).max(1) as u64);
+    }
+    Some(secs)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use kudo_api::{Phase, Plan, Step};
+
+    #[test]
+    fn pass_requeue_follows_kudo_then_the_next_deadline() {
+        let now = Timestamp::parse("2024-05-01T10:10:00Z").unwrap();
+        let mut ps = PlanStatus {
+            status: ExecutionStatus::InProgress,
+            last_updated_timestamp: Some("2024-05-01T10:00:00Z".into()),
+            ..PlanStatus::default()
+        };
+        assert_eq!(pass_requeue_secs(&ps, None, now), Some(11));
+        assert_eq!(pass_requeue_secs(&ps, Some(now.plus_seconds(4)), now), Some(4));
+        assert_eq!(pass_requeue_secs(&ps, Some(now), now), Some(1));
+        assert_eq!(pass_requeue_secs(&ps, Some(now.plus_seconds(600)), now), Some(11));
+        ps.status = ExecutionStatus::Complete;
+        assert_eq!(pass_requeue_secs(&ps, Some(now.plus_seconds(4)), now), None);
+    }
     use std::collections::BTreeMap;
 
     fn plan(phases: &[(&str, &[&str])]) -> Plan {

@@ -583,6 +583,25 @@ pub fn should_schedule_cleanup(instance: &Instance, ov: &OperatorVersion, deleti
         .is_none_or(|ps| ps.status == ExecutionStatus::NeverRun)
 }
 
+/// The `cleanup` run to schedule for an Instance being deleted, given the spec `exec` about to be
+/// executed: a NeverRun execution under a fresh `uid()` when [`should_schedule_cleanup`] says so,
+/// else `None`.
+pub fn cleanup_run(
+    instance: &Instance,
+    exec: &kudo_api::InstanceSpec,
+    ov: &OperatorVersion,
+    deleting: bool,
+    uid: impl FnOnce() -> String,
+) -> Option<PlanExecution> {
+    let mut probe = instance.clone();
+    probe.spec = exec.clone();
+    should_schedule_cleanup(&probe, ov, deleting).then(|| PlanExecution {
+        plan_name: CLEANUP.into(),
+        uid: uid(),
+        status: Some(ExecutionStatus::NeverRun),
+    })
+}
+
 /// Whether the cleanup finalizer may be removed: the OV has no `cleanup` plan (any more), or the
 /// cleanup plan COMPLETED. On FATAL_ERROR the finalizer stays and a human must intervene (KUDO).
 pub fn cleanup_finalizer_removable(instance: &Instance, ov: &OperatorVersion) -> bool {

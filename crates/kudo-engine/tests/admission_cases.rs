@@ -1207,3 +1207,24 @@ fn a_bad_value_has_one_wording_kudos_in_the_engine_and_the_package() {
         want
     );
 }
+
+#[test]
+fn cleanup_run_judges_the_spec_about_to_be_executed() {
+    let o = ov();
+    let exec = scheduled().spec;
+    let pe = triggers::cleanup_run(&uninstalling(), &exec, &o, true, || "u".into()).unwrap();
+    assert_eq!(
+        (pe.plan_name.as_str(), pe.uid.as_str(), pe.status),
+        ("cleanup", "u", Some(ExecutionStatus::NeverRun))
+    );
+    // the spec to execute already runs cleanup, or the instance is not being deleted: nothing
+    let running_cleanup = uninstalling().spec;
+    assert_eq!(
+        triggers::cleanup_run(&scheduled(), &running_cleanup, &o, true, || unreachable!()),
+        None
+    );
+    assert_eq!(
+        triggers::cleanup_run(&scheduled(), &exec, &o, false, || unreachable!()),
+        None
+    );
+}
