@@ -16,8 +16,9 @@ use kudo_api::{
 use kudo_engine::readiness::CHANGE_DENIED;
 use kudo_engine::{
     Decision, EventType, InstanceChange, PlanPass, TIMING_ANNOTATION, TaskOutcome, Timestamp, Timing,
-    cleanup_finalizer_removable, cleanup_run, decide, ensure_plan_statuses, mark_plan_fatal, needs_reset,
-    pass_requeue_secs, plan_condition, ready_condition, record_admission, reset_for_run, set_condition,
+    cleanup_finalizer_removable, cleanup_run, decide, ensure_plan_statuses, mark_plan_fatal,
+    mirror_run_status, needs_reset, pass_requeue_secs, plan_condition, ready_condition, record_admission,
+    reset_for_run, set_condition,
 };
 use kudo_package::render::RenderContext;
 use serde_json::{Value, json};
@@ -117,6 +118,37 @@ struct Admitted {
     denial: Option<String>,
     /// Spec the admitted-spec annotation should hold.
     remember: Option<InstanceSpec>,
+}
+
+impl Admitted {
+    /// On deletion, schedules the `cleanup` plan in the spec to store and to execute when the
+    /// engine says so ([`cleanup_run`]).
+    fn with_cleanup(mut self, inst: &Instance, ov: &OperatorVersion, deleting: bool) -> Admitted {
+        if deleting
+            && let Some(e) = &self.exec
+            && let Some(pe) = cleanup_run(inst, e, ov, true, || uuid::Uuid::new_v4().to_string())
+        {
+            info!(plan = "cleanup", uid = %pe.uid, "instance is being deleted, scheduling cleanup");
+            self.spec.plan_execution = pe.clone();
+            let mut e2 = e.clone();
+            e2.plan_execution = pe;
+            self.exec = Some(e2.clone());
+            self.remember = Some(e2);
+        }
+        self
+    }
+}
+
+/// What a reconcile writes back after its pass, besides the status.
+struct Writes {
+    spec: InstanceSpec,
+    finalizers: Vec<String>,
+    /// Spec the admitted-spec annotation should hold.
+    remember: Option<InstanceSpec>,
+    /// The timing annotation.
+    timing: Option<String>,
+    /// The status as read, to diff against.
+    old_status: InstanceStatus,
 }
 
 /// How many times an Event write is tried when the API server refuses it transiently.
@@ -295,63 +327,23 @@ impl<'c> Reconciler<'c> {
             return self.operator_version_missing(&raw, &inst, &who).await;
         };
 
-        let admitted = self.admit(&inst, &ov, deleting).await?;
-        let now = now();
-
-        // --- the spec to execute, and the cleanup plan on deletion
-        let mut spec = admitted.spec.clone();
-        let mut exec = admitted.exec.clone();
-        let finalizers = admitted.finalizers.clone();
-        let mut remember = admitted.remember.clone();
-        if deleting
-            && let Some(e) = &exec
-            && let Some(pe) = cleanup_run(&inst, e, &ov, true, || uuid::Uuid::new_v4().to_string())
-        {
-            info!(plan = "cleanup", uid = %pe.uid, "instance is being deleted, scheduling cleanup");
-            spec.plan_execution = pe.clone();
-            let mut e2 = e.clone();
-            e2.plan_execution = pe;
-            exec = Some(e2.clone());
-            remember = Some(e2);
-        }
-
-        // Persist admission results (a newly scheduled run's uid, defaults, finalizer) before
-        // executing anything, so the run is durable even if a later write fails.
-        let (raw, inst) = match self
-            .write_spec(
-                &inst,
-                &spec,
-                &finalizers,
-                remember.as_ref(),
-                &BTreeMap::new(),
-                resource_version(&raw),
-            )
+        let admitted = self
+            .admit(&inst, &ov, deleting)
             .await?
-        {
-            Some(updated) => {
-                let i = decode_instance(&updated, &who)?;
-                (updated, i)
-            }
-            None => (raw, inst),
-        };
+            .with_cleanup(&inst, &ov, deleting);
+        let now = now();
+        let (raw, inst) = self.persist_admission(raw, inst, &admitted, &who).await?;
         let generation = raw.metadata.generation;
-        let mut spec = inst.spec.clone();
-        let mut finalizers = inst.metadata.finalizers.clone();
-
-        // --- status: denial condition
+        let Admitted {
+            exec,
+            denial,
+            remember,
+            ..
+        } = admitted;
         let old_status = inst.status.clone().unwrap_or_default();
         let mut status = old_status.clone();
-        record_admission(
-            &mut status.conditions,
-            admitted.denial.as_deref(),
-            generation,
-            now,
-        );
-        if let Some(msg) = &admitted.denial {
-            warn!(denied = %msg, "spec change not admitted");
-            self.event(&raw, EventType::Warning, CHANGE_DENIED, "Admission", msg)
-                .await;
-        }
+        self.record_denial(&raw, &mut status, denial.as_deref(), generation, now)
+            .await;
 
         let annotations = inst.metadata.annotations.clone();
         let Some(exec) = exec else {
@@ -366,8 +358,13 @@ impl<'c> Reconciler<'c> {
             ov
         };
         let plan = exec.plan_execution.plan_name.clone();
-        let mut timing_annotation = annotations.get(TIMING_ANNOTATION).cloned();
-
+        let mut writes = Writes {
+            spec: inst.spec.clone(),
+            finalizers: inst.metadata.finalizers.clone(),
+            remember,
+            timing: annotations.get(TIMING_ANNOTATION).cloned(),
+            old_status,
+        };
         let mut requeue = self.ctx.config.idle_resync;
         let input = PassInput {
             raw: &raw,
@@ -385,49 +382,103 @@ impl<'c> Reconciler<'c> {
             let span = info_span!("plan", plan = %plan, uid = %plan_uid);
             let (plan_status, pass_requeue, timing) =
                 self.execute(&input, &mut status).instrument(span).await;
-            timing_annotation = timing;
-            // Mirror the run's status into spec.planExecution; a finished plan is unscheduled.
-            // (Only for the run being executed: a denied planExecution edit is left alone.)
-            let mut e = exec.clone();
-            if plan_status.is_terminal() {
-                e.plan_execution = PlanExecution::default();
-            } else {
-                e.plan_execution.status = Some(plan_status);
-            }
-            if spec.plan_execution.uid == exec.plan_execution.uid {
-                spec.plan_execution = e.plan_execution.clone();
-            }
-            remember = Some(e);
+            writes.timing = timing;
+            writes.remember = Some(mirror_run_status(&mut writes.spec, &exec, plan_status));
             if let Some(r) = pass_requeue {
                 requeue = r;
             }
         }
+        self.persist_run(&raw, &inst, &ov, deleting, writes, &status)
+            .await?;
+        Ok(Action::requeue(requeue))
+    }
 
-        // --- finalizer: removable once cleanup COMPLETED (or there is no cleanup plan)
+    /// Persists admission results (a newly scheduled run's uid, defaults, finalizer) before
+    /// executing anything, so the run is durable even if a later write fails. Returns the
+    /// Instance as stored.
+    async fn persist_admission(
+        &self,
+        raw: DynamicObject,
+        inst: Instance,
+        admitted: &Admitted,
+        who: &str,
+    ) -> Result<(DynamicObject, Instance), ReconcileError> {
+        let written = self
+            .write_spec(
+                &inst,
+                &admitted.spec,
+                &admitted.finalizers,
+                admitted.remember.as_ref(),
+                &BTreeMap::new(),
+                resource_version(&raw),
+            )
+            .await?;
+        Ok(match written {
+            Some(updated) => {
+                let i = decode_instance(&updated, who)?;
+                (updated, i)
+            }
+            None => (raw, inst),
+        })
+    }
+
+    /// The `ChangeAccepted` condition of this reconcile's admission, and an Event for a denial.
+    async fn record_denial(
+        &self,
+        raw: &DynamicObject,
+        status: &mut InstanceStatus,
+        denial: Option<&str>,
+        generation: Option<i64>,
+        now: Timestamp,
+    ) {
+        record_admission(&mut status.conditions, denial, generation, now);
+        if let Some(msg) = denial {
+            warn!(denied = %msg, "spec change not admitted");
+            self.event(raw, EventType::Warning, CHANGE_DENIED, "Admission", msg)
+                .await;
+        }
+    }
+
+    /// Writes what the pass decided: the cleanup finalizer goes once cleanup COMPLETED (or
+    /// there is no cleanup plan), cluster-scoped objects the pass applied are recorded for
+    /// uninstall, then status and spec are written (status first: a crash before the spec write
+    /// re-runs a terminal pass, which is a no-op).
+    async fn persist_run(
+        &self,
+        raw: &DynamicObject,
+        inst: &Instance,
+        ov: &OperatorVersion,
+        deleting: bool,
+        mut writes: Writes,
+        status: &InstanceStatus,
+    ) -> Result<(), ReconcileError> {
         if deleting {
             let mut probe = inst.clone();
             probe.status = Some(status.clone());
-            if cleanup_finalizer_removable(&probe, &ov) {
+            if cleanup_finalizer_removable(&probe, ov) {
                 info!("cleanup finished, removing finalizer");
-                finalizers.retain(|f| f != CLEANUP_FINALIZER);
+                writes.finalizers.retain(|f| f != CLEANUP_FINALIZER);
             }
         }
-
-        // --- cluster-scoped objects applied by the pass are recorded for uninstall
-        let mut extra = BTreeMap::from([(TIMING_ANNOTATION, timing_annotation)]);
+        let mut extra = BTreeMap::from([(TIMING_ANNOTATION, writes.timing)]);
         let applied = self.cluster.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        if let Some(annotation) = record_cluster_objects(&inst, &applied, deleting, &mut finalizers) {
+        if let Some(annotation) = record_cluster_objects(inst, &applied, deleting, &mut writes.finalizers) {
             extra.insert(CLUSTER_OBJECTS_ANNOTATION, Some(annotation));
         }
-
-        // Status first: a crash before the spec write re-runs a terminal pass, which is a no-op.
         let rv = self
-            .write_status(&old_status, &status)
+            .write_status(&writes.old_status, status)
             .await?
-            .or_else(|| resource_version(&raw));
-        self.write_spec(&inst, &spec, &finalizers, remember.as_ref(), &extra, rv)
-            .await?;
-        Ok(Action::requeue(requeue))
+            .or_else(|| resource_version(raw));
+        self.write_spec(
+            inst,
+            &writes.spec,
+            &writes.finalizers,
+            writes.remember.as_ref(),
+            &extra,
+            rv,
+        )
+        .await?;
+        Ok(())
     }
 
     /// The Instance references an OperatorVersion that does not exist. KUDO's webhook refused such

@@ -77,7 +77,8 @@ pub use pass::{
 };
 pub use readiness::{plan_condition, ready_condition, record_admission, set_condition};
 pub use status::{
-    ensure_plan_statuses, mark_plan_fatal, needs_reset, pass_requeue_secs, requeue_after_secs, reset_for_run,
+    ensure_plan_statuses, mark_plan_fatal, mirror_run_status, needs_reset, pass_requeue_secs,
+    requeue_after_secs, reset_for_run,
 };
 pub use tasks::{
     TaskBuildError, ToggleAction, ToggleError, effective_parameters, toggle_action, validate_task,

@@ -1,7 +1,10 @@
 //! Plan status bookkeeping around a run: the parts of KUDO's reconcile that shape
 //! `Instance.status.planStatus` before the execution pass touches it.
 
-use kudo_api::{ExecutionStatus, InstanceStatus, OperatorVersionSpec, PhaseStatus, PlanStatus, StepStatus};
+use kudo_api::{
+    ExecutionStatus, InstanceSpec, InstanceStatus, OperatorVersionSpec, PhaseStatus, PlanExecution,
+    PlanStatus, StepStatus,
+};
 
 use crate::time::Timestamp;
 
@@ -101,6 +104,27 @@ pub fn requeue_after_secs(plan_status: &PlanStatus, now: Timestamp) -> u64 {
     1 + minutes.min(59) as u64
 }
 
+/// Mirrors a pass's outcome into `spec.planExecution`: a finished plan is unscheduled, a running
+/// one gets its status. Only the run being executed is touched in `spec` (a denied
+/// planExecution edit is left alone). Returns the executed spec with the same change (what the
+/// admitted-spec annotation should hold).
+pub fn mirror_run_status(
+    spec: &mut InstanceSpec,
+    exec: &InstanceSpec,
+    plan_status: ExecutionStatus,
+) -> InstanceSpec {
+    let mut e = exec.clone();
+    if plan_status.is_terminal() {
+        e.plan_execution = PlanExecution::default();
+    } else {
+        e.plan_execution.status = Some(plan_status);
+    }
+    if spec.plan_execution.uid == exec.plan_execution.uid {
+        spec.plan_execution = e.plan_execution.clone();
+    }
+    e
+}
+
 /// When to look at a plan again after a pass: `None` once it is terminal, else KUDO's delay
 /// ([`requeue_after_secs`]) shortened to the next step/plan timeout (`next_deadline`, at least
 /// 1 s away).
@@ -123,6 +147,31 @@ pub fn pass_requeue_secs(
 mod tests {
     use super::*;
     use kudo_api::{Phase, Plan, Step};
+
+    #[test]
+    fn run_status_is_mirrored_into_the_executed_run_only() {
+        let run = |uid: &str| InstanceSpec {
+            plan_execution: PlanExecution {
+                plan_name: "deploy".into(),
+                uid: uid.into(),
+                status: None,
+            },
+            ..InstanceSpec::default()
+        };
+        let exec = run("a");
+        let mut spec = run("a");
+        let e = mirror_run_status(&mut spec, &exec, ExecutionStatus::InProgress);
+        assert_eq!(e.plan_execution.status, Some(ExecutionStatus::InProgress));
+        assert_eq!(spec.plan_execution, e.plan_execution);
+        let e = mirror_run_status(&mut spec, &exec, ExecutionStatus::Complete);
+        assert_eq!(e.plan_execution, PlanExecution::default());
+        assert_eq!(spec.plan_execution, PlanExecution::default());
+        // a denied edit scheduled another run: the stored spec keeps it
+        let mut denied = run("b");
+        let e = mirror_run_status(&mut denied, &exec, ExecutionStatus::Complete);
+        assert_eq!(denied, run("b"));
+        assert_eq!(e.plan_execution, PlanExecution::default());
+    }
 
     #[test]
     fn pass_requeue_follows_kudo_then_the_next_deadline() {
