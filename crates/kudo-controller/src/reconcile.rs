@@ -15,8 +15,8 @@ use kudo_api::{
 };
 use kudo_engine::readiness::CHANGE_DENIED;
 use kudo_engine::{
-    Decision, EventType, InstanceChange, PlanPass, TIMING_ANNOTATION, TaskOutcome, Timestamp, Timing,
-    cleanup_finalizer_removable, cleanup_run, decide, ensure_plan_statuses, mark_plan_fatal,
+    Admission, Decision, EventType, InstanceChange, PlanPass, TIMING_ANNOTATION, TaskOutcome, Timestamp,
+    Timing, cleanup_finalizer_removable, cleanup_run, decide, ensure_plan_statuses, mark_plan_fatal,
     mirror_run_status, needs_reset, pass_requeue_secs, plan_condition, ready_condition, record_admission,
     reset_for_run, set_condition,
 };
@@ -121,6 +121,52 @@ struct Admitted {
 }
 
 impl Admitted {
+    /// The stored spec and finalizers stay as they are; `exec` is executed and remembered.
+    fn keeping(inst: &Instance, exec: Option<InstanceSpec>, denial: Option<String>) -> Admitted {
+        Admitted {
+            spec: inst.spec.clone(),
+            finalizers: inst.metadata.finalizers.clone(),
+            exec: exec.clone(),
+            denial,
+            remember: exec,
+        }
+    }
+
+    /// What the engine's admission of the change to `inst` (from the admitted `old_spec`) means
+    /// for this reconcile.
+    fn from_decision(inst: &Instance, admission: &Admission, old_spec: Option<InstanceSpec>) -> Admitted {
+        match &admission.decision {
+            Decision::Cancel { plan, uid } => {
+                // Execute the admitted spec (not a denied parameter change that may be stored
+                // too) with the run marked CANCELLED; the pass stops it.
+                let mut e = old_spec.unwrap_or_else(|| inst.spec.clone());
+                e.plan_execution = PlanExecution {
+                    plan_name: plan.clone(),
+                    uid: uid.clone(),
+                    status: Some(ExecutionStatus::Cancelled),
+                };
+                info!(plan = %plan, uid = %uid, "plan cancellation requested");
+                Admitted::keeping(inst, Some(e), None)
+            }
+            Decision::Deny { message } => Admitted::keeping(inst, old_spec, Some(message.clone())),
+            decision => {
+                let mut new = inst.clone();
+                let new_uid = uuid::Uuid::new_v4().to_string();
+                admission.apply(&mut new, &new_uid);
+                if let Decision::Schedule { plan, reason } = decision {
+                    info!(plan = %plan, reason = ?reason, uid = %new_uid, "plan scheduled");
+                }
+                Admitted {
+                    spec: new.spec.clone(),
+                    finalizers: new.metadata.finalizers.clone(),
+                    exec: Some(new.spec.clone()),
+                    denial: None,
+                    remember: Some(new.spec),
+                }
+            }
+        }
+    }
+
     /// On deletion, schedules the `cleanup` plan in the spec to store and to execute when the
     /// engine says so ([`cleanup_run`]).
     fn with_cleanup(mut self, inst: &Instance, ov: &OperatorVersion, deleting: bool) -> Admitted {
@@ -311,16 +357,7 @@ impl<'c> Reconciler<'c> {
         let deleting = raw.metadata.deletion_timestamp.is_some();
         let has_finalizer = inst.metadata.finalizers.iter().any(|f| f == CLEANUP_FINALIZER);
         if deleting && !has_finalizer {
-            if inst
-                .metadata
-                .finalizers
-                .iter()
-                .any(|f| f == CLUSTER_OBJECTS_FINALIZER)
-            {
-                return self.release_cluster_objects(&raw, &inst).await;
-            }
-            // Nothing of ours holds the Instance: the garbage collector removes its objects.
-            return Ok(Action::await_change());
+            return self.delete_without_cleanup(&raw, &inst).await;
         }
 
         let Some(ov) = self.get_ov(&inst, &inst.spec).await? else {
@@ -357,7 +394,6 @@ impl<'c> Reconciler<'c> {
         } else {
             ov
         };
-        let plan = exec.plan_execution.plan_name.clone();
         let mut writes = Writes {
             spec: inst.spec.clone(),
             finalizers: inst.metadata.finalizers.clone(),
@@ -365,7 +401,6 @@ impl<'c> Reconciler<'c> {
             timing: annotations.get(TIMING_ANNOTATION).cloned(),
             old_status,
         };
-        let mut requeue = self.ctx.config.idle_resync;
         let input = PassInput {
             raw: &raw,
             ov: &ov,
@@ -375,22 +410,53 @@ impl<'c> Reconciler<'c> {
             now,
             generation,
         };
-        if plan.is_empty() {
-            self.idle(&input, &mut status, deleting).await?;
-        } else {
-            let plan_uid = exec.plan_execution.uid.clone();
-            let span = info_span!("plan", plan = %plan, uid = %plan_uid);
-            let (plan_status, pass_requeue, timing) =
-                self.execute(&input, &mut status).instrument(span).await;
-            writes.timing = timing;
-            writes.remember = Some(mirror_run_status(&mut writes.spec, &exec, plan_status));
-            if let Some(r) = pass_requeue {
-                requeue = r;
-            }
-        }
+        let requeue = self
+            .idle_or_pass(&input, &mut status, deleting, &mut writes)
+            .await?
+            .unwrap_or(self.ctx.config.idle_resync);
         self.persist_run(&raw, &inst, &ov, deleting, writes, &status)
             .await?;
         Ok(Action::requeue(requeue))
+    }
+
+    /// An Instance being deleted that no cleanup finalizer holds: the cluster-scoped objects it
+    /// recorded are released; otherwise nothing of ours holds it and the garbage collector
+    /// removes its objects.
+    async fn delete_without_cleanup(
+        &self,
+        raw: &DynamicObject,
+        inst: &Instance,
+    ) -> Result<Action, ReconcileError> {
+        if inst
+            .metadata
+            .finalizers
+            .iter()
+            .any(|f| f == CLUSTER_OBJECTS_FINALIZER)
+        {
+            return self.release_cluster_objects(raw, inst).await;
+        }
+        Ok(Action::await_change())
+    }
+
+    /// The idle step, or one pass of the scheduled plan whose outcome is mirrored into the spec
+    /// to write; returns the pass's requeue delay.
+    async fn idle_or_pass(
+        &self,
+        input: &PassInput<'_>,
+        status: &mut InstanceStatus,
+        deleting: bool,
+        writes: &mut Writes,
+    ) -> Result<Option<Duration>, ReconcileError> {
+        let run = &input.exec.plan_execution;
+        if run.plan_name.is_empty() {
+            self.idle(input, status, deleting).await?;
+            return Ok(None);
+        }
+        let span = info_span!("plan", plan = %run.plan_name, uid = %run.uid);
+        let (plan_status, pass_requeue, timing) = self.execute(input, status).instrument(span).await;
+        writes.timing = timing;
+        writes.remember = Some(mirror_run_status(&mut writes.spec, input.exec, plan_status));
+        Ok(pass_requeue)
     }
 
     /// Persists admission results (a newly scheduled run's uid, defaults, finalizer) before
@@ -609,23 +675,8 @@ impl<'c> Reconciler<'c> {
             .annotations
             .get(ADMITTED_SPEC_ANNOTATION)
             .and_then(|s| serde_json::from_str(s).ok());
-        let unchanged = |spec: InstanceSpec| Admitted {
-            spec: inst.spec.clone(),
-            finalizers: inst.metadata.finalizers.clone(),
-            exec: Some(spec.clone()),
-            denial: None,
-            remember: Some(spec),
-        };
         let (admission, old_spec) = match stored {
-            None if deleting => {
-                return Ok(Admitted {
-                    spec: inst.spec.clone(),
-                    finalizers: inst.metadata.finalizers.clone(),
-                    exec: None,
-                    denial: None,
-                    remember: None,
-                });
-            }
+            None if deleting => return Ok(Admitted::keeping(inst, None, None)),
             None => (
                 decide(&InstanceChange {
                     old: None,
@@ -636,7 +687,7 @@ impl<'c> Reconciler<'c> {
                 }),
                 None,
             ),
-            Some(a) if a == inst.spec => return Ok(unchanged(a)),
+            Some(a) if a == inst.spec => return Ok(Admitted::keeping(inst, Some(a), None)),
             Some(a) => {
                 let mut old = inst.clone();
                 old.spec = a.clone();
@@ -657,48 +708,7 @@ impl<'c> Reconciler<'c> {
                 )
             }
         };
-        match &admission.decision {
-            Decision::Cancel { plan, uid } => {
-                // Execute the admitted spec (not a denied parameter change that may be stored
-                // too) with the run marked CANCELLED; the pass stops it.
-                let mut e = old_spec.unwrap_or_else(|| inst.spec.clone());
-                e.plan_execution = PlanExecution {
-                    plan_name: plan.clone(),
-                    uid: uid.clone(),
-                    status: Some(ExecutionStatus::Cancelled),
-                };
-                info!(plan = %plan, uid = %uid, "plan cancellation requested");
-                Ok(Admitted {
-                    spec: inst.spec.clone(),
-                    finalizers: inst.metadata.finalizers.clone(),
-                    exec: Some(e.clone()),
-                    denial: None,
-                    remember: Some(e),
-                })
-            }
-            Decision::Deny { message } => Ok(Admitted {
-                spec: inst.spec.clone(),
-                finalizers: inst.metadata.finalizers.clone(),
-                exec: old_spec.clone(),
-                denial: Some(message.clone()),
-                remember: old_spec,
-            }),
-            decision => {
-                let mut new = inst.clone();
-                let new_uid = uuid::Uuid::new_v4().to_string();
-                admission.apply(&mut new, &new_uid);
-                if let Decision::Schedule { plan, reason } = decision {
-                    info!(plan = %plan, reason = ?reason, uid = %new_uid, "plan scheduled");
-                }
-                Ok(Admitted {
-                    spec: new.spec.clone(),
-                    finalizers: new.metadata.finalizers.clone(),
-                    exec: Some(new.spec.clone()),
-                    denial: None,
-                    remember: Some(new.spec),
-                })
-            }
-        }
+        Ok(Admitted::from_decision(inst, &admission, old_spec))
     }
 
     /// One execution pass of the scheduled plan. Returns the plan's status after the pass, the
