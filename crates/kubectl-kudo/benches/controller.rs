@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, PostParams};
+use kube::api::{Api, ApiResource, DynamicObject, ListParams, PostParams};
 use kudo_apiserver::{ApiServer, Config, EventType, RunningServer};
 use kudo_package::convert::{ConvertOptions, to_resources};
 use serde_json::Value;
@@ -37,10 +37,7 @@ fn repo() -> PathBuf {
 }
 
 fn kudo_ar(kind: &str) -> ApiResource {
-    ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk("kudo.dev", "v1beta1", kind),
-        &format!("{}s", kind.to_lowercase()),
-    )
+    kudo_controller::known_resource(kudo_api::GROUP, kind)
 }
 
 struct Cluster {

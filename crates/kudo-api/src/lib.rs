@@ -10,6 +10,10 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+pub mod kinds;
+mod task_kind;
+pub use task_kind::TaskKind;
+
 pub const GROUP: &str = "kudo.dev";
 pub const VERSION: &str = "v1beta1";
 pub const API_VERSION: &str = "kudo.dev/v1beta1";
@@ -214,7 +218,7 @@ impl TaskSpec {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Task {
     pub name: String,
-    pub kind: String,
+    pub kind: TaskKind,
     #[serde(default)]
     pub spec: TaskSpec,
 }

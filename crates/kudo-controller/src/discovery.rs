@@ -7,6 +7,14 @@ use std::sync::{Arc, RwLock};
 
 use kube::api::{ApiResource, GroupVersionKind};
 use kube::discovery::{Scope, pinned_kind};
+use kudo_api::kinds::GvkKey;
+
+/// The API resource of a kind of the shared table [`kudo_api::kinds`], for kinds the code names
+/// itself (watches, readiness, the CLI); arbitrary objects go through [`Cache::resolve`].
+pub fn known_resource(group: &str, kind: &str) -> ApiResource {
+    let k = kudo_api::kinds::known(group, kind);
+    ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(k.group, k.version, k.kind), k.plural)
+}
 
 /// Outcome of a lookup.
 #[derive(Debug, Clone)]
@@ -20,7 +28,7 @@ pub enum Resolved {
 }
 
 /// (apiVersion, kind) → (resource, namespaced).
-type Known = HashMap<(String, String), (ApiResource, bool)>;
+type Known = HashMap<GvkKey, (ApiResource, bool)>;
 
 /// A discovery cache shared by all reconciles.
 #[derive(Clone)]
@@ -29,7 +37,7 @@ pub struct Cache {
     known: Arc<RwLock<Known>>,
     /// Removed built-in API versions (those with a translation) found not served: they never
     /// come back, so they are not asked again at every render.
-    removed: Arc<RwLock<HashMap<(String, String), String>>>,
+    removed: Arc<RwLock<HashMap<GvkKey, String>>>,
 }
 
 fn split_api_version(api_version: &str) -> (&str, &str) {
@@ -51,15 +59,13 @@ impl Cache {
     /// Namespacedness from the cache only (synchronous, for the renderer); `None` on a miss.
     pub fn cached_namespaced(&self, api_version: &str, kind: &str) -> Option<bool> {
         let known = self.known.read().unwrap_or_else(|e| e.into_inner());
-        known
-            .get(&(api_version.to_string(), kind.to_string()))
-            .map(|(_, n)| *n)
+        known.get(&GvkKey::new(api_version, kind)).map(|(_, n)| *n)
     }
 
     /// Resolves a kind, asking the server on a cache miss. `Err` is a transient failure (the
     /// server could not be asked); an unserved kind is `Ok(Resolved::Unknown)`.
     pub async fn resolve(&self, api_version: &str, kind: &str) -> Result<Resolved, kube::Error> {
-        let key = (api_version.to_string(), kind.to_string());
+        let key = GvkKey::new(api_version, kind);
         if let Some((resource, namespaced)) = self
             .known
             .read()
@@ -104,6 +110,23 @@ impl Cache {
                 "no matches for kind {kind:?} in version {api_version:?}: {e}"
             )),
             Err(e) => Err(e),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The watched child kinds (`cache::CHILD_KINDS`, kept as a literal list there) agree with the
+    /// shared kind table.
+    #[test]
+    fn child_kinds_agree_with_the_kind_table() {
+        for (g, v, k, plural) in crate::cache::CHILD_KINDS {
+            let known = kudo_api::kinds::known(g, k);
+            assert_eq!(
+                (known.version, known.plural, known.namespaced),
+                (*v, *plural, true),
+                "{k}"
+            );
         }
     }
 }

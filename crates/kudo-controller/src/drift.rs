@@ -11,7 +11,7 @@
 
 use kudo_api::{ExecutionStatus, InstanceStatus, OperatorVersion};
 use kudo_engine::Timestamp;
-use kudo_package::render::{Action, RenderContext};
+use kudo_package::render::{Action, RenderContext, RenderedObject};
 use serde_json::Value;
 
 use crate::Context;
@@ -119,6 +119,90 @@ fn completed_plans(status: &InstanceStatus) -> Vec<(String, String)> {
     plans.into_iter().map(|(_, n, u)| (n, u)).collect()
 }
 
+/// A rendered object's identity.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct ObjectId {
+    api_version: String,
+    kind: String,
+    namespace: String,
+    name: String,
+}
+
+impl ObjectId {
+    fn of(obj: &Value) -> ObjectId {
+        let s = |v: &Value| v.as_str().unwrap_or("").to_string();
+        ObjectId {
+            api_version: s(&obj["apiVersion"]),
+            kind: s(&obj["kind"]),
+            namespace: s(&obj["metadata"]["namespace"]),
+            name: s(&obj["metadata"]["name"]),
+        }
+    }
+}
+
+/// Folds one plan's rendered objects into the desired state, in plan order: an applied object
+/// replaces an earlier rendering of it (first-seen order is kept), and an object a later task
+/// deletes (e.g. galera's bootstrap objects, removed by the plan's last step) is not part of it.
+fn fold_desired(objects: &mut Vec<(ObjectId, Value)>, rendered: &[RenderedObject]) {
+    for o in rendered {
+        let id = ObjectId::of(&o.object);
+        match o.action {
+            Action::Apply => match objects.iter_mut().find(|(i, _)| *i == id) {
+                Some(slot) => slot.1 = o.object.clone(),
+                None => objects.push((id, o.object.clone())),
+            },
+            Action::Delete => objects.retain(|(i, _)| *i != id),
+            Action::PipePod | Action::ChildInstance => {}
+        }
+    }
+}
+
+/// The desired state: the objects of the completed lifecycle plans, later plans replacing
+/// earlier renderings. `None` when a render cannot be trusted yet (a dependency of the
+/// dependencies hash was unreadable: repairing with a guessed hash could roll pods for nothing).
+async fn desired_objects(
+    ctx: &Context,
+    ov: &OperatorVersion,
+    base: &RenderContext,
+    status: &InstanceStatus,
+    report: &mut DriftReport,
+) -> Option<Vec<(ObjectId, Value)>> {
+    let mut objects = Vec::new();
+    for (plan, uid) in completed_plans(status) {
+        let mut rctx = base.clone();
+        rctx.plan_uid = uid;
+        let rendered = match execute::render(ctx, ov, &plan, rctx).await {
+            Ok(r) => r,
+            Err(e) => {
+                report.errors.push(format!("rendering plan {plan}: {e}"));
+                continue;
+            }
+        };
+        if let Some(e) = rendered.transient() {
+            report.errors.push(format!("rendering plan {plan}: {e}"));
+            return None;
+        }
+        fold_desired(&mut objects, rendered.objects());
+    }
+    Some(objects)
+}
+
+/// The drift policy to act on, confirmed before the first repair: none in a namespace being
+/// deleted, else the live Instance's (a failure to read it is reported and repairs nothing).
+async fn confirm_policy(ctx: &Context, base: &RenderContext, report: &mut DriftReport) -> Policy {
+    if namespace_terminating(ctx, &base.namespace).await {
+        tracing::debug!(namespace = %base.namespace, "namespace is being deleted: no drift repair");
+        return Policy::Ignore;
+    }
+    match live_policy(ctx, base).await {
+        Ok(p) => p,
+        Err(e) => {
+            report.errors.push(format!("re-reading the drift policy: {e}"));
+            Policy::Ignore
+        }
+    }
+}
+
 /// Checks (and with [`Policy::Repair`] re-applies) the objects of the completed lifecycle plans.
 pub(crate) async fn check(
     ctx: &Context,
@@ -132,49 +216,22 @@ pub(crate) async fn check(
     if policy == Policy::Ignore {
         return report;
     }
-    // identity → object, in first-seen order; later plans replace earlier renderings.
-    let mut objects: Vec<((String, String, String, String), Value)> = Vec::new();
-    for (plan, uid) in completed_plans(status) {
-        let mut rctx = base.clone();
-        rctx.plan_uid = uid;
-        let rendered = match execute::render(ctx, ov, &plan, rctx).await {
-            Ok(r) => r,
-            Err(e) => {
-                report.errors.push(format!("rendering plan {plan}: {e}"));
-                continue;
-            }
-        };
-        if let Some(e) = rendered.transient() {
-            // Repairing with a guessed dependencies hash could roll pods for nothing.
-            report.errors.push(format!("rendering plan {plan}: {e}"));
-            return report;
-        }
-        // Plan order: an object a later task deletes (e.g. galera's bootstrap objects, removed
-        // by the plan's last step) is not part of the desired state.
-        for o in rendered.objects() {
-            let id = (
-                o.object["apiVersion"].as_str().unwrap_or("").to_string(),
-                o.object["kind"].as_str().unwrap_or("").to_string(),
-                o.object["metadata"]["namespace"]
-                    .as_str()
-                    .unwrap_or("")
-                    .to_string(),
-                o.object["metadata"]["name"].as_str().unwrap_or("").to_string(),
-            );
-            match o.action {
-                Action::Apply => match objects.iter_mut().find(|(i, _)| *i == id) {
-                    Some(slot) => slot.1 = o.object.clone(),
-                    None => objects.push((id, o.object.clone())),
-                },
-                Action::Delete => objects.retain(|(i, _)| *i != id),
-                Action::PipePod | Action::ChildInstance => {}
-            }
-        }
-    }
+    let Some(objects) = desired_objects(ctx, ov, base, status, &mut report).await else {
+        return report;
+    };
     // `policy` was read when this reconcile started. Confirmed from the live Instance before
     // the first repair (see `live_policy`); `None` = not checked yet.
     let mut confirmed: Option<Policy> = None;
-    for ((_, kind, ns, name), want) in objects {
+    for (
+        ObjectId {
+            kind,
+            namespace: ns,
+            name,
+            ..
+        },
+        want,
+    ) in objects
+    {
         let what = if ns.is_empty() {
             format!("{kind} {name}")
         } else {
@@ -218,18 +275,7 @@ pub(crate) async fn check(
             continue;
         }
         if confirmed.is_none() {
-            confirmed = Some(if namespace_terminating(ctx, &base.namespace).await {
-                tracing::debug!(namespace = %base.namespace, "namespace is being deleted: no drift repair");
-                Policy::Ignore
-            } else {
-                match live_policy(ctx, base).await {
-                    Ok(p) => p,
-                    Err(e) => {
-                        report.errors.push(format!("re-reading the drift policy: {e}"));
-                        Policy::Ignore
-                    }
-                }
-            });
+            confirmed = Some(confirm_policy(ctx, base, &mut report).await);
         }
         if confirmed != Some(Policy::Repair) {
             continue;
@@ -297,6 +343,39 @@ async fn live_policy(ctx: &Context, base: &RenderContext) -> Result<Policy, Stri
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn desired_state_follows_plan_order() {
+        let r = |action: Action, name: &str, v: i64| RenderedObject {
+            plan: "deploy".into(),
+            phase: "p".into(),
+            step: "s".into(),
+            task: "t".into(),
+            template: "x.yaml".into(),
+            action,
+            object: json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": name, "namespace": "ns"}, "data": {"v": v}}),
+        };
+        let mut objects = Vec::new();
+        fold_desired(
+            &mut objects,
+            &[r(Action::Apply, "a", 1), r(Action::Apply, "b", 1)],
+        );
+        fold_desired(
+            &mut objects,
+            &[
+                r(Action::Apply, "a", 2),
+                r(Action::Delete, "b", 0),
+                r(Action::PipePod, "c", 0),
+            ],
+        );
+        let names: Vec<(&str, &Value)> = objects
+            .iter()
+            .map(|(id, o)| (id.name.as_str(), &o["data"]["v"]))
+            .collect();
+        assert_eq!(names, vec![("a", &json!(2))]);
+        assert_eq!(objects[0].0.namespace, "ns");
+    }
 
     #[test]
     fn subset_ignores_server_added_fields_but_not_changed_values() {

@@ -5,7 +5,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams};
-use kudo_api::OperatorVersion;
+use kudo_api::kinds::GvkKey;
+use kudo_api::{OperatorVersion, TaskKind};
 use kudo_engine::{ErrorClass, Health, TaskCall, TaskOutcome, classify_api_error, health};
 use kudo_package::deps_hash::{self, Dependency};
 use kudo_package::enhance::builtin_is_namespaced;
@@ -30,12 +31,54 @@ pub mod reasons {
     pub const INVALID_PLAN: &str = "InvalidPlan";
 }
 
-type TaskKey = (String, String, String);
+/// Where a task sits in its plan: the key of per-task render errors.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct TaskKey {
+    phase: String,
+    step: String,
+    task: String,
+}
 
-/// Cluster-scoped objects applied during a reconcile: (apiVersion, kind, name). They get no owner
-/// reference (an owner must be in the same namespace), so the controller records them on the
-/// Instance and deletes them itself on uninstall (KUDO leaked them, #1073).
-pub type ClusterObjects = Mutex<BTreeSet<(String, String, String)>>;
+impl TaskKey {
+    fn new(phase: &str, step: &str, task: &str) -> TaskKey {
+        TaskKey {
+            phase: phase.to_string(),
+            step: step.to_string(),
+            task: task.to_string(),
+        }
+    }
+}
+
+/// A cluster-scoped object applied by a plan: (apiVersion, kind, name). Serialised as the
+/// three-element array the Instance annotation has always held.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[serde(from = "(String, String, String)", into = "(String, String, String)")]
+pub struct ClusterObject {
+    pub api_version: String,
+    pub kind: String,
+    pub name: String,
+}
+
+impl From<(String, String, String)> for ClusterObject {
+    fn from((api_version, kind, name): (String, String, String)) -> Self {
+        ClusterObject {
+            api_version,
+            kind,
+            name,
+        }
+    }
+}
+
+impl From<ClusterObject> for (String, String, String) {
+    fn from(o: ClusterObject) -> Self {
+        (o.api_version, o.kind, o.name)
+    }
+}
+
+/// Cluster-scoped objects applied during a reconcile. They get no owner reference (an owner
+/// must be in the same namespace), so the controller records them on the Instance and deletes
+/// them itself on uninstall (KUDO leaked them, #1073).
+pub type ClusterObjects = Mutex<BTreeSet<ClusterObject>>;
 
 /// The objects of one plan run, rendered once per reconcile, grouped by task. A template error
 /// belongs to the task that owns the template: tasks before it still run, and the pass fails
@@ -74,11 +117,7 @@ impl Rendered {
 
     fn error(&self, call: &TaskCall<'_>) -> Option<&str> {
         self.errors
-            .get(&(
-                call.phase.to_string(),
-                call.step.to_string(),
-                call.task_name.to_string(),
-            ))
+            .get(&TaskKey::new(call.phase, call.step, call.task_name))
             .map(String::as_str)
     }
 }
@@ -101,7 +140,26 @@ fn single_task_ov(ov: &OperatorVersion, plan: &str, phase: &str, step: &str, tas
     sub
 }
 
-fn render_all(ov: &OperatorVersion, plan: &str, rctx: &RenderContext) -> Result<Rendered, String> {
+/// A plan-level render failure (a fatal for the whole plan: invalid parameters, missing plan).
+#[derive(Debug, thiserror::Error)]
+pub enum PlanRenderError {
+    #[error("could not find required plan: {0}")]
+    MissingPlan(String),
+    #[error("{0}")]
+    Render(#[source] RenderError),
+}
+
+/// Why drift repair could not apply an object ([`apply_object`]).
+#[derive(Debug, thiserror::Error)]
+pub enum ApplyObjectError {
+    /// The object's kind could not be resolved (the task outcome that would have been reported).
+    #[error("{0}")]
+    Resolve(String),
+    #[error("{0}")]
+    Api(#[source] kube::Error),
+}
+
+fn render_all(ov: &OperatorVersion, plan: &str, rctx: &RenderContext) -> Result<Rendered, PlanRenderError> {
     match render_plan(ov, plan, rctx) {
         Ok(objects) => Ok(Rendered {
             objects,
@@ -118,7 +176,7 @@ fn render_all(ov: &OperatorVersion, plan: &str, rctx: &RenderContext) -> Result<
                 translations: Vec::new(),
             };
             let Some(p) = ov.spec.plans.get(plan) else {
-                return Err(format!("could not find required plan: {plan}"));
+                return Err(PlanRenderError::MissingPlan(plan.to_string()));
             };
             for ph in &p.phases {
                 for st in &ph.steps {
@@ -127,17 +185,16 @@ fn render_all(ov: &OperatorVersion, plan: &str, rctx: &RenderContext) -> Result<
                         match render_plan(&sub, plan, rctx) {
                             Ok(objs) => out.objects.extend(objs),
                             Err(RenderError::Task { message, .. }) => {
-                                out.errors
-                                    .insert((ph.name.clone(), st.name.clone(), t.clone()), message);
+                                out.errors.insert(TaskKey::new(&ph.name, &st.name, t), message);
                             }
-                            Err(e) => return Err(e.to_string()),
+                            Err(e) => return Err(PlanRenderError::Render(e)),
                         }
                     }
                 }
             }
             Ok(out)
         }
-        Err(e) => Err(e.to_string()),
+        Err(e) => Err(PlanRenderError::Render(e)),
     }
 }
 
@@ -150,14 +207,14 @@ pub async fn render(
     ov: &OperatorVersion,
     plan: &str,
     base: RenderContext,
-) -> Result<Rendered, String> {
+) -> Result<Rendered, PlanRenderError> {
     let mut rendered = render_namespaced(ctx, ov, plan, base).await?;
     let (done, failed) = crate::translate::translate_unserved(ctx, &mut rendered.objects).await;
     for (i, err) in failed {
         let o = &rendered.objects[i];
         rendered
             .errors
-            .entry((o.phase.clone(), o.step.clone(), o.task.clone()))
+            .entry(TaskKey::new(&o.phase, &o.step, &o.task))
             .or_insert(err);
     }
     rendered.translations = done;
@@ -174,11 +231,11 @@ async fn render_namespaced(
     ov: &OperatorVersion,
     plan: &str,
     base: RenderContext,
-) -> Result<Rendered, String> {
+) -> Result<Rendered, PlanRenderError> {
     type Live = BTreeMap<Dependency, Option<Value>>;
-    let misses: Arc<Mutex<BTreeSet<(String, String)>>> = Arc::default();
+    let misses: Arc<Mutex<BTreeSet<GvkKey>>> = Arc::default();
     let wanted: Arc<Mutex<BTreeSet<Dependency>>> = Arc::default();
-    let make = |misses: Arc<Mutex<BTreeSet<(String, String)>>>, live: Arc<Live>| {
+    let make = |misses: Arc<Mutex<BTreeSet<GvkKey>>>, live: Arc<Live>| {
         let cache = ctx.discovery.clone();
         let mut rctx = base.clone();
         rctx.is_namespaced = Some(Arc::new(move |av: &str, kind: &str| {
@@ -186,7 +243,7 @@ async fn render_namespaced(
                 misses
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
-                    .insert((av.to_string(), kind.to_string()));
+                    .insert(GvkKey::new(av, kind));
                 builtin_is_namespaced(av, kind)
             })
         }));
@@ -201,16 +258,16 @@ async fn render_namespaced(
         rctx
     };
     let rendered = render_all(ov, plan, &make(misses.clone(), Arc::default()))?;
-    let missed: Vec<(String, String)> = misses
+    let missed: Vec<GvkKey> = misses
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .iter()
         .cloned()
         .collect();
     let mut rerender = false;
-    for (av, kind) in missed {
-        if let Ok(Resolved::Found { namespaced, .. }) = ctx.discovery.resolve(&av, &kind).await
-            && namespaced != builtin_is_namespaced(&av, &kind)
+    for GvkKey { api_version, kind } in missed {
+        if let Ok(Resolved::Found { namespaced, .. }) = ctx.discovery.resolve(&api_version, &kind).await
+            && namespaced != builtin_is_namespaced(&api_version, &kind)
         {
             rerender = true;
         }
@@ -289,8 +346,8 @@ pub async fn run_task(
     cluster: &ClusterObjects,
 ) -> TaskOutcome {
     let spec = &call.task.spec;
-    match call.task.kind.as_str() {
-        "Dummy" => {
+    match &call.task.kind {
+        TaskKind::Dummy => {
             if spec.want_err {
                 if spec.fatal {
                     fatal(
@@ -306,7 +363,7 @@ pub async fn run_task(
                 TaskOutcome::InProgress(Some(format!("dummy task {} is not done", call.task_name)))
             }
         }
-        "Pipe" => {
+        TaskKind::Pipe => {
             if let Some(e) = rendered.error(call) {
                 return fatal(reasons::TASK_RENDERING_ERROR, e);
             }
@@ -329,7 +386,7 @@ pub async fn run_task(
             };
             crate::pipe::run(ctx, call.task_name, &spec.pipe, pod, &names, cluster).await
         }
-        "KudoOperator" => {
+        TaskKind::KudoOperator => {
             if let Some(e) = rendered.error(call) {
                 return fatal(reasons::KUDO_OPERATOR_TASK_ERROR, e);
             }
@@ -338,11 +395,11 @@ pub async fn run_task(
             }
             run_objects(ctx, rendered.for_task(call), cluster).await
         }
-        "Apply" | "Delete" | "Toggle" => {
-            if call.task.kind == "Toggle"
+        TaskKind::Apply | TaskKind::Delete | TaskKind::Toggle => {
+            if call.task.kind == TaskKind::Toggle
                 && let Err(e) = kudo_engine::toggle_action(call.task, params)
             {
-                return fatal(reasons::TOGGLE_TASK_ERROR, e);
+                return fatal(reasons::TOGGLE_TASK_ERROR, e.to_string());
             }
             if let Some(e) = rendered.error(call) {
                 return fatal(reasons::TASK_RENDERING_ERROR, e);
@@ -352,7 +409,7 @@ pub async fn run_task(
             }
             run_objects(ctx, rendered.for_task(call), cluster).await
         }
-        other => fatal(
+        TaskKind::Unknown(other) => fatal(
             kudo_engine::reasons::UNKNOWN_TASK_NAME,
             format!("unknown task kind {other}"),
         ),
@@ -525,11 +582,14 @@ fn api_error(what: &str, obj: &Value, e: kube::Error) -> TaskOutcome {
 /// Notes a cluster-scoped object about to be applied (see [`ClusterObjects`]). Recorded before the
 /// request: if it succeeds after a timeout we must still own it.
 fn record_cluster_scoped(cluster: &ClusterObjects, obj: &Value, name: &str) {
-    cluster.lock().unwrap_or_else(|e| e.into_inner()).insert((
-        obj["apiVersion"].as_str().unwrap_or("").to_string(),
-        obj["kind"].as_str().unwrap_or("").to_string(),
-        name.to_string(),
-    ));
+    cluster
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(ClusterObject {
+            api_version: obj["apiVersion"].as_str().unwrap_or("").to_string(),
+            kind: obj["kind"].as_str().unwrap_or("").to_string(),
+            name: name.to_string(),
+        });
 }
 
 /// What this manager last applied, by object identity: a hash of the applied content. A step
@@ -689,8 +749,10 @@ pub async fn apply_object(
     ctx: &Context,
     obj: &Value,
     cluster: &ClusterObjects,
-) -> Result<Option<String>, String> {
-    let (api, name, namespaced) = api_for(ctx, obj).await.map_err(|e| format!("{e:?}"))?;
+) -> Result<Option<String>, ApplyObjectError> {
+    let (api, name, namespaced) = api_for(ctx, obj)
+        .await
+        .map_err(|e| ApplyObjectError::Resolve(format!("{e:?}")))?;
     if !namespaced {
         record_cluster_scoped(cluster, obj, &name);
     }
@@ -698,7 +760,7 @@ pub async fn apply_object(
     let live = api
         .patch(&name, &pp, &Patch::Apply(obj))
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(ApplyObjectError::Api)?;
     Ok(live.metadata.resource_version)
 }
 

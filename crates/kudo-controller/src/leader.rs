@@ -51,23 +51,29 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 const RELEASE_TIMEOUT: Duration = Duration::from_secs(3);
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
+/// A leader-election setting that cannot work ([`LeaderElection::validate`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LeaderConfigError {
+    #[error("leader election: the {0} must not be empty")]
+    Empty(&'static str),
+    #[error("leader election: the lease duration must be a whole number of seconds, at least 2 (got {0:?})")]
+    LeaseDuration(Duration),
+}
+
 impl LeaderElection {
     /// Checks the settings; `Err` says what is wrong.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), LeaderConfigError> {
         for (what, v) in [
             ("lease name", &self.lease_name),
             ("lease namespace", &self.namespace),
             ("identity", &self.identity),
         ] {
             if v.trim().is_empty() {
-                return Err(format!("leader election: the {what} must not be empty"));
+                return Err(LeaderConfigError::Empty(what));
             }
         }
         if self.lease_duration.as_secs() < 2 || self.lease_duration.subsec_nanos() != 0 {
-            return Err(format!(
-                "leader election: the lease duration must be a whole number of seconds, at least 2 (got {:?})",
-                self.lease_duration
-            ));
+            return Err(LeaderConfigError::LeaseDuration(self.lease_duration));
         }
         Ok(())
     }
@@ -347,13 +353,13 @@ mod tests {
     #[test]
     fn validation_rejects_short_or_fractional_leases_and_empty_names() {
         assert!(le(2).validate().is_ok());
-        assert!(le(1).validate().unwrap_err().contains("at least 2"));
+        assert!(le(1).validate().unwrap_err().to_string().contains("at least 2"));
         let mut l = le(15);
         l.lease_duration = Duration::from_millis(2500);
         assert!(l.validate().is_err());
         let mut l = le(15);
         l.identity = " ".into();
-        assert!(l.validate().unwrap_err().contains("identity"));
+        assert!(l.validate().unwrap_err().to_string().contains("identity"));
     }
 
     #[test]

@@ -64,7 +64,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
+use kube::api::{Api, ApiResource, DynamicObject};
 use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher::{self, watcher};
@@ -72,6 +72,7 @@ use kube::{Resource, ResourceExt};
 use serde::Deserialize;
 use tracing::Instrument;
 
+pub use discovery::known_resource;
 pub use leader::LeaderElection;
 pub use metrics::Metrics;
 pub use ops::OpsServer;
@@ -223,19 +224,12 @@ pub async fn install_crds(
 
 /// The `kudo.dev/v1beta1` resources as dynamic API resources (the kudo-api types are plain serde
 /// structs, converted with serde_json).
-pub(crate) fn kudo_resource(kind: &str, plural: &str) -> ApiResource {
-    ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk(kudo_api::GROUP, kudo_api::VERSION, kind),
-        plural,
-    )
-}
-
 pub(crate) fn instance_resource() -> ApiResource {
-    kudo_resource("Instance", "instances")
+    known_resource(kudo_api::GROUP, "Instance")
 }
 
 pub(crate) fn operator_version_resource() -> ApiResource {
-    kudo_resource("OperatorVersion", "operatorversions")
+    known_resource(kudo_api::GROUP, "OperatorVersion")
 }
 
 /// Shared state of all reconciles.
@@ -270,7 +264,7 @@ fn validate(config: &ControllerConfig) -> Result<(), Error> {
         return Err(Error::InvalidConfig("field_manager must not be empty".into()));
     }
     if let Some(le) = &config.leader_election {
-        le.validate().map_err(Error::InvalidConfig)?;
+        le.validate().map_err(|e| Error::InvalidConfig(e.to_string()))?;
     }
     Ok(())
 }

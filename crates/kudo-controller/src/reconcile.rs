@@ -2,21 +2,24 @@
 //! status bookkeeping, one execution pass, then persisting status, spec and Events.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ObjectReference;
-use kube::api::{Api, ApiResource, DynamicObject, ListParams, Patch, PatchParams};
+use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::runtime::events::{Event as KEvent, EventType as KEventType};
 use kudo_api::{
     CLEANUP_FINALIZER, Condition, ExecutionStatus, Instance, InstanceSpec, InstanceStatus, OperatorVersion,
     PlanExecution, PlanStatus,
 };
+use kudo_engine::readiness::CHANGE_DENIED;
 use kudo_engine::{
-    Decision, EventType, InstanceChange, PlanPass, TIMING_ANNOTATION, TaskOutcome, Timestamp, Timing,
-    cleanup_finalizer_removable, decide, ensure_plan_statuses, mark_plan_fatal, needs_reset, plan_condition,
-    ready_condition, requeue_after_secs, reset_for_run, set_condition, should_schedule_cleanup,
+    Admission, Decision, EventType, InstanceChange, PlanPass, TIMING_ANNOTATION, TaskOutcome, Timestamp,
+    Timing, cleanup_finalizer_removable, cleanup_run, decide, ensure_plan_statuses, mark_plan_fatal,
+    mirror_run_status, needs_reset, pass_requeue_secs, plan_condition, ready_condition, record_admission,
+    reset_for_run, set_condition,
 };
 use kudo_package::render::RenderContext;
 use serde_json::{Value, json};
@@ -36,9 +39,6 @@ pub const DRIFTED: &str = "Drifted";
 pub const DRIFT_REPAIRED: &str = "DriftRepaired";
 /// Event reason: drifted objects were found and left alone (policy `report`).
 pub const DRIFT_DETECTED: &str = "DriftDetected";
-
-/// Condition reporting a spec change KUDO's webhook would have rejected.
-pub const CHANGE_ACCEPTED: &str = "ChangeAccepted";
 
 /// `Ready=False` reason (and Event reason) of an Instance that is not a valid kudo.dev/v1beta1
 /// Instance although the CRD schema admitted it, so a user of `kubectl get` sees why nothing runs.
@@ -141,6 +141,83 @@ struct Admitted {
     denial: Option<String>,
     /// Spec the admitted-spec annotation should hold.
     remember: Option<InstanceSpec>,
+}
+
+impl Admitted {
+    /// The stored spec and finalizers stay as they are; `exec` is executed and remembered.
+    fn keeping(inst: &Instance, exec: Option<InstanceSpec>, denial: Option<String>) -> Admitted {
+        Admitted {
+            spec: inst.spec.clone(),
+            finalizers: inst.metadata.finalizers.clone(),
+            exec: exec.clone(),
+            denial,
+            remember: exec,
+        }
+    }
+
+    /// What the engine's admission of the change to `inst` (from the admitted `old_spec`) means
+    /// for this reconcile.
+    fn from_decision(inst: &Instance, admission: &Admission, old_spec: Option<InstanceSpec>) -> Admitted {
+        match &admission.decision {
+            Decision::Cancel { plan, uid } => {
+                // Execute the admitted spec (not a denied parameter change that may be stored
+                // too) with the run marked CANCELLED; the pass stops it.
+                let mut e = old_spec.unwrap_or_else(|| inst.spec.clone());
+                e.plan_execution = PlanExecution {
+                    plan_name: plan.clone(),
+                    uid: uid.clone(),
+                    status: Some(ExecutionStatus::Cancelled),
+                };
+                info!(plan = %plan, uid = %uid, "plan cancellation requested");
+                Admitted::keeping(inst, Some(e), None)
+            }
+            Decision::Deny { message } => Admitted::keeping(inst, old_spec, Some(message.clone())),
+            decision => {
+                let mut new = inst.clone();
+                let new_uid = uuid::Uuid::new_v4().to_string();
+                admission.apply(&mut new, &new_uid);
+                if let Decision::Schedule { plan, reason } = decision {
+                    info!(plan = %plan, reason = ?reason, uid = %new_uid, "plan scheduled");
+                }
+                Admitted {
+                    spec: new.spec.clone(),
+                    finalizers: new.metadata.finalizers.clone(),
+                    exec: Some(new.spec.clone()),
+                    denial: None,
+                    remember: Some(new.spec),
+                }
+            }
+        }
+    }
+
+    /// On deletion, schedules the `cleanup` plan in the spec to store and to execute when the
+    /// engine says so ([`cleanup_run`]).
+    fn with_cleanup(mut self, inst: &Instance, ov: &OperatorVersion, deleting: bool) -> Admitted {
+        if deleting
+            && let Some(e) = &self.exec
+            && let Some(pe) = cleanup_run(inst, e, ov, true, || uuid::Uuid::new_v4().to_string())
+        {
+            info!(plan = "cleanup", uid = %pe.uid, "instance is being deleted, scheduling cleanup");
+            self.spec.plan_execution = pe.clone();
+            let mut e2 = e.clone();
+            e2.plan_execution = pe;
+            self.exec = Some(e2.clone());
+            self.remember = Some(e2);
+        }
+        self
+    }
+}
+
+/// What a reconcile writes back after its pass, besides the status.
+struct Writes {
+    spec: InstanceSpec,
+    finalizers: Vec<String>,
+    /// Spec the admitted-spec annotation should hold.
+    remember: Option<InstanceSpec>,
+    /// The timing annotation.
+    timing: Option<String>,
+    /// The status as read, to diff against.
+    old_status: InstanceStatus,
 }
 
 /// How many times an Event write is tried when the API server refuses it transiently.
@@ -294,15 +371,9 @@ impl<'c> Reconciler<'c> {
             return Ok(Action::await_change());
         };
         let who = format!("{}/{}", self.ns, self.name);
-        let v = serde_json::to_value(&raw).map_err(|e| ReconcileError::Decode(who.clone(), e))?;
-        let inst: Instance = match decode(v) {
-            Ok(inst) => inst,
-            // A field the CRD schema admits but kudo.dev/v1beta1 does not (e.g. an unknown
-            // planExecution.status): say so on the Instance instead of failing every retry silently.
-            Err(e) => {
-                let msg = format!("instance {who} cannot be read: {e}; fix its spec");
-                return self.report_invalid_instance(&raw, &msg).await;
-            }
+        let inst = match self.read_instance(&raw, &who).await? {
+            ControlFlow::Continue(inst) => inst,
+            ControlFlow::Break(action) => return Ok(action),
         };
         let uid = raw
             .metadata
@@ -312,169 +383,31 @@ impl<'c> Reconciler<'c> {
         let deleting = raw.metadata.deletion_timestamp.is_some();
         let has_finalizer = inst.metadata.finalizers.iter().any(|f| f == CLEANUP_FINALIZER);
         if deleting && !has_finalizer {
-            if inst
-                .metadata
-                .finalizers
-                .iter()
-                .any(|f| f == CLUSTER_OBJECTS_FINALIZER)
-            {
-                return self.release_cluster_objects(&raw, &inst).await;
-            }
-            // Nothing of ours holds the Instance: the garbage collector removes its objects.
-            return Ok(Action::await_change());
+            return self.delete_without_cleanup(&raw, &inst).await;
         }
 
-        let ov = match self.get_ov(&inst, &inst.spec).await {
-            Ok(ov) => ov,
-            // An OperatorVersion with fields of the wrong shape where the CRD schema is free-form
-            // (plans, task specs): this Instance cannot run, others are not affected.
-            Err(ReconcileError::Decode(_, e)) => {
-                let msg = format!(
-                    "OperatorVersion {}/{} of instance {who} cannot be read: {e}",
-                    inst.spec.operator_version_namespace(&self.ns),
-                    inst.spec.operator_version.name
-                );
-                warn!("{msg}");
-                let old = inst.status.clone().unwrap_or_default();
-                let mut new = old.clone();
-                set_condition(
-                    &mut new.conditions,
-                    Condition {
-                        type_: kudo_engine::readiness::READY.into(),
-                        status: "False".into(),
-                        observed_generation: None,
-                        last_transition_time: now().to_string(),
-                        reason: INVALID_OPERATOR_VERSION.into(),
-                        message: msg.clone(),
-                    },
-                );
-                if self.write_status(&old, &new).await?.is_some() {
-                    self.event(
-                        &raw,
-                        EventType::Warning,
-                        INVALID_OPERATOR_VERSION,
-                        "Reconcile",
-                        &msg,
-                    )
-                    .await;
-                }
-                // Looked at again when the OperatorVersion changes (watched) or after the delay.
-                return Ok(Action::requeue(self.ctx.config.error_requeue));
-            }
-            Err(e) => return Err(e),
-        };
-        let Some(ov) = ov else {
-            if drift::namespace_terminating(self.ctx, &self.ns).await {
-                // The namespace deletion removed the OperatorVersion; the Instance goes next.
-                debug!(instance = %who, "namespace is being deleted: OperatorVersion gone");
-                return Ok(Action::await_change());
-            }
-            let msg = format!(
-                "OperatorVersion {}/{} of instance {who} does not exist",
-                inst.spec.operator_version_namespace(&self.ns),
-                inst.spec.operator_version.name
-            );
-            warn!("{msg}");
-            // KUDO's webhook refused such an Instance; stored anyway, it says why in its status
-            // (Ready=False) as well as in an Event, and is looked at again when OperatorVersions change.
-            let old = inst.status.clone().unwrap_or_default();
-            let mut new = old.clone();
-            set_condition(
-                &mut new.conditions,
-                Condition {
-                    type_: kudo_engine::readiness::READY.into(),
-                    status: "False".into(),
-                    observed_generation: None,
-                    last_transition_time: now().to_string(),
-                    reason: "OperatorVersionNotFound".into(),
-                    message: msg.clone(),
-                },
-            );
-            self.write_status(&old, &new).await?;
-            self.event(
-                &raw,
-                EventType::Warning,
-                "InvalidOperatorVersion",
-                "Reconcile",
-                &msg,
-            )
-            .await;
-            return Ok(Action::requeue(self.ctx.config.error_requeue));
+        let ov = match self.read_operator_version(&raw, &inst, &who).await? {
+            ControlFlow::Continue(ov) => ov,
+            ControlFlow::Break(action) => return Ok(action),
         };
 
-        let admitted = self.admit(&inst, &ov, deleting).await?;
-        let now = now();
-
-        // --- the spec to execute, and the cleanup plan on deletion
-        let mut spec = admitted.spec.clone();
-        let mut exec = admitted.exec.clone();
-        let finalizers = admitted.finalizers.clone();
-        let mut remember = admitted.remember.clone();
-        if deleting && let Some(e) = &exec {
-            let mut probe = inst.clone();
-            probe.spec = e.clone();
-            if should_schedule_cleanup(&probe, &ov, true) {
-                let pe = PlanExecution {
-                    plan_name: kudo_engine::triggers::CLEANUP.into(),
-                    uid: uuid::Uuid::new_v4().to_string(),
-                    status: Some(ExecutionStatus::NeverRun),
-                };
-                info!(plan = "cleanup", uid = %pe.uid, "instance is being deleted, scheduling cleanup");
-                spec.plan_execution = pe.clone();
-                let mut e2 = e.clone();
-                e2.plan_execution = pe;
-                exec = Some(e2.clone());
-                remember = Some(e2);
-            }
-        }
-
-        // Persist admission results (a newly scheduled run's uid, defaults, finalizer) before
-        // executing anything, so the run is durable even if a later write fails.
-        let (raw, inst) = match self
-            .write_spec(
-                &inst,
-                &spec,
-                &finalizers,
-                remember.as_ref(),
-                &BTreeMap::new(),
-                resource_version(&raw),
-            )
+        let admitted = self
+            .admit(&inst, &ov, deleting)
             .await?
-        {
-            Some(updated) => {
-                let v = serde_json::to_value(&updated).map_err(|e| ReconcileError::Decode(who.clone(), e))?;
-                let i: Instance =
-                    serde_json::from_value(v).map_err(|e| ReconcileError::Decode(who.clone(), e))?;
-                (updated, i)
-            }
-            None => (raw, inst),
-        };
+            .with_cleanup(&inst, &ov, deleting);
+        let now = now();
+        let (raw, inst) = self.persist_admission(raw, inst, &admitted, &who).await?;
         let generation = raw.metadata.generation;
-        let mut spec = inst.spec.clone();
-        let mut finalizers = inst.metadata.finalizers.clone();
-
-        // --- status: denial condition
+        let Admitted {
+            exec,
+            denial,
+            remember,
+            ..
+        } = admitted;
         let old_status = inst.status.clone().unwrap_or_default();
         let mut status = old_status.clone();
-        match &admitted.denial {
-            Some(msg) => {
-                warn!(denied = %msg, "spec change not admitted");
-                set_condition(
-                    &mut status.conditions,
-                    Condition {
-                        type_: CHANGE_ACCEPTED.into(),
-                        status: "False".into(),
-                        observed_generation: generation,
-                        last_transition_time: now.to_string(),
-                        reason: "ChangeDenied".into(),
-                        message: msg.clone(),
-                    },
-                );
-                self.event(&raw, EventType::Warning, "ChangeDenied", "Admission", msg)
-                    .await;
-            }
-            None => status.conditions.retain(|c| c.type_ != CHANGE_ACCEPTED),
-        }
+        self.record_denial(&raw, &mut status, denial.as_deref(), generation, now)
+            .await;
 
         let annotations = inst.metadata.annotations.clone();
         let Some(exec) = exec else {
@@ -488,91 +421,295 @@ impl<'c> Reconciler<'c> {
         } else {
             ov
         };
-        let plan = exec.plan_execution.plan_name.clone();
-        let mut timing_annotation = annotations.get(TIMING_ANNOTATION).cloned();
+        let mut writes = Writes {
+            spec: inst.spec.clone(),
+            finalizers: inst.metadata.finalizers.clone(),
+            remember,
+            timing: annotations.get(TIMING_ANNOTATION).cloned(),
+            old_status,
+        };
+        let input = PassInput {
+            raw: &raw,
+            ov: &ov,
+            exec: &exec,
+            instance_uid: &uid,
+            annotations: &annotations,
+            now,
+            generation,
+        };
+        let requeue = self
+            .idle_or_pass(&input, &mut status, deleting, &mut writes)
+            .await?
+            .unwrap_or(self.ctx.config.idle_resync);
+        self.persist_run(&raw, &inst, &ov, deleting, writes, &status)
+            .await?;
+        Ok(Action::requeue(requeue))
+    }
 
-        let mut requeue = self.ctx.config.idle_resync;
-        if plan.is_empty() {
-            // --- idle: readiness from the live workloads
-            // A failed lifecycle run keeps the instance's readiness Unknown until the user acts:
-            // healthy-looking leftovers of a half-applied plan do not make it Ready (KUDO
-            // reported them as ready once the failed plan was unscheduled).
-            let mut cond = match last_failed_lifecycle_plan(&status) {
-                Some(plan) => plan_condition(&plan, ExecutionStatus::FatalError, now)
-                    .unwrap_or_else(|| ready_condition(&[], now)),
-                None => ready_condition(&self.workloads().await?, now),
-            };
-            cond.observed_generation = generation;
-            set_condition(&mut status.conditions, cond);
-            if !deleting && last_failed_lifecycle_plan(&status).is_none() {
-                self.drift(&raw, &ov, &exec, &uid, &annotations, &mut status, now, generation)
-                    .await;
-            }
-        } else {
-            let plan_uid = exec.plan_execution.uid.clone();
-            let span = info_span!("plan", plan = %plan, uid = %plan_uid);
-            let (plan_status, pass_requeue, timing) = self
-                .execute(&raw, &ov, &exec, &uid, &mut status, now, generation, &annotations)
-                .instrument(span)
-                .await;
-            timing_annotation = timing;
-            // Mirror the run's status into spec.planExecution; a finished plan is unscheduled.
-            // (Only for the run being executed: a denied planExecution edit is left alone.)
-            let mut e = exec.clone();
-            if plan_status.is_terminal() {
-                e.plan_execution = PlanExecution::default();
-            } else {
-                e.plan_execution.status = Some(plan_status);
-            }
-            if spec.plan_execution.uid == exec.plan_execution.uid {
-                spec.plan_execution = e.plan_execution.clone();
-            }
-            remember = Some(e);
-            if let Some(r) = pass_requeue {
-                requeue = r;
-            }
+    /// An Instance being deleted that no cleanup finalizer holds: the cluster-scoped objects it
+    /// recorded are released; otherwise nothing of ours holds it and the garbage collector
+    /// removes its objects.
+    async fn delete_without_cleanup(
+        &self,
+        raw: &DynamicObject,
+        inst: &Instance,
+    ) -> Result<Action, ReconcileError> {
+        if inst
+            .metadata
+            .finalizers
+            .iter()
+            .any(|f| f == CLUSTER_OBJECTS_FINALIZER)
+        {
+            return self.release_cluster_objects(raw, inst).await;
         }
+        Ok(Action::await_change())
+    }
 
-        // --- finalizer: removable once cleanup COMPLETED (or there is no cleanup plan)
+    /// The idle step, or one pass of the scheduled plan whose outcome is mirrored into the spec
+    /// to write; returns the pass's requeue delay.
+    async fn idle_or_pass(
+        &self,
+        input: &PassInput<'_>,
+        status: &mut InstanceStatus,
+        deleting: bool,
+        writes: &mut Writes,
+    ) -> Result<Option<Duration>, ReconcileError> {
+        let run = &input.exec.plan_execution;
+        if run.plan_name.is_empty() {
+            self.idle(input, status, deleting).await?;
+            return Ok(None);
+        }
+        let span = info_span!("plan", plan = %run.plan_name, uid = %run.uid);
+        let (plan_status, pass_requeue, timing) = self.execute(input, status).instrument(span).await;
+        writes.timing = timing;
+        writes.remember = Some(mirror_run_status(&mut writes.spec, input.exec, plan_status));
+        Ok(pass_requeue)
+    }
+
+    /// Persists admission results (a newly scheduled run's uid, defaults, finalizer) before
+    /// executing anything, so the run is durable even if a later write fails. Returns the
+    /// Instance as stored.
+    async fn persist_admission(
+        &self,
+        raw: DynamicObject,
+        inst: Instance,
+        admitted: &Admitted,
+        who: &str,
+    ) -> Result<(DynamicObject, Instance), ReconcileError> {
+        let written = self
+            .write_spec(
+                &inst,
+                &admitted.spec,
+                &admitted.finalizers,
+                admitted.remember.as_ref(),
+                &BTreeMap::new(),
+                resource_version(&raw),
+            )
+            .await?;
+        Ok(match written {
+            Some(updated) => {
+                let i = decode_instance(&updated, who)?;
+                (updated, i)
+            }
+            None => (raw, inst),
+        })
+    }
+
+    /// The `ChangeAccepted` condition of this reconcile's admission, and an Event for a denial.
+    async fn record_denial(
+        &self,
+        raw: &DynamicObject,
+        status: &mut InstanceStatus,
+        denial: Option<&str>,
+        generation: Option<i64>,
+        now: Timestamp,
+    ) {
+        record_admission(&mut status.conditions, denial, generation, now);
+        if let Some(msg) = denial {
+            warn!(denied = %msg, "spec change not admitted");
+            self.event(raw, EventType::Warning, CHANGE_DENIED, "Admission", msg)
+                .await;
+        }
+    }
+
+    /// Writes what the pass decided: the cleanup finalizer goes once cleanup COMPLETED (or
+    /// there is no cleanup plan), cluster-scoped objects the pass applied are recorded for
+    /// uninstall, then status and spec are written (status first: a crash before the spec write
+    /// re-runs a terminal pass, which is a no-op).
+    async fn persist_run(
+        &self,
+        raw: &DynamicObject,
+        inst: &Instance,
+        ov: &OperatorVersion,
+        deleting: bool,
+        mut writes: Writes,
+        status: &InstanceStatus,
+    ) -> Result<(), ReconcileError> {
         if deleting {
             let mut probe = inst.clone();
             probe.status = Some(status.clone());
-            if cleanup_finalizer_removable(&probe, &ov) {
+            if cleanup_finalizer_removable(&probe, ov) {
                 info!("cleanup finished, removing finalizer");
-                finalizers.retain(|f| f != CLEANUP_FINALIZER);
+                writes.finalizers.retain(|f| f != CLEANUP_FINALIZER);
             }
         }
-
-        // --- cluster-scoped objects applied by the pass are recorded for uninstall
-        let mut extra = BTreeMap::from([(TIMING_ANNOTATION, timing_annotation)]);
-        let stored = stored_cluster_objects(&inst);
-        let mut recorded = stored.clone();
-        recorded.extend(
-            self.cluster
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .iter()
-                .cloned(),
-        );
-        if recorded != stored {
-            extra.insert(
-                CLUSTER_OBJECTS_ANNOTATION,
-                Some(serde_json::to_string(&recorded).unwrap_or_default()),
-            );
+        let mut extra = BTreeMap::from([(TIMING_ANNOTATION, writes.timing)]);
+        let applied = self.cluster.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        if let Some(annotation) = record_cluster_objects(inst, &applied, deleting, &mut writes.finalizers) {
+            extra.insert(CLUSTER_OBJECTS_ANNOTATION, Some(annotation));
         }
-        // (Kubernetes forbids adding finalizers to an Instance being deleted.)
-        if !recorded.is_empty() && !deleting && !finalizers.iter().any(|f| f == CLUSTER_OBJECTS_FINALIZER) {
-            finalizers.push(CLUSTER_OBJECTS_FINALIZER.to_string());
-        }
-
-        // Status first: a crash before the spec write re-runs a terminal pass, which is a no-op.
         let rv = self
-            .write_status(&old_status, &status)
+            .write_status(&writes.old_status, status)
             .await?
-            .or_else(|| resource_version(&raw));
-        self.write_spec(&inst, &spec, &finalizers, remember.as_ref(), &extra, rv)
-            .await?;
-        Ok(Action::requeue(requeue))
+            .or_else(|| resource_version(raw));
+        self.write_spec(
+            inst,
+            &writes.spec,
+            &writes.finalizers,
+            writes.remember.as_ref(),
+            &extra,
+            rv,
+        )
+        .await?;
+        Ok(())
+    }
+
+    /// The Instance as kudo.dev/v1beta1, or (Break) what to do when it does not decode: a field
+    /// the CRD schema admits but the type does not (e.g. an unknown planExecution.status) is said
+    /// on the Instance instead of failing every retry silently.
+    async fn read_instance(
+        &self,
+        raw: &DynamicObject,
+        who: &str,
+    ) -> Result<ControlFlow<Action, Instance>, ReconcileError> {
+        match decode_instance(raw, who) {
+            Ok(inst) => Ok(ControlFlow::Continue(inst)),
+            Err(ReconcileError::Decode(_, e)) => {
+                let msg = format!("instance {who} cannot be read: {e}; fix its spec");
+                Ok(ControlFlow::Break(self.report_invalid_instance(raw, &msg).await?))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The Instance's OperatorVersion, or (Break) what to do when it is missing or does not decode.
+    async fn read_operator_version(
+        &self,
+        raw: &DynamicObject,
+        inst: &Instance,
+        who: &str,
+    ) -> Result<ControlFlow<Action, OperatorVersion>, ReconcileError> {
+        let action = match self.get_ov(inst, &inst.spec).await {
+            Ok(Some(ov)) => return Ok(ControlFlow::Continue(ov)),
+            Ok(None) => self.operator_version_missing(raw, inst, who).await?,
+            Err(ReconcileError::Decode(_, e)) => self.operator_version_invalid(raw, inst, who, &e).await?,
+            Err(e) => return Err(e),
+        };
+        Ok(ControlFlow::Break(action))
+    }
+
+    /// The Instance references an OperatorVersion that does not exist. KUDO's webhook refused such
+    /// an Instance; stored anyway, it says why in its status (Ready=False) as well as in an Event,
+    /// and is looked at again when OperatorVersions change.
+    async fn operator_version_missing(
+        &self,
+        raw: &DynamicObject,
+        inst: &Instance,
+        who: &str,
+    ) -> Result<Action, ReconcileError> {
+        if drift::namespace_terminating(self.ctx, &self.ns).await {
+            // The namespace deletion removed the OperatorVersion; the Instance goes next.
+            debug!(instance = %who, "namespace is being deleted: OperatorVersion gone");
+            return Ok(Action::await_change());
+        }
+        let msg = format!(
+            "OperatorVersion {}/{} of instance {who} does not exist",
+            inst.spec.operator_version_namespace(&self.ns),
+            inst.spec.operator_version.name
+        );
+        warn!("{msg}");
+        self.set_not_ready(inst, "OperatorVersionNotFound", &msg).await?;
+        self.event(
+            raw,
+            EventType::Warning,
+            INVALID_OPERATOR_VERSION,
+            "Reconcile",
+            &msg,
+        )
+        .await;
+        Ok(Action::requeue(self.ctx.config.error_requeue))
+    }
+
+    /// The Instance's OperatorVersion exists but has fields of the wrong shape where the CRD schema
+    /// is free-form (plans, task specs): this Instance cannot run, others are not affected. Looked
+    /// at again when the OperatorVersion changes (watched) or after the error delay.
+    async fn operator_version_invalid(
+        &self,
+        raw: &DynamicObject,
+        inst: &Instance,
+        who: &str,
+        e: &serde_json::Error,
+    ) -> Result<Action, ReconcileError> {
+        let msg = format!(
+            "OperatorVersion {}/{} of instance {who} cannot be read: {e}",
+            inst.spec.operator_version_namespace(&self.ns),
+            inst.spec.operator_version.name
+        );
+        warn!("{msg}");
+        if self.set_not_ready(inst, INVALID_OPERATOR_VERSION, &msg).await? {
+            self.event(
+                raw,
+                EventType::Warning,
+                INVALID_OPERATOR_VERSION,
+                "Reconcile",
+                &msg,
+            )
+            .await;
+        }
+        Ok(Action::requeue(self.ctx.config.error_requeue))
+    }
+
+    /// Sets `Ready=False` with `reason` and `msg` on the Instance's status; true when the status
+    /// changed (written).
+    async fn set_not_ready(&self, inst: &Instance, reason: &str, msg: &str) -> Result<bool, ReconcileError> {
+        let old = inst.status.clone().unwrap_or_default();
+        let mut new = old.clone();
+        set_condition(
+            &mut new.conditions,
+            Condition {
+                type_: kudo_engine::readiness::READY.into(),
+                status: "False".into(),
+                observed_generation: None,
+                last_transition_time: now().to_string(),
+                reason: reason.into(),
+                message: msg.to_string(),
+            },
+        );
+        Ok(self.write_status(&old, &new).await?.is_some())
+    }
+
+    /// The idle step: readiness from the live workloads, then the drift check. A failed lifecycle
+    /// run keeps the instance's readiness Unknown until the user acts: healthy-looking leftovers
+    /// of a half-applied plan do not make it Ready (KUDO reported them as ready once the failed
+    /// plan was unscheduled).
+    async fn idle(
+        &self,
+        input: &PassInput<'_>,
+        status: &mut InstanceStatus,
+        deleting: bool,
+    ) -> Result<(), ReconcileError> {
+        let now = input.now;
+        let mut cond = match last_failed_lifecycle_plan(status) {
+            Some(plan) => plan_condition(&plan, ExecutionStatus::FatalError, now)
+                .unwrap_or_else(|| ready_condition(&[], now)),
+            None => ready_condition(&self.workloads().await?, now),
+        };
+        cond.observed_generation = input.generation;
+        set_condition(&mut status.conditions, cond);
+        if !deleting && last_failed_lifecycle_plan(status).is_none() {
+            self.drift(input, status).await;
+        }
+        Ok(())
     }
 
     /// Uninstall of an Instance whose plans created cluster-scoped objects: delete them, then
@@ -583,7 +720,12 @@ impl<'c> Reconciler<'c> {
         inst: &Instance,
     ) -> Result<Action, ReconcileError> {
         let mut pending = Vec::new();
-        for (api_version, kind, name) in stored_cluster_objects(inst) {
+        for execute::ClusterObject {
+            api_version,
+            kind,
+            name,
+        } in stored_cluster_objects(inst)
+        {
             let obj = json!({"apiVersion": api_version, "kind": kind, "metadata": {"name": name}});
             match execute::delete(self.ctx, &obj).await {
                 Ok(None) => {}
@@ -629,23 +771,8 @@ impl<'c> Reconciler<'c> {
             .annotations
             .get(ADMITTED_SPEC_ANNOTATION)
             .and_then(|s| serde_json::from_str(s).ok());
-        let unchanged = |spec: InstanceSpec| Admitted {
-            spec: inst.spec.clone(),
-            finalizers: inst.metadata.finalizers.clone(),
-            exec: Some(spec.clone()),
-            denial: None,
-            remember: Some(spec),
-        };
         let (admission, old_spec) = match stored {
-            None if deleting => {
-                return Ok(Admitted {
-                    spec: inst.spec.clone(),
-                    finalizers: inst.metadata.finalizers.clone(),
-                    exec: None,
-                    denial: None,
-                    remember: None,
-                });
-            }
+            None if deleting => return Ok(Admitted::keeping(inst, None, None)),
             None => (
                 decide(&InstanceChange {
                     old: None,
@@ -656,7 +783,7 @@ impl<'c> Reconciler<'c> {
                 }),
                 None,
             ),
-            Some(a) if a == inst.spec => return Ok(unchanged(a)),
+            Some(a) if a == inst.spec => return Ok(Admitted::keeping(inst, Some(a), None)),
             Some(a) => {
                 let mut old = inst.clone();
                 old.spec = a.clone();
@@ -677,68 +804,18 @@ impl<'c> Reconciler<'c> {
                 )
             }
         };
-        match &admission.decision {
-            Decision::Cancel { plan, uid } => {
-                // Execute the admitted spec (not a denied parameter change that may be stored
-                // too) with the run marked CANCELLED; the pass stops it.
-                let mut e = old_spec.unwrap_or_else(|| inst.spec.clone());
-                e.plan_execution = PlanExecution {
-                    plan_name: plan.clone(),
-                    uid: uid.clone(),
-                    status: Some(ExecutionStatus::Cancelled),
-                };
-                info!(plan = %plan, uid = %uid, "plan cancellation requested");
-                Ok(Admitted {
-                    spec: inst.spec.clone(),
-                    finalizers: inst.metadata.finalizers.clone(),
-                    exec: Some(e.clone()),
-                    denial: None,
-                    remember: Some(e),
-                })
-            }
-            Decision::Deny { message } => Ok(Admitted {
-                spec: inst.spec.clone(),
-                finalizers: inst.metadata.finalizers.clone(),
-                exec: old_spec.clone(),
-                denial: Some(message.clone()),
-                remember: old_spec,
-            }),
-            decision => {
-                let mut new = inst.clone();
-                let new_uid = uuid::Uuid::new_v4().to_string();
-                admission.apply(&mut new, &new_uid);
-                if let Decision::Schedule { plan, reason } = decision {
-                    info!(plan = %plan, reason = ?reason, uid = %new_uid, "plan scheduled");
-                }
-                Ok(Admitted {
-                    spec: new.spec.clone(),
-                    finalizers: new.metadata.finalizers.clone(),
-                    exec: Some(new.spec.clone()),
-                    denial: None,
-                    remember: Some(new.spec),
-                })
-            }
-        }
+        Ok(Admitted::from_decision(inst, &admission, old_spec))
     }
 
     /// One execution pass of the scheduled plan. Returns the plan's status after the pass, the
     /// requeue delay (None when the plan is terminal) and the timing annotation to store.
-    #[allow(clippy::too_many_arguments)]
-    async fn execute(
-        &self,
-        raw: &DynamicObject,
-        ov: &OperatorVersion,
-        exec: &InstanceSpec,
-        instance_uid: &str,
-        status: &mut InstanceStatus,
-        now: Timestamp,
-        generation: Option<i64>,
-        annotations: &BTreeMap<String, String>,
-    ) -> (ExecutionStatus, Option<Duration>, Option<String>) {
+    async fn execute(&self, input: &PassInput<'_>, status: &mut InstanceStatus) -> PassResult {
+        let PassInput {
+            raw, ov, exec, now, ..
+        } = *input;
         let plan = exec.plan_execution.plan_name.as_str();
         let plan_uid = exec.plan_execution.uid.as_str();
         ensure_plan_statuses(&ov.spec, status);
-        let timing = Timing::from_annotation(annotations.get(TIMING_ANNOTATION).map(String::as_str));
 
         let mut ps = status
             .plan_status
@@ -758,10 +835,7 @@ impl<'c> Reconciler<'c> {
                 self.event(raw, EventType::Warning, reasons::INVALID_PLAN, plan, &msg)
                     .await;
             }
-            let st = ps.status;
-            status.plan_status.insert(plan.to_string(), ps);
-            self.plan_ready(status, plan, st, now, generation);
-            return (st, None, None);
+            return self.without_pass(input, status, ps);
         }
 
         if exec.plan_execution.status == Some(ExecutionStatus::Cancelled) {
@@ -772,64 +846,100 @@ impl<'c> Reconciler<'c> {
                 let (new_ps, summary) = pass.finish();
                 self.ctx
                     .metrics
-                    .plan_pass(ov, plan_uid, annotations, &summary, now);
+                    .plan_pass(ov, plan_uid, input.annotations, &summary, now);
                 for ev in &summary.events {
                     self.event(raw, ev.type_, &ev.reason, plan, &ev.message).await;
                 }
                 ps = new_ps;
             }
-            let st = ps.status;
-            info!(status = %st, "plan cancelled");
-            status.plan_status.insert(plan.to_string(), ps);
-            self.plan_ready(status, plan, st, now, generation);
-            return (st, None, None);
+            info!(status = %ps.status, "plan cancelled");
+            return self.without_pass(input, status, ps);
         }
         if ps.status.is_terminal() {
             // A terminal plan runs nothing; the caller unschedules it.
-            let st = ps.status;
-            status.plan_status.insert(plan.to_string(), ps);
-            self.plan_ready(status, plan, st, now, generation);
-            return (st, None, None);
+            return self.without_pass(input, status, ps);
         }
-        let rctx = RenderContext {
-            instance_name: self.name.clone(),
-            namespace: self.ns.clone(),
-            parameters: exec.parameters.clone(),
-            plan_uid: plan_uid.to_string(),
-            instance_uid: instance_uid.to_string(),
-            is_namespaced: None,
-            live_dependency: None,
-        };
-        let rendered = match execute::render(self.ctx, ov, plan, rctx).await {
-            Ok(r) => {
-                for t in r.translations() {
-                    if self.ctx.translations.first(plan_uid, t) {
-                        let msg = t.message();
-                        info!("{msg}");
-                        // One Event series per object (the recorder merges by reason and action).
-                        let mut action = format!("Translate {}", t.object);
-                        while action.len() > 128 {
-                            action.pop();
-                        }
-                        self.event(raw, EventType::Warning, API_VERSION_TRANSLATED, &action, &msg)
-                            .await;
-                    }
-                }
-                r
-            }
+        let rendered = match self.render(input).await {
+            Ok(r) => r,
             Err(msg) => {
                 let msg = format!("{}/{}: {msg}", self.ns, self.name);
                 mark_plan_fatal(&mut ps, &msg, now);
                 self.event(raw, EventType::Warning, reasons::INVALID_PARAMS, plan, &msg)
                     .await;
-                let st = ps.status;
-                status.plan_status.insert(plan.to_string(), ps);
-                self.plan_ready(status, plan, st, now, generation);
-                return (st, None, None);
+                return self.without_pass(input, status, ps);
             }
         };
-        let params = kudo_engine::effective_parameters(&ov.spec.parameters, &exec.parameters);
+        self.run_pass(input, status, ps, &rendered).await
+    }
 
+    /// Ends a pass that ran no task: the plan status is stored as it is, with its readiness.
+    fn without_pass(&self, input: &PassInput<'_>, status: &mut InstanceStatus, ps: PlanStatus) -> PassResult {
+        let plan = input.exec.plan_execution.plan_name.as_str();
+        let st = ps.status;
+        status.plan_status.insert(plan.to_string(), ps);
+        self.plan_ready(status, plan, st, input.now, input.generation);
+        (st, None, None)
+    }
+
+    /// Renders the scheduled plan, announcing each translation of a removed API version once per
+    /// plan run with an Event.
+    async fn render(&self, input: &PassInput<'_>) -> Result<execute::Rendered, execute::PlanRenderError> {
+        let plan = input.exec.plan_execution.plan_name.as_str();
+        let plan_uid = input.exec.plan_execution.uid.as_str();
+        let rctx = RenderContext {
+            instance_name: self.name.clone(),
+            namespace: self.ns.clone(),
+            parameters: input.exec.parameters.clone(),
+            plan_uid: plan_uid.to_string(),
+            instance_uid: input.instance_uid.to_string(),
+            is_namespaced: None,
+            live_dependency: None,
+        };
+        let rendered = execute::render(self.ctx, input.ov, plan, rctx).await?;
+        for t in rendered.translations() {
+            if self.ctx.translations.first(plan_uid, t) {
+                let msg = t.message();
+                info!("{msg}");
+                // One Event series per object (the recorder merges by reason and action).
+                let mut action = format!("Translate {}", t.object);
+                while action.len() > 128 {
+                    action.pop();
+                }
+                self.event(
+                    input.raw,
+                    EventType::Warning,
+                    API_VERSION_TRANSLATED,
+                    &action,
+                    &msg,
+                )
+                .await;
+            }
+        }
+        Ok(rendered)
+    }
+
+    /// Runs the plan pass over the rendered plan: every task the engine hands out, then the
+    /// pass's Events, metrics and the next requeue.
+    async fn run_pass(
+        &self,
+        input: &PassInput<'_>,
+        status: &mut InstanceStatus,
+        mut ps: PlanStatus,
+        rendered: &execute::Rendered,
+    ) -> PassResult {
+        let PassInput {
+            raw,
+            ov,
+            exec,
+            annotations,
+            now,
+            generation,
+            ..
+        } = *input;
+        let plan = exec.plan_execution.plan_name.as_str();
+        let plan_uid = exec.plan_execution.uid.as_str();
+        let timing = Timing::from_annotation(annotations.get(TIMING_ANNOTATION).map(String::as_str));
+        let params = kudo_engine::effective_parameters(&ov.spec.parameters, &exec.parameters);
         let mut pass = match PlanPass::start(&ov.spec, plan, ps.clone(), now) {
             Ok(p) => p.with_instance(&self.ns, &self.name).with_timing(timing),
             Err(e) => {
@@ -842,7 +952,7 @@ impl<'c> Reconciler<'c> {
             }
         };
         while let Some(call) = pass.next_task() {
-            let outcome = execute::run_task(self.ctx, &call, ov, &rendered, &params, &self.cluster)
+            let outcome = execute::run_task(self.ctx, &call, ov, rendered, &params, &self.cluster)
                 .instrument(info_span!(
                     "task",
                     phase = call.phase,
@@ -871,15 +981,8 @@ impl<'c> Reconciler<'c> {
             self.event(raw, ev.type_, &ev.reason, plan, &ev.message).await;
         }
         let st = new_ps.status;
-        let requeue = if st.is_terminal() {
-            None
-        } else {
-            let mut secs = requeue_after_secs(&new_ps, now);
-            if let Some(d) = summary.next_deadline {
-                secs = secs.min(d.seconds_since(now).max(1) as u64);
-            }
-            Some(Duration::from_secs(secs).min(self.ctx.config.requeue_backstop))
-        };
+        let requeue = pass_requeue_secs(&new_ps, summary.next_deadline, now)
+            .map(|secs| Duration::from_secs(secs).min(self.ctx.config.requeue_backstop));
         status.plan_status.insert(plan.to_string(), new_ps);
         self.plan_ready(status, plan, st, now, generation);
         (st, requeue, summary.timing.to_annotation())
@@ -887,18 +990,16 @@ impl<'c> Reconciler<'c> {
 
     /// Drift check of an idle Instance (see [`crate::drift`]): Events and the `Drifted`
     /// condition. Failures are logged and retried at the next idle reconcile.
-    #[allow(clippy::too_many_arguments)]
-    async fn drift(
-        &self,
-        raw: &DynamicObject,
-        ov: &OperatorVersion,
-        exec: &InstanceSpec,
-        instance_uid: &str,
-        annotations: &BTreeMap<String, String>,
-        status: &mut InstanceStatus,
-        now: Timestamp,
-        generation: Option<i64>,
-    ) {
+    async fn drift(&self, input: &PassInput<'_>, status: &mut InstanceStatus) {
+        let PassInput {
+            raw,
+            ov,
+            exec,
+            instance_uid,
+            annotations,
+            now,
+            generation,
+        } = *input;
         let (policy, bad) = drift::Policy::from_annotations(annotations);
         if let Some(msg) = bad {
             warn!("{msg}");
@@ -983,15 +1084,15 @@ impl<'c> Reconciler<'c> {
     async fn workloads(&self) -> Result<Vec<Value>, ReconcileError> {
         let selector = format!("{}={},heritage=kudo", kudo_api::labels::INSTANCE, self.name);
         let kinds = [
-            ("apps", "v1", "Deployment", "deployments"),
-            ("apps", "v1", "StatefulSet", "statefulsets"),
-            ("apps", "v1", "ReplicaSet", "replicasets"),
-            ("apps", "v1", "DaemonSet", "daemonsets"),
-            ("", "v1", "Pod", "pods"),
+            ("apps", "Deployment"),
+            ("apps", "StatefulSet"),
+            ("apps", "ReplicaSet"),
+            ("apps", "DaemonSet"),
+            ("", "Pod"),
         ];
         let mut out = Vec::new();
-        for (g, v, k, plural) in kinds {
-            let ar = ApiResource::from_gvk_with_plural(&kube::api::GroupVersionKind::gvk(g, v, k), plural);
+        for (g, k) in kinds {
+            let ar = crate::known_resource(g, k);
             // From the watch cache; a LIST only while that cache is not synced.
             let labels = [
                 (kudo_api::labels::INSTANCE, self.name.as_str()),
@@ -1017,7 +1118,6 @@ impl<'c> Reconciler<'c> {
         Ok(out)
     }
 
-    /// Merge-patches the status subresource when it changed; returns the new resourceVersion.
     /// An Instance that does not decode as kudo.dev/v1beta1 gets `Ready=False` reason
     /// [`INVALID_INSTANCE`] (and one Warning Event per change of that message), written from its
     /// raw JSON; nothing else is done with it until it is fixed.
@@ -1060,6 +1160,7 @@ impl<'c> Reconciler<'c> {
         Ok(Action::await_change())
     }
 
+    /// Merge-patches the status subresource when it changed; returns the new resourceVersion.
     async fn write_status(
         &self,
         old: &InstanceStatus,
@@ -1185,8 +1286,50 @@ fn last_failed_lifecycle_plan(status: &InstanceStatus) -> Option<String> {
     (latest.status == ExecutionStatus::FatalError).then(|| latest.name.clone())
 }
 
+/// What one pass over an Instance works from, shared by plan execution and the idle step
+/// (readiness, drift repair).
+#[derive(Clone, Copy)]
+struct PassInput<'a> {
+    raw: &'a DynamicObject,
+    /// The OperatorVersion the admitted spec runs.
+    ov: &'a OperatorVersion,
+    /// The admitted spec being executed.
+    exec: &'a InstanceSpec,
+    instance_uid: &'a str,
+    annotations: &'a BTreeMap<String, String>,
+    now: Timestamp,
+    generation: Option<i64>,
+}
+
+/// A pass's outcome: the plan's status, the requeue delay (`None` when terminal) and the timing
+/// annotation to store.
+type PassResult = (ExecutionStatus, Option<Duration>, Option<String>);
+
+fn decode_instance(raw: &DynamicObject, who: &str) -> Result<Instance, ReconcileError> {
+    let v = serde_json::to_value(raw).map_err(|e| ReconcileError::Decode(who.to_string(), e))?;
+    decode(v).map_err(|e| ReconcileError::Decode(who.to_string(), e))
+}
+
+/// Adds the cluster-scoped objects a pass applied to those recorded on the Instance: returns the
+/// new annotation value when the set grew, and adds the finalizer that releases them on uninstall
+/// (Kubernetes forbids adding finalizers to an Instance being deleted).
+fn record_cluster_objects(
+    inst: &Instance,
+    applied: &BTreeSet<execute::ClusterObject>,
+    deleting: bool,
+    finalizers: &mut Vec<String>,
+) -> Option<String> {
+    let stored = stored_cluster_objects(inst);
+    let mut recorded = stored.clone();
+    recorded.extend(applied.iter().cloned());
+    if !recorded.is_empty() && !deleting && !finalizers.iter().any(|f| f == CLUSTER_OBJECTS_FINALIZER) {
+        finalizers.push(CLUSTER_OBJECTS_FINALIZER.to_string());
+    }
+    (recorded != stored).then(|| serde_json::to_string(&recorded).unwrap_or_default())
+}
+
 /// The cluster-scoped objects recorded on the Instance (see [`CLUSTER_OBJECTS_ANNOTATION`]).
-fn stored_cluster_objects(inst: &Instance) -> BTreeSet<(String, String, String)> {
+fn stored_cluster_objects(inst: &Instance) -> BTreeSet<execute::ClusterObject> {
     inst.metadata
         .annotations
         .get(CLUSTER_OBJECTS_ANNOTATION)
@@ -1279,11 +1422,15 @@ mod tests {
         }))
         .unwrap();
         assert!(stored_cluster_objects(&inst).is_empty());
-        let set = BTreeSet::from([(
-            "rbac.authorization.k8s.io/v1".to_string(),
-            "ClusterRole".to_string(),
-            "r".to_string(),
-        )]);
+        let set = BTreeSet::from([execute::ClusterObject {
+            api_version: "rbac.authorization.k8s.io/v1".to_string(),
+            kind: "ClusterRole".to_string(),
+            name: "r".to_string(),
+        }]);
+        assert_eq!(
+            serde_json::to_string(&set).unwrap(),
+            r#"[["rbac.authorization.k8s.io/v1","ClusterRole","r"]]"#
+        );
         inst.metadata.annotations.insert(
             CLUSTER_OBJECTS_ANNOTATION.into(),
             serde_json::to_string(&set).unwrap(),

@@ -12,7 +12,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use kudo_api::{OperatorVersion, Task};
+use kudo_api::{OperatorVersion, Task, TaskKind};
 
 /// Why a dependency graph cannot be used. The message names the OperatorVersions involved.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -40,7 +40,7 @@ pub enum DependencyError {
 
 /// The `KudoOperator` tasks of an OperatorVersion, in declaration order.
 pub fn dependency_tasks(ov: &OperatorVersion) -> impl Iterator<Item = &Task> {
-    ov.spec.tasks.iter().filter(|t| t.kind == "KudoOperator")
+    ov.spec.tasks.iter().filter(|t| t.kind == TaskKind::KudoOperator)
 }
 
 /// Checks the graph reachable from `root` through `KudoOperator` tasks. `installed` holds the

@@ -75,11 +75,16 @@ pub use pass::{
     Event, EventType, Fatal, PassError, PassSummary, PlanPass, TIMING_ANNOTATION, TaskCall, TaskOutcome,
     Timing, reasons,
 };
-pub use readiness::{plan_condition, ready_condition, set_condition};
-pub use status::{ensure_plan_statuses, mark_plan_fatal, needs_reset, requeue_after_secs, reset_for_run};
-pub use tasks::{TASK_KINDS, ToggleAction, effective_parameters, toggle_action, validate_task};
+pub use readiness::{plan_condition, ready_condition, record_admission, set_condition};
+pub use status::{
+    ensure_plan_statuses, mark_plan_fatal, mirror_run_status, needs_reset, pass_requeue_secs,
+    requeue_after_secs, reset_for_run,
+};
+pub use tasks::{
+    TaskBuildError, ToggleAction, ToggleError, effective_parameters, toggle_action, validate_task,
+};
 pub use time::{TimeError, Timestamp, parse_duration};
 pub use triggers::{
-    Admission, Decision, InstanceChange, ScheduleReason, cleanup_finalizer_removable, decide,
+    Admission, Decision, InstanceChange, ScheduleReason, cleanup_finalizer_removable, cleanup_run, decide,
     should_schedule_cleanup, validate_parameters,
 };

@@ -25,30 +25,60 @@ fn base_name_ok(name: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_'))
 }
 
+/// Why a rendered generator Pod breaks KUDO's constraints ([`validate_pod`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PipePodError {
+    #[error("pipe pod should define no containers, only one init container")]
+    HasContainers,
+    #[error("pipe pod should define exactly one init container, found {0}")]
+    InitContainers(usize),
+    #[error("pipe pod should define exactly one volume of type emptyDir")]
+    Volume,
+    #[error("pipe pod restartPolicy must be empty or OnFailure, found {0}")]
+    RestartPolicy(String),
+    #[error("pipe pod init container should mount the emptyDir volume {0:?}")]
+    Mount(String),
+    #[error("pipe file {path} should be a sub-directory of the pipe pod's emptyDir mount path {mount}")]
+    OutsideMount { path: String, mount: String },
+    #[error("pipe file {path}: its name {base:?} must match [-._a-zA-Z0-9]+")]
+    FileName { path: String, base: String },
+}
+
+/// Why an env file cannot be read ([`parse_env_file`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EnvFileError {
+    #[error("env file is not valid UTF-8")]
+    NotUtf8,
+    #[error("line {line}: {key:?} is not a valid environment variable name")]
+    InvalidName { line: usize, key: String },
+}
+
+/// Why a pipe artifact cannot be built ([`artifact`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ArtifactError {
+    #[error("env file {file}: {source}")]
+    EnvFile { file: String, source: EnvFileError },
+}
+
 /// Checks the rendered generator Pod against KUDO's constraints; `Err` is the reason.
-pub fn validate_pod(pod: &Value, pipes: &[PipeSpec]) -> Result<(), String> {
+pub fn validate_pod(pod: &Value, pipes: &[PipeSpec]) -> Result<(), PipePodError> {
     let spec = &pod["spec"];
     let count = |k: &str| spec[k].as_array().map(Vec::len).unwrap_or(0);
     if count("containers") != 0 {
-        return Err("pipe pod should define no containers, only one init container".into());
+        return Err(PipePodError::HasContainers);
     }
     if count("initContainers") != 1 {
-        return Err(format!(
-            "pipe pod should define exactly one init container, found {}",
-            count("initContainers")
-        ));
+        return Err(PipePodError::InitContainers(count("initContainers")));
     }
     let volumes = spec["volumes"].as_array().cloned().unwrap_or_default();
     if volumes.len() != 1 || volumes[0].get("emptyDir").is_none() {
-        return Err("pipe pod should define exactly one volume of type emptyDir".into());
+        return Err(PipePodError::Volume);
     }
     let volume = volumes[0]["name"].as_str().unwrap_or("");
     match spec["restartPolicy"].as_str().unwrap_or("") {
         "" | "OnFailure" => {}
         other => {
-            return Err(format!(
-                "pipe pod restartPolicy must be empty or OnFailure, found {other}"
-            ));
+            return Err(PipePodError::RestartPolicy(other.to_string()));
         }
     }
     let init = &spec["initContainers"][0];
@@ -56,20 +86,22 @@ pub fn validate_pod(pod: &Value, pipes: &[PipeSpec]) -> Result<(), String> {
         .as_array()
         .and_then(|m| m.iter().find(|m| m["name"] == volume))
         .and_then(|m| m["mountPath"].as_str())
-        .ok_or_else(|| format!("pipe pod init container should mount the emptyDir volume {volume:?}"))?;
+        .ok_or_else(|| PipePodError::Mount(volume.to_string()))?;
     let mount = mount.trim_end_matches('/');
     for p in pipes {
         let path = if p.file.is_empty() { &p.env_file } else { &p.file };
         if !path.starts_with(&format!("{mount}/")) {
-            return Err(format!(
-                "pipe file {path} should be a sub-directory of the pipe pod's emptyDir mount path {mount}"
-            ));
+            return Err(PipePodError::OutsideMount {
+                path: path.to_string(),
+                mount: mount.to_string(),
+            });
         }
         let base = path.rsplit('/').next().unwrap_or("");
         if !base_name_ok(base) {
-            return Err(format!(
-                "pipe file {path}: its name {base:?} must match [-._a-zA-Z0-9]+"
-            ));
+            return Err(PipePodError::FileName {
+                path: path.to_string(),
+                base: base.to_string(),
+            });
         }
     }
     Ok(())
@@ -113,8 +145,8 @@ pub fn init_command(pod: &Value) -> String {
 /// Parses an env file as `kubectl create … --from-env-file` does: UTF-8, a leading BOM removed,
 /// blank lines and `#` comments skipped, `KEY=VALUE` (leading whitespace of the line trimmed),
 /// a bare `KEY` is skipped (kubectl would take it from its own environment). `Err` names the line.
-pub fn parse_env_file(data: &[u8]) -> Result<BTreeMap<String, String>, String> {
-    let text = std::str::from_utf8(data).map_err(|_| "env file is not valid UTF-8".to_string())?;
+pub fn parse_env_file(data: &[u8]) -> Result<BTreeMap<String, String>, EnvFileError> {
+    let text = std::str::from_utf8(data).map_err(|_| EnvFileError::NotUtf8)?;
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut out = BTreeMap::new();
     for (i, line) in text.lines().enumerate() {
@@ -131,10 +163,10 @@ pub fn parse_env_file(data: &[u8]) -> Result<BTreeMap<String, String>, String> {
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
         if !valid {
-            return Err(format!(
-                "line {}: {key:?} is not a valid environment variable name",
-                i + 1
-            ));
+            return Err(EnvFileError::InvalidName {
+                line: i + 1,
+                key: key.to_string(),
+            });
         }
         out.insert(key.to_string(), value.to_string());
     }
@@ -145,7 +177,7 @@ pub fn parse_env_file(data: &[u8]) -> Result<BTreeMap<String, String>, String> {
 /// name, namespace, labels, annotations and owner references already. `file` content goes under
 /// the file's base name (Secret `data`, ConfigMap `binaryData`, both base64); `envFile` content
 /// is parsed into keys (Secret `data` base64, ConfigMap `data` as text).
-pub fn artifact(pipe: &PipeSpec, metadata: Value, content: &[u8]) -> Result<Value, String> {
+pub fn artifact(pipe: &PipeSpec, metadata: Value, content: &[u8]) -> Result<Value, ArtifactError> {
     use base64_lite::encode;
     let mut obj = json!({
         "apiVersion": "v1",
@@ -163,7 +195,10 @@ pub fn artifact(pipe: &PipeSpec, metadata: Value, content: &[u8]) -> Result<Valu
             obj["binaryData"] = Value::Object(m);
         }
     } else {
-        let vars = parse_env_file(content).map_err(|e| format!("env file {}: {e}", pipe.env_file))?;
+        let vars = parse_env_file(content).map_err(|source| ArtifactError::EnvFile {
+            file: pipe.env_file.clone(),
+            source,
+        })?;
         if pipe.kind == "Secret" {
             obj["type"] = json!("Opaque");
             obj["data"] = vars
@@ -225,16 +260,35 @@ mod tests {
         assert_eq!(validate_pod(&pod(), &ok), Ok(()));
         let mut p = pod();
         p["spec"]["containers"] = json!([{"name": "x"}]);
-        assert!(validate_pod(&p, &ok).unwrap_err().contains("no containers"));
+        assert!(
+            validate_pod(&p, &ok)
+                .unwrap_err()
+                .to_string()
+                .contains("no containers")
+        );
         let mut p = pod();
         p["spec"]["restartPolicy"] = json!("Always");
-        assert!(validate_pod(&p, &ok).unwrap_err().contains("restartPolicy"));
+        assert!(
+            validate_pod(&p, &ok)
+                .unwrap_err()
+                .to_string()
+                .contains("restartPolicy")
+        );
         let mut p = pod();
         p["spec"]["volumes"] = json!([{"name": "out", "hostPath": {"path": "/x"}}]);
-        assert!(validate_pod(&p, &ok).unwrap_err().contains("emptyDir"));
-        let e = validate_pod(&pod(), &[pipe("/etc/a", "", "Secret", "a")]).unwrap_err();
+        assert!(
+            validate_pod(&p, &ok)
+                .unwrap_err()
+                .to_string()
+                .contains("emptyDir")
+        );
+        let e = validate_pod(&pod(), &[pipe("/etc/a", "", "Secret", "a")])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("/etc/a") && e.contains("/tmp"), "{e}");
-        let e = validate_pod(&pod(), &[pipe("/tmp/a b", "", "Secret", "a")]).unwrap_err();
+        let e = validate_pod(&pod(), &[pipe("/tmp/a b", "", "Secret", "a")])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("[-._a-zA-Z0-9]+"), "{e}");
     }
 
@@ -264,7 +318,9 @@ mod tests {
         assert_eq!(c["data"], json!({"A": "1", "B": "x=y"}));
         let s = artifact(&pipe("", "/tmp/v.env", "Secret", "k"), md.clone(), b"A=abc\n").unwrap();
         assert_eq!(s["data"], json!({"A": "YWJj"}));
-        let e = artifact(&pipe("", "/tmp/v.env", "Secret", "k"), md, b"1A=x\n").unwrap_err();
+        let e = artifact(&pipe("", "/tmp/v.env", "Secret", "k"), md, b"1A=x\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("/tmp/v.env") && e.contains("line 1"), "{e}");
     }
 }

@@ -19,6 +19,10 @@ pub const RESOURCES_READY: &str = "ResourcesReady";
 pub const RESOURCE_NOT_READY: &str = "ResourceNotReady";
 pub const PLAN_IN_PROGRESS: &str = "PlanInProgress";
 pub const PLAN_IN_FATAL_ERROR: &str = "PlanInFatalError";
+/// Condition reporting a spec change KUDO's webhook would have rejected.
+pub const CHANGE_ACCEPTED: &str = "ChangeAccepted";
+/// Reason of `ChangeAccepted=False`.
+pub const CHANGE_DENIED: &str = "ChangeDenied";
 
 fn cond(status: &str, reason: &str, message: String, now: Timestamp) -> Condition {
     Condition {
@@ -92,6 +96,32 @@ pub fn plan_condition(plan: &str, status: ExecutionStatus, now: Timestamp) -> Op
     }
 }
 
+/// Records this reconcile's admission outcome in `conditions`: a denial (KUDO's message) sets
+/// `ChangeAccepted=False`; an admitted change removes the condition.
+pub fn record_admission(
+    conditions: &mut Vec<Condition>,
+    denial: Option<&str>,
+    generation: Option<i64>,
+    now: Timestamp,
+) {
+    match denial {
+        Some(msg) => {
+            set_condition(
+                conditions,
+                Condition {
+                    type_: CHANGE_ACCEPTED.into(),
+                    status: "False".into(),
+                    observed_generation: generation,
+                    last_transition_time: now.to_string(),
+                    reason: CHANGE_DENIED.into(),
+                    message: msg.to_string(),
+                },
+            );
+        }
+        None => conditions.retain(|c| c.type_ != CHANGE_ACCEPTED),
+    }
+}
+
 /// Inserts or updates a condition by type (Kubernetes `meta.SetStatusCondition` semantics):
 /// `lastTransitionTime` only moves when the status value changes. Returns whether anything
 /// changed, so the caller can skip a status write (KUDO writes only on change).
@@ -137,6 +167,26 @@ mod tests {
     fn deploy(name: &str, available: i64) -> Value {
         json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "generation": 1},
             "spec": {"replicas": 2}, "status": {"observedGeneration": 1, "replicas": 2, "updatedReplicas": 2, "availableReplicas": available}})
+    }
+
+    #[test]
+    fn admission_outcome_sets_or_clears_change_accepted() {
+        let mut conds = vec![ready_condition(&[], now())];
+        record_admission(&mut conds, Some("no"), Some(3), now());
+        let c = conds.iter().find(|c| c.type_ == CHANGE_ACCEPTED).unwrap();
+        assert_eq!(
+            (
+                c.status.as_str(),
+                c.reason.as_str(),
+                c.message.as_str(),
+                c.observed_generation
+            ),
+            ("False", CHANGE_DENIED, "no", Some(3))
+        );
+        assert_eq!(c.last_transition_time, "2024-05-01T10:00:00Z");
+        record_admission(&mut conds, None, Some(4), now());
+        assert_eq!(conds.len(), 1);
+        assert_eq!(conds[0].type_, READY);
     }
 
     #[test]

@@ -1,7 +1,10 @@
 //! Plan status bookkeeping around a run: the parts of KUDO's reconcile that shape
 //! `Instance.status.planStatus` before the execution pass touches it.
 
-use kudo_api::{ExecutionStatus, InstanceStatus, OperatorVersionSpec, PhaseStatus, PlanStatus, StepStatus};
+use kudo_api::{
+    ExecutionStatus, InstanceSpec, InstanceStatus, OperatorVersionSpec, PhaseStatus, PlanExecution,
+    PlanStatus, StepStatus,
+};
 
 use crate::time::Timestamp;
 
@@ -101,10 +104,90 @@ pub fn requeue_after_secs(plan_status: &PlanStatus, now: Timestamp) -> u64 {
     1 + minutes.min(59) as u64
 }
 
+/// Mirrors a pass's outcome into `spec.planExecution`: a finished plan is unscheduled, a running
+/// one gets its status. Only the run being executed is touched in `spec` (a denied
+/// planExecution edit is left alone). Returns the executed spec with the same change (what the
+/// admitted-spec annotation should hold).
+pub fn mirror_run_status(
+    spec: &mut InstanceSpec,
+    exec: &InstanceSpec,
+    plan_status: ExecutionStatus,
+) -> InstanceSpec {
+    let mut e = exec.clone();
+    if plan_status.is_terminal() {
+        e.plan_execution = PlanExecution::default();
+    } else {
+        e.plan_execution.status = Some(plan_status);
+    }
+    if spec.plan_execution.uid == exec.plan_execution.uid {
+        spec.plan_execution = e.plan_execution.clone();
+    }
+    e
+}
+
+/// When to look at a plan again after a pass: `None` once it is terminal, else KUDO's delay
+/// ([`requeue_after_secs`]) shortened to the next step/plan timeout (`next_deadline`, at least
+/// 1 s away).
+pub fn pass_requeue_secs(
+    plan_status: &PlanStatus,
+    next_deadline: Option<Timestamp>,
+    now: Timestamp,
+) -> Option<u64> {
+    if plan_status.status.is_terminal() {
+        return None;
+    }
+    let mut secs = requeue_after_secs(plan_status, now);
+    if let Some(d) = next_deadline {
+        secs = secs.min(d.seconds_since(now).max(1) as u64);
+    }
+    Some(secs)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use kudo_api::{Phase, Plan, Step};
+
+    #[test]
+    fn run_status_is_mirrored_into_the_executed_run_only() {
+        let run = |uid: &str| InstanceSpec {
+            plan_execution: PlanExecution {
+                plan_name: "deploy".into(),
+                uid: uid.into(),
+                status: None,
+            },
+            ..InstanceSpec::default()
+        };
+        let exec = run("a");
+        let mut spec = run("a");
+        let e = mirror_run_status(&mut spec, &exec, ExecutionStatus::InProgress);
+        assert_eq!(e.plan_execution.status, Some(ExecutionStatus::InProgress));
+        assert_eq!(spec.plan_execution, e.plan_execution);
+        let e = mirror_run_status(&mut spec, &exec, ExecutionStatus::Complete);
+        assert_eq!(e.plan_execution, PlanExecution::default());
+        assert_eq!(spec.plan_execution, PlanExecution::default());
+        // a denied edit scheduled another run: the stored spec keeps it
+        let mut denied = run("b");
+        let e = mirror_run_status(&mut denied, &exec, ExecutionStatus::Complete);
+        assert_eq!(denied, run("b"));
+        assert_eq!(e.plan_execution, PlanExecution::default());
+    }
+
+    #[test]
+    fn pass_requeue_follows_kudo_then_the_next_deadline() {
+        let now = Timestamp::parse("2024-05-01T10:10:00Z").unwrap();
+        let mut ps = PlanStatus {
+            status: ExecutionStatus::InProgress,
+            last_updated_timestamp: Some("2024-05-01T10:00:00Z".into()),
+            ..PlanStatus::default()
+        };
+        assert_eq!(pass_requeue_secs(&ps, None, now), Some(11));
+        assert_eq!(pass_requeue_secs(&ps, Some(now.plus_seconds(4)), now), Some(4));
+        assert_eq!(pass_requeue_secs(&ps, Some(now), now), Some(1));
+        assert_eq!(pass_requeue_secs(&ps, Some(now.plus_seconds(600)), now), Some(11));
+        ps.status = ExecutionStatus::Complete;
+        assert_eq!(pass_requeue_secs(&ps, Some(now.plus_seconds(4)), now), None);
+    }
     use std::collections::BTreeMap;
 
     fn plan(phases: &[(&str, &[&str])]) -> Plan {

@@ -4,51 +4,82 @@
 
 use std::collections::BTreeMap;
 
-use kudo_api::{Parameter, Task};
+use kudo_api::{Parameter, Task, TaskKind};
 
-/// The task kinds KUDO knows (case-sensitive).
-pub const TASK_KINDS: [&str; 6] = ["Apply", "Delete", "Toggle", "Pipe", "Dummy", "KudoOperator"];
+/// Why a task fails build-time validation ([`validate_task`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TaskBuildError {
+    #[error("task validation error: {0} task has an empty resource list, use a Dummy task instead")]
+    EmptyResources(TaskKind),
+    #[error("task validation error: Toggle task has an empty resource list")]
+    ToggleWithoutResources,
+    #[error("task validation error: Toggle task has no parameter")]
+    ToggleWithoutParameter,
+    #[error("task validation error: Pipe task has no pod template")]
+    PipeWithoutPod,
+    #[error("task validation error: Pipe task has no pipe entries")]
+    PipeWithoutEntries,
+    #[error("task validation error: pipe entry {0:?} must set exactly one of file or envFile")]
+    PipeFileOrEnvFile(String),
+    #[error("task validation error: pipe entry {key:?} has kind {kind:?}, expected Secret or ConfigMap")]
+    PipeKind { key: String, kind: String },
+    #[error("task validation error: pipe key {0:?} must match ^[a-zA-Z0-9_\\-]+$")]
+    PipeKey(String),
+    #[error("task validation error: KudoOperator task has no package")]
+    KudoOperatorWithoutPackage,
+    #[error("task validation error: KudoOperator task has no operatorVersion")]
+    KudoOperatorWithoutVersion,
+    #[error("unknown task kind {0}")]
+    UnknownKind(String),
+}
+
+/// Why a Toggle task cannot decide between Apply and Delete ([`toggle_action`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ToggleError {
+    #[error("toggle task {task}: parameter {parameter:?} is not declared in the OperatorVersion")]
+    Undeclared { task: String, parameter: String },
+    #[error("toggle task {task}: value {value:?} of parameter {parameter:?} is not a boolean")]
+    NotBoolean {
+        task: String,
+        parameter: String,
+        value: String,
+    },
+}
 
 /// Build-time validation of a task (KUDO's `task.Build`): a task failing it makes the plan FATAL
 /// before anything is applied, instead of misbehaving at runtime.
-pub fn validate_task(task: &Task) -> Result<(), String> {
+pub fn validate_task(task: &Task) -> Result<(), TaskBuildError> {
     let s = &task.spec;
-    match task.kind.as_str() {
-        "Apply" | "Delete" => {
+    match &task.kind {
+        TaskKind::Apply | TaskKind::Delete => {
             if s.resources.is_empty() {
-                return Err(format!(
-                    "task validation error: {} task has an empty resource list, use a Dummy task instead",
-                    task.kind
-                ));
+                return Err(TaskBuildError::EmptyResources(task.kind.clone()));
             }
         }
-        "Toggle" => {
+        TaskKind::Toggle => {
             if s.resources.is_empty() {
-                return Err("task validation error: Toggle task has an empty resource list".into());
+                return Err(TaskBuildError::ToggleWithoutResources);
             }
             if s.parameter.is_empty() {
-                return Err("task validation error: Toggle task has no parameter".into());
+                return Err(TaskBuildError::ToggleWithoutParameter);
             }
         }
-        "Pipe" => {
+        TaskKind::Pipe => {
             if s.pod.is_empty() {
-                return Err("task validation error: Pipe task has no pod template".into());
+                return Err(TaskBuildError::PipeWithoutPod);
             }
             if s.pipe.is_empty() {
-                return Err("task validation error: Pipe task has no pipe entries".into());
+                return Err(TaskBuildError::PipeWithoutEntries);
             }
             for p in &s.pipe {
                 if p.file.is_empty() == p.env_file.is_empty() {
-                    return Err(format!(
-                        "task validation error: pipe entry {:?} must set exactly one of file or envFile",
-                        p.key
-                    ));
+                    return Err(TaskBuildError::PipeFileOrEnvFile(p.key.clone()));
                 }
                 if p.kind != "Secret" && p.kind != "ConfigMap" {
-                    return Err(format!(
-                        "task validation error: pipe entry {:?} has kind {:?}, expected Secret or ConfigMap",
-                        p.key, p.kind
-                    ));
+                    return Err(TaskBuildError::PipeKind {
+                        key: p.key.clone(),
+                        kind: p.kind.clone(),
+                    });
                 }
                 if p.key.is_empty()
                     || !p
@@ -56,23 +87,20 @@ pub fn validate_task(task: &Task) -> Result<(), String> {
                         .bytes()
                         .all(|c| c.is_ascii_alphanumeric() || c == b'_' || c == b'-')
                 {
-                    return Err(format!(
-                        "task validation error: pipe key {:?} must match ^[a-zA-Z0-9_\\-]+$",
-                        p.key
-                    ));
+                    return Err(TaskBuildError::PipeKey(p.key.clone()));
                 }
             }
         }
-        "Dummy" => {}
-        "KudoOperator" => {
+        TaskKind::Dummy => {}
+        TaskKind::KudoOperator => {
             if s.package.is_empty() {
-                return Err("task validation error: KudoOperator task has no package".into());
+                return Err(TaskBuildError::KudoOperatorWithoutPackage);
             }
             if s.operator_version.is_empty() {
-                return Err("task validation error: KudoOperator task has no operatorVersion".into());
+                return Err(TaskBuildError::KudoOperatorWithoutVersion);
             }
         }
-        other => return Err(format!("unknown task kind {other}")),
+        TaskKind::Unknown(other) => return Err(TaskBuildError::UnknownKind(other.clone())),
     }
     Ok(())
 }
@@ -108,21 +136,22 @@ pub enum ToggleAction {
 /// Resolves a Toggle task against the effective parameters (see [`effective_parameters`]). The
 /// value must be one of Go's `strconv.ParseBool` spellings; a missing or unparseable value is a
 /// fatal task error (KUDO's `ToggleTaskError`).
-pub fn toggle_action(task: &Task, params: &BTreeMap<String, String>) -> Result<ToggleAction, String> {
+pub fn toggle_action(task: &Task, params: &BTreeMap<String, String>) -> Result<ToggleAction, ToggleError> {
     let name = &task.spec.parameter;
     let Some(value) = params.get(name) else {
-        return Err(format!(
-            "toggle task {}: parameter {name:?} is not declared in the OperatorVersion",
-            task.name
-        ));
+        return Err(ToggleError::Undeclared {
+            task: task.name.clone(),
+            parameter: name.clone(),
+        });
     };
     match crate::triggers::parse_go_bool(value) {
         Some(true) => Ok(ToggleAction::Apply),
         Some(false) => Ok(ToggleAction::Delete),
-        None => Err(format!(
-            "toggle task {}: value {value:?} of parameter {name:?} is not a boolean",
-            task.name
-        )),
+        None => Err(ToggleError::NotBoolean {
+            task: task.name.clone(),
+            parameter: name.clone(),
+            value: value.clone(),
+        }),
     }
 }
 
@@ -166,7 +195,7 @@ mod tests {
     fn toggle_follows_go_parse_bool() {
         let task = Task {
             name: "feature".into(),
-            kind: "Toggle".into(),
+            kind: TaskKind::Toggle,
             spec: TaskSpec {
                 parameter: "ON".into(),
                 ..Default::default()
@@ -179,13 +208,14 @@ mod tests {
         assert_eq!(toggle_action(&task, &p("False")), Ok(ToggleAction::Delete));
         assert_eq!(toggle_action(&task, &p("0")), Ok(ToggleAction::Delete));
         assert_eq!(
-            toggle_action(&task, &p("yes")),
+            toggle_action(&task, &p("yes")).map_err(|e| e.to_string()),
             Err("toggle task feature: value \"yes\" of parameter \"ON\" is not a boolean".into())
         );
         assert!(toggle_action(&task, &p("")).is_err());
         assert!(
             toggle_action(&task, &BTreeMap::new())
                 .unwrap_err()
+                .to_string()
                 .contains("not declared")
         );
     }

@@ -20,6 +20,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use kudo_api::{CLEANUP_FINALIZER, ExecutionStatus, Instance, OperatorVersion, Parameter, PlanExecution};
+use kudo_package::params::ParamValueError;
 
 /// Plan names with a special meaning.
 pub const DEPLOY: &str = "deploy";
@@ -466,7 +467,7 @@ pub fn judge_client_change(
     proposed: &kudo_api::InstanceSpec,
     old_ov: &OperatorVersion,
     new_ov: &OperatorVersion,
-) -> Result<Decision, String> {
+) -> Result<Decision, ChangeDenied> {
     let mut old = stored.clone();
     if let Some(spec) = admitted {
         old.spec = spec.clone();
@@ -483,9 +484,26 @@ pub fn judge_client_change(
     })
     .decision
     {
-        Decision::Deny { message } => Err(message),
+        Decision::Deny { message } => Err(ChangeDenied(message)),
         d => Ok(d),
     }
+}
+
+/// A change KUDO's admission webhook would have refused ([`judge_client_change`]); the text is
+/// KUDO's wording of the denial.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ChangeDenied(pub String);
+
+/// Why changed parameters cannot select a plan ([`triggered_by_parameter_update`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TriggerError {
+    #[error("param {param} defined trigger plan {plan}, but plan not defined in operatorversion")]
+    UndefinedPlan { param: String, plan: String },
+    #[error("couldn't find any plans that would be triggered by the update")]
+    NoPlan,
+    #[error("triggering multiple plans: [{}] at once is not allowed", .0.join(" "))]
+    MultiplePlans(Vec<String>),
 }
 
 /// The plan a set of changed parameters triggers: their `trigger`s (each must name an existing
@@ -494,7 +512,7 @@ pub fn judge_client_change(
 pub fn triggered_by_parameter_update(
     params: &[&Parameter],
     ov: &OperatorVersion,
-) -> Result<Option<String>, String> {
+) -> Result<Option<String>, TriggerError> {
     if params.is_empty() {
         return Ok(None);
     }
@@ -504,10 +522,10 @@ pub fn triggered_by_parameter_update(
             continue;
         }
         if !plan_exists(ov, &p.trigger) {
-            return Err(format!(
-                "param {} defined trigger plan {}, but plan not defined in operatorversion",
-                p.name, p.trigger
-            ));
+            return Err(TriggerError::UndefinedPlan {
+                param: p.name.clone(),
+                plan: p.trigger.clone(),
+            });
         }
         if !plans.contains(&p.trigger.as_str()) {
             plans.push(&p.trigger);
@@ -516,11 +534,10 @@ pub fn triggered_by_parameter_update(
     match plans.as_slice() {
         [] => select_plan(ov, &[UPDATE, DEPLOY])
             .map(Some)
-            .ok_or_else(|| "couldn't find any plans that would be triggered by the update".to_string()),
+            .ok_or(TriggerError::NoPlan),
         [one] => Ok(Some(one.to_string())),
-        many => Err(format!(
-            "triggering multiple plans: [{}] at once is not allowed",
-            many.join(" ")
+        many => Err(TriggerError::MultiplePlans(
+            many.iter().map(|p| p.to_string()).collect(),
         )),
     }
 }
@@ -529,7 +546,10 @@ pub fn triggered_by_parameter_update(
 /// `Parameter.ValidateValue`): a required parameter without default needs a non-empty value; a
 /// non-empty value must match the declared type and, for enums, be one of the listed strings.
 /// Values of undeclared parameters are not looked at here.
-pub fn validate_parameters(defs: &[Parameter], values: &BTreeMap<String, String>) -> Result<(), String> {
+pub fn validate_parameters(
+    defs: &[Parameter],
+    values: &BTreeMap<String, String>,
+) -> Result<(), ParamValueError> {
     for p in defs {
         let v = values.get(&p.name).map_or("", String::as_str);
         validate_value(p, v)?;
@@ -540,7 +560,7 @@ pub fn validate_parameters(defs: &[Parameter], values: &BTreeMap<String, String>
 /// Validates one value (see [`validate_parameters`]) with the one definition of KUDO's rule and
 /// wording that `package verify`, `install` and the CLI use too
 /// ([`kudo_package::params::validate_value`]: Go's `strconv` messages and quoting).
-pub fn validate_value(p: &Parameter, v: &str) -> Result<(), String> {
+pub fn validate_value(p: &Parameter, v: &str) -> Result<(), ParamValueError> {
     kudo_package::params::validate_value(p, v)
 }
 
@@ -561,6 +581,25 @@ pub fn should_schedule_cleanup(instance: &Instance, ov: &OperatorVersion, deleti
         .as_ref()
         .and_then(|s| s.plan_status.get(CLEANUP))
         .is_none_or(|ps| ps.status == ExecutionStatus::NeverRun)
+}
+
+/// The `cleanup` run to schedule for an Instance being deleted, given the spec `exec` about to be
+/// executed: a NeverRun execution under a fresh `uid()` when [`should_schedule_cleanup`] says so,
+/// else `None`.
+pub fn cleanup_run(
+    instance: &Instance,
+    exec: &kudo_api::InstanceSpec,
+    ov: &OperatorVersion,
+    deleting: bool,
+    uid: impl FnOnce() -> String,
+) -> Option<PlanExecution> {
+    let mut probe = instance.clone();
+    probe.spec = exec.clone();
+    should_schedule_cleanup(&probe, ov, deleting).then(|| PlanExecution {
+        plan_name: CLEANUP.into(),
+        uid: uid(),
+        status: Some(ExecutionStatus::NeverRun),
+    })
 }
 
 /// Whether the cleanup finalizer may be removed: the OV has no `cleanup` plan (any more), or the

@@ -772,7 +772,7 @@ fn u38_parameter_without_trigger_triggers_update() {
     );
     let none = ov_named("t", &["backup"], vec![]);
     assert_eq!(
-        triggered_by_parameter_update(&[&param("foo", "")], &none),
+        triggered_by_parameter_update(&[&param("foo", "")], &none).map_err(|e| e.to_string()),
         Err("couldn't find any plans that would be triggered by the update".into())
     );
 }
@@ -796,7 +796,8 @@ fn u40_two_parameters_same_trigger() {
 #[test]
 fn u41_conflicting_triggers_are_an_error() {
     assert_eq!(
-        triggered_by_parameter_update(&[&param("foo", "deploy"), &param("bar", "update")], &trigger_ov()),
+        triggered_by_parameter_update(&[&param("foo", "deploy"), &param("bar", "update")], &trigger_ov())
+            .map_err(|e| e.to_string()),
         Err("triggering multiple plans: [deploy update] at once is not allowed".into())
     );
 }
@@ -1003,7 +1004,7 @@ fn value_validation_required_and_enum() {
     let mut p = typed("string");
     p.required = Some(true);
     assert_eq!(
-        triggers::validate_value(&p, ""),
+        triggers::validate_value(&p, "").map_err(|e| e.to_string()),
         Err("parameter \"P\" is required but has no value set".into())
     );
     p.default = Some("x".into());
@@ -1024,7 +1025,7 @@ fn value_validation_required_and_enum() {
     e.r#enum = Some(vec!["1".into(), "2".into()]);
     assert!(triggers::validate_value(&e, "2").is_ok());
     assert_eq!(
-        triggers::validate_value(&e, "02"),
+        triggers::validate_value(&e, "02").map_err(|e| e.to_string()),
         Err(
             "parameter \"P\" has an invalid value \"02\": value is \"02\", but only allowed values are [1 2]"
                 .into()
@@ -1034,6 +1035,7 @@ fn value_validation_required_and_enum() {
     assert!(
         triggers::validate_value(&e, "x")
             .unwrap_err()
+            .to_string()
             .contains("type is \"integer\"")
     );
 }
@@ -1050,7 +1052,9 @@ fn validate_parameters_checks_every_declared_parameter() {
         ("B".to_string(), "nope".to_string()),
         ("UNDECLARED".to_string(), "y".to_string()),
     ]);
-    let err = kudo_engine::validate_parameters(&[req.clone(), num.clone()], &values).unwrap_err();
+    let err = kudo_engine::validate_parameters(&[req.clone(), num.clone()], &values)
+        .unwrap_err()
+        .to_string();
     assert!(err.starts_with("parameter \"B\""), "{err}");
     let good = BTreeMap::from([
         ("A".to_string(), "x".to_string()),
@@ -1195,6 +1199,32 @@ fn a_bad_value_has_one_wording_kudos_in_the_engine_and_the_package() {
     // KUDO's message is Go's strconv error inside its ValidateValue wording.
     let want = "parameter \"P\" has an invalid value \"abc\": type is \"integer\" but format of \"abc\" is invalid: strconv.ParseInt: parsing \"abc\": invalid syntax";
     let p = typed("integer");
-    assert_eq!(triggers::validate_value(&p, "abc").unwrap_err(), want);
-    assert_eq!(kudo_package::params::validate_value(&p, "abc").unwrap_err(), want);
+    assert_eq!(triggers::validate_value(&p, "abc").unwrap_err().to_string(), want);
+    assert_eq!(
+        kudo_package::params::validate_value(&p, "abc")
+            .unwrap_err()
+            .to_string(),
+        want
+    );
+}
+
+#[test]
+fn cleanup_run_judges_the_spec_about_to_be_executed() {
+    let o = ov();
+    let exec = scheduled().spec;
+    let pe = triggers::cleanup_run(&uninstalling(), &exec, &o, true, || "u".into()).unwrap();
+    assert_eq!(
+        (pe.plan_name.as_str(), pe.uid.as_str(), pe.status),
+        ("cleanup", "u", Some(ExecutionStatus::NeverRun))
+    );
+    // the spec to execute already runs cleanup, or the instance is not being deleted: nothing
+    let running_cleanup = uninstalling().spec;
+    assert_eq!(
+        triggers::cleanup_run(&scheduled(), &running_cleanup, &o, true, || unreachable!()),
+        None
+    );
+    assert_eq!(
+        triggers::cleanup_run(&scheduled(), &exec, &o, false, || unreachable!()),
+        None
+    );
 }

@@ -927,7 +927,7 @@ fn invalid_tasks_are_build_errors() {
         ),
     ];
     for (task, want) in cases {
-        let err = validate_task(&task).unwrap_err();
+        let err = validate_task(&task).unwrap_err().to_string();
         assert!(err.contains(want), "{}: {err}", task.kind);
     }
     let ok = [

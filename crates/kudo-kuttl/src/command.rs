@@ -61,10 +61,27 @@ pub fn expand_env(input: &str, vars: &BTreeMap<String, String>) -> String {
     out
 }
 
+/// Why a command cannot be run ([`split_args`], [`build_argv`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ArgvError {
+    #[error("unterminated single quote in {0:?}")]
+    UnterminatedSingleQuote(String),
+    #[error("unterminated double quote in {0:?}")]
+    UnterminatedDoubleQuote(String),
+    #[error("command and script can not be set in the same configuration")]
+    CommandAndScript,
+    #[error("command or script must be set")]
+    NeitherCommandNorScript,
+    #[error("script can not use 'namespaced', use the $NAMESPACE environment variable instead")]
+    NamespacedScript,
+    #[error("command is empty after expansion")]
+    Empty,
+}
+
 /// Splits a command line into words: whitespace separates, single quotes keep everything
 /// literally, double quotes allow `\"` and `\\`, a backslash outside quotes escapes the next
 /// character.
-pub fn split_args(line: &str) -> Result<Vec<String>, String> {
+pub fn split_args(line: &str) -> Result<Vec<String>, ArgvError> {
     let mut words = Vec::new();
     let mut cur = String::new();
     let mut in_word = false;
@@ -77,7 +94,7 @@ pub fn split_args(line: &str) -> Result<Vec<String>, String> {
                     match chars.next() {
                         Some('\'') => break,
                         Some(ch) => cur.push(ch),
-                        None => return Err(format!("unterminated single quote in {line:?}")),
+                        None => return Err(ArgvError::UnterminatedSingleQuote(line.to_string())),
                     }
                 }
             }
@@ -92,10 +109,10 @@ pub fn split_args(line: &str) -> Result<Vec<String>, String> {
                                 cur.push('\\');
                                 cur.push(ch);
                             }
-                            None => return Err(format!("unterminated double quote in {line:?}")),
+                            None => return Err(ArgvError::UnterminatedDoubleQuote(line.to_string())),
                         },
                         Some(ch) => cur.push(ch),
-                        None => return Err(format!("unterminated double quote in {line:?}")),
+                        None => return Err(ArgvError::UnterminatedDoubleQuote(line.to_string())),
                     }
                 }
             }
@@ -138,23 +155,21 @@ pub fn build_argv(
     cmd: &Command,
     namespace: &str,
     vars: &BTreeMap<String, String>,
-) -> Result<Vec<String>, String> {
+) -> Result<Vec<String>, ArgvError> {
     match (cmd.command.trim().is_empty(), cmd.script.trim().is_empty()) {
-        (false, false) => return Err("command and script can not be set in the same configuration".into()),
-        (true, true) => return Err("command or script must be set".into()),
+        (false, false) => return Err(ArgvError::CommandAndScript),
+        (true, true) => return Err(ArgvError::NeitherCommandNorScript),
         _ => {}
     }
     if !cmd.script.trim().is_empty() {
         if cmd.namespaced {
-            return Err(
-                "script can not use 'namespaced', use the $NAMESPACE environment variable instead".into(),
-            );
+            return Err(ArgvError::NamespacedScript);
         }
         return Ok(vec!["sh".into(), "-c".into(), cmd.script.clone()]);
     }
     let mut argv = split_args(&expand_env(&cmd.command, vars))?;
     if argv.is_empty() {
-        return Err("command is empty after expansion".into());
+        return Err(ArgvError::Empty);
     }
     if cmd.namespaced && !namespace.is_empty() && !has_namespace_flag(&argv[1..]) {
         argv.push("--namespace".into());
@@ -226,9 +241,9 @@ pub async fn run_command(
     log: &Log,
 ) -> Result<Option<Background>, CommandError> {
     let display = cmd.display();
-    let argv = build_argv(cmd, namespace, vars).map_err(|message| CommandError::Invalid {
+    let argv = build_argv(cmd, namespace, vars).map_err(|e| CommandError::Invalid {
         command: display.clone(),
-        message,
+        message: e.to_string(),
     })?;
     let timeout = match cmd.timeout {
         t if t < 0 => 0,

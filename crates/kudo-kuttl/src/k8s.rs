@@ -2,6 +2,7 @@
 //! every object goes through discovery (`apiVersion` + `kind` → resource and scope) and is handled
 //! as untyped JSON.
 
+use kudo_api::kinds::GvkKey;
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::sync::Mutex;
@@ -20,7 +21,7 @@ use crate::Error;
 /// A client plus a cache of resolved kinds.
 pub struct Cluster {
     client: kube::Client,
-    kinds: Mutex<HashMap<(String, String), (ApiResource, bool)>>,
+    kinds: Mutex<HashMap<GvkKey, (ApiResource, bool)>>,
 }
 
 impl std::fmt::Debug for Cluster {
@@ -117,7 +118,7 @@ impl Cluster {
     /// Resource and scope (`true` = namespaced) of a kind. Only successes are cached: a CRD may
     /// be installed by an earlier step.
     pub async fn resolve(&self, api_version: &str, kind: &str) -> Result<(ApiResource, bool), Error> {
-        let key = (api_version.to_string(), kind.to_string());
+        let key = GvkKey::new(api_version, kind);
         if let Some(hit) = self.kinds.lock().ok().and_then(|m| m.get(&key).cloned()) {
             return Ok(hit);
         }

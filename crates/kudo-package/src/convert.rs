@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use kudo_api as api;
 
 use crate::error::PackageError;
-use crate::model::{self, Package};
+use crate::model::{self, Package, TaskKind};
 
 /// The three cluster objects of a package.
 #[derive(Clone, Debug, PartialEq)]
@@ -117,21 +117,21 @@ pub fn check_tasks(pkg: &Package) -> Result<(), PackageError> {
                 t.name, f
             ))
         };
-        match t.kind.as_str() {
-            "Apply" | "Delete" | "Toggle" => {
+        match &t.kind {
+            TaskKind::Apply | TaskKind::Delete | TaskKind::Toggle => {
                 for r in &t.spec.resources {
                     if !pkg.templates.contains_key(r) {
                         return Err(missing(r));
                     }
                 }
-                if t.kind == "Toggle" && t.spec.parameter.is_empty() {
+                if t.kind == TaskKind::Toggle && t.spec.parameter.is_empty() {
                     return Err(PackageError::Invalid(format!(
                         "task {:?}: a Toggle task needs a parameter",
                         t.name
                     )));
                 }
             }
-            "Pipe" => {
+            TaskKind::Pipe => {
                 if !pkg.templates.contains_key(&t.spec.pod) {
                     return Err(missing(&t.spec.pod));
                 }
@@ -142,14 +142,14 @@ pub fn check_tasks(pkg: &Package) -> Result<(), PackageError> {
                     )));
                 }
             }
-            "KudoOperator" => {
+            TaskKind::KudoOperator => {
                 let f = &t.spec.parameter_file;
                 if !f.is_empty() && !pkg.templates.contains_key(f) {
                     return Err(missing(f));
                 }
             }
-            "Dummy" => {}
-            other => {
+            TaskKind::Dummy => {}
+            TaskKind::Unknown(other) => {
                 return Err(PackageError::Invalid(format!(
                     "task {:?}: unknown task kind {other}",
                     t.name

@@ -114,11 +114,29 @@ pub fn for_hash(live: Value) -> Value {
         .unwrap_or(live)
 }
 
+/// Why the dependencies hash cannot be computed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HashError {
+    #[error("dependency is not an object")]
+    NotAnObject,
+    /// The sanitised object cannot be written as YAML (the writer's message).
+    #[error("{0}")]
+    Yaml(String),
+    #[error("error calculating hash for {name} of type {kind}: {source}")]
+    Dependency {
+        name: String,
+        kind: String,
+        source: Box<HashError>,
+    },
+    #[error("failed to add dependency hash to {object}: {source}")]
+    Object { object: String, source: Box<HashError> },
+}
+
 /// The sanitised YAML KUDO hashed for one dependency (see the module docs).
-pub fn sanitized_yaml(obj: &Value) -> Result<String, String> {
+pub fn sanitized_yaml(obj: &Value) -> Result<String, HashError> {
     let mut o = obj.clone();
     let Some(root) = o.as_object_mut() else {
-        return Err("dependency is not an object".into());
+        return Err(HashError::NotAnObject);
     };
     root.insert("apiVersion".into(), json!(""));
     root.insert("kind".into(), json!(""));
@@ -147,7 +165,7 @@ pub fn sanitized_yaml(obj: &Value) -> Result<String, String> {
         m.insert("remainingItemCount".into(), json!(0));
         m.insert("annotations".into(), json!({}));
     }
-    kudo_template::yaml::to_yaml(&yaml_value(&o))
+    kudo_template::yaml::to_yaml(&yaml_value(&o)).map_err(HashError::Yaml)
 }
 
 /// JSON as `sigs.k8s.io/yaml` hands it to yaml.v2: integers stay integers, other numbers floats.
@@ -167,7 +185,7 @@ fn yaml_value(v: &Value) -> kudo_template::Value {
 }
 
 /// md5 of one dependency: zero when missing or marked [`SKIP_HASH_ANNOTATION`].
-pub fn dependency_hash(obj: Option<&Value>) -> Result<[u8; 16], String> {
+pub fn dependency_hash(obj: Option<&Value>) -> Result<[u8; 16], HashError> {
     let Some(obj) = obj else { return Ok([0; 16]) };
     let skip = obj
         .pointer("/metadata/annotations")
@@ -183,17 +201,15 @@ pub fn dependency_hash(obj: Option<&Value>) -> Result<[u8; 16], String> {
 pub fn combined_hash(
     deps: &[Dependency],
     resolve: &mut dyn FnMut(&Dependency) -> Option<Value>,
-) -> Result<String, String> {
+) -> Result<String, HashError> {
     let mut deps = deps.to_vec();
     deps.sort();
     let mut total = Md5::new();
     for d in &deps {
-        let h = dependency_hash(resolve(d).as_ref()).map_err(|e| {
-            format!(
-                "error calculating hash for {} of type {}: {e}",
-                d.name,
-                d.kind.as_str()
-            )
+        let h = dependency_hash(resolve(d).as_ref()).map_err(|e| HashError::Dependency {
+            name: d.name.clone(),
+            kind: d.kind.as_str().to_string(),
+            source: Box::new(e),
         })?;
         total.update(h);
     }
@@ -229,7 +245,7 @@ fn template_annotations(obj: &mut Value) -> Vec<&mut Map<String, Value>> {
 pub fn add_hashes(
     task_objects: &mut [Value],
     external: &mut dyn FnMut(&Dependency) -> Option<Value>,
-) -> Result<Vec<usize>, String> {
+) -> Result<Vec<usize>, HashError> {
     let mut hashes = Vec::new();
     for (i, obj) in task_objects.iter().enumerate() {
         let deps = dependencies(obj);
@@ -247,8 +263,10 @@ pub fn add_hashes(
             .pointer("/metadata/name")
             .and_then(Value::as_str)
             .unwrap_or("");
-        let hash = combined_hash(&deps, &mut resolve)
-            .map_err(|e| format!("failed to add dependency hash to {name}: {e}"))?;
+        let hash = combined_hash(&deps, &mut resolve).map_err(|e| HashError::Object {
+            object: name.to_string(),
+            source: Box::new(e),
+        })?;
         hashes.push((i, hash));
     }
     let mut set = Vec::new();

@@ -217,6 +217,21 @@ pub fn enhance(obj: &mut Value, meta: &Metadata, namespaced: bool) {
 mod tests {
     use super::*;
 
+    #[test]
+    fn cluster_scoped_table_agrees_with_the_kind_table() {
+        for k in kudo_api::kinds::BUILTIN_KINDS
+            .iter()
+            .chain(kudo_api::kinds::KUDO_KINDS)
+        {
+            assert_eq!(
+                builtin_is_namespaced(&k.api_version(), k.kind),
+                k.namespaced,
+                "{}",
+                k.kind
+            );
+        }
+    }
+
     fn md() -> Metadata {
         Metadata {
             instance_name: "inst".into(),

@@ -149,7 +149,7 @@ pub fn tasks(pkg: &Package) -> String {
         let res = crate::verify::task_templates(task);
         t.row([
             task.name.clone(),
-            task.kind.clone(),
+            task.kind.to_string(),
             format!("[{}]", res.join(" ")),
         ]);
     }
@@ -208,8 +208,11 @@ pub fn plans(pkg: &Package, with_tasks: bool) -> String {
                 for tname in &step.tasks {
                     let node = match (with_tasks, pkg.operator.task(tname)) {
                         (true, Some(task)) => {
-                            let mut tn =
-                                TreeNode::new(format!("[{}]  {}", task.kind.to_lowercase(), task.name));
+                            let mut tn = TreeNode::new(format!(
+                                "[{}]  {}",
+                                task.kind.as_str().to_lowercase(),
+                                task.name
+                            ));
                             tn.children = crate::verify::task_templates(task)
                                 .into_iter()
                                 .map(TreeNode::new)

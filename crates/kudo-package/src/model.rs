@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::yaml::go_sprint;
+pub use kudo_api::TaskKind;
 
 pub const API_VERSION: &str = "kudo.dev/v1beta1";
 pub const OPERATOR_FILE: &str = "operator.yaml";
@@ -35,6 +36,11 @@ pub(crate) mod lenient {
             serde_json::Value::Array(_) => Err("expected a string, found a list".into()),
             serde_json::Value::Object(_) => Err("expected a string, found a map".into()),
         }
+    }
+
+    /// Any scalar → its string form, then into `T` (e.g. a `TaskKind`); `null` → "".
+    pub fn string_into<'de, D: Deserializer<'de>, T: From<String>>(d: D) -> Result<T, D::Error> {
+        string(d).map(T::from)
     }
 
     /// A list of scalars → strings; `null` → empty list.
@@ -149,14 +155,11 @@ pub struct TaskSpec {
 pub struct Task {
     #[serde(default, deserialize_with = "lenient::string")]
     pub name: String,
-    #[serde(default, deserialize_with = "lenient::string")]
-    pub kind: String,
+    #[serde(default, deserialize_with = "lenient::string_into")]
+    pub kind: TaskKind,
     #[serde(default, deserialize_with = "lenient::or_default")]
     pub spec: TaskSpec,
 }
-
-/// The task kinds KUDO's engine knows (case-sensitive).
-pub const TASK_KINDS: [&str; 6] = ["Apply", "Delete", "Toggle", "Pipe", "Dummy", "KudoOperator"];
 
 /// `operator.yaml`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

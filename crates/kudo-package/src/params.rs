@@ -9,6 +9,90 @@ use std::collections::BTreeMap;
 
 use crate::yaml::{go_quote, go_s, go_sprint, to_yaml};
 
+/// An `array`/`map` value that is not YAML ([`decode_structured`]); the text is the YAML reader's
+/// short message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct StructuredValueError(pub String);
+
+/// Why a value does not have its declared type (KUDO's wording, without the `parameter "X" …`
+/// prefix): [`validate_string_for_type`], [`validate_decoded_for_type`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TypeError {
+    /// An integer/number/boolean string Go's `strconv` refuses (`reason` is its message).
+    #[error("type is \"{value_type}\" but format of {} is invalid: {reason}", go_quote(.value))]
+    Scalar {
+        value_type: String,
+        value: String,
+        reason: String,
+    },
+    /// An `array`/`map` string that does not decode to one.
+    #[error("type is \"{value_type}\", but format of {value} is invalid")]
+    Structured { value_type: String, value: String },
+    /// A decoded non-string where a string is declared (`value` printed as Go's `%s`).
+    #[error("type is \"string\" but format is invalid: {0}")]
+    NotString(String),
+    /// A decoded value of the wrong shape for integer/number/boolean.
+    #[error("type is \"{value_type}\" but format of {value} is invalid")]
+    NotScalar { value_type: String, value: String },
+    #[error("type is \"array\" but value {0} is not an array")]
+    NotArray(String),
+    #[error("type is \"map\" but value {0} is not a map")]
+    NotMap(String),
+}
+
+/// Why an instance value is refused (KUDO's `ValidateValue`, [`validate_value`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ParamValueError {
+    #[error("parameter {} is required but has no value set", go_quote(.name))]
+    Required { name: String },
+    #[error("parameter {} has an invalid value {}: {source}", go_quote(.name), go_quote(.value))]
+    Type {
+        name: String,
+        value: String,
+        source: TypeError,
+    },
+    #[error(
+        "parameter {} has an invalid value {}: value is {}, but only allowed values are {}",
+        go_quote(.name), go_quote(.value), go_quote(.value), go_list(.allowed)
+    )]
+    NotAllowed {
+        name: String,
+        value: String,
+        allowed: Vec<String>,
+    },
+}
+
+/// An `array`/`map` value that cannot be decoded for templates ([`template_params`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("parameter {} has an invalid {value_type} value: {source}", go_quote(.name))]
+pub struct TemplateParamError {
+    pub name: String,
+    pub value_type: String,
+    pub source: StructuredValueError,
+}
+
+/// A malformed `-p NAME=VALUE` argument ([`parse_cli_params`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CliParamError {
+    #[error("parameter {0:?} is not of the form NAME=VALUE")]
+    NotNameValue(String),
+    #[error("parameter {0:?} has an empty name")]
+    EmptyName(String),
+}
+
+/// A `-P` parameter file or a KudoOperator task's parameter file that cannot be used
+/// ([`parse_param_file`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ParamFileError {
+    #[error("{file}: invalid YAML: {message}")]
+    Yaml { file: String, message: String },
+    #[error("{file}: a parameter file must be a YAML map of NAME: value")]
+    NotAMap { file: String },
+    #[error("{file}: parameter {key:?} has a null value")]
+    Null { file: String, key: String },
+}
+
 /// Package default/enum value → the string stored in the OperatorVersion: YAML text for
 /// `array`/`map`, Go's `%v` for everything else.
 pub fn wrap_value(v: &serde_json::Value, value_type: &str) -> String {
@@ -75,38 +159,37 @@ pub fn parse_bool(s: &str) -> Option<bool> {
 }
 
 /// Decodes a string value of an `array`/`map` parameter (YAML, like KUDO).
-pub fn decode_structured(s: &str) -> Result<serde_json::Value, String> {
+pub fn decode_structured(s: &str) -> Result<serde_json::Value, StructuredValueError> {
     serde_saphyr::from_str_with_options::<serde_json::Value>(s, crate::yaml::options())
-        .map_err(|e| crate::yaml::short_error(&e))
+        .map_err(|e| StructuredValueError(crate::yaml::short_error(&e)))
 }
 
 /// KUDO's type check of a string value (`ValidateParameterValueForType` on the cluster side).
 /// Returns the reason, without the `parameter "X" …` prefix.
-pub fn validate_string_for_type(value_type: &str, s: &str) -> Result<(), String> {
-    let q = go_quote(s);
+pub fn validate_string_for_type(value_type: &str, s: &str) -> Result<(), TypeError> {
+    let scalar = |reason: String| TypeError::Scalar {
+        value_type: value_type.to_string(),
+        value: s.to_string(),
+        reason,
+    };
+    let structured = || TypeError::Structured {
+        value_type: value_type.to_string(),
+        value: s.to_string(),
+    };
     match value_type {
-        "integer" => match parse_int_err(s) {
-            Some(e) => Err(format!("type is \"integer\" but format of {q} is invalid: {e}")),
-            None => Ok(()),
-        },
-        "number" => match parse_float_err(s) {
-            Some(e) => Err(format!("type is \"number\" but format of {q} is invalid: {e}")),
-            None => Ok(()),
-        },
+        "integer" => parse_int_err(s).map_or(Ok(()), |e| Err(scalar(e))),
+        "number" => parse_float_err(s).map_or(Ok(()), |e| Err(scalar(e))),
         "boolean" => match parse_bool(s) {
-            None => Err(format!(
-                "type is \"boolean\" but format of {q} is invalid: {}",
-                strconv_err("ParseBool", s, false)
-            )),
+            None => Err(scalar(strconv_err("ParseBool", s, false))),
             Some(_) => Ok(()),
         },
         "array" => match decode_structured(s) {
             Ok(serde_json::Value::Array(_) | serde_json::Value::Null) => Ok(()),
-            _ => Err(format!("type is \"array\", but format of {s} is invalid")),
+            _ => Err(structured()),
         },
         "map" => match decode_structured(s) {
             Ok(serde_json::Value::Object(_) | serde_json::Value::Null) => Ok(()),
-            _ => Err(format!("type is \"map\", but format of {s} is invalid")),
+            _ => Err(structured()),
         },
         _ => Ok(()),
     }
@@ -114,29 +197,23 @@ pub fn validate_string_for_type(value_type: &str, s: &str) -> Result<(), String>
 
 /// KUDO's type check of a package default or enum value (decoded YAML). `value_type` is the type
 /// as declared: an undeclared (empty) type checks nothing, as in KUDO.
-pub fn validate_decoded_for_type(value_type: &str, v: &serde_json::Value) -> Result<(), String> {
+pub fn validate_decoded_for_type(value_type: &str, v: &serde_json::Value) -> Result<(), TypeError> {
     use serde_json::Value as J;
     match (value_type, v) {
         ("string", J::String(_)) => Ok(()),
-        ("string", other) => Err(format!(
-            "type is \"string\" but format is invalid: {}",
-            go_s(other)
-        )),
+        ("string", other) => Err(TypeError::NotString(go_s(other))),
         ("integer", J::Number(n)) if n.is_i64() || n.is_u64() => Ok(()),
         ("number", J::Number(_)) => Ok(()),
         ("boolean", J::Bool(_)) => Ok(()),
         ("integer" | "number" | "boolean", J::String(s)) => validate_string_for_type(value_type, s),
-        ("integer" | "number" | "boolean", other) => Err(format!(
-            "type is \"{value_type}\" but format of {} is invalid",
-            go_s(other)
-        )),
+        ("integer" | "number" | "boolean", other) => Err(TypeError::NotScalar {
+            value_type: value_type.to_string(),
+            value: go_s(other),
+        }),
         ("array", J::Array(_)) | ("map", J::Object(_)) => Ok(()),
         ("array" | "map", J::String(s)) => validate_string_for_type(value_type, s),
-        ("array", other) => Err(format!(
-            "type is \"array\" but value {} is not an array",
-            go_s(other)
-        )),
-        ("map", other) => Err(format!("type is \"map\" but value {} is not a map", go_s(other))),
+        ("array", other) => Err(TypeError::NotArray(go_s(other))),
+        ("map", other) => Err(TypeError::NotMap(go_s(other))),
         _ => Ok(()),
     }
 }
@@ -191,29 +268,29 @@ fn go_list(vs: &[String]) -> String {
 }
 
 /// KUDO's `ValidateValue` for one value (`""` when unset): required-without-default, type, enum.
-pub fn validate_value(p: &dyn ParamDef, value: &str) -> Result<(), String> {
-    let name = go_quote(p.name());
+pub fn validate_value(p: &dyn ParamDef, value: &str) -> Result<(), ParamValueError> {
+    let name = p.name().to_string();
     if p.is_required() && p.default_string().is_none() && value.is_empty() {
-        return Err(format!("parameter {name} is required but has no value set"));
+        return Err(ParamValueError::Required { name });
     }
     if value.is_empty() {
         return Ok(());
     }
-    if let Err(e) = validate_string_for_type(p.value_type(), value) {
-        return Err(format!(
-            "parameter {name} has an invalid value {}: {e}",
-            go_quote(value)
-        ));
+    if let Err(source) = validate_string_for_type(p.value_type(), value) {
+        return Err(ParamValueError::Type {
+            name,
+            value: value.to_string(),
+            source,
+        });
     }
     if let Some(allowed) = p.enum_strings()
         && !allowed.iter().any(|a| a == value)
     {
-        return Err(format!(
-            "parameter {name} has an invalid value {}: value is {}, but only allowed values are {}",
-            go_quote(value),
-            go_quote(value),
-            go_list(&allowed)
-        ));
+        return Err(ParamValueError::NotAllowed {
+            name,
+            value: value.to_string(),
+            allowed,
+        });
     }
     Ok(())
 }
@@ -225,7 +302,7 @@ pub fn validate_values(defs: &[&dyn ParamDef], values: &BTreeMap<String, String>
     for d in defs {
         let v = values.get(d.name()).map(String::as_str).unwrap_or("");
         if let Err(e) = validate_value(*d, v) {
-            errs.push(e);
+            errs.push(e.to_string());
         }
     }
     errs
@@ -254,19 +331,17 @@ pub fn effective_values(
 pub fn template_params(
     defs: &[&dyn ParamDef],
     values: &BTreeMap<String, String>,
-) -> Result<BTreeMap<String, kudo_template::Value>, String> {
+) -> Result<BTreeMap<String, kudo_template::Value>, TemplateParamError> {
     let eff = effective_values(defs, values);
     let mut out = BTreeMap::new();
     for d in defs {
         let s = eff.get(d.name()).cloned().unwrap_or_default();
         let v = match d.value_type() {
             "array" | "map" => {
-                let decoded = decode_structured(&s).map_err(|e| {
-                    format!(
-                        "parameter {} has an invalid {} value: {e}",
-                        go_quote(d.name()),
-                        d.value_type()
-                    )
+                let decoded = decode_structured(&s).map_err(|source| TemplateParamError {
+                    name: d.name().to_string(),
+                    value_type: d.value_type().to_string(),
+                    source,
                 })?;
                 kudo_template::Value::from_json(&decoded)
             }
@@ -278,14 +353,14 @@ pub fn template_params(
 }
 
 /// Parses `-p NAME=VALUE` arguments (value verbatim; later wins).
-pub fn parse_cli_params(args: &[String]) -> Result<BTreeMap<String, String>, String> {
+pub fn parse_cli_params(args: &[String]) -> Result<BTreeMap<String, String>, CliParamError> {
     let mut out = BTreeMap::new();
     for a in args {
         let Some((k, v)) = a.split_once('=') else {
-            return Err(format!("parameter {a:?} is not of the form NAME=VALUE"));
+            return Err(CliParamError::NotNameValue(a.clone()));
         };
         if k.is_empty() {
-            return Err(format!("parameter {a:?} has an empty name"));
+            return Err(CliParamError::EmptyName(a.clone()));
         }
         out.insert(k.to_string(), v.to_string());
     }
@@ -294,22 +369,31 @@ pub fn parse_cli_params(args: &[String]) -> Result<BTreeMap<String, String>, Str
 
 /// Parses a `-P` parameter file: a YAML map; maps/lists re-serialised to YAML, scalars via `%v`,
 /// `null` rejected.
-pub fn parse_param_file(file: &str, text: &str) -> Result<BTreeMap<String, String>, String> {
-    let v = serde_saphyr::from_str_with_options::<serde_json::Value>(text, crate::yaml::options())
-        .map_err(|e| format!("{file}: invalid YAML: {}", crate::yaml::short_error(&e)))?;
+pub fn parse_param_file(file: &str, text: &str) -> Result<BTreeMap<String, String>, ParamFileError> {
+    let v = serde_saphyr::from_str_with_options::<serde_json::Value>(text, crate::yaml::options()).map_err(
+        |e| ParamFileError::Yaml {
+            file: file.to_string(),
+            message: crate::yaml::short_error(&e),
+        },
+    )?;
     let obj = match v {
         serde_json::Value::Object(o) => o,
         serde_json::Value::Null => return Ok(BTreeMap::new()),
         _ => {
-            return Err(format!(
-                "{file}: a parameter file must be a YAML map of NAME: value"
-            ));
+            return Err(ParamFileError::NotAMap {
+                file: file.to_string(),
+            });
         }
     };
     let mut out = BTreeMap::new();
     for (k, v) in obj {
         let s = match &v {
-            serde_json::Value::Null => return Err(format!("{file}: parameter {k:?} has a null value")),
+            serde_json::Value::Null => {
+                return Err(ParamFileError::Null {
+                    file: file.to_string(),
+                    key: k,
+                });
+            }
             serde_json::Value::Array(_) | serde_json::Value::Object(_) => to_yaml(&v),
             other => go_sprint(other),
         };
@@ -337,17 +421,17 @@ mod tests {
     fn messages_follow_kudo_wording() {
         let d = def("integer", None, None);
         assert_eq!(
-            validate_value(&d, ""),
+            validate_value(&d, "").map_err(|e| e.to_string()),
             Err("parameter \"P\" is required but has no value set".into())
         );
         assert_eq!(
-            validate_value(&d, "abc"),
+            validate_value(&d, "abc").map_err(|e| e.to_string()),
             Err("parameter \"P\" has an invalid value \"abc\": type is \"integer\" but format of \"abc\" is invalid: strconv.ParseInt: parsing \"abc\": invalid syntax".into())
         );
         assert!(validate_value(&d, "-12").is_ok());
         let e = def("string", Some("a"), Some(vec!["a", "b"]));
         assert_eq!(
-            validate_value(&e, "c"),
+            validate_value(&e, "c").map_err(|e| e.to_string()),
             Err("parameter \"P\" has an invalid value \"c\": value is \"c\", but only allowed values are [a b]".into())
         );
         let b = def("boolean", Some("true"), None);

@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use kudo_api::{OperatorVersion, Task};
+use kudo_api::{OperatorVersion, Task, TaskKind};
 use kudo_template::{FuncEnv, Template, Value, kudo_funcs};
 use serde_json::json;
 
@@ -200,7 +200,8 @@ pub fn render_plan(
         return Err(RenderError::InvalidParams(errs));
     }
     let defs: Vec<&dyn ParamDef> = ov.spec.parameters.iter().map(|p| p as &dyn ParamDef).collect();
-    let params = template_params(&defs, &ctx.parameters).map_err(|e| RenderError::InvalidParams(vec![e]))?;
+    let params = template_params(&defs, &ctx.parameters)
+        .map_err(|e| RenderError::InvalidParams(vec![e.to_string()]))?;
     let pipes = crate::tmpl::pipes_for_plan(&ctx.instance_name, plan_name, plan, &ov.spec.tasks);
     let mut templates = Templates {
         ov,
@@ -262,7 +263,7 @@ fn add_dependencies_hashes(
             .map(|o| o.object.clone())
             .or_else(|| ctx.live_dependency.as_ref().and_then(|f| f(d)))
     };
-    crate::deps_hash::add_hashes(&mut objs, &mut external)?;
+    crate::deps_hash::add_hashes(&mut objs, &mut external).map_err(|e| e.to_string())?;
     for (slot, obj) in task.iter_mut().filter(|o| o.action == Action::Apply).zip(objs) {
         slot.object = obj;
     }
@@ -349,7 +350,7 @@ fn render_task(
         |action: Action, templates: &mut Templates, push: &mut dyn FnMut(&str, Action, serde_json::Value)| {
             for r in &task.spec.resources {
                 let text = templates.render(r, &data, &ctx.plan_uid)?;
-                for doc in crate::split::parse_objects(r, &text)? {
+                for doc in crate::split::parse_objects(r, &text).map_err(|e| e.to_string())? {
                     let mut obj = doc.object;
                     let ns = namespaced(&obj);
                     enhance::enhance(&mut obj, &meta, ns);
@@ -358,10 +359,10 @@ fn render_task(
             }
             Ok::<(), String>(())
         };
-    match task.kind.as_str() {
-        "Apply" => resources(Action::Apply, templates, &mut push),
-        "Delete" => resources(Action::Delete, templates, &mut push),
-        "Toggle" => {
+    match &task.kind {
+        TaskKind::Apply => resources(Action::Apply, templates, &mut push),
+        TaskKind::Delete => resources(Action::Delete, templates, &mut push),
+        TaskKind::Toggle => {
             let p = &task.spec.parameter;
             let Some(v) = s.params.get(p) else {
                 return Err(format!("toggle task parameter {p:?} is not defined"));
@@ -377,9 +378,9 @@ fn render_task(
                 )),
             }
         }
-        "Pipe" => {
+        TaskKind::Pipe => {
             let text = templates.render(&task.spec.pod, &data, &ctx.plan_uid)?;
-            let docs = crate::split::parse_objects(&task.spec.pod, &text)?;
+            let docs = crate::split::parse_objects(&task.spec.pod, &text).map_err(|e| e.to_string())?;
             let [doc] = docs.as_slice() else {
                 return Err(format!(
                     "pipe pod template {} must render exactly one Pod",
@@ -401,12 +402,13 @@ fn render_task(
             push(&task.spec.pod, Action::PipePod, pod);
             Ok(())
         }
-        "KudoOperator" => {
+        TaskKind::KudoOperator => {
             let sp = &task.spec;
             let mut params = serde_json::Map::new();
             if !sp.parameter_file.is_empty() {
                 let text = templates.render(&sp.parameter_file, &data, &ctx.plan_uid)?;
-                let v = crate::params::parse_param_file(&sp.parameter_file, &text)?;
+                let v =
+                    crate::params::parse_param_file(&sp.parameter_file, &text).map_err(|e| e.to_string())?;
                 for (k, val) in v {
                     params.insert(k, json!(val));
                 }
@@ -440,7 +442,7 @@ fn render_task(
             push(&sp.parameter_file, Action::ChildInstance, obj);
             Ok(())
         }
-        "Dummy" => Ok(()),
-        other => Err(format!("unknown task kind {other}")),
+        TaskKind::Dummy => Ok(()),
+        TaskKind::Unknown(other) => Err(format!("unknown task kind {other}")),
     }
 }

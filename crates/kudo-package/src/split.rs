@@ -4,6 +4,8 @@
 //! scanner size limit) and skips documents that are empty or contain only comments. We keep that
 //! rule so a template renders into exactly the objects KUDO would apply.
 
+use crate::error::PackageError;
+
 /// One decoded object with where it came from.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Document {
@@ -24,16 +26,34 @@ pub fn split_documents(text: &str) -> Vec<&str> {
         .collect()
 }
 
+/// Why rendered output is not a list of Kubernetes objects ([`parse_objects`]).
+#[derive(Debug, thiserror::Error)]
+pub enum ObjectsError {
+    #[error("parsing rendered YAML from {file} failed (document {document}): {source}")]
+    Yaml {
+        file: String,
+        document: usize,
+        source: PackageError,
+    },
+    #[error(
+        "parsing rendered YAML from {file} failed (document {document}): not a Kubernetes object (needs apiVersion and kind)"
+    )]
+    NotAnObject { file: String, document: usize },
+}
+
 /// Splits and decodes rendered output of template `file` into objects (each must be a mapping with
 /// `apiVersion` and `kind`).
-pub fn parse_objects(file: &str, text: &str) -> Result<Vec<Document>, String> {
+pub fn parse_objects(file: &str, text: &str) -> Result<Vec<Document>, ObjectsError> {
     let mut out = Vec::new();
     for (i, doc) in split_documents(text).into_iter().enumerate() {
         let n = i + 1;
         // A document that begins right after the split point still carries the rest of the
         // separator line (`--- # comment`), which YAML accepts as a document start.
-        let v = crate::yaml::parse_value(file, doc)
-            .map_err(|e| format!("parsing rendered YAML from {file} failed (document {n}): {e}"))?;
+        let v = crate::yaml::parse_value(file, doc).map_err(|source| ObjectsError::Yaml {
+            file: file.to_string(),
+            document: n,
+            source,
+        })?;
         let ok = v.as_object().is_some_and(|o| {
             o.get("kind")
                 .and_then(|k| k.as_str())
@@ -43,9 +63,10 @@ pub fn parse_objects(file: &str, text: &str) -> Result<Vec<Document>, String> {
                     .is_some_and(|k| !k.is_empty())
         });
         if !ok {
-            return Err(format!(
-                "parsing rendered YAML from {file} failed (document {n}): not a Kubernetes object (needs apiVersion and kind)"
-            ));
+            return Err(ObjectsError::NotAnObject {
+                file: file.to_string(),
+                document: n,
+            });
         }
         out.push(Document { index: n, object: v });
     }
@@ -70,6 +91,7 @@ mod tests {
         assert!(
             parse_objects("x.yaml", "foo: bar\n")
                 .unwrap_err()
+                .to_string()
                 .contains("x.yaml")
         );
     }

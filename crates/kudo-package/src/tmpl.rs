@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use kudo_template::parse::{Arg, Ident, Node, Pipe, Tree};
 use kudo_template::{FuncEnv, Template, Value, kudo_funcs};
 
-use crate::model::Package;
+use crate::model::{Package, TaskKind};
 use crate::verify::Verification;
 
 /// The implicit top-level variables templates may use (besides `.Params` and `.Pipes`).
@@ -221,7 +221,7 @@ pub(crate) fn parameter_usage(pkg: &Package, r: &mut Verification) {
         }
     }
     for t in &pkg.operator.tasks {
-        if t.kind == "Toggle" && !t.spec.parameter.is_empty() {
+        if t.kind == TaskKind::Toggle && !t.spec.parameter.is_empty() {
             if !declared.contains(t.spec.parameter.as_str()) {
                 r.error(format!(
                     "parameter {:?} in ToggleTask {} is not defined",
@@ -249,7 +249,10 @@ pub fn pipes_for_plan(
     for phase in &plan.phases {
         for step in &phase.steps {
             for tname in &step.tasks {
-                if let Some(t) = tasks.iter().find(|t| &t.name == tname && t.kind == "Pipe") {
+                if let Some(t) = tasks
+                    .iter()
+                    .find(|t| &t.name == tname && t.kind == TaskKind::Pipe)
+                {
                     for p in &t.spec.pipe {
                         out.insert(
                             p.key.clone(),
@@ -279,7 +282,7 @@ fn verify_data(pkg: &Package) -> Result<BTreeMap<String, Value>, String> {
         .iter()
         .map(|p| p as &dyn crate::params::ParamDef)
         .collect();
-    let params = crate::params::template_params(&defs, &BTreeMap::new())?;
+    let params = crate::params::template_params(&defs, &BTreeMap::new()).map_err(|e| e.to_string())?;
     let mut pipes = BTreeMap::new();
     let api_tasks: Vec<kudo_api::Task> = pkg
         .operator
@@ -314,7 +317,7 @@ pub(crate) fn render_all(pkg: &Package, r: &mut Verification) {
         .operator
         .tasks
         .iter()
-        .filter(|t| t.kind == "KudoOperator")
+        .filter(|t| t.kind == TaskKind::KudoOperator)
         .map(|t| t.spec.parameter_file.as_str())
         .collect();
     let data = match verify_data(pkg) {
@@ -333,7 +336,7 @@ pub(crate) fn render_all(pkg: &Package, r: &mut Verification) {
             Ok(out) => {
                 if !param_files.contains(name.as_str()) && name != pkg.operator.namespace_manifest {
                     match crate::split::parse_objects(&name, &out) {
-                        Err(e) => r.error(e),
+                        Err(e) => r.error(e.to_string()),
                         Ok(objs) => {
                             for o in &objs {
                                 translation_warning(&name, &o.object, r);

@@ -163,17 +163,20 @@ pub struct Translated {
     pub notes: Vec<String>,
 }
 
+/// A Kubernetes version [`parse_minor`] does not accept.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid Kubernetes version {0:?}: expected MAJOR.MINOR with major 1, e.g. 1.28")]
+pub struct KubernetesVersionError(pub String);
+
 /// A `major.minor` Kubernetes version as `package render --kubernetes-version` takes it.
-pub fn parse_minor(version: &str) -> Result<u32, String> {
+pub fn parse_minor(version: &str) -> Result<u32, KubernetesVersionError> {
     let v = version.trim().trim_start_matches('v');
     let mut parts = v.split(['.', '-', '+']);
     let major = parts.next().unwrap_or_default();
     let minor = parts.next().unwrap_or_default();
     match (major.parse::<u32>(), minor.parse::<u32>()) {
         (Ok(1), Ok(minor)) => Ok(minor),
-        _ => Err(format!(
-            "invalid Kubernetes version {version:?}: expected MAJOR.MINOR with major 1, e.g. 1.28"
-        )),
+        _ => Err(KubernetesVersionError(version.to_string())),
     }
 }
 

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use regex::Regex;
 
-use crate::model::{Package, TASK_KINDS};
+use crate::model::{Package, TaskKind};
 use crate::params::validate_decoded_for_type;
 use crate::yaml::go_s;
 
@@ -48,7 +48,7 @@ pub struct ParamChecks {
 
 impl ParamChecks {
     /// Parses `display,hint,desc,type,hasgroup,groups,all`.
-    pub fn parse(list: &[String]) -> Result<ParamChecks, String> {
+    pub fn parse(list: &[String]) -> Result<ParamChecks, UnknownParamCheck> {
         let mut c = ParamChecks::default();
         for item in list.iter().flat_map(|s| s.split(',')) {
             match item.trim() {
@@ -69,16 +69,22 @@ impl ParamChecks {
                     }
                 }
                 "" => {}
-                other => {
-                    return Err(format!(
-                        "unknown parameter check {other:?} (use display, hint, desc, type, hasgroup, groups or all)"
-                    ));
-                }
+                other => return Err(UnknownParamCheck(other.to_string())),
             }
         }
         Ok(c)
     }
 }
+
+/// A `--param-checks` item [`ParamChecks::parse`] does not know.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown parameter check {0:?} (use display, hint, desc, type, hasgroup, groups or all)")]
+pub struct UnknownParamCheck(pub String);
+
+/// A version Masterminds' semver parser refuses ([`parse_semver`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("Invalid Semantic Version")]
+pub struct InvalidSemver;
 
 /// Parameter types KUDO defines.
 pub const PARAM_TYPES: [&str; 6] = ["string", "integer", "number", "boolean", "array", "map"];
@@ -126,7 +132,7 @@ fn invalid_chars(pkg: &Package, r: &mut Verification) {
 
 /// Semantic versions as KUDO's (Masterminds) parser accepts them: optional `v`, missing minor or
 /// patch allowed.
-pub fn parse_semver(s: &str) -> Result<(), String> {
+pub fn parse_semver(s: &str) -> Result<(), InvalidSemver> {
     static RE: std::sync::OnceLock<Regex> = std::sync::OnceLock::new();
     let re = RE.get_or_init(|| {
         Regex::new(
@@ -137,7 +143,7 @@ pub fn parse_semver(s: &str) -> Result<(), String> {
     if re.is_match(s) {
         Ok(())
     } else {
-        Err("Invalid Semantic Version".into())
+        Err(InvalidSemver)
     }
 }
 
@@ -182,20 +188,20 @@ fn task_build(pkg: &Package, r: &mut Verification) {
             r.error(format!("task {:?} is defined more than once", t.name));
         }
         let s = &t.spec;
-        match t.kind.as_str() {
-            "Apply" | "Delete" if s.resources.is_empty() => r.error(format!(
+        match &t.kind {
+            TaskKind::Apply | TaskKind::Delete if s.resources.is_empty() => r.error(format!(
                 "task validation error: {} task '{}' has an empty resource list. if that's what you need, use a Dummy task instead",
-                t.kind.to_lowercase(),
+                t.kind.as_str().to_lowercase(),
                 t.name
             )),
-            "Toggle" if s.resources.is_empty() => r.error(
+            TaskKind::Toggle if s.resources.is_empty() => r.error(
                 "task validation error: toggle task has an empty resource list. if that's what you need, use a Dummy task instead",
             ),
-            "Toggle" if s.parameter.is_empty() => {
+            TaskKind::Toggle if s.parameter.is_empty() => {
                 r.error("task validation error: Missing parameter to evaluate the Toggle Task")
             }
-            "Pipe" if s.pipe.is_empty() => r.error("task validation error: pipe task has an empty pipe files list"),
-            "Pipe" => {
+            TaskKind::Pipe if s.pipe.is_empty() => r.error("task validation error: pipe task has an empty pipe files list"),
+            TaskKind::Pipe => {
                 for p in &s.pipe {
                     let shown = pipe_file_display(p);
                     if p.file.is_empty() == p.env_file.is_empty() {
@@ -211,10 +217,10 @@ fn task_build(pkg: &Package, r: &mut Verification) {
                     }
                 }
             }
-            "KudoOperator" if s.package.is_empty() => {
+            TaskKind::KudoOperator if s.package.is_empty() => {
                 r.error(format!("task validation error: kudo operator task '{}' has an empty package name", t.name))
             }
-            k if !TASK_KINDS.contains(&k) => r.error(format!("unknown task kind {k}")),
+            TaskKind::Unknown(k) => r.error(format!("unknown task kind {k}")),
             _ => {}
         }
     }
@@ -379,10 +385,12 @@ fn parameter_definitions(pkg: &Package, r: &mut Verification) {
 
 /// Templates each task needs (resources, Pipe pod, KudoOperator parameter file).
 pub fn task_templates(t: &crate::model::Task) -> Vec<&str> {
-    match t.kind.as_str() {
-        "Apply" | "Delete" | "Toggle" => t.spec.resources.iter().map(String::as_str).collect(),
-        "Pipe" if !t.spec.pod.is_empty() => vec![t.spec.pod.as_str()],
-        "KudoOperator" if !t.spec.parameter_file.is_empty() => vec![t.spec.parameter_file.as_str()],
+    match t.kind {
+        TaskKind::Apply | TaskKind::Delete | TaskKind::Toggle => {
+            t.spec.resources.iter().map(String::as_str).collect()
+        }
+        TaskKind::Pipe if !t.spec.pod.is_empty() => vec![t.spec.pod.as_str()],
+        TaskKind::KudoOperator if !t.spec.parameter_file.is_empty() => vec![t.spec.parameter_file.as_str()],
         _ => Vec::new(),
     }
 }
@@ -399,7 +407,7 @@ fn template_references(pkg: &Package, r: &mut Verification) {
                 ));
             }
         }
-        if t.kind == "Pipe" && t.spec.pod.is_empty() {
+        if t.kind == TaskKind::Pipe && t.spec.pod.is_empty() {
             // Ours: KUDO only fails when the Pipe task runs.
             r.error(format!("task {:?}: a Pipe task needs a pod template", t.name));
         }

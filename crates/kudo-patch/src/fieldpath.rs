@@ -106,15 +106,18 @@ impl PathElement {
     }
 
     /// Parses a FieldsV1 key.
-    pub fn from_fields_v1_key(s: &str) -> Result<PathElement, String> {
+    pub fn from_fields_v1_key(s: &str) -> Result<PathElement, FieldsV1Error> {
         if let Some(n) = s.strip_prefix("f:") {
             return Ok(PathElement::Field(n.to_string()));
         }
         if let Some(j) = s.strip_prefix("k:") {
-            let v: Value = serde_json::from_str(j).map_err(|e| format!("invalid key element {s:?}: {e}"))?;
+            let v: Value = serde_json::from_str(j).map_err(|source| FieldsV1Error::Key {
+                element: s.to_string(),
+                source,
+            })?;
             let obj = v
                 .as_object()
-                .ok_or_else(|| format!("invalid key element {s:?}: not an object"))?;
+                .ok_or_else(|| FieldsV1Error::KeyNotObject(s.to_string()))?;
             let mut fields: Vec<(String, KeyValue)> = obj
                 .iter()
                 .map(|(k, v)| (k.clone(), KeyValue(v.clone())))
@@ -123,18 +126,49 @@ impl PathElement {
             return Ok(PathElement::Key(fields));
         }
         if let Some(j) = s.strip_prefix("v:") {
-            let v: Value =
-                serde_json::from_str(j).map_err(|e| format!("invalid value element {s:?}: {e}"))?;
+            let v: Value = serde_json::from_str(j).map_err(|source| FieldsV1Error::Value {
+                element: s.to_string(),
+                source,
+            })?;
             return Ok(PathElement::Value(KeyValue(v)));
         }
         if let Some(i) = s.strip_prefix("i:") {
-            let i = i
-                .parse()
-                .map_err(|e| format!("invalid index element {s:?}: {e}"))?;
+            let i = i.parse().map_err(|source| FieldsV1Error::Index {
+                element: s.to_string(),
+                source,
+            })?;
             return Ok(PathElement::Index(i));
         }
-        Err(format!("unknown path element {s:?}"))
+        Err(FieldsV1Error::UnknownElement(s.to_string()))
     }
+}
+
+/// Why a `fieldsV1` value cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub enum FieldsV1Error {
+    #[error("invalid key element {element:?}: {source}")]
+    Key {
+        element: String,
+        source: serde_json::Error,
+    },
+    #[error("invalid key element {0:?}: not an object")]
+    KeyNotObject(String),
+    #[error("invalid value element {element:?}: {source}")]
+    Value {
+        element: String,
+        source: serde_json::Error,
+    },
+    #[error("invalid index element {element:?}: {source}")]
+    Index {
+        element: String,
+        source: std::num::ParseIntError,
+    },
+    #[error("unknown path element {0:?}")]
+    UnknownElement(String),
+    #[error("FieldsV1 must be a JSON object")]
+    NotAnObject,
+    #[error("FieldsV1 entry {0:?} must be an object")]
+    EntryNotObject(String),
 }
 
 impl std::fmt::Display for PathElement {
@@ -362,10 +396,8 @@ impl FieldSet {
     }
 
     /// Parses FieldsV1 JSON.
-    pub fn from_fields_v1(v: &Value) -> Result<FieldSet, String> {
-        let obj = v
-            .as_object()
-            .ok_or_else(|| "FieldsV1 must be a JSON object".to_string())?;
+    pub fn from_fields_v1(v: &Value) -> Result<FieldSet, FieldsV1Error> {
+        let obj = v.as_object().ok_or(FieldsV1Error::NotAnObject)?;
         let mut out = FieldSet::new();
         for (k, child) in obj {
             if k == "." {
@@ -374,7 +406,7 @@ impl FieldSet {
             let pe = PathElement::from_fields_v1_key(k)?;
             let cobj = child
                 .as_object()
-                .ok_or_else(|| format!("FieldsV1 entry {k:?} must be an object"))?;
+                .ok_or_else(|| FieldsV1Error::EntryNotObject(k.clone()))?;
             if cobj.is_empty() || cobj.contains_key(".") {
                 out.members.insert(pe.clone());
             }

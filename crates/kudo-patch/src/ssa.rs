@@ -90,29 +90,48 @@ impl ManagedFieldsEntry {
     }
 }
 
+/// Why `metadata.managedFields` cannot be read ([`managed_fields`]).
+#[derive(Debug, thiserror::Error)]
+pub enum ManagedFieldsError {
+    #[error("metadata.managedFields must be a list")]
+    NotAList,
+    #[error("managedFields[{index}]: unsupported fieldsType {fields_type:?}")]
+    FieldsType { index: usize, fields_type: String },
+    #[error("managedFields[{index}]: {source}")]
+    Fields {
+        index: usize,
+        source: crate::fieldpath::FieldsV1Error,
+    },
+}
+
+/// An object whose fields cannot be listed against its schema ([`field_set`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct FieldSetError(pub String);
+
 /// Decodes `metadata.managedFields` of an object (empty when absent).
-pub fn managed_fields(obj: &Value) -> Result<Vec<ManagedFieldsEntry>, String> {
+pub fn managed_fields(obj: &Value) -> Result<Vec<ManagedFieldsEntry>, ManagedFieldsError> {
     let Some(list) = obj.pointer("/metadata/managedFields") else {
         return Ok(Vec::new());
     };
     if list.is_null() {
         return Ok(Vec::new());
     }
-    let list = list
-        .as_array()
-        .ok_or_else(|| "metadata.managedFields must be a list".to_string())?;
+    let list = list.as_array().ok_or(ManagedFieldsError::NotAList)?;
     let mut out = Vec::new();
     for (i, e) in list.iter().enumerate() {
         let s = |k: &str| e.get(k).and_then(Value::as_str).map(str::to_string);
         if let Some(ft) = s("fieldsType")
             && ft != "FieldsV1"
         {
-            return Err(format!("managedFields[{i}]: unsupported fieldsType {ft:?}"));
+            return Err(ManagedFieldsError::FieldsType {
+                index: i,
+                fields_type: ft,
+            });
         }
         let fields = match e.get("fieldsV1") {
-            Some(v) if !v.is_null() => {
-                FieldSet::from_fields_v1(v).map_err(|err| format!("managedFields[{i}]: {err}"))?
-            }
+            Some(v) if !v.is_null() => FieldSet::from_fields_v1(v)
+                .map_err(|source| ManagedFieldsError::Fields { index: i, source })?,
             _ => FieldSet::new(),
         };
         out.push(ManagedFieldsEntry {
@@ -662,9 +681,9 @@ fn cap_update_managers(managers: &mut Vec<ManagedFieldsEntry>) {
 
 /// The fields `obj` sets, as an applier of it would own them (without the never-owned
 /// server fields). Useful to inspect ownership in tests and tools.
-pub fn field_set(obj: &Value, gvk: &Gvk) -> Result<FieldSet, String> {
+pub fn field_set(obj: &Value, gvk: &Gvk) -> Result<FieldSet, FieldSetError> {
     let schema = Schema::cached(gvk);
-    let set = to_field_set(obj, &schema.root, true)?;
+    let set = to_field_set(obj, &schema.root, true).map_err(FieldSetError)?;
     let tracking = Tracking {
         subresource: None,
         status_subresource: false,

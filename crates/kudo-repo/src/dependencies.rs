@@ -12,6 +12,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use kudo_api::TaskKind;
 use kudo_package::Package;
 
 use crate::error::RepoError;
@@ -41,8 +42,24 @@ pub struct Dependency {
 pub struct Dependencies {
     /// Distinct dependencies (by OperatorVersion name), leaves first; the root is not included.
     pub packages: Vec<Dependency>,
-    /// `(OperatorVersion name of the parent, task name)` → what the task refers to.
-    pub pins: BTreeMap<(String, String), Pin>,
+    /// The parent's `KudoOperator` task → what the task refers to.
+    pub pins: BTreeMap<PinKey, Pin>,
+}
+
+/// A `KudoOperator` task of a package: the OperatorVersion name of the parent and the task name.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct PinKey {
+    pub parent_operator_version: String,
+    pub task: String,
+}
+
+impl PinKey {
+    pub fn new(parent_operator_version: &str, task: &str) -> PinKey {
+        PinKey {
+            parent_operator_version: parent_operator_version.to_string(),
+            task: task.to_string(),
+        }
+    }
 }
 
 impl Dependencies {
@@ -50,8 +67,13 @@ impl Dependencies {
     /// dependency's) to the in-cluster references the controller resolves.
     pub fn pin(&self, ov: &mut kudo_api::OperatorVersion) {
         let ov_name = ov.metadata.name.clone();
-        for task in ov.spec.tasks.iter_mut().filter(|t| t.kind == "KudoOperator") {
-            if let Some(pin) = self.pins.get(&(ov_name.clone(), task.name.clone())) {
+        for task in ov
+            .spec
+            .tasks
+            .iter_mut()
+            .filter(|t| t.kind == TaskKind::KudoOperator)
+        {
+            if let Some(pin) = self.pins.get(&PinKey::new(&ov_name, &task.name)) {
                 task.spec.package = pin.package.clone();
                 task.spec.app_version = pin.app_version.clone();
                 task.spec.operator_version = pin.operator_version.clone();
@@ -98,7 +120,12 @@ fn walk(
     out: &mut Dependencies,
 ) -> Result<(), RepoError> {
     let parent_ov = pkg.operator_version_name();
-    for task in pkg.operator.tasks.iter().filter(|t| t.kind == "KudoOperator") {
+    for task in pkg
+        .operator
+        .tasks
+        .iter()
+        .filter(|t| t.kind == TaskKind::KudoOperator)
+    {
         let reference = task.spec.package.as_str();
         if reference.is_empty() {
             return Err(RepoError::Config(format!(
@@ -142,7 +169,7 @@ fn walk(
             )));
         }
         out.pins.insert(
-            (parent_ov.clone(), task.name.clone()),
+            PinKey::new(&parent_ov, &task.name),
             Pin {
                 package: child.operator.name.clone(),
                 app_version: child.operator.app_version.clone(),
@@ -238,17 +265,14 @@ mod tests {
             .collect();
         assert_eq!(order, ["disk-0.1.0", "db-2.0.0", "cache-3.0.0"]);
         assert_eq!(
-            deps.pins[&("app-1.0.0".to_string(), "dep0".to_string())],
+            deps.pins[&PinKey::new("app-1.0.0", "dep0")],
             Pin {
                 package: "db".into(),
                 app_version: String::new(),
                 operator_version: "2.0.0".into()
             }
         );
-        assert_eq!(
-            deps.pins[&("cache-3.0.0".to_string(), "dep0".to_string())].package,
-            "disk"
-        );
+        assert_eq!(deps.pins[&PinKey::new("cache-3.0.0", "dep0")].package, "disk");
         assert_eq!(deps.pins.len(), 4);
     }
 

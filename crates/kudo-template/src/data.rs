@@ -11,9 +11,21 @@ use std::fmt;
 
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 
+/// Why template data cannot be decoded.
+#[derive(Debug, thiserror::Error)]
+pub enum DataError {
+    #[error("{0}")]
+    Json(#[source] serde_json::Error),
+    #[error("{0}")]
+    Yaml(#[source] serde_saphyr::Error),
+    /// YAML that `sigs.k8s.io/yaml` cannot convert to JSON (a null key, a non-finite float).
+    #[error("error converting YAML to JSON: {0}")]
+    Convert(String),
+}
+
 /// Decodes a data file by extension (`.yaml`/`.yml` → YAML, anything else JSON). A `null` or empty
 /// document becomes `{}`, as the oracle passes KUDO's (possibly empty) map.
-pub fn decode_data(path: &std::path::Path, raw: &str) -> Result<serde_json::Value, String> {
+pub fn decode_data(path: &std::path::Path, raw: &str) -> Result<serde_json::Value, DataError> {
     let ext = path
         .extension()
         .and_then(|e| e.to_str())
@@ -32,12 +44,12 @@ pub fn decode_data(path: &std::path::Path, raw: &str) -> Result<serde_json::Valu
 }
 
 /// JSON with Go `encoding/json` rules.
-pub fn json(raw: &str) -> Result<serde_json::Value, String> {
-    serde_json::from_str(raw).map_err(|e| e.to_string())
+pub fn json(raw: &str) -> Result<serde_json::Value, DataError> {
+    serde_json::from_str(raw).map_err(DataError::Json)
 }
 
 /// YAML → JSON with `sigs.k8s.io/yaml` rules; an empty document is `null`.
-pub fn yaml_to_json(raw: &str) -> Result<serde_json::Value, String> {
+pub fn yaml_to_json(raw: &str) -> Result<serde_json::Value, DataError> {
     if raw.trim().is_empty() {
         return Ok(serde_json::Value::Null);
     }
@@ -48,9 +60,9 @@ pub fn yaml_to_json(raw: &str) -> Result<serde_json::Value, String> {
     // Non-finite floats reach the visitor, which marks them: whether they fail the document depends
     // on whether a later duplicate key discards them (yaml.v2 decodes first, JSON conversion after).
     opts.non_finite_float_policy = serde_saphyr::NonFiniteFloatPolicy::PassThrough;
-    let v: GoYaml = serde_saphyr::from_str_with_options(raw, opts).map_err(|e| e.to_string())?;
+    let v: GoYaml = serde_saphyr::from_str_with_options(raw, opts).map_err(DataError::Yaml)?;
     match first_invalid(&v.0) {
-        Some(msg) => Err(format!("error converting YAML to JSON: {msg}")),
+        Some(msg) => Err(DataError::Convert(msg)),
         None => Ok(v.0),
     }
 }

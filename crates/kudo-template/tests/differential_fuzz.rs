@@ -709,7 +709,7 @@ fn ours(c: &Case) -> (Outcome, bool) {
     let data = match &c.data {
         Some((ext, raw)) => match godata::decode_data(Path::new(&format!("x.{ext}")), raw) {
             Ok(v) => Value::from_json(&v),
-            Err(e) => return (Outcome::BadData(e), false),
+            Err(e) => return (Outcome::BadData(e.to_string()), false),
         },
         None => Value::from_json(&serde_json::json!({})),
     };

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow};
 use clap::Args;
-use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams};
+use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 use serde::Serialize;
@@ -113,21 +113,14 @@ impl KudoKind {
         }
     }
     pub fn plural(self) -> &'static str {
-        match self {
-            KudoKind::Operator => "operators",
-            KudoKind::OperatorVersion => "operatorversions",
-            KudoKind::Instance => "instances",
-        }
+        kudo_api::kinds::known(kudo_api::GROUP, self.kind()).plural
     }
     /// `operator.kudo.dev/v1beta1/NAME`, the prefix KUDO's CLI printed.
     pub fn display(self, name: &str) -> String {
         format!("{}.{}/{name}", self.kind().to_lowercase(), kudo_api::API_VERSION)
     }
     pub fn resource(self) -> ApiResource {
-        ApiResource::from_gvk_with_plural(
-            &GroupVersionKind::gvk(kudo_api::GROUP, kudo_api::VERSION, self.kind()),
-            self.plural(),
-        )
+        kudo_controller::known_resource(kudo_api::GROUP, self.kind())
     }
 }
 

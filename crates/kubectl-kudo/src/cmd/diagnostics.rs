@@ -21,7 +21,8 @@ use std::process::ExitCode;
 use anyhow::{Context, Result, anyhow, bail};
 use clap::{Args, Subcommand};
 use kube::Client;
-use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, LogParams};
+use kube::api::{Api, ApiResource, DynamicObject, ListParams, LogParams};
+use kudo_controller::known_resource;
 use serde_json::{Value, json};
 
 use super::cluster::{ClusterOpts, KudoKind, connect};
@@ -128,32 +129,23 @@ impl Writer {
     }
 }
 
-fn res(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource {
-    ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural)
-}
-
 /// The namespaced kinds dumped as `<kind>list.yaml` (pods get their own directories).
 fn listed_kinds() -> Vec<ApiResource> {
     vec![
-        res("", "v1", "Service", "services"),
-        res("apps", "v1", "Deployment", "deployments"),
-        res("apps", "v1", "StatefulSet", "statefulsets"),
-        res("apps", "v1", "ReplicaSet", "replicasets"),
-        res("", "v1", "ServiceAccount", "serviceaccounts"),
-        res("rbac.authorization.k8s.io", "v1", "Role", "roles"),
-        res("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings"),
+        known_resource("", "Service"),
+        known_resource("apps", "Deployment"),
+        known_resource("apps", "StatefulSet"),
+        known_resource("apps", "ReplicaSet"),
+        known_resource("", "ServiceAccount"),
+        known_resource("rbac.authorization.k8s.io", "Role"),
+        known_resource("rbac.authorization.k8s.io", "RoleBinding"),
     ]
 }
 
 fn cluster_kinds() -> Vec<ApiResource> {
     vec![
-        res("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles"),
-        res(
-            "rbac.authorization.k8s.io",
-            "v1",
-            "ClusterRoleBinding",
-            "clusterrolebindings",
-        ),
+        known_resource("rbac.authorization.k8s.io", "ClusterRole"),
+        known_resource("rbac.authorization.k8s.io", "ClusterRoleBinding"),
     ]
 }
 
@@ -236,7 +228,7 @@ async fn collect_workloads(
             Err(e) => w.error(dir.join(format!("{kind_lower}.err")), &e)?,
         }
     }
-    let pod_res = res("", "v1", "Pod", "pods");
+    let pod_res = known_resource("", "Pod");
     let pods = match list(client, Some(ns), &pod_res, selector).await {
         Ok(p) => p,
         Err(e) => return w.error(dir.join("pod.err"), &e),
@@ -414,7 +406,7 @@ async fn collect(opts: &ClusterOpts, args: CollectArgs, io: &mut crate::Io<'_>) 
     collect_instance(&mut w, &client, &ns, &args.instance, args.log_since, &mut seen).await?;
 
     let kudo_dir = PathBuf::from("kudo");
-    let ns_res = res("", "v1", "Namespace", "namespaces");
+    let ns_res = known_resource("", "Namespace");
     let kudo_ns: Api<DynamicObject> = Api::all_with(client.clone(), &ns_res);
     match kudo_ns.get_opt(KUDO_NAMESPACE).await {
         Ok(Some(_)) => {

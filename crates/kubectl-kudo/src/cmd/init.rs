@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, ValueEnum};
-use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams};
+use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams};
+use kudo_controller::known_resource;
 use serde_json::{Value, json};
 
 use super::cluster::{ClusterOpts, connect};
@@ -141,22 +142,13 @@ struct Manifest {
     group: &'static str,
 }
 
-fn resource(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource {
-    ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural)
-}
-
 /// Every manifest `init` installs, in install order.
 fn manifests(args: &InitArgs, namespace: &str) -> Result<Vec<Manifest>> {
     let mut out = Vec::new();
     for text in kudo_api::crd_manifests() {
         let object: Value = serde_saphyr::from_str(text).context("built-in CRD manifest")?;
         out.push(Manifest {
-            resource: resource(
-                "apiextensions.k8s.io",
-                "v1",
-                "CustomResourceDefinition",
-                "customresourcedefinitions",
-            ),
+            resource: known_resource("apiextensions.k8s.io", "CustomResourceDefinition"),
             namespaced: false,
             object,
             group: "crds",
@@ -167,7 +159,7 @@ fn manifests(args: &InitArgs, namespace: &str) -> Result<Vec<Manifest>> {
     }
     let labels = json!({"app": "kudo-manager"});
     out.push(Manifest {
-        resource: resource("", "v1", "Namespace", "namespaces"),
+        resource: known_resource("", "Namespace"),
         namespaced: false,
         object: json!({"apiVersion": "v1", "kind": "Namespace",
             "metadata": {"name": namespace, "labels": {"app": "kudo-manager", "control-plane": "controller-manager"}}}),
@@ -179,14 +171,14 @@ fn manifests(args: &InitArgs, namespace: &str) -> Result<Vec<Manifest>> {
         .unwrap_or_else(|| "kudo-manager".to_string());
     if args.service_account.is_none() {
         out.push(Manifest {
-            resource: resource("", "v1", "ServiceAccount", "serviceaccounts"),
+            resource: known_resource("", "ServiceAccount"),
             namespaced: true,
             object: json!({"apiVersion": "v1", "kind": "ServiceAccount",
                 "metadata": {"name": sa, "namespace": namespace, "labels": labels}}),
             group: "service accounts and other requirements for controller to run",
         });
         out.push(Manifest {
-            resource: resource("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings"),
+            resource: known_resource("rbac.authorization.k8s.io", "ClusterRoleBinding"),
             namespaced: false,
             object: json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
                 "metadata": {"name": "kudo-manager-rolebinding", "labels": labels},
@@ -201,7 +193,7 @@ fn manifests(args: &InitArgs, namespace: &str) -> Result<Vec<Manifest>> {
         (None, None) => default_image(),
     };
     out.push(Manifest {
-        resource: resource("apps", "v1", "Deployment", "deployments"),
+        resource: known_resource("apps", "Deployment"),
         namespaced: true,
         object: json!({"apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": {"name": "kudo-controller-manager", "namespace": namespace,

@@ -231,7 +231,7 @@ fn format_of(path: &Path, forced: DataFormat) -> DataFormat {
 /// `sigs.k8s.io/yaml` (YAML 1.1 scalars, converted to JSON). `null`/empty documents become `{}`.
 fn decode_data(path: &Path, raw: &str, forced: DataFormat) -> Result<serde_json::Value, InputError> {
     let decoded = match format_of(path, forced) {
-        DataFormat::Yaml => kudo_template::data::yaml_to_json(raw),
+        DataFormat::Yaml => kudo_template::data::yaml_to_json(raw).map_err(|e| e.to_string()),
         _ => serde_json::from_str(raw).map_err(|e| e.to_string()),
     };
     let v = decoded.map_err(|e| InputError(format!("data {}: {e}", path.display())))?;
