@@ -601,62 +601,46 @@ impl<'c> Reconciler<'c> {
     ) -> Result<ControlFlow<Action, OperatorVersion>, ReconcileError> {
         let action = match self.get_ov(inst, &inst.spec).await {
             Ok(Some(ov)) => return Ok(ControlFlow::Continue(ov)),
-            Ok(None) => self.operator_version_missing(raw, inst, who).await?,
-            Err(ReconcileError::Decode(_, e)) => self.operator_version_invalid(raw, inst, who, &e).await?,
+            Ok(None) => self.operator_version_unusable(raw, inst, who, None).await?,
+            Err(ReconcileError::Decode(_, e)) => {
+                self.operator_version_unusable(raw, inst, who, Some(&e)).await?
+            }
             Err(e) => return Err(e),
         };
         Ok(ControlFlow::Break(action))
     }
 
-    /// The Instance references an OperatorVersion that does not exist. KUDO's webhook refused such
-    /// an Instance; stored anyway, it says why in its status (Ready=False) as well as in an Event,
-    /// and is looked at again when OperatorVersions change.
-    async fn operator_version_missing(
+    /// The Instance's OperatorVersion cannot be used: it does not exist (KUDO's webhook refused
+    /// such an Instance; stored anyway, reason `OperatorVersionNotFound`) or it has fields of the
+    /// wrong shape where the CRD schema is free-form (plans, task specs; reason
+    /// [`INVALID_OPERATOR_VERSION`]). The Instance says why in its status (Ready=False) and in a
+    /// Warning Event when that changes; others are not affected. Looked at again when
+    /// OperatorVersions change (watched) or after the error delay.
+    async fn operator_version_unusable(
         &self,
         raw: &DynamicObject,
         inst: &Instance,
         who: &str,
+        decode_error: Option<&serde_json::Error>,
     ) -> Result<Action, ReconcileError> {
-        if drift::namespace_terminating(self.ctx, &self.ns).await {
-            // The namespace deletion removed the OperatorVersion; the Instance goes next.
-            debug!(instance = %who, "namespace is being deleted: OperatorVersion gone");
-            return Ok(Action::await_change());
-        }
+        let (reason, problem) = match decode_error {
+            None => {
+                if drift::namespace_terminating(self.ctx, &self.ns).await {
+                    // The namespace deletion removed the OperatorVersion; the Instance goes next.
+                    debug!(instance = %who, "namespace is being deleted: OperatorVersion gone");
+                    return Ok(Action::await_change());
+                }
+                ("OperatorVersionNotFound", "does not exist".to_string())
+            }
+            Some(e) => (INVALID_OPERATOR_VERSION, format!("cannot be read: {e}")),
+        };
         let msg = format!(
-            "OperatorVersion {}/{} of instance {who} does not exist",
+            "OperatorVersion {}/{} of instance {who} {problem}",
             inst.spec.operator_version_namespace(&self.ns),
             inst.spec.operator_version.name
         );
         warn!("{msg}");
-        self.set_not_ready(inst, "OperatorVersionNotFound", &msg).await?;
-        self.event(
-            raw,
-            EventType::Warning,
-            INVALID_OPERATOR_VERSION,
-            "Reconcile",
-            &msg,
-        )
-        .await;
-        Ok(Action::requeue(self.ctx.config.error_requeue))
-    }
-
-    /// The Instance's OperatorVersion exists but has fields of the wrong shape where the CRD schema
-    /// is free-form (plans, task specs): this Instance cannot run, others are not affected. Looked
-    /// at again when the OperatorVersion changes (watched) or after the error delay.
-    async fn operator_version_invalid(
-        &self,
-        raw: &DynamicObject,
-        inst: &Instance,
-        who: &str,
-        e: &serde_json::Error,
-    ) -> Result<Action, ReconcileError> {
-        let msg = format!(
-            "OperatorVersion {}/{} of instance {who} cannot be read: {e}",
-            inst.spec.operator_version_namespace(&self.ns),
-            inst.spec.operator_version.name
-        );
-        warn!("{msg}");
-        if self.set_not_ready(inst, INVALID_OPERATOR_VERSION, &msg).await? {
+        if self.set_not_ready(inst, reason, &msg).await? {
             self.event(
                 raw,
                 EventType::Warning,
