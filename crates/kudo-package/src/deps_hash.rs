@@ -165,7 +165,7 @@ pub fn sanitized_yaml(obj: &Value) -> Result<String, HashError> {
         m.insert("remainingItemCount".into(), json!(0));
         m.insert("annotations".into(), json!({}));
     }
-    kudo_template::yaml::to_yaml(&yaml_value(&o)).map_err(HashError::Yaml)
+    kudo_template::yaml::to_yaml(&yaml_value(&o)).map_err(|e| HashError::Yaml(e.to_string()))
 }
 
 /// JSON as `sigs.k8s.io/yaml` hands it to yaml.v2: integers stay integers, other numbers floats.

@@ -40,8 +40,14 @@ struct Emitter {
     indents: Vec<i64>,
 }
 
+/// Why a value could not be marshalled. `yaml.Marshal` can fail, so the signature keeps the
+/// possibility; none of the values a template builds fails today.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct YamlError(String);
+
 /// Marshals a template value like `yaml.Marshal` (including the final newline).
-pub fn to_yaml(v: &Value) -> Result<String, String> {
+pub fn to_yaml(v: &Value) -> Result<String, YamlError> {
     let mut e = Emitter {
         out: String::new(),
         column: 0,
@@ -50,7 +56,7 @@ pub fn to_yaml(v: &Value) -> Result<String, String> {
         indent: -1,
         indents: vec![],
     };
-    e.node(v, Ctx::default())?;
+    e.node(v, Ctx::default()).map_err(YamlError)?;
     // Document end: a newline unless the cursor is already at the start of an indented line.
     e.write_indent();
     Ok(e.out)

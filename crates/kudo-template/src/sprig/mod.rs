@@ -60,7 +60,9 @@ fn build() -> FuncMap {
     random::register(&mut m);
     crypto::register(&mut m);
     m.insert("toYaml", sig(&[ParamType::Any]), |_, a| {
-        crate::yaml::to_yaml(&a[0]).map(Value::str).map_err(FuncError)
+        crate::yaml::to_yaml(&a[0])
+            .map(Value::str)
+            .map_err(|e| FuncError(e.to_string()))
     });
     m
 }
