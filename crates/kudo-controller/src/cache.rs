@@ -89,6 +89,99 @@ pub(crate) fn slim_child(kind: &str, o: &mut DynamicObject) {
     }
 }
 
+/// The names of the cached objects of one child kind by (namespace, `kudo.dev/instance` label),
+/// kept from the same watch events as the store (and, like the store, rebuilt in a buffer during
+/// a re-list and swapped in when it is done). Readiness lists an Instance's workloads at every
+/// idle reconcile; scanning every cached object of five kinds for that was 11 % of the manager's
+/// CPU at `scale 400` and grows with the square of the number of Instances (issue 14).
+#[derive(Default)]
+pub(crate) struct InstanceIndex(Mutex<IndexState>);
+
+#[derive(Default)]
+struct IndexState {
+    live: Names,
+    relisting: Option<Names>,
+}
+
+#[derive(Default)]
+struct Names {
+    /// (namespace, instance) → object names.
+    by_instance: HashMap<(String, String), std::collections::BTreeSet<String>>,
+    /// (namespace, name) → instance.
+    instance_of: HashMap<(String, String), String>,
+}
+
+impl Names {
+    fn remove(&mut self, ns: &str, name: &str) {
+        if let Some(i) = self.instance_of.remove(&(ns.to_string(), name.to_string())) {
+            let key = (ns.to_string(), i);
+            if let Some(names) = self.by_instance.get_mut(&key) {
+                names.remove(name);
+                if names.is_empty() {
+                    self.by_instance.remove(&key);
+                }
+            }
+        }
+    }
+
+    fn insert(&mut self, o: &DynamicObject) {
+        let ns = o.metadata.namespace.as_deref().unwrap_or_default();
+        let name = o.metadata.name.as_deref().unwrap_or_default();
+        self.remove(ns, name);
+        if let Some(i) = o
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(kudo_api::labels::INSTANCE))
+        {
+            self.by_instance
+                .entry((ns.to_string(), i.clone()))
+                .or_default()
+                .insert(name.to_string());
+            self.instance_of
+                .insert((ns.to_string(), name.to_string()), i.clone());
+        }
+    }
+}
+
+impl InstanceIndex {
+    /// Follows one watch event (the same the store was given).
+    pub fn observe(&self, ev: &watcher::Event<DynamicObject>) {
+        let mut st = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        match ev {
+            watcher::Event::Apply(o) => st.live.insert(o),
+            watcher::Event::Delete(o) => st.live.remove(
+                o.metadata.namespace.as_deref().unwrap_or_default(),
+                o.metadata.name.as_deref().unwrap_or_default(),
+            ),
+            watcher::Event::Init => st.relisting = Some(Names::default()),
+            watcher::Event::InitApply(o) => st.relisting.get_or_insert_with(Names::default).insert(o),
+            watcher::Event::InitDone => {
+                if let Some(names) = st.relisting.take() {
+                    st.live = names;
+                }
+            }
+        }
+    }
+
+    /// The names of the objects labelled for `instance` in `ns`.
+    fn names(&self, ns: &str, instance: &str) -> Vec<String> {
+        let st = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        st.live
+            .by_instance
+            .get(&(ns.to_string(), instance.to_string()))
+            .map(|n| n.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+}
+
+/// One cached child kind: its resource, the store and the index by Instance.
+pub(crate) struct ChildCache {
+    pub ar: ApiResource,
+    pub store: Store<DynamicObject>,
+    pub index: Arc<InstanceIndex>,
+}
+
 /// Which watch events of a child kind wake the owning Instance (one per watched kind).
 ///
 /// Objects a plan applied (owned by their Instance) wake it at every change, as drift detection
@@ -170,7 +263,7 @@ pub(crate) struct Caches {
     /// Every OperatorVersion (cluster-wide: an Instance may reference another namespace).
     pub operator_versions: Store<DynamicObject>,
     /// `(apiVersion, kind)` → resource and store of the `heritage=kudo` objects of that kind.
-    children: HashMap<(String, String), (ApiResource, Store<DynamicObject>)>,
+    children: HashMap<(String, String), ChildCache>,
     /// `(namespace, name)` → resourceVersion of the newest copy of the Instance we have seen.
     instance_versions: Mutex<HashMap<(String, String), String>>,
     /// `(namespace, name)` → a cached OperatorVersion decoded, with the resourceVersion it was
@@ -192,7 +285,7 @@ impl Caches {
     pub fn new(
         instances: Store<DynamicObject>,
         operator_versions: Store<DynamicObject>,
-        children: HashMap<(String, String), (ApiResource, Store<DynamicObject>)>,
+        children: HashMap<(String, String), ChildCache>,
     ) -> Caches {
         Caches {
             instances,
@@ -310,17 +403,17 @@ impl Caches {
     }
 
     /// The ready store of a child kind, `None` when the kind is not cached (or not synced yet).
-    fn child_store(&self, api_version: &str, kind: &str) -> Option<&(ApiResource, Store<DynamicObject>)> {
+    fn child_store(&self, api_version: &str, kind: &str) -> Option<&ChildCache> {
         self.children
             .get(&(api_version.to_string(), kind.to_string()))
-            .filter(|(_, s)| ready(s))
+            .filter(|c| ready(&c.store))
     }
 
     /// Whether objects of this kind are cached: `Some(cached copy or None)` — `None` meaning "not
     /// in the cache", which the caller confirms with the server before acting on it.
     pub fn child(&self, api_version: &str, kind: &str, ns: &str, name: &str) -> Option<Option<Value>> {
-        let (ar, store) = self.child_store(api_version, kind)?;
-        let obj = store.get(&ObjectRef::new_with(name, ar.clone()).within(ns));
+        let c = self.child_store(api_version, kind)?;
+        let obj = c.store.get(&ObjectRef::new_with(name, c.ar.clone()).within(ns));
         Some(obj.map(|o| with_type(&o, api_version, kind)))
     }
 
@@ -333,10 +426,21 @@ impl Caches {
         ns: &str,
         labels: &[(&str, &str)],
     ) -> Option<Vec<Value>> {
-        let (_, store) = self.child_store(api_version, kind)?;
+        let c = self.child_store(api_version, kind)?;
+        // With an instance label among the wanted ones, only that Instance's objects are looked
+        // at (the index); else every cached object of the kind.
+        let candidates: Vec<Arc<DynamicObject>> =
+            match labels.iter().find(|(k, _)| *k == kudo_api::labels::INSTANCE) {
+                Some((_, instance)) => c
+                    .index
+                    .names(ns, instance)
+                    .iter()
+                    .filter_map(|n| c.store.get(&ObjectRef::new_with(n, c.ar.clone()).within(ns)))
+                    .collect(),
+                None => c.store.state(),
+            };
         Some(
-            store
-                .state()
+            candidates
                 .iter()
                 .filter(|o| o.metadata.namespace.as_deref() == Some(ns))
                 .filter(|o| {
@@ -460,5 +564,31 @@ mod tests {
             Some("i".into())
         );
         assert_eq!(wake(watcher::Event::Init), None);
+    }
+
+    #[test]
+    fn the_index_follows_applies_deletes_relabels_and_relists() {
+        let o = |name: &str, instance: &str| {
+            obj(json!({"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": name, "namespace": "ns", "labels": {"kudo.dev/instance": instance}}}))
+        };
+        let index = InstanceIndex::default();
+        index.observe(&watcher::Event::Apply(o("a", "i")));
+        index.observe(&watcher::Event::Apply(o("b", "i")));
+        index.observe(&watcher::Event::Apply(o("c", "j")));
+        assert_eq!(index.names("ns", "i"), ["a", "b"]);
+        assert!(index.names("other", "i").is_empty());
+        index.observe(&watcher::Event::Apply(o("b", "j")));
+        assert_eq!(index.names("ns", "i"), ["a"]);
+        assert_eq!(index.names("ns", "j"), ["b", "c"]);
+        index.observe(&watcher::Event::Delete(o("a", "i")));
+        assert!(index.names("ns", "i").is_empty());
+        // a re-list: the old names stay until it is complete, then only the listed ones remain
+        index.observe(&watcher::Event::Init);
+        index.observe(&watcher::Event::InitApply(o("d", "i")));
+        assert_eq!(index.names("ns", "j"), ["b", "c"]);
+        index.observe(&watcher::Event::InitDone);
+        assert_eq!(index.names("ns", "i"), ["d"]);
+        assert!(index.names("ns", "j").is_empty());
     }
 }

@@ -396,9 +396,14 @@ pub(crate) async fn run_controller(
     for (g, v, k, plural) in cache::CHILD_KINDS {
         let ar = cache::child_resource(g, v, k, plural);
         let writer = Writer::new(ar.clone());
+        let index = Arc::new(cache::InstanceIndex::default());
         children.insert(
             (ar.api_version.clone(), ar.kind.clone()),
-            (ar.clone(), writer.as_reader()),
+            cache::ChildCache {
+                ar: ar.clone(),
+                store: writer.as_reader(),
+                index: index.clone(),
+            },
         );
         let wakes = cache::Wakes::default();
         let av = ar.api_version.clone();
@@ -408,7 +413,10 @@ pub(crate) async fn run_controller(
                     .default_backoff()
                     .modify(move |o| cache::slim_child(k, o))
                     .reflect(writer),
-                move |ev| wakes.owner_to_wake(&av, k, ev),
+                move |ev| {
+                    index.observe(&ev);
+                    wakes.owner_to_wake(&av, k, ev)
+                },
             )
             .boxed(),
         );
