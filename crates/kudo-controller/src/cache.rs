@@ -24,6 +24,7 @@ use std::sync::{Arc, Mutex};
 use futures::FutureExt;
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
 use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::watcher;
 use serde_json::Value;
 
 /// The namespaced child kinds KUDO applies that are watched and cached: (group, version, kind,
@@ -41,10 +42,219 @@ pub(crate) const CHILD_KINDS: &[(&str, &str, &str, &str)] = &[
     ("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims"),
 ];
 
+/// Top-level `spec` fields health rules read ([`kudo_engine::health`]); the only part of the spec
+/// kept by [`slim_child`] for objects no plan applied.
+const HEALTH_SPEC_FIELDS: &[&str] = &[
+    "replicas",
+    "updateStrategy",
+    "completions",
+    "type",
+    "clusterIP",
+    "externalIPs",
+];
+
+/// Strips a watched child before it is cached: what the manager never reads is not kept.
+///
+/// * `managedFields` of every object (never read, and the bulk of a small object).
+/// * For objects no plan applied — those without a controller owner reference to an Instance,
+///   e.g. the ReplicaSets and Pods of a Deployment, two thirds of the cached objects of the
+///   `scale 1000` bench — only metadata, `status` and the few spec fields health reads are
+///   kept: such objects are only read by readiness and health (KEP-34's workloads), which look at
+///   nothing else. Pods keep only the status fields health reads (phase, conditions, reason,
+///   message).
+///
+/// Objects a plan applied (owned by their Instance) are kept whole: drift detection compares
+/// them with the rendered templates. A stripped copy is never wrong, only incomplete: every reader
+/// that compares contents (drift, the cached-apply check) falls back to a GET when the cached copy
+/// does not show what it needs.
+///
+/// Stripping the ReplicaSets and Pods cut the manager's peak RSS in the `scale 1000` bench (issue
+/// 14; see docs/benchmarks.md).
+pub(crate) fn slim_child(kind: &str, o: &mut DynamicObject) {
+    o.metadata.managed_fields = None;
+    if applied_by_plan(o) {
+        return;
+    }
+    let Value::Object(data) = &mut o.data else {
+        return;
+    };
+    data.retain(|k, _| k == "spec" || k == "status");
+    if let Some(Value::Object(spec)) = data.get_mut("spec") {
+        spec.retain(|k, _| HEALTH_SPEC_FIELDS.contains(&k.as_str()));
+    }
+    if kind == "Pod"
+        && let Some(Value::Object(status)) = data.get_mut("status")
+    {
+        status.retain(|k, _| matches!(k.as_str(), "phase" | "conditions" | "reason" | "message"));
+    }
+}
+
+/// The names of the cached objects of one child kind by (namespace, `kudo.dev/instance` label),
+/// kept from the same watch events as the store (and, like the store, rebuilt in a buffer during
+/// a re-list and swapped in when it is done). Readiness lists an Instance's workloads at every
+/// idle reconcile; scanning every cached object of five kinds for that was 11 % of the manager's
+/// CPU at `scale 400` and grows with the square of the number of Instances (issue 14).
+#[derive(Default)]
+pub(crate) struct InstanceIndex(Mutex<IndexState>);
+
+#[derive(Default)]
+struct IndexState {
+    live: Names,
+    relisting: Option<Names>,
+}
+
+#[derive(Default)]
+struct Names {
+    /// (namespace, instance) → object names.
+    by_instance: HashMap<(String, String), std::collections::BTreeSet<String>>,
+    /// (namespace, name) → instance.
+    instance_of: HashMap<(String, String), String>,
+}
+
+impl Names {
+    fn remove(&mut self, ns: &str, name: &str) {
+        if let Some(i) = self.instance_of.remove(&(ns.to_string(), name.to_string())) {
+            let key = (ns.to_string(), i);
+            if let Some(names) = self.by_instance.get_mut(&key) {
+                names.remove(name);
+                if names.is_empty() {
+                    self.by_instance.remove(&key);
+                }
+            }
+        }
+    }
+
+    fn insert(&mut self, o: &DynamicObject) {
+        let ns = o.metadata.namespace.as_deref().unwrap_or_default();
+        let name = o.metadata.name.as_deref().unwrap_or_default();
+        self.remove(ns, name);
+        if let Some(i) = o
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(kudo_api::labels::INSTANCE))
+        {
+            self.by_instance
+                .entry((ns.to_string(), i.clone()))
+                .or_default()
+                .insert(name.to_string());
+            self.instance_of
+                .insert((ns.to_string(), name.to_string()), i.clone());
+        }
+    }
+}
+
+impl InstanceIndex {
+    /// Follows one watch event (the same the store was given).
+    pub fn observe(&self, ev: &watcher::Event<DynamicObject>) {
+        let mut st = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        match ev {
+            watcher::Event::Apply(o) => st.live.insert(o),
+            watcher::Event::Delete(o) => st.live.remove(
+                o.metadata.namespace.as_deref().unwrap_or_default(),
+                o.metadata.name.as_deref().unwrap_or_default(),
+            ),
+            watcher::Event::Init => st.relisting = Some(Names::default()),
+            watcher::Event::InitApply(o) => st.relisting.get_or_insert_with(Names::default).insert(o),
+            watcher::Event::InitDone => {
+                if let Some(names) = st.relisting.take() {
+                    st.live = names;
+                }
+            }
+        }
+    }
+
+    /// The names of the objects labelled for `instance` in `ns`.
+    fn names(&self, ns: &str, instance: &str) -> Vec<String> {
+        let st = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        st.live
+            .by_instance
+            .get(&(ns.to_string(), instance.to_string()))
+            .map(|n| n.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+}
+
+/// One cached child kind: its resource, the store and the index by Instance.
+pub(crate) struct ChildCache {
+    pub ar: ApiResource,
+    pub store: Store<DynamicObject>,
+    pub index: Arc<InstanceIndex>,
+}
+
+/// Which watch events of a child kind wake the owning Instance (one per watched kind).
+///
+/// Objects a plan applied (owned by their Instance) wake it at every change, as drift detection
+/// and the running plan's health checks need. The other children — ReplicaSets and Pods of a
+/// Deployment — are only read by readiness and health, so their events wake the Instance only when
+/// something those can see changed: the health verdict (with its message), the generation, the
+/// deletion timestamp, or the object appeared or went away. The `scale 1000` bench's 2000 Pods
+/// change about four times each (scheduled, IPs, container statuses, ready) while their health
+/// changes once or twice; every wake costs a reconcile with a readiness and drift check (issue 14).
+#[derive(Default)]
+pub(crate) struct Wakes(Mutex<HashMap<(String, String), u64>>);
+
+impl Wakes {
+    /// The Instance to reconcile for this watch event of a `kind` object, if any.
+    pub fn owner_to_wake(
+        &self,
+        api_version: &str,
+        kind: &str,
+        ev: watcher::Event<DynamicObject>,
+    ) -> Option<ObjectRef<DynamicObject>> {
+        let key = |o: &DynamicObject| {
+            (
+                o.metadata.namespace.clone().unwrap_or_default(),
+                o.metadata.name.clone().unwrap_or_default(),
+            )
+        };
+        let mut seen = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        match ev {
+            watcher::Event::Apply(o) | watcher::Event::InitApply(o) => {
+                if !applied_by_plan(&o) {
+                    let digest = visible_digest(api_version, kind, &o);
+                    if seen.insert(key(&o), digest) == Some(digest) {
+                        return None;
+                    }
+                }
+                crate::owner_of(o)
+            }
+            watcher::Event::Delete(o) => {
+                seen.remove(&key(&o));
+                crate::owner_of(o)
+            }
+            watcher::Event::Init | watcher::Event::InitDone => None,
+        }
+    }
+}
+
+/// Whether a plan applied the object: it has a controller owner reference to an Instance (the
+/// enhancer sets one on every namespaced object it renders).
+fn applied_by_plan(o: &DynamicObject) -> bool {
+    o.metadata.owner_references.as_ref().is_some_and(|refs| {
+        refs.iter()
+            .any(|r| r.kind == "Instance" && r.api_version.starts_with("kudo.dev/"))
+    })
+}
+
+/// A hash of what readiness and health can see of an object (see [`Wakes`]).
+fn visible_digest(api_version: &str, kind: &str, o: &DynamicObject) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    format!("{:?}", kudo_engine::health(&with_type(o, api_version, kind))).hash(&mut h);
+    o.metadata.generation.hash(&mut h);
+    o.metadata.deletion_timestamp.is_some().hash(&mut h);
+    o.metadata.uid.hash(&mut h);
+    h.finish()
+}
+
 /// The API resource of a child kind of [`CHILD_KINDS`].
 pub(crate) fn child_resource(g: &str, v: &str, k: &str, plural: &str) -> ApiResource {
     ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(g, v, k), plural)
 }
+
+/// A decoded OperatorVersion and the resourceVersion it was decoded at.
+type DecodedOv = (String, Arc<kudo_api::OperatorVersion>);
 
 /// The caches shared by all reconciles.
 pub(crate) struct Caches {
@@ -53,9 +263,13 @@ pub(crate) struct Caches {
     /// Every OperatorVersion (cluster-wide: an Instance may reference another namespace).
     pub operator_versions: Store<DynamicObject>,
     /// `(apiVersion, kind)` → resource and store of the `heritage=kudo` objects of that kind.
-    children: HashMap<(String, String), (ApiResource, Store<DynamicObject>)>,
+    children: HashMap<(String, String), ChildCache>,
     /// `(namespace, name)` → resourceVersion of the newest copy of the Instance we have seen.
     instance_versions: Mutex<HashMap<(String, String), String>>,
+    /// `(namespace, name)` → a cached OperatorVersion decoded, with the resourceVersion it was
+    /// decoded at: every reconcile needs the typed OperatorVersion, and decoding it (to JSON and
+    /// back) was 6 % of the manager's CPU in the `scale 1000` bench (issue 14).
+    decoded_ovs: Mutex<HashMap<(String, String), DecodedOv>>,
 }
 
 /// Whether a store has received its first full list (an unready store is empty, not "nothing
@@ -71,13 +285,14 @@ impl Caches {
     pub fn new(
         instances: Store<DynamicObject>,
         operator_versions: Store<DynamicObject>,
-        children: HashMap<(String, String), (ApiResource, Store<DynamicObject>)>,
+        children: HashMap<(String, String), ChildCache>,
     ) -> Caches {
         Caches {
             instances,
             operator_versions,
             children,
             instance_versions: Mutex::default(),
+            decoded_ovs: Mutex::default(),
         }
     }
 
@@ -128,6 +343,41 @@ impl Caches {
             .get(&ObjectRef::new_with(name, crate::operator_version_resource()).within(ns))
     }
 
+    /// The cached OperatorVersion decoded with `decode`, reusing the previous decoding while the
+    /// resourceVersion is unchanged (resourceVersions are only compared for equality); `None`
+    /// when the cache does not have it (ask the server).
+    pub fn decoded_operator_version<E>(
+        &self,
+        ns: &str,
+        name: &str,
+        decode: impl FnOnce(&DynamicObject) -> Result<kudo_api::OperatorVersion, E>,
+    ) -> Option<Result<Arc<kudo_api::OperatorVersion>, E>> {
+        let raw = self.operator_version(ns, name)?;
+        let key = (ns.to_string(), name.to_string());
+        let rv = raw.metadata.resource_version.clone();
+        if let Some(rv) = &rv
+            && let Some((seen, ov)) = self
+                .decoded_ovs
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get(&key)
+            && seen == rv
+        {
+            return Some(Ok(ov.clone()));
+        }
+        let ov = match decode(&raw) {
+            Ok(ov) => Arc::new(ov),
+            Err(e) => return Some(Err(e)),
+        };
+        if let Some(rv) = rv {
+            self.decoded_ovs
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(key, (rv, ov.clone()));
+        }
+        Some(Ok(ov))
+    }
+
     /// The cached OperatorVersions of a namespace; `None` when the cache is not ready.
     pub fn operator_versions_in(&self, ns: &str) -> Option<Vec<Arc<DynamicObject>>> {
         if !ready(&self.operator_versions) {
@@ -142,18 +392,28 @@ impl Caches {
         )
     }
 
+    /// Whether changes of objects of this kind trigger a reconcile of the Instance named by their
+    /// `kudo.dev/instance` label (a watched child kind, or an Instance: a KudoOperator task's
+    /// child).
+    pub fn watches(&self, api_version: &str, kind: &str) -> bool {
+        (api_version == kudo_api::API_VERSION && kind == "Instance")
+            || self
+                .children
+                .contains_key(&(api_version.to_string(), kind.to_string()))
+    }
+
     /// The ready store of a child kind, `None` when the kind is not cached (or not synced yet).
-    fn child_store(&self, api_version: &str, kind: &str) -> Option<&(ApiResource, Store<DynamicObject>)> {
+    fn child_store(&self, api_version: &str, kind: &str) -> Option<&ChildCache> {
         self.children
             .get(&(api_version.to_string(), kind.to_string()))
-            .filter(|(_, s)| ready(s))
+            .filter(|c| ready(&c.store))
     }
 
     /// Whether objects of this kind are cached: `Some(cached copy or None)` — `None` meaning "not
     /// in the cache", which the caller confirms with the server before acting on it.
     pub fn child(&self, api_version: &str, kind: &str, ns: &str, name: &str) -> Option<Option<Value>> {
-        let (ar, store) = self.child_store(api_version, kind)?;
-        let obj = store.get(&ObjectRef::new_with(name, ar.clone()).within(ns));
+        let c = self.child_store(api_version, kind)?;
+        let obj = c.store.get(&ObjectRef::new_with(name, c.ar.clone()).within(ns));
         Some(obj.map(|o| with_type(&o, api_version, kind)))
     }
 
@@ -166,10 +426,21 @@ impl Caches {
         ns: &str,
         labels: &[(&str, &str)],
     ) -> Option<Vec<Value>> {
-        let (_, store) = self.child_store(api_version, kind)?;
+        let c = self.child_store(api_version, kind)?;
+        // With an instance label among the wanted ones, only that Instance's objects are looked
+        // at (the index); else every cached object of the kind.
+        let candidates: Vec<Arc<DynamicObject>> =
+            match labels.iter().find(|(k, _)| *k == kudo_api::labels::INSTANCE) {
+                Some((_, instance)) => c
+                    .index
+                    .names(ns, instance)
+                    .iter()
+                    .filter_map(|n| c.store.get(&ObjectRef::new_with(n, c.ar.clone()).within(ns)))
+                    .collect(),
+                None => c.store.state(),
+            };
         Some(
-            store
-                .state()
+            candidates
                 .iter()
                 .filter(|o| o.metadata.namespace.as_deref() == Some(ns))
                 .filter(|o| {
@@ -192,4 +463,132 @@ fn with_type(obj: &DynamicObject, api_version: &str, kind: &str) -> Value {
         v["kind"] = Value::String(kind.to_string());
     }
     v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn obj(v: Value) -> DynamicObject {
+        serde_json::from_value(v).unwrap()
+    }
+
+    fn pod(phase: &str, ready: &str, ip: &str) -> DynamicObject {
+        obj(json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "p", "namespace": "ns", "uid": "u1",
+                "labels": {"heritage": "kudo", "kudo.dev/instance": "i"},
+                "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": "r", "controller": true}],
+                "managedFields": [{"manager": "sim"}]},
+            "spec": {"containers": [{"name": "c", "image": "nginx"}], "nodeName": "n1"},
+            "status": {"phase": phase, "podIP": ip, "hostIP": "10.0.0.1",
+                "conditions": [{"type": "Ready", "status": ready}],
+                "containerStatuses": [{"name": "c", "ready": ready == "True"}]}
+        }))
+    }
+
+    #[test]
+    fn objects_no_plan_applied_keep_only_what_health_reads() {
+        let mut p = pod("Running", "True", "1.2.3.4");
+        slim_child("Pod", &mut p);
+        assert!(p.metadata.managed_fields.is_none());
+        assert_eq!(p.data["spec"], json!({}));
+        assert_eq!(
+            p.data["status"],
+            json!({"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]})
+        );
+        assert_eq!(
+            kudo_engine::health(&with_type(&p, "v1", "Pod")),
+            kudo_engine::Health::Healthy
+        );
+
+        let mut rs = obj(json!({
+            "apiVersion": "apps/v1", "kind": "ReplicaSet",
+            "metadata": {"name": "rs", "namespace": "ns", "generation": 2},
+            "spec": {"replicas": 2, "template": {"spec": {"containers": []}}},
+            "status": {"replicas": 2, "observedGeneration": 2}
+        }));
+        slim_child("ReplicaSet", &mut rs);
+        assert_eq!(rs.data["spec"], json!({"replicas": 2}));
+        assert_eq!(rs.data["status"], json!({"replicas": 2, "observedGeneration": 2}));
+    }
+
+    #[test]
+    fn objects_a_plan_applied_are_kept_whole() {
+        let v = json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "d", "namespace": "ns",
+                "ownerReferences": [{"apiVersion": "kudo.dev/v1beta1", "kind": "Instance", "name": "i", "uid": "iu", "controller": true}],
+                "managedFields": [{"manager": "kudo"}]},
+            "spec": {"replicas": 2, "template": {"spec": {"containers": [{"name": "c"}]}}},
+            "status": {"replicas": 2}
+        });
+        let mut d = obj(v.clone());
+        slim_child("Deployment", &mut d);
+        assert!(d.metadata.managed_fields.is_none());
+        assert_eq!(d.data["spec"], v["spec"]);
+    }
+
+    #[test]
+    fn pods_wake_their_instance_only_when_health_changes() {
+        let wakes = Wakes::default();
+        let wake = |ev| wakes.owner_to_wake("v1", "Pod", ev).map(|r| r.name);
+        assert_eq!(
+            wake(watcher::Event::Apply(pod("Pending", "False", ""))),
+            Some("i".into())
+        );
+        // a new IP, same verdict (not running yet): nothing readiness can see
+        assert_eq!(
+            wake(watcher::Event::Apply(pod("Pending", "False", "1.2.3.4"))),
+            None
+        );
+        assert_eq!(
+            wake(watcher::Event::Apply(pod("Running", "False", "1.2.3.4"))),
+            Some("i".into())
+        );
+        assert_eq!(
+            wake(watcher::Event::Apply(pod("Running", "True", "1.2.3.4"))),
+            Some("i".into())
+        );
+        assert_eq!(
+            wake(watcher::Event::InitApply(pod("Running", "True", "1.2.3.4"))),
+            None
+        );
+        assert_eq!(
+            wake(watcher::Event::Delete(pod("Running", "True", "1.2.3.4"))),
+            Some("i".into())
+        );
+        assert_eq!(
+            wake(watcher::Event::Apply(pod("Running", "True", "1.2.3.4"))),
+            Some("i".into())
+        );
+        assert_eq!(wake(watcher::Event::Init), None);
+    }
+
+    #[test]
+    fn the_index_follows_applies_deletes_relabels_and_relists() {
+        let o = |name: &str, instance: &str| {
+            obj(json!({"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": name, "namespace": "ns", "labels": {"kudo.dev/instance": instance}}}))
+        };
+        let index = InstanceIndex::default();
+        index.observe(&watcher::Event::Apply(o("a", "i")));
+        index.observe(&watcher::Event::Apply(o("b", "i")));
+        index.observe(&watcher::Event::Apply(o("c", "j")));
+        assert_eq!(index.names("ns", "i"), ["a", "b"]);
+        assert!(index.names("other", "i").is_empty());
+        index.observe(&watcher::Event::Apply(o("b", "j")));
+        assert_eq!(index.names("ns", "i"), ["a"]);
+        assert_eq!(index.names("ns", "j"), ["b", "c"]);
+        index.observe(&watcher::Event::Delete(o("a", "i")));
+        assert!(index.names("ns", "i").is_empty());
+        // a re-list: the old names stay until it is complete, then only the listed ones remain
+        index.observe(&watcher::Event::Init);
+        index.observe(&watcher::Event::InitApply(o("d", "i")));
+        assert_eq!(index.names("ns", "j"), ["b", "c"]);
+        index.observe(&watcher::Event::InitDone);
+        assert_eq!(index.names("ns", "i"), ["d"]);
+        assert!(index.names("ns", "j").is_empty());
+    }
 }

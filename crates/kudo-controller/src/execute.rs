@@ -416,6 +416,48 @@ pub async fn run_task(
     }
 }
 
+/// Whether the wait of a task that reported `outcome` is certain to end with a watch event, so
+/// the pass need not be polled (see `Reconciler::execute`): the task is still progressing, and
+/// each of its objects is applied (not deleted, not a pipe pod), of a kind the manager watches,
+/// in the Instance's namespace and labelled `heritage=kudo` plus `kudo.dev/instance` naming
+/// this Instance — so any change of the object (its status turning healthy included) triggers a
+/// reconcile of this Instance. Transient errors and every other kind of wait (Dummy, Pipe,
+/// deletions, kinds that are not watched such as custom resources or cluster-scoped objects)
+/// answer `false`: those are polled with KUDO's backoff.
+pub(crate) fn wait_ends_on_watch(
+    ctx: &Context,
+    call: &TaskCall<'_>,
+    rendered: &Rendered,
+    outcome: &TaskOutcome,
+    ns: &str,
+    instance: &str,
+) -> bool {
+    match outcome {
+        TaskOutcome::Done | TaskOutcome::Fatal { .. } => return true,
+        TaskOutcome::Transient(_) => return false,
+        TaskOutcome::InProgress(_) => {}
+    }
+    if !matches!(call.task.kind.as_str(), "Apply" | "Toggle" | "KudoOperator") {
+        return false;
+    }
+    let mut objects = rendered.for_task(call).peekable();
+    if objects.peek().is_none() {
+        return false;
+    }
+    objects.all(|o| {
+        let obj = &o.object;
+        let labels = &obj["metadata"]["labels"];
+        matches!(o.action, Action::Apply | Action::ChildInstance)
+            && obj["metadata"]["namespace"].as_str() == Some(ns)
+            && labels["heritage"].as_str() == Some("kudo")
+            && labels[kudo_api::labels::INSTANCE].as_str() == Some(instance)
+            && ctx.caches.watches(
+                obj["apiVersion"].as_str().unwrap_or(""),
+                obj["kind"].as_str().unwrap_or(""),
+            )
+    })
+}
+
 /// Applies or deletes the task's objects in order. Every object is handled even when an earlier
 /// one is still progressing (KUDO applied a step's objects together); the first fatal error stops.
 async fn run_objects<'r>(

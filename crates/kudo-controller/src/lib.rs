@@ -14,7 +14,8 @@
 //!   at once (FATAL_ERROR with the server's message) instead of being retried forever.
 //! * Health is **watched**, not polled: the controller watches the child kinds KUDO creates
 //!   (label `heritage=kudo`) and re-reconciles the owning Instance when one changes; the timed
-//!   requeue is only a backstop. The same watches feed caches the reconciles read Instances,
+//!   requeue is only a backstop (a plan waiting only for watched objects is not polled; other
+//!   waits keep KUDO's 1–60 s backoff). The same watches feed caches the reconciles read Instances,
 //!   OperatorVersions and managed objects from (see `cache`: a GET only where a cached copy
 //!   could be stale in a way that matters); writes are unchanged.
 //!
@@ -130,8 +131,9 @@ pub struct ControllerConfig {
     /// Field manager for server-side apply and for our own writes: the owner of every field the
     /// operator's templates set, so SSA conflicts with other managers are resolved in our favour.
     pub field_manager: String,
-    /// Longest time a running plan waits before the controller looks again without any watch event
-    /// (KUDO's 1–60 s backoff is capped by this). Watches normally advance a plan much earlier.
+    /// Longest time a running plan waits before the controller looks again without any watch event.
+    /// A plan waiting only for watched objects of its Instance is looked at again after this
+    /// long unless an event comes first; other waits keep KUDO's 1–60 s backoff, capped by this.
     pub requeue_backstop: Duration,
     /// How often idle Instances re-check their readiness without a watch event.
     pub idle_resync: Duration,
@@ -329,7 +331,9 @@ pub(crate) async fn run_controller(
         }
     };
     // Every watch feeds a cache (crate::cache) and triggers reconciles: one connection per kind.
-    // The caches hold no managedFields (never read, and the bulk of a small object).
+    // The caches hold no managedFields (never read, and the bulk of a small object); children no
+    // plan applied keep only what readiness reads, and wake their Instance only when that
+    // changed (cache::slim_child, cache::Wakes).
     use kube::runtime::WatchStreamExt;
     use kube::runtime::controller::{ReconcileRequest, trigger_with};
     use kube::runtime::reflector::store::Writer;
@@ -386,18 +390,27 @@ pub(crate) async fn run_controller(
     for (g, v, k, plural) in cache::CHILD_KINDS {
         let ar = cache::child_resource(g, v, k, plural);
         let writer = Writer::new(ar.clone());
+        let index = Arc::new(cache::InstanceIndex::default());
         children.insert(
             (ar.api_version.clone(), ar.kind.clone()),
-            (ar.clone(), writer.as_reader()),
+            cache::ChildCache {
+                ar: ar.clone(),
+                store: writer.as_reader(),
+                index: index.clone(),
+            },
         );
+        let wakes = cache::Wakes::default();
+        let av = ar.api_version.clone();
         triggers.push(
             trigger_with(
                 watcher(dynamic(&ar), watcher::Config::default().labels("heritage=kudo"))
                     .default_backoff()
-                    .modify(slim)
-                    .reflect(writer)
-                    .touched_objects(),
-                owner_of,
+                    .modify(move |o| cache::slim_child(k, o))
+                    .reflect(writer),
+                move |ev| {
+                    index.observe(&ev);
+                    wakes.owner_to_wake(&av, k, ev)
+                },
             )
             .boxed(),
         );
@@ -485,7 +498,7 @@ pub(crate) async fn run_controller(
 
 /// Maps a child object back to its Instance through the `kudo.dev/instance` label (namespaced
 /// children live in the Instance's namespace).
-fn owner_of<K: Resource>(obj: K) -> Option<ObjectRef<DynamicObject>> {
+pub(crate) fn owner_of<K: Resource>(obj: K) -> Option<ObjectRef<DynamicObject>> {
     let name = obj.labels().get(kudo_api::labels::INSTANCE)?.clone();
     let ns = obj.namespace()?;
     Some(ObjectRef::new_with(&name, instance_resource()).within(&ns))

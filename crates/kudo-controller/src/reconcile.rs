@@ -17,7 +17,7 @@ use kudo_api::{
 use kudo_engine::readiness::CHANGE_DENIED;
 use kudo_engine::{
     Admission, Decision, EventType, InstanceChange, PlanPass, TIMING_ANNOTATION, TaskOutcome, Timestamp,
-    Timing, cleanup_finalizer_removable, cleanup_run, decide, ensure_plan_statuses, mark_plan_fatal,
+    Timing, Wake, cleanup_finalizer_removable, cleanup_run, decide, ensure_plan_statuses, mark_plan_fatal,
     mirror_run_status, needs_reset, pass_requeue_secs, plan_condition, ready_condition, record_admission,
     reset_for_run, set_condition,
 };
@@ -322,31 +322,31 @@ impl<'c> Reconciler<'c> {
         }
     }
 
+    /// The OperatorVersion an Instance spec references, decoded. A cached copy is decoded once
+    /// per resourceVersion (see [`crate::cache::Caches::decoded_operator_version`]); a cache miss
+    /// reads and decodes the server's copy.
     async fn get_ov(
         &self,
         inst: &Instance,
         spec: &InstanceSpec,
-    ) -> Result<Option<OperatorVersion>, ReconcileError> {
+    ) -> Result<Option<Arc<OperatorVersion>>, ReconcileError> {
         let ov_ns = spec.operator_version_namespace(inst.metadata.namespace.as_deref().unwrap_or(""));
+        let name = &spec.operator_version.name;
+        // Path-aware decoding, so a field of the wrong shape is named in the Instance's status.
+        let decode_ov = |raw: &DynamicObject| -> Result<OperatorVersion, ReconcileError> {
+            let v = serde_json::to_value(raw).map_err(|e| ReconcileError::Decode(name.clone(), e))?;
+            decode(v).map_err(|e| ReconcileError::Decode(name.clone(), e))
+        };
+        // From the cache; a miss (e.g. an OperatorVersion created a moment ago) asks the server.
+        if let Some(ov) = self.ctx.caches.decoded_operator_version(ov_ns, name, decode_ov) {
+            return ov.map(Some);
+        }
         let api: Api<DynamicObject> =
             Api::namespaced_with(self.ctx.client.clone(), ov_ns, &operator_version_resource());
-        // From the cache; a miss (e.g. an OperatorVersion created a moment ago) asks the server.
-        let raw = match self
-            .ctx
-            .caches
-            .operator_version(ov_ns, &spec.operator_version.name)
-        {
-            Some(cached) => (*cached).clone(),
-            None => match api.get_opt(&spec.operator_version.name).await? {
-                Some(raw) => raw,
-                None => return Ok(None),
-            },
-        };
-        let v = serde_json::to_value(&raw)
-            .map_err(|e| ReconcileError::Decode(spec.operator_version.name.clone(), e))?;
-        let ov: OperatorVersion =
-            decode(v).map_err(|e| ReconcileError::Decode(spec.operator_version.name.clone(), e))?;
-        Ok(Some(ov))
+        match api.get_opt(name).await? {
+            Some(raw) => Ok(Some(Arc::new(decode_ov(&raw)?))),
+            None => Ok(None),
+        }
     }
 
     /// The Instance as of our newest knowledge: the cached copy when it is the version this
@@ -598,7 +598,7 @@ impl<'c> Reconciler<'c> {
         raw: &DynamicObject,
         inst: &Instance,
         who: &str,
-    ) -> Result<ControlFlow<Action, OperatorVersion>, ReconcileError> {
+    ) -> Result<ControlFlow<Action, Arc<OperatorVersion>>, ReconcileError> {
         let action = match self.get_ov(inst, &inst.spec).await {
             Ok(Some(ov)) => return Ok(ControlFlow::Continue(ov)),
             Ok(None) => self.operator_version_unusable(raw, inst, who, None).await?,
@@ -780,7 +780,7 @@ impl<'c> Reconciler<'c> {
                     decide(&InstanceChange {
                         old: Some(&old),
                         new: inst,
-                        old_ov: old_ov.as_ref().unwrap_or(ov),
+                        old_ov: old_ov.as_deref().unwrap_or(ov),
                         new_ov: ov,
                         deleting,
                     }),
@@ -935,6 +935,8 @@ impl<'c> Reconciler<'c> {
                 return (st, None, None);
             }
         };
+        // Whether some task waits for something no watch reports (see the requeue below).
+        let mut polled = false;
         while let Some(call) = pass.next_task() {
             let outcome = execute::run_task(self.ctx, &call, ov, rendered, &params, &self.cluster)
                 .instrument(info_span!(
@@ -945,6 +947,7 @@ impl<'c> Reconciler<'c> {
                 ))
                 .await;
             self.ctx.metrics.task_outcome(&outcome);
+            polled |= !execute::wait_ends_on_watch(self.ctx, &call, rendered, &outcome, &self.ns, &self.name);
             debug!(phase = call.phase, step = call.step, task = call.task_name, outcome = ?outcome, "task ran");
             pass.report(outcome);
         }
@@ -965,7 +968,14 @@ impl<'c> Reconciler<'c> {
             self.event(raw, ev.type_, &ev.reason, plan, &ev.message).await;
         }
         let st = new_ps.status;
-        let requeue = pass_requeue_secs(&new_ps, summary.next_deadline, now)
+        let wake = if !polled && summary.transient_errors.is_empty() {
+            Wake::Watch {
+                backstop_secs: self.ctx.config.requeue_backstop.as_secs(),
+            }
+        } else {
+            Wake::Poll
+        };
+        let requeue = pass_requeue_secs(&new_ps, wake, summary.next_deadline, now)
             .map(|secs| Duration::from_secs(secs).min(self.ctx.config.requeue_backstop));
         status.plan_status.insert(plan.to_string(), new_ps);
         self.plan_ready(status, plan, st, now, generation);

@@ -77,7 +77,7 @@ pub use pass::{
 };
 pub use readiness::{plan_condition, ready_condition, record_admission, set_condition};
 pub use status::{
-    ensure_plan_statuses, mark_plan_fatal, mirror_run_status, needs_reset, pass_requeue_secs,
+    Wake, ensure_plan_statuses, mark_plan_fatal, mirror_run_status, needs_reset, pass_requeue_secs,
     requeue_after_secs, reset_for_run,
 };
 pub use tasks::{

@@ -125,18 +125,35 @@ pub fn mirror_run_status(
     e
 }
 
-/// When to look at a plan again after a pass: `None` once it is terminal, else KUDO's delay
-/// ([`requeue_after_secs`]) shortened to the next step/plan timeout (`next_deadline`, at least
-/// 1 s away).
+/// How a pass's waits end, for [`pass_requeue_secs`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wake {
+    /// Some task waits for something no watch reports (a transient error, a Dummy/Pipe task, a
+    /// deletion, an unwatched kind): poll with KUDO's backoff.
+    Poll,
+    /// Every waiting task waits for a watched object of this Instance: its watch event triggers
+    /// the next pass, and the timer is only a backstop of this many seconds.
+    Watch { backstop_secs: u64 },
+}
+
+/// When to look at a plan again after a pass: `None` once it is terminal; else KUDO's delay
+/// ([`requeue_after_secs`]) when the pass must poll, or the backstop when a watch will wake it —
+/// KUDO polled a running plan with a 1–60 s backoff, and polling 1,000 running Instances every
+/// second was most of the manager's CPU in the `scale 1000` bench (issue 14). Either is
+/// shortened to the next step/plan timeout (`next_deadline`, at least 1 s away).
 pub fn pass_requeue_secs(
     plan_status: &PlanStatus,
+    wake: Wake,
     next_deadline: Option<Timestamp>,
     now: Timestamp,
 ) -> Option<u64> {
     if plan_status.status.is_terminal() {
         return None;
     }
-    let mut secs = requeue_after_secs(plan_status, now);
+    let mut secs = match wake {
+        Wake::Poll => requeue_after_secs(plan_status, now),
+        Wake::Watch { backstop_secs } => backstop_secs.max(1),
+    };
     if let Some(d) = next_deadline {
         secs = secs.min(d.seconds_since(now).max(1) as u64);
     }
@@ -181,12 +198,43 @@ mod tests {
             last_updated_timestamp: Some("2024-05-01T10:00:00Z".into()),
             ..PlanStatus::default()
         };
-        assert_eq!(pass_requeue_secs(&ps, None, now), Some(11));
-        assert_eq!(pass_requeue_secs(&ps, Some(now.plus_seconds(4)), now), Some(4));
-        assert_eq!(pass_requeue_secs(&ps, Some(now), now), Some(1));
-        assert_eq!(pass_requeue_secs(&ps, Some(now.plus_seconds(600)), now), Some(11));
+        let poll = Wake::Poll;
+        assert_eq!(pass_requeue_secs(&ps, poll, None, now), Some(11));
+        assert_eq!(
+            pass_requeue_secs(&ps, poll, Some(now.plus_seconds(4)), now),
+            Some(4)
+        );
+        assert_eq!(pass_requeue_secs(&ps, poll, Some(now), now), Some(1));
+        assert_eq!(
+            pass_requeue_secs(&ps, poll, Some(now.plus_seconds(600)), now),
+            Some(11)
+        );
         ps.status = ExecutionStatus::Complete;
-        assert_eq!(pass_requeue_secs(&ps, Some(now.plus_seconds(4)), now), None);
+        assert_eq!(pass_requeue_secs(&ps, poll, Some(now.plus_seconds(4)), now), None);
+    }
+
+    #[test]
+    fn pass_requeue_waits_for_the_watch_with_a_backstop_and_keeps_deadlines() {
+        let now = Timestamp::parse("2024-05-01T10:10:00Z").unwrap();
+        let mut ps = PlanStatus {
+            status: ExecutionStatus::InProgress,
+            last_updated_timestamp: Some("2024-05-01T10:10:00Z".into()),
+            ..PlanStatus::default()
+        };
+        let watch = Wake::Watch { backstop_secs: 60 };
+        // Just updated: KUDO would poll in about a second; a watched wait needs only the backstop.
+        assert!(pass_requeue_secs(&ps, Wake::Poll, None, now).unwrap() < 60);
+        assert_eq!(pass_requeue_secs(&ps, watch, None, now), Some(60));
+        assert_eq!(
+            pass_requeue_secs(&ps, watch, Some(now.plus_seconds(7)), now),
+            Some(7)
+        );
+        assert_eq!(
+            pass_requeue_secs(&ps, Wake::Watch { backstop_secs: 0 }, None, now),
+            Some(1)
+        );
+        ps.status = ExecutionStatus::FatalError;
+        assert_eq!(pass_requeue_secs(&ps, watch, None, now), None);
     }
     use std::collections::BTreeMap;
 
