@@ -240,6 +240,9 @@ pub struct Parameter {
     pub immutable: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub r#enum: Option<Vec<String>>,
+    /// kudo-rs extension: the value is a secret, supplied through `spec.parameterSources`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sensitive: Option<bool>,
 }
 
 impl Parameter {
@@ -251,6 +254,9 @@ impl Parameter {
     }
     pub fn is_immutable(&self) -> bool {
         self.immutable.unwrap_or(false)
+    }
+    pub fn is_sensitive(&self) -> bool {
+        self.sensitive.unwrap_or(false)
     }
     /// The declared type, `string` when omitted.
     pub fn value_type(&self) -> &str {
@@ -511,6 +517,12 @@ mod tests {
         );
         let back = serde_json::to_value(&p).unwrap();
         assert_eq!(back["value-type"], "integer");
+    }
+
+    #[test]
+    fn crd_schemas_declare_the_extensions() {
+        let ov = crd_manifests()[1];
+        assert!(ov.contains("                      sensitive:\n                        type: boolean\n"));
     }
 
     #[test]
