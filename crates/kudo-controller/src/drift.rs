@@ -124,6 +124,7 @@ pub(crate) async fn check(
     ctx: &Context,
     ov: &OperatorVersion,
     base: &RenderContext,
+    sources: &std::collections::BTreeMap<String, kudo_api::ParameterSource>,
     status: &InstanceStatus,
     policy: Policy,
     cluster: &ClusterObjects,
@@ -137,7 +138,7 @@ pub(crate) async fn check(
     for (plan, uid) in completed_plans(status) {
         let mut rctx = base.clone();
         rctx.plan_uid = uid;
-        let rendered = match execute::render(ctx, ov, &plan, rctx).await {
+        let rendered = match execute::render(ctx, ov, &plan, rctx, sources).await {
             Ok(r) => r,
             Err(e) => {
                 report.errors.push(format!("rendering plan {plan}: {e}"));

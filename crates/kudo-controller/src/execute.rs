@@ -48,6 +48,9 @@ pub struct Rendered {
     transient: Option<String>,
     /// Objects of removed API versions converted to the served ones (crate::translate).
     translations: Vec<crate::translate::Translation>,
+    /// A parameter source (crate::param_sources) could not be read: nothing was rendered and
+    /// every task waits with this message (naming the parameter and the Secret).
+    unresolved: Option<String>,
 }
 
 impl Rendered {
@@ -58,7 +61,7 @@ impl Rendered {
 
     /// Why this render cannot be applied yet (a dependency of the dependencies hash was unreadable).
     pub fn transient(&self) -> Option<&str> {
-        self.transient.as_deref()
+        self.transient.as_deref().or(self.unresolved.as_deref())
     }
 
     /// The translations of removed API versions this render made.
@@ -108,6 +111,7 @@ fn render_all(ov: &OperatorVersion, plan: &str, rctx: &RenderContext) -> Result<
             errors: HashMap::new(),
             transient: None,
             translations: Vec::new(),
+            unresolved: None,
         }),
         Err(RenderError::Task { .. }) => {
             // Render task by task so that only the broken task(s) fail.
@@ -116,6 +120,7 @@ fn render_all(ov: &OperatorVersion, plan: &str, rctx: &RenderContext) -> Result<
                 errors: HashMap::new(),
                 transient: None,
                 translations: Vec::new(),
+                unresolved: None,
             };
             let Some(p) = ov.spec.plans.get(plan) else {
                 return Err(format!("could not find required plan: {plan}"));
@@ -145,13 +150,36 @@ fn render_all(ov: &OperatorVersion, plan: &str, rctx: &RenderContext) -> Result<
 /// [`render_namespaced`]). Objects of removed API versions are then translated
 /// (crate::translate); one that cannot be fails its task. `Err` is a plan-level fatal (invalid
 /// parameters, missing plan).
+///
+/// `sources` (`spec.parameterSources`) are resolved first and merged into the parameters
+/// (crate::param_sources); a message that could quote a sourced value is redacted.
 pub async fn render(
     ctx: &Context,
     ov: &OperatorVersion,
     plan: &str,
-    base: RenderContext,
+    mut base: RenderContext,
+    sources: &BTreeMap<String, kudo_api::ParameterSource>,
 ) -> Result<Rendered, String> {
-    let mut rendered = render_namespaced(ctx, ov, plan, base).await?;
+    use crate::param_sources;
+    let values = match param_sources::resolve(ctx, &base.namespace, ov, sources).await {
+        Ok(v) => v,
+        Err(msg) => {
+            return Ok(Rendered {
+                objects: Vec::new(),
+                errors: HashMap::new(),
+                transient: None,
+                translations: Vec::new(),
+                unresolved: Some(msg),
+            });
+        }
+    };
+    base.parameters = param_sources::merged(&base.parameters, &values);
+    let mut rendered = render_namespaced(ctx, ov, plan, base)
+        .await
+        .map_err(|e| param_sources::redact(&e, &values))?;
+    for e in rendered.errors.values_mut() {
+        *e = param_sources::redact(e, &values);
+    }
     let (done, failed) = crate::translate::translate_unserved(ctx, &mut rendered.objects).await;
     for (i, err) in failed {
         let o = &rendered.objects[i];
@@ -288,6 +316,9 @@ pub async fn run_task(
     params: &BTreeMap<String, String>,
     cluster: &ClusterObjects,
 ) -> TaskOutcome {
+    if let Some(e) = &rendered.unresolved {
+        return TaskOutcome::Transient(e.clone());
+    }
     let spec = &call.task.spec;
     match call.task.kind.as_str() {
         "Dummy" => {

@@ -800,7 +800,7 @@ impl<'c> Reconciler<'c> {
             is_namespaced: None,
             live_dependency: None,
         };
-        let rendered = match execute::render(self.ctx, ov, plan, rctx).await {
+        let rendered = match execute::render(self.ctx, ov, plan, rctx, &exec.parameter_sources).await {
             Ok(r) => {
                 for t in r.translations() {
                     if self.ctx.translations.first(plan_uid, t) {
@@ -916,7 +916,16 @@ impl<'c> Reconciler<'c> {
             is_namespaced: None,
             live_dependency: None,
         };
-        let rep = drift::check(self.ctx, ov, &base, status, policy, &self.cluster).await;
+        let rep = drift::check(
+            self.ctx,
+            ov,
+            &base,
+            &exec.parameter_sources,
+            status,
+            policy,
+            &self.cluster,
+        )
+        .await;
         self.ctx.metrics.drift(&rep);
         for e in &rep.errors {
             warn!(error = %e, "drift check");

@@ -185,6 +185,7 @@ pub fn instance(operator: &str, ov_name: &str, opts: &ConvertOptions) -> api::In
                 name: ov_name.to_string(),
             },
             parameters: opts.parameters.clone(),
+            parameter_sources: Default::default(),
             plan_execution: Default::default(),
         },
         status: None,
