@@ -244,6 +244,9 @@ pub struct Parameter {
     pub immutable: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub r#enum: Option<Vec<String>>,
+    /// kudo-rs extension: the value is a secret, supplied through `spec.parameterSources`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sensitive: Option<bool>,
 }
 
 impl Parameter {
@@ -255,6 +258,9 @@ impl Parameter {
     }
     pub fn is_immutable(&self) -> bool {
         self.immutable.unwrap_or(false)
+    }
+    pub fn is_sensitive(&self) -> bool {
+        self.sensitive.unwrap_or(false)
     }
     /// The declared type, `string` when omitted.
     pub fn value_type(&self) -> &str {
@@ -386,8 +392,45 @@ pub struct InstanceSpec {
     pub operator_version: ObjectReference,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub parameters: BTreeMap<String, String>,
+    /// kudo-rs extension: parameter values read from elsewhere at render time (sensitive
+    /// parameters), keyed by parameter name. The shape of core/v1 `EnvVarSource`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub parameter_sources: BTreeMap<String, ParameterSource>,
     #[serde(default)]
     pub plan_execution: PlanExecution,
+}
+
+/// Where a parameter's value comes from (core/v1 `EnvVarSource`; only `secretKeyRef` is supported).
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ParameterSource {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret_key_ref: Option<SecretKeySelector>,
+}
+
+impl ParameterSource {
+    /// A source reading `key` of the Secret `name` in the Instance's namespace.
+    pub fn secret(name: impl Into<String>, key: impl Into<String>) -> ParameterSource {
+        ParameterSource {
+            secret_key_ref: Some(SecretKeySelector {
+                name: name.into(),
+                key: key.into(),
+            }),
+        }
+    }
+}
+
+/// core/v1 `SecretKeySelector` without `optional`: a Secret of the Instance's namespace and a key.
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct SecretKeySelector {
+    pub name: String,
+    pub key: String,
+}
+
+impl std::fmt::Display for SecretKeySelector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.name, self.key)
+    }
 }
 
 impl InstanceSpec {
@@ -515,6 +558,33 @@ mod tests {
         );
         let back = serde_json::to_value(&p).unwrap();
         assert_eq!(back["value-type"], "integer");
+    }
+
+    #[test]
+    fn parameter_sources_use_the_env_var_source_shape() {
+        let spec: InstanceSpec = serde_json::from_str(
+            r#"{"parameterSources":{"PASSWORD":{"secretKeyRef":{"name":"db","key":"pw"}}}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            spec.parameter_sources["PASSWORD"],
+            ParameterSource::secret("db", "pw")
+        );
+        let back = serde_json::to_value(&spec).unwrap();
+        assert_eq!(back["parameterSources"]["PASSWORD"]["secretKeyRef"]["key"], "pw");
+        let plain = serde_json::to_value(InstanceSpec::default()).unwrap();
+        assert!(plain.get("parameterSources").is_none(), "{plain}");
+    }
+
+    #[test]
+    fn crd_schemas_declare_the_extensions() {
+        let inst = crd_manifests()[2];
+        assert!(inst.contains("                parameterSources:\n"));
+        assert!(inst.contains(
+            "                      secretKeyRef:\n                        type: object\n                        required:\n                          - name\n                          - key\n"
+        ));
+        let ov = crd_manifests()[1];
+        assert!(ov.contains("                      sensitive:\n                        type: boolean\n"));
     }
 
     #[test]

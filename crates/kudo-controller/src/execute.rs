@@ -91,6 +91,9 @@ pub struct Rendered {
     transient: Option<String>,
     /// Objects of removed API versions converted to the served ones (crate::translate).
     translations: Vec<crate::translate::Translation>,
+    /// A parameter source (crate::param_sources) could not be read: nothing was rendered and
+    /// every task waits with this message (naming the parameter and the Secret).
+    unresolved: Option<String>,
 }
 
 impl Rendered {
@@ -101,7 +104,7 @@ impl Rendered {
 
     /// Why this render cannot be applied yet (a dependency of the dependencies hash was unreadable).
     pub fn transient(&self) -> Option<&str> {
-        self.transient.as_deref()
+        self.transient.as_deref().or(self.unresolved.as_deref())
     }
 
     /// The translations of removed API versions this render made.
@@ -147,6 +150,10 @@ pub enum PlanRenderError {
     MissingPlan(String),
     #[error("{0}")]
     Render(#[source] RenderError),
+    /// A render error whose text quoted the value of a sensitive parameter, with the value
+    /// replaced (crate::param_sources::redact_error).
+    #[error("{0}")]
+    Redacted(String),
 }
 
 /// Why drift repair could not apply an object ([`apply_object`]).
@@ -166,6 +173,7 @@ fn render_all(ov: &OperatorVersion, plan: &str, rctx: &RenderContext) -> Result<
             errors: HashMap::new(),
             transient: None,
             translations: Vec::new(),
+            unresolved: None,
         }),
         Err(RenderError::Task { .. }) => {
             // Render task by task so that only the broken task(s) fail.
@@ -174,6 +182,7 @@ fn render_all(ov: &OperatorVersion, plan: &str, rctx: &RenderContext) -> Result<
                 errors: HashMap::new(),
                 transient: None,
                 translations: Vec::new(),
+                unresolved: None,
             };
             let Some(p) = ov.spec.plans.get(plan) else {
                 return Err(PlanRenderError::MissingPlan(plan.to_string()));
@@ -202,13 +211,36 @@ fn render_all(ov: &OperatorVersion, plan: &str, rctx: &RenderContext) -> Result<
 /// [`render_namespaced`]). Objects of removed API versions are then translated
 /// (crate::translate); one that cannot be fails its task. `Err` is a plan-level fatal (invalid
 /// parameters, missing plan).
+///
+/// `sources` (`spec.parameterSources`) are resolved first and merged into the parameters
+/// (crate::param_sources); a message that could quote a sourced value is redacted.
 pub async fn render(
     ctx: &Context,
     ov: &OperatorVersion,
     plan: &str,
-    base: RenderContext,
+    mut base: RenderContext,
+    sources: &BTreeMap<String, kudo_api::ParameterSource>,
 ) -> Result<Rendered, PlanRenderError> {
-    let mut rendered = render_namespaced(ctx, ov, plan, base).await?;
+    use crate::param_sources;
+    let values = match param_sources::resolve(ctx, &base.namespace, ov, sources).await {
+        Ok(v) => v,
+        Err(msg) => {
+            return Ok(Rendered {
+                objects: Vec::new(),
+                errors: HashMap::new(),
+                transient: None,
+                translations: Vec::new(),
+                unresolved: Some(msg),
+            });
+        }
+    };
+    base.parameters = param_sources::merged(&base.parameters, &values);
+    let mut rendered = render_namespaced(ctx, ov, plan, base)
+        .await
+        .map_err(|e| param_sources::redact_error(e, &values))?;
+    for e in rendered.errors.values_mut() {
+        *e = param_sources::redact(e, &values);
+    }
     let (done, failed) = crate::translate::translate_unserved(ctx, &mut rendered.objects).await;
     for (i, err) in failed {
         let o = &rendered.objects[i];
@@ -345,6 +377,9 @@ pub async fn run_task(
     params: &BTreeMap<String, String>,
     cluster: &ClusterObjects,
 ) -> TaskOutcome {
+    if let Some(e) = &rendered.unresolved {
+        return TaskOutcome::Transient(e.clone());
+    }
     let spec = &call.task.spec;
     match &call.task.kind {
         TaskKind::Dummy => {

@@ -55,6 +55,7 @@ mod execute;
 pub mod leader;
 pub mod metrics;
 pub mod ops;
+mod param_sources;
 mod pipe;
 mod reconcile;
 mod translate;

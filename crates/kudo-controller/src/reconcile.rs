@@ -879,7 +879,7 @@ impl<'c> Reconciler<'c> {
             is_namespaced: None,
             live_dependency: None,
         };
-        let rendered = execute::render(self.ctx, input.ov, plan, rctx).await?;
+        let rendered = execute::render(self.ctx, input.ov, plan, rctx, &input.exec.parameter_sources).await?;
         for t in rendered.translations() {
             if self.ctx.translations.first(plan_uid, t) {
                 let msg = t.message();
@@ -1011,7 +1011,16 @@ impl<'c> Reconciler<'c> {
             is_namespaced: None,
             live_dependency: None,
         };
-        let rep = drift::check(self.ctx, ov, &base, status, policy, &self.cluster).await;
+        let rep = drift::check(
+            self.ctx,
+            ov,
+            &base,
+            &exec.parameter_sources,
+            status,
+            policy,
+            &self.cluster,
+        )
+        .await;
         self.ctx.metrics.drift(&rep);
         for e in &rep.errors {
             warn!(error = %e, "drift check");

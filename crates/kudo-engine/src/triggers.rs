@@ -193,12 +193,13 @@ fn admit_create(new: &Instance, ov: &OperatorVersion) -> Admission {
         if p.is_immutable()
             && let Some(d) = &p.default
             && !params.contains_key(&p.name)
+            && !new.spec.parameter_sources.contains_key(&p.name)
         {
             params.insert(p.name.clone(), d.clone());
             set_parameters.insert(p.name.clone(), d.clone());
         }
     }
-    if let Err(e) = validate_parameters(&ov.spec.parameters, &params) {
+    if let Err(e) = validate_parameters(&unsourced(&ov.spec.parameters, &new.spec), &params) {
         return Admission::deny(format!(
             "failed to create an Instance {who}: parameters are not valid: {e}"
         ));
@@ -259,8 +260,8 @@ fn admit_update(
 
     // --- parameter diff: changed/added values (must be declared in the new OV; only those declared
     // in the old OV count as changes) and removed values
-    let old_params = &old.spec.parameters;
-    let mut new_params = new.spec.parameters.clone();
+    let old_params = &with_sources(&old.spec);
+    let mut new_params = with_sources(&new.spec);
     let mut changed_defs: Vec<&Parameter> = Vec::new();
     for (k, v) in &new_params {
         if old_params.get(k) == Some(v) {
@@ -327,7 +328,7 @@ fn admit_update(
             }
         }
     }
-    if let Err(e) = validate_parameters(&ov.spec.parameters, &new_params) {
+    if let Err(e) = validate_parameters(&unsourced(&ov.spec.parameters, &new.spec), &new_params) {
         return Admission::deny(format!(
             "failed to validate parameters for Instance {}: {e}",
             ns_name(new)
@@ -540,6 +541,30 @@ pub fn triggered_by_parameter_update(
             many.iter().map(|p| p.to_string()).collect(),
         )),
     }
+}
+
+/// The Instance's parameters with each `spec.parameterSources` entry stood in by a marker naming
+/// its source (never a value): the manager reads and validates sourced values at render time, and
+/// a changed source counts as a change of its parameter.
+pub fn with_sources(spec: &kudo_api::InstanceSpec) -> BTreeMap<String, String> {
+    let mut out = spec.parameters.clone();
+    for (name, src) in &spec.parameter_sources {
+        let marker = match &src.secret_key_ref {
+            Some(s) => format!("\u{0}secretKeyRef:{}/{}", s.name, s.key),
+            None => "\u{0}source".to_string(),
+        };
+        out.insert(name.clone(), marker);
+    }
+    out
+}
+
+/// The declarations of the parameters that are not sourced (their values are validated here; the
+/// sourced ones by the manager when it reads them).
+fn unsourced(defs: &[Parameter], spec: &kudo_api::InstanceSpec) -> Vec<Parameter> {
+    defs.iter()
+        .filter(|p| !spec.parameter_sources.contains_key(&p.name))
+        .cloned()
+        .collect()
 }
 
 /// Validates instance values against the OV's parameter declarations (KUDO's

@@ -88,6 +88,7 @@ fn idle() -> Instance {
             ]
             .into(),
             plan_execution: PlanExecution::default(),
+            ..Default::default()
         },
         status: None,
     }
@@ -1227,4 +1228,55 @@ fn cleanup_run_judges_the_spec_about_to_be_executed() {
         triggers::cleanup_run(&scheduled(), &exec, &o, false, || unreachable!()),
         None
     );
+}
+
+// ------------------------------------------------------------------ parameterSources (kudo-rs)
+
+fn sourced(mut i: Instance, name: &str, secret: &str, key: &str) -> Instance {
+    i.spec
+        .parameter_sources
+        .insert(name.into(), kudo_api::ParameterSource::secret(secret, key));
+    i
+}
+
+fn sensitive_ov() -> OperatorVersion {
+    let mut pw = param("PASSWORD", "update");
+    pw.required = Some(true);
+    pw.value_type = "integer".into();
+    ov_named(
+        "foo-operator",
+        &["deploy", "update"],
+        vec![pw, param("A", "deploy")],
+    )
+}
+
+#[test]
+fn a_sourced_required_parameter_satisfies_install_and_is_validated_at_render_time() {
+    let ov = sensitive_ov();
+    let plain = idle();
+    assert!(denied(&create(&plain, &ov)).contains("\"PASSWORD\" is required"));
+    let inst = sourced(idle(), "PASSWORD", "db", "pw");
+    assert_eq!(outcome(&create(&inst, &ov)), some("deploy"));
+}
+
+#[test]
+fn a_changed_source_triggers_its_parameters_plan() {
+    let ov = sensitive_ov();
+    let old = sourced(idle(), "PASSWORD", "db", "pw");
+    let same = sourced(idle(), "PASSWORD", "db", "pw");
+    assert_eq!(outcome(&admit(&old, &same, &ov, &ov, false)), Ok(None));
+    let moved = sourced(idle(), "PASSWORD", "db2", "pw");
+    assert_eq!(outcome(&admit(&old, &moved, &ov, &ov, false)), some("update"));
+    let other_key = sourced(idle(), "PASSWORD", "db", "pw2");
+    assert_eq!(outcome(&admit(&old, &other_key, &ov, &ov, false)), some("update"));
+    let unknown = sourced(old.clone(), "NOPE", "db", "x");
+    assert!(denied(&admit(&old, &unknown, &ov, &ov, false)).contains("\"NOPE\""));
+}
+
+#[test]
+fn source_markers_name_the_source_never_a_value() {
+    let i = with_params(sourced(idle(), "PASSWORD", "db", "pw"), &[("A", "1")]);
+    let m = triggers::with_sources(&i.spec);
+    assert_eq!(m["A"], "1");
+    assert_eq!(m["PASSWORD"], "\u{0}secretKeyRef:db/pw");
 }

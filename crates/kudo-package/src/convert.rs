@@ -104,6 +104,8 @@ pub fn parameter_to_api(p: &model::Parameter) -> api::Parameter {
         value_type: p.type_.clone(),
         immutable: Some(p.is_immutable()),
         r#enum: p.enum_strings(),
+        // Written only when true, so OperatorVersions of ordinary packages stay byte-identical.
+        sensitive: p.is_sensitive().then_some(true),
     }
 }
 
@@ -183,6 +185,7 @@ pub fn instance(operator: &str, ov_name: &str, opts: &ConvertOptions) -> api::In
                 name: ov_name.to_string(),
             },
             parameters: opts.parameters.clone(),
+            parameter_sources: Default::default(),
             plan_execution: Default::default(),
         },
         status: None,

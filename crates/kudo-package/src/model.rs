@@ -242,6 +242,10 @@ pub struct Parameter {
     pub advanced: Option<bool>,
     #[serde(default, deserialize_with = "lenient::string")]
     pub hint: String,
+    /// kudo-rs extension (KUDO ignores the field): the value is a secret. The CLI stores it in a
+    /// Secret and references it from `spec.parameterSources` instead of `spec.parameters`.
+    #[serde(default)]
+    pub sensitive: Option<bool>,
 }
 
 fn de_default<'de, D: Deserializer<'de>>(d: D) -> Result<Option<serde_json::Value>, D::Error> {
@@ -252,6 +256,9 @@ fn de_default<'de, D: Deserializer<'de>>(d: D) -> Result<Option<serde_json::Valu
 impl Parameter {
     pub fn is_required(&self) -> bool {
         self.required.unwrap_or(true)
+    }
+    pub fn is_sensitive(&self) -> bool {
+        self.sensitive.unwrap_or(false)
     }
     pub fn is_immutable(&self) -> bool {
         self.immutable.unwrap_or(false)

@@ -100,6 +100,7 @@ pub fn verify(pkg: &Package, checks: ParamChecks) -> Verification {
     plan_references(pkg, &mut r);
     crate::tmpl::parameter_usage(pkg, &mut r);
     parameter_definitions(pkg, &mut r);
+    sensitive_names(pkg, &mut r);
     template_references(pkg, &mut r);
     crate::tmpl::render_all(pkg, &mut r);
     namespaces(pkg, &mut r);
@@ -379,6 +380,28 @@ fn parameter_definitions(pkg: &Package, r: &mut Verification) {
     for p in params {
         if !p.group.is_empty() && !groups.contains_key(p.group.as_str()) {
             r.param_error(&p.name, "has a group that is not defined in the group section");
+        }
+    }
+}
+
+/// Words that make a parameter name look like it holds a secret.
+pub const SECRET_NAME_WORDS: [&str; 5] = ["PASSWORD", "SECRET", "TOKEN", "KEY", "CREDENTIAL"];
+
+/// Whether a parameter name looks like it holds a secret (case-insensitive substring match).
+pub fn looks_secret(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    SECRET_NAME_WORDS.iter().any(|w| upper.contains(w))
+}
+
+/// Ours (the `sensitive` field is a kudo-rs extension): a secret-looking parameter that is not
+/// `sensitive` would have its value stored in plain text in the Instance.
+fn sensitive_names(pkg: &Package, r: &mut Verification) {
+    for p in &pkg.params.parameters {
+        if looks_secret(&p.name) && !p.is_sensitive() {
+            r.param_warning(
+                &p.name,
+                "looks like it holds a secret but is not marked 'sensitive: true'; its value would be stored in plain text in the Instance",
+            );
         }
     }
 }

@@ -206,6 +206,7 @@ async fn demo(opts: &ClusterOpts, pkg: &std::path::Path, args: &DevArgs) -> Resu
         params: ParamOpts {
             parameters: args.parameters.clone(),
             parameter_files: Vec::new(),
+            parameter_secrets: Vec::new(),
         },
         skip_instance: false,
         in_cluster: false,

@@ -14,6 +14,7 @@ use kudo_package::params;
 use kudo_repo::Dependencies;
 
 use super::cluster::{Cluster, ClusterOpts, KudoKind, api_error, connect};
+use super::sensitive::{self, Split};
 use super::wait::{PreviousRuns, WaitOutcome, wait_for_plan};
 use crate::Io;
 
@@ -26,6 +27,10 @@ pub struct ParamOpts {
     /// YAML file of NAME: value parameters (repeatable; later files override earlier ones).
     #[arg(short = 'P', long = "parameter-file", value_name = "FILE")]
     pub parameter_files: Vec<PathBuf>,
+    /// Take parameter NAME's value from key KEY of the existing Secret SECRET in the Instance's
+    /// namespace, read by the manager at render time (repeatable; kudo-rs extension).
+    #[arg(long = "parameter-secret", value_name = "NAME=SECRET/KEY")]
+    pub parameter_secrets: Vec<String>,
 }
 
 impl ParamOpts {
@@ -164,6 +169,20 @@ fn check_values(ov: &OperatorVersion, values: &BTreeMap<String, String>, install
     Ok(())
 }
 
+/// Splits `values` and `--parameter-secret` for a new Instance (see [`sensitive::split`]): plain
+/// values in `spec.parameters`, the others in `spec.parameterSources`.
+fn prepare_instance(
+    instance: &mut Instance,
+    ov: &OperatorVersion,
+    values: BTreeMap<String, String>,
+    params: &ParamOpts,
+) -> Result<Split> {
+    let split = sensitive::split(ov, &instance.metadata.name, values, &params.parameter_secrets)?;
+    instance.spec.parameters = split.plain.clone();
+    instance.spec.parameter_sources = split.sources.clone();
+    Ok(split)
+}
+
 /// The Instance's parameters with `changes` applied (what the Instance holds after the patch).
 fn merged_values(instance: &Instance, changes: &BTreeMap<String, String>) -> BTreeMap<String, String> {
     let mut all = instance.spec.parameters.clone();
@@ -248,9 +267,15 @@ pub async fn install(opts: &ClusterOpts, args: InstallArgs, io: &mut Io<'_>) -> 
             parameters: values.clone(),
         },
     )?;
+    let split = prepare_instance(
+        &mut res.instance,
+        &res.operator_version,
+        values.clone(),
+        &args.params,
+    )?;
     // Validate everything before creating anything.
     if !args.skip_instance {
-        check_new_instance(&cluster, &res.instance, &res.operator_version).await?;
+        check_new_instance(&cluster, &res.instance, &res.operator_version, &split).await?;
     }
     if args.create_namespace {
         create_namespace(&cluster, &pkg, &res.instance.metadata.name, &values, io).await?;
@@ -261,13 +286,19 @@ pub async fn install(opts: &ClusterOpts, args: InstallArgs, io: &mut Io<'_>) -> 
     if args.skip_instance {
         return Ok(ExitCode::SUCCESS);
     }
-    create_instance(&cluster, &res.instance, &args.wait, io).await
+    create_instance(&cluster, &res.instance, &split, &args.wait, io).await
 }
 
 /// What `install` checks before creating an Instance: its parameters (required ones included)
 /// against the OperatorVersion, and that no Instance of that name exists.
-async fn check_new_instance(cluster: &Cluster, instance: &Instance, ov: &OperatorVersion) -> Result<()> {
-    check_values(ov, &instance.spec.parameters, true)?;
+async fn check_new_instance(
+    cluster: &Cluster,
+    instance: &Instance,
+    ov: &OperatorVersion,
+    split: &Split,
+) -> Result<()> {
+    check_values(&split.without_referenced(ov), &split.all_values(), true)
+        .map_err(|e| anyhow::anyhow!("{}", split.redact(&e.to_string())))?;
     let name = &instance.metadata.name;
     if cluster.get::<Instance>(KudoKind::Instance, name).await?.is_some() {
         bail!(
@@ -284,10 +315,25 @@ async fn check_new_instance(cluster: &Cluster, instance: &Instance, ov: &Operato
 async fn create_instance(
     cluster: &Cluster,
     instance: &Instance,
+    split: &Split,
     wait: &WaitOpts,
     io: &mut Io<'_>,
 ) -> Result<ExitCode> {
-    cluster.create(KudoKind::Instance, instance).await?;
+    let name = &instance.metadata.name;
+    if split.sensitive.is_empty() {
+        cluster.create(KudoKind::Instance, instance).await?;
+    } else {
+        // The Secret first, so that a refused Secret leaves no Instance; a refused Instance
+        // removes the Secret again. The owner is set once the Instance has its UID.
+        sensitive::create_secret(cluster, name, &split.sensitive).await?;
+        if let Err(e) = cluster.create(KudoKind::Instance, instance).await {
+            sensitive::delete_secret(cluster, name).await;
+            return Err(e);
+        }
+        if let Err(e) = sensitive::own_secret(cluster, name).await {
+            writeln!(io.err, "Warning: {e:#}")?;
+        }
+    }
     writeln!(
         io.out,
         "{} created",
@@ -332,17 +378,18 @@ async fn install_in_cluster(opts: &ClusterOpts, args: InstallArgs, io: &mut Io<'
             cluster.namespace
         );
     };
-    let instance = kudo_package::convert::instance(
+    let mut instance = kudo_package::convert::instance(
         name,
         &ov.metadata.name,
         &ConvertOptions {
             instance_name: args.instance.clone(),
             namespace: Some(cluster.namespace.clone()),
-            parameters: values,
+            parameters: values.clone(),
         },
     );
-    check_new_instance(&cluster, &instance, &ov).await?;
-    create_instance(&cluster, &instance, &args.wait, io).await
+    let split = prepare_instance(&mut instance, &ov, values, &args.params)?;
+    check_new_instance(&cluster, &instance, &ov, &split).await?;
+    create_instance(&cluster, &instance, &split, &args.wait, io).await
 }
 
 async fn create_namespace(
@@ -408,24 +455,50 @@ fn render_namespace_manifest(
 
 pub async fn update(opts: &ClusterOpts, args: UpdateArgs, io: &mut Io<'_>) -> Result<ExitCode> {
     let values = args.params.values()?;
-    if values.is_empty() {
+    if values.is_empty() && args.params.parameter_secrets.is_empty() {
         bail!("update needs at least one parameter: -p NAME=VALUE or -P FILE");
     }
     let cluster = connect(opts).await?;
     let instance = cluster.instance(&args.instance).await?;
     let ov = cluster.operator_version_of(&instance).await?;
+    let split = sensitive::split(&ov, &args.instance, values, &args.params.parameter_secrets)?;
+    if !split.sensitive.is_empty() {
+        let names: Vec<&str> = split.sensitive.keys().map(String::as_str).collect();
+        bail!(
+            "cannot update sensitive parameter(s) {} with -p/-P yet (the manager does not rerun plans when a Secret's data changes): store the value in a Secret and use --parameter-secret NAME=SECRET/KEY",
+            names.join(", ")
+        );
+    }
+    if let Some((name, src)) = split
+        .plain
+        .keys()
+        .find_map(|k| Some((k, instance.spec.parameter_sources.get(k)?)))
+    {
+        let from = src
+            .secret_key_ref
+            .as_ref()
+            .map(|s| s.to_string())
+            .unwrap_or_default();
+        bail!(
+            "parameter {name:?} takes its value from Secret key {from} (spec.parameterSources); use --parameter-secret to change it"
+        );
+    }
     // KUDO's admission rules judge the values the Instance will have (unknown or immutable
     // parameters, types, enums, a plan already running): refused here, nothing is written.
     let mut proposed = instance.spec.clone();
-    proposed.parameters = merged_values(&instance, &values);
+    proposed.parameters = merged_values(&instance, &split.plain);
+    proposed.parameter_sources.extend(split.sources.clone());
     refuse_denied(&instance, &proposed, &ov, &ov)?;
     let previous_uid = PreviousRuns::of(&instance);
+    let mut patch = serde_json::json!({"spec": {}});
+    if !split.plain.is_empty() {
+        patch["spec"]["parameters"] = serde_json::to_value(&split.plain)?;
+    }
+    if !split.sources.is_empty() {
+        patch["spec"]["parameterSources"] = serde_json::to_value(&split.sources)?;
+    }
     cluster
-        .merge_patch(
-            KudoKind::Instance,
-            &args.instance,
-            serde_json::json!({"spec": {"parameters": values}}),
-        )
+        .merge_patch(KudoKind::Instance, &args.instance, patch)
         .await?;
     writeln!(io.out, "Instance {} was updated.", args.instance)?;
     finish_wait(&cluster, &args.instance, Some(previous_uid), &args.wait, io).await
@@ -489,6 +562,19 @@ pub async fn upgrade(opts: &ClusterOpts, args: UpgradeArgs, io: &mut Io<'_>) -> 
                 new_ov.metadata.name
             ),
         }
+    }
+    if !args.params.parameter_secrets.is_empty()
+        || values.keys().any(|k| {
+            new_ov
+                .spec
+                .parameters
+                .iter()
+                .any(|p| &p.name == k && p.is_sensitive())
+        })
+    {
+        bail!(
+            "upgrade does not take sensitive parameters or --parameter-secret yet: upgrade first, then use update --parameter-secret"
+        );
     }
     check_values(&new_ov, &merged_values(&instance, &values), false)?;
     let mut proposed = instance.spec.clone();

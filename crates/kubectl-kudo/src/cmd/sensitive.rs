@@ -1,0 +1,263 @@
+//! Sensitive parameters on the CLI (a kudo-rs extension): values of parameters declared
+//! `sensitive: true` go into the Secret `<instance>-parameters` (key = parameter name), owned by the
+//! Instance, and are referenced from `spec.parameterSources`; `--parameter-secret NAME=SECRET/KEY`
+//! references an existing Secret instead. Messages name parameters and Secrets, never a value.
+
+use std::collections::BTreeMap;
+
+use anyhow::{Result, anyhow, bail};
+use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
+use kudo_api::{OperatorVersion, ParameterSource};
+
+use super::cluster::Cluster;
+
+/// Parses `--parameter-secret NAME=SECRET/KEY`.
+pub fn parse_parameter_secret(s: &str) -> Result<(String, ParameterSource)> {
+    let bad = || anyhow!("invalid --parameter-secret {s:?}: expected NAME=SECRET/KEY");
+    let (name, rest) = s.split_once('=').ok_or_else(bad)?;
+    let (secret, key) = rest.split_once('/').ok_or_else(bad)?;
+    if name.is_empty() || secret.is_empty() || key.is_empty() || key.contains('/') {
+        return Err(bad());
+    }
+    Ok((name.to_string(), ParameterSource::secret(secret, key)))
+}
+
+/// The name of the Secret the CLI stores sensitive values in.
+pub fn secret_name(instance: &str) -> String {
+    format!("{instance}-parameters")
+}
+
+/// The parameters of one install/update, split for the Instance.
+#[derive(Debug, Default, PartialEq)]
+pub struct Split {
+    /// Values that go into `spec.parameters`.
+    pub plain: BTreeMap<String, String>,
+    /// Values of sensitive parameters, for the Secret `<instance>-parameters`.
+    pub sensitive: BTreeMap<String, String>,
+    /// `spec.parameterSources` entries: the sensitive values' and the `--parameter-secret` ones.
+    pub sources: BTreeMap<String, ParameterSource>,
+}
+
+impl Split {
+    /// Replaces every sensitive value in a message.
+    pub fn redact(&self, message: &str) -> String {
+        let mut out = message.to_string();
+        for v in self.sensitive.values() {
+            if !v.is_empty() {
+                out = out.replace(v.as_str(), "(redacted)");
+            }
+        }
+        out
+    }
+
+    /// The declarations whose values are only known at render time (`--parameter-secret`): the
+    /// CLI cannot check them.
+    pub fn without_referenced(&self, ov: &OperatorVersion) -> OperatorVersion {
+        let mut ov = ov.clone();
+        ov.spec
+            .parameters
+            .retain(|p| !self.sources.contains_key(&p.name) || self.sensitive.contains_key(&p.name));
+        ov
+    }
+
+    /// Plain and sensitive values together (for client-side validation only).
+    pub fn all_values(&self) -> BTreeMap<String, String> {
+        let mut v = self.plain.clone();
+        v.extend(self.sensitive.iter().map(|(k, v)| (k.clone(), v.clone())));
+        v
+    }
+}
+
+/// Splits `values` by the OperatorVersion's `sensitive` flags and adds the `--parameter-secret`
+/// references; a reference to an undeclared parameter, a malformed one, or a parameter given both
+/// ways is an error (before anything is written).
+pub fn split(
+    ov: &OperatorVersion,
+    instance: &str,
+    values: BTreeMap<String, String>,
+    refs: &[String],
+) -> Result<Split> {
+    let mut out = Split::default();
+    for r in refs {
+        let (name, src) = parse_parameter_secret(r)?;
+        if !ov.spec.parameters.iter().any(|p| p.name == name) {
+            bail!(
+                "--parameter-secret {name}: operator version {} has no parameter {name:?}",
+                ov.metadata.name
+            );
+        }
+        if values.contains_key(&name) {
+            bail!("parameter {name:?} is given both as a value and with --parameter-secret");
+        }
+        out.sources.insert(name, src);
+    }
+    for (name, value) in values {
+        let sensitive = ov
+            .spec
+            .parameters
+            .iter()
+            .any(|p| p.name == name && p.is_sensitive());
+        if sensitive {
+            out.sources.insert(
+                name.clone(),
+                ParameterSource::secret(secret_name(instance), name.clone()),
+            );
+            out.sensitive.insert(name, value);
+        } else {
+            out.plain.insert(name, value);
+        }
+    }
+    Ok(out)
+}
+
+fn secrets(cluster: &Cluster) -> Api<DynamicObject> {
+    let ar = kube::api::ApiResource::from_gvk(&kube::api::GroupVersionKind::gvk("", "v1", "Secret"));
+    Api::namespaced_with(cluster.client.clone(), &cluster.namespace, &ar)
+}
+
+/// Creates the Secret `<instance>-parameters` holding `values` (no owner yet: the Instance does not
+/// exist). Errors name the Secret, never a value.
+pub async fn create_secret(
+    cluster: &Cluster,
+    instance: &str,
+    values: &BTreeMap<String, String>,
+) -> Result<()> {
+    let name = secret_name(instance);
+    let obj: DynamicObject = serde_json::from_value(serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {
+            "name": name,
+            "namespace": cluster.namespace,
+            "labels": {kudo_api::labels::INSTANCE: instance},
+        },
+        "type": "Opaque",
+        "stringData": values,
+    }))?;
+    let pp = PostParams {
+        field_manager: Some("kubectl-kudo".into()),
+        ..Default::default()
+    };
+    secrets(cluster).create(&pp, &obj).await.map_err(|e| match e {
+        kube::Error::Api(r) if r.code == 409 => anyhow!(
+            "cannot store the sensitive parameters: Secret {}/{name} already exists",
+            cluster.namespace
+        ),
+        kube::Error::Api(r) => anyhow!(
+            "cannot store the sensitive parameters in Secret {}/{name}: {} ({})",
+            cluster.namespace,
+            r.reason,
+            r.code
+        ),
+        other => anyhow!(
+            "cannot store the sensitive parameters in Secret {}/{name}: {other}",
+            cluster.namespace
+        ),
+    })?;
+    Ok(())
+}
+
+/// Deletes the Secret again (the Instance could not be created).
+pub async fn delete_secret(cluster: &Cluster, instance: &str) {
+    let _ = secrets(cluster)
+        .delete(&secret_name(instance), &DeleteParams::default())
+        .await;
+}
+
+/// Makes the Instance the owner of its parameters Secret (deleted with it).
+pub async fn own_secret(cluster: &Cluster, instance: &str) -> Result<()> {
+    let inst = cluster.instance(instance).await?;
+    let uid = inst
+        .metadata
+        .other
+        .get("uid")
+        .and_then(|u| u.as_str())
+        .unwrap_or_default()
+        .to_string();
+    let patch = serde_json::json!({"metadata": {"ownerReferences": [{
+        "apiVersion": kudo_api::API_VERSION,
+        "kind": "Instance",
+        "name": instance,
+        "uid": uid,
+        "controller": true,
+        "blockOwnerDeletion": true,
+    }]}});
+    let name = secret_name(instance);
+    secrets(cluster)
+        .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .map_err(|e| anyhow!("setting the owner of Secret {}/{name}: {e}", cluster.namespace))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ov() -> OperatorVersion {
+        let mut ov: OperatorVersion = serde_json::from_value(serde_json::json!({
+            "apiVersion": "kudo.dev/v1beta1", "kind": "OperatorVersion",
+            "metadata": {"name": "demo-0.1.0"},
+            "spec": {"parameters": [
+                {"name": "PASSWORD", "required": true, "sensitive": true},
+                {"name": "TOKEN", "required": true, "sensitive": true},
+                {"name": "REPLICAS", "value-type": "integer", "default": "1"}
+            ]}
+        }))
+        .unwrap();
+        ov.metadata.namespace = Some("default".into());
+        ov
+    }
+
+    #[test]
+    fn parses_parameter_secret() {
+        let (n, s) = parse_parameter_secret("PASSWORD=db/pw").unwrap();
+        assert_eq!(n, "PASSWORD");
+        assert_eq!(s, ParameterSource::secret("db", "pw"));
+        for bad in ["PASSWORD", "PASSWORD=db", "=db/pw", "P=/pw", "P=db/", "P=db/a/b"] {
+            let e = parse_parameter_secret(bad).unwrap_err().to_string();
+            assert!(e.contains("expected NAME=SECRET/KEY"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn splits_sensitive_values_into_the_instance_secret() {
+        let values = [
+            ("PASSWORD".to_string(), "hunter2".to_string()),
+            ("REPLICAS".to_string(), "3".to_string()),
+        ]
+        .into();
+        let s = split(&ov(), "db", values, &["TOKEN=vault/token".into()]).unwrap();
+        assert_eq!(s.plain, [("REPLICAS".to_string(), "3".to_string())].into());
+        assert_eq!(
+            s.sensitive,
+            [("PASSWORD".to_string(), "hunter2".to_string())].into()
+        );
+        assert_eq!(
+            s.sources["PASSWORD"],
+            ParameterSource::secret("db-parameters", "PASSWORD")
+        );
+        assert_eq!(s.sources["TOKEN"], ParameterSource::secret("vault", "token"));
+        assert_eq!(s.redact("bad hunter2"), "bad (redacted)");
+        let checked = s.without_referenced(&ov());
+        let names: Vec<&str> = checked.spec.parameters.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, ["PASSWORD", "REPLICAS"]);
+    }
+
+    #[test]
+    fn bad_references_are_refused_naming_the_parameter() {
+        let e = split(&ov(), "db", BTreeMap::new(), &["NOPE=s/k".into()])
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "--parameter-secret NOPE: operator version demo-0.1.0 has no parameter \"NOPE\""
+        );
+        let values = [("PASSWORD".to_string(), "hunter2".to_string())].into();
+        let e = split(&ov(), "db", values, &["PASSWORD=s/k".into()])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("both as a value and with --parameter-secret"), "{e}");
+        assert!(!e.contains("hunter2"));
+    }
+}

@@ -1,0 +1,292 @@
+//! Sensitive parameters (a kudo-rs extension): `spec.parameterSources` of an Instance are resolved
+//! here, at render time, into the parameter values the templates see. The values live only in
+//! memory for the render: they are never written to the Instance, its status, Events or logs, and
+//! every message about them names the parameter and the Secret, never the value.
+//!
+//! The Secret is read with a GET (a user's Secret does not carry the `heritage: kudo` label of the
+//! cached objects). A missing Secret or key is not fatal: the plan's tasks wait (transient) with a
+//! message naming both, so a Secret that arrives after its Instance (GitOps) is picked up.
+
+use std::collections::BTreeMap;
+
+use base64::Engine as _;
+use kube::api::{Api, DynamicObject};
+use kudo_api::{OperatorVersion, ParameterSource};
+use serde_json::Value;
+
+use crate::Context;
+
+/// Parameter values read from their sources, by parameter name.
+pub type SourcedValues = BTreeMap<String, String>;
+
+/// Reads every source of `sources` from namespace `ns`. `Err` names the first parameter that
+/// cannot be resolved and why (never a value).
+pub async fn resolve(
+    ctx: &Context,
+    ns: &str,
+    ov: &OperatorVersion,
+    sources: &BTreeMap<String, ParameterSource>,
+) -> Result<SourcedValues, String> {
+    let mut out = SourcedValues::new();
+    if sources.is_empty() {
+        return Ok(out);
+    }
+    let resource = kube::api::ApiResource::from_gvk(&kube::api::GroupVersionKind::gvk("", "v1", "Secret"));
+    let api: Api<DynamicObject> = Api::namespaced_with(ctx.client.clone(), ns, &resource);
+    let mut read: BTreeMap<String, Option<Value>> = BTreeMap::new();
+    for (param, source) in sources {
+        let sel = selector(param, source)?;
+        if !read.contains_key(&sel.name) {
+            let found = api.get_opt(&sel.name).await.map_err(|e| {
+                format!(
+                    "parameter {param:?}: reading Secret {ns}/{} failed: {}",
+                    sel.name,
+                    kube_reason(&e)
+                )
+            })?;
+            let found = found.map(|o| serde_json::to_value(o).unwrap_or(Value::Null));
+            read.insert(sel.name.clone(), found);
+        }
+        let secret = read.get(&sel.name).and_then(Option::as_ref);
+        let value = value_from_secret(param, ns, sel, secret)?;
+        out.insert(param.clone(), value);
+    }
+    validate(ov, sources, &out)?;
+    Ok(out)
+}
+
+/// The error of a failed read without the server's body (which cannot hold a value, but keep
+/// messages short and stable).
+fn kube_reason(e: &kube::Error) -> String {
+    match e {
+        kube::Error::Api(r) => format!("{} ({})", r.reason, r.code),
+        other => other.to_string(),
+    }
+}
+
+fn selector<'s>(param: &str, source: &'s ParameterSource) -> Result<&'s kudo_api::SecretKeySelector, String> {
+    match &source.secret_key_ref {
+        Some(sel) if !sel.name.is_empty() && !sel.key.is_empty() => Ok(sel),
+        Some(_) => Err(format!(
+            "parameter {param:?}: parameterSources.secretKeyRef needs both name and key"
+        )),
+        None => Err(format!(
+            "parameter {param:?}: parameterSources supports only secretKeyRef"
+        )),
+    }
+}
+
+/// The value of `sel.key` in a Secret read from the API (`None`: it does not exist). Pure.
+pub fn value_from_secret(
+    param: &str,
+    ns: &str,
+    sel: &kudo_api::SecretKeySelector,
+    secret: Option<&Value>,
+) -> Result<String, String> {
+    let Some(secret) = secret else {
+        return Err(format!("parameter {param:?}: Secret {ns}/{} not found", sel.name));
+    };
+    let encoded = secret["data"][&sel.key].as_str().ok_or_else(|| {
+        format!(
+            "parameter {param:?}: Secret {ns}/{} has no key {:?}",
+            sel.name, sel.key
+        )
+    })?;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(encoded)
+        .map_err(|_| {
+            format!(
+                "parameter {param:?}: key {:?} of Secret {ns}/{} is not valid base64",
+                sel.key, sel.name
+            )
+        })?;
+    String::from_utf8(bytes).map_err(|_| {
+        format!(
+            "parameter {param:?}: key {:?} of Secret {ns}/{} is not UTF-8 text",
+            sel.key, sel.name
+        )
+    })
+}
+
+/// KUDO's parameter validation for sourced values, with a message that does not quote the value.
+/// A source for a parameter the OperatorVersion does not declare is an error.
+pub fn validate(
+    ov: &OperatorVersion,
+    sources: &BTreeMap<String, ParameterSource>,
+    values: &SourcedValues,
+) -> Result<(), String> {
+    for (param, value) in values {
+        let what = sources
+            .get(param)
+            .and_then(|s| s.secret_key_ref.as_ref())
+            .map(|s| format!("Secret key {s}"))
+            .unwrap_or_else(|| "its source".to_string());
+        let Some(def) = ov.spec.parameters.iter().find(|p| &p.name == param) else {
+            return Err(format!(
+                "parameter {param:?} in parameterSources is not a parameter of {}",
+                ov.metadata.name
+            ));
+        };
+        if kudo_package::params::validate_value(def, value).is_err() {
+            let ty = def.value_type();
+            return Err(if value.is_empty() {
+                format!("parameter {param:?} is required but {what} is empty")
+            } else {
+                format!(
+                    "parameter {param:?} has an invalid value (from {what}, type {ty:?}; the value is not shown)"
+                )
+            });
+        }
+    }
+    Ok(())
+}
+
+/// `parameters` with the sourced values merged in (a source wins over a plain value).
+pub fn merged(parameters: &BTreeMap<String, String>, values: &SourcedValues) -> BTreeMap<String, String> {
+    let mut out = parameters.clone();
+    out.extend(values.iter().map(|(k, v)| (k.clone(), v.clone())));
+    out
+}
+
+/// [`redact`] for a plan render error: the error itself when it quotes no sourced value.
+pub fn redact_error(
+    e: crate::execute::PlanRenderError,
+    values: &SourcedValues,
+) -> crate::execute::PlanRenderError {
+    let text = e.to_string();
+    let red = redact(&text, values);
+    if red == text {
+        e
+    } else {
+        crate::execute::PlanRenderError::Redacted(red)
+    }
+}
+
+/// Replaces every sourced value in `message` (a render error could quote one).
+pub fn redact(message: &str, values: &SourcedValues) -> String {
+    let mut out = message.to_string();
+    for v in values.values() {
+        if !v.is_empty() {
+            out = out.replace(v.as_str(), "(redacted)");
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kudo_api::SecretKeySelector;
+    use serde_json::json;
+
+    fn sel() -> SecretKeySelector {
+        SecretKeySelector {
+            name: "db".into(),
+            key: "pw".into(),
+        }
+    }
+
+    #[test]
+    fn reads_and_decodes_the_key() {
+        let s = json!({"data": {"pw": "czNjcjN0"}});
+        assert_eq!(value_from_secret("P", "ns", &sel(), Some(&s)).unwrap(), "s3cr3t");
+    }
+
+    #[test]
+    fn missing_secret_key_or_bad_data_name_parameter_and_secret() {
+        assert_eq!(
+            value_from_secret("P", "ns", &sel(), None).unwrap_err(),
+            "parameter \"P\": Secret ns/db not found"
+        );
+        let s = json!({"data": {"other": "eA=="}});
+        assert_eq!(
+            value_from_secret("P", "ns", &sel(), Some(&s)).unwrap_err(),
+            "parameter \"P\": Secret ns/db has no key \"pw\""
+        );
+        let s = json!({"data": {"pw": "!!"}});
+        assert!(
+            value_from_secret("P", "ns", &sel(), Some(&s))
+                .unwrap_err()
+                .contains("base64")
+        );
+        let s = json!({"data": {"pw": "/w=="}});
+        assert!(
+            value_from_secret("P", "ns", &sel(), Some(&s))
+                .unwrap_err()
+                .contains("UTF-8")
+        );
+    }
+
+    fn ov() -> OperatorVersion {
+        let mut ov: OperatorVersion = serde_json::from_value(json!({
+            "apiVersion": "kudo.dev/v1beta1", "kind": "OperatorVersion",
+            "metadata": {"name": "demo-0.1.0"}, "spec": {}
+        }))
+        .unwrap();
+        ov.spec.parameters = vec![
+            kudo_api::Parameter {
+                name: "PORT".into(),
+                value_type: "integer".into(),
+                required: Some(true),
+                sensitive: Some(true),
+                ..Default::default()
+            },
+            kudo_api::Parameter {
+                name: "PASSWORD".into(),
+                required: Some(true),
+                ..Default::default()
+            },
+        ];
+        ov
+    }
+
+    #[test]
+    fn validation_never_quotes_the_value() {
+        let sources: BTreeMap<String, ParameterSource> = [
+            ("PORT".to_string(), ParameterSource::secret("db", "port")),
+            ("PASSWORD".to_string(), ParameterSource::secret("db", "pw")),
+        ]
+        .into();
+        let values: SourcedValues = [
+            ("PORT".to_string(), "hunter2".to_string()),
+            ("PASSWORD".to_string(), "x".to_string()),
+        ]
+        .into();
+        let e = validate(&ov(), &sources, &values).unwrap_err();
+        assert!(!e.contains("hunter2"), "{e}");
+        assert!(e.contains("\"PORT\"") && e.contains("db/port"), "{e}");
+        let values: SourcedValues = [("PASSWORD".to_string(), String::new())].into();
+        assert_eq!(
+            validate(&ov(), &sources, &values).unwrap_err(),
+            "parameter \"PASSWORD\" is required but Secret key db/pw is empty"
+        );
+        let values: SourcedValues = [("NOPE".to_string(), "v".to_string())].into();
+        assert!(
+            validate(&ov(), &sources, &values)
+                .unwrap_err()
+                .contains("not a parameter of demo-0.1.0")
+        );
+    }
+
+    #[test]
+    fn merge_and_redact() {
+        let values: SourcedValues = [("PASSWORD".to_string(), "hunter2".to_string())].into();
+        let plain: BTreeMap<String, String> = [
+            ("PASSWORD".to_string(), "old".to_string()),
+            ("A".to_string(), "1".to_string()),
+        ]
+        .into();
+        let m = merged(&plain, &values);
+        assert_eq!(m["PASSWORD"], "hunter2");
+        assert_eq!(m["A"], "1");
+        assert_eq!(redact("bad hunter2 value", &values), "bad (redacted) value");
+    }
+
+    #[test]
+    fn selector_requires_secret_key_ref() {
+        let e = selector("P", &ParameterSource::default()).unwrap_err();
+        assert!(e.contains("only secretKeyRef"), "{e}");
+        let e = selector("P", &ParameterSource::secret("", "k")).unwrap_err();
+        assert!(e.contains("needs both name and key"), "{e}");
+    }
+}

@@ -1,0 +1,151 @@
+//! Sensitive parameters (a kudo-rs extension): `spec.parameterSources` resolved by the manager at
+//! render time. A missing Secret makes the plan wait with a message naming the parameter and the
+//! Secret; once it exists the templates see the value, which never appears in the Instance or its
+//! Events.
+
+use std::collections::BTreeMap;
+
+use base64::Engine as _;
+use serde_json::json;
+
+use crate::harness::{self, Env, Pkg};
+
+const VALUE: &str = "hunter2-Sup3rSecret";
+
+fn package(dir: &std::path::Path) -> std::path::PathBuf {
+    Pkg::new(dir, "sens")
+        .operator(
+            r#"apiVersion: kudo.dev/v1beta1
+name: sens
+operatorVersion: "0.1.0"
+kubernetesVersion: 1.15.0
+tasks:
+  - name: app
+    kind: Apply
+    spec:
+      resources:
+        - secret.yaml
+plans:
+  deploy:
+    strategy: serial
+    phases:
+      - name: main
+        strategy: serial
+        steps:
+          - name: everything
+            tasks:
+              - app
+"#,
+        )
+        .params(
+            r#"apiVersion: kudo.dev/v1beta1
+parameters:
+  - name: PASSWORD
+    description: The password.
+    required: true
+    sensitive: true
+  - name: USER
+    description: The user.
+    default: admin
+"#,
+        )
+        .template(
+            "secret.yaml",
+            r#"apiVersion: v1
+kind: Secret
+metadata:
+  name: {{ .Name }}-app
+stringData:
+  password: {{ .Params.PASSWORD }}
+  user: {{ .Params.USER }}
+"#,
+        )
+        .write()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parameter_sources_are_resolved_at_render_time_and_never_shown() {
+    let env = Env::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let pkg = package(dir.path());
+    let res = harness::resources(&pkg, harness::NS, "sp", BTreeMap::new());
+    env.create(serde_json::to_value(&res.operator).unwrap()).await;
+    env.create(serde_json::to_value(&res.operator_version).unwrap())
+        .await;
+    let mut inst = serde_json::to_value(&res.instance).unwrap();
+    inst["spec"]["parameterSources"] =
+        json!({"PASSWORD": {"secretKeyRef": {"name": "db-creds", "key": "pw"}}});
+    env.create(inst).await;
+
+    // The Secret does not exist yet: the plan waits, naming the parameter and the Secret.
+    let waiting = env
+        .wait_instance("sp", "waiting for the Secret", |i| {
+            i.to_string()
+                .contains("parameter \\\"PASSWORD\\\": Secret default/db-creds not found")
+        })
+        .await;
+    assert_ne!(waiting["status"]["planStatus"]["deploy"]["status"], "FATAL_ERROR");
+    assert!(env.get("v1", "Secret", "sp-app").await.is_none());
+
+    let b64 = base64::engine::general_purpose::STANDARD.encode(VALUE);
+    env.create(json!({
+        "apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": "db-creds", "namespace": harness::NS},
+        "data": {"pw": b64}
+    }))
+    .await;
+    let inst = env.wait_plan("sp", "deploy", "COMPLETE").await;
+    let rendered = env.get("v1", "Secret", "sp-app").await.expect("rendered Secret");
+    let decoded = |k: &str| {
+        let v = rendered["data"][k]
+            .as_str()
+            .unwrap_or_else(|| panic!("{rendered}"));
+        String::from_utf8(base64::engine::general_purpose::STANDARD.decode(v).unwrap()).unwrap()
+    };
+    assert_eq!(decoded("password"), VALUE);
+    assert_eq!(decoded("user"), "admin");
+
+    let text = inst.to_string();
+    assert!(!text.contains(VALUE), "value in the Instance: {text}");
+    assert!(!text.contains(&b64), "encoded value in the Instance: {text}");
+    assert!(inst["spec"]["parameters"].get("PASSWORD").is_none(), "{inst}");
+    assert_eq!(
+        inst["spec"]["parameterSources"]["PASSWORD"]["secretKeyRef"]["name"],
+        "db-creds"
+    );
+    if let Some(yaml) = env.kubectl(&["get", "instance", "sp", "-o", "yaml"]) {
+        assert!(!yaml.contains(VALUE), "{yaml}");
+    }
+    for (reason, note) in env.events("sp").await {
+        assert!(!note.contains(VALUE), "{reason}: {note}");
+    }
+    env.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bad_source_fails_without_quoting_the_value() {
+    let env = Env::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let pkg = package(dir.path());
+    let res = harness::resources(&pkg, harness::NS, "bad", BTreeMap::new());
+    env.create(serde_json::to_value(&res.operator).unwrap()).await;
+    env.create(serde_json::to_value(&res.operator_version).unwrap())
+        .await;
+    env.create(json!({
+        "apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": "creds", "namespace": harness::NS},
+        "stringData": {"other": VALUE}
+    }))
+    .await;
+    let mut inst = serde_json::to_value(&res.instance).unwrap();
+    inst["spec"]["parameterSources"] = json!({"PASSWORD": {"secretKeyRef": {"name": "creds", "key": "pw"}}});
+    env.create(inst).await;
+    let inst = env
+        .wait_instance("bad", "waiting for the key", |i| {
+            i.to_string()
+                .contains("parameter \\\"PASSWORD\\\": Secret default/creds has no key \\\"pw\\\"")
+        })
+        .await;
+    assert!(!inst.to_string().contains(VALUE));
+    env.stop().await;
+}
