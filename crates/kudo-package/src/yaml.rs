@@ -49,44 +49,8 @@ pub fn from_value<T: DeserializeOwned>(file: &str, value: serde_json::Value) -> 
 /// digits, exponent form when the decimal exponent is < -4 or >= 6 — so `default: 1000000` reaches
 /// the OperatorVersion as `"1e+06"`, exactly as KUDO stores it.
 pub fn go_float(f: f64) -> String {
-    if f.is_nan() {
-        return "NaN".into();
-    }
-    if f.is_infinite() {
-        return if f > 0.0 { "+Inf".into() } else { "-Inf".into() };
-    }
-    if f == 0.0 {
-        return if f.is_sign_negative() {
-            "-0".into()
-        } else {
-            "0".into()
-        };
-    }
-    // Shortest round-trip digits and exponent from Rust's `{:e}` (same digits as Go's shortest).
-    let sci = format!("{:e}", f);
-    let (mant, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    let neg = mant.starts_with('-');
-    let digits: String = mant.chars().filter(|c| c.is_ascii_digit()).collect();
-    let sign = if neg { "-" } else { "" };
-    if !(-4..6).contains(&exp) {
-        let mut m = digits[..1].to_string();
-        if digits.len() > 1 {
-            m.push('.');
-            m.push_str(&digits[1..]);
-        }
-        let esign = if exp < 0 { '-' } else { '+' };
-        return format!("{sign}{m}e{esign}{:02}", exp.abs());
-    }
-    let point = exp + 1; // digits before the decimal point
-    let s = if point <= 0 {
-        format!("0.{}{}", "0".repeat((-point) as usize), digits)
-    } else if point as usize >= digits.len() {
-        format!("{}{}", digits, "0".repeat(point as usize - digits.len()))
-    } else {
-        format!("{}.{}", &digits[..point as usize], &digits[point as usize..])
-    };
-    format!("{sign}{s}")
+    // The template engine's implementation, checked against Go by its oracle tests.
+    kudo_template::sprig::conv::format_float_g(f)
 }
 
 /// Go's `fmt.Sprint` (`%v`) of a value decoded from YAML into `interface{}`.
