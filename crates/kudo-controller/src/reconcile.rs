@@ -18,8 +18,8 @@ use kudo_engine::readiness::CHANGE_DENIED;
 use kudo_engine::{
     Admission, Decision, EventType, InstanceChange, PlanPass, TIMING_ANNOTATION, TaskOutcome, Timestamp,
     Timing, Wake, cleanup_finalizer_removable, cleanup_run, decide, ensure_plan_statuses, mark_plan_fatal,
-    mirror_run_status, needs_reset, pass_requeue_secs, plan_condition, ready_condition, record_admission,
-    reset_for_run, set_condition,
+    mirror_run_status, needs_reset, not_ready_condition, pass_requeue_secs, plan_condition, ready_condition,
+    record_admission, reset_for_run, set_condition,
 };
 use kudo_package::render::RenderContext;
 use serde_json::{Value, json};
@@ -660,14 +660,7 @@ impl<'c> Reconciler<'c> {
         let mut new = old.clone();
         set_condition(
             &mut new.conditions,
-            Condition {
-                type_: kudo_engine::readiness::READY.into(),
-                status: "False".into(),
-                observed_generation: None,
-                last_transition_time: now().to_string(),
-                reason: reason.into(),
-                message: msg.to_string(),
-            },
+            not_ready_condition(reason, msg.to_string(), now()),
         );
         Ok(self.write_status(&old, &new).await?.is_some())
     }
@@ -1136,17 +1129,9 @@ impl<'c> Reconciler<'c> {
             .and_then(|c| serde_json::from_value(c.clone()).ok())
             .unwrap_or_default();
         let mut new = old.clone();
-        set_condition(
-            &mut new,
-            Condition {
-                type_: kudo_engine::readiness::READY.into(),
-                status: "False".into(),
-                observed_generation: raw.metadata.generation,
-                last_transition_time: now().to_string(),
-                reason: INVALID_INSTANCE.into(),
-                message: msg.to_string(),
-            },
-        );
+        let mut ready = not_ready_condition(INVALID_INSTANCE, msg.to_string(), now());
+        ready.observed_generation = raw.metadata.generation;
+        set_condition(&mut new, ready);
         if new != old {
             let body = json!({"status": {"conditions": new}});
             let updated = self

@@ -35,6 +35,12 @@ fn cond(status: &str, reason: &str, message: String, now: Timestamp) -> Conditio
     }
 }
 
+/// `Ready=False` with `reason` and `message`: an Instance that cannot run at all (its
+/// OperatorVersion is missing or unreadable, the Instance itself does not decode).
+pub fn not_ready_condition(reason: &str, message: String, now: Timestamp) -> Condition {
+    cond("False", reason, message, now)
+}
+
 /// Ready condition of an idle instance from its live objects: True/ResourcesReady when every
 /// object is healthy, otherwise False/ResourceNotReady with the messages of the unhealthy objects
 /// joined by `", "` (KUDO's format).
