@@ -55,6 +55,7 @@ pub(crate) async fn run(
     mut shutdown: tokio::sync::watch::Receiver<bool>,
 ) {
     let mut terms = Terminations::new(namespace_delay);
+    let mut last_full = Instant::now();
     loop {
         let wait = terms
             .next_due()
@@ -66,6 +67,19 @@ pub(crate) async fn run(
         }
         // Let a burst of writes settle into one sweep.
         tokio::time::sleep(Duration::from_millis(5)).await;
+        let pending = store.take_gc_pending();
+        // A timer wake (pods whose graceful deletion expired, namespace delays) or anything
+        // but new dependents whose owners all exist needs the whole sweep.
+        // A busy server wakes this loop before the timer ends: the time-driven work still gets
+        // a sweep at least once a second.
+        if !pending.full
+            && !pending.new_dependents.is_empty()
+            && last_full.elapsed() < Duration::from_secs(1)
+            && owners_exist(&store, &pending.new_dependents)
+        {
+            continue;
+        }
+        last_full = Instant::now();
         // Repeat while a sweep changes something, so cascades finish promptly.
         for _ in 0..50 {
             if !sweep(&store, &mut terms) {
@@ -73,6 +87,37 @@ pub(crate) async fn run(
             }
         }
     }
+}
+
+/// Whether every owner reference of every one of `keys` (objects just created) names an object
+/// that exists with that uid. Objects already gone are fine (their deletion asked for a sweep).
+fn owners_exist(store: &Store, keys: &[ObjKey]) -> bool {
+    keys.iter().all(|key| {
+        let Some(obj) = store.get_gr(&key.gr, &key.namespace, &key.name) else {
+            return true;
+        };
+        meta::owner_refs(&obj).iter().all(|r| {
+            let (Some(api_version), Some(kind), Some(name), Some(uid)) = (
+                r["apiVersion"].as_str(),
+                r["kind"].as_str(),
+                r["name"].as_str(),
+                r["uid"].as_str(),
+            ) else {
+                return false;
+            };
+            let Some(def) = store.registry().by_kind(api_version, kind) else {
+                return false;
+            };
+            let ns = if def.namespaced {
+                key.namespace.as_str()
+            } else {
+                ""
+            };
+            store
+                .get_gr(&def.gr(), ns, name)
+                .is_some_and(|owner| meta::uid(&owner) == uid)
+        })
+    })
 }
 
 fn delete(store: &Store, key: &ObjKey, propagation: Propagation) -> bool {
@@ -129,8 +174,9 @@ pub(crate) fn sweep(store: &Store, terms: &mut Terminations) -> bool {
                 let owner = uid.to_string();
                 let _ = store.raw_update(dk, |o| {
                     let refs: Vec<Value> = meta::owner_refs(o)
-                        .into_iter()
+                        .iter()
                         .filter(|r| r["uid"].as_str() != Some(&owner))
+                        .cloned()
                         .collect();
                     let md = meta::meta_mut(o);
                     if refs.is_empty() {
@@ -180,8 +226,9 @@ pub(crate) fn sweep(store: &Store, terms: &mut Terminations) -> bool {
                 .collect();
             let _ = store.raw_update(key, |o| {
                 let refs: Vec<Value> = meta::owner_refs(o)
-                    .into_iter()
+                    .iter()
                     .filter(|r| r["uid"].as_str().is_some_and(|u| keep.contains(u)))
+                    .cloned()
                     .collect();
                 meta::meta_mut(o).insert("ownerReferences".into(), Value::from(refs));
             });

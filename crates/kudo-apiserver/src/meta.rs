@@ -21,6 +21,11 @@ pub fn meta_mut(obj: &mut Value) -> &mut Map<String, Value> {
 }
 
 /// A string field of `metadata`.
+/// A top-level string field (`apiVersion`, `kind`), empty when absent.
+pub fn top_str<'a>(obj: &'a Value, field: &str) -> &'a str {
+    obj.get(field).and_then(|v| v.as_str()).unwrap_or("")
+}
+
 pub fn meta_str<'a>(obj: &'a Value, field: &str) -> &'a str {
     obj.get("metadata")
         .and_then(|m| m.get(field))
@@ -76,11 +81,11 @@ pub fn labels(obj: &Value) -> Map<String, Value> {
 }
 
 /// Owner uids from `metadata.ownerReferences`.
-pub fn owner_refs(obj: &Value) -> Vec<Value> {
-    obj.pointer("/metadata/ownerReferences")
+pub fn owner_refs(obj: &Value) -> &[Value] {
+    obj.get("metadata")
+        .and_then(|m| m.get("ownerReferences"))
         .and_then(|v| v.as_array())
-        .cloned()
-        .unwrap_or_default()
+        .map_or(&[], Vec::as_slice)
 }
 
 /// Resolve a simple JSONPath such as `.spec.replicas` or `.status.conditions[0].type`.

@@ -127,6 +127,18 @@ struct Inner {
     tx: broadcast::Sender<Arc<WatchEvent>>,
     history_cap: usize,
     gc_wakeup: Notify,
+    gc_pending: Mutex<GcPending>,
+}
+
+/// What the garbage collector has to look at since it last ran: a whole sweep (something went
+/// or started going, owner references changed, a namespace appeared), or only whether the owners
+/// of newly created dependents exist. The second is by far the most common on a busy cluster
+/// (every pod and ReplicaSet a workload controller creates) and costs a lookup per owner instead
+/// of a pass over every object.
+#[derive(Default)]
+pub(crate) struct GcPending {
+    pub(crate) full: bool,
+    pub(crate) new_dependents: Vec<ObjKey>,
 }
 
 /// Handle to the store; cheap to clone.
@@ -177,6 +189,10 @@ impl Store {
                 tx,
                 history_cap: history_cap.max(16),
                 gc_wakeup: Notify::new(),
+                gc_pending: Mutex::new(GcPending {
+                    full: true,
+                    new_dependents: Vec::new(),
+                }),
             }),
         };
         // Re-register CRDs restored from the backend.
@@ -244,6 +260,11 @@ impl Store {
 
     pub(crate) fn gc_wakeup(&self) -> &Notify {
         &self.inner.gc_wakeup
+    }
+
+    /// Takes what the garbage collector has to look at (see [`GcPending`]).
+    pub(crate) fn take_gc_pending(&self) -> GcPending {
+        std::mem::take(&mut *self.inner.gc_pending.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
     pub(crate) fn get_gr(&self, gr: &GroupResource, ns: &str, name: &str) -> Option<Arc<Value>> {
@@ -412,11 +433,27 @@ impl Store {
         let ev = Arc::new(ev);
         let new_namespace =
             ev.type_ == EventType::Added && ev.key.gr.group.is_empty() && ev.key.gr.resource == "namespaces";
-        if ev.type_ == EventType::Deleted
+        // The garbage collector only has work when an object goes, starts going, or changes owner
+        // references, or when a dependent is created (its owner may be gone already); a status
+        // update of a dependent (most writes: pods, ReplicaSets) does not wake it, so a busy
+        // cluster does not sweep after every write.
+        let full = ev.type_ == EventType::Deleted
             || new_namespace
             || meta::is_deleting(&ev.object)
-            || !meta::owner_refs(&ev.object).is_empty()
-        {
+            || match (&ev.type_, &ev.old) {
+                (EventType::Added, _) | (_, None) => false,
+                (_, Some(old)) => meta::owner_refs(&ev.object) != meta::owner_refs(old),
+            };
+        let new_dependent = !full && ev.type_ == EventType::Added && !meta::owner_refs(&ev.object).is_empty();
+        if full || new_dependent {
+            let mut pending = self.inner.gc_pending.lock().unwrap_or_else(|e| e.into_inner());
+            if full {
+                pending.full = true;
+                pending.new_dependents.clear();
+            } else if !pending.full {
+                pending.new_dependents.push(ev.key.clone());
+            }
+            drop(pending);
             self.inner.gc_wakeup.notify_one();
         }
         st.history.push_back(ev.clone());

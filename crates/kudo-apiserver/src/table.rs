@@ -702,7 +702,7 @@ fn endpoints_text(o: &Value) -> String {
 /// controlling owner, `<none>` without one.
 fn revision_controller(o: &Value) -> String {
     let owner = meta::owner_refs(o)
-        .into_iter()
+        .iter()
         .find(|r| r["controller"].as_bool() == Some(true));
     let Some(r) = owner else {
         return "<none>".into();

@@ -788,6 +788,56 @@ async fn garbage_collection_background_foreground_orphan() {
     assert!(d.metadata.owner_references.unwrap_or_default().is_empty());
 }
 
+/// The collector looks at a newly created dependent on its own (without a whole sweep): one
+/// whose owner is already gone (or has another uid) is collected, one whose owner lives stays,
+/// even while a stream of status-only writes keeps the server busy.
+#[tokio::test]
+async fn a_dependent_created_after_its_owner_went_is_collected() {
+    let env = Env::start().await;
+    let api: Api<ConfigMap> = Api::namespaced(env.client().await, "default");
+    let owner = api
+        .create(&PostParams::default(), &cm("live-owner", json!({})))
+        .await
+        .unwrap();
+    let gone = api
+        .create(&PostParams::default(), &cm("gone-owner", json!({})))
+        .await
+        .unwrap();
+    api.delete("gone-owner", &DeleteParams::background())
+        .await
+        .unwrap();
+    eventually("owner gone", || async {
+        api.get_opt("gone-owner").await.unwrap().is_none()
+    })
+    .await;
+    // Let the sweep the deletion asked for pass, so only the creates below are pending.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    api.create(&PostParams::default(), &owned("keeps", &owner, false))
+        .await
+        .unwrap();
+    api.create(&PostParams::default(), &owned("dangling", &gone, false))
+        .await
+        .unwrap();
+    for i in 0..20 {
+        api.patch(
+            "keeps",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"data": {"n": i.to_string()}})),
+        )
+        .await
+        .unwrap();
+    }
+    eventually("dependent of a gone owner collected", || async {
+        api.get_opt("dangling").await.unwrap().is_none()
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(
+        api.get_opt("keeps").await.unwrap().is_some(),
+        "a dependent of a live owner must stay"
+    );
+}
+
 #[tokio::test]
 async fn namespace_deletion_cascades() {
     let env = Env::start().await;
