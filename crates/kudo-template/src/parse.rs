@@ -13,7 +13,7 @@ use std::fmt;
 
 use smallvec::SmallVec;
 
-use crate::lex::{Item, ItemType, lex};
+use crate::lex::{Item, ItemType, Lexer};
 
 /// One parsed template (the file's main body or a `define`/`block` body).
 #[derive(Clone, Debug)]
@@ -336,11 +336,9 @@ impl Control {
 }
 
 struct Parser<'a> {
-    items: Vec<Item<'a>>,
-    /// The message of the lexer's `Error` item, if it produced one.
-    lex_error: String,
-    next_item: usize,
-    token: [usize; 3],
+    /// Tokens are pulled from the lexer as the parser needs them (Go's three-token lookahead).
+    lex: Lexer<'a>,
+    token: [Item<'a>; 3],
     peek_count: usize,
     has_func: &'a dyn Fn(&str) -> bool,
     vars: Vec<String>,
@@ -357,12 +355,16 @@ pub(crate) fn parse(name: &str, text: &str, has_func: &dyn Fn(&str) -> bool) -> 
         trees: HashMap::new(),
         order: Vec::new(),
     };
-    let lexed = lex(text);
+    let lex = Lexer::new(text);
+    let none = Item {
+        typ: ItemType::Eof,
+        pos: 0,
+        val: "",
+        line: 1,
+    };
     let mut p = Parser {
-        items: lexed.items,
-        lex_error: lexed.error,
-        next_item: 0,
-        token: [0; 3],
+        lex,
+        token: [none; 3],
         peek_count: 0,
         has_func,
         vars: vec!["$".into()],
@@ -389,23 +391,11 @@ fn is_empty_tree(l: &[Node]) -> bool {
 }
 
 impl<'a> Parser<'a> {
-    fn item(&self, idx: usize) -> &Item<'a> {
-        &self.items[idx.min(self.items.len() - 1)]
-    }
-
-    fn fetch(&mut self) -> usize {
-        let i = self.next_item.min(self.items.len() - 1);
-        if self.next_item < self.items.len() {
-            self.next_item += 1;
-        }
-        i
-    }
-
-    fn next(&mut self) -> usize {
+    fn next(&mut self) -> Item<'a> {
         if self.peek_count > 0 {
             self.peek_count -= 1;
         } else {
-            self.token[0] = self.fetch();
+            self.token[0] = self.lex.next_item();
         }
         self.token[self.peek_count]
     }
@@ -414,70 +404,65 @@ impl<'a> Parser<'a> {
         self.peek_count += 1;
     }
 
-    fn backup2(&mut self, t1: usize) {
+    fn backup2(&mut self, t1: Item<'a>) {
         self.token[1] = t1;
         self.peek_count = 2;
     }
 
-    fn backup3(&mut self, t2: usize, t1: usize) {
+    fn backup3(&mut self, t2: Item<'a>, t1: Item<'a>) {
         self.token[1] = t1;
         self.token[2] = t2;
         self.peek_count = 3;
     }
 
-    fn peek(&mut self) -> usize {
+    fn peek(&mut self) -> Item<'a> {
         if self.peek_count > 0 {
             return self.token[self.peek_count - 1];
         }
         self.peek_count = 1;
-        self.token[0] = self.fetch();
+        self.token[0] = self.lex.next_item();
         self.token[0]
     }
 
-    fn next_non_space(&mut self) -> usize {
+    fn next_non_space(&mut self) -> Item<'a> {
         loop {
             let t = self.next();
-            if self.item(t).typ != ItemType::Space {
+            if t.typ != ItemType::Space {
                 return t;
             }
         }
     }
 
-    fn peek_non_space(&mut self) -> usize {
+    fn peek_non_space(&mut self) -> Item<'a> {
         let t = self.next_non_space();
         self.backup();
         t
     }
 
-    fn typ(&self, t: usize) -> ItemType {
-        self.item(t).typ
-    }
-
     fn errorf<T>(&self, msg: impl Into<String>) -> PResult<T> {
         Err(ParseError {
-            line: self.item(self.token[0]).line,
+            line: self.token[0].line,
             msg: msg.into(),
         })
     }
 
-    fn unexpected<T>(&self, t: usize, context: &str) -> PResult<T> {
-        let it = self.item(t);
+    fn unexpected<T>(&self, it: Item<'a>, context: &str) -> PResult<T> {
         if it.typ == ItemType::Error {
             let mut extra = String::new();
             if self.action_line != 0 && self.action_line != it.line {
                 extra = format!(" in action started at {}:{}", self.name, self.action_line);
-                if self.lex_error.ends_with(" action") {
+                if self.lex.error.ends_with(" action") {
                     extra = extra[" in action".len()..].to_string();
                 }
             }
-            return self.errorf(format!("{}{}", self.lex_error, extra));
+            return self.errorf(format!("{}{}", self.lex.error, extra));
         }
         self.errorf(format!("unexpected {} in {}", it.describe(), context))
     }
 
-    fn expect(&mut self, typ: ItemType, context: &str) -> PResult<usize> {
+    fn expect(&mut self, typ: ItemType, context: &str) -> PResult<Item<'a>> {
         let t = self.next_non_space();
-        if self.typ(t) != typ {
+        if t.typ != typ {
             return self.unexpected(t, context);
         }
         Ok(t)
@@ -520,13 +505,13 @@ impl<'a> Parser<'a> {
         let mut root = Vec::new();
         loop {
             let t = self.peek();
-            if self.typ(t) == ItemType::Eof {
+            if t.typ == ItemType::Eof {
                 break;
             }
-            if self.typ(t) == ItemType::LeftDelim {
+            if t.typ == ItemType::LeftDelim {
                 let delim = self.next();
                 let n = self.next_non_space();
-                if self.typ(n) == ItemType::Define {
+                if n.typ == ItemType::Define {
                     self.parse_definition()?;
                     continue;
                 }
@@ -562,10 +547,10 @@ impl<'a> Parser<'a> {
     fn parse_definition_inner(&mut self) -> PResult<()> {
         let context = "define clause";
         let t = self.next_non_space();
-        if !matches!(self.typ(t), ItemType::String | ItemType::RawString) {
+        if !matches!(t.typ, ItemType::String | ItemType::RawString) {
             return self.unexpected(t, context);
         }
-        let name = match unquote(self.item(t).val) {
+        let name = match unquote(t.val) {
             Some(s) => s,
             None => return self.errorf("invalid syntax"),
         };
@@ -581,7 +566,7 @@ impl<'a> Parser<'a> {
         let mut list = Vec::new();
         loop {
             let t = self.peek_non_space();
-            if self.typ(t) == ItemType::Eof {
+            if t.typ == ItemType::Eof {
                 break;
             }
             match self.text_or_action()? {
@@ -594,16 +579,16 @@ impl<'a> Parser<'a> {
 
     fn text_or_action(&mut self) -> PResult<Control> {
         let t = self.next_non_space();
-        match self.typ(t) {
+        match t.typ {
             ItemType::Text => {
-                let it = self.item(t);
+                let it = t;
                 Ok(Control::Node(Node::Text {
                     pos: it.pos,
                     text: Ident::new(it.val),
                 }))
             }
             ItemType::LeftDelim => {
-                self.action_line = self.item(t).line;
+                self.action_line = t.line;
                 let r = self.action();
                 self.action_line = 0;
                 r
@@ -614,7 +599,7 @@ impl<'a> Parser<'a> {
 
     fn action(&mut self) -> PResult<Control> {
         let t = self.next_non_space();
-        let it = self.item(t);
+        let it = t;
         let (pos, line) = (it.pos, it.line);
         match it.typ {
             ItemType::Block => return self.block_control(),
@@ -622,7 +607,7 @@ impl<'a> Parser<'a> {
                 let is_break = it.typ == ItemType::Break;
                 let kw = if is_break { "{{break}}" } else { "{{continue}}" };
                 let n = self.next_non_space();
-                if self.typ(n) != ItemType::RightDelim {
+                if n.typ != ItemType::RightDelim {
                     return self.unexpected(n, kw);
                 }
                 if self.range_depth == 0 {
@@ -636,7 +621,7 @@ impl<'a> Parser<'a> {
             }
             ItemType::Else => {
                 let p = self.peek_non_space();
-                if self.typ(p) == ItemType::If {
+                if p.typ == ItemType::If {
                     return Ok(Control::Else);
                 }
                 self.expect(ItemType::RightDelim, "else")?;
@@ -654,7 +639,7 @@ impl<'a> Parser<'a> {
         }
         self.backup();
         let t = self.peek();
-        let it = self.item(t);
+        let it = t;
         let (pos, line) = (it.pos, it.line);
         let pipe = self.pipeline("command", ItemType::RightDelim)?;
         Ok(Control::Node(Node::Action { pos, line, pipe }))
@@ -708,7 +693,7 @@ impl<'a> Parser<'a> {
                 let mut handled = false;
                 if kind == ControlKind::If {
                     let p = self.peek();
-                    if self.typ(p) == ItemType::If {
+                    if p.typ == ItemType::If {
                         self.next();
                         let n = self.control(ControlKind::If)?;
                         else_list = Some(vec![n]);
@@ -728,9 +713,9 @@ impl<'a> Parser<'a> {
         Ok((pipe, list, else_list))
     }
 
-    fn parse_template_name(&mut self, t: usize, context: &str) -> PResult<String> {
-        match self.typ(t) {
-            ItemType::String | ItemType::RawString => match unquote(self.item(t).val) {
+    fn parse_template_name(&mut self, t: Item<'a>, context: &str) -> PResult<String> {
+        match t.typ {
+            ItemType::String | ItemType::RawString => match unquote(t.val) {
                 Some(s) => Ok(s),
                 None => self.errorf("invalid syntax"),
             },
@@ -742,9 +727,9 @@ impl<'a> Parser<'a> {
         let context = "template clause";
         let t = self.next_non_space();
         let name = self.parse_template_name(t, context)?;
-        let (pos, line) = (self.item(t).pos, self.item(t).line);
+        let (pos, line) = (t.pos, t.line);
         let n = self.next_non_space();
-        let pipe = if self.typ(n) != ItemType::RightDelim {
+        let pipe = if n.typ != ItemType::RightDelim {
             self.backup();
             Some(self.pipeline(context, ItemType::RightDelim)?)
         } else {
@@ -762,7 +747,7 @@ impl<'a> Parser<'a> {
         let context = "block clause";
         let t = self.next_non_space();
         let name = self.parse_template_name(t, context)?;
-        let (pos, line) = (self.item(t).pos, self.item(t).line);
+        let (pos, line) = (t.pos, t.line);
         let pipe = self.pipeline(context, ItemType::RightDelim)?;
         self.enter()?;
         let saved = self.sub_start();
@@ -788,34 +773,34 @@ impl<'a> Parser<'a> {
     fn pipeline(&mut self, context: &str, end: ItemType) -> PResult<Pipe> {
         let t = self.peek_non_space();
         let mut pipe = Pipe {
-            pos: self.item(t).pos,
-            line: self.item(t).line,
+            pos: t.pos,
+            line: t.line,
             is_assign: false,
             decl: Vec::new(),
             cmds: Vec::new(),
         };
         'decls: loop {
             let v = self.peek_non_space();
-            if self.typ(v) == ItemType::Variable {
+            if v.typ == ItemType::Variable {
                 self.next();
                 let after = self.peek();
                 let next = self.peek_non_space();
-                let nt = self.typ(next);
-                let vpos = self.item(v).pos;
+                let nt = next.typ;
+                let vpos = v.pos;
                 if nt == ItemType::Assign || nt == ItemType::Declare {
-                    let vval = self.item(v).val.to_string();
+                    let vval = v.val.to_string();
                     pipe.is_assign = nt == ItemType::Assign;
                     self.next_non_space();
                     pipe.decl.push((vpos, vval.clone()));
                     self.vars.push(vval);
-                } else if nt == ItemType::Char && self.item(next).val == "," {
-                    let vval = self.item(v).val.to_string();
+                } else if nt == ItemType::Char && next.val == "," {
+                    let vval = v.val.to_string();
                     self.next_non_space();
                     pipe.decl.push((vpos, vval.clone()));
                     self.vars.push(vval);
                     if context == "range" && pipe.decl.len() < 2 {
                         let p = self.peek_non_space();
-                        match self.typ(p) {
+                        match p.typ {
                             ItemType::Variable | ItemType::RightDelim | ItemType::RightParen => {
                                 continue 'decls;
                             }
@@ -823,7 +808,7 @@ impl<'a> Parser<'a> {
                         }
                     }
                     return self.errorf(format!("too many declarations in {context}"));
-                } else if self.typ(after) == ItemType::Space {
+                } else if after.typ == ItemType::Space {
                     self.backup3(v, after);
                 } else {
                     self.backup2(v);
@@ -833,7 +818,7 @@ impl<'a> Parser<'a> {
         }
         loop {
             let t = self.next_non_space();
-            let tt = self.typ(t);
+            let tt = t.typ;
             if tt == end {
                 self.check_pipeline(&pipe, context)?;
                 return Ok(pipe);
@@ -882,7 +867,7 @@ impl<'a> Parser<'a> {
     fn command(&mut self) -> PResult<Command> {
         let t = self.peek_non_space();
         let mut cmd = Command {
-            pos: self.item(t).pos,
+            pos: t.pos,
             args: SmallVec::new(),
         };
         loop {
@@ -891,7 +876,7 @@ impl<'a> Parser<'a> {
                 cmd.args.push(op);
             }
             let t = self.next();
-            match self.typ(t) {
+            match t.typ {
                 ItemType::Space => continue,
                 ItemType::RightDelim | ItemType::RightParen => self.backup(),
                 ItemType::Pipe => {}
@@ -910,16 +895,16 @@ impl<'a> Parser<'a> {
             return Ok(None);
         };
         let p = self.peek();
-        if self.typ(p) == ItemType::Field {
-            let chain_pos = self.item(p).pos;
+        if p.typ == ItemType::Field {
+            let chain_pos = p.pos;
             let mut fields = Idents::new();
             loop {
                 let p = self.peek();
-                if self.typ(p) != ItemType::Field {
+                if p.typ != ItemType::Field {
                     break;
                 }
                 let t = self.next();
-                fields.push(Ident::new(&self.item(t).val[1..]));
+                fields.push(Ident::new(&t.val[1..]));
             }
             return match node {
                 Arg::Field { mut idents, .. } => {
@@ -956,7 +941,7 @@ impl<'a> Parser<'a> {
 
     fn term(&mut self) -> PResult<Option<Arg>> {
         let t = self.next_non_space();
-        let it = self.item(t);
+        let it = t;
         let pos = it.pos;
         let val: &'a str = it.val;
         Ok(Some(match it.typ {
