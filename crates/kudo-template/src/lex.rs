@@ -63,35 +63,41 @@ impl ItemType {
     }
 }
 
+/// A token: 16 bytes, so it travels in two registers. Its text is `input[pos..end]`
+/// ([`Lexer::val`]); an `Error` item's message is [`Lexer::error`] (there is at most one: lexing
+/// stops there). Offsets are `u32`: [`Lexer::new`]'s caller rejects longer texts.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Item<'a> {
+pub(crate) struct Item {
     pub typ: ItemType,
-    pub pos: usize,
-    /// The token text, borrowed from the input. An `Error` item's message is [`Lexer::error`]
-    /// (there is at most one: lexing stops there), so an item is small, `Copy` and never owns
-    /// memory.
-    pub val: &'a str,
-    pub line: usize,
+    pos: u32,
+    end: u32,
+    line: u32,
 }
 
-impl Item<'_> {
-    /// Go's `item.String()`, used in "unexpected X in Y" messages.
-    pub fn describe(&self) -> String {
-        match self.typ {
-            ItemType::Eof => "EOF".into(),
-            ItemType::Error => "error".into(),
-            t if t.is_keyword() => format!("<{}>", self.val),
-            _ => {
-                if self.val.chars().count() > 10 {
-                    let s: String = self.val.chars().take(10).collect();
-                    format!("{}...", crate::gofmt::quote(&s))
-                } else {
-                    crate::gofmt::quote(self.val)
-                }
-            }
-        }
+impl Item {
+    /// Byte offset of the token in the template text.
+    pub fn pos(self) -> usize {
+        self.pos as usize
+    }
+
+    /// Line of the token's first byte.
+    pub fn line(self) -> usize {
+        self.line as usize
     }
 }
+
+impl Item {
+    /// A placeholder before the first token (and the lexer's initial `last`).
+    pub(crate) const EOF: Item = Item {
+        typ: ItemType::Eof,
+        pos: 0,
+        end: 0,
+        line: 1,
+    };
+}
+
+/// The longest template text the lexer handles (its offsets are `u32`).
+pub(crate) const MAX_TEXT: usize = u32::MAX as usize;
 
 const LEFT: &[u8] = b"{{";
 const RIGHT: &[u8] = b"}}";
@@ -114,6 +120,18 @@ fn find_left_delim(b: &[u8]) -> Option<usize> {
 fn count_newlines(b: &[u8]) -> usize {
     memchr::memchr_iter(b'\n', b).count()
 }
+
+/// ASCII letters, digits and `_`, by byte value (the lexer's hottest test).
+static WORD: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut i = 0;
+    while i < 256 {
+        let c = i as u8;
+        t[i] = c.is_ascii_alphanumeric() || c == b'_';
+        i += 1;
+    }
+    t
+};
 
 /// Go's `isSpace` on a byte: the four ASCII spaces (no other byte starts a space character).
 fn is_space_byte(b: u8) -> bool {
@@ -197,7 +215,7 @@ pub(crate) struct Lexer<'a> {
     start_line: usize,
     state: State,
     /// The final EOF or `Error` item, repeated once lexing is done.
-    last: Item<'a>,
+    last: Item,
     /// The message of the `Error` item, if lexing stopped at one.
     pub error: String,
 }
@@ -214,18 +232,36 @@ impl<'a> Lexer<'a> {
             line: 1,
             start_line: 1,
             state: State::Text,
-            last: Item {
-                typ: ItemType::Eof,
-                pos: 0,
-                val: "",
-                line: 1,
-            },
+            last: Item::EOF,
             error: String::new(),
         }
     }
 
+    /// The text of a token.
+    pub(crate) fn val(&self, it: Item) -> &'a str {
+        &self.input[it.pos()..it.end as usize]
+    }
+
+    /// Go's `item.String()`, used in "unexpected X in Y" messages.
+    pub(crate) fn describe(&self, it: Item) -> String {
+        let val = self.val(it);
+        match it.typ {
+            ItemType::Eof => "EOF".into(),
+            ItemType::Error => "error".into(),
+            t if t.is_keyword() => format!("<{val}>"),
+            _ => {
+                if val.chars().count() > 10 {
+                    let s: String = val.chars().take(10).collect();
+                    format!("{}...", crate::gofmt::quote(&s))
+                } else {
+                    crate::gofmt::quote(val)
+                }
+            }
+        }
+    }
+
     /// The next token; after EOF or an `Error` item, that item again.
-    pub(crate) fn next_item(&mut self) -> Item<'a> {
+    pub(crate) fn next_item(&mut self) -> Item {
         match self.state {
             State::InsideAction => self.inside_action(),
             State::Text => self.text(),
@@ -238,12 +274,12 @@ impl<'a> Lexer<'a> {
     }
 
     /// The item from `start` to `pos`; the next one starts here.
-    fn item(&mut self, typ: ItemType) -> Item<'a> {
+    fn item(&mut self, typ: ItemType) -> Item {
         let it = Item {
             typ,
-            pos: self.start,
-            val: &self.input[self.start..self.pos],
-            line: self.start_line,
+            pos: self.start as u32,
+            end: self.pos as u32,
+            line: self.start_line as u32,
         };
         self.start = self.pos;
         self.start_line = self.line;
@@ -257,19 +293,19 @@ impl<'a> Lexer<'a> {
     }
 
     /// Ends lexing with `it` (EOF or an error item).
-    fn finish(&mut self, it: Item<'a>) -> Item<'a> {
+    fn finish(&mut self, it: Item) -> Item {
         self.state = State::Done;
         self.last = it;
         it
     }
 
-    fn errorf(&mut self, msg: impl Into<String>) -> Item<'a> {
+    fn errorf(&mut self, msg: impl Into<String>) -> Item {
         self.error = msg.into();
         let it = Item {
             typ: ItemType::Error,
-            pos: self.start,
-            val: "",
-            line: self.start_line,
+            pos: self.start as u32,
+            end: self.start as u32,
+            line: self.start_line as u32,
         };
         self.finish(it)
     }
@@ -305,16 +341,24 @@ impl<'a> Lexer<'a> {
     /// and field names), then any non-ASCII letters and digits; returns the character after the
     /// word (not consumed).
     fn skip_alnum(&mut self) -> Option<char> {
-        let rest = &self.bytes[self.pos..];
-        let n = rest
-            .iter()
-            .position(|b| !(b.is_ascii_alphanumeric() || *b == b'_'))
-            .unwrap_or(rest.len());
-        self.pos += n;
+        let b = self.bytes;
+        let mut p = self.pos;
+        while p < b.len() && WORD[usize::from(b[p])] {
+            p += 1;
+        }
+        self.pos = p;
+        match b.get(p) {
+            Some(&c) if c < 0x80 => Some(c as char),
+            _ => self.skip_alnum_chars(),
+        }
+    }
+
+    /// The rare tail of [`Self::skip_alnum`]: words with non-ASCII letters or digits.
+    #[cold]
+    fn skip_alnum_chars(&mut self) -> Option<char> {
         loop {
             match self.peek_char() {
-                Some(c) if !c.is_ascii() && is_alnum(c) => self.pos += c.len_utf8(),
-                Some(c) if c.is_ascii() && is_alnum(c) => self.pos += 1,
+                Some(c) if is_alnum(c) => self.pos += c.len_utf8(),
                 r => return r,
             }
         }
@@ -351,7 +395,7 @@ impl<'a> Lexer<'a> {
         }
     }
 
-    fn text(&mut self) -> Item<'a> {
+    fn text(&mut self) -> Item {
         loop {
             let Some(x) = find_left_delim(&self.bytes[self.pos..]) else {
                 self.pos = self.bytes.len();
@@ -390,7 +434,7 @@ impl<'a> Lexer<'a> {
 
     /// At `{{`: the left delimiter item, or `None` after a comment (lexing goes on with text), or
     /// an error item from the comment.
-    fn left_delim(&mut self) -> Option<Item<'a>> {
+    fn left_delim(&mut self) -> Option<Item> {
         self.pos += LEFT.len();
         let trim = has_left_trim(&self.bytes[self.pos..]);
         let after = if trim { 2 } else { 0 };
@@ -408,7 +452,7 @@ impl<'a> Lexer<'a> {
         Some(it)
     }
 
-    fn comment(&mut self) -> Option<Item<'a>> {
+    fn comment(&mut self) -> Option<Item> {
         self.pos += 2;
         let Some(i) = memchr::memmem::find(&self.bytes[self.pos..], b"*/") else {
             return Some(self.errorf("unclosed comment"));
@@ -429,7 +473,7 @@ impl<'a> Lexer<'a> {
         None
     }
 
-    fn right_delim(&mut self) -> Item<'a> {
+    fn right_delim(&mut self) -> Item {
         let trim = has_right_trim(&self.bytes[self.pos..]);
         if trim {
             self.pos += 2;
@@ -445,7 +489,7 @@ impl<'a> Lexer<'a> {
         it
     }
 
-    fn inside_action(&mut self) -> Item<'a> {
+    fn inside_action(&mut self) -> Item {
         let (delim, _) = self.at_right_delim();
         if delim {
             if self.paren_depth == 0 {
@@ -536,7 +580,7 @@ impl<'a> Lexer<'a> {
         }
     }
 
-    fn space(&mut self) -> Item<'a> {
+    fn space(&mut self) -> Item {
         let b = self.bytes;
         let from = self.pos;
         let mut p = from;
@@ -567,7 +611,7 @@ impl<'a> Lexer<'a> {
         self.item(ItemType::Space)
     }
 
-    fn identifier(&mut self) -> Item<'a> {
+    fn identifier(&mut self) -> Item {
         let r = self.skip_alnum();
         if !self.at_terminator() {
             return self.errorf(format!("bad character {}", unicode_desc_opt(r)));
@@ -577,7 +621,7 @@ impl<'a> Lexer<'a> {
     }
 
     /// After `.` or `$`: a field or variable name, or `.`/`$` alone.
-    fn field_or_variable(&mut self, typ: ItemType) -> Item<'a> {
+    fn field_or_variable(&mut self, typ: ItemType) -> Item {
         if self.at_terminator() {
             return self.item(if typ == ItemType::Variable {
                 ItemType::Variable
@@ -592,7 +636,7 @@ impl<'a> Lexer<'a> {
         self.item(typ)
     }
 
-    fn char_constant(&mut self) -> Item<'a> {
+    fn char_constant(&mut self) -> Item {
         loop {
             match self.next() {
                 Some('\\') => match self.next() {
@@ -609,7 +653,7 @@ impl<'a> Lexer<'a> {
 
     /// A `"…"` string, byte by byte: the bytes of a multi-byte character are never `\`, `"` or
     /// a newline, so they need no decoding.
-    fn quote(&mut self) -> Item<'a> {
+    fn quote(&mut self) -> Item {
         let b = self.bytes;
         let mut p = self.pos;
         loop {
@@ -627,7 +671,7 @@ impl<'a> Lexer<'a> {
         self.item(ItemType::String)
     }
 
-    fn raw_quote(&mut self) -> Item<'a> {
+    fn raw_quote(&mut self) -> Item {
         let Some(i) = memchr::memchr(b'`', &self.bytes[self.pos..]) else {
             return self.errorf("unterminated raw quoted string");
         };
@@ -636,7 +680,7 @@ impl<'a> Lexer<'a> {
         self.item(ItemType::RawString)
     }
 
-    fn number(&mut self) -> Item<'a> {
+    fn number(&mut self) -> Item {
         if !self.scan_number() {
             let t = crate::gofmt::quote(&self.input[self.start..self.pos]);
             return self.errorf(format!("bad number syntax: {t}"));

@@ -338,7 +338,7 @@ impl Control {
 struct Parser<'a> {
     /// Tokens are pulled from the lexer as the parser needs them (Go's three-token lookahead).
     lex: Lexer<'a>,
-    token: [Item<'a>; 3],
+    token: [Item; 3],
     peek_count: usize,
     has_func: &'a dyn Fn(&str) -> bool,
     vars: Vec<String>,
@@ -355,16 +355,16 @@ pub(crate) fn parse(name: &str, text: &str, has_func: &dyn Fn(&str) -> bool) -> 
         trees: HashMap::new(),
         order: Vec::new(),
     };
+    if text.len() > crate::lex::MAX_TEXT {
+        return Err(ParseError {
+            line: 1,
+            msg: format!("template text of {} bytes exceeds the limit of {} bytes", text.len(), crate::lex::MAX_TEXT),
+        });
+    }
     let lex = Lexer::new(text);
-    let none = Item {
-        typ: ItemType::Eof,
-        pos: 0,
-        val: "",
-        line: 1,
-    };
     let mut p = Parser {
         lex,
-        token: [none; 3],
+        token: [Item::EOF; 3],
         peek_count: 0,
         has_func,
         vars: vec!["$".into()],
@@ -391,7 +391,7 @@ fn is_empty_tree(l: &[Node]) -> bool {
 }
 
 impl<'a> Parser<'a> {
-    fn next(&mut self) -> Item<'a> {
+    fn next(&mut self) -> Item {
         if self.peek_count > 0 {
             self.peek_count -= 1;
         } else {
@@ -404,18 +404,18 @@ impl<'a> Parser<'a> {
         self.peek_count += 1;
     }
 
-    fn backup2(&mut self, t1: Item<'a>) {
+    fn backup2(&mut self, t1: Item) {
         self.token[1] = t1;
         self.peek_count = 2;
     }
 
-    fn backup3(&mut self, t2: Item<'a>, t1: Item<'a>) {
+    fn backup3(&mut self, t2: Item, t1: Item) {
         self.token[1] = t1;
         self.token[2] = t2;
         self.peek_count = 3;
     }
 
-    fn peek(&mut self) -> Item<'a> {
+    fn peek(&mut self) -> Item {
         if self.peek_count > 0 {
             return self.token[self.peek_count - 1];
         }
@@ -424,7 +424,7 @@ impl<'a> Parser<'a> {
         self.token[0]
     }
 
-    fn next_non_space(&mut self) -> Item<'a> {
+    fn next_non_space(&mut self) -> Item {
         loop {
             let t = self.next();
             if t.typ != ItemType::Space {
@@ -433,7 +433,7 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn peek_non_space(&mut self) -> Item<'a> {
+    fn peek_non_space(&mut self) -> Item {
         let t = self.next_non_space();
         self.backup();
         t
@@ -441,15 +441,15 @@ impl<'a> Parser<'a> {
 
     fn errorf<T>(&self, msg: impl Into<String>) -> PResult<T> {
         Err(ParseError {
-            line: self.token[0].line,
+            line: self.token[0].line(),
             msg: msg.into(),
         })
     }
 
-    fn unexpected<T>(&self, it: Item<'a>, context: &str) -> PResult<T> {
+    fn unexpected<T>(&self, it: Item, context: &str) -> PResult<T> {
         if it.typ == ItemType::Error {
             let mut extra = String::new();
-            if self.action_line != 0 && self.action_line != it.line {
+            if self.action_line != 0 && self.action_line != it.line() {
                 extra = format!(" in action started at {}:{}", self.name, self.action_line);
                 if self.lex.error.ends_with(" action") {
                     extra = extra[" in action".len()..].to_string();
@@ -457,10 +457,10 @@ impl<'a> Parser<'a> {
             }
             return self.errorf(format!("{}{}", self.lex.error, extra));
         }
-        self.errorf(format!("unexpected {} in {}", it.describe(), context))
+        self.errorf(format!("unexpected {} in {}", self.lex.describe(it), context))
     }
 
-    fn expect(&mut self, typ: ItemType, context: &str) -> PResult<Item<'a>> {
+    fn expect(&mut self, typ: ItemType, context: &str) -> PResult<Item> {
         let t = self.next_non_space();
         if t.typ != typ {
             return self.unexpected(t, context);
@@ -550,7 +550,7 @@ impl<'a> Parser<'a> {
         if !matches!(t.typ, ItemType::String | ItemType::RawString) {
             return self.unexpected(t, context);
         }
-        let name = match unquote(t.val) {
+        let name = match unquote(self.lex.val(t)) {
             Some(s) => s,
             None => return self.errorf("invalid syntax"),
         };
@@ -583,12 +583,12 @@ impl<'a> Parser<'a> {
             ItemType::Text => {
                 let it = t;
                 Ok(Control::Node(Node::Text {
-                    pos: it.pos,
-                    text: Ident::new(it.val),
+                    pos: it.pos(),
+                    text: Ident::new(self.lex.val(it)),
                 }))
             }
             ItemType::LeftDelim => {
-                self.action_line = t.line;
+                self.action_line = t.line();
                 let r = self.action();
                 self.action_line = 0;
                 r
@@ -600,7 +600,7 @@ impl<'a> Parser<'a> {
     fn action(&mut self) -> PResult<Control> {
         let t = self.next_non_space();
         let it = t;
-        let (pos, line) = (it.pos, it.line);
+        let (pos, line) = (it.pos(), it.line());
         match it.typ {
             ItemType::Block => return self.block_control(),
             ItemType::Break | ItemType::Continue => {
@@ -640,7 +640,7 @@ impl<'a> Parser<'a> {
         self.backup();
         let t = self.peek();
         let it = t;
-        let (pos, line) = (it.pos, it.line);
+        let (pos, line) = (it.pos(), it.line());
         let pipe = self.pipeline("command", ItemType::RightDelim)?;
         Ok(Control::Node(Node::Action { pos, line, pipe }))
     }
@@ -713,9 +713,9 @@ impl<'a> Parser<'a> {
         Ok((pipe, list, else_list))
     }
 
-    fn parse_template_name(&mut self, t: Item<'a>, context: &str) -> PResult<String> {
+    fn parse_template_name(&mut self, t: Item, context: &str) -> PResult<String> {
         match t.typ {
-            ItemType::String | ItemType::RawString => match unquote(t.val) {
+            ItemType::String | ItemType::RawString => match unquote(self.lex.val(t)) {
                 Some(s) => Ok(s),
                 None => self.errorf("invalid syntax"),
             },
@@ -727,7 +727,7 @@ impl<'a> Parser<'a> {
         let context = "template clause";
         let t = self.next_non_space();
         let name = self.parse_template_name(t, context)?;
-        let (pos, line) = (t.pos, t.line);
+        let (pos, line) = (t.pos(), t.line());
         let n = self.next_non_space();
         let pipe = if n.typ != ItemType::RightDelim {
             self.backup();
@@ -747,7 +747,7 @@ impl<'a> Parser<'a> {
         let context = "block clause";
         let t = self.next_non_space();
         let name = self.parse_template_name(t, context)?;
-        let (pos, line) = (t.pos, t.line);
+        let (pos, line) = (t.pos(), t.line());
         let pipe = self.pipeline(context, ItemType::RightDelim)?;
         self.enter()?;
         let saved = self.sub_start();
@@ -773,8 +773,8 @@ impl<'a> Parser<'a> {
     fn pipeline(&mut self, context: &str, end: ItemType) -> PResult<Pipe> {
         let t = self.peek_non_space();
         let mut pipe = Pipe {
-            pos: t.pos,
-            line: t.line,
+            pos: t.pos(),
+            line: t.line(),
             is_assign: false,
             decl: Vec::new(),
             cmds: Vec::new(),
@@ -786,15 +786,15 @@ impl<'a> Parser<'a> {
                 let after = self.peek();
                 let next = self.peek_non_space();
                 let nt = next.typ;
-                let vpos = v.pos;
+                let vpos = v.pos();
                 if nt == ItemType::Assign || nt == ItemType::Declare {
-                    let vval = v.val.to_string();
+                    let vval = self.lex.val(v).to_string();
                     pipe.is_assign = nt == ItemType::Assign;
                     self.next_non_space();
                     pipe.decl.push((vpos, vval.clone()));
                     self.vars.push(vval);
-                } else if nt == ItemType::Char && next.val == "," {
-                    let vval = v.val.to_string();
+                } else if nt == ItemType::Char && self.lex.val(next) == "," {
+                    let vval = self.lex.val(v).to_string();
                     self.next_non_space();
                     pipe.decl.push((vpos, vval.clone()));
                     self.vars.push(vval);
@@ -867,7 +867,7 @@ impl<'a> Parser<'a> {
     fn command(&mut self) -> PResult<Command> {
         let t = self.peek_non_space();
         let mut cmd = Command {
-            pos: t.pos,
+            pos: t.pos(),
             args: SmallVec::new(),
         };
         loop {
@@ -896,7 +896,7 @@ impl<'a> Parser<'a> {
         };
         let p = self.peek();
         if p.typ == ItemType::Field {
-            let chain_pos = p.pos;
+            let chain_pos = p.pos();
             let mut fields = Idents::new();
             loop {
                 let p = self.peek();
@@ -904,7 +904,7 @@ impl<'a> Parser<'a> {
                     break;
                 }
                 let t = self.next();
-                fields.push(Ident::new(&t.val[1..]));
+                fields.push(Ident::new(&self.lex.val(t)[1..]));
             }
             return match node {
                 Arg::Field { mut idents, .. } => {
@@ -942,8 +942,8 @@ impl<'a> Parser<'a> {
     fn term(&mut self) -> PResult<Option<Arg>> {
         let t = self.next_non_space();
         let it = t;
-        let pos = it.pos;
-        let val: &'a str = it.val;
+        let pos = it.pos();
+        let val: &'a str = self.lex.val(it);
         Ok(Some(match it.typ {
             ItemType::Identifier => {
                 if !BUILTINS.contains(&val) && !(self.has_func)(val) {
