@@ -76,7 +76,7 @@ pub struct Pipe {
     /// `=` rather than `:=`.
     pub is_assign: bool,
     /// Declared/assigned variable names, `$` included (e.g. `"$x"`).
-    pub decl: Vec<(usize, String)>,
+    pub decl: Vec<(usize, Ident)>,
     pub cmds: Vec<Command>,
 }
 
@@ -149,7 +149,8 @@ pub enum Arg {
 /// A numeric constant, with Go's "ideal constant" interpretations.
 #[derive(Clone, Debug, Default)]
 pub struct Number {
-    pub text: String,
+    /// The source spelling (short: inline, no allocation).
+    pub text: Ident,
     pub is_int: bool,
     pub is_uint: bool,
     pub is_float: bool,
@@ -341,16 +342,21 @@ struct Parser<'a> {
     token: [Item; 3],
     peek_count: usize,
     has_func: &'a dyn Fn(&str) -> bool,
-    vars: Vec<String>,
+    /// Variables in scope; names are borrowed from the text (no allocation per declaration).
+    vars: Vec<&'a str>,
     range_depth: usize,
     action_line: usize,
     depth: usize,
-    name: String,
+    name: &'a str,
     parsed: &'a mut Parsed,
+    /// Nodes of the lists being parsed, innermost last: a list is moved out in one exact-size
+    /// allocation when it ends, instead of growing (and copying) a `Vec` of 144-byte nodes per
+    /// list (issue 17).
+    nodes: Vec<Node>,
 }
 
 /// Parses `text` as template `name` (plus any `define`/`block` templates it contains).
-pub(crate) fn parse(name: &str, text: &str, has_func: &dyn Fn(&str) -> bool) -> PResult<Parsed> {
+pub(crate) fn parse<'a>(name: &'a str, text: &'a str, has_func: &'a dyn Fn(&str) -> bool) -> PResult<Parsed> {
     let mut parsed = Parsed {
         trees: HashMap::new(),
         order: Vec::new(),
@@ -367,12 +373,13 @@ pub(crate) fn parse(name: &str, text: &str, has_func: &dyn Fn(&str) -> bool) -> 
         token: [Item::EOF; 3],
         peek_count: 0,
         has_func,
-        vars: vec!["$".into()],
+        vars: vec!["$"],
         range_depth: 0,
         action_line: 0,
         depth: 0,
-        name: name.to_string(),
+        name,
         parsed: &mut parsed,
+        nodes: Vec::with_capacity(64),
     };
     let root = p.parse_top()?;
     p.add(Tree {
@@ -501,8 +508,13 @@ impl<'a> Parser<'a> {
         }
     }
 
+    /// The nodes pushed since `mark`, as one exact-size list.
+    fn take_nodes(&mut self, mark: usize) -> Vec<Node> {
+        self.nodes.drain(mark..).collect()
+    }
+
     fn parse_top(&mut self) -> PResult<Vec<Node>> {
-        let mut root = Vec::new();
+        let mark = self.nodes.len();
         loop {
             let t = self.peek();
             if t.typ == ItemType::Eof {
@@ -518,21 +530,21 @@ impl<'a> Parser<'a> {
                 self.backup2(delim);
             }
             match self.text_or_action()? {
-                Control::Node(n) => root.push(n),
+                Control::Node(n) => self.nodes.push(n),
                 c => return self.errorf(format!("unexpected {}", c.describe())),
             }
         }
-        Ok(root)
+        Ok(self.take_nodes(mark))
     }
 
     /// Starts a sub-tree parse (define/block) with fresh variable scope, returning the saved state.
-    fn sub_start(&mut self) -> (Vec<String>, usize) {
-        let vars = std::mem::replace(&mut self.vars, vec!["$".into()]);
+    fn sub_start(&mut self) -> (Vec<&'a str>, usize) {
+        let vars = std::mem::replace(&mut self.vars, vec!["$"]);
         let rd = std::mem::replace(&mut self.range_depth, 0);
         (vars, rd)
     }
 
-    fn sub_end(&mut self, saved: (Vec<String>, usize)) {
+    fn sub_end(&mut self, saved: (Vec<&'a str>, usize)) {
         self.vars = saved.0;
         self.range_depth = saved.1;
     }
@@ -563,15 +575,15 @@ impl<'a> Parser<'a> {
     }
 
     fn item_list(&mut self) -> PResult<(Vec<Node>, Control)> {
-        let mut list = Vec::new();
+        let mark = self.nodes.len();
         loop {
             let t = self.peek_non_space();
             if t.typ == ItemType::Eof {
                 break;
             }
             match self.text_or_action()? {
-                Control::Node(n) => list.push(n),
-                c => return Ok((list, c)),
+                Control::Node(n) => self.nodes.push(n),
+                c => return Ok((self.take_nodes(mark), c)),
             }
         }
         self.errorf("unexpected EOF")
@@ -788,15 +800,15 @@ impl<'a> Parser<'a> {
                 let nt = next.typ;
                 let vpos = v.pos();
                 if nt == ItemType::Assign || nt == ItemType::Declare {
-                    let vval = self.lex.val(v).to_string();
+                    let vval = self.lex.val(v);
                     pipe.is_assign = nt == ItemType::Assign;
                     self.next_non_space();
-                    pipe.decl.push((vpos, vval.clone()));
+                    pipe.decl.push((vpos, Ident::new(vval)));
                     self.vars.push(vval);
                 } else if nt == ItemType::Char && self.lex.val(next) == "," {
-                    let vval = self.lex.val(v).to_string();
+                    let vval = self.lex.val(v);
                     self.next_non_space();
-                    pipe.decl.push((vpos, vval.clone()));
+                    pipe.decl.push((vpos, Ident::new(vval)));
                     self.vars.push(vval);
                     if context == "range" && pipe.decl.len() < 2 {
                         let p = self.peek_non_space();
@@ -838,6 +850,10 @@ impl<'a> Parser<'a> {
                 | ItemType::LeftParen => {
                     self.backup();
                     let c = self.command()?;
+                    // Room for one stage first (a `Vec` would allocate four 184-byte commands).
+                    if pipe.cmds.capacity() == 0 {
+                        pipe.cmds.reserve_exact(1);
+                    }
                     pipe.cmds.push(c);
                 }
                 _ => return self.unexpected(t, context),
@@ -1227,7 +1243,7 @@ fn parse_go_float(s: &str) -> Option<f64> {
 /// Go's `newNumber`: the interpretations of a numeric/char/complex constant.
 fn parse_number(text: &str, typ: ItemType) -> Result<Number, String> {
     let mut n = Number {
-        text: text.to_string(),
+        text: Ident::new(text),
         ..Default::default()
     };
     if typ == ItemType::CharConstant {
