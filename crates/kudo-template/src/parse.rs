@@ -8,7 +8,7 @@
 //! `NAME:LINE:COL`. Every node's `Display` is Go's `Node.String()`, which is what Go prints in
 //! `executing "x" at <…>` and in parse errors such as `unexpected {{end}}`.
 
-use std::collections::HashMap;
+use std::borrow::Cow;
 use std::fmt;
 
 use smallvec::SmallVec;
@@ -313,11 +313,11 @@ pub(crate) const BUILTINS: &[&str] = &[
 /// that neither parsing nor execution can overflow the native stack.
 pub const MAX_PARSE_DEPTH: usize = 200;
 
-/// The parse result: all trees of the text, by name.
+/// The parse result: all trees of the text, in definition order. A template file defines a few
+/// trees at most, so they are found by name with a linear scan: cheaper than building, hashing
+/// and freeing a `HashMap` on every parse (issue 17).
 pub(crate) struct Parsed {
-    pub trees: HashMap<String, Tree>,
-    /// Definition order, for deterministic iteration.
-    pub order: Vec<String>,
+    pub trees: Vec<Tree>,
 }
 
 enum Control {
@@ -357,10 +357,7 @@ struct Parser<'a> {
 
 /// Parses `text` as template `name` (plus any `define`/`block` templates it contains).
 pub(crate) fn parse<'a>(name: &'a str, text: &'a str, has_func: &'a dyn Fn(&str) -> bool) -> PResult<Parsed> {
-    let mut parsed = Parsed {
-        trees: HashMap::new(),
-        order: Vec::new(),
-    };
+    let mut parsed = Parsed { trees: Vec::new() };
     if text.len() > crate::lex::MAX_TEXT {
         return Err(ParseError {
             line: 1,
@@ -486,8 +483,8 @@ impl<'a> Parser<'a> {
     }
 
     fn add(&mut self, tree: Tree) -> PResult<()> {
-        match self.parsed.trees.get(&tree.name) {
-            Some(existing) if !is_empty_tree(&existing.root) => {
+        match self.parsed.trees.iter().position(|t| t.name == tree.name) {
+            Some(i) if !is_empty_tree(&self.parsed.trees[i].root) => {
                 if !is_empty_tree(&tree.root) {
                     return self.errorf(format!(
                         "template: multiple definition of template {}",
@@ -496,13 +493,12 @@ impl<'a> Parser<'a> {
                 }
                 Ok(())
             }
-            Some(_) => {
-                self.parsed.trees.insert(tree.name.clone(), tree);
+            Some(i) => {
+                self.parsed.trees[i] = tree;
                 Ok(())
             }
             None => {
-                self.parsed.order.push(tree.name.clone());
-                self.parsed.trees.insert(tree.name.clone(), tree);
+                self.parsed.trees.push(tree);
                 Ok(())
             }
         }
@@ -563,7 +559,7 @@ impl<'a> Parser<'a> {
             return self.unexpected(t, context);
         }
         let name = match unquote(self.lex.val(t)) {
-            Some(s) => s,
+            Some(s) => s.into_owned(),
             None => return self.errorf("invalid syntax"),
         };
         self.expect(ItemType::RightDelim, context)?;
@@ -728,7 +724,7 @@ impl<'a> Parser<'a> {
     fn parse_template_name(&mut self, t: Item, context: &str) -> PResult<String> {
         match t.typ {
             ItemType::String | ItemType::RawString => match unquote(self.lex.val(t)) {
-                Some(s) => Ok(s),
+                Some(s) => Ok(s.into_owned()),
                 None => self.errorf("invalid syntax"),
             },
             _ => self.unexpected(t, context),
@@ -913,25 +909,17 @@ impl<'a> Parser<'a> {
         let p = self.peek();
         if p.typ == ItemType::Field {
             let chain_pos = p.pos();
-            let mut fields = Idents::new();
-            loop {
-                let p = self.peek();
-                if p.typ != ItemType::Field {
-                    break;
-                }
-                let t = self.next();
-                fields.push(Ident::new(&self.lex.val(t)[1..]));
-            }
             return match node {
+                // The common `.A.B` / `$x.A`: the names go straight onto the chain.
                 Arg::Field { mut idents, .. } => {
-                    idents.extend(fields);
+                    self.field_chain(&mut idents);
                     Ok(Some(Arg::Field {
                         pos: chain_pos,
                         idents,
                     }))
                 }
                 Arg::Variable { mut idents, .. } => {
-                    idents.extend(fields);
+                    self.field_chain(&mut idents);
                     Ok(Some(Arg::Variable {
                         pos: chain_pos,
                         idents,
@@ -941,18 +929,38 @@ impl<'a> Parser<'a> {
                 | Arg::String { .. }
                 | Arg::Number { .. }
                 | Arg::Nil { .. }
-                | Arg::Dot { .. } => self.errorf(format!(
-                    "unexpected . after term {}",
-                    crate::gofmt::quote(&node.to_string())
-                )),
-                other => Ok(Some(Arg::Chain {
-                    pos: chain_pos,
-                    node: Box::new(other),
-                    fields,
-                })),
+                | Arg::Dot { .. } => {
+                    // Go reads the whole chain first (the error's line is its last token's).
+                    self.field_chain(&mut Idents::new());
+                    self.errorf(format!(
+                        "unexpected . after term {}",
+                        crate::gofmt::quote(&node.to_string())
+                    ))
+                }
+                other => {
+                    let mut fields = Idents::new();
+                    self.field_chain(&mut fields);
+                    Ok(Some(Arg::Chain {
+                        pos: chain_pos,
+                        node: Box::new(other),
+                        fields,
+                    }))
+                }
             };
         }
         Ok(Some(node))
+    }
+
+    /// Consumes the `.Name` tokens that follow, pushing the names.
+    fn field_chain(&mut self, idents: &mut Idents) {
+        loop {
+            let p = self.peek();
+            if p.typ != ItemType::Field {
+                return;
+            }
+            let t = self.next();
+            idents.push(Ident::new(&self.lex.val(t)[1..]));
+        }
     }
 
     fn term(&mut self) -> PResult<Option<Arg>> {
@@ -973,16 +981,19 @@ impl<'a> Parser<'a> {
             ItemType::Dot => Arg::Dot { pos },
             ItemType::Nil => Arg::Nil { pos },
             ItemType::Variable => {
-                let idents: Idents = val.split('.').map(Ident::new).collect();
-                if !self.vars.iter().any(|v| *v == idents[0]) {
-                    return self.errorf(format!("undefined variable {}", crate::gofmt::quote(&idents[0])));
+                if !self.vars.contains(&val) {
+                    return self.errorf(format!("undefined variable {}", crate::gofmt::quote(val)));
                 }
+                let mut idents = Idents::new();
+                idents.push(Ident::new(val));
                 Arg::Variable { pos, idents }
             }
-            ItemType::Field => Arg::Field {
-                pos,
-                idents: val[1..].split('.').map(Ident::new).collect(),
-            },
+            ItemType::Field => {
+                // One name: the lexer ends a field token at the next `.`.
+                let mut idents = Idents::new();
+                idents.push(Ident::new(&val[1..]));
+                Arg::Field { pos, idents }
+            }
             ItemType::Bool => Arg::Bool {
                 pos,
                 val: val == "true",
@@ -1005,7 +1016,7 @@ impl<'a> Parser<'a> {
                 Some(text) => Arg::String {
                     pos,
                     quoted: Ident::new(val),
-                    text: Ident::from(text),
+                    text: Ident::new(&*text),
                 },
                 None => return self.errorf("invalid syntax"),
             },
@@ -1025,7 +1036,10 @@ enum ControlKind {
 }
 
 /// Go's `strconv.Unquote` for `"…"`, `` `…` `` and `'…'` literals. `None` = invalid syntax.
-pub(crate) fn unquote(s: &str) -> Option<String> {
+///
+/// Borrowed when nothing changes: a `"…"` without escapes (the usual string constant) or a raw
+/// string without carriage returns.
+pub(crate) fn unquote(s: &str) -> Option<Cow<'_, str>> {
     let b = s.as_bytes();
     if b.len() < 2 {
         return None;
@@ -1040,8 +1054,12 @@ pub(crate) fn unquote(s: &str) -> Option<String> {
             if inner.contains('`') {
                 return None;
             }
-            Some(inner.replace('\r', ""))
+            if !inner.contains('\r') {
+                return Some(Cow::Borrowed(inner));
+            }
+            Some(Cow::Owned(inner.replace('\r', "")))
         }
+        b'"' if !inner.bytes().any(|c| matches!(c, b'\\' | b'"' | b'\n')) => Some(Cow::Borrowed(inner)),
         b'"' | b'\'' => {
             let mut out = String::with_capacity(inner.len());
             let mut rest = inner;
@@ -1061,7 +1079,7 @@ pub(crate) fn unquote(s: &str) -> Option<String> {
             if q == b'\'' && count != 1 {
                 return None;
             }
-            Some(out)
+            Some(Cow::Owned(out))
         }
         _ => None,
     }
