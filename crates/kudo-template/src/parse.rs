@@ -320,8 +320,10 @@ pub(crate) struct Parsed {
     pub trees: Vec<Tree>,
 }
 
+/// What `text_or_action` found: a node (already pushed on `Parser::nodes`, so the 144-byte node
+/// is not moved through return values), `{{end}}` or `{{else}}`.
 enum Control {
-    Node(Node),
+    Pushed,
     End,
     Else,
 }
@@ -329,7 +331,7 @@ enum Control {
 impl Control {
     fn describe(&self) -> String {
         match self {
-            Control::Node(n) => n.to_string(),
+            Control::Pushed => "node".into(),
             Control::End => "{{end}}".into(),
             Control::Else => "{{else}}".into(),
         }
@@ -526,7 +528,7 @@ impl<'a> Parser<'a> {
                 self.backup2(delim);
             }
             match self.text_or_action()? {
-                Control::Node(n) => self.nodes.push(n),
+                Control::Pushed => {}
                 c => return self.errorf(format!("unexpected {}", c.describe())),
             }
         }
@@ -578,11 +580,16 @@ impl<'a> Parser<'a> {
                 break;
             }
             match self.text_or_action()? {
-                Control::Node(n) => self.nodes.push(n),
+                Control::Pushed => {}
                 c => return Ok((self.take_nodes(mark), c)),
             }
         }
         self.errorf("unexpected EOF")
+    }
+
+    fn push(&mut self, n: Node) -> PResult<Control> {
+        self.nodes.push(n);
+        Ok(Control::Pushed)
     }
 
     fn text_or_action(&mut self) -> PResult<Control> {
@@ -590,10 +597,10 @@ impl<'a> Parser<'a> {
         match t.typ {
             ItemType::Text => {
                 let it = t;
-                Ok(Control::Node(Node::Text {
+                self.push(Node::Text {
                     pos: it.pos(),
                     text: Ident::new(self.lex.val(it)),
-                }))
+                })
             }
             ItemType::LeftDelim => {
                 self.action_line = t.line();
@@ -621,11 +628,11 @@ impl<'a> Parser<'a> {
                 if self.range_depth == 0 {
                     return self.errorf(format!("{kw} outside {{{{range}}}}"));
                 }
-                return Ok(Control::Node(if is_break {
+                return self.push(if is_break {
                     Node::Break { pos, line }
                 } else {
                     Node::Continue { pos, line }
-                }));
+                });
             }
             ItemType::Else => {
                 let p = self.peek_non_space();
@@ -639,9 +646,9 @@ impl<'a> Parser<'a> {
                 self.expect(ItemType::RightDelim, "end")?;
                 return Ok(Control::End);
             }
-            ItemType::If => return self.control(ControlKind::If).map(Control::Node),
-            ItemType::Range => return self.control(ControlKind::Range).map(Control::Node),
-            ItemType::With => return self.control(ControlKind::With).map(Control::Node),
+            ItemType::If => return self.control(ControlKind::If).and_then(|n| self.push(n)),
+            ItemType::Range => return self.control(ControlKind::Range).and_then(|n| self.push(n)),
+            ItemType::With => return self.control(ControlKind::With).and_then(|n| self.push(n)),
             ItemType::Template => return self.template_control(),
             _ => {}
         }
@@ -650,7 +657,7 @@ impl<'a> Parser<'a> {
         let it = t;
         let (pos, line) = (it.pos(), it.line());
         let pipe = self.pipeline("command", ItemType::RightDelim)?;
-        Ok(Control::Node(Node::Action { pos, line, pipe }))
+        self.push(Node::Action { pos, line, pipe })
     }
 
     fn control(&mut self, kind: ControlKind) -> PResult<Node> {
@@ -716,7 +723,7 @@ impl<'a> Parser<'a> {
                     else_list = Some(l);
                 }
             }
-            Control::Node(_) => {}
+            Control::Pushed => {}
         }
         Ok((pipe, list, else_list))
     }
@@ -743,12 +750,12 @@ impl<'a> Parser<'a> {
         } else {
             None
         };
-        Ok(Control::Node(Node::Template {
+        self.push(Node::Template {
             pos,
             line,
             name,
             pipe,
-        }))
+        })
     }
 
     fn block_control(&mut self) -> PResult<Control> {
@@ -770,12 +777,12 @@ impl<'a> Parser<'a> {
             name: name.clone(),
             root,
         })?;
-        Ok(Control::Node(Node::Template {
+        self.push(Node::Template {
             pos,
             line,
             name,
             pipe: Some(pipe),
-        }))
+        })
     }
 
     fn pipeline(&mut self, context: &str, end: ItemType) -> PResult<Pipe> {
@@ -845,12 +852,17 @@ impl<'a> Parser<'a> {
                 | ItemType::Variable
                 | ItemType::LeftParen => {
                     self.backup();
-                    let c = self.command()?;
                     // Room for one stage first (a `Vec` would allocate four 184-byte commands).
                     if pipe.cmds.capacity() == 0 {
                         pipe.cmds.reserve_exact(1);
                     }
-                    pipe.cmds.push(c);
+                    // Built in place: a command is too big to move around cheaply.
+                    pipe.cmds.push(Command {
+                        pos: 0,
+                        args: SmallVec::new(),
+                    });
+                    let last = pipe.cmds.len() - 1;
+                    self.command(&mut pipe.cmds[last])?;
                 }
                 _ => return self.unexpected(t, context),
             }
@@ -876,12 +888,9 @@ impl<'a> Parser<'a> {
         Ok(())
     }
 
-    fn command(&mut self) -> PResult<Command> {
+    fn command(&mut self, cmd: &mut Command) -> PResult<()> {
         let t = self.peek_non_space();
-        let mut cmd = Command {
-            pos: t.pos(),
-            args: SmallVec::new(),
-        };
+        cmd.pos = t.pos();
         loop {
             self.peek_non_space();
             if let Some(op) = self.operand()? {
@@ -899,7 +908,7 @@ impl<'a> Parser<'a> {
         if cmd.args.is_empty() {
             return self.errorf("empty command");
         }
-        Ok(cmd)
+        Ok(())
     }
 
     fn operand(&mut self) -> PResult<Option<Arg>> {
