@@ -108,7 +108,11 @@ impl<'de> Visitor<'de> for GoJsonVisitor {
     }
     fn visit_f64<E>(self, v: f64) -> Result<GoJson, E> {
         // As `serde_json::Value`: a non-finite number has no JSON value (null).
-        Ok(GoJson(if v.is_finite() { Value::Float(v) } else { Value::Nil }))
+        Ok(GoJson(if v.is_finite() {
+            Value::Float(v)
+        } else {
+            Value::Nil
+        }))
     }
     fn visit_str<E>(self, v: &str) -> Result<GoJson, E> {
         Ok(GoJson(Value::str(v)))

@@ -165,7 +165,12 @@ fn trim_left_len(b: &[u8]) -> usize {
 /// words are function names, which the length and first-byte test sends to `Identifier` without
 /// comparing strings.
 fn keyword(w: &[u8]) -> ItemType {
-    if w.len() < 2 || w.len() > 8 || !matches!(w[0], b'b' | b'c' | b'd' | b'e' | b'f' | b'i' | b'n' | b'r' | b't' | b'w')
+    if w.len() < 2
+        || w.len() > 8
+        || !matches!(
+            w[0],
+            b'b' | b'c' | b'd' | b'e' | b'f' | b'i' | b'n' | b'r' | b't' | b'w'
+        )
     {
         return ItemType::Identifier;
     }
@@ -567,7 +572,10 @@ impl<'a> Lexer<'a> {
             }
             b if b < 0x80 => {
                 self.pos += 1;
-                self.errorf(format!("unrecognized character in action: {}", unicode_desc(b as char)))
+                self.errorf(format!(
+                    "unrecognized character in action: {}",
+                    unicode_desc(b as char)
+                ))
             }
             _ => {
                 let c = self.peek_char().unwrap_or('\u{fffd}');

@@ -79,7 +79,10 @@ impl std::fmt::Debug for Template {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Template")
             .field("name", &self.name)
-            .field("templates", &self.trees.iter().map(|t| t.name.as_str()).collect::<Vec<_>>())
+            .field(
+                "templates",
+                &self.trees.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(),
+            )
             .finish()
     }
 }

@@ -363,7 +363,11 @@ pub(crate) fn parse<'a>(name: &'a str, text: &'a str, has_func: &'a dyn Fn(&str)
     if text.len() > crate::lex::MAX_TEXT {
         return Err(ParseError {
             line: 1,
-            msg: format!("template text of {} bytes exceeds the limit of {} bytes", text.len(), crate::lex::MAX_TEXT),
+            msg: format!(
+                "template text of {} bytes exceeds the limit of {} bytes",
+                text.len(),
+                crate::lex::MAX_TEXT
+            ),
         });
     }
     let lex = Lexer::new(text);
@@ -595,13 +599,10 @@ impl<'a> Parser<'a> {
     fn text_or_action(&mut self) -> PResult<Control> {
         let t = self.next_non_space();
         match t.typ {
-            ItemType::Text => {
-                let it = t;
-                self.push(Node::Text {
-                    pos: it.pos(),
-                    text: Ident::new(self.lex.val(it)),
-                })
-            }
+            ItemType::Text => self.push(Node::Text {
+                pos: t.pos(),
+                text: Ident::new(self.lex.val(t)),
+            }),
             ItemType::LeftDelim => {
                 self.action_line = t.line();
                 let r = self.action();
@@ -613,8 +614,7 @@ impl<'a> Parser<'a> {
     }
 
     fn action(&mut self) -> PResult<Control> {
-        let t = self.next_non_space();
-        let it = t;
+        let it = self.next_non_space();
         let (pos, line) = (it.pos(), it.line());
         match it.typ {
             ItemType::Block => return self.block_control(),
@@ -654,8 +654,7 @@ impl<'a> Parser<'a> {
         }
         self.backup();
         let t = self.peek();
-        let it = t;
-        let (pos, line) = (it.pos(), it.line());
+        let (pos, line) = (t.pos(), t.line());
         let pipe = self.pipeline("command", ItemType::RightDelim)?;
         self.push(Node::Action { pos, line, pipe })
     }
@@ -973,8 +972,7 @@ impl<'a> Parser<'a> {
     }
 
     fn term(&mut self) -> PResult<Option<Arg>> {
-        let t = self.next_non_space();
-        let it = t;
+        let it = self.next_non_space();
         let pos = it.pos();
         let val: &'a str = self.lex.val(it);
         Ok(Some(match it.typ {
