@@ -3,7 +3,9 @@
 //! `.yaml` / `.yml` else the shared `data.*` else `{}` (read and decoded anew per case), parse,
 //! execute, write `NAME.out` or `NAME.err`. Same file layout and results as the Go oracle's
 //! `--batch`, so `user CPU` of this process against `gotmpl-oracle --jobs 1 --batch` is the
-//! like-for-like engine comparison of issue 17 (`scripts/bench-template.sh` runs both).
+//! like-for-like engine comparison of issue 17 (`scripts/bench-template.sh` runs both). Data is
+//! decoded with `data::decode_value` (JSON straight into template values; the CLI still builds a
+//! `serde_json::Value` first, for `--set`); the differential fuzz test checks both give the same.
 //!
 //! `cargo bench -p kudo-template --bench batch -- DIR [ROUNDS]` renders the directory ROUNDS times
 //! (default 1) and prints the per-case time of the rendering loop.
@@ -51,8 +53,8 @@ fn main() {
             let text = fs::read_to_string(tmpl).expect("template readable");
             let own = find_data(&dir, &stem);
             let value = match own.as_ref().or(shared.as_ref()) {
-                Some((p, raw)) => match data::decode_data(p, raw) {
-                    Ok(v) => Value::from_json(&v),
+                Some((p, raw)) => match data::decode_value(p, raw) {
+                    Ok(v) => v,
                     Err(e) => {
                         eprintln!("{}: data: {e}", tmpl.display());
                         continue;

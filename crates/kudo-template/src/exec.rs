@@ -117,7 +117,7 @@ pub(crate) struct State<'t, 'e> {
 
 /// Executes template `name` of `t` with `data` as dot.
 pub(crate) fn execute(t: &Template, name: &str, data: &Value, env: &mut FuncEnv) -> Result<String, Error> {
-    let Some((tname, tree)) = t.trees.get_key_value(name) else {
+    let Some((tname, tree)) = t.lookup(name).map(|tree| (&tree.name, tree)) else {
         return Err(Error::Exec {
             message: format!(
                 "template: no template {} associated with template {}",
@@ -450,7 +450,7 @@ impl<'t> State<'t, '_> {
 
     fn walk_template(&mut self, dot: &Val, node: &'t Node, name: &str, pipe: Option<&'t Pipe>) -> R<()> {
         self.at(Loc::Node(node));
-        let Some((tname, tree)) = self.t.trees.get_key_value(name) else {
+        let Some((tname, tree)) = self.t.lookup(name).map(|tree| (&tree.name, tree)) else {
             return Err(self.errorf(format!("template {} not defined", crate::gofmt::quote(name))));
         };
         if self.depth >= limits::MAX_TEMPLATE_DEPTH {

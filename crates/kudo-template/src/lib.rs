@@ -45,7 +45,6 @@ pub mod gofmt;
 mod lex;
 pub mod parse;
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 /// A template error, displayed exactly as KUDO (and the Go oracle in single mode) prints it, so
@@ -71,8 +70,8 @@ pub enum Error {
 pub struct Template {
     name: String,
     text: String,
-    trees: HashMap<String, parse::Tree>,
-    order: Vec<String>,
+    /// Every tree of the file, in definition order ([`Template::lookup`] finds one by name).
+    trees: Vec<parse::Tree>,
     funcs: Arc<FuncMap>,
 }
 
@@ -80,7 +79,10 @@ impl std::fmt::Debug for Template {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Template")
             .field("name", &self.name)
-            .field("templates", &self.order)
+            .field(
+                "templates",
+                &self.trees.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(),
+            )
             .finish()
     }
 }
@@ -95,7 +97,6 @@ impl Template {
                 name: name.to_string(),
                 text: text.to_string(),
                 trees: p.trees,
-                order: p.order,
                 funcs: funcs.clone(),
             }),
             Err(e) => Err(Error::Parse {
@@ -120,15 +121,20 @@ impl Template {
     /// The parsed tree of the main template (what `execute` runs).
     pub fn tree(&self) -> &parse::Tree {
         // The main tree is always registered under the file's name by `parse`.
-        &self.trees[&self.name]
+        self.lookup(&self.name).expect("the main tree is always parsed")
     }
 
     /// Every other template defined in the file (`define`/`block`), in definition order.
     pub fn defined(&self) -> impl Iterator<Item = (&str, &parse::Tree)> {
-        self.order
+        self.trees
             .iter()
-            .filter(move |n| **n != self.name)
-            .filter_map(move |n| self.trees.get(n).map(|t| (n.as_str(), t)))
+            .filter(move |t| t.name != self.name)
+            .map(|t| (t.name.as_str(), t))
+    }
+
+    /// The tree named `name` (the main template or a `define`/`block`).
+    pub(crate) fn lookup(&self, name: &str) -> Option<&parse::Tree> {
+        self.trees.iter().find(|t| t.name == name)
     }
 
     /// The template (file) name used in error messages.

@@ -8,12 +8,12 @@
 //! `NAME:LINE:COL`. Every node's `Display` is Go's `Node.String()`, which is what Go prints in
 //! `executing "x" at <…>` and in parse errors such as `unexpected {{end}}`.
 
-use std::collections::HashMap;
+use std::borrow::Cow;
 use std::fmt;
 
 use smallvec::SmallVec;
 
-use crate::lex::{Item, ItemType, lex};
+use crate::lex::{Item, ItemType, Lexer};
 
 /// One parsed template (the file's main body or a `define`/`block` body).
 #[derive(Clone, Debug)]
@@ -76,7 +76,7 @@ pub struct Pipe {
     /// `=` rather than `:=`.
     pub is_assign: bool,
     /// Declared/assigned variable names, `$` included (e.g. `"$x"`).
-    pub decl: Vec<(usize, String)>,
+    pub decl: Vec<(usize, Ident)>,
     pub cmds: Vec<Command>,
 }
 
@@ -149,7 +149,8 @@ pub enum Arg {
 /// A numeric constant, with Go's "ideal constant" interpretations.
 #[derive(Clone, Debug, Default)]
 pub struct Number {
-    pub text: String,
+    /// The source spelling (short: inline, no allocation).
+    pub text: Ident,
     pub is_int: bool,
     pub is_uint: bool,
     pub is_float: bool,
@@ -312,15 +313,17 @@ pub(crate) const BUILTINS: &[&str] = &[
 /// that neither parsing nor execution can overflow the native stack.
 pub const MAX_PARSE_DEPTH: usize = 200;
 
-/// The parse result: all trees of the text, by name.
+/// The parse result: all trees of the text, in definition order. A template file defines a few
+/// trees at most, so they are found by name with a linear scan: cheaper than building, hashing
+/// and freeing a `HashMap` on every parse (issue 17).
 pub(crate) struct Parsed {
-    pub trees: HashMap<String, Tree>,
-    /// Definition order, for deterministic iteration.
-    pub order: Vec<String>,
+    pub trees: Vec<Tree>,
 }
 
+/// What `text_or_action` found: a node (already pushed on `Parser::nodes`, so the 144-byte node
+/// is not moved through return values), `{{end}}` or `{{else}}`.
 enum Control {
-    Node(Node),
+    Pushed,
     End,
     Else,
 }
@@ -328,7 +331,7 @@ enum Control {
 impl Control {
     fn describe(&self) -> String {
         match self {
-            Control::Node(n) => n.to_string(),
+            Control::Pushed => "node".into(),
             Control::End => "{{end}}".into(),
             Control::Else => "{{else}}".into(),
         }
@@ -336,41 +339,50 @@ impl Control {
 }
 
 struct Parser<'a> {
-    items: Vec<Item<'a>>,
-    /// The message of the lexer's `Error` item, if it produced one.
-    lex_error: String,
-    next_item: usize,
-    token: [usize; 3],
+    /// Tokens are pulled from the lexer as the parser needs them (Go's three-token lookahead).
+    lex: Lexer<'a>,
+    token: [Item; 3],
     peek_count: usize,
     has_func: &'a dyn Fn(&str) -> bool,
-    vars: Vec<String>,
+    /// Variables in scope; names are borrowed from the text (no allocation per declaration).
+    vars: Vec<&'a str>,
     range_depth: usize,
     action_line: usize,
     depth: usize,
-    name: String,
+    name: &'a str,
     parsed: &'a mut Parsed,
+    /// Nodes of the lists being parsed, innermost last: a list is moved out in one exact-size
+    /// allocation when it ends, instead of growing (and copying) a `Vec` of 144-byte nodes per
+    /// list (issue 17).
+    nodes: Vec<Node>,
 }
 
 /// Parses `text` as template `name` (plus any `define`/`block` templates it contains).
-pub(crate) fn parse(name: &str, text: &str, has_func: &dyn Fn(&str) -> bool) -> PResult<Parsed> {
-    let mut parsed = Parsed {
-        trees: HashMap::new(),
-        order: Vec::new(),
-    };
-    let lexed = lex(text);
+pub(crate) fn parse<'a>(name: &'a str, text: &'a str, has_func: &'a dyn Fn(&str) -> bool) -> PResult<Parsed> {
+    let mut parsed = Parsed { trees: Vec::new() };
+    if text.len() > crate::lex::MAX_TEXT {
+        return Err(ParseError {
+            line: 1,
+            msg: format!(
+                "template text of {} bytes exceeds the limit of {} bytes",
+                text.len(),
+                crate::lex::MAX_TEXT
+            ),
+        });
+    }
+    let lex = Lexer::new(text);
     let mut p = Parser {
-        items: lexed.items,
-        lex_error: lexed.error,
-        next_item: 0,
-        token: [0; 3],
+        lex,
+        token: [Item::EOF; 3],
         peek_count: 0,
         has_func,
-        vars: vec!["$".into()],
+        vars: vec!["$"],
         range_depth: 0,
         action_line: 0,
         depth: 0,
-        name: name.to_string(),
+        name,
         parsed: &mut parsed,
+        nodes: Vec::with_capacity(64),
     };
     let root = p.parse_top()?;
     p.add(Tree {
@@ -389,23 +401,11 @@ fn is_empty_tree(l: &[Node]) -> bool {
 }
 
 impl<'a> Parser<'a> {
-    fn item(&self, idx: usize) -> &Item<'a> {
-        &self.items[idx.min(self.items.len() - 1)]
-    }
-
-    fn fetch(&mut self) -> usize {
-        let i = self.next_item.min(self.items.len() - 1);
-        if self.next_item < self.items.len() {
-            self.next_item += 1;
-        }
-        i
-    }
-
-    fn next(&mut self) -> usize {
+    fn next(&mut self) -> Item {
         if self.peek_count > 0 {
             self.peek_count -= 1;
         } else {
-            self.token[0] = self.fetch();
+            self.token[0] = self.lex.next_item();
         }
         self.token[self.peek_count]
     }
@@ -414,70 +414,65 @@ impl<'a> Parser<'a> {
         self.peek_count += 1;
     }
 
-    fn backup2(&mut self, t1: usize) {
+    fn backup2(&mut self, t1: Item) {
         self.token[1] = t1;
         self.peek_count = 2;
     }
 
-    fn backup3(&mut self, t2: usize, t1: usize) {
+    fn backup3(&mut self, t2: Item, t1: Item) {
         self.token[1] = t1;
         self.token[2] = t2;
         self.peek_count = 3;
     }
 
-    fn peek(&mut self) -> usize {
+    fn peek(&mut self) -> Item {
         if self.peek_count > 0 {
             return self.token[self.peek_count - 1];
         }
         self.peek_count = 1;
-        self.token[0] = self.fetch();
+        self.token[0] = self.lex.next_item();
         self.token[0]
     }
 
-    fn next_non_space(&mut self) -> usize {
+    fn next_non_space(&mut self) -> Item {
         loop {
             let t = self.next();
-            if self.item(t).typ != ItemType::Space {
+            if t.typ != ItemType::Space {
                 return t;
             }
         }
     }
 
-    fn peek_non_space(&mut self) -> usize {
+    fn peek_non_space(&mut self) -> Item {
         let t = self.next_non_space();
         self.backup();
         t
     }
 
-    fn typ(&self, t: usize) -> ItemType {
-        self.item(t).typ
-    }
-
     fn errorf<T>(&self, msg: impl Into<String>) -> PResult<T> {
         Err(ParseError {
-            line: self.item(self.token[0]).line,
+            line: self.token[0].line(),
             msg: msg.into(),
         })
     }
 
-    fn unexpected<T>(&self, t: usize, context: &str) -> PResult<T> {
-        let it = self.item(t);
+    fn unexpected<T>(&self, it: Item, context: &str) -> PResult<T> {
         if it.typ == ItemType::Error {
             let mut extra = String::new();
-            if self.action_line != 0 && self.action_line != it.line {
+            if self.action_line != 0 && self.action_line != it.line() {
                 extra = format!(" in action started at {}:{}", self.name, self.action_line);
-                if self.lex_error.ends_with(" action") {
+                if self.lex.error.ends_with(" action") {
                     extra = extra[" in action".len()..].to_string();
                 }
             }
-            return self.errorf(format!("{}{}", self.lex_error, extra));
+            return self.errorf(format!("{}{}", self.lex.error, extra));
         }
-        self.errorf(format!("unexpected {} in {}", it.describe(), context))
+        self.errorf(format!("unexpected {} in {}", self.lex.describe(it), context))
     }
 
-    fn expect(&mut self, typ: ItemType, context: &str) -> PResult<usize> {
+    fn expect(&mut self, typ: ItemType, context: &str) -> PResult<Item> {
         let t = self.next_non_space();
-        if self.typ(t) != typ {
+        if t.typ != typ {
             return self.unexpected(t, context);
         }
         Ok(t)
@@ -494,8 +489,8 @@ impl<'a> Parser<'a> {
     }
 
     fn add(&mut self, tree: Tree) -> PResult<()> {
-        match self.parsed.trees.get(&tree.name) {
-            Some(existing) if !is_empty_tree(&existing.root) => {
+        match self.parsed.trees.iter().position(|t| t.name == tree.name) {
+            Some(i) if !is_empty_tree(&self.parsed.trees[i].root) => {
                 if !is_empty_tree(&tree.root) {
                     return self.errorf(format!(
                         "template: multiple definition of template {}",
@@ -504,50 +499,54 @@ impl<'a> Parser<'a> {
                 }
                 Ok(())
             }
-            Some(_) => {
-                self.parsed.trees.insert(tree.name.clone(), tree);
+            Some(i) => {
+                self.parsed.trees[i] = tree;
                 Ok(())
             }
             None => {
-                self.parsed.order.push(tree.name.clone());
-                self.parsed.trees.insert(tree.name.clone(), tree);
+                self.parsed.trees.push(tree);
                 Ok(())
             }
         }
     }
 
+    /// The nodes pushed since `mark`, as one exact-size list.
+    fn take_nodes(&mut self, mark: usize) -> Vec<Node> {
+        self.nodes.drain(mark..).collect()
+    }
+
     fn parse_top(&mut self) -> PResult<Vec<Node>> {
-        let mut root = Vec::new();
+        let mark = self.nodes.len();
         loop {
             let t = self.peek();
-            if self.typ(t) == ItemType::Eof {
+            if t.typ == ItemType::Eof {
                 break;
             }
-            if self.typ(t) == ItemType::LeftDelim {
+            if t.typ == ItemType::LeftDelim {
                 let delim = self.next();
                 let n = self.next_non_space();
-                if self.typ(n) == ItemType::Define {
+                if n.typ == ItemType::Define {
                     self.parse_definition()?;
                     continue;
                 }
                 self.backup2(delim);
             }
             match self.text_or_action()? {
-                Control::Node(n) => root.push(n),
+                Control::Pushed => {}
                 c => return self.errorf(format!("unexpected {}", c.describe())),
             }
         }
-        Ok(root)
+        Ok(self.take_nodes(mark))
     }
 
     /// Starts a sub-tree parse (define/block) with fresh variable scope, returning the saved state.
-    fn sub_start(&mut self) -> (Vec<String>, usize) {
-        let vars = std::mem::replace(&mut self.vars, vec!["$".into()]);
+    fn sub_start(&mut self) -> (Vec<&'a str>, usize) {
+        let vars = std::mem::replace(&mut self.vars, vec!["$"]);
         let rd = std::mem::replace(&mut self.range_depth, 0);
         (vars, rd)
     }
 
-    fn sub_end(&mut self, saved: (Vec<String>, usize)) {
+    fn sub_end(&mut self, saved: (Vec<&'a str>, usize)) {
         self.vars = saved.0;
         self.range_depth = saved.1;
     }
@@ -562,11 +561,11 @@ impl<'a> Parser<'a> {
     fn parse_definition_inner(&mut self) -> PResult<()> {
         let context = "define clause";
         let t = self.next_non_space();
-        if !matches!(self.typ(t), ItemType::String | ItemType::RawString) {
+        if !matches!(t.typ, ItemType::String | ItemType::RawString) {
             return self.unexpected(t, context);
         }
-        let name = match unquote(self.item(t).val) {
-            Some(s) => s,
+        let name = match unquote(self.lex.val(t)) {
+            Some(s) => s.into_owned(),
             None => return self.errorf("invalid syntax"),
         };
         self.expect(ItemType::RightDelim, context)?;
@@ -578,32 +577,34 @@ impl<'a> Parser<'a> {
     }
 
     fn item_list(&mut self) -> PResult<(Vec<Node>, Control)> {
-        let mut list = Vec::new();
+        let mark = self.nodes.len();
         loop {
             let t = self.peek_non_space();
-            if self.typ(t) == ItemType::Eof {
+            if t.typ == ItemType::Eof {
                 break;
             }
             match self.text_or_action()? {
-                Control::Node(n) => list.push(n),
-                c => return Ok((list, c)),
+                Control::Pushed => {}
+                c => return Ok((self.take_nodes(mark), c)),
             }
         }
         self.errorf("unexpected EOF")
     }
 
+    fn push(&mut self, n: Node) -> PResult<Control> {
+        self.nodes.push(n);
+        Ok(Control::Pushed)
+    }
+
     fn text_or_action(&mut self) -> PResult<Control> {
         let t = self.next_non_space();
-        match self.typ(t) {
-            ItemType::Text => {
-                let it = self.item(t);
-                Ok(Control::Node(Node::Text {
-                    pos: it.pos,
-                    text: Ident::new(it.val),
-                }))
-            }
+        match t.typ {
+            ItemType::Text => self.push(Node::Text {
+                pos: t.pos(),
+                text: Ident::new(self.lex.val(t)),
+            }),
             ItemType::LeftDelim => {
-                self.action_line = self.item(t).line;
+                self.action_line = t.line();
                 let r = self.action();
                 self.action_line = 0;
                 r
@@ -613,30 +614,29 @@ impl<'a> Parser<'a> {
     }
 
     fn action(&mut self) -> PResult<Control> {
-        let t = self.next_non_space();
-        let it = self.item(t);
-        let (pos, line) = (it.pos, it.line);
+        let it = self.next_non_space();
+        let (pos, line) = (it.pos(), it.line());
         match it.typ {
             ItemType::Block => return self.block_control(),
             ItemType::Break | ItemType::Continue => {
                 let is_break = it.typ == ItemType::Break;
                 let kw = if is_break { "{{break}}" } else { "{{continue}}" };
                 let n = self.next_non_space();
-                if self.typ(n) != ItemType::RightDelim {
+                if n.typ != ItemType::RightDelim {
                     return self.unexpected(n, kw);
                 }
                 if self.range_depth == 0 {
                     return self.errorf(format!("{kw} outside {{{{range}}}}"));
                 }
-                return Ok(Control::Node(if is_break {
+                return self.push(if is_break {
                     Node::Break { pos, line }
                 } else {
                     Node::Continue { pos, line }
-                }));
+                });
             }
             ItemType::Else => {
                 let p = self.peek_non_space();
-                if self.typ(p) == ItemType::If {
+                if p.typ == ItemType::If {
                     return Ok(Control::Else);
                 }
                 self.expect(ItemType::RightDelim, "else")?;
@@ -646,18 +646,17 @@ impl<'a> Parser<'a> {
                 self.expect(ItemType::RightDelim, "end")?;
                 return Ok(Control::End);
             }
-            ItemType::If => return self.control(ControlKind::If).map(Control::Node),
-            ItemType::Range => return self.control(ControlKind::Range).map(Control::Node),
-            ItemType::With => return self.control(ControlKind::With).map(Control::Node),
+            ItemType::If => return self.control(ControlKind::If).and_then(|n| self.push(n)),
+            ItemType::Range => return self.control(ControlKind::Range).and_then(|n| self.push(n)),
+            ItemType::With => return self.control(ControlKind::With).and_then(|n| self.push(n)),
             ItemType::Template => return self.template_control(),
             _ => {}
         }
         self.backup();
         let t = self.peek();
-        let it = self.item(t);
-        let (pos, line) = (it.pos, it.line);
+        let (pos, line) = (t.pos(), t.line());
         let pipe = self.pipeline("command", ItemType::RightDelim)?;
-        Ok(Control::Node(Node::Action { pos, line, pipe }))
+        self.push(Node::Action { pos, line, pipe })
     }
 
     fn control(&mut self, kind: ControlKind) -> PResult<Node> {
@@ -708,7 +707,7 @@ impl<'a> Parser<'a> {
                 let mut handled = false;
                 if kind == ControlKind::If {
                     let p = self.peek();
-                    if self.typ(p) == ItemType::If {
+                    if p.typ == ItemType::If {
                         self.next();
                         let n = self.control(ControlKind::If)?;
                         else_list = Some(vec![n]);
@@ -723,15 +722,15 @@ impl<'a> Parser<'a> {
                     else_list = Some(l);
                 }
             }
-            Control::Node(_) => {}
+            Control::Pushed => {}
         }
         Ok((pipe, list, else_list))
     }
 
-    fn parse_template_name(&mut self, t: usize, context: &str) -> PResult<String> {
-        match self.typ(t) {
-            ItemType::String | ItemType::RawString => match unquote(self.item(t).val) {
-                Some(s) => Ok(s),
+    fn parse_template_name(&mut self, t: Item, context: &str) -> PResult<String> {
+        match t.typ {
+            ItemType::String | ItemType::RawString => match unquote(self.lex.val(t)) {
+                Some(s) => Ok(s.into_owned()),
                 None => self.errorf("invalid syntax"),
             },
             _ => self.unexpected(t, context),
@@ -742,27 +741,27 @@ impl<'a> Parser<'a> {
         let context = "template clause";
         let t = self.next_non_space();
         let name = self.parse_template_name(t, context)?;
-        let (pos, line) = (self.item(t).pos, self.item(t).line);
+        let (pos, line) = (t.pos(), t.line());
         let n = self.next_non_space();
-        let pipe = if self.typ(n) != ItemType::RightDelim {
+        let pipe = if n.typ != ItemType::RightDelim {
             self.backup();
             Some(self.pipeline(context, ItemType::RightDelim)?)
         } else {
             None
         };
-        Ok(Control::Node(Node::Template {
+        self.push(Node::Template {
             pos,
             line,
             name,
             pipe,
-        }))
+        })
     }
 
     fn block_control(&mut self) -> PResult<Control> {
         let context = "block clause";
         let t = self.next_non_space();
         let name = self.parse_template_name(t, context)?;
-        let (pos, line) = (self.item(t).pos, self.item(t).line);
+        let (pos, line) = (t.pos(), t.line());
         let pipe = self.pipeline(context, ItemType::RightDelim)?;
         self.enter()?;
         let saved = self.sub_start();
@@ -777,45 +776,45 @@ impl<'a> Parser<'a> {
             name: name.clone(),
             root,
         })?;
-        Ok(Control::Node(Node::Template {
+        self.push(Node::Template {
             pos,
             line,
             name,
             pipe: Some(pipe),
-        }))
+        })
     }
 
     fn pipeline(&mut self, context: &str, end: ItemType) -> PResult<Pipe> {
         let t = self.peek_non_space();
         let mut pipe = Pipe {
-            pos: self.item(t).pos,
-            line: self.item(t).line,
+            pos: t.pos(),
+            line: t.line(),
             is_assign: false,
             decl: Vec::new(),
             cmds: Vec::new(),
         };
         'decls: loop {
             let v = self.peek_non_space();
-            if self.typ(v) == ItemType::Variable {
+            if v.typ == ItemType::Variable {
                 self.next();
                 let after = self.peek();
                 let next = self.peek_non_space();
-                let nt = self.typ(next);
-                let vpos = self.item(v).pos;
+                let nt = next.typ;
+                let vpos = v.pos();
                 if nt == ItemType::Assign || nt == ItemType::Declare {
-                    let vval = self.item(v).val.to_string();
+                    let vval = self.lex.val(v);
                     pipe.is_assign = nt == ItemType::Assign;
                     self.next_non_space();
-                    pipe.decl.push((vpos, vval.clone()));
+                    pipe.decl.push((vpos, Ident::new(vval)));
                     self.vars.push(vval);
-                } else if nt == ItemType::Char && self.item(next).val == "," {
-                    let vval = self.item(v).val.to_string();
+                } else if nt == ItemType::Char && self.lex.val(next) == "," {
+                    let vval = self.lex.val(v);
                     self.next_non_space();
-                    pipe.decl.push((vpos, vval.clone()));
+                    pipe.decl.push((vpos, Ident::new(vval)));
                     self.vars.push(vval);
                     if context == "range" && pipe.decl.len() < 2 {
                         let p = self.peek_non_space();
-                        match self.typ(p) {
+                        match p.typ {
                             ItemType::Variable | ItemType::RightDelim | ItemType::RightParen => {
                                 continue 'decls;
                             }
@@ -823,7 +822,7 @@ impl<'a> Parser<'a> {
                         }
                     }
                     return self.errorf(format!("too many declarations in {context}"));
-                } else if self.typ(after) == ItemType::Space {
+                } else if after.typ == ItemType::Space {
                     self.backup3(v, after);
                 } else {
                     self.backup2(v);
@@ -833,7 +832,7 @@ impl<'a> Parser<'a> {
         }
         loop {
             let t = self.next_non_space();
-            let tt = self.typ(t);
+            let tt = t.typ;
             if tt == end {
                 self.check_pipeline(&pipe, context)?;
                 return Ok(pipe);
@@ -852,8 +851,17 @@ impl<'a> Parser<'a> {
                 | ItemType::Variable
                 | ItemType::LeftParen => {
                     self.backup();
-                    let c = self.command()?;
-                    pipe.cmds.push(c);
+                    // Room for one stage first (a `Vec` would allocate four 184-byte commands).
+                    if pipe.cmds.capacity() == 0 {
+                        pipe.cmds.reserve_exact(1);
+                    }
+                    // Built in place: a command is too big to move around cheaply.
+                    pipe.cmds.push(Command {
+                        pos: 0,
+                        args: SmallVec::new(),
+                    });
+                    let last = pipe.cmds.len() - 1;
+                    self.command(&mut pipe.cmds[last])?;
                 }
                 _ => return self.unexpected(t, context),
             }
@@ -879,19 +887,16 @@ impl<'a> Parser<'a> {
         Ok(())
     }
 
-    fn command(&mut self) -> PResult<Command> {
+    fn command(&mut self, cmd: &mut Command) -> PResult<()> {
         let t = self.peek_non_space();
-        let mut cmd = Command {
-            pos: self.item(t).pos,
-            args: SmallVec::new(),
-        };
+        cmd.pos = t.pos();
         loop {
             self.peek_non_space();
             if let Some(op) = self.operand()? {
                 cmd.args.push(op);
             }
             let t = self.next();
-            match self.typ(t) {
+            match t.typ {
                 ItemType::Space => continue,
                 ItemType::RightDelim | ItemType::RightParen => self.backup(),
                 ItemType::Pipe => {}
@@ -902,7 +907,7 @@ impl<'a> Parser<'a> {
         if cmd.args.is_empty() {
             return self.errorf("empty command");
         }
-        Ok(cmd)
+        Ok(())
     }
 
     fn operand(&mut self) -> PResult<Option<Arg>> {
@@ -910,27 +915,19 @@ impl<'a> Parser<'a> {
             return Ok(None);
         };
         let p = self.peek();
-        if self.typ(p) == ItemType::Field {
-            let chain_pos = self.item(p).pos;
-            let mut fields = Idents::new();
-            loop {
-                let p = self.peek();
-                if self.typ(p) != ItemType::Field {
-                    break;
-                }
-                let t = self.next();
-                fields.push(Ident::new(&self.item(t).val[1..]));
-            }
+        if p.typ == ItemType::Field {
+            let chain_pos = p.pos();
             return match node {
+                // The common `.A.B` / `$x.A`: the names go straight onto the chain.
                 Arg::Field { mut idents, .. } => {
-                    idents.extend(fields);
+                    self.field_chain(&mut idents);
                     Ok(Some(Arg::Field {
                         pos: chain_pos,
                         idents,
                     }))
                 }
                 Arg::Variable { mut idents, .. } => {
-                    idents.extend(fields);
+                    self.field_chain(&mut idents);
                     Ok(Some(Arg::Variable {
                         pos: chain_pos,
                         idents,
@@ -940,25 +937,44 @@ impl<'a> Parser<'a> {
                 | Arg::String { .. }
                 | Arg::Number { .. }
                 | Arg::Nil { .. }
-                | Arg::Dot { .. } => self.errorf(format!(
-                    "unexpected . after term {}",
-                    crate::gofmt::quote(&node.to_string())
-                )),
-                other => Ok(Some(Arg::Chain {
-                    pos: chain_pos,
-                    node: Box::new(other),
-                    fields,
-                })),
+                | Arg::Dot { .. } => {
+                    // Go reads the whole chain first (the error's line is its last token's).
+                    self.field_chain(&mut Idents::new());
+                    self.errorf(format!(
+                        "unexpected . after term {}",
+                        crate::gofmt::quote(&node.to_string())
+                    ))
+                }
+                other => {
+                    let mut fields = Idents::new();
+                    self.field_chain(&mut fields);
+                    Ok(Some(Arg::Chain {
+                        pos: chain_pos,
+                        node: Box::new(other),
+                        fields,
+                    }))
+                }
             };
         }
         Ok(Some(node))
     }
 
+    /// Consumes the `.Name` tokens that follow, pushing the names.
+    fn field_chain(&mut self, idents: &mut Idents) {
+        loop {
+            let p = self.peek();
+            if p.typ != ItemType::Field {
+                return;
+            }
+            let t = self.next();
+            idents.push(Ident::new(&self.lex.val(t)[1..]));
+        }
+    }
+
     fn term(&mut self) -> PResult<Option<Arg>> {
-        let t = self.next_non_space();
-        let it = self.item(t);
-        let pos = it.pos;
-        let val: &'a str = it.val;
+        let it = self.next_non_space();
+        let pos = it.pos();
+        let val: &'a str = self.lex.val(it);
         Ok(Some(match it.typ {
             ItemType::Identifier => {
                 if !BUILTINS.contains(&val) && !(self.has_func)(val) {
@@ -972,16 +988,19 @@ impl<'a> Parser<'a> {
             ItemType::Dot => Arg::Dot { pos },
             ItemType::Nil => Arg::Nil { pos },
             ItemType::Variable => {
-                let idents: Idents = val.split('.').map(Ident::new).collect();
-                if !self.vars.iter().any(|v| *v == idents[0]) {
-                    return self.errorf(format!("undefined variable {}", crate::gofmt::quote(&idents[0])));
+                if !self.vars.contains(&val) {
+                    return self.errorf(format!("undefined variable {}", crate::gofmt::quote(val)));
                 }
+                let mut idents = Idents::new();
+                idents.push(Ident::new(val));
                 Arg::Variable { pos, idents }
             }
-            ItemType::Field => Arg::Field {
-                pos,
-                idents: val[1..].split('.').map(Ident::new).collect(),
-            },
+            ItemType::Field => {
+                // One name: the lexer ends a field token at the next `.`.
+                let mut idents = Idents::new();
+                idents.push(Ident::new(&val[1..]));
+                Arg::Field { pos, idents }
+            }
             ItemType::Bool => Arg::Bool {
                 pos,
                 val: val == "true",
@@ -1004,7 +1023,7 @@ impl<'a> Parser<'a> {
                 Some(text) => Arg::String {
                     pos,
                     quoted: Ident::new(val),
-                    text: Ident::from(text),
+                    text: Ident::new(&*text),
                 },
                 None => return self.errorf("invalid syntax"),
             },
@@ -1024,7 +1043,10 @@ enum ControlKind {
 }
 
 /// Go's `strconv.Unquote` for `"…"`, `` `…` `` and `'…'` literals. `None` = invalid syntax.
-pub(crate) fn unquote(s: &str) -> Option<String> {
+///
+/// Borrowed when nothing changes: a `"…"` without escapes (the usual string constant) or a raw
+/// string without carriage returns.
+pub(crate) fn unquote(s: &str) -> Option<Cow<'_, str>> {
     let b = s.as_bytes();
     if b.len() < 2 {
         return None;
@@ -1039,8 +1061,12 @@ pub(crate) fn unquote(s: &str) -> Option<String> {
             if inner.contains('`') {
                 return None;
             }
-            Some(inner.replace('\r', ""))
+            if !inner.contains('\r') {
+                return Some(Cow::Borrowed(inner));
+            }
+            Some(Cow::Owned(inner.replace('\r', "")))
         }
+        b'"' if !inner.bytes().any(|c| matches!(c, b'\\' | b'"' | b'\n')) => Some(Cow::Borrowed(inner)),
         b'"' | b'\'' => {
             let mut out = String::with_capacity(inner.len());
             let mut rest = inner;
@@ -1060,7 +1086,7 @@ pub(crate) fn unquote(s: &str) -> Option<String> {
             if q == b'\'' && count != 1 {
                 return None;
             }
-            Some(out)
+            Some(Cow::Owned(out))
         }
         _ => None,
     }
@@ -1242,7 +1268,7 @@ fn parse_go_float(s: &str) -> Option<f64> {
 /// Go's `newNumber`: the interpretations of a numeric/char/complex constant.
 fn parse_number(text: &str, typ: ItemType) -> Result<Number, String> {
     let mut n = Number {
-        text: text.to_string(),
+        text: Ident::new(text),
         ..Default::default()
     };
     if typ == ItemType::CharConstant {

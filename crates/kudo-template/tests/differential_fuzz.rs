@@ -707,10 +707,21 @@ fn oracle_batch(oracle: &Path, dir: &Path, cases: &[Case]) -> (BTreeMap<String, 
 /// Our engine, in process, exactly as `kubectl kudo template render --batch` does it.
 fn ours(c: &Case) -> (Outcome, bool) {
     let data = match &c.data {
-        Some((ext, raw)) => match godata::decode_data(Path::new(&format!("x.{ext}")), raw) {
-            Ok(v) => Value::from_json(&v),
-            Err(e) => return (Outcome::BadData(e.to_string()), false),
-        },
+        Some((ext, raw)) => {
+            let path = PathBuf::from(format!("x.{ext}"));
+            let decoded = godata::decode_data(&path, raw).map(|v| Value::from_json(&v));
+            // The batch bench's one-step decoder must give the same values and errors.
+            let direct = godata::decode_value(&path, raw);
+            assert_eq!(
+                format!("{direct:?}"),
+                format!("{decoded:?}"),
+                "data::decode_value differs from decode_data + Value::from_json on:\n{raw}"
+            );
+            match decoded {
+                Ok(v) => v,
+                Err(e) => return (Outcome::BadData(e.to_string()), false),
+            }
+        }
         None => Value::from_json(&serde_json::json!({})),
     };
     let funcs = kudo_funcs();
