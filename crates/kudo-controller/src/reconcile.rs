@@ -12,16 +12,18 @@ use kube::runtime::controller::Action;
 use kube::runtime::events::{Event as KEvent, EventType as KEventType};
 use kudo_api::{
     CLEANUP_FINALIZER, Condition, ExecutionStatus, Instance, InstanceSpec, InstanceStatus, OperatorVersion,
-    PlanExecution, PlanStatus,
+    PlanExecution, PlanStatus, ScheduleStatus,
 };
+use kudo_engine::initiate::{Initiation, Origin, proposed_spec};
 use kudo_engine::readiness::CHANGE_DENIED;
+use kudo_engine::schedule::{self, Schedule};
 use kudo_engine::{
     Admission, Decision, EventType, InstanceChange, PlanPass, TIMING_ANNOTATION, TaskOutcome, Timestamp,
     Timing, Wake, cleanup_finalizer_removable, cleanup_run, decide, ensure_plan_statuses, mark_plan_fatal,
     mirror_run_status, needs_reset, not_ready_condition, pass_requeue_secs, plan_condition, ready_condition,
     record_admission, reset_for_run, set_condition,
 };
-use kudo_package::render::RenderContext;
+use kudo_package::render::{RenderContext, render_schedule};
 use serde_json::{Value, json};
 use tracing::{Instrument, debug, info, info_span, warn};
 
@@ -47,6 +49,12 @@ pub const INVALID_INSTANCE: &str = "InvalidInstance";
 /// `Ready=False` reason (and Event reason) of an Instance whose OperatorVersion exists but does not
 /// decode (wrong shape in the schema's free-form parts: plans, task specs).
 pub const INVALID_OPERATOR_VERSION: &str = "InvalidOperatorVersion";
+
+/// Event reason: an occurrence of a scheduled plan came while another plan ran (or the instance
+/// had a pending change) and was not run.
+pub const SCHEDULED_PLAN_SKIPPED: &str = "ScheduledPlanSkipped";
+/// Event reason: a plan's `schedule:` does not render or parse; the plan is not scheduled.
+pub const INVALID_SCHEDULE: &str = "InvalidSchedule";
 
 /// Unexpected failures of a reconcile (not plan errors, which live in the Instance status).
 #[derive(Debug, thiserror::Error)]
@@ -206,6 +214,24 @@ impl Admitted {
         }
         self
     }
+}
+
+/// The Event action of one occurrence of a scheduled plan: one Event series per occurrence (the
+/// recorder merges Events of one reason and action, keeping the first note).
+fn schedule_action(plan: &str, due: Timestamp) -> String {
+    let mut a = format!("Schedule {plan} {due}");
+    while a.len() > 128 {
+        a.pop();
+    }
+    a
+}
+
+/// The outcome of the schedule check of one reconcile.
+struct Scheduled {
+    /// The new `status.schedules`.
+    statuses: BTreeMap<String, ScheduleStatus>,
+    /// When the next occurrence is due (the reconcile's requeue is shortened to it).
+    wake: Option<Duration>,
 }
 
 /// What a reconcile writes back after its pass, besides the status.
@@ -391,11 +417,16 @@ impl<'c> Reconciler<'c> {
             ControlFlow::Break(action) => return Ok(action),
         };
 
-        let admitted = self
+        let mut admitted = self
             .admit(&inst, &ov, deleting)
             .await?
             .with_cleanup(&inst, &ov, deleting);
         let now = now();
+        let scheduled = if deleting {
+            None
+        } else {
+            Some(self.schedules(&raw, &inst, &ov, &mut admitted, now).await)
+        };
         let (raw, inst) = self.persist_admission(raw, inst, &admitted, &who).await?;
         let generation = raw.metadata.generation;
         let Admitted {
@@ -406,6 +437,9 @@ impl<'c> Reconciler<'c> {
         } = admitted;
         let old_status = inst.status.clone().unwrap_or_default();
         let mut status = old_status.clone();
+        if let Some(sch) = &scheduled {
+            status.schedules = sch.statuses.clone();
+        }
         self.record_denial(&raw, &mut status, denial.as_deref(), generation, now)
             .await;
 
@@ -437,10 +471,13 @@ impl<'c> Reconciler<'c> {
             now,
             generation,
         };
-        let requeue = self
+        let mut requeue = self
             .idle_or_pass(&input, &mut status, deleting, &mut writes)
             .await?
             .unwrap_or(self.ctx.config.idle_resync);
+        if let Some(wake) = scheduled.and_then(|s| s.wake) {
+            requeue = requeue.min(wake);
+        }
         self.persist_run(&raw, &inst, &ov, deleting, writes, &status)
             .await?;
         Ok(Action::requeue(requeue))
@@ -734,6 +771,174 @@ impl<'c> Reconciler<'c> {
         )
         .await?;
         Ok(Action::await_change())
+    }
+
+    /// Scheduled plans (kudo-rs extension, [`kudo_engine::schedule`]): for each plan with a
+    /// `schedule:`, renders and parses it, asks the engine whether an occurrence is due, and when
+    /// it is, proposes the spec `kubectl kudo plan trigger` would write
+    /// ([`kudo_engine::initiate::proposed_spec`]) and passes it through the same admission
+    /// ([`decide`]) as a user's change; an admitted run replaces this reconcile's admission, so it
+    /// is persisted (with its new uid) before anything executes. Returns the new
+    /// `status.schedules` and when to look again.
+    ///
+    /// Restarts: the occurrence is recorded as `lastScheduleTime` in the status this reconcile
+    /// writes; a crash between the spec write (run scheduled) and the status write finds the plan
+    /// running on restart, so the same occurrence is only reported as skipped, never run twice.
+    async fn schedules(
+        &self,
+        raw: &DynamicObject,
+        inst: &Instance,
+        ov: &OperatorVersion,
+        admitted: &mut Admitted,
+        now: Timestamp,
+    ) -> Scheduled {
+        let prev = inst
+            .status
+            .as_ref()
+            .map(|s| s.schedules.clone())
+            .unwrap_or_default();
+        let mut out = Scheduled {
+            statuses: BTreeMap::new(),
+            wake: None,
+        };
+        let Some(exec) = admitted.exec.clone() else {
+            out.statuses = prev;
+            return out;
+        };
+        let created = raw
+            .metadata
+            .creation_timestamp
+            .as_ref()
+            .map_or(now, |t| Timestamp::from_unix(t.0.as_second()));
+        let rctx = RenderContext::offline(&self.name, &self.ns, exec.parameters.clone());
+        for (plan, p) in &ov.spec.plans {
+            if p.schedule.is_none() {
+                continue;
+            }
+            let parsed = render_schedule(ov, plan, &rctx)
+                .map_err(|e| e.to_string())
+                .and_then(|expr| {
+                    schedule::parse(expr.as_deref().unwrap_or(""))
+                        .map_err(|e| format!("schedule of plan {plan:?}: {e}"))
+                });
+            let sched = match parsed {
+                Ok(Some(s)) => s,
+                Ok(None) => continue,
+                Err(msg) => {
+                    warn!(plan = %plan, "{msg}");
+                    self.event(raw, EventType::Warning, INVALID_SCHEDULE, "Schedule", &msg)
+                        .await;
+                    continue;
+                }
+            };
+            let last = prev
+                .get(plan)
+                .and_then(|s| s.last_schedule_time.as_deref())
+                .and_then(|t| Timestamp::parse(t).ok());
+            let pe = &admitted.spec.plan_execution;
+            // A pending denied change or a cancellation in flight: the stored spec is not the
+            // admitted one, and a trigger on top of it would smuggle the denied change in.
+            let clean = admitted.denial.is_none() && admitted.exec.as_ref() == Some(&admitted.spec);
+            let busy = !pe.plan_name.is_empty() || !clean;
+            let finishing = pe.status.is_some_and(|s| s.is_terminal());
+            let record = |last: Option<Timestamp>, next: Option<Timestamp>, out: &mut Scheduled| {
+                out.statuses.insert(
+                    plan.clone(),
+                    ScheduleStatus {
+                        last_schedule_time: last.map(|t| t.to_string()),
+                        next_schedule_time: next.map(|t| t.to_string()),
+                    },
+                );
+                if let Some(n) = next {
+                    let secs = n.seconds_since(now).max(1) as u64;
+                    let d = Duration::from_secs(secs);
+                    out.wake = Some(out.wake.map_or(d, |w| w.min(d)));
+                }
+            };
+            match schedule::decide(&sched, last, created, now, busy) {
+                schedule::Decision::Wait { next } => record(last, next, &mut out),
+                schedule::Decision::Skip { .. } if finishing && clean => {
+                    // The last run just ended; its planExecution is cleared by the next
+                    // reconcile. Decide then rather than skip an occurrence nothing blocks.
+                    out.statuses
+                        .insert(plan.clone(), prev.get(plan).cloned().unwrap_or_default());
+                    let d = Duration::from_secs(1);
+                    out.wake = Some(out.wake.map_or(d, |w| w.min(d)));
+                }
+                schedule::Decision::Skip { due, next } => {
+                    let why = if pe.plan_name.is_empty() {
+                        "a change of the instance is pending".to_string()
+                    } else {
+                        format!("plan '{}' is running", pe.plan_name)
+                    };
+                    self.skipped(raw, plan, &sched, due, &why).await;
+                    record(Some(due), next, &mut out);
+                }
+                schedule::Decision::Due { due, next } => {
+                    let init = Initiation {
+                        plan: plan.clone(),
+                        set_parameters: BTreeMap::new(),
+                        origin: Origin::Schedule { due: due.to_string() },
+                    };
+                    let mut old = inst.clone();
+                    old.spec = admitted.spec.clone();
+                    let mut new = inst.clone();
+                    new.spec = proposed_spec(&admitted.spec, &init);
+                    let admission = decide(&InstanceChange {
+                        old: Some(&old),
+                        new: &new,
+                        old_ov: ov,
+                        new_ov: ov,
+                        deleting: false,
+                    });
+                    match &admission.decision {
+                        Decision::Schedule { .. } => {
+                            let a = Admitted::from_decision(&new, &admission, Some(admitted.spec.clone()));
+                            admitted.spec = a.spec;
+                            admitted.exec = a.exec;
+                            admitted.remember = a.remember;
+                            let uid = admitted.spec.plan_execution.uid.clone();
+                            let msg = format!(
+                                "Plan {plan} (run {uid}) started by schedule '{}' (due {due})",
+                                sched.expr()
+                            );
+                            info!(plan = %plan, uid = %uid, due = %due, "{msg}");
+                            self.event(
+                                raw,
+                                EventType::Normal,
+                                kudo_engine::reasons::PLAN_STARTED,
+                                &schedule_action(plan, due),
+                                &msg,
+                            )
+                            .await;
+                        }
+                        Decision::Deny { message } => {
+                            self.skipped(raw, plan, &sched, due, message).await;
+                        }
+                        other => debug!(plan = %plan, decision = ?other, "scheduled trigger not admitted"),
+                    }
+                    record(Some(due), next, &mut out);
+                }
+            }
+        }
+        out
+    }
+
+    /// The `ScheduledPlanSkipped` Event of an occurrence that could not run.
+    async fn skipped(&self, raw: &DynamicObject, plan: &str, sched: &Schedule, due: Timestamp, why: &str) {
+        let msg = format!(
+            "Scheduled run of plan {plan} (schedule '{}', due {due}) skipped: {why}",
+            sched.expr()
+        );
+        info!(plan = %plan, due = %due, "{msg}");
+        self.event(
+            raw,
+            EventType::Normal,
+            SCHEDULED_PLAN_SKIPPED,
+            &schedule_action(plan, due),
+            &msg,
+        )
+        .await;
     }
 
     /// Runs KUDO's admission rules against the last admitted spec.
@@ -1161,6 +1366,7 @@ impl<'c> Reconciler<'c> {
             "status": {
                 "planStatus": plan_status_patch(new),
                 "conditions": serde_json::to_value(&new.conditions).unwrap_or(Value::Null),
+                "schedules": schedules_patch(old, new),
             }
         });
         let updated = self
@@ -1339,6 +1545,20 @@ fn plan_status_patch(new: &InstanceStatus) -> Value {
             obj.insert("message".into(), Value::Null);
         }
         out.insert(name.clone(), v);
+    }
+    Value::Object(out)
+}
+
+/// The merge patch of `status.schedules`: entries of plans no longer scheduled are removed.
+fn schedules_patch(old: &InstanceStatus, new: &InstanceStatus) -> Value {
+    let mut out = serde_json::Map::new();
+    for (name, st) in &new.schedules {
+        out.insert(name.clone(), serde_json::to_value(st).unwrap_or(Value::Null));
+    }
+    for name in old.schedules.keys() {
+        if !new.schedules.contains_key(name) {
+            out.insert(name.clone(), Value::Null);
+        }
     }
     Value::Object(out)
 }

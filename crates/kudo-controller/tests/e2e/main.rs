@@ -10,6 +10,7 @@ mod harness;
 mod leader_election;
 mod malformed;
 mod ops_endpoints;
+mod schedule;
 mod sensitive;
 mod translate;
 
