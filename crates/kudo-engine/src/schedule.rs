@@ -189,6 +189,36 @@ pub fn decide(
     }
 }
 
+/// Renders and parses the `schedule:` of every plan of `ov` with the parameters of `ctx` (what
+/// the manager will do), for `package verify` and `install`: one message per unusable schedule,
+/// naming the plan, the expression as written and, for a template, what it rendered to.
+pub fn check_schedules(
+    ov: &kudo_api::OperatorVersion,
+    ctx: &kudo_package::render::RenderContext,
+) -> Vec<String> {
+    let mut errors = Vec::new();
+    for (plan, p) in &ov.spec.plans {
+        let Some(written) = p.schedule.as_deref() else {
+            continue;
+        };
+        match kudo_package::render::render_schedule(ov, plan, ctx) {
+            Err(e) => errors.push(e.to_string()),
+            Ok(rendered) => {
+                let rendered = rendered.unwrap_or_default();
+                if let Err(e) = parse(&rendered) {
+                    let from = if rendered.trim() == written.trim() {
+                        String::new()
+                    } else {
+                        format!(" (rendered from {written:?})")
+                    };
+                    errors.push(format!("plan {plan:?}: {e}{from}"));
+                }
+            }
+        }
+    }
+    errors
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -198,6 +228,48 @@ mod tests {
     }
     fn sch(s: &str) -> Schedule {
         parse(s).unwrap().unwrap()
+    }
+
+    fn ov_with(schedule: &str) -> kudo_api::OperatorVersion {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "kudo.dev/v1beta1", "kind": "OperatorVersion", "metadata": {"name": "x-0.1.0"},
+            "spec": {
+                "parameters": [{"name": "S", "default": "@daily"}],
+                "plans": {"backup": {"schedule": schedule, "phases": []}, "deploy": {"phases": []}}
+            }
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn check_schedules_renders_with_the_parameters_and_names_the_plan() {
+        let ctx = |v: &str| {
+            kudo_package::render::RenderContext::offline(
+                "i",
+                "ns",
+                std::collections::BTreeMap::from([("S".to_string(), v.to_string())]),
+            )
+        };
+        assert!(check_schedules(&ov_with("@hourly"), &ctx("")).is_empty());
+        assert!(check_schedules(&ov_with("{{ .Params.S }}"), &ctx("@every 5m")).is_empty());
+        assert!(
+            check_schedules(&ov_with("{{ .Params.S }}"), &ctx("")).is_empty(),
+            "blank = not scheduled"
+        );
+        let e = check_schedules(&ov_with("{{ .Params.S }}"), &ctx("every day"));
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert!(
+            e[0].starts_with("plan \"backup\": invalid schedule \"every day\""),
+            "{e:?}"
+        );
+        assert!(e[0].ends_with("(rendered from \"{{ .Params.S }}\")"), "{e:?}");
+        let e = check_schedules(&ov_with("61 * * * *"), &ctx(""));
+        assert!(
+            e[0].starts_with("plan \"backup\": invalid schedule \"61 * * * *\""),
+            "{e:?}"
+        );
+        let e = check_schedules(&ov_with("{{ .Params.S "), &ctx(""));
+        assert!(e[0].contains("schedule of plan \"backup\""), "{e:?}");
     }
 
     #[test]

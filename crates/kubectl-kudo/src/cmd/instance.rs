@@ -166,6 +166,13 @@ fn check_values(ov: &OperatorVersion, values: &BTreeMap<String, String>, install
     if !errors.is_empty() {
         bail!("{}", errors.join("\n"));
     }
+    // Scheduled plans (kudo-rs extension): a schedule the manager could not use is refused here,
+    // before anything is applied. Rendered as the manager will (instance name unknown here).
+    let ctx = kudo_package::render::RenderContext::offline("", "", values.clone());
+    let errors = kudo_engine::schedule::check_schedules(ov, &ctx);
+    if !errors.is_empty() {
+        bail!("{}", errors.join("\n"));
+    }
     Ok(())
 }
 
@@ -489,6 +496,15 @@ pub async fn update(opts: &ClusterOpts, args: UpdateArgs, io: &mut Io<'_>) -> Re
     proposed.parameters = merged_values(&instance, &split.plain);
     proposed.parameter_sources.extend(split.sources.clone());
     refuse_denied(&instance, &proposed, &ov, &ov)?;
+    let ctx = kudo_package::render::RenderContext::offline(
+        &args.instance,
+        &cluster.namespace,
+        proposed.parameters.clone(),
+    );
+    let errors = kudo_engine::schedule::check_schedules(&ov, &ctx);
+    if !errors.is_empty() {
+        bail!("{}", errors.join("\n"));
+    }
     let previous_uid = PreviousRuns::of(&instance);
     let mut patch = serde_json::json!({"spec": {}});
     if !split.plain.is_empty() {
