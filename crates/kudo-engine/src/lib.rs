@@ -65,6 +65,7 @@ pub mod initiate;
 pub mod pass;
 pub mod pipe;
 pub mod readiness;
+pub mod rotation;
 pub mod schedule;
 pub mod status;
 pub mod tasks;
