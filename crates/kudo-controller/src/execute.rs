@@ -212,17 +212,18 @@ fn render_all(ov: &OperatorVersion, plan: &str, rctx: &RenderContext) -> Result<
 /// (crate::translate); one that cannot be fails its task. `Err` is a plan-level fatal (invalid
 /// parameters, missing plan).
 ///
-/// `sources` (`spec.parameterSources`) are resolved first and merged into the parameters
-/// (crate::param_sources); a message that could quote a sourced value is redacted.
+/// `sourced` (`spec.parameterSources` as resolved once for this reconcile,
+/// crate::param_sources::resolve) is merged into the parameters; a message that could quote a
+/// sourced value is redacted. An unresolved source renders nothing (the plan waits).
 pub async fn render(
     ctx: &Context,
     ov: &OperatorVersion,
     plan: &str,
     mut base: RenderContext,
-    sources: &BTreeMap<String, kudo_api::ParameterSource>,
+    sourced: &crate::param_sources::Sourced,
 ) -> Result<Rendered, PlanRenderError> {
     use crate::param_sources;
-    let values = match param_sources::resolve(ctx, &base.namespace, ov, sources).await {
+    let values = match sourced {
         Ok(v) => v,
         Err(msg) => {
             return Ok(Rendered {
@@ -230,16 +231,16 @@ pub async fn render(
                 errors: HashMap::new(),
                 transient: None,
                 translations: Vec::new(),
-                unresolved: Some(msg),
+                unresolved: Some(msg.clone()),
             });
         }
     };
-    base.parameters = param_sources::merged(&base.parameters, &values);
+    base.parameters = param_sources::merged(&base.parameters, values);
     let mut rendered = render_namespaced(ctx, ov, plan, base)
         .await
-        .map_err(|e| param_sources::redact_error(e, &values))?;
+        .map_err(|e| param_sources::redact_error(e, values))?;
     for e in rendered.errors.values_mut() {
-        *e = param_sources::redact(e, &values);
+        *e = param_sources::redact(e, values);
     }
     let (done, failed) = crate::translate::translate_unserved(ctx, &mut rendered.objects).await;
     for (i, err) in failed {

@@ -29,6 +29,7 @@ use tracing::{Instrument, debug, info, info_span, warn};
 
 use crate::drift;
 use crate::execute::{self, reasons};
+use crate::param_sources;
 use crate::translate::API_VERSION_TRANSLATED;
 use crate::{
     ADMITTED_SPEC_ANNOTATION, CLUSTER_OBJECTS_ANNOTATION, CLUSTER_OBJECTS_FINALIZER, Context,
@@ -53,6 +54,8 @@ pub const INVALID_OPERATOR_VERSION: &str = "InvalidOperatorVersion";
 /// Event reason: an occurrence of a scheduled plan came while another plan ran (or the instance
 /// had a pending change) and was not run.
 pub const SCHEDULED_PLAN_SKIPPED: &str = "ScheduledPlanSkipped";
+/// Event reason: the value of a sensitive parameter changed in its Secret (rotation).
+pub const PARAMETER_ROTATED: &str = "ParameterRotated";
 /// Event reason: a plan's `schedule:` does not render or parse; the plan is not scheduled.
 pub const INVALID_SCHEDULE: &str = "InvalidSchedule";
 
@@ -149,6 +152,8 @@ struct Admitted {
     denial: Option<String>,
     /// Spec the admitted-spec annotation should hold.
     remember: Option<InstanceSpec>,
+    /// Other annotations to write with the admission (sensitive-parameter fingerprints).
+    annotations: BTreeMap<&'static str, Option<String>>,
 }
 
 impl Admitted {
@@ -160,6 +165,7 @@ impl Admitted {
             exec: exec.clone(),
             denial,
             remember: exec,
+            annotations: BTreeMap::new(),
         }
     }
 
@@ -193,6 +199,7 @@ impl Admitted {
                     exec: Some(new.spec.clone()),
                     denial: None,
                     remember: Some(new.spec),
+                    annotations: BTreeMap::new(),
                 }
             }
         }
@@ -422,6 +429,13 @@ impl<'c> Reconciler<'c> {
             .await?
             .with_cleanup(&inst, &ov, deleting);
         let now = now();
+        // Sensitive parameters are read once for this reconcile: the rotation check, the pass
+        // and the drift check share the values.
+        let mut sourced = self.resolve_sources(&ov, admitted.exec.as_ref()).await;
+        if !deleting {
+            self.rotation(&raw, &inst, &ov, &uid, &mut admitted, &sourced)
+                .await;
+        }
         let scheduled = if deleting {
             None
         } else {
@@ -451,7 +465,10 @@ impl<'c> Reconciler<'c> {
         };
         // A denied upgrade keeps executing against the previously admitted OperatorVersion.
         let ov = if exec.operator_version != inst.spec.operator_version {
-            self.get_ov(&inst, &exec).await?.unwrap_or(ov)
+            let exec_ov = self.get_ov(&inst, &exec).await?.unwrap_or(ov);
+            // validated against the OperatorVersion that runs
+            sourced = self.resolve_sources(&exec_ov, Some(&exec)).await;
+            exec_ov
         } else {
             ov
         };
@@ -470,6 +487,7 @@ impl<'c> Reconciler<'c> {
             annotations: &annotations,
             now,
             generation,
+            sourced: &sourced,
         };
         let mut requeue = self
             .idle_or_pass(&input, &mut status, deleting, &mut writes)
@@ -539,7 +557,7 @@ impl<'c> Reconciler<'c> {
                 &admitted.spec,
                 &admitted.finalizers,
                 admitted.remember.as_ref(),
-                &BTreeMap::new(),
+                &admitted.annotations,
                 resource_version(&raw),
             )
             .await?;
@@ -771,6 +789,138 @@ impl<'c> Reconciler<'c> {
         )
         .await?;
         Ok(Action::await_change())
+    }
+
+    /// Reads `spec.parameterSources` of the spec to execute (none: no read).
+    async fn resolve_sources(
+        &self,
+        ov: &OperatorVersion,
+        exec: Option<&InstanceSpec>,
+    ) -> param_sources::Sourced {
+        match exec {
+            Some(e) if !e.parameter_sources.is_empty() => {
+                param_sources::resolve(self.ctx, &self.ns, ov, &e.parameter_sources).await
+            }
+            _ => Ok(param_sources::SourcedValues::new()),
+        }
+    }
+
+    /// Rotation of sensitive parameters ([`kudo_engine::rotation`], crate::param_sources): when
+    /// the data of a referenced Secret changed, the parameters' trigger plan is proposed like a
+    /// user's `plan trigger` and admitted by [`decide`]; the new fingerprints are written with
+    /// the admission (one patch), so a restart neither loses nor repeats the run.
+    async fn rotation(
+        &self,
+        raw: &DynamicObject,
+        inst: &Instance,
+        ov: &OperatorVersion,
+        instance_uid: &str,
+        admitted: &mut Admitted,
+        sourced: &param_sources::Sourced,
+    ) {
+        let Some(exec) = admitted.exec.clone() else {
+            return;
+        };
+        let Ok(values) = sourced else {
+            return;
+        };
+        let recorded_text = inst
+            .metadata
+            .annotations
+            .get(param_sources::FINGERPRINTS_ANNOTATION);
+        if exec.parameter_sources.is_empty() {
+            if recorded_text.is_some() {
+                admitted
+                    .annotations
+                    .insert(param_sources::FINGERPRINTS_ANNOTATION, None);
+            }
+            return;
+        }
+        let (key, fresh) =
+            match param_sources::fingerprint_key(self.ctx, &self.ns, &self.name, instance_uid).await {
+                Ok(k) => k,
+                Err(e) => {
+                    warn!(error = %e, "sensitive parameters: cannot check for rotation");
+                    return;
+                }
+            };
+        let current = param_sources::fingerprints(&key, &exec.parameter_sources, values);
+        let recorded: Option<kudo_engine::rotation::Fingerprints> = if fresh {
+            None
+        } else {
+            recorded_text.and_then(|t| serde_json::from_str(t).ok())
+        };
+        let clean = admitted.denial.is_none() && admitted.exec.as_ref() == Some(&admitted.spec);
+        let busy = !admitted.spec.plan_execution.plan_name.is_empty() || !clean;
+        let record = |fp: &kudo_engine::rotation::Fingerprints, admitted: &mut Admitted| {
+            admitted.annotations.insert(
+                param_sources::FINGERPRINTS_ANNOTATION,
+                Some(serde_json::to_string(fp).unwrap_or_default()),
+            );
+        };
+        match kudo_engine::rotation::decide(recorded.as_ref(), &current, busy, ov) {
+            kudo_engine::rotation::Decision::Keep => {}
+            kudo_engine::rotation::Decision::Record(fp) => record(&fp, admitted),
+            kudo_engine::rotation::Decision::Invalid { message, record: fp } => {
+                warn!(error = %message, "sensitive parameter rotation triggers no plan");
+                self.event(raw, EventType::Warning, PARAMETER_ROTATED, "Rotation", &message)
+                    .await;
+                record(&fp, admitted);
+            }
+            kudo_engine::rotation::Decision::Trigger {
+                plan,
+                parameters,
+                record: fp,
+            } => {
+                let mut old = inst.clone();
+                old.spec = admitted.spec.clone();
+                let mut new = inst.clone();
+                new.spec = admitted.spec.clone();
+                new.spec.plan_execution = PlanExecution {
+                    plan_name: plan.clone(),
+                    ..Default::default()
+                };
+                let admission = decide(&InstanceChange {
+                    old: Some(&old),
+                    new: &new,
+                    old_ov: ov,
+                    new_ov: ov,
+                    deleting: false,
+                });
+                let names = parameters.join(", ");
+                match &admission.decision {
+                    Decision::Schedule { .. } => {
+                        let a = Admitted::from_decision(&new, &admission, Some(admitted.spec.clone()));
+                        admitted.spec = a.spec;
+                        admitted.exec = a.exec;
+                        admitted.remember = a.remember;
+                        let uid = admitted.spec.plan_execution.uid.clone();
+                        let msg = format!(
+                            "The value of parameter(s) {names} changed in their Secret: plan {plan} (run {uid}) started"
+                        );
+                        info!(plan = %plan, uid = %uid, parameters = %names, "sensitive parameter rotated");
+                        self.event(
+                            raw,
+                            EventType::Normal,
+                            PARAMETER_ROTATED,
+                            &format!("Rotation {uid}"),
+                            &msg,
+                        )
+                        .await;
+                    }
+                    Decision::Deny { message } => {
+                        let msg = format!(
+                            "The value of parameter(s) {names} changed in their Secret, but plan {plan} cannot start: {message}"
+                        );
+                        warn!("{msg}");
+                        self.event(raw, EventType::Warning, PARAMETER_ROTATED, "Rotation", &msg)
+                            .await;
+                    }
+                    other => debug!(decision = ?other, "rotation trigger not admitted"),
+                }
+                record(&fp, admitted);
+            }
+        }
     }
 
     /// Scheduled plans (kudo-rs extension, [`kudo_engine::schedule`]): for each plan with a
@@ -1077,7 +1227,7 @@ impl<'c> Reconciler<'c> {
             is_namespaced: None,
             live_dependency: None,
         };
-        let rendered = execute::render(self.ctx, input.ov, plan, rctx, &input.exec.parameter_sources).await?;
+        let rendered = execute::render(self.ctx, input.ov, plan, rctx, input.sourced).await?;
         for t in rendered.translations() {
             if self.ctx.translations.first(plan_uid, t) {
                 let msg = t.message();
@@ -1191,6 +1341,7 @@ impl<'c> Reconciler<'c> {
             annotations,
             now,
             generation,
+            sourced,
         } = *input;
         let (policy, bad) = drift::Policy::from_annotations(annotations);
         if let Some(msg) = bad {
@@ -1209,16 +1360,7 @@ impl<'c> Reconciler<'c> {
             is_namespaced: None,
             live_dependency: None,
         };
-        let rep = drift::check(
-            self.ctx,
-            ov,
-            &base,
-            &exec.parameter_sources,
-            status,
-            policy,
-            &self.cluster,
-        )
-        .await;
+        let rep = drift::check(self.ctx, ov, &base, sourced, status, policy, &self.cluster).await;
         self.ctx.metrics.drift(&rep);
         for e in &rep.errors {
             warn!(error = %e, "drift check");
@@ -1493,6 +1635,8 @@ struct PassInput<'a> {
     annotations: &'a BTreeMap<String, String>,
     now: Timestamp,
     generation: Option<i64>,
+    /// `spec.parameterSources` resolved once for this reconcile.
+    sourced: &'a param_sources::Sourced,
 }
 
 /// A pass's outcome: the plan's status, the requeue delay (`None` when terminal) and the timing
