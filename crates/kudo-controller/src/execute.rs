@@ -112,6 +112,29 @@ impl Rendered {
         &self.translations
     }
 
+    /// Child Instances of KudoOperator tasks reference sensitive values from their Secret
+    /// instead of carrying them (crate::param_sources::source_child_parameters); a child that
+    /// cannot fails its task.
+    pub fn source_child_parameters(
+        &mut self,
+        sources: &BTreeMap<String, kudo_api::ParameterSource>,
+        values: &crate::param_sources::SourcedValues,
+    ) {
+        if values.is_empty() {
+            return;
+        }
+        for o in &mut self.objects {
+            if o.action != Action::ChildInstance {
+                continue;
+            }
+            if let Err(e) = crate::param_sources::source_child_parameters(&mut o.object, sources, values) {
+                self.errors
+                    .entry(TaskKey::new(&o.phase, &o.step, &o.task))
+                    .or_insert(e);
+            }
+        }
+    }
+
     fn for_task<'r>(&'r self, call: &'r TaskCall<'_>) -> impl Iterator<Item = &'r RenderedObject> + 'r {
         self.objects
             .iter()

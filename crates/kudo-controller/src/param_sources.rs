@@ -263,6 +263,50 @@ pub fn merged(parameters: &BTreeMap<String, String>, values: &SourcedValues) -> 
     out
 }
 
+/// A KudoOperator task's child Instance must not carry a sensitive value in its spec: a child
+/// parameter whose rendered value *is* a sourced value becomes a `parameterSources` entry naming
+/// the same Secret key (the child lives in the same namespace); one that merely contains such a
+/// value cannot be referenced and is an error naming both parameters, never the value.
+pub fn source_child_parameters(
+    child: &mut Value,
+    sources: &BTreeMap<String, ParameterSource>,
+    values: &SourcedValues,
+) -> Result<(), String> {
+    let name = child["metadata"]["name"].as_str().unwrap_or_default().to_string();
+    let Some(params) = child["spec"]["parameters"].as_object_mut() else {
+        return Ok(());
+    };
+    let mut moved = serde_json::Map::new();
+    for (k, v) in params.iter() {
+        let Some(text) = v.as_str() else {
+            continue;
+        };
+        for (p, val) in values {
+            if val.is_empty() {
+                continue;
+            }
+            if text == val {
+                if let Some(src) = sources.get(p) {
+                    moved.insert(k.clone(), serde_json::to_value(src).unwrap_or(Value::Null));
+                }
+                break;
+            }
+            if text.contains(val.as_str()) {
+                return Err(format!(
+                    "parameter {k:?} of child instance {name} would hold the value of sensitive parameter {p:?} inside a longer value; pass it unchanged ({{{{ .Params.{p} }}}}) so that the child reads it from its Secret"
+                ));
+            }
+        }
+    }
+    for k in moved.keys() {
+        params.remove(k);
+    }
+    if !moved.is_empty() {
+        child["spec"]["parameterSources"] = Value::Object(moved);
+    }
+    Ok(())
+}
+
 /// [`redact`] for a plan render error: the error itself when it quotes no sourced value.
 pub fn redact_error(
     e: crate::execute::PlanRenderError,
@@ -426,6 +470,34 @@ mod tests {
         let plain = hex::encode(sha2::Sha256::digest(b"hunter2"));
         assert!(!f1["A"].contains(&plain));
         assert!(!f1.values().any(|v| v.contains("hunter2")));
+    }
+
+    #[test]
+    fn child_instances_reference_the_secret_instead_of_the_value() {
+        let sources: BTreeMap<String, ParameterSource> = [(
+            "PASSWORD".to_string(),
+            ParameterSource::secret("p-parameters", "PASSWORD"),
+        )]
+        .into();
+        let values: SourcedValues = [("PASSWORD".to_string(), "hunter2".to_string())].into();
+        let mut child = json!({"metadata": {"name": "p-db"}, "spec": {"parameters": {
+            "ROOT_PASSWORD": "hunter2", "USER": "admin"}}});
+        source_child_parameters(&mut child, &sources, &values).unwrap();
+        assert_eq!(child["spec"]["parameters"], json!({"USER": "admin"}));
+        assert_eq!(
+            child["spec"]["parameterSources"],
+            json!({"ROOT_PASSWORD": {"secretKeyRef": {"name": "p-parameters", "key": "PASSWORD"}}})
+        );
+        assert!(!child.to_string().contains("hunter2"));
+
+        let mut child =
+            json!({"metadata": {"name": "p-db"}, "spec": {"parameters": {"URL": "mysql://root:hunter2@db"}}});
+        let e = source_child_parameters(&mut child, &sources, &values).unwrap_err();
+        assert!(
+            e.contains("\"URL\" of child instance p-db") && e.contains("\"PASSWORD\""),
+            "{e}"
+        );
+        assert!(!e.contains("hunter2"), "{e}");
     }
 
     #[test]

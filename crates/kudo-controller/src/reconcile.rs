@@ -1227,7 +1227,10 @@ impl<'c> Reconciler<'c> {
             is_namespaced: None,
             live_dependency: None,
         };
-        let rendered = execute::render(self.ctx, input.ov, plan, rctx, input.sourced).await?;
+        let mut rendered = execute::render(self.ctx, input.ov, plan, rctx, input.sourced).await?;
+        if let Ok(values) = input.sourced {
+            rendered.source_child_parameters(&input.exec.parameter_sources, values);
+        }
         for t in rendered.translations() {
             if self.ctx.translations.first(plan_uid, t) {
                 let msg = t.message();
@@ -1271,7 +1274,12 @@ impl<'c> Reconciler<'c> {
         let plan = exec.plan_execution.plan_name.as_str();
         let plan_uid = exec.plan_execution.uid.as_str();
         let timing = Timing::from_annotation(annotations.get(TIMING_ANNOTATION).map(String::as_str));
-        let params = kudo_engine::effective_parameters(&ov.spec.parameters, &exec.parameters);
+        // Toggle tasks see sourced (sensitive) values like templates do.
+        let with_sourced = match input.sourced {
+            Ok(values) => param_sources::merged(&exec.parameters, values),
+            Err(_) => exec.parameters.clone(),
+        };
+        let params = kudo_engine::effective_parameters(&ov.spec.parameters, &with_sourced);
         let mut pass = match PlanPass::start(&ov.spec, plan, ps.clone(), now) {
             Ok(p) => p.with_instance(&self.ns, &self.name).with_timing(timing),
             Err(e) => {
