@@ -6,6 +6,7 @@
 mod dependencies;
 mod drift_report;
 mod faults;
+mod galera_backup;
 mod harness;
 mod leader_election;
 mod malformed;
