@@ -616,7 +616,7 @@ async fn check_dependencies(
         ));
     };
     for obj in rendered.for_task(call) {
-        let params: BTreeMap<String, String> = obj.object["spec"]["parameters"]
+        let mut params: BTreeMap<String, String> = obj.object["spec"]["parameters"]
             .as_object()
             .map(|m| {
                 m.iter()
@@ -624,6 +624,13 @@ async fn check_dependencies(
                     .collect()
             })
             .unwrap_or_default();
+        // A sensitive value passed on as a parameterSources entry is set too (its value is
+        // validated by the child's manager when it reads the Secret).
+        if let Some(sources) = obj.object["spec"]["parameterSources"].as_object() {
+            for k in sources.keys() {
+                params.insert(k.clone(), "(from a Secret)".to_string());
+            }
+        }
         check_child_parameters(call.task_name, child_ov, &params).map_err(as_fatal)?;
     }
     Ok(())

@@ -683,6 +683,34 @@ impl<'c> Reconciler<'c> {
                 if drift::namespace_terminating(self.ctx, &self.ns).await {
                     // The namespace deletion removed the OperatorVersion; the Instance goes next.
                     debug!(instance = %who, "namespace is being deleted: OperatorVersion gone");
+                    if raw.metadata.deletion_timestamp.is_some()
+                        && inst.metadata.finalizers.iter().any(|f| f == CLEANUP_FINALIZER)
+                    {
+                        // Its cleanup plan cannot run without the OperatorVersion: holding the
+                        // finalizer would keep the namespace terminating forever.
+                        let msg = format!(
+                            "the cleanup plan of instance {who} cannot run: its OperatorVersion was deleted with the namespace; releasing the instance"
+                        );
+                        warn!("{msg}");
+                        self.event(raw, EventType::Warning, INVALID_OPERATOR_VERSION, "Cleanup", &msg)
+                            .await;
+                        let finalizers: Vec<String> = inst
+                            .metadata
+                            .finalizers
+                            .iter()
+                            .filter(|f| *f != CLEANUP_FINALIZER)
+                            .cloned()
+                            .collect();
+                        self.write_spec(
+                            inst,
+                            &inst.spec,
+                            &finalizers,
+                            None,
+                            &BTreeMap::new(),
+                            resource_version(raw),
+                        )
+                        .await?;
+                    }
                     return Ok(Action::await_change());
                 }
                 ("OperatorVersionNotFound", "does not exist".to_string())
