@@ -983,11 +983,6 @@ impl<'c> Reconciler<'c> {
             out.statuses = prev;
             return out;
         };
-        let created = raw
-            .metadata
-            .creation_timestamp
-            .as_ref()
-            .map_or(now, |t| Timestamp::from_unix(t.0.as_second()));
         let rctx = RenderContext::offline(&self.name, &self.ns, exec.parameters.clone());
         for (plan, p) in &ov.spec.plans {
             if p.schedule.is_none() {
@@ -1009,10 +1004,14 @@ impl<'c> Reconciler<'c> {
                     continue;
                 }
             };
-            let last = prev
-                .get(plan)
-                .and_then(|s| s.last_schedule_time.as_deref())
-                .and_then(|t| Timestamp::parse(t).ok());
+            let recorded = |f: fn(&ScheduleStatus) -> Option<&String>| {
+                prev.get(plan).and_then(f).and_then(|t| Timestamp::parse(t).ok())
+            };
+            let history = schedule::History {
+                last: recorded(|s| s.last_schedule_time.as_ref()),
+                next: recorded(|s| s.next_schedule_time.as_ref()),
+            };
+            let last = history.last;
             let pe = &admitted.spec.plan_execution;
             // A pending denied change or a cancellation in flight: the stored spec is not the
             // admitted one, and a trigger on top of it would smuggle the denied change in.
@@ -1033,7 +1032,7 @@ impl<'c> Reconciler<'c> {
                     out.wake = Some(out.wake.map_or(d, |w| w.min(d)));
                 }
             };
-            match schedule::decide(&sched, last, created, now, busy) {
+            match schedule::decide(&sched, history, now, busy) {
                 schedule::Decision::Wait { next } => record(last, next, &mut out),
                 schedule::Decision::Skip { .. } if finishing && clean => {
                     // The last run just ended; its planExecution is cleared by the next

@@ -5,16 +5,18 @@
 //! manager renders it (it may be a template over parameters), [`parse`]s it (an empty result means
 //! "not scheduled") and asks [`decide`] on every reconcile.
 //!
-//! The rule follows Kubernetes' CronJob controller, so operators meet no surprise:
-//! * The earliest instant an occurrence may fall on is the last scheduled time kept in
-//!   `status.schedules.<plan>.lastScheduleTime`, or, before the first occurrence, the Instance's
-//!   creation time. Both survive a manager restart, so a restart never fires an occurrence twice.
+//! The rule is close to Kubernetes' CronJob controller:
+//! * The first occurrence to act on is the one after the last scheduled time kept in
+//!   `status.schedules.<plan>.lastScheduleTime`; before any, the `nextScheduleTime` recorded when
+//!   the schedule was first seen (or the first occurrence after *now* when it is seen for the first
+//!   time: a schedule set on an old Instance does not fire at once for an occurrence it never
+//!   had). Both survive a manager restart, so a restart never fires an occurrence twice.
 //! * Missed occurrences (the manager was down, or the Instance was busy for a long time) fire
 //!   **once**: the most recent one that is due, never a burst of N runs.
 //! * When a plan (any plan, including an earlier run of this one) is scheduled or running at the
 //!   due time, the occurrence is skipped ([`Decision::Skip`]) — it still counts as the last scheduled
 //!   time, so it is reported once and not retried in a loop.
-//! * `@every D` occurrences lie on the grid `earliest + k·D`; after a run at `t` the next one is
+//! * `@every D` occurrences lie on the grid `first + k·D`; after a run at `t` the next one is
 //!   `t + D`.
 //!
 //! Cron parsing and the calendar arithmetic are the `croner` crate's; durations are the workspace's
@@ -128,16 +130,15 @@ impl Schedule {
         }
     }
 
-    /// The most recent occurrence in `(earliest, now]`, if any — the one a late manager fires.
-    fn latest_due(&self, earliest: Timestamp, now: Timestamp) -> Option<Timestamp> {
-        let first = self.next_after(earliest)?;
+    /// The most recent occurrence in `[first, now]`, if any — the one a late manager fires.
+    fn latest_due(&self, first: Timestamp, now: Timestamp) -> Option<Timestamp> {
         if first > now {
             return None;
         }
         match self {
             Schedule::Every { secs, .. } => {
-                let k = (now.seconds_since(earliest).max(0) as u64) / secs;
-                Some(earliest.plus_seconds(k * secs))
+                let k = (now.seconds_since(first).max(0) as u64) / secs;
+                Some(first.plus_seconds(k * secs))
             }
             Schedule::Cron { cron, .. } => {
                 let prev = cron
@@ -163,21 +164,34 @@ pub enum Decision {
     Wait { next: Option<Timestamp> },
 }
 
-/// Decides about one scheduled plan. `last` is `status.schedules.<plan>.lastScheduleTime`,
-/// `created` the Instance's creation time (the earliest instant when there is no `last`),
-/// `plan_running` whether any plan is scheduled or running right now.
-pub fn decide(
-    schedule: &Schedule,
-    last: Option<Timestamp>,
-    created: Timestamp,
-    now: Timestamp,
-    plan_running: bool,
-) -> Decision {
-    let earliest = last.unwrap_or(created);
-    match schedule.latest_due(earliest, now) {
-        None => Decision::Wait {
-            next: schedule.next_after(earliest),
-        },
+/// What is known about a scheduled plan's past: `status.schedules.<plan>`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct History {
+    /// `lastScheduleTime`: the last occurrence acted on (run or skipped).
+    pub last: Option<Timestamp>,
+    /// `nextScheduleTime` as recorded (before any occurrence: the first one, fixed when the
+    /// schedule was first seen).
+    pub next: Option<Timestamp>,
+}
+
+/// Decides about one scheduled plan at `now`; `plan_running`: whether any plan is scheduled or
+/// running right now. The decision's `next` is what to record as `nextScheduleTime`.
+pub fn decide(schedule: &Schedule, history: History, now: Timestamp, plan_running: bool) -> Decision {
+    let first = match (history.last, history.next) {
+        (Some(last), _) => schedule.next_after(last),
+        // Seen before, nothing due yet: the recorded first occurrence, unless the expression
+        // changed to one that comes earlier.
+        (None, Some(recorded)) => Some(match schedule.next_after(now) {
+            Some(fresh) => recorded.min(fresh),
+            None => recorded,
+        }),
+        (None, None) => schedule.next_after(now),
+    };
+    let Some(first) = first else {
+        return Decision::Wait { next: None };
+    };
+    match schedule.latest_due(first, now) {
+        None => Decision::Wait { next: Some(first) },
         Some(due) => {
             let next = schedule.next_after(due);
             if plan_running {
@@ -317,36 +331,66 @@ mod tests {
         }
     }
 
+    fn h(last: Option<&str>, next: Option<&str>) -> History {
+        History {
+            last: last.map(ts),
+            next: next.map(ts),
+        }
+    }
+
     #[test]
-    fn wait_until_the_first_occurrence_after_creation() {
-        let created = ts("2026-01-01T10:00:00Z");
-        let d = decide(&sch("@hourly"), None, created, ts("2026-01-01T10:30:00Z"), false);
+    fn first_sight_waits_for_the_first_occurrence_after_now() {
+        // a schedule set on an old instance does not fire for an occurrence it never had
+        let now = ts("2026-01-01T12:00:00Z");
         assert_eq!(
-            d,
+            decide(&sch("0 3 * * *"), h(None, None), now, false),
             Decision::Wait {
-                next: Some(ts("2026-01-01T11:00:00Z"))
+                next: Some(ts("2026-01-02T03:00:00Z"))
             }
         );
-        let d = decide(
-            &sch("@every 2s"),
-            None,
-            created,
-            ts("2026-01-01T10:00:01Z"),
-            false,
+        assert_eq!(
+            decide(&sch("@every 2s"), h(None, None), now, false),
+            Decision::Wait {
+                next: Some(ts("2026-01-01T12:00:02Z"))
+            }
+        );
+    }
+
+    #[test]
+    fn the_recorded_first_occurrence_is_kept_across_reconciles_and_restarts() {
+        let rec = Some("2026-01-01T12:00:02Z");
+        // one second later (another reconcile, or a restarted manager): same target, not now+2
+        assert_eq!(
+            decide(&sch("@every 2s"), h(None, rec), ts("2026-01-01T12:00:01Z"), false),
+            Decision::Wait {
+                next: Some(ts("2026-01-01T12:00:02Z"))
+            }
         );
         assert_eq!(
-            d,
+            decide(&sch("@every 2s"), h(None, rec), ts("2026-01-01T12:00:02Z"), false),
+            Decision::Due {
+                due: ts("2026-01-01T12:00:02Z"),
+                next: Some(ts("2026-01-01T12:00:04Z"))
+            }
+        );
+        // the expression changed to one that comes earlier: the earlier one counts
+        assert_eq!(
+            decide(
+                &sch("@every 2s"),
+                h(None, Some("2026-01-01T13:00:00Z")),
+                ts("2026-01-01T12:00:00Z"),
+                false
+            ),
             Decision::Wait {
-                next: Some(ts("2026-01-01T10:00:02Z"))
+                next: Some(ts("2026-01-01T12:00:02Z"))
             }
         );
     }
 
     #[test]
     fn due_at_the_occurrence_then_waits_for_the_next() {
-        let created = ts("2026-01-01T10:00:00Z");
         let now = ts("2026-01-01T11:00:00Z");
-        let d = decide(&sch("@hourly"), None, created, now, false);
+        let d = decide(&sch("@hourly"), h(None, Some("2026-01-01T11:00:00Z")), now, false);
         assert_eq!(
             d,
             Decision::Due {
@@ -357,8 +401,7 @@ mod tests {
         // recorded as last: same instant again → wait (restart safety: last is in the status)
         let d = decide(
             &sch("@hourly"),
-            Some(now),
-            created,
+            h(Some("2026-01-01T11:00:00Z"), Some("2026-01-01T12:00:00Z")),
             ts("2026-01-01T11:00:05Z"),
             false,
         );
@@ -372,10 +415,10 @@ mod tests {
 
     #[test]
     fn missed_runs_fire_once_not_n_times() {
-        let created = ts("2026-01-01T00:00:00Z");
-        // manager down for 5 h 30 m: one run, for the latest missed occurrence
+        // manager down from 00:30 to 05:30 after the 00:00 run: one run, for the latest occurrence
         let now = ts("2026-01-01T05:30:00Z");
-        let d = decide(&sch("@hourly"), None, created, now, false);
+        let hist = h(Some("2026-01-01T00:00:00Z"), Some("2026-01-01T01:00:00Z"));
+        let d = decide(&sch("@hourly"), hist, now, false);
         let Decision::Due { due, next } = d else {
             panic!("{d:?}")
         };
@@ -383,11 +426,19 @@ mod tests {
         assert_eq!(next, Some(ts("2026-01-01T06:00:00Z")));
         // after recording it, nothing more is due until 06:00
         assert!(matches!(
-            decide(&sch("@hourly"), Some(due), created, now, false),
+            decide(
+                &sch("@hourly"),
+                History {
+                    last: Some(due),
+                    next
+                },
+                now,
+                false
+            ),
             Decision::Wait { .. }
         ));
-        // @every: the same
-        let d = decide(&sch("@every 10m"), None, created, now, false);
+        // @every: the same, on the grid of the last run
+        let d = decide(&sch("@every 10m"), hist, now, false);
         assert_eq!(
             d,
             Decision::Due {
@@ -395,16 +446,20 @@ mod tests {
                 next: Some(ts("2026-01-01T05:40:00Z"))
             }
         );
+        // missed before the very first occurrence too
+        let d = decide(&sch("@hourly"), h(None, Some("2026-01-01T01:00:00Z")), now, false);
+        assert!(
+            matches!(d, Decision::Due { due, .. } if due == ts("2026-01-01T05:00:00Z")),
+            "{d:?}"
+        );
     }
 
     #[test]
     fn every_is_anchored_to_the_last_run() {
-        let created = ts("2026-01-01T00:00:00Z");
-        let last = ts("2026-01-01T00:00:07Z");
+        let last = Some("2026-01-01T00:00:07Z");
         let d = decide(
             &sch("@every 5s"),
-            Some(last),
-            created,
+            h(last, None),
             ts("2026-01-01T00:00:11Z"),
             false,
         );
@@ -416,8 +471,7 @@ mod tests {
         );
         let d = decide(
             &sch("@every 5s"),
-            Some(last),
-            created,
+            h(last, None),
             ts("2026-01-01T00:00:12Z"),
             false,
         );
@@ -432,9 +486,13 @@ mod tests {
 
     #[test]
     fn skip_while_a_plan_runs_and_only_once() {
-        let created = ts("2026-01-01T00:00:00Z");
         let now = ts("2026-01-01T00:00:02Z");
-        let d = decide(&sch("@every 2s"), None, created, now, true);
+        let d = decide(
+            &sch("@every 2s"),
+            h(None, Some("2026-01-01T00:00:02Z")),
+            now,
+            true,
+        );
         assert_eq!(
             d,
             Decision::Skip {
@@ -444,18 +502,22 @@ mod tests {
         );
         // the skipped occurrence is recorded: the same instant is not skipped (reported) again
         assert!(matches!(
-            decide(&sch("@every 2s"), Some(now), created, now, true),
+            decide(
+                &sch("@every 2s"),
+                h(Some("2026-01-01T00:00:02Z"), Some("2026-01-01T00:00:04Z")),
+                now,
+                true
+            ),
             Decision::Wait { .. }
         ));
     }
 
     #[test]
     fn cron_is_utc_and_five_fields() {
-        let created = ts("2026-03-02T00:00:00Z"); // a Monday
+        // 2026-03-02 is a Monday
         let d = decide(
             &sch("30 3 * * MON"),
-            None,
-            created,
+            h(None, Some("2026-03-02T03:30:00Z")),
             ts("2026-03-02T03:30:00Z"),
             false,
         );
@@ -465,8 +527,7 @@ mod tests {
         );
         let d = decide(
             &sch("30 3 * * MON"),
-            Some(ts("2026-03-02T03:30:00Z")),
-            created,
+            h(Some("2026-03-02T03:30:00Z"), None),
             ts("2026-03-02T04:00:00Z"),
             false,
         );
@@ -481,11 +542,9 @@ mod tests {
     #[test]
     fn a_last_time_in_the_future_waits() {
         // clock skew between managers: never fire before the recorded last time
-        let created = ts("2026-01-01T00:00:00Z");
         let d = decide(
             &sch("@every 2s"),
-            Some(ts("2026-01-01T00:01:00Z")),
-            created,
+            h(Some("2026-01-01T00:01:00Z"), None),
             ts("2026-01-01T00:00:30Z"),
             false,
         );

@@ -292,3 +292,48 @@ fn chrono_now() -> String {
         .as_secs();
     kudo_engine::Timestamp::from_unix(secs as i64).to_string()
 }
+
+/// A schedule set on an Instance that has existed for a while starts counting when it is first
+/// seen: no run for an occurrence between the Instance's creation and now.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_schedule_set_later_does_not_fire_at_once() {
+    let env = Env::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    install(&env, dir.path(), "late", "").await;
+    env.wait_plan("late", "deploy", "COMPLETE").await;
+    // Old enough that an `@every 3s` grid from the creation has occurrences in the past.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    env.patch_instance(
+        "late",
+        json!({"spec": {"parameters": {"BACKUP_SCHEDULE": "@every 3s"}}}),
+    )
+    .await;
+    let i = env
+        .wait_instance("late", "the schedule is seen", |i| {
+            i["status"]["schedules"]["backup"]["nextScheduleTime"].is_string()
+        })
+        .await;
+    // The first occurrence is counted from now, not from the Instance's creation.
+    let seen_at = kudo_engine::Timestamp::parse(&chrono_now()).unwrap();
+    let next = kudo_engine::Timestamp::parse(
+        i["status"]["schedules"]["backup"]["nextScheduleTime"]
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap();
+    assert!(
+        next.seconds_since(seen_at) > 0,
+        "next {next} after {seen_at}: {i}"
+    );
+    assert!(
+        i["status"]["schedules"]["backup"]["lastScheduleTime"].is_null(),
+        "nothing ran yet: {i}"
+    );
+    assert!(backup_uid(&i).is_none(), "no backup at once: {i}");
+    // ... and the first occurrence does come.
+    env.wait_instance("late", "the first scheduled backup", |i| {
+        i["status"]["planStatus"]["backup"]["status"] == "COMPLETE"
+    })
+    .await;
+    env.stop().await;
+}
