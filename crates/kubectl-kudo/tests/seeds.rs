@@ -268,11 +268,18 @@ fn tree(plan: &str, state: &str, steps: &[&str]) -> String {
 /// The tree when the OperatorVersion has several plans: the active one with live `state`, the
 /// others `[NOT ACTIVE]` (plans sorted by name, as KUDO does).
 fn tree_of(active: &str, state: &str, plans: &[(&str, &[&str])]) -> String {
+    let phased: Vec<(&str, &str, &[&str])> = plans.iter().map(|(p, s)| (*p, "deploy", *s)).collect();
+    tree_of_phased(active, state, &phased)
+}
+
+/// [`tree_of`] for plans whose single phase is not named `deploy` (the full example's level-3
+/// plans): `(plan, phase, steps)`.
+fn tree_of_phased(active: &str, state: &str, plans: &[(&str, &str, &[&str])]) -> String {
     let mut t = String::from("Plan(s) for \"galera-instance\" in namespace \"default\":\n.\n");
     t.push_str(&format!(
         "└── galera-instance (Operator-Version: \"{OV}\" Active-Plan: \"{active}\")\n"
     ));
-    for (pi, (plan, steps)) in plans.iter().enumerate() {
+    for (pi, (plan, phase, steps)) in plans.iter().enumerate() {
         let last_plan = pi + 1 == plans.len();
         let (branch, indent) = if last_plan {
             ("└──", "    ")
@@ -285,7 +292,7 @@ fn tree_of(active: &str, state: &str, plans: &[(&str, &[&str])]) -> String {
             "    {branch} Plan {plan} (serial strategy) [{st}]{stamp}\n"
         ));
         t.push_str(&format!(
-            "    {indent}└── Phase deploy (serial strategy) [{st}]\n"
+            "    {indent}└── Phase {phase} (serial strategy) [{st}]\n"
         ));
         for (i, s) in steps.iter().enumerate() {
             let b = if i + 1 == steps.len() {
@@ -1102,8 +1109,15 @@ fn full_example_install_scale_uninstall() {
         "statefulset",
         "cleanup",
     ];
-    let plans: [(&str, &[&str]); 2] = [("deploy", &steps), ("node_update", &["config", "stateful"])];
-    assert_eq!(status, tree_of("deploy", "COMPLETE", &plans));
+    // The seeds' plans plus the level-3 ones (backup, cleanup, restore; docs/tutorial.md).
+    let plans: [(&str, &str, &[&str]); 5] = [
+        ("backup", "backup", &["remove-previous", "dump"]),
+        ("cleanup", "final-backup", &["remove-previous", "dump"]),
+        ("deploy", "deploy", &steps),
+        ("node_update", "deploy", &["config", "stateful"]),
+        ("restore", "restore", &["remove-previous", "load"]),
+    ];
+    assert_eq!(status, tree_of_phased("deploy", "COMPLETE", &plans));
     wait_pods(&shell, &dir, &galera_pods(3), false);
     let describe = shell.ok(&dir, "kubectl describe configmap galera-instance-nodeconfig");
     assert_eq!(

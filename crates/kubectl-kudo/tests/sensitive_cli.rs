@@ -14,6 +14,7 @@ const BIN: &str = env!("CARGO_BIN_EXE_kubectl-kudo");
 
 const VALUE: &str = "hunter2-Xq9Sup3rSecret";
 const VALUE2: &str = "rotated-Zk7OtherSecret";
+const VALUE3: &str = "third-Wm5RotatedSecret";
 
 fn package(root: &Path) -> PathBuf {
     let dir = root.join("sens");
@@ -131,8 +132,24 @@ fn decoded_password(dev: &Dev) -> String {
     .unwrap()
 }
 
+/// The uid of the deploy plan's last run.
+fn deploy_uid(dev: &Dev) -> String {
+    let (ok, out) = kubectl(
+        dev,
+        &[
+            "get",
+            "instances.kudo.dev",
+            "s",
+            "-o",
+            "jsonpath={.status.planStatus.deploy.uid}",
+        ],
+    );
+    assert!(ok, "{out}");
+    out
+}
+
 fn assert_hidden(what: &str, text: &str) {
-    for v in [VALUE, VALUE2] {
+    for v in [VALUE, VALUE2, VALUE3] {
         assert!(!text.contains(v), "{what} shows a sensitive value:\n{text}");
     }
 }
@@ -245,17 +262,63 @@ fn sensitive_parameters_end_to_end() {
     cli_output.push_str(&out);
     assert_eq!(decoded_password(&dev), VALUE2);
 
-    // update -p of a sensitive value is refused (rotation of Secret data is not implemented).
+    // update -p of a sensitive value: stored in `s-parameters` again, the source switches back
+    // (a parameter change: the plan runs).
     let (code, out) = kudo(
         home,
         &dev,
-        &["update", "--instance", "s", "-p", &format!("PASSWORD={VALUE}")],
+        &[
+            "update",
+            "--instance",
+            "s",
+            "-p",
+            &format!("PASSWORD={VALUE}"),
+            "--wait",
+            "--wait-time",
+            "120",
+        ],
     );
-    assert_eq!(code, 1, "{out}");
-    assert!(
-        out.contains("cannot update sensitive parameter(s) PASSWORD"),
-        "{out}"
+    assert_eq!(code, 0, "{out}");
+    cli_output.push_str(&out);
+    assert_eq!(decoded_password(&dev), VALUE);
+    let (_, inst) = kubectl(&dev, &["get", "instances.kudo.dev", "s", "-o", "yaml"]);
+    assert!(inst.contains("name: s-parameters"), "{inst}");
+
+    // update -p once more: the source stays, only the Secret's data changes — a rotation the
+    // manager notices (Secret watch) and answers with the parameter's trigger plan, once.
+    let uid_before = deploy_uid(&dev);
+    let (code, out) = kudo(
+        home,
+        &dev,
+        &[
+            "update",
+            "--instance",
+            "s",
+            "-p",
+            &format!("PASSWORD={VALUE3}"),
+            "--wait",
+            "--wait-time",
+            "120",
+        ],
     );
+    assert_eq!(code, 0, "{out}");
+    cli_output.push_str(&out);
+    assert_eq!(decoded_password(&dev), VALUE3);
+    let uid_after = deploy_uid(&dev);
+    assert_ne!(uid_after, uid_before, "the rotation ran deploy");
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(deploy_uid(&dev), uid_after, "one run per rotation");
+    let (_, events) = kubectl(&dev, &["get", "events", "-o", "yaml"]);
+    assert!(events.contains("ParameterRotated"), "{events}");
+
+    // The same value again changes nothing.
+    let (code, out) = kudo(
+        home,
+        &dev,
+        &["update", "--instance", "s", "-p", &format!("PASSWORD={VALUE3}")],
+    );
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("the values are unchanged"), "{out}");
     cli_output.push_str(&out);
 
     let (code, out) = kudo(home, &dev, &["plan", "status", "--instance", "s"]);

@@ -129,6 +129,11 @@ pub struct Plan {
     /// Our addition: plan-wide timeout (a Go-style duration such as `10m`), see [`Step::timeout`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout: Option<String>,
+    /// kudo-rs extension: run this plan on a schedule — a 5-field cron expression (UTC), `@hourly`
+    /// and friends, or `@every <duration>`; may be a template over parameters (blank result = not
+    /// scheduled). KUDO's package reader ignores the unknown field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<String>,
 }
 
 /// `serial` / `parallel`. Anything else (including empty) behaves like `parallel` in KUDO's engine,
@@ -503,6 +508,22 @@ pub struct InstanceStatus {
     pub plan_status: BTreeMap<String, PlanStatus>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<Condition>,
+    /// kudo-rs extension: per scheduled plan, its last and next occurrence. The last one is what
+    /// keeps a restarted manager from firing an occurrence twice.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub schedules: BTreeMap<String, ScheduleStatus>,
+}
+
+/// `status.schedules.<plan>` (kudo-rs extension).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ScheduleStatus {
+    /// The last occurrence handled (run or skipped), RFC 3339.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_schedule_time: Option<String>,
+    /// The next occurrence, RFC 3339; absent when the expression never matches again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_schedule_time: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

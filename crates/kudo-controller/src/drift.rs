@@ -164,7 +164,7 @@ async fn desired_objects(
     ctx: &Context,
     ov: &OperatorVersion,
     base: &RenderContext,
-    sources: &std::collections::BTreeMap<String, kudo_api::ParameterSource>,
+    sourced: &crate::param_sources::Sourced,
     status: &InstanceStatus,
     report: &mut DriftReport,
 ) -> Option<Vec<(ObjectId, Value)>> {
@@ -172,7 +172,7 @@ async fn desired_objects(
     for (plan, uid) in completed_plans(status) {
         let mut rctx = base.clone();
         rctx.plan_uid = uid;
-        let rendered = match execute::render(ctx, ov, &plan, rctx, sources).await {
+        let rendered = match execute::render(ctx, ov, &plan, rctx, sourced).await {
             Ok(r) => r,
             Err(e) => {
                 report.errors.push(format!("rendering plan {plan}: {e}"));
@@ -209,7 +209,7 @@ pub(crate) async fn check(
     ctx: &Context,
     ov: &OperatorVersion,
     base: &RenderContext,
-    sources: &std::collections::BTreeMap<String, kudo_api::ParameterSource>,
+    sourced: &crate::param_sources::Sourced,
     status: &InstanceStatus,
     policy: Policy,
     cluster: &ClusterObjects,
@@ -218,7 +218,7 @@ pub(crate) async fn check(
     if policy == Policy::Ignore {
         return report;
     }
-    let Some(objects) = desired_objects(ctx, ov, base, sources, status, &mut report).await else {
+    let Some(objects) = desired_objects(ctx, ov, base, sourced, status, &mut report).await else {
         return report;
     };
     // `policy` was read when this reconcile started. Confirmed from the live Instance before

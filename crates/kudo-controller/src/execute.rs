@@ -112,6 +112,29 @@ impl Rendered {
         &self.translations
     }
 
+    /// Child Instances of KudoOperator tasks reference sensitive values from their Secret
+    /// instead of carrying them (crate::param_sources::source_child_parameters); a child that
+    /// cannot fails its task.
+    pub fn source_child_parameters(
+        &mut self,
+        sources: &BTreeMap<String, kudo_api::ParameterSource>,
+        values: &crate::param_sources::SourcedValues,
+    ) {
+        if values.is_empty() {
+            return;
+        }
+        for o in &mut self.objects {
+            if o.action != Action::ChildInstance {
+                continue;
+            }
+            if let Err(e) = crate::param_sources::source_child_parameters(&mut o.object, sources, values) {
+                self.errors
+                    .entry(TaskKey::new(&o.phase, &o.step, &o.task))
+                    .or_insert(e);
+            }
+        }
+    }
+
     fn for_task<'r>(&'r self, call: &'r TaskCall<'_>) -> impl Iterator<Item = &'r RenderedObject> + 'r {
         self.objects
             .iter()
@@ -212,17 +235,18 @@ fn render_all(ov: &OperatorVersion, plan: &str, rctx: &RenderContext) -> Result<
 /// (crate::translate); one that cannot be fails its task. `Err` is a plan-level fatal (invalid
 /// parameters, missing plan).
 ///
-/// `sources` (`spec.parameterSources`) are resolved first and merged into the parameters
-/// (crate::param_sources); a message that could quote a sourced value is redacted.
+/// `sourced` (`spec.parameterSources` as resolved once for this reconcile,
+/// crate::param_sources::resolve) is merged into the parameters; a message that could quote a
+/// sourced value is redacted. An unresolved source renders nothing (the plan waits).
 pub async fn render(
     ctx: &Context,
     ov: &OperatorVersion,
     plan: &str,
     mut base: RenderContext,
-    sources: &BTreeMap<String, kudo_api::ParameterSource>,
+    sourced: &crate::param_sources::Sourced,
 ) -> Result<Rendered, PlanRenderError> {
     use crate::param_sources;
-    let values = match param_sources::resolve(ctx, &base.namespace, ov, sources).await {
+    let values = match sourced {
         Ok(v) => v,
         Err(msg) => {
             return Ok(Rendered {
@@ -230,16 +254,16 @@ pub async fn render(
                 errors: HashMap::new(),
                 transient: None,
                 translations: Vec::new(),
-                unresolved: Some(msg),
+                unresolved: Some(msg.clone()),
             });
         }
     };
-    base.parameters = param_sources::merged(&base.parameters, &values);
+    base.parameters = param_sources::merged(&base.parameters, values);
     let mut rendered = render_namespaced(ctx, ov, plan, base)
         .await
-        .map_err(|e| param_sources::redact_error(e, &values))?;
+        .map_err(|e| param_sources::redact_error(e, values))?;
     for e in rendered.errors.values_mut() {
-        *e = param_sources::redact(e, &values);
+        *e = param_sources::redact(e, values);
     }
     let (done, failed) = crate::translate::translate_unserved(ctx, &mut rendered.objects).await;
     for (i, err) in failed {
@@ -592,7 +616,7 @@ async fn check_dependencies(
         ));
     };
     for obj in rendered.for_task(call) {
-        let params: BTreeMap<String, String> = obj.object["spec"]["parameters"]
+        let mut params: BTreeMap<String, String> = obj.object["spec"]["parameters"]
             .as_object()
             .map(|m| {
                 m.iter()
@@ -600,6 +624,13 @@ async fn check_dependencies(
                     .collect()
             })
             .unwrap_or_default();
+        // A sensitive value passed on as a parameterSources entry is set too (its value is
+        // validated by the child's manager when it reads the Secret).
+        if let Some(sources) = obj.object["spec"]["parameterSources"].as_object() {
+            for k in sources.keys() {
+                params.insert(k.clone(), "(from a Secret)".to_string());
+            }
+        }
         check_child_parameters(call.task_name, child_ov, &params).map_err(as_fatal)?;
     }
     Ok(())

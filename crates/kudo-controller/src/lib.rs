@@ -386,6 +386,25 @@ pub(crate) async fn run_controller(
         .boxed(),
     );
 
+    // Secrets named by an Instance's `spec.parameterSources` (sensitive parameters): a change of
+    // one wakes those Instances, whose reconcile compares the values' fingerprints (rotation,
+    // crate::param_sources). The data is dropped as it arrives: nothing of a Secret is cached.
+    let sar = known_resource("", "Secret");
+    let secret_store = store.clone();
+    triggers.push(
+        trigger_with(
+            watcher(dynamic(&sar), watcher::Config::default())
+                .default_backoff()
+                .modify(|o: &mut DynamicObject| {
+                    o.data = serde_json::Value::Null;
+                    o.metadata.managed_fields = None;
+                })
+                .touched_objects(),
+            move |s: DynamicObject| instances_referencing_secret(&secret_store, &s),
+        )
+        .boxed(),
+    );
+
     // Children: anything KUDO applied carries `heritage=kudo` and `kudo.dev/instance`.
     let mut children = std::collections::HashMap::new();
     for (g, v, k, plural) in cache::CHILD_KINDS {
@@ -506,6 +525,26 @@ pub(crate) fn owner_of<K: Resource>(obj: K) -> Option<ObjectRef<DynamicObject>> 
 }
 
 /// Every cached Instance whose `spec.operatorVersion` names this OperatorVersion.
+/// The Instances of the Secret's namespace whose `spec.parameterSources` name the Secret.
+fn instances_referencing_secret(
+    store: &Store<DynamicObject>,
+    secret: &DynamicObject,
+) -> Vec<ObjectRef<DynamicObject>> {
+    let name = secret.name_any();
+    let ns = secret.namespace().unwrap_or_default();
+    store
+        .state()
+        .iter()
+        .filter(|i| i.namespace().unwrap_or_default() == ns)
+        .filter(|i| {
+            i.data["spec"]["parameterSources"]
+                .as_object()
+                .is_some_and(|m| m.values().any(|src| src["secretKeyRef"]["name"] == name.as_str()))
+        })
+        .map(|i| ObjectRef::from_obj_with(i.as_ref(), instance_resource()))
+        .collect()
+}
+
 fn instances_of_ov(store: &Store<DynamicObject>, ov: &DynamicObject) -> Vec<ObjectRef<DynamicObject>> {
     let ov_name = ov.name_any();
     let ov_ns = ov.namespace().unwrap_or_default();

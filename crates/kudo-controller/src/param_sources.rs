@@ -6,6 +6,23 @@
 //! The Secret is read with a GET (a user's Secret does not carry the `heritage: kudo` label of the
 //! cached objects). A missing Secret or key is not fatal: the plan's tasks wait (transient) with a
 //! message naming both, so a Secret that arrives after its Instance (GitOps) is picked up.
+//!
+//! The Secret is read once per reconcile ([`resolve`]; the pass and the drift check share the
+//! result, [`Sourced`]).
+//!
+//! # Rotation
+//! A change of a referenced Secret's data is a change of the parameter
+//! ([`kudo_engine::rotation`]): the manager watches Secrets (crate::run_controller maps a Secret
+//! event to the Instances whose `parameterSources` name it) and compares *fingerprints* of the
+//! values. What it remembers must not let anyone recover a value offline, so a fingerprint is an
+//! HMAC-SHA256 of the value under a random 256-bit key of the Instance's own, kept in the Secret
+//! `<instance>-parameter-fingerprint-key` (owned by the Instance, so it goes with it). The
+//! fingerprints are in the Instance annotation [`FINGERPRINTS_ANNOTATION`]; without the key they
+//! are useless to a password guesser, and whoever can read the key Secret can read the value's
+//! Secret anyway. Why not keep the last values in memory only: a manager restart would then have
+//! nothing to compare with and either miss a rotation or fire a spurious run; the annotation is
+//! written in the same patch that schedules the triggered plan, so a restart does neither. A lost
+//! key Secret is recreated and the fingerprints are recorded afresh without a run.
 
 use std::collections::BTreeMap;
 
@@ -19,6 +36,105 @@ use crate::Context;
 /// Parameter values read from their sources, by parameter name.
 pub type SourcedValues = BTreeMap<String, String>;
 
+/// The outcome of one [`resolve`]: the values, or why a parameter cannot be resolved (a message
+/// naming parameter and Secret, never a value).
+pub type Sourced = Result<SourcedValues, String>;
+
+/// Instance annotation holding the fingerprints of the sourced values last acted on (JSON map,
+/// see [`kudo_engine::rotation::Fingerprints`]).
+pub const FINGERPRINTS_ANNOTATION: &str = "kudo-rs.dev/parameter-fingerprints";
+
+/// The Secret holding an Instance's fingerprint key.
+pub fn key_secret_name(instance: &str) -> String {
+    format!("{instance}-parameter-fingerprint-key")
+}
+
+/// The data key of the fingerprint key in [`key_secret_name`].
+const KEY_FIELD: &str = "hmac-sha256-key";
+
+fn secrets(ctx: &Context, ns: &str) -> Api<DynamicObject> {
+    Api::namespaced_with(ctx.client.clone(), ns, &crate::known_resource("", "Secret"))
+}
+
+/// The Instance's fingerprint key, created (random, owned by the Instance) when missing; the
+/// flag says it was just created (fingerprints made with a lost key cannot be compared).
+pub async fn fingerprint_key(
+    ctx: &Context,
+    ns: &str,
+    instance: &str,
+    instance_uid: &str,
+) -> Result<(Vec<u8>, bool), String> {
+    let api = secrets(ctx, ns);
+    let name = key_secret_name(instance);
+    let read = |o: &DynamicObject| -> Option<Vec<u8>> {
+        let b64 = o.data["data"][KEY_FIELD].as_str()?;
+        base64::engine::general_purpose::STANDARD
+            .decode(b64)
+            .ok()
+            .filter(|k| k.len() >= 32)
+    };
+    let failed = |e: kube::Error| format!("fingerprint key Secret {ns}/{name}: {}", kube_reason(&e));
+    if let Some(found) = api.get_opt(&name).await.map_err(failed)? {
+        return read(&found)
+            .map(|k| (k, false))
+            .ok_or_else(|| format!("fingerprint key Secret {ns}/{name} has no valid key {KEY_FIELD:?}"));
+    }
+    let key: [u8; 32] = rand::random();
+    let obj: DynamicObject = serde_json::from_value(serde_json::json!({
+        "apiVersion": "v1", "kind": "Secret",
+        "metadata": {
+            "name": name, "namespace": ns,
+            "labels": {"kudo.dev/instance": instance},
+            "ownerReferences": [{
+                "apiVersion": kudo_api::API_VERSION, "kind": "Instance", "name": instance,
+                "uid": instance_uid, "controller": true, "blockOwnerDeletion": true
+            }]
+        },
+        "type": "Opaque",
+        "data": {KEY_FIELD: base64::engine::general_purpose::STANDARD.encode(key)}
+    }))
+    .map_err(|e| e.to_string())?;
+    match api.create(&Default::default(), &obj).await {
+        Ok(_) => Ok((key.to_vec(), true)),
+        // Another reconcile won the race: use its key.
+        Err(kube::Error::Api(r)) if r.code == 409 => {
+            let found = api.get(&name).await.map_err(failed)?;
+            read(&found)
+                .map(|k| (k, false))
+                .ok_or_else(|| format!("fingerprint key Secret {ns}/{name} has no valid key {KEY_FIELD:?}"))
+        }
+        Err(e) => Err(failed(e)),
+    }
+}
+
+/// Fingerprints of the sourced values under `key` (pure): `<secret>/<key>:<HMAC-SHA256 hex>`,
+/// the parameter name bound into the MAC so equal values of two parameters differ.
+pub fn fingerprints(
+    key: &[u8],
+    sources: &BTreeMap<String, ParameterSource>,
+    values: &SourcedValues,
+) -> kudo_engine::rotation::Fingerprints {
+    use hmac::Mac as _;
+    let mut out = kudo_engine::rotation::Fingerprints::new();
+    for (param, value) in values {
+        let Some(sel) = sources.get(param).and_then(|s| s.secret_key_ref.as_ref()) else {
+            continue;
+        };
+        let Ok(mut mac) = hmac::Hmac::<sha2::Sha256>::new_from_slice(key) else {
+            continue;
+        };
+        mac.update(param.as_bytes());
+        mac.update(&[0]);
+        mac.update(value.as_bytes());
+        let digest = hex::encode(mac.finalize().into_bytes());
+        out.insert(
+            param.clone(),
+            kudo_engine::rotation::fingerprint(&sel.name, &sel.key, &digest),
+        );
+    }
+    out
+}
+
 /// Reads every source of `sources` from namespace `ns`. `Err` names the first parameter that
 /// cannot be resolved and why (never a value).
 pub async fn resolve(
@@ -31,8 +147,7 @@ pub async fn resolve(
     if sources.is_empty() {
         return Ok(out);
     }
-    let resource = kube::api::ApiResource::from_gvk(&kube::api::GroupVersionKind::gvk("", "v1", "Secret"));
-    let api: Api<DynamicObject> = Api::namespaced_with(ctx.client.clone(), ns, &resource);
+    let api = secrets(ctx, ns);
     let mut read: BTreeMap<String, Option<Value>> = BTreeMap::new();
     for (param, source) in sources {
         let sel = selector(param, source)?;
@@ -146,6 +261,50 @@ pub fn merged(parameters: &BTreeMap<String, String>, values: &SourcedValues) -> 
     let mut out = parameters.clone();
     out.extend(values.iter().map(|(k, v)| (k.clone(), v.clone())));
     out
+}
+
+/// A KudoOperator task's child Instance must not carry a sensitive value in its spec: a child
+/// parameter whose rendered value *is* a sourced value becomes a `parameterSources` entry naming
+/// the same Secret key (the child lives in the same namespace); one that merely contains such a
+/// value cannot be referenced and is an error naming both parameters, never the value.
+pub fn source_child_parameters(
+    child: &mut Value,
+    sources: &BTreeMap<String, ParameterSource>,
+    values: &SourcedValues,
+) -> Result<(), String> {
+    let name = child["metadata"]["name"].as_str().unwrap_or_default().to_string();
+    let Some(params) = child["spec"]["parameters"].as_object_mut() else {
+        return Ok(());
+    };
+    let mut moved = serde_json::Map::new();
+    for (k, v) in params.iter() {
+        let Some(text) = v.as_str() else {
+            continue;
+        };
+        for (p, val) in values {
+            if val.is_empty() {
+                continue;
+            }
+            if text == val {
+                if let Some(src) = sources.get(p) {
+                    moved.insert(k.clone(), serde_json::to_value(src).unwrap_or(Value::Null));
+                }
+                break;
+            }
+            if text.contains(val.as_str()) {
+                return Err(format!(
+                    "parameter {k:?} of child instance {name} would hold the value of sensitive parameter {p:?} inside a longer value; pass it unchanged ({{{{ .Params.{p} }}}}) so that the child reads it from its Secret"
+                ));
+            }
+        }
+    }
+    for k in moved.keys() {
+        params.remove(k);
+    }
+    if !moved.is_empty() {
+        child["spec"]["parameterSources"] = Value::Object(moved);
+    }
+    Ok(())
 }
 
 /// [`redact`] for a plan render error: the error itself when it quotes no sourced value.
@@ -280,6 +439,65 @@ mod tests {
         assert_eq!(m["PASSWORD"], "hunter2");
         assert_eq!(m["A"], "1");
         assert_eq!(redact("bad hunter2 value", &values), "bad (redacted) value");
+    }
+
+    #[test]
+    fn fingerprints_are_keyed_and_bound_to_the_parameter() {
+        let sources: BTreeMap<String, ParameterSource> = [
+            ("A".to_string(), ParameterSource::secret("db", "a")),
+            ("B".to_string(), ParameterSource::secret("db", "b")),
+        ]
+        .into();
+        let values: SourcedValues = [
+            ("A".to_string(), "hunter2".to_string()),
+            ("B".to_string(), "hunter2".to_string()),
+        ]
+        .into();
+        let f1 = fingerprints(&[1; 32], &sources, &values);
+        let f2 = fingerprints(&[2; 32], &sources, &values);
+        assert!(
+            f1["A"].starts_with("db/a:") && f1["B"].starts_with("db/b:"),
+            "{f1:?}"
+        );
+        assert_ne!(f1["A"], f2["A"], "another key, another fingerprint");
+        assert_ne!(
+            f1["A"].split(':').nth(1),
+            f1["B"].split(':').nth(1),
+            "bound to the name"
+        );
+        // not a plain hash of the value
+        use sha2::Digest as _;
+        let plain = hex::encode(sha2::Sha256::digest(b"hunter2"));
+        assert!(!f1["A"].contains(&plain));
+        assert!(!f1.values().any(|v| v.contains("hunter2")));
+    }
+
+    #[test]
+    fn child_instances_reference_the_secret_instead_of_the_value() {
+        let sources: BTreeMap<String, ParameterSource> = [(
+            "PASSWORD".to_string(),
+            ParameterSource::secret("p-parameters", "PASSWORD"),
+        )]
+        .into();
+        let values: SourcedValues = [("PASSWORD".to_string(), "hunter2".to_string())].into();
+        let mut child = json!({"metadata": {"name": "p-db"}, "spec": {"parameters": {
+            "ROOT_PASSWORD": "hunter2", "USER": "admin"}}});
+        source_child_parameters(&mut child, &sources, &values).unwrap();
+        assert_eq!(child["spec"]["parameters"], json!({"USER": "admin"}));
+        assert_eq!(
+            child["spec"]["parameterSources"],
+            json!({"ROOT_PASSWORD": {"secretKeyRef": {"name": "p-parameters", "key": "PASSWORD"}}})
+        );
+        assert!(!child.to_string().contains("hunter2"));
+
+        let mut child =
+            json!({"metadata": {"name": "p-db"}, "spec": {"parameters": {"URL": "mysql://root:hunter2@db"}}});
+        let e = source_child_parameters(&mut child, &sources, &values).unwrap_err();
+        assert!(
+            e.contains("\"URL\" of child instance p-db") && e.contains("\"PASSWORD\""),
+            "{e}"
+        );
+        assert!(!e.contains("hunter2"), "{e}");
     }
 
     #[test]

@@ -12,21 +12,24 @@ use kube::runtime::controller::Action;
 use kube::runtime::events::{Event as KEvent, EventType as KEventType};
 use kudo_api::{
     CLEANUP_FINALIZER, Condition, ExecutionStatus, Instance, InstanceSpec, InstanceStatus, OperatorVersion,
-    PlanExecution, PlanStatus,
+    PlanExecution, PlanStatus, ScheduleStatus,
 };
+use kudo_engine::initiate::{Initiation, Origin, proposed_spec};
 use kudo_engine::readiness::CHANGE_DENIED;
+use kudo_engine::schedule::{self, Schedule};
 use kudo_engine::{
     Admission, Decision, EventType, InstanceChange, PlanPass, TIMING_ANNOTATION, TaskOutcome, Timestamp,
     Timing, Wake, cleanup_finalizer_removable, cleanup_run, decide, ensure_plan_statuses, mark_plan_fatal,
     mirror_run_status, needs_reset, not_ready_condition, pass_requeue_secs, plan_condition, ready_condition,
     record_admission, reset_for_run, set_condition,
 };
-use kudo_package::render::RenderContext;
+use kudo_package::render::{RenderContext, render_schedule};
 use serde_json::{Value, json};
 use tracing::{Instrument, debug, info, info_span, warn};
 
 use crate::drift;
 use crate::execute::{self, reasons};
+use crate::param_sources;
 use crate::translate::API_VERSION_TRANSLATED;
 use crate::{
     ADMITTED_SPEC_ANNOTATION, CLUSTER_OBJECTS_ANNOTATION, CLUSTER_OBJECTS_FINALIZER, Context,
@@ -47,6 +50,14 @@ pub const INVALID_INSTANCE: &str = "InvalidInstance";
 /// `Ready=False` reason (and Event reason) of an Instance whose OperatorVersion exists but does not
 /// decode (wrong shape in the schema's free-form parts: plans, task specs).
 pub const INVALID_OPERATOR_VERSION: &str = "InvalidOperatorVersion";
+
+/// Event reason: an occurrence of a scheduled plan came while another plan ran (or the instance
+/// had a pending change) and was not run.
+pub const SCHEDULED_PLAN_SKIPPED: &str = "ScheduledPlanSkipped";
+/// Event reason: the value of a sensitive parameter changed in its Secret (rotation).
+pub const PARAMETER_ROTATED: &str = "ParameterRotated";
+/// Event reason: a plan's `schedule:` does not render or parse; the plan is not scheduled.
+pub const INVALID_SCHEDULE: &str = "InvalidSchedule";
 
 /// Unexpected failures of a reconcile (not plan errors, which live in the Instance status).
 #[derive(Debug, thiserror::Error)]
@@ -141,6 +152,8 @@ struct Admitted {
     denial: Option<String>,
     /// Spec the admitted-spec annotation should hold.
     remember: Option<InstanceSpec>,
+    /// Other annotations to write with the admission (sensitive-parameter fingerprints).
+    annotations: BTreeMap<&'static str, Option<String>>,
 }
 
 impl Admitted {
@@ -152,6 +165,7 @@ impl Admitted {
             exec: exec.clone(),
             denial,
             remember: exec,
+            annotations: BTreeMap::new(),
         }
     }
 
@@ -185,6 +199,7 @@ impl Admitted {
                     exec: Some(new.spec.clone()),
                     denial: None,
                     remember: Some(new.spec),
+                    annotations: BTreeMap::new(),
                 }
             }
         }
@@ -206,6 +221,24 @@ impl Admitted {
         }
         self
     }
+}
+
+/// The Event action of one occurrence of a scheduled plan: one Event series per occurrence (the
+/// recorder merges Events of one reason and action, keeping the first note).
+fn schedule_action(plan: &str, due: Timestamp) -> String {
+    let mut a = format!("Schedule {plan} {due}");
+    while a.len() > 128 {
+        a.pop();
+    }
+    a
+}
+
+/// The outcome of the schedule check of one reconcile.
+struct Scheduled {
+    /// The new `status.schedules`.
+    statuses: BTreeMap<String, ScheduleStatus>,
+    /// When the next occurrence is due (the reconcile's requeue is shortened to it).
+    wake: Option<Duration>,
 }
 
 /// What a reconcile writes back after its pass, besides the status.
@@ -391,11 +424,23 @@ impl<'c> Reconciler<'c> {
             ControlFlow::Break(action) => return Ok(action),
         };
 
-        let admitted = self
+        let mut admitted = self
             .admit(&inst, &ov, deleting)
             .await?
             .with_cleanup(&inst, &ov, deleting);
         let now = now();
+        // Sensitive parameters are read once for this reconcile: the rotation check, the pass
+        // and the drift check share the values.
+        let mut sourced = self.resolve_sources(&ov, admitted.exec.as_ref()).await;
+        if !deleting {
+            self.rotation(&raw, &inst, &ov, &uid, &mut admitted, &sourced)
+                .await;
+        }
+        let scheduled = if deleting {
+            None
+        } else {
+            Some(self.schedules(&raw, &inst, &ov, &mut admitted, now).await)
+        };
         let (raw, inst) = self.persist_admission(raw, inst, &admitted, &who).await?;
         let generation = raw.metadata.generation;
         let Admitted {
@@ -406,6 +451,9 @@ impl<'c> Reconciler<'c> {
         } = admitted;
         let old_status = inst.status.clone().unwrap_or_default();
         let mut status = old_status.clone();
+        if let Some(sch) = &scheduled {
+            status.schedules = sch.statuses.clone();
+        }
         self.record_denial(&raw, &mut status, denial.as_deref(), generation, now)
             .await;
 
@@ -417,7 +465,10 @@ impl<'c> Reconciler<'c> {
         };
         // A denied upgrade keeps executing against the previously admitted OperatorVersion.
         let ov = if exec.operator_version != inst.spec.operator_version {
-            self.get_ov(&inst, &exec).await?.unwrap_or(ov)
+            let exec_ov = self.get_ov(&inst, &exec).await?.unwrap_or(ov);
+            // validated against the OperatorVersion that runs
+            sourced = self.resolve_sources(&exec_ov, Some(&exec)).await;
+            exec_ov
         } else {
             ov
         };
@@ -436,11 +487,15 @@ impl<'c> Reconciler<'c> {
             annotations: &annotations,
             now,
             generation,
+            sourced: &sourced,
         };
-        let requeue = self
+        let mut requeue = self
             .idle_or_pass(&input, &mut status, deleting, &mut writes)
             .await?
             .unwrap_or(self.ctx.config.idle_resync);
+        if let Some(wake) = scheduled.and_then(|s| s.wake) {
+            requeue = requeue.min(wake);
+        }
         self.persist_run(&raw, &inst, &ov, deleting, writes, &status)
             .await?;
         Ok(Action::requeue(requeue))
@@ -502,7 +557,7 @@ impl<'c> Reconciler<'c> {
                 &admitted.spec,
                 &admitted.finalizers,
                 admitted.remember.as_ref(),
-                &BTreeMap::new(),
+                &admitted.annotations,
                 resource_version(&raw),
             )
             .await?;
@@ -628,6 +683,34 @@ impl<'c> Reconciler<'c> {
                 if drift::namespace_terminating(self.ctx, &self.ns).await {
                     // The namespace deletion removed the OperatorVersion; the Instance goes next.
                     debug!(instance = %who, "namespace is being deleted: OperatorVersion gone");
+                    if raw.metadata.deletion_timestamp.is_some()
+                        && inst.metadata.finalizers.iter().any(|f| f == CLEANUP_FINALIZER)
+                    {
+                        // Its cleanup plan cannot run without the OperatorVersion: holding the
+                        // finalizer would keep the namespace terminating forever.
+                        let msg = format!(
+                            "the cleanup plan of instance {who} cannot run: its OperatorVersion was deleted with the namespace; releasing the instance"
+                        );
+                        warn!("{msg}");
+                        self.event(raw, EventType::Warning, INVALID_OPERATOR_VERSION, "Cleanup", &msg)
+                            .await;
+                        let finalizers: Vec<String> = inst
+                            .metadata
+                            .finalizers
+                            .iter()
+                            .filter(|f| *f != CLEANUP_FINALIZER)
+                            .cloned()
+                            .collect();
+                        self.write_spec(
+                            inst,
+                            &inst.spec,
+                            &finalizers,
+                            None,
+                            &BTreeMap::new(),
+                            resource_version(raw),
+                        )
+                        .await?;
+                    }
                     return Ok(Action::await_change());
                 }
                 ("OperatorVersionNotFound", "does not exist".to_string())
@@ -734,6 +817,305 @@ impl<'c> Reconciler<'c> {
         )
         .await?;
         Ok(Action::await_change())
+    }
+
+    /// Reads `spec.parameterSources` of the spec to execute (none: no read).
+    async fn resolve_sources(
+        &self,
+        ov: &OperatorVersion,
+        exec: Option<&InstanceSpec>,
+    ) -> param_sources::Sourced {
+        match exec {
+            Some(e) if !e.parameter_sources.is_empty() => {
+                param_sources::resolve(self.ctx, &self.ns, ov, &e.parameter_sources).await
+            }
+            _ => Ok(param_sources::SourcedValues::new()),
+        }
+    }
+
+    /// Rotation of sensitive parameters ([`kudo_engine::rotation`], crate::param_sources): when
+    /// the data of a referenced Secret changed, the parameters' trigger plan is proposed like a
+    /// user's `plan trigger` and admitted by [`decide`]; the new fingerprints are written with
+    /// the admission (one patch), so a restart neither loses nor repeats the run.
+    async fn rotation(
+        &self,
+        raw: &DynamicObject,
+        inst: &Instance,
+        ov: &OperatorVersion,
+        instance_uid: &str,
+        admitted: &mut Admitted,
+        sourced: &param_sources::Sourced,
+    ) {
+        let Some(exec) = admitted.exec.clone() else {
+            return;
+        };
+        let Ok(values) = sourced else {
+            return;
+        };
+        let recorded_text = inst
+            .metadata
+            .annotations
+            .get(param_sources::FINGERPRINTS_ANNOTATION);
+        if exec.parameter_sources.is_empty() {
+            if recorded_text.is_some() {
+                admitted
+                    .annotations
+                    .insert(param_sources::FINGERPRINTS_ANNOTATION, None);
+            }
+            return;
+        }
+        let (key, fresh) =
+            match param_sources::fingerprint_key(self.ctx, &self.ns, &self.name, instance_uid).await {
+                Ok(k) => k,
+                Err(e) => {
+                    warn!(error = %e, "sensitive parameters: cannot check for rotation");
+                    return;
+                }
+            };
+        let current = param_sources::fingerprints(&key, &exec.parameter_sources, values);
+        let recorded: Option<kudo_engine::rotation::Fingerprints> = if fresh {
+            None
+        } else {
+            recorded_text.and_then(|t| serde_json::from_str(t).ok())
+        };
+        let clean = admitted.denial.is_none() && admitted.exec.as_ref() == Some(&admitted.spec);
+        let busy = !admitted.spec.plan_execution.plan_name.is_empty() || !clean;
+        let record = |fp: &kudo_engine::rotation::Fingerprints, admitted: &mut Admitted| {
+            admitted.annotations.insert(
+                param_sources::FINGERPRINTS_ANNOTATION,
+                Some(serde_json::to_string(fp).unwrap_or_default()),
+            );
+        };
+        match kudo_engine::rotation::decide(recorded.as_ref(), &current, busy, ov) {
+            kudo_engine::rotation::Decision::Keep => {}
+            kudo_engine::rotation::Decision::Record(fp) => record(&fp, admitted),
+            kudo_engine::rotation::Decision::Invalid { message, record: fp } => {
+                warn!(error = %message, "sensitive parameter rotation triggers no plan");
+                self.event(raw, EventType::Warning, PARAMETER_ROTATED, "Rotation", &message)
+                    .await;
+                record(&fp, admitted);
+            }
+            kudo_engine::rotation::Decision::Trigger {
+                plan,
+                parameters,
+                record: fp,
+            } => {
+                let mut old = inst.clone();
+                old.spec = admitted.spec.clone();
+                let mut new = inst.clone();
+                new.spec = admitted.spec.clone();
+                new.spec.plan_execution = PlanExecution {
+                    plan_name: plan.clone(),
+                    ..Default::default()
+                };
+                let admission = decide(&InstanceChange {
+                    old: Some(&old),
+                    new: &new,
+                    old_ov: ov,
+                    new_ov: ov,
+                    deleting: false,
+                });
+                let names = parameters.join(", ");
+                match &admission.decision {
+                    Decision::Schedule { .. } => {
+                        let a = Admitted::from_decision(&new, &admission, Some(admitted.spec.clone()));
+                        admitted.spec = a.spec;
+                        admitted.exec = a.exec;
+                        admitted.remember = a.remember;
+                        let uid = admitted.spec.plan_execution.uid.clone();
+                        let msg = format!(
+                            "The value of parameter(s) {names} changed in their Secret: plan {plan} (run {uid}) started"
+                        );
+                        info!(plan = %plan, uid = %uid, parameters = %names, "sensitive parameter rotated");
+                        self.event(
+                            raw,
+                            EventType::Normal,
+                            PARAMETER_ROTATED,
+                            &format!("Rotation {uid}"),
+                            &msg,
+                        )
+                        .await;
+                    }
+                    Decision::Deny { message } => {
+                        let msg = format!(
+                            "The value of parameter(s) {names} changed in their Secret, but plan {plan} cannot start: {message}"
+                        );
+                        warn!("{msg}");
+                        self.event(raw, EventType::Warning, PARAMETER_ROTATED, "Rotation", &msg)
+                            .await;
+                    }
+                    other => debug!(decision = ?other, "rotation trigger not admitted"),
+                }
+                record(&fp, admitted);
+            }
+        }
+    }
+
+    /// Scheduled plans (kudo-rs extension, [`kudo_engine::schedule`]): for each plan with a
+    /// `schedule:`, renders and parses it, asks the engine whether an occurrence is due, and when
+    /// it is, proposes the spec `kubectl kudo plan trigger` would write
+    /// ([`kudo_engine::initiate::proposed_spec`]) and passes it through the same admission
+    /// ([`decide`]) as a user's change; an admitted run replaces this reconcile's admission, so it
+    /// is persisted (with its new uid) before anything executes. Returns the new
+    /// `status.schedules` and when to look again.
+    ///
+    /// Restarts: the occurrence is recorded as `lastScheduleTime` in the status this reconcile
+    /// writes; a crash between the spec write (run scheduled) and the status write finds the plan
+    /// running on restart, so the same occurrence is only reported as skipped, never run twice.
+    async fn schedules(
+        &self,
+        raw: &DynamicObject,
+        inst: &Instance,
+        ov: &OperatorVersion,
+        admitted: &mut Admitted,
+        now: Timestamp,
+    ) -> Scheduled {
+        let prev = inst
+            .status
+            .as_ref()
+            .map(|s| s.schedules.clone())
+            .unwrap_or_default();
+        let mut out = Scheduled {
+            statuses: BTreeMap::new(),
+            wake: None,
+        };
+        let Some(exec) = admitted.exec.clone() else {
+            out.statuses = prev;
+            return out;
+        };
+        let rctx = RenderContext::offline(&self.name, &self.ns, exec.parameters.clone());
+        for (plan, p) in &ov.spec.plans {
+            if p.schedule.is_none() {
+                continue;
+            }
+            let parsed = render_schedule(ov, plan, &rctx)
+                .map_err(|e| e.to_string())
+                .and_then(|expr| {
+                    schedule::parse(expr.as_deref().unwrap_or(""))
+                        .map_err(|e| format!("schedule of plan {plan:?}: {e}"))
+                });
+            let sched = match parsed {
+                Ok(Some(s)) => s,
+                Ok(None) => continue,
+                Err(msg) => {
+                    warn!(plan = %plan, "{msg}");
+                    self.event(raw, EventType::Warning, INVALID_SCHEDULE, "Schedule", &msg)
+                        .await;
+                    continue;
+                }
+            };
+            let recorded = |f: fn(&ScheduleStatus) -> Option<&String>| {
+                prev.get(plan).and_then(f).and_then(|t| Timestamp::parse(t).ok())
+            };
+            let history = schedule::History {
+                last: recorded(|s| s.last_schedule_time.as_ref()),
+                next: recorded(|s| s.next_schedule_time.as_ref()),
+            };
+            let last = history.last;
+            let pe = &admitted.spec.plan_execution;
+            // A pending denied change or a cancellation in flight: the stored spec is not the
+            // admitted one, and a trigger on top of it would smuggle the denied change in.
+            let clean = admitted.denial.is_none() && admitted.exec.as_ref() == Some(&admitted.spec);
+            let busy = !pe.plan_name.is_empty() || !clean;
+            let finishing = pe.status.is_some_and(|s| s.is_terminal());
+            let record = |last: Option<Timestamp>, next: Option<Timestamp>, out: &mut Scheduled| {
+                out.statuses.insert(
+                    plan.clone(),
+                    ScheduleStatus {
+                        last_schedule_time: last.map(|t| t.to_string()),
+                        next_schedule_time: next.map(|t| t.to_string()),
+                    },
+                );
+                if let Some(n) = next {
+                    let secs = n.seconds_since(now).max(1) as u64;
+                    let d = Duration::from_secs(secs);
+                    out.wake = Some(out.wake.map_or(d, |w| w.min(d)));
+                }
+            };
+            match schedule::decide(&sched, history, now, busy) {
+                schedule::Decision::Wait { next } => record(last, next, &mut out),
+                schedule::Decision::Skip { .. } if finishing && clean => {
+                    // The last run just ended; its planExecution is cleared by the next
+                    // reconcile. Decide then rather than skip an occurrence nothing blocks.
+                    out.statuses
+                        .insert(plan.clone(), prev.get(plan).cloned().unwrap_or_default());
+                    let d = Duration::from_secs(1);
+                    out.wake = Some(out.wake.map_or(d, |w| w.min(d)));
+                }
+                schedule::Decision::Skip { due, next } => {
+                    let why = if pe.plan_name.is_empty() {
+                        "a change of the instance is pending".to_string()
+                    } else {
+                        format!("plan '{}' is running", pe.plan_name)
+                    };
+                    self.skipped(raw, plan, &sched, due, &why).await;
+                    record(Some(due), next, &mut out);
+                }
+                schedule::Decision::Due { due, next } => {
+                    let init = Initiation {
+                        plan: plan.clone(),
+                        set_parameters: BTreeMap::new(),
+                        origin: Origin::Schedule { due: due.to_string() },
+                    };
+                    let mut old = inst.clone();
+                    old.spec = admitted.spec.clone();
+                    let mut new = inst.clone();
+                    new.spec = proposed_spec(&admitted.spec, &init);
+                    let admission = decide(&InstanceChange {
+                        old: Some(&old),
+                        new: &new,
+                        old_ov: ov,
+                        new_ov: ov,
+                        deleting: false,
+                    });
+                    match &admission.decision {
+                        Decision::Schedule { .. } => {
+                            let a = Admitted::from_decision(&new, &admission, Some(admitted.spec.clone()));
+                            admitted.spec = a.spec;
+                            admitted.exec = a.exec;
+                            admitted.remember = a.remember;
+                            let uid = admitted.spec.plan_execution.uid.clone();
+                            let msg = format!(
+                                "Plan {plan} (run {uid}) started by schedule '{}' (due {due})",
+                                sched.expr()
+                            );
+                            info!(plan = %plan, uid = %uid, due = %due, "{msg}");
+                            self.event(
+                                raw,
+                                EventType::Normal,
+                                kudo_engine::reasons::PLAN_STARTED,
+                                &schedule_action(plan, due),
+                                &msg,
+                            )
+                            .await;
+                        }
+                        Decision::Deny { message } => {
+                            self.skipped(raw, plan, &sched, due, message).await;
+                        }
+                        other => debug!(plan = %plan, decision = ?other, "scheduled trigger not admitted"),
+                    }
+                    record(Some(due), next, &mut out);
+                }
+            }
+        }
+        out
+    }
+
+    /// The `ScheduledPlanSkipped` Event of an occurrence that could not run.
+    async fn skipped(&self, raw: &DynamicObject, plan: &str, sched: &Schedule, due: Timestamp, why: &str) {
+        let msg = format!(
+            "Scheduled run of plan {plan} (schedule '{}', due {due}) skipped: {why}",
+            sched.expr()
+        );
+        info!(plan = %plan, due = %due, "{msg}");
+        self.event(
+            raw,
+            EventType::Normal,
+            SCHEDULED_PLAN_SKIPPED,
+            &schedule_action(plan, due),
+            &msg,
+        )
+        .await;
     }
 
     /// Runs KUDO's admission rules against the last admitted spec.
@@ -872,7 +1254,10 @@ impl<'c> Reconciler<'c> {
             is_namespaced: None,
             live_dependency: None,
         };
-        let rendered = execute::render(self.ctx, input.ov, plan, rctx, &input.exec.parameter_sources).await?;
+        let mut rendered = execute::render(self.ctx, input.ov, plan, rctx, input.sourced).await?;
+        if let Ok(values) = input.sourced {
+            rendered.source_child_parameters(&input.exec.parameter_sources, values);
+        }
         for t in rendered.translations() {
             if self.ctx.translations.first(plan_uid, t) {
                 let msg = t.message();
@@ -916,7 +1301,12 @@ impl<'c> Reconciler<'c> {
         let plan = exec.plan_execution.plan_name.as_str();
         let plan_uid = exec.plan_execution.uid.as_str();
         let timing = Timing::from_annotation(annotations.get(TIMING_ANNOTATION).map(String::as_str));
-        let params = kudo_engine::effective_parameters(&ov.spec.parameters, &exec.parameters);
+        // Toggle tasks see sourced (sensitive) values like templates do.
+        let with_sourced = match input.sourced {
+            Ok(values) => param_sources::merged(&exec.parameters, values),
+            Err(_) => exec.parameters.clone(),
+        };
+        let params = kudo_engine::effective_parameters(&ov.spec.parameters, &with_sourced);
         let mut pass = match PlanPass::start(&ov.spec, plan, ps.clone(), now) {
             Ok(p) => p.with_instance(&self.ns, &self.name).with_timing(timing),
             Err(e) => {
@@ -986,6 +1376,7 @@ impl<'c> Reconciler<'c> {
             annotations,
             now,
             generation,
+            sourced,
         } = *input;
         let (policy, bad) = drift::Policy::from_annotations(annotations);
         if let Some(msg) = bad {
@@ -1004,16 +1395,7 @@ impl<'c> Reconciler<'c> {
             is_namespaced: None,
             live_dependency: None,
         };
-        let rep = drift::check(
-            self.ctx,
-            ov,
-            &base,
-            &exec.parameter_sources,
-            status,
-            policy,
-            &self.cluster,
-        )
-        .await;
+        let rep = drift::check(self.ctx, ov, &base, sourced, status, policy, &self.cluster).await;
         self.ctx.metrics.drift(&rep);
         for e in &rep.errors {
             warn!(error = %e, "drift check");
@@ -1161,6 +1543,7 @@ impl<'c> Reconciler<'c> {
             "status": {
                 "planStatus": plan_status_patch(new),
                 "conditions": serde_json::to_value(&new.conditions).unwrap_or(Value::Null),
+                "schedules": schedules_patch(old, new),
             }
         });
         let updated = self
@@ -1287,6 +1670,8 @@ struct PassInput<'a> {
     annotations: &'a BTreeMap<String, String>,
     now: Timestamp,
     generation: Option<i64>,
+    /// `spec.parameterSources` resolved once for this reconcile.
+    sourced: &'a param_sources::Sourced,
 }
 
 /// A pass's outcome: the plan's status, the requeue delay (`None` when terminal) and the timing
@@ -1339,6 +1724,20 @@ fn plan_status_patch(new: &InstanceStatus) -> Value {
             obj.insert("message".into(), Value::Null);
         }
         out.insert(name.clone(), v);
+    }
+    Value::Object(out)
+}
+
+/// The merge patch of `status.schedules`: entries of plans no longer scheduled are removed.
+fn schedules_patch(old: &InstanceStatus, new: &InstanceStatus) -> Value {
+    let mut out = serde_json::Map::new();
+    for (name, st) in &new.schedules {
+        out.insert(name.clone(), serde_json::to_value(st).unwrap_or(Value::Null));
+    }
+    for name in old.schedules.keys() {
+        if !new.schedules.contains_key(name) {
+            out.insert(name.clone(), Value::Null);
+        }
     }
     Value::Object(out)
 }

@@ -61,9 +61,12 @@
 pub mod dependencies;
 pub mod errors;
 pub mod health;
+pub mod initiate;
 pub mod pass;
 pub mod pipe;
 pub mod readiness;
+pub mod rotation;
+pub mod schedule;
 pub mod status;
 pub mod tasks;
 pub mod time;
@@ -71,6 +74,7 @@ pub mod triggers;
 
 pub use errors::{ErrorClass, classify_api_error};
 pub use health::{Health, health};
+pub use initiate::{Initiation, Origin, proposed_spec};
 pub use pass::{
     Event, EventType, Fatal, PassError, PassSummary, PlanPass, TIMING_ANNOTATION, TaskCall, TaskOutcome,
     Timing, reasons,

@@ -106,6 +106,9 @@ pub struct Plan {
     pub phases: Vec<Phase>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout: Option<String>,
+    /// kudo-rs extension: when to run the plan by itself (see `kudo_engine::schedule`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -116,6 +116,8 @@ pub enum RenderError {
     NoPlan(String),
     #[error("invalid parameters: {}", .0.join("; "))]
     InvalidParams(Vec<String>),
+    #[error("schedule of plan {plan:?}: {message}")]
+    Schedule { plan: String, message: String },
     #[error("{plan}.{phase}.{step}.{task}: {message}")]
     Task {
         plan: String,
@@ -182,6 +184,42 @@ impl Templates<'_> {
 pub fn validate_parameters(ov: &OperatorVersion, values: &BTreeMap<String, String>) -> Vec<String> {
     let defs: Vec<&dyn ParamDef> = ov.spec.parameters.iter().map(|p| p as &dyn ParamDef).collect();
     crate::params::validate_values(&defs, values)
+}
+
+/// Renders a plan's `schedule:` (kudo-rs extension) with the data every template of the plan sees
+/// (`.Params`, `.Name`, `.Namespace`, …; phase and step names empty). `Ok(None)` when the plan has
+/// no `schedule:`; a blank result means "not scheduled" to the caller. Errors name the plan.
+pub fn render_schedule(
+    ov: &OperatorVersion,
+    plan_name: &str,
+    ctx: &RenderContext,
+) -> Result<Option<String>, RenderError> {
+    let plan = ov
+        .spec
+        .plans
+        .get(plan_name)
+        .ok_or_else(|| RenderError::NoPlan(plan_name.to_string()))?;
+    let Some(text) = plan.schedule.as_deref() else {
+        return Ok(None);
+    };
+    let fail = |message: String| RenderError::Schedule {
+        plan: plan_name.to_string(),
+        message,
+    };
+    let defs: Vec<&dyn ParamDef> = ov.spec.parameters.iter().map(|p| p as &dyn ParamDef).collect();
+    let params = template_params(&defs, &ctx.parameters).map_err(|e| fail(e.to_string()))?;
+    let pipes = BTreeMap::new();
+    let s = StepCtx {
+        plan: plan_name,
+        phase: "",
+        step: "",
+        params: &params,
+        pipes: &pipes,
+    };
+    let data = template_data(ov, ctx, &s);
+    kudo_template::render(&format!("{plan_name}.schedule"), text, &data)
+        .map(Some)
+        .map_err(|e| fail(e.to_string()))
 }
 
 /// Renders every step of `plan_name`, in plan order. Parameters are validated first.

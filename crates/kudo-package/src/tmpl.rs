@@ -192,7 +192,15 @@ pub(crate) fn parse_all(pkg: &Package) -> BTreeMap<String, Result<Template, kudo
 pub(crate) fn parameter_usage(pkg: &Package, r: &mut Verification) {
     let declared: BTreeSet<&str> = pkg.params.parameters.iter().map(|p| p.name.as_str()).collect();
     let mut used: BTreeSet<String> = BTreeSet::new();
-    for (name, parsed) in parse_all(pkg) {
+    // kudo-rs extension: a plan's `schedule:` is a template too (its parameters are used).
+    let funcs = kudo_funcs();
+    let schedules = pkg.operator.plans.iter().filter_map(|(plan, p)| {
+        let text = p.schedule.as_deref()?;
+        let name = format!("{plan}.schedule");
+        let parsed = Template::parse(&name, text, &funcs);
+        Some((name, parsed))
+    });
+    for (name, parsed) in parse_all(pkg).into_iter().chain(schedules) {
         let t = match parsed {
             Ok(t) => t,
             Err(e) => {

@@ -166,6 +166,13 @@ fn check_values(ov: &OperatorVersion, values: &BTreeMap<String, String>, install
     if !errors.is_empty() {
         bail!("{}", errors.join("\n"));
     }
+    // Scheduled plans (kudo-rs extension): a schedule the manager could not use is refused here,
+    // before anything is applied. Rendered as the manager will (instance name unknown here).
+    let ctx = kudo_package::render::RenderContext::offline("", "", values.clone());
+    let errors = kudo_engine::schedule::check_schedules(ov, &ctx);
+    if !errors.is_empty() {
+        bail!("{}", errors.join("\n"));
+    }
     Ok(())
 }
 
@@ -462,13 +469,6 @@ pub async fn update(opts: &ClusterOpts, args: UpdateArgs, io: &mut Io<'_>) -> Re
     let instance = cluster.instance(&args.instance).await?;
     let ov = cluster.operator_version_of(&instance).await?;
     let split = sensitive::split(&ov, &args.instance, values, &args.params.parameter_secrets)?;
-    if !split.sensitive.is_empty() {
-        let names: Vec<&str> = split.sensitive.keys().map(String::as_str).collect();
-        bail!(
-            "cannot update sensitive parameter(s) {} with -p/-P yet (the manager does not rerun plans when a Secret's data changes): store the value in a Secret and use --parameter-secret NAME=SECRET/KEY",
-            names.join(", ")
-        );
-    }
     if let Some((name, src)) = split
         .plain
         .keys()
@@ -489,17 +489,60 @@ pub async fn update(opts: &ClusterOpts, args: UpdateArgs, io: &mut Io<'_>) -> Re
     proposed.parameters = merged_values(&instance, &split.plain);
     proposed.parameter_sources.extend(split.sources.clone());
     refuse_denied(&instance, &proposed, &ov, &ov)?;
+    let ctx = kudo_package::render::RenderContext::offline(
+        &args.instance,
+        &cluster.namespace,
+        proposed.parameters.clone(),
+    );
+    let errors = kudo_engine::schedule::check_schedules(&ov, &ctx);
+    if !errors.is_empty() {
+        bail!("{}", errors.join("\n"));
+    }
     let previous_uid = PreviousRuns::of(&instance);
+    // Sensitive values (`-p` of a `sensitive` parameter) go into `<instance>-parameters`. For a
+    // parameter already sourced from there, the new Secret data is a rotation: the manager runs
+    // its trigger plan (kudo_engine::rotation); otherwise the new parameterSources entry is a
+    // parameter change the admission schedules as usual.
+    let mut rotated = false;
+    if !split.sensitive.is_empty() {
+        check_values(
+            &split.without_referenced(&ov),
+            &merged_values(&instance, &split.all_values()),
+            false,
+        )
+        .map_err(|e| anyhow::anyhow!("{}", split.redact(&e.to_string())))?;
+        let changed = sensitive::store_values(&cluster, &args.instance, &split.sensitive).await?;
+        rotated = changed
+            && split
+                .sensitive
+                .keys()
+                .all(|k| instance.spec.parameter_sources.get(k) == split.sources.get(k));
+    }
+    let sources: BTreeMap<_, _> = split
+        .sources
+        .iter()
+        .filter(|(k, v)| instance.spec.parameter_sources.get(*k) != Some(*v))
+        .collect();
     let mut patch = serde_json::json!({"spec": {}});
     if !split.plain.is_empty() {
         patch["spec"]["parameters"] = serde_json::to_value(&split.plain)?;
     }
-    if !split.sources.is_empty() {
-        patch["spec"]["parameterSources"] = serde_json::to_value(&split.sources)?;
+    if !sources.is_empty() {
+        patch["spec"]["parameterSources"] = serde_json::to_value(&sources)?;
     }
-    cluster
-        .merge_patch(KudoKind::Instance, &args.instance, patch)
-        .await?;
+    let instance_changes = !split.plain.is_empty() || !sources.is_empty();
+    if instance_changes {
+        cluster
+            .merge_patch(KudoKind::Instance, &args.instance, patch)
+            .await?;
+    } else if !rotated {
+        writeln!(
+            io.out,
+            "Instance {}: the values are unchanged, nothing to do.",
+            args.instance
+        )?;
+        return Ok(ExitCode::SUCCESS);
+    }
     writeln!(io.out, "Instance {} was updated.", args.instance)?;
     finish_wait(&cluster, &args.instance, Some(previous_uid), &args.wait, io).await
 }

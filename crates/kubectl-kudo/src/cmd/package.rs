@@ -276,7 +276,7 @@ pub fn run(
         } => {
             let checks = ParamChecks::parse(&param_checks).map_err(anyhow::Error::msg)?;
             let pkg = load(&package)?;
-            let v = verify(&pkg, checks);
+            let v = verify_package(&pkg, checks);
             match output {
                 Some(fmt) => print_formatted(&v, fmt, io.out)?,
                 None => {
@@ -299,7 +299,7 @@ pub fn run(
             output,
         } => {
             let pkg = load(&package)?;
-            let v = verify(&pkg, ParamChecks::default());
+            let v = verify_package(&pkg, ParamChecks::default());
             if let Some(fmt) = output {
                 print_formatted(&v, fmt, io.out)?;
             }
@@ -406,4 +406,23 @@ pub fn run(
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// `kudo_package::verify` plus the checks that need the plan engine (which depends on
+/// kudo-package, so they cannot live in it): every plan's `schedule:`, rendered with the
+/// parameters' defaults, must be blank or a valid schedule.
+pub fn verify_package(pkg: &Package, checks: ParamChecks) -> Verification {
+    let mut v = verify(pkg, checks);
+    let opts = ConvertOptions {
+        instance_name: None,
+        namespace: None,
+        parameters: BTreeMap::new(),
+    };
+    if let Ok(res) = to_resources(pkg, &opts) {
+        let ctx = RenderContext::offline(&res.instance.metadata.name, "default", BTreeMap::new());
+        for e in kudo_engine::schedule::check_schedules(&res.operator_version, &ctx) {
+            v.error(e);
+        }
+    }
+    v
 }

@@ -111,7 +111,10 @@ pub fn split(
 }
 
 fn secrets(cluster: &Cluster) -> Api<DynamicObject> {
-    let ar = kube::api::ApiResource::from_gvk(&kube::api::GroupVersionKind::gvk("", "v1", "Secret"));
+    let ar = kube::api::ApiResource::from_gvk_with_plural(
+        &kube::api::GroupVersionKind::gvk("", "v1", "Secret"),
+        "secrets",
+    );
     Api::namespaced_with(cluster.client.clone(), &cluster.namespace, &ar)
 }
 
@@ -155,6 +158,63 @@ pub async fn create_secret(
         ),
     })?;
     Ok(())
+}
+
+/// `update -p` of sensitive parameters: writes the values into `<instance>-parameters` (created
+/// and owned by the Instance when missing, else its keys are replaced). Returns whether any value
+/// differs from what the Secret held (an unchanged value rotates nothing). Errors name the Secret,
+/// never a value.
+pub async fn store_values(
+    cluster: &Cluster,
+    instance: &str,
+    values: &BTreeMap<String, String>,
+) -> Result<bool> {
+    let name = secret_name(instance);
+    let api = secrets(cluster);
+    let found = api
+        .get_opt(&name)
+        .await
+        .map_err(|e| anyhow!("reading Secret {}/{name}: {}", cluster.namespace, short(&e)))?;
+    let Some(found) = found else {
+        create_secret(cluster, instance, values).await?;
+        own_secret(cluster, instance).await?;
+        return Ok(true);
+    };
+    use base64::Engine as _;
+    let changed = values.iter().any(|(k, v)| {
+        let old = found.data["data"][k]
+            .as_str()
+            .and_then(|b| base64::engine::general_purpose::STANDARD.decode(b).ok());
+        old.as_deref() != Some(v.as_bytes())
+    });
+    if changed {
+        let pp = PatchParams {
+            field_manager: Some("kubectl-kudo".into()),
+            ..Default::default()
+        };
+        api.patch(
+            &name,
+            &pp,
+            &Patch::Merge(serde_json::json!({"stringData": values})),
+        )
+        .await
+        .map_err(|e| {
+            anyhow!(
+                "cannot store the sensitive parameters in Secret {}/{name}: {}",
+                cluster.namespace,
+                short(&e)
+            )
+        })?;
+    }
+    Ok(changed)
+}
+
+/// An API error without the server's body.
+fn short(e: &kube::Error) -> String {
+    match e {
+        kube::Error::Api(r) => format!("{} ({})", r.reason, r.code),
+        other => other.to_string(),
+    }
 }
 
 /// Deletes the Secret again (the Instance could not be created).

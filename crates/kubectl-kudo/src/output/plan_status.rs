@@ -61,6 +61,16 @@ pub fn render(
         "{name} (Operator-Version: \"{}\" Active-Plan: \"{}\")",
         instance.spec.operator_version.name, active.name
     ));
+    // kudo-rs extension: a scheduled plan's line ends with its next occurrence.
+    let next_run = |plan: &str| -> String {
+        instance
+            .status
+            .as_ref()
+            .and_then(|s| s.schedules.get(plan))
+            .and_then(|s| s.next_schedule_time.as_deref())
+            .map(|t| format!(" (next scheduled run {})", format_timestamp(t, offset)))
+            .unwrap_or_default()
+    };
     for (plan_name, plan) in &ov.spec.plans {
         if *plan_name == active.name {
             let updated = active
@@ -69,10 +79,11 @@ pub fn render(
                 .map(|t| format!(", last updated {}", format_timestamp(t, offset)))
                 .unwrap_or_default();
             let plan_node = root.push(Node::new(format!(
-                "Plan {plan_name} ({} strategy) [{}]{}{updated}",
+                "Plan {plan_name} ({} strategy) [{}]{}{updated}{}",
                 plan.strategy.0,
                 active.status,
-                message_suffix(&active.message)
+                message_suffix(&active.message),
+                next_run(plan_name)
             )));
             for phase in &active.phases {
                 let phase_node = plan_node.push(Node::new(format!(
@@ -93,8 +104,9 @@ pub fn render(
             }
         } else {
             let plan_node = root.push(Node::new(format!(
-                "Plan {plan_name} ({} strategy) [NOT ACTIVE]",
-                plan.strategy.0
+                "Plan {plan_name} ({} strategy) [NOT ACTIVE]{}",
+                plan.strategy.0,
+                next_run(plan_name)
             )));
             for phase in &plan.phases {
                 let phase_node = plan_node.push(Node::new(format!(
@@ -222,6 +234,38 @@ mod tests {
 \x20       └── Phase validate ( strategy) [NOT ACTIVE]\n\
 \x20           └── Step validate [NOT ACTIVE]\n\n";
         assert_eq!(out, expected);
+    }
+
+    /// kudo-rs extension: scheduled plans show their next occurrence on the plan line, active or not.
+    #[test]
+    fn scheduled_plans_show_the_next_run() {
+        let ov: OperatorVersion = serde_json::from_value(serde_json::json!({
+            "apiVersion": "kudo.dev/v1beta1", "kind": "OperatorVersion", "metadata": {"name": "test-1.0"},
+            "spec": {"plans": {
+                "backup": {"schedule": "@every 2s", "phases": [{"name": "b", "steps": [{"name": "b"}]}]},
+                "deploy": {"phases": [{"name": "deploy", "steps": [{"name": "deploy"}]}]}}}
+        }))
+        .unwrap();
+        let inst: Instance = serde_json::from_value(serde_json::json!({
+            "apiVersion": "kudo.dev/v1beta1", "kind": "Instance", "metadata": {"name": "test"},
+            "spec": {"operatorVersion": {"name": "test-1.0"}},
+            "status": {"planStatus": {"deploy": {"name": "deploy", "status": "COMPLETE",
+                "lastUpdatedTimestamp": "2019-10-17T01:01:01Z",
+                "phases": [{"name": "deploy", "status": "COMPLETE", "steps": [
+                    {"name": "deploy", "status": "COMPLETE"}]}]}},
+                "schedules": {"backup": {"lastScheduleTime": "2019-10-17T01:01:00Z",
+                    "nextScheduleTime": "2019-10-17T01:01:02Z"}}}
+        }))
+        .unwrap();
+        let out = render(&inst, &ov, "default", &utc());
+        assert!(
+            out.contains("Plan backup ( strategy) [NOT ACTIVE] (next scheduled run 2019-10-17 01:01:02)\n"),
+            "{out}"
+        );
+        assert!(
+            out.contains("Plan deploy ( strategy) [COMPLETE], last updated 2019-10-17 01:01:01\n"),
+            "{out}"
+        );
     }
 
     #[test]

@@ -6,10 +6,12 @@
 mod dependencies;
 mod drift_report;
 mod faults;
+mod galera_backup;
 mod harness;
 mod leader_election;
 mod malformed;
 mod ops_endpoints;
+mod schedule;
 mod sensitive;
 mod translate;
 
