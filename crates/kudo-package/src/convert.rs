@@ -72,6 +72,7 @@ pub fn plan_to_api(p: &model::Plan) -> api::Plan {
     api::Plan {
         strategy: api::Ordering(p.strategy.clone()),
         timeout: p.timeout.clone(),
+        when: p.when.clone(),
         phases: p
             .phases
             .iter()

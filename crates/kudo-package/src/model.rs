@@ -106,6 +106,10 @@ pub struct Plan {
     pub phases: Vec<Phase>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout: Option<String>,
+    /// kudo-rs extension: autopilot rules (see [`kudo_api::AutopilotRule`] and
+    /// [`crate::autopilot`] for their checks).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub when: Vec<kudo_api::AutopilotRule>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -177,6 +177,38 @@ impl Templates<'_> {
     }
 }
 
+/// Renders one template string outside any task (an autopilot rule's resource fields and
+/// `setParameters` values) with the data a task template of `plan` sees (`.Name`, `.Namespace`,
+/// `.Params`, …; no pipes, empty phase and step). `what` names the field in errors.
+pub fn render_string(
+    ov: &OperatorVersion,
+    plan: &str,
+    ctx: &RenderContext,
+    what: &str,
+    text: &str,
+) -> Result<String, String> {
+    if !text.contains("{{") {
+        return Ok(text.to_string());
+    }
+    let defs: Vec<&dyn ParamDef> = ov.spec.parameters.iter().map(|p| p as &dyn ParamDef).collect();
+    let params = template_params(&defs, &ctx.parameters).map_err(|e| format!("{what}: {e}"))?;
+    let pipes = BTreeMap::new();
+    let data = template_data(
+        ov,
+        ctx,
+        &StepCtx {
+            plan,
+            phase: "",
+            step: "",
+            params: &params,
+            pipes: &pipes,
+        },
+    );
+    let t = Template::parse(what, text, &kudo_funcs()).map_err(|e| format!("{what}: {e}"))?;
+    let mut env = FuncEnv::with_seed(seed(&ctx.plan_uid, what));
+    t.execute(&data, &mut env).map_err(|e| format!("{what}: {e}"))
+}
+
 /// Validates `ctx.parameters` against the OperatorVersion (type, enum, required) with KUDO's
 /// wording. Returns all errors.
 pub fn validate_parameters(ov: &OperatorVersion, values: &BTreeMap<String, String>) -> Vec<String> {
