@@ -183,3 +183,112 @@ fn install_refuses_bad_rules_and_applies_nothing() {
     let (_, out) = run(tmp.path(), &["get", "instances"], k);
     assert!(out.contains("good-instance"), "{out}");
 }
+
+fn kubectl(dev: &Dev, home: &Path, args: &[&str]) -> (bool, String) {
+    let out = Command::new("kubectl")
+        .arg("--kubeconfig")
+        .arg(&dev.kubeconfig)
+        .args(args)
+        .env("HOME", home)
+        .output()
+        .expect("run kubectl");
+    (
+        out.status.success(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    )
+}
+
+fn wait_until(what: &str, timeout: Duration, mut f: impl FnMut() -> Option<String>) -> String {
+    let start = Instant::now();
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(start.elapsed() < timeout, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
+/// Galera at level 5: the StatefulSet loses its readiness (a broken image set by hand, drift
+/// repair off) and stays so for RECOVER_AFTER=1s; the autopilot rule runs the `recover` plan,
+/// which applies the declared StatefulSet again, and the cluster is whole.
+#[test]
+fn galera_recover_plan_runs_when_the_statefulset_stays_unready() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dev = start_dev(tmp.path());
+    let k = Some(dev.kubeconfig.as_path());
+    let galera = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/galera");
+    let (code, out) = run(
+        tmp.path(),
+        &[
+            "install",
+            galera.to_str().unwrap(),
+            "--instance",
+            "g",
+            "-p",
+            "RECOVER_AFTER=1s",
+            "-p",
+            "NODE_COUNT=2",
+            "--wait",
+            "--wait-time",
+            "180",
+        ],
+        k,
+    );
+    assert_eq!(code, 0, "{out}");
+    let (ok, out) = kubectl(&dev, tmp.path(), &["annotate", "instance", "g", "kudo.dev/drift-policy=ignore"]);
+    assert!(ok, "{out}");
+    let (ok, out) = kubectl(
+        &dev,
+        tmp.path(),
+        &["set", "image", "statefulset/g-galera", "mariadb=busybox:fail"],
+    );
+    assert!(ok, "{out}");
+    let status = wait_until("the recover plan to complete", Duration::from_secs(180), || {
+        let (_, s) = kubectl(
+            &dev,
+            tmp.path(),
+            &["get", "instance", "g", "-o", "jsonpath={.status.planStatus.recover.status}"],
+        );
+        (s.trim() == "COMPLETE").then_some(s)
+    });
+    assert_eq!(status.trim(), "COMPLETE");
+    let (ok, image) = kubectl(
+        &dev,
+        tmp.path(),
+        &["get", "statefulset", "g-galera", "-o", "jsonpath={.spec.template.spec.containers[0].image}"],
+    );
+    assert!(ok, "{image}");
+    assert_eq!(image.trim(), "mariadb:10.5.3", "recover applied the declared StatefulSet again");
+    let (ok, ready) = kubectl(
+        &dev,
+        tmp.path(),
+        &["get", "statefulset", "g-galera", "-o", "jsonpath={.status.readyReplicas}"],
+    );
+    assert!(ok && ready.trim() == "2", "{ready}");
+    let (ok, events) = kubectl(
+        &dev,
+        tmp.path(),
+        &["get", "events", "-o", "jsonpath={range .items[*]}{.reason}: {.message}{\"\\n\"}{end}"],
+    );
+    assert!(ok, "{events}");
+    let events: Vec<&str> = events.lines().filter(|l| l.starts_with("AutopilotTriggered: ")).collect();
+    assert_eq!(events.len(), 1, "{events:?}");
+    let events = events[0];
+    assert!(events.contains("rule recover/0 fired"), "{events}");
+    assert!(events.contains("StatefulSet g-galera"), "{events}");
+    assert!(events.contains("object.spec.replicas=2"), "{events}");
+    assert!(events.contains("object.status.readyReplicas="), "{events}");
+    // The plan ran all its steps: stop (the StatefulSet deleted) and start (created again).
+    let (ok, steps) = kubectl(
+        &dev,
+        tmp.path(),
+        &["get", "instance", "g", "-o", "jsonpath={.status.planStatus.recover.phases[0].steps[*].status}"],
+    );
+    assert!(ok, "{steps}");
+    assert_eq!(steps.trim(), "COMPLETE COMPLETE COMPLETE COMPLETE");
+}

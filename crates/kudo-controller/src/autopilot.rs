@@ -209,10 +209,18 @@ fn observed(condition: &str, object: Option<&Value>, kind: &str) -> String {
             continue;
         }
         let path = &condition[start..end];
-        if seen.contains(&path) || seen.len() >= 8 {
-            continue;
+        if !seen.contains(&path) {
+            seen.push(path);
         }
-        seen.push(path);
+    }
+    // `has(object.status) && … object.status.readyReplicas`: the deepest paths say more.
+    let shown: Vec<&str> = seen
+        .iter()
+        .copied()
+        .filter(|p| !seen.iter().any(|q| q.len() > p.len() && q.starts_with(p) && q.as_bytes()[p.len()] == b'.'))
+        .take(8)
+        .collect();
+    for path in shown {
         let mut v = object;
         let mut found = true;
         for seg in path.split('.').skip(1) {
@@ -265,7 +273,12 @@ pub(crate) async fn evaluate_rules(
         for (index, rule) in plan.when.iter().enumerate() {
             let key = rule_key(plan_name, index);
             let mut st = old.get(&key).cloned().unwrap_or_default();
-            let outcome = evaluate_rule(ctx, ov, plan_name, index, rule, &rctx, &ns, &mut watched).await;
+            let windows = durations(ov, plan_name, index, rule, &rctx);
+            let (for_, cooldown) = windows.clone().unwrap_or((0, 0));
+            let outcome = match windows {
+                Ok(_) => evaluate_rule(ctx, ov, plan_name, index, rule, &rctx, &ns, &mut watched).await,
+                Err(e) => Err(e),
+            };
             let (condition, detail) = match outcome {
                 Ok(r) => {
                     st.last_error.clear();
@@ -279,8 +292,6 @@ pub(crate) async fn evaluate_rules(
                     (false, None)
                 }
             };
-            let for_ = parse_rule_duration(&rule.for_).map(secs_ceil).unwrap_or(0);
-            let cooldown = parse_rule_duration(&rule.cooldown).map(secs_ceil).unwrap_or(0);
             let out = decide_rule(&RuleInput {
                 condition,
                 holding_since: ts(&st.holding_since),
@@ -321,6 +332,26 @@ pub(crate) async fn evaluate_rules(
     let me = ObjectRef::new_with(&name, instance_resource()).within(&ns);
     ctx.autopilot.watch(me, watched);
     ev
+}
+
+/// A rule's `for` and `cooldown` in whole seconds (rounded up), rendered first: both may be
+/// templates over the parameters.
+fn durations(
+    ov: &OperatorVersion,
+    plan: &str,
+    index: usize,
+    rule: &kudo_api::AutopilotRule,
+    rctx: &RenderContext,
+) -> Result<(u64, u64), String> {
+    let at = format!("plan {plan:?} when[{index}]");
+    let one = |field: &str, text: &str| -> Result<u64, String> {
+        let what = format!("{at}.{field}");
+        let rendered = render_string(ov, plan, rctx, &what, text)?;
+        parse_rule_duration(&rendered)
+            .map(secs_ceil)
+            .map_err(|e| format!("{what}: {e}"))
+    };
+    Ok((one("for", &rule.for_)?, one("cooldown", &rule.cooldown)?))
 }
 
 /// One rule: `Ok((condition, Some((rendered setParameters, observed values))))`, or the error.
@@ -446,6 +477,10 @@ mod tests {
         assert_eq!(observed("object.data.k == 'v'", Some(&obj), "Secret"), "object.data.k=<redacted>");
         assert_eq!(observed("has(object.data.x)", Some(&obj), "ConfigMap"), "object.data.x=<absent>");
         assert_eq!(observed("myobject.a == 1", Some(&obj), "ConfigMap"), "");
+        assert_eq!(
+            observed("has(object.status) && object.status.readyReplicas > 0", Some(&obj), "StatefulSet"),
+            "object.status.readyReplicas=1"
+        );
     }
 
     #[test]

@@ -171,10 +171,16 @@ pub fn check_plan_rules(
         if let Err(e) = compile_condition(&r.condition) {
             errs.push(format!("{at}.condition: {e}"));
         }
-        if let Err(e) = parse_rule_duration(&r.for_) {
+        // A templated duration (e.g. `for: "{{ .Params.RECOVER_AFTER }}"`) is checked by the
+        // manager once rendered.
+        if !is_template(&r.for_)
+            && let Err(e) = parse_rule_duration(&r.for_)
+        {
             errs.push(format!("{at}.for: {e}"));
         }
-        if let Err(e) = parse_rule_duration(&r.cooldown) {
+        if !is_template(&r.cooldown)
+            && let Err(e) = parse_rule_duration(&r.cooldown)
+        {
             errs.push(format!("{at}.cooldown: {e}"));
         }
         for name in r.set_parameters.keys() {
@@ -300,6 +306,7 @@ mod tests {
         let mut r = rule("true");
         r.resource.api_version = "{{ .Params.AV }}".into();
         r.resource.kind = "{{ .Params.KIND }}".into();
+        r.for_ = "{{ .Params.AFTER }}".into();
         assert!(check_plan_rules("p", &[r], &params()).is_empty());
     }
 
