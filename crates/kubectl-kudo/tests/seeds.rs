@@ -284,8 +284,11 @@ fn tree_of(active: &str, state: &str, plans: &[(&str, &[&str])]) -> String {
         t.push_str(&format!(
             "    {branch} Plan {plan} (serial strategy) [{st}]{stamp}\n"
         ));
+        // The seeds' plans have one phase named `deploy`; the example's own `recover` plan
+        // names its phase after itself.
+        let phase = if *plan == "recover" { "recover" } else { "deploy" };
         t.push_str(&format!(
-            "    {indent}└── Phase deploy (serial strategy) [{st}]\n"
+            "    {indent}└── Phase {phase} (serial strategy) [{st}]\n"
         ));
         for (i, s) in steps.iter().enumerate() {
             let b = if i + 1 == steps.len() {
@@ -1102,7 +1105,12 @@ fn full_example_install_scale_uninstall() {
         "statefulset",
         "cleanup",
     ];
-    let plans: [(&str, &[&str]); 2] = [("deploy", &steps), ("node_update", &["config", "stateful"])];
+    // The example's `recover` plan (level 5, run by an autopilot rule) comes after the seeds'.
+    let plans: [(&str, &[&str]); 3] = [
+        ("deploy", &steps),
+        ("node_update", &["config", "stateful"]),
+        ("recover", &["config", "node_scripts", "stop", "start"]),
+    ];
     assert_eq!(status, tree_of("deploy", "COMPLETE", &plans));
     wait_pods(&shell, &dir, &galera_pods(3), false);
     let describe = shell.ok(&dir, "kubectl describe configmap galera-instance-nodeconfig");
