@@ -169,12 +169,18 @@ fn install_refuses_bad_rules_and_applies_nothing() {
     let (code, out) = run(tmp.path(), &["get", "operatorversions"], k);
     assert_eq!(code, 0, "{out}");
     for (name, _, _) in bad_cases() {
-        assert!(!out.contains(&format!("{name}-0.1.0")), "{name} was applied:\n{out}");
+        assert!(
+            !out.contains(&format!("{name}-0.1.0")),
+            "{name} was applied:\n{out}"
+        );
     }
     let (code, out) = run(tmp.path(), &["get", "instances"], k);
     assert_eq!(code, 0, "{out}");
     for (name, _, _) in bad_cases() {
-        assert!(!out.contains(&format!("{name}-instance")), "{name} was applied:\n{out}");
+        assert!(
+            !out.contains(&format!("{name}-instance")),
+            "{name} was applied:\n{out}"
+        );
     }
     // The good package installs.
     let good = package(tmp.path(), "good", GOOD_RULE);
@@ -240,7 +246,11 @@ fn galera_recover_plan_runs_when_the_statefulset_stays_unready() {
         k,
     );
     assert_eq!(code, 0, "{out}");
-    let (ok, out) = kubectl(&dev, tmp.path(), &["annotate", "instance", "g", "kudo.dev/drift-policy=ignore"]);
+    let (ok, out) = kubectl(
+        &dev,
+        tmp.path(),
+        &["annotate", "instance", "g", "kudo.dev/drift-policy=ignore"],
+    );
     assert!(ok, "{out}");
     let (ok, out) = kubectl(
         &dev,
@@ -252,7 +262,13 @@ fn galera_recover_plan_runs_when_the_statefulset_stays_unready() {
         let (_, s) = kubectl(
             &dev,
             tmp.path(),
-            &["get", "instance", "g", "-o", "jsonpath={.status.planStatus.recover.status}"],
+            &[
+                "get",
+                "instance",
+                "g",
+                "-o",
+                "jsonpath={.status.planStatus.recover.status}",
+            ],
         );
         (s.trim() == "COMPLETE").then_some(s)
     });
@@ -260,23 +276,47 @@ fn galera_recover_plan_runs_when_the_statefulset_stays_unready() {
     let (ok, image) = kubectl(
         &dev,
         tmp.path(),
-        &["get", "statefulset", "g-galera", "-o", "jsonpath={.spec.template.spec.containers[0].image}"],
+        &[
+            "get",
+            "statefulset",
+            "g-galera",
+            "-o",
+            "jsonpath={.spec.template.spec.containers[0].image}",
+        ],
     );
     assert!(ok, "{image}");
-    assert_eq!(image.trim(), "mariadb:10.5.3", "recover applied the declared StatefulSet again");
+    assert_eq!(
+        image.trim(),
+        "mariadb:10.5.3",
+        "recover applied the declared StatefulSet again"
+    );
     let (ok, ready) = kubectl(
         &dev,
         tmp.path(),
-        &["get", "statefulset", "g-galera", "-o", "jsonpath={.status.readyReplicas}"],
+        &[
+            "get",
+            "statefulset",
+            "g-galera",
+            "-o",
+            "jsonpath={.status.readyReplicas}",
+        ],
     );
     assert!(ok && ready.trim() == "2", "{ready}");
     let (ok, events) = kubectl(
         &dev,
         tmp.path(),
-        &["get", "events", "-o", "jsonpath={range .items[*]}{.reason}: {.message}{\"\\n\"}{end}"],
+        &[
+            "get",
+            "events",
+            "-o",
+            "jsonpath={range .items[*]}{.reason}: {.message}{\"\\n\"}{end}",
+        ],
     );
     assert!(ok, "{events}");
-    let events: Vec<&str> = events.lines().filter(|l| l.starts_with("AutopilotTriggered: ")).collect();
+    let events: Vec<&str> = events
+        .lines()
+        .filter(|l| l.starts_with("AutopilotTriggered: "))
+        .collect();
     assert_eq!(events.len(), 1, "{events:?}");
     let events = events[0];
     assert!(events.contains("rule recover/0 fired"), "{events}");
@@ -287,7 +327,13 @@ fn galera_recover_plan_runs_when_the_statefulset_stays_unready() {
     let (ok, steps) = kubectl(
         &dev,
         tmp.path(),
-        &["get", "instance", "g", "-o", "jsonpath={.status.planStatus.recover.phases[0].steps[*].status}"],
+        &[
+            "get",
+            "instance",
+            "g",
+            "-o",
+            "jsonpath={.status.planStatus.recover.phases[0].steps[*].status}",
+        ],
     );
     assert!(ok, "{steps}");
     assert_eq!(steps.trim(), "COMPLETE COMPLETE COMPLETE COMPLETE");

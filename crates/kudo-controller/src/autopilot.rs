@@ -22,11 +22,11 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use futures::StreamExt;
+use kube::ResourceExt;
 use kube::api::{Api, ApiResource, DynamicObject};
 use kube::runtime::WatchStreamExt;
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher::{self, watcher};
-use kube::ResourceExt;
 use kudo_api::{AutopilotRuleStatus, Instance, OperatorVersion};
 use kudo_engine::Timestamp;
 use kudo_engine::autopilot::{RuleDecision, RuleInput, decide_rule, evaluate};
@@ -217,7 +217,11 @@ fn observed(condition: &str, object: Option<&Value>, kind: &str) -> String {
     let shown: Vec<&str> = seen
         .iter()
         .copied()
-        .filter(|p| !seen.iter().any(|q| q.len() > p.len() && q.starts_with(p) && q.as_bytes()[p.len()] == b'.'))
+        .filter(|p| {
+            !seen
+                .iter()
+                .any(|q| q.len() > p.len() && q.starts_with(p) && q.as_bytes()[p.len()] == b'.')
+        })
         .take(8)
         .collect();
     for path in shown {
@@ -264,7 +268,11 @@ pub(crate) async fn evaluate_rules(
 ) -> Evaluation {
     let ns = inst.metadata.namespace.clone().unwrap_or_default();
     let name = inst.metadata.name.clone();
-    let old = inst.status.as_ref().map(|s| s.autopilot.clone()).unwrap_or_default();
+    let old = inst
+        .status
+        .as_ref()
+        .map(|s| s.autopilot.clone())
+        .unwrap_or_default();
     let params = rule_params(inst, ov);
     let rctx = RenderContext::offline(&name, &ns, params.clone());
     let mut ev = Evaluation::default();
@@ -469,16 +477,31 @@ mod tests {
 
     #[test]
     fn observed_values_name_the_paths_and_hide_secrets() {
-        let obj = serde_json::json!({"status": {"readyReplicas": 1}, "spec": {"replicas": 3}, "data": {"k": "v"}});
+        let obj =
+            serde_json::json!({"status": {"readyReplicas": 1}, "spec": {"replicas": 3}, "data": {"k": "v"}});
         assert_eq!(
-            observed("object.status.readyReplicas < object.spec.replicas", Some(&obj), "StatefulSet"),
+            observed(
+                "object.status.readyReplicas < object.spec.replicas",
+                Some(&obj),
+                "StatefulSet"
+            ),
             "object.status.readyReplicas=1, object.spec.replicas=3"
         );
-        assert_eq!(observed("object.data.k == 'v'", Some(&obj), "Secret"), "object.data.k=<redacted>");
-        assert_eq!(observed("has(object.data.x)", Some(&obj), "ConfigMap"), "object.data.x=<absent>");
+        assert_eq!(
+            observed("object.data.k == 'v'", Some(&obj), "Secret"),
+            "object.data.k=<redacted>"
+        );
+        assert_eq!(
+            observed("has(object.data.x)", Some(&obj), "ConfigMap"),
+            "object.data.x=<absent>"
+        );
         assert_eq!(observed("myobject.a == 1", Some(&obj), "ConfigMap"), "");
         assert_eq!(
-            observed("has(object.status) && object.status.readyReplicas > 0", Some(&obj), "StatefulSet"),
+            observed(
+                "has(object.status) && object.status.readyReplicas > 0",
+                Some(&obj),
+                "StatefulSet"
+            ),
             "object.status.readyReplicas=1"
         );
     }
@@ -486,16 +509,22 @@ mod tests {
     #[test]
     fn status_patch_nulls_what_is_gone() {
         let old = BTreeMap::from([
-            ("a/0".to_string(), AutopilotRuleStatus {
-                holding_since: Some("2026-01-01T00:00:00Z".into()),
-                ..Default::default()
-            }),
+            (
+                "a/0".to_string(),
+                AutopilotRuleStatus {
+                    holding_since: Some("2026-01-01T00:00:00Z".into()),
+                    ..Default::default()
+                },
+            ),
             ("b/0".to_string(), AutopilotRuleStatus::default()),
         ]);
-        let new = BTreeMap::from([("a/0".to_string(), AutopilotRuleStatus {
-            last_fired: Some("2026-01-01T00:00:05Z".into()),
-            ..Default::default()
-        })]);
+        let new = BTreeMap::from([(
+            "a/0".to_string(),
+            AutopilotRuleStatus {
+                last_fired: Some("2026-01-01T00:00:05Z".into()),
+                ..Default::default()
+            },
+        )]);
         assert_eq!(
             status_patch(&old, &new),
             serde_json::json!({

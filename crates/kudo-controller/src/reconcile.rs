@@ -14,6 +14,7 @@ use kudo_api::{
     CLEANUP_FINALIZER, Condition, ExecutionStatus, Instance, InstanceSpec, InstanceStatus, OperatorVersion,
     PlanExecution, PlanStatus,
 };
+use kudo_engine::initiate::{Initiation, Origin};
 use kudo_engine::readiness::CHANGE_DENIED;
 use kudo_engine::{
     Admission, Decision, EventType, InstanceChange, PlanPass, TIMING_ANNOTATION, TaskOutcome, Timestamp,
@@ -21,7 +22,6 @@ use kudo_engine::{
     mirror_run_status, needs_reset, not_ready_condition, pass_requeue_secs, plan_condition, ready_condition,
     record_admission, reset_for_run, set_condition,
 };
-use kudo_engine::initiate::{Initiation, Origin};
 use kudo_package::render::RenderContext;
 use serde_json::{Value, json};
 use tracing::{Instrument, debug, info, info_span, warn};
@@ -425,7 +425,8 @@ impl<'c> Reconciler<'c> {
             .await;
         let auto_requeue = match auto {
             Some(a) => {
-                self.publish_autopilot(&raw, &a, fired.as_ref().map(|(i, _)| i)).await;
+                self.publish_autopilot(&raw, &a, fired.as_ref().map(|(i, _)| i))
+                    .await;
                 status.autopilot = a.states;
                 a.requeue
             }
@@ -803,7 +804,10 @@ impl<'c> Reconciler<'c> {
                     Decision::Deny { message } => message.clone(),
                     d => format!("unexpected admission {d:?}"),
                 };
-                let message = format!("autopilot rule {key}: plan {:?} not started: {message}", init.plan);
+                let message = format!(
+                    "autopilot rule {key}: plan {:?} not started: {message}",
+                    init.plan
+                );
                 if let Some(st) = eval.states.get_mut(&key)
                     && st.last_error != message
                 {
@@ -817,17 +821,34 @@ impl<'c> Reconciler<'c> {
     }
 
     /// The Events of an autopilot evaluation: errors (once each) and a firing.
-    async fn publish_autopilot(&self, raw: &DynamicObject, eval: &autopilot::Evaluation, fired: Option<&Initiation>) {
+    async fn publish_autopilot(
+        &self,
+        raw: &DynamicObject,
+        eval: &autopilot::Evaluation,
+        fired: Option<&Initiation>,
+    ) {
         for (rule, msg) in &eval.errors {
             warn!(rule = %rule, "{msg}");
-            self.event(raw, EventType::Warning, autopilot::AUTOPILOT_RULE_ERROR, rule, msg)
-                .await;
+            self.event(
+                raw,
+                EventType::Warning,
+                autopilot::AUTOPILOT_RULE_ERROR,
+                rule,
+                msg,
+            )
+            .await;
         }
         if let Some(init) = fired {
             let msg = autopilot::triggered_message(init);
             info!("{msg}");
-            self.event(raw, EventType::Normal, autopilot::AUTOPILOT_TRIGGERED, &init.plan, &msg)
-                .await;
+            self.event(
+                raw,
+                EventType::Normal,
+                autopilot::AUTOPILOT_TRIGGERED,
+                &init.plan,
+                &msg,
+            )
+            .await;
         }
     }
 

@@ -61,7 +61,11 @@ pub struct RuleOutcome {
 /// Seconds that must have passed since `from` for a window of `secs` to be over, given that both
 /// instants are truncated to the second (see the module docs).
 fn window_end(from: Timestamp, secs: u64) -> Timestamp {
-    if secs == 0 { from } else { from.plus_seconds(secs + 1) }
+    if secs == 0 {
+        from
+    } else {
+        from.plus_seconds(secs + 1)
+    }
 }
 
 /// Decides one rule (see the module docs for the semantics).
@@ -215,7 +219,10 @@ mod tests {
         assert_eq!(o.decision, RuleDecision::Hold { until: Some(t(31)) });
         i.holding_since = o.holding_since;
         i.now = t(30);
-        assert_eq!(decide_rule(&i).decision, RuleDecision::Hold { until: Some(t(31)) });
+        assert_eq!(
+            decide_rule(&i).decision,
+            RuleDecision::Hold { until: Some(t(31)) }
+        );
         i.now = t(31);
         assert_eq!(decide_rule(&i).decision, RuleDecision::Fire);
     }
@@ -226,7 +233,10 @@ mod tests {
         i.for_secs = 5;
         i.holding_since = Some(t(0));
         i.now = t(3);
-        let o = decide_rule(&RuleInput { condition: false, ..i });
+        let o = decide_rule(&RuleInput {
+            condition: false,
+            ..i
+        });
         assert_eq!(o.holding_since, None);
         i.holding_since = o.holding_since;
         i.now = t(4);
@@ -240,7 +250,10 @@ mod tests {
         let mut i = input(true);
         i.cooldown_secs = 60;
         i.last_fired = Some(t(-10));
-        assert_eq!(decide_rule(&i).decision, RuleDecision::Hold { until: Some(t(51)) });
+        assert_eq!(
+            decide_rule(&i).decision,
+            RuleDecision::Hold { until: Some(t(51)) }
+        );
         i.now = t(51);
         assert_eq!(decide_rule(&i).decision, RuleDecision::Fire);
     }
@@ -253,10 +266,16 @@ mod tests {
         i.last_fired = Some(t(0));
         i.holding_since = Some(t(1));
         i.now = t(5);
-        assert_eq!(decide_rule(&i).decision, RuleDecision::Hold { until: Some(t(12)) });
+        assert_eq!(
+            decide_rule(&i).decision,
+            RuleDecision::Hold { until: Some(t(12)) }
+        );
         i.for_secs = 0;
         i.cooldown_secs = 20;
-        assert_eq!(decide_rule(&i).decision, RuleDecision::Hold { until: Some(t(21)) });
+        assert_eq!(
+            decide_rule(&i).decision,
+            RuleDecision::Hold { until: Some(t(21)) }
+        );
     }
 
     #[test]
@@ -287,7 +306,10 @@ mod tests {
         let mut i = input(true);
         i.for_secs = 20;
         i.plan_running = true;
-        assert_eq!(decide_rule(&i).decision, RuleDecision::Hold { until: Some(t(21)) });
+        assert_eq!(
+            decide_rule(&i).decision,
+            RuleDecision::Hold { until: Some(t(21)) }
+        );
     }
 
     #[test]
@@ -304,17 +326,30 @@ mod tests {
         let obj = serde_json::json!({"data": {"load": "high"}, "status": {"readyReplicas": 1}, "spec": {"replicas": 3}});
         let params = BTreeMap::from([("LIMIT".to_string(), "high".to_string())]);
         assert_eq!(evaluate(r#"object.data.load == "high""#, &obj, &params), Ok(true));
-        assert_eq!(evaluate("object.data.load == params.LIMIT", &obj, &params), Ok(true));
         assert_eq!(
-            evaluate("object.status.readyReplicas < object.spec.replicas", &obj, &params),
+            evaluate("object.data.load == params.LIMIT", &obj, &params),
+            Ok(true)
+        );
+        assert_eq!(
+            evaluate(
+                "object.status.readyReplicas < object.spec.replicas",
+                &obj,
+                &params
+            ),
             Ok(true)
         );
         assert!(matches!(
             evaluate("object.data.missing == 1", &obj, &params),
             Err(EvalError::Execution(_))
         ));
-        assert!(matches!(evaluate("object.data", &obj, &params), Err(EvalError::NotBool(_))));
-        assert!(matches!(evaluate("object.data ==", &obj, &params), Err(EvalError::Compile(_))));
+        assert!(matches!(
+            evaluate("object.data", &obj, &params),
+            Err(EvalError::NotBool(_))
+        ));
+        assert!(matches!(
+            evaluate("object.data ==", &obj, &params),
+            Err(EvalError::Compile(_))
+        ));
         assert_eq!(evaluate(r#"has(object.data.load)"#, &obj, &params), Ok(true));
     }
 }

@@ -867,6 +867,7 @@ fn status_change_alone_is_no_change_unless_terminal() {
     new.status = Some(InstanceStatus {
         plan_status: BTreeMap::from([("deploy".to_string(), PlanStatus::default())]),
         conditions: vec![],
+        ..InstanceStatus::default()
     });
     assert_eq!(
         admit(&scheduled(), &new, &ov(), &ov(), false).decision,
@@ -1081,6 +1082,7 @@ fn cleanup_scheduling_on_delete() {
             },
         )]),
         conditions: vec![],
+        ..InstanceStatus::default()
     });
     assert!(triggers::should_schedule_cleanup(&i, &o, true));
     i.status
@@ -1113,6 +1115,7 @@ fn cleanup_finalizer_removal() {
             },
         )]),
         conditions: vec![],
+        ..InstanceStatus::default()
     });
     assert!(
         !triggers::cleanup_finalizer_removable(&i, &o),

@@ -51,6 +51,7 @@ fn ov(strategy: &str, phases: Vec<Phase>, tasks: &[&str]) -> OperatorVersionSpec
             strategy: Ordering(strategy.into()),
             phases,
             timeout: None,
+            when: Vec::new(),
         },
     );
     OperatorVersionSpec {

@@ -76,7 +76,9 @@ pub fn compile_condition(src: &str) -> Result<cel_interpreter::Program, Conditio
     match std::panic::catch_unwind(|| cel_interpreter::Program::compile(s)) {
         Ok(Ok(p)) => Ok(p),
         Ok(Err(e)) => Err(ConditionError::Syntax(e.to_string().trim().replace('\n', " "))),
-        Err(_) => Err(ConditionError::Syntax("the CEL parser failed on this input".into())),
+        Err(_) => Err(ConditionError::Syntax(
+            "the CEL parser failed on this input".into(),
+        )),
     }
 }
 
@@ -91,9 +93,7 @@ pub fn parse_rule_duration(s: &str) -> Result<std::time::Duration, String> {
             u64::try_from(n).unwrap_or(u64::MAX),
         )),
         Some(_) => Err(format!("{s:?} is negative")),
-        None => Err(format!(
-            "{s:?} is not a Go duration (e.g. 30s, 5m, 1h30m)"
-        )),
+        None => Err(format!("{s:?} is not a Go duration (e.g. 30s, 5m, 1h30m)")),
     }
 }
 
@@ -116,13 +116,16 @@ fn valid_api_version(av: &str) -> bool {
     let version_ok = version.len() <= 63
         && version.starts_with('v')
         && version[1..].starts_with(|c: char| c.is_ascii_digit())
-        && version.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
+        && version
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
     let group_ok = group.is_none_or(|g| {
         !g.is_empty()
             && g.len() <= 253
             && g.split('.').all(|l| {
                 !l.is_empty()
-                    && l.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+                    && l.chars()
+                        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
                     && !l.starts_with('-')
                     && !l.ends_with('-')
             })
@@ -271,7 +274,8 @@ mod tests {
         let mut r = rule(r#"object.data.load == "high""#);
         r.for_ = "30s".into();
         r.cooldown = "5m".into();
-        r.set_parameters.insert("NODES".into(), "{{ .Params.NODES }}".into());
+        r.set_parameters
+            .insert("NODES".into(), "{{ .Params.NODES }}".into());
         assert_eq!(check_plan_rules("scale", &[r], &params()), Vec::<String>::new());
     }
 
@@ -315,7 +319,16 @@ mod tests {
         for ok in ["v1", "apps/v1", "batch/v1beta1", "example.com/v1alpha1"] {
             assert!(valid_api_version(ok), "{ok}");
         }
-        for bad in ["", "1", "apps/", "/v1", "Apps/v1", "apps/V1", "a..b/v1", "apps/v1/x"] {
+        for bad in [
+            "",
+            "1",
+            "apps/",
+            "/v1",
+            "Apps/v1",
+            "apps/V1",
+            "a..b/v1",
+            "apps/v1/x",
+        ] {
             assert!(!valid_api_version(bad), "{bad}");
         }
         assert!(valid_kind("StatefulSet"));
@@ -326,13 +339,24 @@ mod tests {
     fn bounds() {
         let rules = vec![rule("true"); MAX_RULES_PER_PLAN + 1];
         let errs = check_plan_rules("p", &rules, &params());
-        assert_eq!(errs, vec![format!("plan \"p\" has 17 autopilot rules (when); at most 16 are allowed")]);
+        assert_eq!(
+            errs,
+            vec![format!(
+                "plan \"p\" has 17 autopilot rules (when); at most 16 are allowed"
+            )]
+        );
         let long = format!("{} == 1", "a + ".repeat(300));
-        assert_eq!(compile_condition(&long).unwrap_err(), ConditionError::TooLong(long.len()));
+        assert_eq!(
+            compile_condition(&long).unwrap_err(),
+            ConditionError::TooLong(long.len())
+        );
         let deep = format!("{}1{}", "(".repeat(40), ")".repeat(40));
         assert_eq!(compile_condition(&deep).unwrap_err(), ConditionError::TooDeep(40));
         let many = "a.all(x, x > 1) && a.exists(x, x > 1) && a.map(x, x).size() > 0";
-        assert_eq!(compile_condition(many).unwrap_err(), ConditionError::TooManyComprehensions(3));
+        assert_eq!(
+            compile_condition(many).unwrap_err(),
+            ConditionError::TooManyComprehensions(3)
+        );
         assert_eq!(compile_condition("  ").unwrap_err(), ConditionError::Empty);
         assert!(compile_condition("a.all(x, x > 1) && a.exists(y, y > 2)").is_ok());
     }
@@ -340,8 +364,14 @@ mod tests {
     #[test]
     fn durations() {
         assert_eq!(parse_rule_duration(""), Ok(std::time::Duration::ZERO));
-        assert_eq!(parse_rule_duration("1m30s"), Ok(std::time::Duration::from_secs(90)));
-        assert_eq!(parse_rule_duration("250ms"), Ok(std::time::Duration::from_millis(250)));
+        assert_eq!(
+            parse_rule_duration("1m30s"),
+            Ok(std::time::Duration::from_secs(90))
+        );
+        assert_eq!(
+            parse_rule_duration("250ms"),
+            Ok(std::time::Duration::from_millis(250))
+        );
         assert!(parse_rule_duration("10").is_err());
     }
 }

@@ -254,7 +254,11 @@ fn rule_usage(pkg: &Package, declared: &BTreeSet<&str>, used: &mut BTreeSet<Stri
                 ("for".to_string(), &rule.for_),
                 ("cooldown".to_string(), &rule.cooldown),
             ];
-            fields.extend(rule.set_parameters.iter().map(|(k, v)| (format!("setParameters.{k}"), v)));
+            fields.extend(
+                rule.set_parameters
+                    .iter()
+                    .map(|(k, v)| (format!("setParameters.{k}"), v)),
+            );
             for (field, text) in fields {
                 if !text.contains("{{") {
                     continue;
@@ -282,14 +286,15 @@ fn rule_usage(pkg: &Package, declared: &BTreeSet<&str>, used: &mut BTreeSet<Stri
                     .take_while(|ch| ch.is_ascii_alphanumeric() || *ch == '_')
                     .collect();
                 let standalone = before == 0
-                    || !c[..before].ends_with(|ch: char| ch.is_ascii_alphanumeric() || ch == '_' || ch == '.');
+                    || !c[..before]
+                        .ends_with(|ch: char| ch.is_ascii_alphanumeric() || ch == '_' || ch == '.');
                 if standalone && !name.is_empty() {
                     if !declared.contains(name.as_str()) {
                         r.error(format!("{at}.condition: parameter {name:?} is not defined"));
                     }
                     used.insert(name);
                 }
-                rest = &after[..];
+                rest = after;
             }
         }
     }

@@ -120,17 +120,26 @@ async fn rule_fires_once_after_for_sets_the_parameter_runs_the_plan_and_respects
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert!(triggered(&env, "ap").await.is_empty());
     let inst = env.get("kudo.dev/v1beta1", "Instance", "ap").await.unwrap();
-    assert_ne!(inst["status"]["planStatus"]["scale"]["status"], "COMPLETE", "{inst}");
+    assert_ne!(
+        inst["status"]["planStatus"]["scale"]["status"], "COMPLETE",
+        "{inst}"
+    );
 
     // High load: after `for` the rule sets NODES=2 and runs `scale`.
     let t0 = Instant::now();
     signal(&env, "ap", "high").await;
     let inst = env.wait_plan("ap", "scale", "COMPLETE").await;
-    assert!(t0.elapsed() >= Duration::from_secs(1), "fired before `for` elapsed");
+    assert!(
+        t0.elapsed() >= Duration::from_secs(1),
+        "fired before `for` elapsed"
+    );
     assert_eq!(inst["spec"]["parameters"]["NODES"], "2", "{inst}");
     let result = env.get("v1", "ConfigMap", "ap-result").await.unwrap();
     assert_eq!(result["data"]["nodes"], "2");
-    assert!(inst["status"]["autopilot"]["scale/0"]["lastFired"].is_string(), "{inst}");
+    assert!(
+        inst["status"]["autopilot"]["scale/0"]["lastFired"].is_string(),
+        "{inst}"
+    );
     let notes = triggered(&env, "ap").await;
     assert_eq!(notes.len(), 1, "{notes:?}");
     assert!(notes[0].contains("rule scale/0"), "{}", notes[0]);
@@ -150,7 +159,10 @@ async fn rule_fires_once_after_for_sets_the_parameter_runs_the_plan_and_respects
     assert_eq!(triggered(&env, "ap").await.len(), 1);
     assert_eq!(inst["spec"]["parameters"]["NODES"], "2", "{inst}");
     // The rule holds (its window counts) but waits for the cooldown.
-    assert!(inst["status"]["autopilot"]["scale/0"]["holdingSince"].is_string(), "{inst}");
+    assert!(
+        inst["status"]["autopilot"]["scale/0"]["holdingSince"].is_string(),
+        "{inst}"
+    );
     env.stop().await;
 }
 
@@ -176,7 +188,10 @@ async fn a_condition_that_turns_false_before_for_elapses_fires_nothing() {
     assert!(triggered(&env, "flap").await.is_empty());
     let inst = env.get("kudo.dev/v1beta1", "Instance", "flap").await.unwrap();
     assert_eq!(inst["spec"]["parameters"]["NODES"], json!(null), "{inst}");
-    assert_ne!(inst["status"]["planStatus"]["scale"]["status"], "COMPLETE", "{inst}");
+    assert_ne!(
+        inst["status"]["planStatus"]["scale"]["status"], "COMPLETE",
+        "{inst}"
+    );
     env.stop().await;
 }
 
@@ -194,7 +209,9 @@ async fn an_evaluation_error_is_one_warning_and_the_manager_keeps_working() {
             i["status"]["autopilot"]["scale/0"]["lastError"].is_string()
         })
         .await;
-    let err = inst["status"]["autopilot"]["scale/0"]["lastError"].as_str().unwrap();
+    let err = inst["status"]["autopilot"]["scale/0"]["lastError"]
+        .as_str()
+        .unwrap();
     assert!(err.contains("when[0]") && err.contains("nope"), "{err}");
     // More changes of the object: the same error is not reported again.
     signal(&env, "bad", "higher").await;
@@ -247,7 +264,9 @@ parameters:
             i["status"]["autopilot"]["scale/0"]["lastError"].is_string()
         })
         .await;
-    let err = inst["status"]["autopilot"]["scale/0"]["lastError"].as_str().unwrap();
+    let err = inst["status"]["autopilot"]["scale/0"]["lastError"]
+        .as_str()
+        .unwrap();
     assert!(err.contains("immutable"), "{err}");
     assert_eq!(inst["spec"]["parameters"]["NODES"], "1", "{inst}");
     assert!(triggered(&env, "imm").await.is_empty());
