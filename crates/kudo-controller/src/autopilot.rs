@@ -137,6 +137,15 @@ impl Watches {
     }
 }
 
+impl Watches {
+    /// An Instance that is gone, or whose OperatorVersion has no rules (any more), wakes on no
+    /// watched object.
+    pub(crate) fn forget(&self, instance: &ObjectRef<DynamicObject>) {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.interest.remove(instance);
+    }
+}
+
 /// The key of a rule in `status.autopilot`: `PLAN/INDEX`.
 pub(crate) fn rule_key(plan: &str, index: usize) -> String {
     format!("{plan}/{index}")

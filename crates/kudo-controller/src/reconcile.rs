@@ -370,7 +370,10 @@ impl<'c> Reconciler<'c> {
     }
 
     async fn run(&self) -> Result<Action, ReconcileError> {
+        let me =
+            kube::runtime::reflector::ObjectRef::new_with(&self.name, instance_resource()).within(&self.ns);
         let Some(raw) = self.current().await? else {
+            self.ctx.autopilot.forget(&me);
             return Ok(Action::await_change());
         };
         let who = format!("{}/{}", self.ns, self.name);
@@ -398,6 +401,7 @@ impl<'c> Reconciler<'c> {
         let mut auto = if !deleting && autopilot::has_rules(&ov) {
             Some(self.evaluate_autopilot(&inst, &ov, now).await)
         } else {
+            self.ctx.autopilot.forget(&me);
             None
         };
         let fired = match auto.as_mut() {
@@ -430,7 +434,13 @@ impl<'c> Reconciler<'c> {
                 status.autopilot = a.states;
                 a.requeue
             }
-            None => None,
+            None => {
+                // Rules removed (e.g. by an upgrade): their state goes with them.
+                if !deleting {
+                    status.autopilot.clear();
+                }
+                None
+            }
         };
 
         let annotations = inst.metadata.annotations.clone();
