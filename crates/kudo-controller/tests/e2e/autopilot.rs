@@ -274,3 +274,42 @@ parameters:
     assert!(reasons.iter().any(|r| r == "AutopilotRuleError"), "{reasons:?}");
     env.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kind_the_cluster_does_not_serve_is_the_rules_error_naming_the_kind() {
+    // `package verify` cannot know which CRDs a cluster has: the manager says it.
+    let env = Env::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let pkg = package(dir.path(), "true", "0s", "0s");
+    let op = pkg.join("operator.yaml");
+    let text = std::fs::read_to_string(&op).unwrap().replace(
+        "{apiVersion: v1, kind: ConfigMap,",
+        "{apiVersion: example.com/v1, kind: Widget,",
+    );
+    std::fs::write(&op, text).unwrap();
+    env.install(&pkg, "unk", BTreeMap::new()).await;
+    env.wait_plan("unk", "deploy", "COMPLETE").await;
+    let inst = env
+        .wait_instance("unk", "rule error recorded", |i| {
+            i["status"]["autopilot"]["scale/0"]["lastError"].is_string()
+        })
+        .await;
+    let err = inst["status"]["autopilot"]["scale/0"]["lastError"]
+        .as_str()
+        .unwrap();
+    assert!(
+        err.contains("unknown resource kind Widget (example.com/v1)"),
+        "{err}"
+    );
+    let notes: Vec<String> = env
+        .events("unk")
+        .await
+        .into_iter()
+        .filter(|(r, _)| r == "AutopilotRuleError")
+        .map(|(_, n)| n)
+        .collect();
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(notes[0].contains("Widget"), "{}", notes[0]);
+    assert!(triggered(&env, "unk").await.is_empty());
+    env.stop().await;
+}
