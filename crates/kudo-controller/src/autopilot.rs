@@ -363,7 +363,7 @@ fn durations(
     let at = format!("plan {plan:?} when[{index}]");
     let one = |field: &str, text: &str| -> Result<u64, String> {
         let what = format!("{at}.{field}");
-        let rendered = render_string(ov, plan, rctx, &what, text)?;
+        let rendered = render_string(ov, plan, rctx, &what, text).map_err(|e| e.to_string())?;
         parse_rule_duration(&rendered)
             .map(secs_ceil)
             .map_err(|e| format!("{what}: {e}"))
@@ -384,7 +384,9 @@ async fn evaluate_rule(
     watched: &mut Vec<(ApiResource, Watched)>,
 ) -> Result<(bool, Option<(BTreeMap<String, String>, String)>), String> {
     let at = format!("plan {plan:?} when[{index}]");
-    let render = |field: &str, text: &str| render_string(ov, plan, rctx, &format!("{at}.{field}"), text);
+    let render = |field: &str, text: &str| {
+        render_string(ov, plan, rctx, &format!("{at}.{field}"), text).map_err(|e| e.to_string())
+    };
     let av = render("resource.apiVersion", &rule.resource.api_version)?;
     let kind = render("resource.kind", &rule.resource.kind)?;
     let obj_name = render("resource.name", &rule.resource.name)?;

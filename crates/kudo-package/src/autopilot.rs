@@ -82,8 +82,17 @@ pub fn compile_condition(src: &str) -> Result<cel_interpreter::Program, Conditio
     }
 }
 
+/// Why a rule's `for`/`cooldown` was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DurationError {
+    #[error("{0:?} is not a Go duration (e.g. 30s, 5m, 1h30m)")]
+    Invalid(String),
+    #[error("{0:?} is negative")]
+    Negative(String),
+}
+
 /// A rule's `for`/`cooldown`: a Go duration (empty = 0), not negative.
-pub fn parse_rule_duration(s: &str) -> Result<std::time::Duration, String> {
+pub fn parse_rule_duration(s: &str) -> Result<std::time::Duration, DurationError> {
     let t = s.trim();
     if t.is_empty() {
         return Ok(std::time::Duration::ZERO);
@@ -92,8 +101,8 @@ pub fn parse_rule_duration(s: &str) -> Result<std::time::Duration, String> {
         Some(n) if n >= 0 => Ok(std::time::Duration::from_nanos(
             u64::try_from(n).unwrap_or(u64::MAX),
         )),
-        Some(_) => Err(format!("{s:?} is negative")),
-        None => Err(format!("{s:?} is not a Go duration (e.g. 30s, 5m, 1h30m)")),
+        Some(_) => Err(DurationError::Negative(s.to_string())),
+        None => Err(DurationError::Invalid(s.to_string())),
     }
 }
 
@@ -359,6 +368,24 @@ mod tests {
         );
         assert_eq!(compile_condition("  ").unwrap_err(), ConditionError::Empty);
         assert!(compile_condition("a.all(x, x > 1) && a.exists(y, y > 2)").is_ok());
+    }
+
+    #[test]
+    fn the_longest_unbracketed_chains_compile_without_exhausting_the_stack() {
+        // The length bound also bounds what the bracket bound cannot see: prefix operators and
+        // long operator chains. Run on a small (256 KiB) stack, below a tokio worker's 2 MiB.
+        let handle = std::thread::Builder::new()
+            .stack_size(256 * 1024)
+            .spawn(|| {
+                let bangs = format!("{}true", "!".repeat(MAX_CONDITION_LEN - 4));
+                let sums = format!("{}1 == 1", "1 + ".repeat((MAX_CONDITION_LEN - 6) / 4));
+                (
+                    compile_condition(&bangs).is_ok(),
+                    compile_condition(&sums).is_ok(),
+                )
+            })
+            .unwrap();
+        assert_eq!(handle.join().unwrap(), (true, true));
     }
 
     #[test]

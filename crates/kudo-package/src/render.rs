@@ -116,6 +116,9 @@ pub enum RenderError {
     NoPlan(String),
     #[error("invalid parameters: {}", .0.join("; "))]
     InvalidParams(Vec<String>),
+    /// A template outside any task (an autopilot rule's field, named by `field`).
+    #[error("{field}: {message}")]
+    Field { field: String, message: String },
     #[error("{plan}.{phase}.{step}.{task}: {message}")]
     Task {
         plan: String,
@@ -186,12 +189,16 @@ pub fn render_string(
     ctx: &RenderContext,
     what: &str,
     text: &str,
-) -> Result<String, String> {
+) -> Result<String, RenderError> {
     if !text.contains("{{") {
         return Ok(text.to_string());
     }
     let defs: Vec<&dyn ParamDef> = ov.spec.parameters.iter().map(|p| p as &dyn ParamDef).collect();
-    let params = template_params(&defs, &ctx.parameters).map_err(|e| format!("{what}: {e}"))?;
+    let fail = |message: String| RenderError::Field {
+        field: what.to_string(),
+        message,
+    };
+    let params = template_params(&defs, &ctx.parameters).map_err(|e| fail(e.to_string()))?;
     let pipes = BTreeMap::new();
     let data = template_data(
         ov,
@@ -204,9 +211,9 @@ pub fn render_string(
             pipes: &pipes,
         },
     );
-    let t = Template::parse(what, text, &kudo_funcs()).map_err(|e| format!("{what}: {e}"))?;
+    let t = Template::parse(what, text, &kudo_funcs()).map_err(|e| fail(e.to_string()))?;
     let mut env = FuncEnv::with_seed(seed(&ctx.plan_uid, what));
-    t.execute(&data, &mut env).map_err(|e| format!("{what}: {e}"))
+    t.execute(&data, &mut env).map_err(|e| fail(e.to_string()))
 }
 
 /// Validates `ctx.parameters` against the OperatorVersion (type, enum, required) with KUDO's
