@@ -99,7 +99,7 @@ fn final_galera_keeps_every_seed_task_and_parameter_row() {
         assert!(ours.contains(&cells(&l)), "missing parameter row {l:?}");
     }
     // Part 3: the node_update plan reusing the config and statefulset tasks (followed by the
-    // level-3 `restore` plan, so not the last one).
+    // example's own `recover` and `restore` plans, levels 5 and 3, so not the last one).
     let o = run(&["package", "list", "plans", "."], &g);
     let out = stdout(&o);
     assert!(

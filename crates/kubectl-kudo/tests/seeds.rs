@@ -1109,12 +1109,14 @@ fn full_example_install_scale_uninstall() {
         "statefulset",
         "cleanup",
     ];
-    // The seeds' plans plus the level-3 ones (backup, cleanup, restore; docs/tutorial.md).
-    let plans: [(&str, &str, &[&str]); 5] = [
+    // The seeds' plans plus the example's own: level 3 (backup, cleanup, restore) and level 5
+    // (recover, run by an autopilot rule); docs/tutorial.md.
+    let plans: [(&str, &str, &[&str]); 6] = [
         ("backup", "backup", &["remove-previous", "dump"]),
         ("cleanup", "final-backup", &["remove-previous", "dump"]),
         ("deploy", "deploy", &steps),
         ("node_update", "deploy", &["config", "stateful"]),
+        ("recover", "recover", &["config", "node_scripts", "stop", "start"]),
         ("restore", "restore", &["remove-previous", "load"]),
     ];
     assert_eq!(status, tree_of_phased("deploy", "COMPLETE", &plans));

@@ -134,6 +134,60 @@ pub struct Plan {
     /// scheduled). KUDO's package reader ignores the unknown field.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schedule: Option<String>,
+    /// kudo-rs extension (issue 16): autopilot rules that run this plan on their own when a
+    /// watched resource meets a condition. KUDO ignores the field (its CRD preserves unknown plan
+    /// fields), so a package using it still loads there, without the autopilot.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub when: Vec<AutopilotRule>,
+}
+
+/// One autopilot rule of a plan (`when:` item): while `condition` holds on `resource` for `for`,
+/// the manager sets `setParameters` and runs the plan, then waits `cooldown` before the rule may
+/// fire again.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AutopilotRule {
+    /// The watched object, in the Instance's namespace; each field is a template over the
+    /// Instance (`{{ .Name }}`, `{{ .Params.X }}`).
+    pub resource: AutopilotResource,
+    /// A CEL expression over `object` (the resource) and `params` (map of strings).
+    pub condition: String,
+    /// How long the condition must hold continuously (Go duration; empty = 0).
+    #[serde(default, rename = "for", skip_serializing_if = "String::is_empty")]
+    pub for_: String,
+    /// How long after a firing the rule stays quiet (Go duration; empty = 0).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub cooldown: String,
+    /// Parameters to set on the Instance when the rule fires; values are templates.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub set_parameters: BTreeMap<String, String>,
+}
+
+/// `resource:` of an autopilot rule.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AutopilotResource {
+    #[serde(default)]
+    pub api_version: String,
+    #[serde(default)]
+    pub kind: String,
+    #[serde(default)]
+    pub name: String,
+}
+
+/// State of one autopilot rule in `status.autopilot` (kudo-rs extension).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AutopilotRuleStatus {
+    /// Since when the condition has held without interruption (RFC 3339); `None` when it does not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub holding_since: Option<String>,
+    /// When the rule last fired (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_fired: Option<String>,
+    /// The last evaluation error reported with a Warning Event (reported once per distinct error).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub last_error: String,
 }
 
 /// `serial` / `parallel`. Anything else (including empty) behaves like `parallel` in KUDO's engine,
@@ -508,6 +562,9 @@ pub struct InstanceStatus {
     pub plan_status: BTreeMap<String, PlanStatus>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<Condition>,
+    /// kudo-rs extension: autopilot rule state keyed `PLAN/INDEX` (see [`AutopilotRuleStatus`]).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub autopilot: BTreeMap<String, AutopilotRuleStatus>,
     /// kudo-rs extension: per scheduled plan, its last and next occurrence. The last one is what
     /// keeps a restarted manager from firing an occurrence twice.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]

@@ -48,6 +48,7 @@
 //! With [`ControllerConfig::leader_election`] set, only the replica holding the Lease reconciles
 //! (see [`leader`]).
 
+mod autopilot;
 mod cache;
 mod discovery;
 pub mod drift;
@@ -247,6 +248,8 @@ pub(crate) struct Context {
     pub applied: execute::AppliedCache,
     /// Translations of removed API versions already announced by an Event.
     pub translations: translate::Announced,
+    /// Watches of the objects autopilot rules look at (see [`autopilot`]).
+    pub autopilot: autopilot::Watches,
 }
 
 /// Runs the manager until `shutdown` completes: the controller (while holding the lease, with
@@ -437,6 +440,16 @@ pub(crate) async fn run_controller(
     }
     let caches = cache::Caches::new(store.clone(), ov_cache, children);
 
+    // Autopilot rules: their watches (started on demand) wake Instances through this channel.
+    let (wake_tx, wake_rx) = tokio::sync::mpsc::unbounded_channel::<ObjectRef<DynamicObject>>();
+    triggers.push(
+        futures::stream::unfold(wake_rx, |mut rx| async move {
+            rx.recv().await.map(|r| (Ok(ReconcileRequest::from(r)), rx))
+        })
+        .boxed(),
+    );
+    let autopilot = autopilot::Watches::new(client.clone(), wake_tx);
+
     // Events name the replica that acted: its leader election identity (the pod name in a
     // cluster), else the pod name from the environment.
     let instance = config
@@ -460,6 +473,7 @@ pub(crate) async fn run_controller(
         metrics: health.metrics.clone(),
         applied: Default::default(),
         translations: Default::default(),
+        autopilot,
     });
     tracing::info!("kudo controller started");
     // The caller's shutdown future need not be Send: it is awaited here, and a oneshot relays it

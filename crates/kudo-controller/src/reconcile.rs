@@ -27,6 +27,7 @@ use kudo_package::render::{RenderContext, render_schedule};
 use serde_json::{Value, json};
 use tracing::{Instrument, debug, info, info_span, warn};
 
+use crate::autopilot;
 use crate::drift;
 use crate::execute::{self, reasons};
 use crate::param_sources;
@@ -143,6 +144,7 @@ struct Reconciler<'c> {
 }
 
 /// What admission decided for this reconcile.
+#[derive(Clone)]
 struct Admitted {
     /// The spec to store (admission edits applied); equals the current spec for a denial.
     spec: InstanceSpec,
@@ -400,7 +402,10 @@ impl<'c> Reconciler<'c> {
     }
 
     async fn run(&self) -> Result<Action, ReconcileError> {
+        let me =
+            kube::runtime::reflector::ObjectRef::new_with(&self.name, instance_resource()).within(&self.ns);
         let Some(raw) = self.current().await? else {
+            self.ctx.autopilot.forget(&me);
             return Ok(Action::await_change());
         };
         let who = format!("{}/{}", self.ns, self.name);
@@ -424,13 +429,27 @@ impl<'c> Reconciler<'c> {
             ControlFlow::Break(action) => return Ok(action),
         };
 
-        let mut admitted = self
-            .admit(&inst, &ov, deleting)
-            .await?
-            .with_cleanup(&inst, &ov, deleting);
         let now = now();
+        let mut auto = if !deleting && autopilot::has_rules(&ov) {
+            Some(self.evaluate_autopilot(&inst, &ov, now).await)
+        } else {
+            self.ctx.autopilot.forget(&me);
+            None
+        };
+        let fired = match auto.as_mut() {
+            Some(a) => self.admit_autopilot(&inst, &ov, a),
+            None => None,
+        };
+        let mut admitted = match fired.as_ref() {
+            Some((_, admitted)) => admitted.clone(),
+            None => self
+                .admit(&inst, &ov, deleting)
+                .await?
+                .with_cleanup(&inst, &ov, deleting),
+        };
         // Sensitive parameters are read once for this reconcile: the rotation check, the pass
-        // and the drift check share the values.
+        // and the drift check share the values. An autopilot firing admitted above makes a plan
+        // run, so rotation and schedules see the Instance busy and wait.
         let mut sourced = self.resolve_sources(&ov, admitted.exec.as_ref()).await;
         if !deleting {
             self.rotation(&raw, &inst, &ov, &uid, &mut admitted, &sourced)
@@ -456,12 +475,28 @@ impl<'c> Reconciler<'c> {
         }
         self.record_denial(&raw, &mut status, denial.as_deref(), generation, now)
             .await;
+        let auto_requeue = match auto {
+            Some(a) => {
+                self.publish_autopilot(&raw, &a, fired.as_ref().map(|(i, _)| i))
+                    .await;
+                status.autopilot = a.states;
+                a.requeue
+            }
+            None => {
+                // Rules removed (e.g. by an upgrade): their state goes with them.
+                if !deleting {
+                    status.autopilot.clear();
+                }
+                None
+            }
+        };
 
         let annotations = inst.metadata.annotations.clone();
         let Some(exec) = exec else {
             // A creation KUDO would have rejected: nothing runs until the spec is fixed.
             self.write_status(&old_status, &status).await?;
-            return Ok(Action::requeue(self.ctx.config.idle_resync));
+            let requeue = self.ctx.config.idle_resync;
+            return Ok(Action::requeue(auto_requeue.map_or(requeue, |r| r.min(requeue))));
         };
         // A denied upgrade keeps executing against the previously admitted OperatorVersion.
         let ov = if exec.operator_version != inst.spec.operator_version {
@@ -495,6 +530,9 @@ impl<'c> Reconciler<'c> {
             .unwrap_or(self.ctx.config.idle_resync);
         if let Some(wake) = scheduled.and_then(|s| s.wake) {
             requeue = requeue.min(wake);
+        }
+        if let Some(r) = auto_requeue {
+            requeue = requeue.min(r);
         }
         self.persist_run(&raw, &inst, &ov, deleting, writes, &status)
             .await?;
@@ -1118,6 +1156,96 @@ impl<'c> Reconciler<'c> {
         .await;
     }
 
+    /// Evaluates the OperatorVersion's autopilot rules (see [`crate::autopilot`]). Rules wait
+    /// while a plan is scheduled or running and while a change of the spec is not admitted yet.
+    async fn evaluate_autopilot(
+        &self,
+        inst: &Instance,
+        ov: &OperatorVersion,
+        now: Timestamp,
+    ) -> autopilot::Evaluation {
+        let admitted: Option<InstanceSpec> = inst
+            .metadata
+            .annotations
+            .get(ADMITTED_SPEC_ANNOTATION)
+            .and_then(|s| serde_json::from_str(s).ok());
+        let idle = admitted.as_ref() == Some(&inst.spec) && inst.spec.plan_execution.plan_name.is_empty();
+        autopilot::evaluate_rules(self.ctx, inst, ov, !idle, now).await
+    }
+
+    /// A rule that fired, admitted like a user's `update -p` plus `plan trigger`
+    /// ([`kudo_engine::autopilot::admit_initiation`]). A denial starts nothing: it becomes the
+    /// rule's error (one Warning Event per distinct message).
+    fn admit_autopilot(
+        &self,
+        inst: &Instance,
+        ov: &OperatorVersion,
+        eval: &mut autopilot::Evaluation,
+    ) -> Option<(Initiation, Admitted)> {
+        let init = eval.fire.clone()?;
+        let (proposed, admission) = kudo_engine::autopilot::admit_initiation(inst, ov, &init);
+        let key = match &init.origin {
+            Origin::Autopilot { rule, .. } => rule.clone(),
+            Origin::Schedule { .. } => init.plan.clone(),
+        };
+        match &admission.decision {
+            Decision::Schedule { .. } => {
+                let admitted = Admitted::from_decision(&proposed, &admission, Some(inst.spec.clone()));
+                Some((init, admitted))
+            }
+            other => {
+                let message = match other {
+                    Decision::Deny { message } => message.clone(),
+                    d => format!("unexpected admission {d:?}"),
+                };
+                let message = format!(
+                    "autopilot rule {key}: plan {:?} not started: {message}",
+                    init.plan
+                );
+                if let Some(st) = eval.states.get_mut(&key)
+                    && st.last_error != message
+                {
+                    st.last_error = message.clone();
+                    eval.errors.push((key, message));
+                }
+                eval.fire = None;
+                None
+            }
+        }
+    }
+
+    /// The Events of an autopilot evaluation: errors (once each) and a firing.
+    async fn publish_autopilot(
+        &self,
+        raw: &DynamicObject,
+        eval: &autopilot::Evaluation,
+        fired: Option<&Initiation>,
+    ) {
+        for (rule, msg) in &eval.errors {
+            warn!(rule = %rule, "{msg}");
+            self.event(
+                raw,
+                EventType::Warning,
+                autopilot::AUTOPILOT_RULE_ERROR,
+                rule,
+                msg,
+            )
+            .await;
+        }
+        if let Some(init) = fired {
+            let msg = autopilot::triggered_message(init);
+            info!("{msg}");
+            self.event(
+                raw,
+                EventType::Normal,
+                autopilot::AUTOPILOT_TRIGGERED,
+                &init.plan,
+                &msg,
+            )
+            .await;
+        }
+    }
+
     /// Runs KUDO's admission rules against the last admitted spec.
     async fn admit(
         &self,
@@ -1539,13 +1667,16 @@ impl<'c> Reconciler<'c> {
         if old == new {
             return Ok(None);
         }
-        let body = json!({
+        let mut body = json!({
             "status": {
                 "planStatus": plan_status_patch(new),
                 "conditions": serde_json::to_value(&new.conditions).unwrap_or(Value::Null),
                 "schedules": schedules_patch(old, new),
             }
         });
+        if old.autopilot != new.autopilot {
+            body["status"]["autopilot"] = autopilot::status_patch(&old.autopilot, &new.autopilot);
+        }
         let updated = self
             .api
             .patch_status(&self.name, &self.patch_params(), &Patch::Merge(&body))

@@ -58,6 +58,7 @@
 //! * [`tasks`]: task build-time validation, effective parameter values, Toggle's choice.
 //! * [`errors`]: which API errors are transient and which fatal.
 
+pub mod autopilot;
 pub mod dependencies;
 pub mod errors;
 pub mod health;

@@ -1283,3 +1283,64 @@ fn source_markers_name_the_source_never_a_value() {
     assert_eq!(m["A"], "1");
     assert_eq!(m["PASSWORD"], "\u{0}secretKeyRef:db/pw");
 }
+
+// --- Initiations by the manager (autopilot rules, kudo-rs extension): admitted like a user's
+// `update -p` followed by `plan trigger`.
+
+fn autopilot(plan: &str, set: &[(&str, &str)]) -> kudo_engine::initiate::Initiation {
+    kudo_engine::initiate::Initiation {
+        plan: plan.into(),
+        set_parameters: set.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+        origin: kudo_engine::initiate::Origin::Autopilot {
+            rule: format!("{plan}/0"),
+            observed: String::new(),
+        },
+    }
+}
+
+#[test]
+fn an_initiation_schedules_its_plan_with_the_parameters_set() {
+    let (new, a) =
+        kudo_engine::autopilot::admit_initiation(&idle(), &ov(), &autopilot("backup", &[("bar", "2")]));
+    assert_eq!(
+        a.decision,
+        Decision::Schedule {
+            plan: "backup".into(),
+            reason: ScheduleReason::DirectTrigger
+        }
+    );
+    assert_eq!(new.spec.parameters["bar"], "2");
+    assert_eq!(new.spec.plan_execution.plan_name, "backup");
+    // The rule's plan runs, not the parameter's own trigger plan (`update`).
+    let mut applied = new.clone();
+    assert!(a.apply(&mut applied, UUID));
+    assert_eq!(applied.spec.plan_execution.plan_name, "backup");
+    assert_eq!(applied.spec.plan_execution.uid, UUID);
+}
+
+#[test]
+fn an_initiation_setting_an_immutable_or_unknown_parameter_is_denied_as_for_a_user() {
+    let (_, a) =
+        kudo_engine::autopilot::admit_initiation(&idle(), &ov(), &autopilot("backup", &[("readonly", "x")]));
+    let Decision::Deny { message } = a.decision else {
+        panic!("{a:?}")
+    };
+    assert!(message.contains("parameter 'readonly' is immutable"), "{message}");
+    let (_, a) =
+        kudo_engine::autopilot::admit_initiation(&idle(), &ov(), &autopilot("backup", &[("nope", "x")]));
+    let Decision::Deny { message } = a.decision else {
+        panic!("{a:?}")
+    };
+    assert!(message.contains("failed to find parameter \"nope\""), "{message}");
+}
+
+#[test]
+fn an_initiation_of_an_unknown_plan_is_denied() {
+    let (_, a) = kudo_engine::autopilot::admit_initiation(&idle(), &ov(), &autopilot("heal", &[]));
+    assert_eq!(
+        a.decision,
+        Decision::Deny {
+            message: "plan heal does not exist".into()
+        }
+    );
+}

@@ -52,6 +52,7 @@ fn ov(strategy: &str, phases: Vec<Phase>, tasks: &[&str]) -> OperatorVersionSpec
             phases,
             timeout: None,
             schedule: None,
+            when: Vec::new(),
         },
     );
     OperatorVersionSpec {

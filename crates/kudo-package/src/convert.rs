@@ -73,6 +73,7 @@ pub fn plan_to_api(p: &model::Plan) -> api::Plan {
         strategy: api::Ordering(p.strategy.clone()),
         timeout: p.timeout.clone(),
         schedule: p.schedule.clone(),
+        when: p.when.clone(),
         phases: p
             .phases
             .iter()

@@ -7,6 +7,7 @@
 //! [`convert::to_resources`]; [`params`] for value validation and template typing;
 //! [`render::render_plan`] and [`enhance::enhance`] (shared with the controller).
 
+pub mod autopilot;
 pub mod convert;
 pub mod create;
 pub mod deps_hash;

@@ -109,6 +109,10 @@ pub struct Plan {
     /// kudo-rs extension: when to run the plan by itself (see `kudo_engine::schedule`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schedule: Option<String>,
+    /// kudo-rs extension: autopilot rules (see [`kudo_api::AutopilotRule`] and
+    /// [`crate::autopilot`] for their checks).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub when: Vec<kudo_api::AutopilotRule>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -118,6 +118,9 @@ pub enum RenderError {
     InvalidParams(Vec<String>),
     #[error("schedule of plan {plan:?}: {message}")]
     Schedule { plan: String, message: String },
+    /// A template outside any task (an autopilot rule's field, named by `field`).
+    #[error("{field}: {message}")]
+    Field { field: String, message: String },
     #[error("{plan}.{phase}.{step}.{task}: {message}")]
     Task {
         plan: String,
@@ -177,6 +180,42 @@ impl Templates<'_> {
         t.execute(data, &mut env)
             .map_err(|e| format!("error expanding template {name}: {e}"))
     }
+}
+
+/// Renders one template string outside any task (an autopilot rule's resource fields and
+/// `setParameters` values) with the data a task template of `plan` sees (`.Name`, `.Namespace`,
+/// `.Params`, …; no pipes, empty phase and step). `what` names the field in errors.
+pub fn render_string(
+    ov: &OperatorVersion,
+    plan: &str,
+    ctx: &RenderContext,
+    what: &str,
+    text: &str,
+) -> Result<String, RenderError> {
+    if !text.contains("{{") {
+        return Ok(text.to_string());
+    }
+    let defs: Vec<&dyn ParamDef> = ov.spec.parameters.iter().map(|p| p as &dyn ParamDef).collect();
+    let fail = |message: String| RenderError::Field {
+        field: what.to_string(),
+        message,
+    };
+    let params = template_params(&defs, &ctx.parameters).map_err(|e| fail(e.to_string()))?;
+    let pipes = BTreeMap::new();
+    let data = template_data(
+        ov,
+        ctx,
+        &StepCtx {
+            plan,
+            phase: "",
+            step: "",
+            params: &params,
+            pipes: &pipes,
+        },
+    );
+    let t = Template::parse(what, text, &kudo_funcs()).map_err(|e| fail(e.to_string()))?;
+    let mut env = FuncEnv::with_seed(seed(&ctx.plan_uid, what));
+    t.execute(&data, &mut env).map_err(|e| fail(e.to_string()))
 }
 
 /// Validates `ctx.parameters` against the OperatorVersion (type, enum, required) with KUDO's

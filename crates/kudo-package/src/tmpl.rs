@@ -239,9 +239,71 @@ pub(crate) fn parameter_usage(pkg: &Package, r: &mut Verification) {
             used.insert(t.spec.parameter.clone());
         }
     }
+    rule_usage(pkg, &declared, &mut used, r);
     for p in &pkg.params.parameters {
         if !used.contains(&p.name) && p.trigger.is_empty() {
             r.warn(format!("parameter {:?} defined but not used.", p.name));
+        }
+    }
+}
+
+/// The templates of autopilot rules (resource fields, `for`, `cooldown`, `setParameters` values)
+/// and the `params.NAME` references of their CEL conditions: parse errors and undeclared
+/// parameters are errors; the parameters they name count as used.
+fn rule_usage(pkg: &Package, declared: &BTreeSet<&str>, used: &mut BTreeSet<String>, r: &mut Verification) {
+    let funcs = kudo_funcs();
+    for (plan, p) in &pkg.operator.plans {
+        for (i, rule) in p.when.iter().enumerate() {
+            let at = format!("plan {plan:?} when[{i}]");
+            let mut fields = vec![
+                ("resource.apiVersion".to_string(), &rule.resource.api_version),
+                ("resource.kind".to_string(), &rule.resource.kind),
+                ("resource.name".to_string(), &rule.resource.name),
+                ("for".to_string(), &rule.for_),
+                ("cooldown".to_string(), &rule.cooldown),
+            ];
+            fields.extend(
+                rule.set_parameters
+                    .iter()
+                    .map(|(k, v)| (format!("setParameters.{k}"), v)),
+            );
+            for (field, text) in fields {
+                if !text.contains("{{") {
+                    continue;
+                }
+                match Template::parse(&format!("{at}.{field}"), text, &funcs) {
+                    Ok(t) => {
+                        let refs = References::of(&t);
+                        for name in &refs.params {
+                            if !declared.contains(name.as_str()) {
+                                r.error(format!("{at}.{field}: parameter {name:?} is not defined"));
+                            }
+                        }
+                        used.extend(refs.params.iter().cloned());
+                    }
+                    Err(e) => r.error(format!("{at}.{field}: template error: {e}")),
+                }
+            }
+            let c = &rule.condition;
+            let mut rest = c.as_str();
+            while let Some(pos) = rest.find("params.") {
+                let before = c.len() - rest.len() + pos;
+                let after = &rest[pos + "params.".len()..];
+                let name: String = after
+                    .chars()
+                    .take_while(|ch| ch.is_ascii_alphanumeric() || *ch == '_')
+                    .collect();
+                let standalone = before == 0
+                    || !c[..before]
+                        .ends_with(|ch: char| ch.is_ascii_alphanumeric() || ch == '_' || ch == '.');
+                if standalone && !name.is_empty() {
+                    if !declared.contains(name.as_str()) {
+                        r.error(format!("{at}.condition: parameter {name:?} is not defined"));
+                    }
+                    used.insert(name);
+                }
+                rest = after;
+            }
         }
     }
 }

@@ -104,6 +104,10 @@ pub fn verify(pkg: &Package, checks: ParamChecks) -> Verification {
     template_references(pkg, &mut r);
     crate::tmpl::render_all(pkg, &mut r);
     namespaces(pkg, &mut r);
+    // Ours: autopilot rules (kudo-rs extension) the manager could not evaluate.
+    for e in crate::autopilot::check_package(pkg) {
+        r.error(e);
+    }
     extended(pkg, checks, &mut r);
     r
 }

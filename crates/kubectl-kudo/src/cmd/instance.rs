@@ -274,6 +274,8 @@ pub async fn install(opts: &ClusterOpts, args: InstallArgs, io: &mut Io<'_>) -> 
             parameters: values.clone(),
         },
     )?;
+    // Autopilot rules the manager could not evaluate (kudo-rs extension): nothing is applied.
+    check_autopilot_rules(&res.operator_version)?;
     let split = prepare_instance(
         &mut res.instance,
         &res.operator_version,
@@ -294,6 +296,21 @@ pub async fn install(opts: &ClusterOpts, args: InstallArgs, io: &mut Io<'_>) -> 
         return Ok(ExitCode::SUCCESS);
     }
     create_instance(&cluster, &res.instance, &split, &args.wait, io).await
+}
+
+/// Refuses an OperatorVersion whose autopilot rules (plan field `when`) are invalid: a CEL
+/// condition that does not compile, a bad `for`/`cooldown`, a malformed resource, too many rules,
+/// or `setParameters` naming an unknown or immutable parameter.
+fn check_autopilot_rules(ov: &OperatorVersion) -> Result<()> {
+    let errors = kudo_package::autopilot::check_operator_version(ov);
+    if !errors.is_empty() {
+        bail!(
+            "operator version {} has invalid autopilot rules:\n{}",
+            ov.metadata.name,
+            errors.join("\n")
+        );
+    }
+    Ok(())
 }
 
 /// What `install` checks before creating an Instance: its parameters (required ones included)
@@ -394,6 +411,7 @@ async fn install_in_cluster(opts: &ClusterOpts, args: InstallArgs, io: &mut Io<'
             parameters: values.clone(),
         },
     );
+    check_autopilot_rules(&ov)?;
     let split = prepare_instance(&mut instance, &ov, values, &args.params)?;
     check_new_instance(&cluster, &instance, &ov, &split).await?;
     create_instance(&cluster, &instance, &split, &args.wait, io).await

@@ -3,6 +3,7 @@
 //! CRDs through kube-rs, installs an operator package (read and converted with kudo-package) and
 //! waits, with a bounded timeout, for the observable outcome.
 
+mod autopilot;
 mod dependencies;
 mod drift_report;
 mod faults;

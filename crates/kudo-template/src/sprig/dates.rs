@@ -474,7 +474,7 @@ fn load_location(name: &str) -> Option<Loc> {
 }
 
 /// Go's `time.ParseDuration`, in nanoseconds.
-pub(crate) fn parse_duration(s: &str) -> Option<i128> {
+pub fn parse_duration(s: &str) -> Option<i128> {
     let (neg, mut s) = match s.as_bytes().first() {
         Some(b'-') => (true, &s[1..]),
         Some(b'+') => (false, &s[1..]),
