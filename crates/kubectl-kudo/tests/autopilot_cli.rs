@@ -166,9 +166,24 @@ fn install_refuses_bad_rules_and_applies_nothing() {
         assert!(out.contains("has invalid autopilot rules"), "{name}: {out}");
         assert!(out.contains(want), "{name}: want {want:?} in:\n{out}");
     }
+    // A kind the cluster does not serve: `package verify` cannot know, install asks discovery.
+    let dir = package(
+        tmp.path(),
+        "unservedkind",
+        &GOOD_RULE.replace("kind: ConfigMap", "kind: ConfigMapp"),
+    );
+    let (code, out) = run(tmp.path(), &["install", dir.to_str().unwrap()], k);
+    assert_ne!(code, 0, "unservedkind: {out}");
+    assert!(
+        out.contains(
+            "plan \"scale\" when[0].resource: the cluster does not serve kind \"ConfigMapp\" in version \"v1\""
+        ),
+        "unservedkind: {out}"
+    );
+    let bad_names = || bad_cases().into_iter().map(|(n, _, _)| n).chain(["unservedkind"]);
     let (code, out) = run(tmp.path(), &["get", "operatorversions"], k);
     assert_eq!(code, 0, "{out}");
-    for (name, _, _) in bad_cases() {
+    for name in bad_names() {
         assert!(
             !out.contains(&format!("{name}-0.1.0")),
             "{name} was applied:\n{out}"
@@ -176,7 +191,7 @@ fn install_refuses_bad_rules_and_applies_nothing() {
     }
     let (code, out) = run(tmp.path(), &["get", "instances"], k);
     assert_eq!(code, 0, "{out}");
-    for (name, _, _) in bad_cases() {
+    for name in bad_names() {
         assert!(
             !out.contains(&format!("{name}-instance")),
             "{name} was applied:\n{out}"

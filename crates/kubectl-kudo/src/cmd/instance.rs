@@ -276,6 +276,7 @@ pub async fn install(opts: &ClusterOpts, args: InstallArgs, io: &mut Io<'_>) -> 
     )?;
     // Autopilot rules the manager could not evaluate (kudo-rs extension): nothing is applied.
     check_autopilot_rules(&res.operator_version)?;
+    check_autopilot_kinds(&cluster, &res.operator_version).await?;
     let split = prepare_instance(
         &mut res.instance,
         &res.operator_version,
@@ -303,6 +304,46 @@ pub async fn install(opts: &ClusterOpts, args: InstallArgs, io: &mut Io<'_>) -> 
 /// or `setParameters` naming an unknown or immutable parameter.
 fn check_autopilot_rules(ov: &OperatorVersion) -> Result<()> {
     let errors = kudo_package::autopilot::check_operator_version(ov);
+    if !errors.is_empty() {
+        bail!(
+            "operator version {} has invalid autopilot rules:\n{}",
+            ov.metadata.name,
+            errors.join("\n")
+        );
+    }
+    Ok(())
+}
+
+/// Refuses an OperatorVersion whose autopilot rules watch a kind this cluster does not serve
+/// (a typo, or a CRD not installed yet): the manager could never evaluate them. Rules whose
+/// apiVersion or kind is a template are checked by the manager once rendered.
+async fn check_autopilot_kinds(cluster: &Cluster, ov: &OperatorVersion) -> Result<()> {
+    let mut errors = Vec::new();
+    for (plan, p) in &ov.spec.plans {
+        for (i, rule) in p.when.iter().enumerate() {
+            let r = &rule.resource;
+            if r.api_version.contains("{{") || r.kind.contains("{{") {
+                continue;
+            }
+            let (group, version) = r
+                .api_version
+                .split_once('/')
+                .unwrap_or(("", r.api_version.as_str()));
+            let gvk = kube::api::GroupVersionKind::gvk(group, version, &r.kind);
+            match kube::discovery::pinned_kind(&cluster.client, &gvk).await {
+                Ok(_) => {}
+                Err(kube::Error::Api(e)) if e.code == 404 => errors.push(format!(
+                    "plan {plan:?} when[{i}].resource: the cluster does not serve kind {:?} in version {:?}",
+                    r.kind, r.api_version
+                )),
+                Err(kube::Error::Discovery(e)) => errors.push(format!(
+                    "plan {plan:?} when[{i}].resource: the cluster does not serve kind {:?} in version {:?} ({e})",
+                    r.kind, r.api_version
+                )),
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
     if !errors.is_empty() {
         bail!(
             "operator version {} has invalid autopilot rules:\n{}",
@@ -412,6 +453,7 @@ async fn install_in_cluster(opts: &ClusterOpts, args: InstallArgs, io: &mut Io<'
         },
     );
     check_autopilot_rules(&ov)?;
+    check_autopilot_kinds(&cluster, &ov).await?;
     let split = prepare_instance(&mut instance, &ov, values, &args.params)?;
     check_new_instance(&cluster, &instance, &ov, &split).await?;
     create_instance(&cluster, &instance, &split, &args.wait, io).await
