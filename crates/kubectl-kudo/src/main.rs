@@ -11,6 +11,12 @@ use std::process::ExitCode;
 use clap::Parser;
 use kubectl_kudo::{Cli, Command, Io};
 
+/// jemalloc instead of the system allocator: the manager is a long-running process whose caches
+/// churn with every watch event, and glibc's per-thread arenas kept freed memory resident
+/// (docs/benchmarks.md, the manager's RSS at `scale 1000`).
+#[global_allocator]
+static ALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 fn main() -> ExitCode {
     // clap prints usage errors itself and exits 2.
     let cli = Cli::parse();
