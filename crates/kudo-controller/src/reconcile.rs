@@ -207,6 +207,30 @@ impl Admitted {
         }
     }
 
+    /// Admits a spec the manager proposes on its own (a schedule's or a rotation's plan trigger)
+    /// on top of this admission, by the same rules as a user's change ([`decide`]): an admitted
+    /// run replaces the spec to store and to execute. Returns the decision.
+    fn propose(&mut self, inst: &Instance, ov: &OperatorVersion, proposed: InstanceSpec) -> Decision {
+        let mut old = inst.clone();
+        old.spec = self.spec.clone();
+        let mut new = inst.clone();
+        new.spec = proposed;
+        let admission = decide(&InstanceChange {
+            old: Some(&old),
+            new: &new,
+            old_ov: ov,
+            new_ov: ov,
+            deleting: false,
+        });
+        if let Decision::Schedule { .. } = &admission.decision {
+            let a = Admitted::from_decision(&new, &admission, Some(self.spec.clone()));
+            self.spec = a.spec;
+            self.exec = a.exec;
+            self.remember = a.remember;
+        }
+        admission.decision
+    }
+
     /// On deletion, schedules the `cleanup` plan in the spec to store and to execute when the
     /// engine says so ([`cleanup_run`]).
     fn with_cleanup(mut self, inst: &Instance, ov: &OperatorVersion, deleting: bool) -> Admitted {
@@ -732,22 +756,7 @@ impl<'c> Reconciler<'c> {
                         warn!("{msg}");
                         self.event(raw, EventType::Warning, INVALID_OPERATOR_VERSION, "Cleanup", &msg)
                             .await;
-                        let finalizers: Vec<String> = inst
-                            .metadata
-                            .finalizers
-                            .iter()
-                            .filter(|f| *f != CLEANUP_FINALIZER)
-                            .cloned()
-                            .collect();
-                        self.write_spec(
-                            inst,
-                            &inst.spec,
-                            &finalizers,
-                            None,
-                            &BTreeMap::new(),
-                            resource_version(raw),
-                        )
-                        .await?;
+                        self.release_finalizer(raw, inst, CLEANUP_FINALIZER).await?;
                     }
                     return Ok(Action::await_change());
                 }
@@ -838,11 +847,24 @@ impl<'c> Reconciler<'c> {
             return Ok(Action::requeue(Duration::from_secs(1)));
         }
         info!("cluster-scoped objects deleted, releasing the instance");
+        self.release_finalizer(raw, inst, CLUSTER_OBJECTS_FINALIZER)
+            .await?;
+        Ok(Action::await_change())
+    }
+
+    /// Removes one of our finalizers from the Instance, keeping its spec (optimistic: the
+    /// resourceVersion read).
+    async fn release_finalizer(
+        &self,
+        raw: &DynamicObject,
+        inst: &Instance,
+        finalizer: &str,
+    ) -> Result<(), ReconcileError> {
         let finalizers: Vec<String> = inst
             .metadata
             .finalizers
             .iter()
-            .filter(|f| *f != CLUSTER_OBJECTS_FINALIZER)
+            .filter(|f| *f != finalizer)
             .cloned()
             .collect();
         self.write_spec(
@@ -854,7 +876,7 @@ impl<'c> Reconciler<'c> {
             resource_version(raw),
         )
         .await?;
-        Ok(Action::await_change())
+        Ok(())
     }
 
     /// Reads `spec.parameterSources` of the spec to execute (none: no read).
@@ -938,28 +960,14 @@ impl<'c> Reconciler<'c> {
                 parameters,
                 record: fp,
             } => {
-                let mut old = inst.clone();
-                old.spec = admitted.spec.clone();
-                let mut new = inst.clone();
-                new.spec = admitted.spec.clone();
-                new.spec.plan_execution = PlanExecution {
+                let mut proposed = admitted.spec.clone();
+                proposed.plan_execution = PlanExecution {
                     plan_name: plan.clone(),
                     ..Default::default()
                 };
-                let admission = decide(&InstanceChange {
-                    old: Some(&old),
-                    new: &new,
-                    old_ov: ov,
-                    new_ov: ov,
-                    deleting: false,
-                });
                 let names = parameters.join(", ");
-                match &admission.decision {
+                match &admitted.propose(inst, ov, proposed) {
                     Decision::Schedule { .. } => {
-                        let a = Admitted::from_decision(&new, &admission, Some(admitted.spec.clone()));
-                        admitted.spec = a.spec;
-                        admitted.exec = a.exec;
-                        admitted.remember = a.remember;
                         let uid = admitted.spec.plan_execution.uid.clone();
                         let msg = format!(
                             "The value of parameter(s) {names} changed in their Secret: plan {plan} (run {uid}) started"
@@ -1095,23 +1103,9 @@ impl<'c> Reconciler<'c> {
                         set_parameters: BTreeMap::new(),
                         origin: Origin::Schedule { due: due.to_string() },
                     };
-                    let mut old = inst.clone();
-                    old.spec = admitted.spec.clone();
-                    let mut new = inst.clone();
-                    new.spec = proposed_spec(&admitted.spec, &init);
-                    let admission = decide(&InstanceChange {
-                        old: Some(&old),
-                        new: &new,
-                        old_ov: ov,
-                        new_ov: ov,
-                        deleting: false,
-                    });
-                    match &admission.decision {
+                    let proposed = proposed_spec(&admitted.spec, &init);
+                    match &admitted.propose(inst, ov, proposed) {
                         Decision::Schedule { .. } => {
-                            let a = Admitted::from_decision(&new, &admission, Some(admitted.spec.clone()));
-                            admitted.spec = a.spec;
-                            admitted.exec = a.exec;
-                            admitted.remember = a.remember;
                             let uid = admitted.spec.plan_execution.uid.clone();
                             let msg = format!(
                                 "Plan {plan} (run {uid}) started by schedule '{}' (due {due})",

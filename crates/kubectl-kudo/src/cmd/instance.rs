@@ -303,7 +303,11 @@ pub async fn install(opts: &ClusterOpts, args: InstallArgs, io: &mut Io<'_>) -> 
 /// condition that does not compile, a bad `for`/`cooldown`, a malformed resource, too many rules,
 /// or `setParameters` naming an unknown or immutable parameter.
 fn check_autopilot_rules(ov: &OperatorVersion) -> Result<()> {
-    let errors = kudo_package::autopilot::check_operator_version(ov);
+    refuse_rules(ov, &kudo_package::autopilot::check_operator_version(ov))
+}
+
+/// The one refusal of invalid autopilot rules, naming each problem on its own line.
+fn refuse_rules(ov: &OperatorVersion, errors: &[String]) -> Result<()> {
     if !errors.is_empty() {
         bail!(
             "operator version {} has invalid autopilot rules:\n{}",
@@ -344,14 +348,7 @@ async fn check_autopilot_kinds(cluster: &Cluster, ov: &OperatorVersion) -> Resul
             }
         }
     }
-    if !errors.is_empty() {
-        bail!(
-            "operator version {} has invalid autopilot rules:\n{}",
-            ov.metadata.name,
-            errors.join("\n")
-        );
-    }
-    Ok(())
+    refuse_rules(ov, &errors)
 }
 
 /// What `install` checks before creating an Instance: its parameters (required ones included)

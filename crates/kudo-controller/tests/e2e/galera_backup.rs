@@ -120,20 +120,44 @@ async fn galera_backup_schedule_restore_and_backup_on_delete() {
     // Delete with BACKUP_ON_DELETE=true: cleanup runs a backup Job, which completes before the
     // instance is released (the cleanup step waits for the Job's health: succeeded; the Job goes
     // with the instance right after, so it is seen while it runs).
+    // A watch on Jobs, opened before the delete, sees every version of the Job however briefly
+    // it lives (polling missed it on a loaded machine).
+    let jobs: kube::Api<kube::api::DynamicObject> = kube::Api::default_namespaced_with(
+        env.client.clone(),
+        &kube::api::ApiResource::from_gvk(&kube::api::GroupVersionKind::gvk("batch", "v1", "Job")),
+    );
+    let mut watch = {
+        use futures::StreamExt;
+        kube::runtime::watcher(
+            jobs,
+            kube::runtime::watcher::Config::default().fields("metadata.name=gb-backup"),
+        )
+        .boxed()
+    };
     env.delete_instance("gb").await;
     let deadline = Instant::now() + Duration::from_secs(120);
     let mut final_backup_seen = false;
     loop {
-        if let Some(j) = job(&env, "gb-backup").await
-            && j["metadata"]["annotations"]["kudo.dev/plan"] == "cleanup"
+        use futures::StreamExt;
+        use kube::runtime::watcher::Event;
+        let next = tokio::time::timeout(Duration::from_millis(200), watch.next()).await;
+        if let Ok(Some(Ok(Event::Apply(j) | Event::InitApply(j)))) = &next
+            && j.metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get("kudo.dev/plan"))
+                .map(String::as_str)
+                == Some("cleanup")
         {
             final_backup_seen = true;
         }
         let gone = env.get("kudo.dev/v1beta1", "Instance", "gb").await.is_none();
-        if gone || Instant::now() > deadline {
+        if (gone && final_backup_seen) || Instant::now() > deadline {
             break;
         }
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        if gone && matches!(next, Err(_) | Ok(None)) {
+            break;
+        }
     }
     assert!(final_backup_seen, "the cleanup plan applied the backup Job");
     let finished = env
