@@ -1095,37 +1095,24 @@ impl Watcher {
     }
 
     fn line(&self, type_: &str, obj: &Value) -> Bytes {
-        // Most watch lines are a stored object that already carries this resource's apiVersion
-        // and kind: write it as it is, without the copy `present` makes (a watch event is
-        // written once per watcher, and copies of large objects were a tenth of a busy
-        // server's time).
-        if !self.table
-            && !self.def.is_events_v1()
-            && meta::top_str(obj, "apiVersion") == self.def.api_version()
-            && meta::top_str(obj, "kind") == self.def.kind
-        {
-            let mut out = Vec::with_capacity(512);
-            out.extend_from_slice(b"{\"type\":");
-            let _ = serde_json::to_writer(&mut out, type_);
-            out.extend_from_slice(b",\"object\":");
-            let _ = serde_json::to_writer(&mut out, obj);
-            out.extend_from_slice(b"}\n");
-            return Bytes::from(out);
-        }
-        let o = present(&self.def, obj);
-        let o = if self.table && type_ != "BOOKMARK" {
-            table::to_table(
+        let o = crate::store::present_ref(&self.def, obj);
+        let mut out = Vec::with_capacity(512);
+        out.extend_from_slice(b"{\"type\":");
+        let _ = serde_json::to_writer(&mut out, type_);
+        out.extend_from_slice(b",\"object\":");
+        let _ = if self.table && type_ != "BOOKMARK" {
+            let t = table::to_table(
                 &self.def,
-                &[o],
+                &[o.into_owned()],
                 json!({"resourceVersion": meta::meta_str(obj, "resourceVersion")}),
                 &self.include,
-            )
+            );
+            serde_json::to_writer(&mut out, &t)
         } else {
-            o
+            serde_json::to_writer(&mut out, o.as_ref())
         };
-        let mut s = json!({"type": type_, "object": o}).to_string();
-        s.push('\n');
-        Bytes::from(s)
+        out.extend_from_slice(b"}\n");
+        Bytes::from(out)
     }
 
     fn bookmark(&self, rv: u64, end_of_initial: bool) -> Bytes {

@@ -21,11 +21,6 @@ pub fn meta_mut(obj: &mut Value) -> &mut Map<String, Value> {
 }
 
 /// A string field of `metadata`.
-/// A top-level string field (`apiVersion`, `kind`), empty when absent.
-pub fn top_str<'a>(obj: &'a Value, field: &str) -> &'a str {
-    obj.get(field).and_then(|v| v.as_str()).unwrap_or("")
-}
-
 pub fn meta_str<'a>(obj: &'a Value, field: &str) -> &'a str {
     obj.get("metadata")
         .and_then(|m| m.get(field))

@@ -1356,6 +1356,19 @@ fn storage_def(def: &ResourceDef) -> ResourceDef {
 }
 
 /// The object as served in `def`'s version (CRDs without conversion webhooks only rewrite apiVersion).
+/// [`present`] without a copy when the stored object already has `def`'s apiVersion and kind
+/// (every kind but the events.k8s.io view of core Events, in the version it is stored in): a
+/// watch writes each event once per watcher, so copies of large objects added up.
+pub fn present_ref<'a>(def: &ResourceDef, obj: &'a Value) -> std::borrow::Cow<'a, Value> {
+    if !def.is_events_v1()
+        && obj.get("apiVersion").and_then(Value::as_str) == Some(def.api_version().as_str())
+        && obj.get("kind").and_then(Value::as_str) == Some(def.kind.as_str())
+    {
+        return std::borrow::Cow::Borrowed(obj);
+    }
+    std::borrow::Cow::Owned(present(def, obj))
+}
+
 pub fn present(def: &ResourceDef, obj: &Value) -> Value {
     let mut o = if def.is_events_v1() {
         crate::events::from_core(obj)
