@@ -17,6 +17,12 @@
 //! * Sensitive parameters (`sensitive: true` or given through `parameterSources`) are not in the
 //!   rules' `params` nor in their template data, so no rule can copy one into an Event.
 //! * Watches started for a rule stay until the manager stops (a handful of kinds at most).
+//! * Each watch feeds a cache (a kube-runtime reflector store, managedFields dropped) that the
+//!   rules read once it has its first list: a reconcile of an Instance with rules costs no GET
+//!   (issue 14's read budget). Before that, or for a kind not watched yet, a GET reads the
+//!   object. A cached copy can lag behind the server; the watch event that brings the newer copy
+//!   wakes the Instance again, so a rule never decides on a stale copy for long (and `for`
+//!   windows are what guard a firing anyway).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -25,7 +31,8 @@ use futures::StreamExt;
 use kube::ResourceExt;
 use kube::api::{Api, ApiResource, DynamicObject};
 use kube::runtime::WatchStreamExt;
-use kube::runtime::reflector::ObjectRef;
+use kube::runtime::reflector::store::Writer;
+use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher::{self, watcher};
 use kudo_api::{AutopilotRuleStatus, Instance, OperatorVersion};
 use kudo_engine::Timestamp;
@@ -55,10 +62,13 @@ pub(crate) struct Watches {
     state: Arc<Mutex<State>>,
 }
 
+/// A watch of autopilot rules: its task and the cache it feeds.
+type Running = (tokio::task::JoinHandle<()>, Store<DynamicObject>);
+
 #[derive(Default)]
 struct State {
-    /// (apiVersion, kind, namespace) → its watch task.
-    running: HashMap<(String, String, String), tokio::task::JoinHandle<()>>,
+    /// (apiVersion, kind, namespace) → its watch task and the cache it feeds.
+    running: HashMap<(String, String, String), Running>,
     /// Instance → the objects its rules named at their last evaluation.
     interest: HashMap<ObjectRef<DynamicObject>, HashSet<Watched>>,
 }
@@ -66,7 +76,7 @@ struct State {
 impl Drop for Watches {
     fn drop(&mut self) {
         let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        for h in state.running.values() {
+        for (h, _) in state.running.values() {
             h.abort();
         }
     }
@@ -99,10 +109,14 @@ impl Watches {
             let wake = self.wake.clone();
             let (av, kind) = (w.0.clone(), w.1.clone());
             tracing::debug!(api_version = %av, kind = %kind, namespace = %w.2, "autopilot: watching");
+            let writer = Writer::new(ar.clone());
+            let store = writer.as_reader();
             let task = tokio::spawn(async move {
                 let mut events = std::pin::pin!(
                     watcher(api, watcher::Config::default())
                         .default_backoff()
+                        .modify(|o| o.metadata.managed_fields = None)
+                        .reflect(writer)
                         .touched_objects()
                 );
                 while let Some(ev) = events.next().await {
@@ -126,7 +140,7 @@ impl Watches {
                     }
                 }
             });
-            state.running.insert(key, task);
+            state.running.insert(key, (task, store));
         }
         let set: HashSet<Watched> = objects.into_iter().map(|(_, w)| w).collect();
         if set.is_empty() {
@@ -143,6 +157,26 @@ impl Watches {
     pub(crate) fn forget(&self, instance: &ObjectRef<DynamicObject>) {
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         state.interest.remove(instance);
+    }
+
+    /// The watched object from its watch's cache: `Some(copy or None when absent)` once the
+    /// watch of its kind and namespace has its first list, `None` when the server must be asked.
+    fn cached(&self, ar: &ApiResource, w: &Watched) -> Option<Option<Arc<DynamicObject>>> {
+        let store = {
+            let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            state
+                .running
+                .get(&(w.0.clone(), w.1.clone(), w.2.clone()))
+                .map(|(_, store)| store.clone())?
+        };
+        if !crate::cache::ready(&store) {
+            return None;
+        }
+        let mut r = ObjectRef::new_with(&w.3, ar.clone());
+        if !w.2.is_empty() {
+            r = r.within(&w.2);
+        }
+        Some(store.get(&r))
     }
 }
 
@@ -398,22 +432,25 @@ async fn evaluate_rule(
         Err(e) => return Err(format!("{at}: discovery of {kind} ({av}) failed: {e}")),
     };
     let obj_ns = if namespaced { ns.to_string() } else { String::new() };
-    watched.push((
-        ar.clone(),
-        (av.clone(), kind.clone(), obj_ns.clone(), obj_name.clone()),
-    ));
-    let api: Api<DynamicObject> = if namespaced {
-        Api::namespaced_with(ctx.client.clone(), ns, &ar)
-    } else {
-        Api::all_with(ctx.client.clone(), &ar)
+    let w: Watched = (av.clone(), kind.clone(), obj_ns.clone(), obj_name.clone());
+    let object = match ctx.autopilot.cached(&ar, &w) {
+        Some(cached) => cached.map(|o| serde_json::to_value(&*o).unwrap_or(Value::Null)),
+        None => {
+            let api: Api<DynamicObject> = if namespaced {
+                Api::namespaced_with(ctx.client.clone(), ns, &ar)
+            } else {
+                Api::all_with(ctx.client.clone(), &ar)
+            };
+            match api.get_opt(&obj_name).await {
+                Ok(o) => o.map(|mut o| {
+                    o.metadata.managed_fields = None;
+                    serde_json::to_value(o).unwrap_or(Value::Null)
+                }),
+                Err(e) => return Err(format!("{at}: reading {kind} {obj_name} failed: {e}")),
+            }
+        }
     };
-    let object = match api.get_opt(&obj_name).await {
-        Ok(o) => o.map(|mut o| {
-            o.metadata.managed_fields = None;
-            serde_json::to_value(o).unwrap_or(Value::Null)
-        }),
-        Err(e) => return Err(format!("{at}: reading {kind} {obj_name} failed: {e}")),
-    };
+    watched.push((ar.clone(), w));
     let Some(object) = object else {
         return Ok((false, None));
     };

@@ -53,39 +53,76 @@ const HEALTH_SPEC_FIELDS: &[&str] = &[
     "externalIPs",
 ];
 
-/// Strips a watched child before it is cached: what the manager never reads is not kept.
+/// Strips a watched child before it is cached, and packs what is left: what the manager never
+/// reads is not kept, and what it keeps takes as little room as it can.
 ///
 /// * `managedFields` of every object (never read, and the bulk of a small object).
 /// * For objects no plan applied — those without a controller owner reference to an Instance,
 ///   e.g. the ReplicaSets and Pods of a Deployment, two thirds of the cached objects of the
-///   `scale 1000` bench — only metadata, `status` and the few spec fields health reads are
-///   kept: such objects are only read by readiness and health (KEP-34's workloads), which look at
-///   nothing else. Pods keep only the status fields health reads (phase, conditions, reason,
-///   message).
+///   `scale 1000` bench — only what readiness and health (KEP-34's workloads) read is kept: the
+///   name, namespace, uid, labels, generation, deletion timestamp and finalizers of the
+///   metadata, `status`, and the few spec fields health reads. Pods keep only the status fields
+///   health reads (phase, conditions, reason, message).
+/// * Everything but the metadata (spec, status, data…) is kept as compact JSON text in `data`
+///   (a JSON string), unpacked by [`with_type`], the only reader of cached children. A parsed
+///   JSON tree took about five times the room of its text; the cached children were most of the
+///   manager's heap in the `scale 1000` bench (issue 14; docs/benchmarks.md). Reading a cached
+///   copy costs a parse where it cost a conversion of the tree before.
 ///
 /// Objects a plan applied (owned by their Instance) are kept whole: drift detection compares
 /// them with the rendered templates. A stripped copy is never wrong, only incomplete: every reader
 /// that compares contents (drift, the cached-apply check) falls back to a GET when the cached copy
 /// does not show what it needs.
-///
-/// Stripping the ReplicaSets and Pods cut the manager's peak RSS in the `scale 1000` bench (issue
-/// 14; see docs/benchmarks.md).
 pub(crate) fn slim_child(kind: &str, o: &mut DynamicObject) {
     o.metadata.managed_fields = None;
-    if applied_by_plan(o) {
-        return;
+    if !applied_by_plan(o) {
+        let m = &mut o.metadata;
+        if let Some(labels) = &mut m.labels {
+            labels.retain(|k, _| k == kudo_api::labels::INSTANCE || k == "heritage");
+        }
+        m.annotations = None;
+        m.owner_references = None;
+        m.creation_timestamp = None;
+        m.generate_name = None;
+        if let Value::Object(data) = &mut o.data {
+            data.retain(|k, _| k == "spec" || k == "status");
+            if let Some(Value::Object(spec)) = data.get_mut("spec") {
+                spec.retain(|k, _| HEALTH_SPEC_FIELDS.contains(&k.as_str()));
+            }
+            if kind == "Pod"
+                && let Some(Value::Object(status)) = data.get_mut("status")
+            {
+                status.retain(|k, _| matches!(k.as_str(), "phase" | "conditions" | "reason" | "message"));
+            }
+        }
     }
-    let Value::Object(data) = &mut o.data else {
-        return;
-    };
-    data.retain(|k, _| k == "spec" || k == "status");
-    if let Some(Value::Object(spec)) = data.get_mut("spec") {
-        spec.retain(|k, _| HEALTH_SPEC_FIELDS.contains(&k.as_str()));
+    pack(o);
+}
+
+/// Keeps an object's body (everything but its metadata: spec, status, data…) as compact JSON
+/// text in `data`, a JSON string: the form the caches hold objects in (see [`slim_child`]).
+/// [`body`] and [`unpacked`] read it back.
+pub(crate) fn pack(o: &mut DynamicObject) {
+    if o.data.is_object() {
+        let body = std::mem::take(&mut o.data);
+        o.data = Value::String(serde_json::to_string(&body).unwrap_or_default());
     }
-    if kind == "Pod"
-        && let Some(Value::Object(status)) = data.get_mut("status")
-    {
-        status.retain(|k, _| matches!(k.as_str(), "phase" | "conditions" | "reason" | "message"));
+}
+
+/// The body of a cached object ([`pack`]ed or not).
+pub(crate) fn body(o: &DynamicObject) -> Value {
+    match &o.data {
+        Value::String(packed) => serde_json::from_str(packed).unwrap_or(Value::Null),
+        other => other.clone(),
+    }
+}
+
+/// A cached object as the API server gave it (less what the cache dropped), body unpacked.
+pub(crate) fn unpacked(o: &DynamicObject) -> DynamicObject {
+    DynamicObject {
+        types: o.types.clone(),
+        metadata: o.metadata.clone(),
+        data: body(o),
     }
 }
 
@@ -274,10 +311,10 @@ pub(crate) struct Caches {
 
 /// Whether a store has received its first full list (an unready store is empty, not "nothing
 /// exists"). Never blocks. Polling an unready store replaces the waker of another task waiting
-/// for it (its readiness is a oneshot channel); nothing else waits on the OperatorVersion and
-/// child stores, and the Instance store is ready before any reconcile runs (the applier waits
-/// for it), so no waiter is lost.
-fn ready(store: &Store<DynamicObject>) -> bool {
+/// for it (its readiness is a oneshot channel); nothing else waits on the OperatorVersion, child
+/// and autopilot stores, and the Instance store is ready before any reconcile runs (the applier
+/// waits for it), so no waiter is lost.
+pub(crate) fn ready(store: &Store<DynamicObject>) -> bool {
     store.wait_until_ready().now_or_never().is_some_and(|r| r.is_ok())
 }
 
@@ -298,7 +335,7 @@ impl Caches {
 
     /// The cached Instance when it is known to be current (see the module docs): `Ok(Some)`
     /// current copy, `Ok(None)` gone (its delete event arrived), `Err(())` read it from the server.
-    pub fn instance(&self, ns: &str, name: &str) -> Result<Option<Arc<DynamicObject>>, ()> {
+    pub fn instance(&self, ns: &str, name: &str) -> Result<Option<DynamicObject>, ()> {
         if !ready(&self.instances) {
             return Err(());
         }
@@ -313,8 +350,8 @@ impl Caches {
                 Ok(None)
             }
             Some(obj) => match seen.get(&key) {
-                None => Ok(Some(obj)),
-                Some(rv) if obj.metadata.resource_version.as_ref() == Some(rv) => Ok(Some(obj)),
+                None => Ok(Some(unpacked(&obj))),
+                Some(rv) if obj.metadata.resource_version.as_ref() == Some(rv) => Ok(Some(unpacked(&obj))),
                 Some(_) => Err(()),
             },
         }
@@ -417,52 +454,47 @@ impl Caches {
         Some(obj.map(|o| with_type(&o, api_version, kind)))
     }
 
-    /// The cached objects of a kind in `ns` whose labels include all of `labels`, with
-    /// apiVersion/kind set; `None` when the kind is not cached.
-    pub fn children_labelled(
+    /// The cached objects of a kind in `ns` labelled for `instance` (`kudo.dev/instance`), with
+    /// apiVersion/kind set; `None` when the kind is not cached. Every cached child carries
+    /// `heritage=kudo` (the watch selects it); objects no plan applied keep no other labels (see
+    /// [`slim_child`]), so the instance label is the only one to select by.
+    pub fn children_of_instance(
         &self,
         api_version: &str,
         kind: &str,
         ns: &str,
-        labels: &[(&str, &str)],
+        instance: &str,
     ) -> Option<Vec<Value>> {
         let c = self.child_store(api_version, kind)?;
-        // With an instance label among the wanted ones, only that Instance's objects are looked
-        // at (the index); else every cached object of the kind.
-        let candidates: Vec<Arc<DynamicObject>> =
-            match labels.iter().find(|(k, _)| *k == kudo_api::labels::INSTANCE) {
-                Some((_, instance)) => c
-                    .index
-                    .names(ns, instance)
-                    .iter()
-                    .filter_map(|n| c.store.get(&ObjectRef::new_with(n, c.ar.clone()).within(ns)))
-                    .collect(),
-                None => c.store.state(),
-            };
         Some(
-            candidates
+            c.index
+                .names(ns, instance)
                 .iter()
-                .filter(|o| o.metadata.namespace.as_deref() == Some(ns))
-                .filter(|o| {
-                    let l = o.metadata.labels.as_ref();
-                    labels
-                        .iter()
-                        .all(|(k, v)| l.and_then(|l| l.get(*k)).map(String::as_str) == Some(*v))
-                })
-                .map(|o| with_type(o, api_version, kind))
+                .filter_map(|n| c.store.get(&ObjectRef::new_with(n, c.ar.clone()).within(ns)))
+                .map(|o| with_type(&o, api_version, kind))
                 .collect(),
         )
     }
 }
 
-/// A cached object as JSON with its type filled in (watch events of typed lists may omit it).
+/// A cached object as JSON with its type filled in (watch events of typed lists may omit it),
+/// its body unpacked (see [`slim_child`]).
 fn with_type(obj: &DynamicObject, api_version: &str, kind: &str) -> Value {
-    let mut v = serde_json::to_value(obj).unwrap_or(Value::Null);
-    if v.is_object() {
-        v["apiVersion"] = Value::String(api_version.to_string());
-        v["kind"] = Value::String(kind.to_string());
+    let mut v = serde_json::Map::new();
+    v.insert("apiVersion".into(), Value::String(api_version.to_string()));
+    v.insert("kind".into(), Value::String(kind.to_string()));
+    v.insert(
+        "metadata".into(),
+        serde_json::to_value(&obj.metadata).unwrap_or(Value::Null),
+    );
+    if let Value::Object(body) = body(obj) {
+        for (k, val) in body {
+            if k != "apiVersion" && k != "kind" && k != "metadata" {
+                v.insert(k, val);
+            }
+        }
     }
-    v
+    Value::Object(v)
 }
 
 #[cfg(test)]
@@ -478,7 +510,9 @@ mod tests {
         obj(json!({
             "apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": "p", "namespace": "ns", "uid": "u1",
-                "labels": {"heritage": "kudo", "kudo.dev/instance": "i"},
+                "labels": {"heritage": "kudo", "kudo.dev/instance": "i", "app": "nginx", "pod-template-hash": "5d8f"},
+                "annotations": {"kudo.dev/plan": "deploy"},
+                "creationTimestamp": "2026-11-25T07:00:00Z",
                 "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": "r", "controller": true}],
                 "managedFields": [{"manager": "sim"}]},
             "spec": {"containers": [{"name": "c", "image": "nginx"}], "nodeName": "n1"},
@@ -493,15 +527,16 @@ mod tests {
         let mut p = pod("Running", "True", "1.2.3.4");
         slim_child("Pod", &mut p);
         assert!(p.metadata.managed_fields.is_none());
-        assert_eq!(p.data["spec"], json!({}));
+        let cached = with_type(&p, "v1", "Pod");
         assert_eq!(
-            p.data["status"],
-            json!({"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]})
+            cached,
+            json!({"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": "p", "namespace": "ns", "uid": "u1",
+                    "labels": {"heritage": "kudo", "kudo.dev/instance": "i"}},
+                "spec": {},
+                "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}})
         );
-        assert_eq!(
-            kudo_engine::health(&with_type(&p, "v1", "Pod")),
-            kudo_engine::Health::Healthy
-        );
+        assert_eq!(kudo_engine::health(&cached), kudo_engine::Health::Healthy);
 
         let mut rs = obj(json!({
             "apiVersion": "apps/v1", "kind": "ReplicaSet",
@@ -510,8 +545,10 @@ mod tests {
             "status": {"replicas": 2, "observedGeneration": 2}
         }));
         slim_child("ReplicaSet", &mut rs);
-        assert_eq!(rs.data["spec"], json!({"replicas": 2}));
-        assert_eq!(rs.data["status"], json!({"replicas": 2, "observedGeneration": 2}));
+        let cached = with_type(&rs, "apps/v1", "ReplicaSet");
+        assert_eq!(cached["spec"], json!({"replicas": 2}));
+        assert_eq!(cached["status"], json!({"replicas": 2, "observedGeneration": 2}));
+        assert_eq!(cached["metadata"]["generation"], 2);
     }
 
     #[test]
@@ -527,7 +564,29 @@ mod tests {
         let mut d = obj(v.clone());
         slim_child("Deployment", &mut d);
         assert!(d.metadata.managed_fields.is_none());
-        assert_eq!(d.data["spec"], v["spec"]);
+        let mut want = v.clone();
+        want["metadata"].as_object_mut().unwrap().remove("managedFields");
+        assert_eq!(with_type(&d, "apps/v1", "Deployment"), want);
+    }
+
+    #[test]
+    fn a_packed_instance_unpacks_to_what_the_server_sent() {
+        let v = json!({
+            "apiVersion": "kudo.dev/v1beta1", "kind": "Instance",
+            "metadata": {"name": "i", "namespace": "ns", "resourceVersion": "7",
+                "annotations": {"kudo-rs.dev/admitted-spec": "{}"}},
+            "spec": {"operatorVersion": {"name": "ov-0.1.0"}, "parameters": {"A": "1"}},
+            "status": {"planStatus": {"deploy": {"status": "COMPLETE"}}}
+        });
+        let mut i = obj(v.clone());
+        pack(&mut i);
+        assert!(i.data.is_string(), "{:?}", i.data);
+        assert_eq!(i.metadata.resource_version.as_deref(), Some("7"));
+        assert_eq!(body(&i)["spec"], v["spec"]);
+        assert_eq!(serde_json::to_value(unpacked(&i)).unwrap(), v);
+        // packing twice is harmless
+        pack(&mut i);
+        assert_eq!(serde_json::to_value(unpacked(&i)).unwrap(), v);
     }
 
     #[test]

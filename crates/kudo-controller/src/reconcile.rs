@@ -9,7 +9,6 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams};
 use kube::runtime::controller::Action;
-use kube::runtime::events::{Event as KEvent, EventType as KEventType};
 use kudo_api::{
     CLEANUP_FINALIZER, Condition, ExecutionStatus, Instance, InstanceSpec, InstanceStatus, OperatorVersion,
     PlanExecution, PlanStatus, ScheduleStatus,
@@ -352,15 +351,12 @@ impl<'c> Reconciler<'c> {
             }
             note.truncate(cut);
         }
-        let ev = KEvent {
-            type_: match type_ {
-                EventType::Normal => KEventType::Normal,
-                EventType::Warning => KEventType::Warning,
-            },
-            reason: reason.to_string(),
-            note: Some(note),
-            action: action.to_string(),
-            secondary: related,
+        let ev = crate::events::Event {
+            type_,
+            reason,
+            action,
+            note: &note,
+            related: related.as_ref(),
         };
         let reference = self.reference(raw);
         // Like client-go's recorder, a refused Event is retried when the refusal is transient
@@ -412,7 +408,7 @@ impl<'c> Reconciler<'c> {
     /// manager last wrote or read (see [`crate::cache`]), else a GET. `None`: it is gone.
     async fn current(&self) -> Result<Option<DynamicObject>, ReconcileError> {
         match self.ctx.caches.instance(&self.ns, &self.name) {
-            Ok(cached) => Ok(cached.map(|c| (*c).clone())),
+            Ok(cached) => Ok(cached),
             Err(()) => {
                 let got = self.api.get_opt(&self.name).await?;
                 self.ctx.caches.saw_instance(
@@ -1594,14 +1590,10 @@ impl<'c> Reconciler<'c> {
         for (g, k) in kinds {
             let ar = crate::known_resource(g, k);
             // From the watch cache; a LIST only while that cache is not synced.
-            let labels = [
-                (kudo_api::labels::INSTANCE, self.name.as_str()),
-                ("heritage", "kudo"),
-            ];
-            if let Some(cached) = self
-                .ctx
-                .caches
-                .children_labelled(&ar.api_version, k, &self.ns, &labels)
+            if let Some(cached) =
+                self.ctx
+                    .caches
+                    .children_of_instance(&ar.api_version, k, &self.ns, &self.name)
             {
                 out.extend(cached);
                 continue;

@@ -1489,6 +1489,41 @@ async fn drift_is_repaired_by_default_on(env: Env) {
     let inst = env.get("kudo.dev/v1beta1", "Instance", "dr").await.unwrap();
     assert!(harness::condition(&inst, "Drifted").is_none(), "{inst}");
 
+    // Each repair of the same object is one occurrence of one Event series (same reason, action
+    // and related object): the first creates the Event, repeats raise `series.count` with a
+    // merge patch the API server must accept.
+    let repairs = || async {
+        env.instance_events("dr")
+            .await
+            .into_iter()
+            .filter(|e| e.reason.as_deref() == Some("DriftRepaired"))
+            .map(|e| e.series.as_ref().map_or(1, |s| s.count))
+            .collect::<Vec<i32>>()
+    };
+    harness::wait_for("two DriftRepaired occurrences", || async {
+        (repairs().await.iter().sum::<i32>() >= 2).then_some(())
+    })
+    .await;
+    deps.patch(
+        "dr-nginx",
+        &scale,
+        &Patch::Merge(json!({"spec": {"replicas": 6}})),
+    )
+    .await
+    .unwrap();
+    harness::wait_for("three DriftRepaired occurrences", || async {
+        (repairs().await.iter().sum::<i32>() >= 3).then_some(())
+    })
+    .await;
+    let counts = repairs().await;
+    assert!(counts.iter().sum::<i32>() >= 3, "{counts:?}");
+    assert!(
+        counts.len() < 3 && counts.iter().any(|c| *c >= 2),
+        "repeats of one repair are counted in a series: {counts:?}"
+    );
+    env.wait_ready_replicas("apps/v1", "Deployment", "dr-nginx", 2)
+        .await;
+
     // Policy `report`: drift_report.rs.
     env.stop().await;
 }
