@@ -475,6 +475,7 @@ pub(crate) fn triggered_message(init: &Initiation) -> String {
     let (rule, observed) = match &init.origin {
         Origin::Autopilot { rule, observed } => (rule.as_str(), observed.as_str()),
         Origin::Schedule { due } => ("schedule", due.as_str()),
+        Origin::Rotation { parameters } => ("rotation", parameters.as_str()),
     };
     let mut msg = format!(
         "autopilot rule {rule} fired: running plan {:?} ({observed})",

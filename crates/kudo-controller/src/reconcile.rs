@@ -13,7 +13,7 @@ use kudo_api::{
     CLEANUP_FINALIZER, Condition, ExecutionStatus, Instance, InstanceSpec, InstanceStatus, OperatorVersion,
     PlanExecution, PlanStatus, ScheduleStatus,
 };
-use kudo_engine::initiate::{Initiation, Origin, proposed_spec};
+use kudo_engine::initiate::{Initiation, Origin};
 use kudo_engine::readiness::CHANGE_DENIED;
 use kudo_engine::schedule::{self, Schedule};
 use kudo_engine::{
@@ -206,21 +206,14 @@ impl Admitted {
         }
     }
 
-    /// Admits a spec the manager proposes on its own (a schedule's or a rotation's plan trigger)
-    /// on top of this admission, by the same rules as a user's change ([`decide`]): an admitted
-    /// run replaces the spec to store and to execute. Returns the decision.
-    fn propose(&mut self, inst: &Instance, ov: &OperatorVersion, proposed: InstanceSpec) -> Decision {
+    /// Admits a plan the manager starts on its own (a schedule's or a rotation's plan trigger)
+    /// on top of this admission, by the same rules as a user's change
+    /// ([`kudo_engine::initiate::admit`]): an admitted run replaces the spec to store and to
+    /// execute. Returns the decision.
+    fn propose(&mut self, inst: &Instance, ov: &OperatorVersion, init: &Initiation) -> Decision {
         let mut old = inst.clone();
         old.spec = self.spec.clone();
-        let mut new = inst.clone();
-        new.spec = proposed;
-        let admission = decide(&InstanceChange {
-            old: Some(&old),
-            new: &new,
-            old_ov: ov,
-            new_ov: ov,
-            deleting: false,
-        });
+        let (new, admission) = kudo_engine::initiate::admit(&old, ov, init);
         if let Decision::Schedule { .. } = &admission.decision {
             let a = Admitted::from_decision(&new, &admission, Some(self.spec.clone()));
             self.spec = a.spec;
@@ -956,13 +949,15 @@ impl<'c> Reconciler<'c> {
                 parameters,
                 record: fp,
             } => {
-                let mut proposed = admitted.spec.clone();
-                proposed.plan_execution = PlanExecution {
-                    plan_name: plan.clone(),
-                    ..Default::default()
-                };
                 let names = parameters.join(", ");
-                match &admitted.propose(inst, ov, proposed) {
+                let init = Initiation {
+                    plan: plan.clone(),
+                    set_parameters: BTreeMap::new(),
+                    origin: Origin::Rotation {
+                        parameters: names.clone(),
+                    },
+                };
+                match &admitted.propose(inst, ov, &init) {
                     Decision::Schedule { .. } => {
                         let uid = admitted.spec.plan_execution.uid.clone();
                         let msg = format!(
@@ -1099,8 +1094,7 @@ impl<'c> Reconciler<'c> {
                         set_parameters: BTreeMap::new(),
                         origin: Origin::Schedule { due: due.to_string() },
                     };
-                    let proposed = proposed_spec(&admitted.spec, &init);
-                    match &admitted.propose(inst, ov, proposed) {
+                    match &admitted.propose(inst, ov, &init) {
                         Decision::Schedule { .. } => {
                             let uid = admitted.spec.plan_execution.uid.clone();
                             let msg = format!(
@@ -1164,7 +1158,7 @@ impl<'c> Reconciler<'c> {
     }
 
     /// A rule that fired, admitted like a user's `update -p` plus `plan trigger`
-    /// ([`kudo_engine::autopilot::admit_initiation`]). A denial starts nothing: it becomes the
+    /// ([`kudo_engine::initiate::admit`]). A denial starts nothing: it becomes the
     /// rule's error (one Warning Event per distinct message).
     fn admit_autopilot(
         &self,
@@ -1173,10 +1167,10 @@ impl<'c> Reconciler<'c> {
         eval: &mut autopilot::Evaluation,
     ) -> Option<(Initiation, Admitted)> {
         let init = eval.fire.clone()?;
-        let (proposed, admission) = kudo_engine::autopilot::admit_initiation(inst, ov, &init);
+        let (proposed, admission) = kudo_engine::initiate::admit(inst, ov, &init);
         let key = match &init.origin {
             Origin::Autopilot { rule, .. } => rule.clone(),
-            Origin::Schedule { .. } => init.plan.clone(),
+            Origin::Schedule { .. } | Origin::Rotation { .. } => init.plan.clone(),
         };
         match &admission.decision {
             Decision::Schedule { .. } => {

@@ -15,11 +15,7 @@
 
 use std::collections::BTreeMap;
 
-use kudo_api::{Instance, OperatorVersion};
-
-use crate::initiate::{Initiation, proposed_spec};
 use crate::time::Timestamp;
-use crate::triggers::{Admission, Decision, InstanceChange, decide};
 
 /// What one evaluation of a rule sees.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -129,43 +125,6 @@ pub fn evaluate(
         Ok(other) => Err(EvalError::NotBool(format!("{other:?}"))),
         Err(e) => Err(EvalError::Execution(e.to_string())),
     }
-}
-
-/// Admits an initiation against the admitted Instance `admitted` (no plan scheduled) the way two
-/// user changes would be: first the parameter change alone (`kubectl kudo update -p`; an
-/// unknown, immutable or invalid value is denied with the same message), then the plan trigger on
-/// top of it. The parameters' own trigger plans are not run: the rule names the plan to run.
-/// Returns the Instance to admit (spec = the proposal) and the admission to apply to it.
-pub fn admit_initiation(
-    admitted: &Instance,
-    ov: &OperatorVersion,
-    init: &Initiation,
-) -> (Instance, Admission) {
-    let proposed = proposed_spec(&admitted.spec, init);
-    let mut params_only = admitted.clone();
-    params_only.spec.parameters = proposed.parameters.clone();
-    let first = decide(&InstanceChange {
-        old: Some(admitted),
-        new: &params_only,
-        old_ov: ov,
-        new_ov: ov,
-        deleting: false,
-    });
-    let mut new = admitted.clone();
-    new.spec = proposed;
-    if let Decision::Deny { .. } = first.decision {
-        return (new, first);
-    }
-    let mut base = params_only;
-    base.spec.plan_execution = Default::default();
-    let second = decide(&InstanceChange {
-        old: Some(&base),
-        new: &new,
-        old_ov: ov,
-        new_ov: ov,
-        deleting: false,
-    });
-    (new, second)
 }
 
 #[cfg(test)]

@@ -8,13 +8,15 @@
 //! KUDO rule a human trigger obeys (no override of a running plan, no trigger while deleting,
 //! parameter validation, immutability), and there is exactly one place those rules live.
 //!
-//! This module is that seam, kept pure: [`proposed_spec`] computes the proposal; the caller admits
-//! it, gives the run its uid through [`crate::triggers::Admission::apply`] (the engine draws no
-//! random numbers), writes it, and reports [`Origin`] in the `PlanStarted` Event.
+//! This module is that seam, kept pure: [`proposed_spec`] computes the proposal and [`admit`]
+//! admits it; the caller gives the run its uid through [`crate::triggers::Admission::apply`] (the
+//! engine draws no random numbers), writes it, and reports [`Origin`] in the `PlanStarted` Event.
 
 use std::collections::BTreeMap;
 
-use kudo_api::{InstanceSpec, PlanExecution};
+use kudo_api::{Instance, InstanceSpec, OperatorVersion, PlanExecution};
+
+use crate::triggers::{Admission, Decision, InstanceChange, decide};
 
 /// Who started a plan without a human.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -23,6 +25,9 @@ pub enum Origin {
     Schedule { due: String },
     /// An autopilot rule of the plan's `when:` fired; `observed` describes what it saw.
     Autopilot { rule: String, observed: String },
+    /// The value of sensitive parameters changed in their Secret (`parameters`: their names,
+    /// comma-separated); the plan is their trigger plan.
+    Rotation { parameters: String },
 }
 
 impl std::fmt::Display for Origin {
@@ -32,6 +37,9 @@ impl std::fmt::Display for Origin {
             Origin::Schedule { due } => write!(f, "by schedule (due {due})"),
             Origin::Autopilot { rule, observed } => {
                 write!(f, "by autopilot rule {rule} (observed {observed})")
+            }
+            Origin::Rotation { parameters } => {
+                write!(f, "by a change of parameter(s) {parameters} in their Secret")
             }
         }
     }
@@ -68,6 +76,40 @@ pub fn proposed_spec(current: &InstanceSpec, init: &Initiation) -> InstanceSpec 
         status: None,
     };
     spec
+}
+
+/// Admits an initiation against the admitted Instance `admitted` (no plan scheduled) the way two
+/// user changes would be — the one place where every self-started plan (schedule, rotation,
+/// autopilot rule) is admitted: first the parameter change alone (`kubectl kudo update -p`; an
+/// unknown, immutable or invalid value is denied with the same message), then the plan trigger on
+/// top of it. The parameters' own trigger plans are not run: the rule names the plan to run.
+/// Returns the Instance to admit (spec = the proposal) and the admission to apply to it.
+pub fn admit(admitted: &Instance, ov: &OperatorVersion, init: &Initiation) -> (Instance, Admission) {
+    let proposed = proposed_spec(&admitted.spec, init);
+    let mut params_only = admitted.clone();
+    params_only.spec.parameters = proposed.parameters.clone();
+    let first = decide(&InstanceChange {
+        old: Some(admitted),
+        new: &params_only,
+        old_ov: ov,
+        new_ov: ov,
+        deleting: false,
+    });
+    let mut new = admitted.clone();
+    new.spec = proposed;
+    if let Decision::Deny { .. } = first.decision {
+        return (new, first);
+    }
+    let mut base = params_only;
+    base.spec.plan_execution = Default::default();
+    let second = decide(&InstanceChange {
+        old: Some(&base),
+        new: &new,
+        old_ov: ov,
+        new_ov: ov,
+        deleting: false,
+    });
+    (new, second)
 }
 
 #[cfg(test)]

@@ -1300,8 +1300,7 @@ fn autopilot(plan: &str, set: &[(&str, &str)]) -> kudo_engine::initiate::Initiat
 
 #[test]
 fn an_initiation_schedules_its_plan_with_the_parameters_set() {
-    let (new, a) =
-        kudo_engine::autopilot::admit_initiation(&idle(), &ov(), &autopilot("backup", &[("bar", "2")]));
+    let (new, a) = kudo_engine::initiate::admit(&idle(), &ov(), &autopilot("backup", &[("bar", "2")]));
     assert_eq!(
         a.decision,
         Decision::Schedule {
@@ -1320,14 +1319,12 @@ fn an_initiation_schedules_its_plan_with_the_parameters_set() {
 
 #[test]
 fn an_initiation_setting_an_immutable_or_unknown_parameter_is_denied_as_for_a_user() {
-    let (_, a) =
-        kudo_engine::autopilot::admit_initiation(&idle(), &ov(), &autopilot("backup", &[("readonly", "x")]));
+    let (_, a) = kudo_engine::initiate::admit(&idle(), &ov(), &autopilot("backup", &[("readonly", "x")]));
     let Decision::Deny { message } = a.decision else {
         panic!("{a:?}")
     };
     assert!(message.contains("parameter 'readonly' is immutable"), "{message}");
-    let (_, a) =
-        kudo_engine::autopilot::admit_initiation(&idle(), &ov(), &autopilot("backup", &[("nope", "x")]));
+    let (_, a) = kudo_engine::initiate::admit(&idle(), &ov(), &autopilot("backup", &[("nope", "x")]));
     let Decision::Deny { message } = a.decision else {
         panic!("{a:?}")
     };
@@ -1336,7 +1333,7 @@ fn an_initiation_setting_an_immutable_or_unknown_parameter_is_denied_as_for_a_us
 
 #[test]
 fn an_initiation_of_an_unknown_plan_is_denied() {
-    let (_, a) = kudo_engine::autopilot::admit_initiation(&idle(), &ov(), &autopilot("heal", &[]));
+    let (_, a) = kudo_engine::initiate::admit(&idle(), &ov(), &autopilot("heal", &[]));
     assert_eq!(
         a.decision,
         Decision::Deny {
