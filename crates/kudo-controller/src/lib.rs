@@ -50,7 +50,7 @@
 
 mod autopilot;
 mod cache;
-mod discovery;
+pub mod discovery;
 pub mod drift;
 mod events;
 mod execute;

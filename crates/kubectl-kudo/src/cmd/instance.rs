@@ -322,6 +322,8 @@ fn refuse_rules(ov: &OperatorVersion, errors: &[String]) -> Result<()> {
 /// (a typo, or a CRD not installed yet): the manager could never evaluate them. Rules whose
 /// apiVersion or kind is a template are checked by the manager once rendered.
 async fn check_autopilot_kinds(cluster: &Cluster, ov: &OperatorVersion) -> Result<()> {
+    use kudo_controller::discovery::{Cache, Resolved};
+    let discovery = Cache::new(cluster.client.clone());
     let mut errors = Vec::new();
     for (plan, p) in &ov.spec.plans {
         for (i, rule) in p.when.iter().enumerate() {
@@ -329,22 +331,9 @@ async fn check_autopilot_kinds(cluster: &Cluster, ov: &OperatorVersion) -> Resul
             if r.api_version.contains("{{") || r.kind.contains("{{") {
                 continue;
             }
-            let (group, version) = r
-                .api_version
-                .split_once('/')
-                .unwrap_or(("", r.api_version.as_str()));
-            let gvk = kube::api::GroupVersionKind::gvk(group, version, &r.kind);
-            match kube::discovery::pinned_kind(&cluster.client, &gvk).await {
-                Ok(_) => {}
-                Err(kube::Error::Api(e)) if e.code == 404 => errors.push(format!(
-                    "plan {plan:?} when[{i}].resource: the cluster does not serve kind {:?} in version {:?}",
-                    r.kind, r.api_version
-                )),
-                Err(kube::Error::Discovery(e)) => errors.push(format!(
-                    "plan {plan:?} when[{i}].resource: the cluster does not serve kind {:?} in version {:?} ({e})",
-                    r.kind, r.api_version
-                )),
-                Err(e) => return Err(e.into()),
+            // The manager's own discovery lookup, so install and the manager classify a kind alike.
+            if let Resolved::Unknown(msg) = discovery.resolve(&r.api_version, &r.kind).await? {
+                errors.push(format!("plan {plan:?} when[{i}].resource: {msg}"));
             }
         }
     }
