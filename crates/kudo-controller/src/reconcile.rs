@@ -241,6 +241,15 @@ impl Admitted {
     }
 }
 
+/// The last spec the manager admitted (annotation [`ADMITTED_SPEC_ANNOTATION`]); `None` before the
+/// first admission or when the annotation does not decode.
+fn admitted_spec(inst: &Instance) -> Option<InstanceSpec> {
+    inst.metadata
+        .annotations
+        .get(ADMITTED_SPEC_ANNOTATION)
+        .and_then(|s| serde_json::from_str(s).ok())
+}
+
 /// The Event action of one occurrence of a scheduled plan: one Event series per occurrence (the
 /// recorder merges Events of one reason and action, keeping the first note).
 fn schedule_action(plan: &str, due: Timestamp) -> String {
@@ -1148,11 +1157,7 @@ impl<'c> Reconciler<'c> {
         ov: &OperatorVersion,
         now: Timestamp,
     ) -> autopilot::Evaluation {
-        let admitted: Option<InstanceSpec> = inst
-            .metadata
-            .annotations
-            .get(ADMITTED_SPEC_ANNOTATION)
-            .and_then(|s| serde_json::from_str(s).ok());
+        let admitted = admitted_spec(inst);
         let idle = admitted.as_ref() == Some(&inst.spec) && inst.spec.plan_execution.plan_name.is_empty();
         autopilot::evaluate_rules(self.ctx, inst, ov, !idle, now).await
     }
@@ -1237,12 +1242,7 @@ impl<'c> Reconciler<'c> {
         ov: &OperatorVersion,
         deleting: bool,
     ) -> Result<Admitted, ReconcileError> {
-        let stored: Option<InstanceSpec> = inst
-            .metadata
-            .annotations
-            .get(ADMITTED_SPEC_ANNOTATION)
-            .and_then(|s| serde_json::from_str(s).ok());
-        let (admission, old_spec) = match stored {
+        let (admission, old_spec) = match admitted_spec(inst) {
             None if deleting => return Ok(Admitted::keeping(inst, None, None)),
             None => (
                 decide(&InstanceChange {
