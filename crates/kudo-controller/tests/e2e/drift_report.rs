@@ -81,11 +81,9 @@ async fn drift_is_reported_and_left_alone_with_policy_report() {
     // Policy `ignore`: nothing is compared, so nothing is repaired or reported.
     // Occurrences, not Event objects: repeats of an Event are counted in its series.
     let drift_events = || async {
-        env.instance_events("rp")
+        env.event_occurrences("rp", "DriftDetected")
             .await
             .iter()
-            .filter(|e| e.reason.as_deref() == Some("DriftDetected"))
-            .map(|e| e.series.as_ref().map_or(1, |s| s.count))
             .sum::<i32>()
     };
     let reported = drift_events().await;

@@ -417,6 +417,17 @@ impl Env {
             .collect()
     }
 
+    /// The occurrences of each Event with `reason` regarding the named Instance: 1, or its
+    /// `series.count` when it was repeated (one entry per Event object).
+    pub async fn event_occurrences(&self, instance: &str, reason: &str) -> Vec<i32> {
+        self.instance_events(instance)
+            .await
+            .into_iter()
+            .filter(|e| e.reason.as_deref() == Some(reason))
+            .map(|e| e.series.as_ref().map_or(1, |s| s.count))
+            .collect()
+    }
+
     /// (reason, note) of the events.k8s.io Events regarding the named Instance.
     pub async fn events(&self, instance: &str) -> Vec<(String, String)> {
         self.instance_events(instance)

@@ -1473,17 +1473,22 @@ async fn drift_is_repaired_by_default_on(env: Env) {
     .await;
 
     // Scaled by someone else (another field manager, like `kubectl scale`): reverted.
-    let scale = PatchParams {
+    let kubectl = PatchParams {
         field_manager: Some("kubectl".into()),
         ..Default::default()
     };
-    deps.patch(
-        "dr-nginx",
-        &scale,
-        &Patch::Merge(json!({"spec": {"replicas": 5}})),
-    )
-    .await
-    .unwrap();
+    let scale = |n: i64| {
+        let (deps, kubectl) = (&deps, &kubectl);
+        async move {
+            deps.patch(
+                "dr-nginx",
+                kubectl,
+                &Patch::Merge(json!({"spec": {"replicas": n}})),
+            )
+            .await
+        }
+    };
+    scale(5).await.unwrap();
     env.wait_ready_replicas("apps/v1", "Deployment", "dr-nginx", 2)
         .await;
     let inst = env.get("kudo.dev/v1beta1", "Instance", "dr").await.unwrap();
@@ -1492,25 +1497,12 @@ async fn drift_is_repaired_by_default_on(env: Env) {
     // Each repair of the same object is one occurrence of one Event series (same reason, action
     // and related object): the first creates the Event, repeats raise `series.count` with a
     // merge patch the API server must accept.
-    let repairs = || async {
-        env.instance_events("dr")
-            .await
-            .into_iter()
-            .filter(|e| e.reason.as_deref() == Some("DriftRepaired"))
-            .map(|e| e.series.as_ref().map_or(1, |s| s.count))
-            .collect::<Vec<i32>>()
-    };
+    let repairs = || env.event_occurrences("dr", "DriftRepaired");
     harness::wait_for("two DriftRepaired occurrences", || async {
         (repairs().await.iter().sum::<i32>() >= 2).then_some(())
     })
     .await;
-    deps.patch(
-        "dr-nginx",
-        &scale,
-        &Patch::Merge(json!({"spec": {"replicas": 6}})),
-    )
-    .await
-    .unwrap();
+    scale(6).await.unwrap();
     harness::wait_for("three DriftRepaired occurrences", || async {
         (repairs().await.iter().sum::<i32>() >= 3).then_some(())
     })
