@@ -21,12 +21,19 @@ fn package(root: &Path) -> PathBuf {
     std::fs::create_dir_all(dir.join("templates")).unwrap();
     std::fs::write(
         dir.join("operator.yaml"),
-        "apiVersion: kudo.dev/v1beta1\nname: sens\noperatorVersion: \"0.1.0\"\ntasks:\n  - name: app\n    kind: Apply\n    spec:\n      resources:\n        - secret.yaml\nplans:\n  deploy:\n    strategy: serial\n    phases:\n      - name: main\n        strategy: serial\n        steps:\n          - name: app\n            tasks:\n              - app\n",
+        "apiVersion: kudo.dev/v1beta1\nname: sens\noperatorVersion: \"0.1.0\"\ntasks:\n  - name: app\n    kind: Apply\n    spec:\n      resources:\n        - secret.yaml\n        - deployment.yaml\nplans:\n  deploy:\n    strategy: serial\n    phases:\n      - name: main\n        strategy: serial\n        steps:\n          - name: app\n            tasks:\n              - app\n",
     )
     .unwrap();
     std::fs::write(
         dir.join("params.yaml"),
         "apiVersion: kudo.dev/v1beta1\nparameters:\n  - name: PASSWORD\n    description: The password.\n    required: true\n    sensitive: true\n  - name: USER\n    default: admin\n",
+    )
+    .unwrap();
+    // A package may render a sensitive value into a container's environment, and the program
+    // may print it: `diagnostics collect` must redact it from the manifests and the logs.
+    std::fs::write(
+        dir.join("templates/deployment.yaml"),
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Name }}-client\nspec:\n  replicas: 1\n  selector:\n    matchLabels:\n      app: client\n  template:\n    metadata:\n      labels:\n        app: client\n    spec:\n      containers:\n        - name: client\n          image: busybox\n          command: [\"sh\", \"-c\", \"echo connecting with password $PASSWORD; sleep infinity\"]\n          env:\n            - name: PASSWORD\n              value: \"{{ .Params.PASSWORD }}\"\n",
     )
     .unwrap();
     std::fs::write(
@@ -340,19 +347,37 @@ fn sensitive_parameters_end_to_end() {
     cli_output.push_str(&out);
     assert_eq!(code, 0, "{out}");
     let mut stack = vec![diag];
+    let mut logs_seen = 0;
     while let Some(d) = stack.pop() {
         for e in std::fs::read_dir(&d).unwrap() {
             let p = e.unwrap().path();
             if p.is_dir() {
                 stack.push(p);
             } else {
-                assert_hidden(
-                    &p.display().to_string(),
-                    &String::from_utf8_lossy(&std::fs::read(&p).unwrap()),
-                );
+                let mut bytes = std::fs::read(&p).unwrap();
+                if p.extension().is_some_and(|e| e == "gz") {
+                    let mut text = Vec::new();
+                    std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&bytes[..]), &mut text)
+                        .unwrap();
+                    bytes = text;
+                }
+                let text = String::from_utf8_lossy(&bytes);
+                if p.file_name().is_some_and(|n| n == "client.log.gz") {
+                    logs_seen += 1;
+                    assert!(text.contains("connecting with password (redacted)"), "{text}");
+                }
+                if p.file_name().is_some_and(|n| n == "replicasetlist.yaml") {
+                    // The ReplicaSets of earlier revisions keep the values rotated away, which
+                    // diagnostics cannot know (docs/cli.md); the current one is redacted.
+                    assert!(!text.contains(VALUE3), "{}: {text}", p.display());
+                    assert!(text.contains("value: (redacted)"), "{}: {text}", p.display());
+                } else {
+                    assert_hidden(&p.display().to_string(), &text);
+                }
             }
         }
     }
+    assert!(logs_seen > 0, "no client log collected");
     let (_, events) = kubectl(&dev, &["get", "events", "-A", "-o", "yaml"]);
     assert_hidden("Events", &events);
     let (_, inst) = kubectl(&dev, &["get", "instances.kudo.dev", "s", "-o", "yaml"]);

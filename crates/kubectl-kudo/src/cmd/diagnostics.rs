@@ -13,6 +13,14 @@
 //! Failing to read the Instance, its OperatorVersion or its Operator is fatal (written to
 //! `diag/<kind>.err` and returned); every other failure is written next to where its output would
 //! have been as `<what>.err`, collection goes on, and the failures are listed at the end.
+//!
+//! **Sensitive values are redacted** (kudo-rs; KUDO had no sensitive parameters): the values of
+//! an Instance's `parameterSources` (read from their Secrets) and the plain values of parameters
+//! marked `sensitive: true` are replaced by `(redacted)` in every file written, logs included —
+//! a package may render a value into a pod's environment and a program may print it. Only the
+//! current values are known: a value rotated away may remain in the pod template of an earlier
+//! ReplicaSet revision. Values shorter than [`MIN_REDACTED_LEN`] characters are left alone
+//! (replacing every `1` or `ab` would make the bundle useless); Secrets are never collected.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -101,10 +109,16 @@ fn parse_duration_seconds(s: &str) -> Result<i64, String> {
     Ok((total.ceil() as i64).max(1))
 }
 
-/// Writes files under the output root and remembers what failed.
+/// Sensitive values shorter than this are not redacted (see the module docs).
+const MIN_REDACTED_LEN: usize = 4;
+
+/// Writes files under the output root, with sensitive values redacted, and remembers what failed.
 struct Writer {
     root: PathBuf,
     errors: Vec<String>,
+    /// The sensitive values seen so far (longest first, so a value containing another is
+    /// replaced whole).
+    secrets: Vec<String>,
 }
 
 impl Writer {
@@ -116,16 +130,43 @@ impl Writer {
         std::fs::write(&path, data).with_context(|| format!("cannot write {}", path.display()))
     }
 
+    /// Writes text, sensitive values redacted.
+    fn text(&mut self, rel: &Path, text: &str) -> Result<()> {
+        let text = self.redact(text);
+        self.write(rel, text.as_bytes())
+    }
+
     fn yaml(&mut self, rel: impl AsRef<Path>, value: &Value) -> Result<()> {
         let text = serde_saphyr::to_string(value).context("cannot serialise to YAML")?;
-        self.write(rel.as_ref(), text.as_bytes())
+        self.text(rel.as_ref(), &text)
+    }
+
+    /// Adds sensitive values to redact from now on.
+    fn add_secrets(&mut self, values: impl IntoIterator<Item = String>) {
+        for v in values {
+            if v.chars().count() >= MIN_REDACTED_LEN && !self.secrets.contains(&v) {
+                self.secrets.push(v);
+            }
+        }
+        self.secrets.sort_by_key(|v| std::cmp::Reverse(v.len()));
+    }
+
+    fn redact(&self, text: &str) -> String {
+        let mut out = text.to_string();
+        for v in &self.secrets {
+            if out.contains(v.as_str()) {
+                out = out.replace(v.as_str(), "(redacted)");
+            }
+        }
+        out
     }
 
     /// Records a collector failure as `<rel>` (an `.err` file) and in the final report.
     fn error(&mut self, rel: impl AsRef<Path>, err: &anyhow::Error) -> Result<()> {
         let rel = rel.as_ref();
-        self.errors.push(format!("{}: {err:#}", rel.display()));
-        self.write(rel, format!("{err:#}\n").as_bytes())
+        let msg = self.redact(&format!("{err:#}"));
+        self.errors.push(format!("{}: {msg}", rel.display()));
+        self.write(rel, format!("{msg}\n").as_bytes())
     }
 }
 
@@ -255,7 +296,10 @@ async fn collect_workloads(
                 ..Default::default()
             };
             match pod_api.logs(&name, &lp).await {
-                Ok(text) => w.write(&pod_dir.join(format!("{c}.log.gz")), &gzip(text.as_bytes())?)?,
+                Ok(text) => {
+                    let text = w.redact(&text);
+                    w.write(&pod_dir.join(format!("{c}.log.gz")), &gzip(text.as_bytes())?)?
+                }
                 Err(e) => w.error(
                     pod_dir.join(format!("{c}.log.err")),
                     &anyhow!("logs of {ns}/{name} container {c}: {e}"),
@@ -322,6 +366,7 @@ async fn collect_instance(
             return Err(e);
         }
     };
+    w.add_secrets(sensitive_values(client, ns, &instance, &ov).await);
     let op_dir = PathBuf::from(format!("operator_{op_name}"));
     let inst_dir = op_dir.join(format!("instance_{instance_name}"));
     let inst_uid = instance.metadata.uid.clone();
@@ -367,6 +412,58 @@ async fn collect_instance(
     Ok(())
 }
 
+/// The values of an Instance's sensitive parameters: those given through `parameterSources`
+/// (read from their Secrets; one that cannot be read has nothing to leak) and the plain values of
+/// parameters its OperatorVersion marks `sensitive: true`.
+async fn sensitive_values(
+    client: &Client,
+    ns: &str,
+    instance: &DynamicObject,
+    ov: &DynamicObject,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    let sensitive: Vec<&str> = ov
+        .data
+        .pointer("/spec/parameters")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|p| p["sensitive"] == true)
+        .filter_map(|p| p["name"].as_str())
+        .collect();
+    if let Some(params) = instance
+        .data
+        .pointer("/spec/parameters")
+        .and_then(Value::as_object)
+    {
+        out.extend(
+            params
+                .iter()
+                .filter(|(k, _)| sensitive.contains(&k.as_str()))
+                .filter_map(|(_, v)| v.as_str().map(String::from)),
+        );
+    }
+    let secrets: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(client.clone(), ns);
+    let sources = instance
+        .data
+        .pointer("/spec/parameterSources")
+        .and_then(Value::as_object);
+    for src in sources.into_iter().flat_map(|m| m.values()) {
+        let (Some(name), Some(key)) = (
+            src.pointer("/secretKeyRef/name").and_then(Value::as_str),
+            src.pointer("/secretKeyRef/key").and_then(Value::as_str),
+        ) else {
+            continue;
+        };
+        if let Ok(Some(secret)) = secrets.get_opt(name).await
+            && let Some(v) = secret.data.as_ref().and_then(|d| d.get(key))
+        {
+            out.push(String::from_utf8_lossy(&v.0).into_owned());
+        }
+    }
+    out
+}
+
 async fn collect(opts: &ClusterOpts, args: CollectArgs, io: &mut crate::Io<'_>) -> Result<ExitCode> {
     let root = args.output_directory.clone();
     if root.exists() {
@@ -380,6 +477,7 @@ async fn collect(opts: &ClusterOpts, args: CollectArgs, io: &mut crate::Io<'_>) 
     let mut w = Writer {
         root: root.clone(),
         errors: Vec::new(),
+        secrets: Vec::new(),
     };
     let client = cluster.client.clone();
     let ns = cluster.namespace.clone();
