@@ -16,7 +16,8 @@
 //!   is kept in the rule's `lastError`).
 //! * Sensitive parameters (`sensitive: true` or given through `parameterSources`) are not in the
 //!   rules' `params` nor in their template data, so no rule can copy one into an Event.
-//! * Watches started for a rule stay until the manager stops (a handful of kinds at most).
+//! * A watch stops once no Instance's rules name an object of its (apiVersion, kind, namespace)
+//!   any more (the Instance went, or its rules changed).
 //! * Each watch feeds a cache (a kube-runtime reflector store, managedFields dropped) that the
 //!   rules read once it has its first list: a reconcile of an Instance with rules costs no GET
 //!   (issue 14's read budget). Before that, or for a kind not watched yet, a GET reads the
@@ -148,6 +149,31 @@ impl Watches {
         } else {
             state.interest.insert(instance, set);
         }
+        state.stop_unneeded();
+    }
+}
+
+impl State {
+    /// Stops the watches no Instance's rules need any more.
+    fn stop_unneeded(&mut self) {
+        let needed: HashSet<(&str, &str, &str)> = self
+            .interest
+            .values()
+            .flatten()
+            .map(|w| (w.0.as_str(), w.1.as_str(), w.2.as_str()))
+            .collect();
+        let unneeded: Vec<(String, String, String)> = self
+            .running
+            .keys()
+            .filter(|k| !needed.contains(&(k.0.as_str(), k.1.as_str(), k.2.as_str())))
+            .cloned()
+            .collect();
+        for k in unneeded {
+            if let Some((task, _)) = self.running.remove(&k) {
+                tracing::debug!(api_version = %k.0, kind = %k.1, namespace = %k.2, "autopilot: watch stopped");
+                task.abort();
+            }
+        }
     }
 }
 
@@ -156,7 +182,18 @@ impl Watches {
     /// watched object.
     pub(crate) fn forget(&self, instance: &ObjectRef<DynamicObject>) {
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        state.interest.remove(instance);
+        if state.interest.remove(instance).is_some() {
+            state.stop_unneeded();
+        }
+    }
+
+    /// The (apiVersion, kind, namespace) of the watches running.
+    #[cfg(test)]
+    fn running(&self) -> Vec<(String, String, String)> {
+        let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let mut keys: Vec<_> = state.running.keys().cloned().collect();
+        keys.sort();
+        keys
     }
 
     /// The watched object from its watch's cache: `Some(copy or None when absent)` once the
@@ -433,7 +470,10 @@ async fn evaluate_rule(
     };
     let obj_ns = if namespaced { ns.to_string() } else { String::new() };
     let w: Watched = (av.clone(), kind.clone(), obj_ns.clone(), obj_name.clone());
-    let object = match ctx.autopilot.cached(&ar, &w) {
+    let cached = ctx.autopilot.cached(&ar, &w);
+    // Watched even when the read below fails: the watch's event is what retries it.
+    watched.push((ar.clone(), w));
+    let object = match cached {
         Some(cached) => cached.map(|o| serde_json::to_value(&*o).unwrap_or(Value::Null)),
         None => {
             let api: Api<DynamicObject> = if namespaced {
@@ -450,7 +490,6 @@ async fn evaluate_rule(
             }
         }
     };
-    watched.push((ar.clone(), w));
     let Some(object) = object else {
         return Ok((false, None));
     };
@@ -523,6 +562,41 @@ pub(crate) fn status_patch(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_watch_stops_when_no_rule_names_its_kind_any_more() {
+        // No server behind the client: the watches only back off, which is all this needs.
+        let config = kube::Config::new("http://127.0.0.1:9".parse().unwrap());
+        let client = kube::Client::try_from(config).unwrap();
+        let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+        let watches = Watches::new(client, tx);
+        let cm = ApiResource::erase::<k8s_openapi::api::core::v1::ConfigMap>(&());
+        let sts = ApiResource::erase::<k8s_openapi::api::apps::v1::StatefulSet>(&());
+        let w = |ar: &ApiResource, name: &str| {
+            (
+                ar.clone(),
+                (
+                    ar.api_version.clone(),
+                    ar.kind.clone(),
+                    "ns".to_string(),
+                    name.to_string(),
+                ),
+            )
+        };
+        let inst = |n: &str| ObjectRef::new_with(n, crate::instance_resource()).within("ns");
+        watches.watch(inst("a"), vec![w(&cm, "x"), w(&sts, "db")]);
+        watches.watch(inst("b"), vec![w(&sts, "db2")]);
+        let key = |ar: &ApiResource| (ar.api_version.clone(), ar.kind.clone(), "ns".to_string());
+        assert_eq!(watches.running(), vec![key(&sts), key(&cm)]);
+        // a's rules change: no ConfigMap any more
+        watches.watch(inst("a"), vec![w(&sts, "db")]);
+        assert_eq!(watches.running(), vec![key(&sts)]);
+        // a goes; b still needs the StatefulSet watch
+        watches.forget(&inst("a"));
+        assert_eq!(watches.running(), vec![key(&sts)]);
+        watches.forget(&inst("b"));
+        assert!(watches.running().is_empty());
+    }
 
     #[test]
     fn observed_values_name_the_paths_and_hide_secrets() {
