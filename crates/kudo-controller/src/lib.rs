@@ -85,6 +85,16 @@ pub use reconcile::ReconcileError;
 /// "old object" an admission webhook would have seen.
 pub const ADMITTED_SPEC_ANNOTATION: &str = "kudo-rs.dev/admitted-spec";
 
+/// The last spec the manager admitted (annotation [`ADMITTED_SPEC_ANNOTATION`]); `None` before the
+/// first admission or when the annotation does not decode. The manager's admission and the CLI's
+/// pre-check of a change both start from it.
+pub fn admitted_spec(inst: &kudo_api::Instance) -> Option<kudo_api::InstanceSpec> {
+    inst.metadata
+        .annotations
+        .get(ADMITTED_SPEC_ANNOTATION)
+        .and_then(|s| serde_json::from_str(s).ok())
+}
+
 /// Annotation listing the cluster-scoped objects the Instance's plans applied (JSON list of
 /// `[apiVersion, kind, name]`), deleted by the controller on uninstall.
 pub const CLUSTER_OBJECTS_ANNOTATION: &str = "kudo-rs.dev/cluster-objects";

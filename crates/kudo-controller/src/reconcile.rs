@@ -32,7 +32,7 @@ use crate::execute::{self, reasons};
 use crate::param_sources;
 use crate::translate::API_VERSION_TRANSLATED;
 use crate::{
-    ADMITTED_SPEC_ANNOTATION, CLUSTER_OBJECTS_ANNOTATION, CLUSTER_OBJECTS_FINALIZER, Context,
+    ADMITTED_SPEC_ANNOTATION, CLUSTER_OBJECTS_ANNOTATION, CLUSTER_OBJECTS_FINALIZER, Context, admitted_spec,
     instance_resource, operator_version_resource,
 };
 
@@ -239,15 +239,6 @@ impl Admitted {
         }
         self
     }
-}
-
-/// The last spec the manager admitted (annotation [`ADMITTED_SPEC_ANNOTATION`]); `None` before the
-/// first admission or when the annotation does not decode.
-fn admitted_spec(inst: &Instance) -> Option<InstanceSpec> {
-    inst.metadata
-        .annotations
-        .get(ADMITTED_SPEC_ANNOTATION)
-        .and_then(|s| serde_json::from_str(s).ok())
 }
 
 /// The Event action of one occurrence of a scheduled plan: one Event series per occurrence (the

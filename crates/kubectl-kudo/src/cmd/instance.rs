@@ -699,11 +699,7 @@ pub(crate) fn refuse_denied(
     old_ov: &OperatorVersion,
     new_ov: &OperatorVersion,
 ) -> Result<kudo_engine::triggers::Decision> {
-    let admitted: Option<kudo_api::InstanceSpec> = stored
-        .metadata
-        .annotations
-        .get(kudo_controller::ADMITTED_SPEC_ANNOTATION)
-        .and_then(|text| serde_json::from_str(text).ok());
+    let admitted = kudo_controller::admitted_spec(stored);
     kudo_engine::triggers::judge_client_change(stored, admitted.as_ref(), proposed, old_ov, new_ov)
         .map_err(|message| anyhow::anyhow!("updating instance {}: {message}", stored.metadata.name))
 }
