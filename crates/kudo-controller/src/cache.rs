@@ -117,6 +117,17 @@ pub(crate) fn body(o: &DynamicObject) -> Value {
     }
 }
 
+/// Whether the body of a cached object may contain the string `s`: a packed body whose text does
+/// not contain it cannot (names need no JSON escaping), so the watch mappers that look for the
+/// Instances naming a Secret or an OperatorVersion parse only the few that may (every Secret
+/// event of the namespace asked about every Instance).
+pub(crate) fn body_may_contain(o: &DynamicObject, s: &str) -> bool {
+    match &o.data {
+        Value::String(packed) => packed.contains(s),
+        _ => true,
+    }
+}
+
 /// A cached object as the API server gave it (less what the cache dropped), body unpacked.
 pub(crate) fn unpacked(o: &DynamicObject) -> DynamicObject {
     DynamicObject {
@@ -583,6 +594,8 @@ mod tests {
         assert!(i.data.is_string(), "{:?}", i.data);
         assert_eq!(i.metadata.resource_version.as_deref(), Some("7"));
         assert_eq!(body(&i)["spec"], v["spec"]);
+        assert!(body_may_contain(&i, "ov-0.1.0"));
+        assert!(!body_may_contain(&i, "other-secret"));
         assert_eq!(serde_json::to_value(unpacked(&i)).unwrap(), v);
         // packing twice is harmless
         pack(&mut i);

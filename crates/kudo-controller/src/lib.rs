@@ -561,6 +561,7 @@ fn instances_referencing_secret(
         .state()
         .iter()
         .filter(|i| i.namespace().unwrap_or_default() == ns)
+        .filter(|i| cache::body_may_contain(i, &name))
         .filter(|i| {
             cache::body(i)["spec"]["parameterSources"]
                 .as_object()
@@ -576,6 +577,7 @@ fn instances_of_ov(store: &Store<DynamicObject>, ov: &DynamicObject) -> Vec<Obje
     store
         .state()
         .iter()
+        .filter(|i| cache::body_may_contain(i, &ov_name))
         .filter(|i| {
             let ns = i.namespace().unwrap_or_default();
             let Ok(r) = kudo_api::ObjectReference::deserialize(&cache::body(i)["spec"]["operatorVersion"])
