@@ -107,6 +107,14 @@ fn kudo(home: &Path, dev: &Dev, args: &[&str]) -> (i32, String) {
     )
 }
 
+/// [`kudo`] that must succeed; its output is appended to `log` (checked for values at the end).
+fn kudo_ok(log: &mut String, home: &Path, dev: &Dev, args: &[&str]) -> String {
+    let (code, out) = kudo(home, dev, args);
+    assert_eq!(code, 0, "{out}");
+    log.push_str(&out);
+    out
+}
+
 fn kubectl(dev: &Dev, args: &[&str]) -> (bool, String) {
     let out = Command::new("kubectl")
         .arg("--kubeconfig")
@@ -205,7 +213,8 @@ fn sensitive_parameters_end_to_end() {
     }
 
     // install -p of a sensitive parameter: the value goes into the Instance's Secret.
-    let (code, out) = kudo(
+    kudo_ok(
+        &mut cli_output,
         home,
         &dev,
         &[
@@ -220,8 +229,6 @@ fn sensitive_parameters_end_to_end() {
             "120",
         ],
     );
-    assert_eq!(code, 0, "{out}");
-    cli_output.push_str(&out);
     assert_eq!(decoded_password(&dev), VALUE);
     let (_, inst) = kubectl(&dev, &["get", "instances.kudo.dev", "s", "-o", "yaml"]);
     assert_hidden("the Instance", &inst);
@@ -251,7 +258,8 @@ fn sensitive_parameters_end_to_end() {
         ],
     );
     assert!(ok, "{out}");
-    let (code, out) = kudo(
+    kudo_ok(
+        &mut cli_output,
         home,
         &dev,
         &[
@@ -265,13 +273,12 @@ fn sensitive_parameters_end_to_end() {
             "120",
         ],
     );
-    assert_eq!(code, 0, "{out}");
-    cli_output.push_str(&out);
     assert_eq!(decoded_password(&dev), VALUE2);
 
     // update -p of a sensitive value: stored in `s-parameters` again, the source switches back
     // (a parameter change: the plan runs).
-    let (code, out) = kudo(
+    kudo_ok(
+        &mut cli_output,
         home,
         &dev,
         &[
@@ -285,8 +292,6 @@ fn sensitive_parameters_end_to_end() {
             "120",
         ],
     );
-    assert_eq!(code, 0, "{out}");
-    cli_output.push_str(&out);
     assert_eq!(decoded_password(&dev), VALUE);
     let (_, inst) = kubectl(&dev, &["get", "instances.kudo.dev", "s", "-o", "yaml"]);
     assert!(inst.contains("name: s-parameters"), "{inst}");
@@ -294,7 +299,8 @@ fn sensitive_parameters_end_to_end() {
     // update -p once more: the source stays, only the Secret's data changes — a rotation the
     // manager notices (Secret watch) and answers with the parameter's trigger plan, once.
     let uid_before = deploy_uid(&dev);
-    let (code, out) = kudo(
+    kudo_ok(
+        &mut cli_output,
         home,
         &dev,
         &[
@@ -308,8 +314,6 @@ fn sensitive_parameters_end_to_end() {
             "120",
         ],
     );
-    assert_eq!(code, 0, "{out}");
-    cli_output.push_str(&out);
     assert_eq!(decoded_password(&dev), VALUE3);
     let uid_after = deploy_uid(&dev);
     assert_ne!(uid_after, uid_before, "the rotation ran deploy");
@@ -332,7 +336,8 @@ fn sensitive_parameters_end_to_end() {
     assert_eq!(code, 0, "{out}");
     assert_hidden("plan status", &out);
     let diag = home.join("diag");
-    let (code, out) = kudo(
+    kudo_ok(
+        &mut cli_output,
         home,
         &dev,
         &[
@@ -344,8 +349,6 @@ fn sensitive_parameters_end_to_end() {
             diag.to_str().unwrap(),
         ],
     );
-    cli_output.push_str(&out);
-    assert_eq!(code, 0, "{out}");
     let mut stack = vec![diag];
     let mut logs_seen = 0;
     while let Some(d) = stack.pop() {
