@@ -2,11 +2,13 @@
 //! bad rule is a `package verify` error naming plan, rule and field, and `install` refuses the
 //! package on the embedded cluster (`kubectl-kudo dev` as a child) before creating anything.
 
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_kubectl-kudo");
+use common::{Dev, kudo, start_dev};
 
 const GOOD_RULE: &str = r#"      - resource: {apiVersion: v1, kind: ConfigMap, name: "{{ .Name }}-signal"}
         condition: 'object.data.load == "high"'
@@ -86,82 +88,29 @@ fn bad_cases() -> Vec<(&'static str, String, &'static str)> {
     ]
 }
 
-fn run(home: &Path, args: &[&str], kubeconfig: Option<&Path>) -> (i32, String) {
-    let mut cmd = Command::new(BIN);
-    cmd.args(args).env("HOME", home).env_remove("KUBECONFIG");
-    if let Some(k) = kubeconfig {
-        cmd.arg("--kubeconfig").arg(k);
-    }
-    let out = cmd.output().expect("run kubectl-kudo");
-    (
-        out.status.code().unwrap_or(-1),
-        format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        ),
-    )
-}
-
 #[test]
 fn package_verify_names_each_bad_rule_and_accepts_a_good_one() {
     let tmp = tempfile::tempdir().unwrap();
     let good = package(tmp.path(), "good", GOOD_RULE);
-    let (code, out) = run(tmp.path(), &["package", "verify", good.to_str().unwrap()], None);
+    let (code, out) = kudo(tmp.path(), None, &["package", "verify", good.to_str().unwrap()]);
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("package is valid"), "{out}");
     for (name, when, want) in bad_cases() {
         let dir = package(tmp.path(), name, &when);
-        let (code, out) = run(tmp.path(), &["package", "verify", dir.to_str().unwrap()], None);
+        let (code, out) = kudo(tmp.path(), None, &["package", "verify", dir.to_str().unwrap()]);
         assert_ne!(code, 0, "{name}: {out}");
         assert!(out.contains(want), "{name}: want {want:?} in:\n{out}");
     }
 }
 
-struct Dev {
-    child: Child,
-    kubeconfig: PathBuf,
-}
-
-impl Drop for Dev {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start_dev(home: &Path) -> Dev {
-    let kubeconfig = home.join("kubeconfig");
-    let log = home.join("dev.log");
-    let child = Command::new(BIN)
-        .args(["dev", "--address", "127.0.0.1:0", "--kubeconfig"])
-        .arg(&kubeconfig)
-        .env("HOME", home)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .expect("start kubectl-kudo dev");
-    let dev = Dev { child, kubeconfig };
-    let start = Instant::now();
-    while !std::fs::read_to_string(&log)
-        .unwrap_or_default()
-        .contains("export KUBECONFIG=")
-    {
-        assert!(start.elapsed() < Duration::from_secs(120), "dev did not start");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    dev
-}
-
 #[test]
 fn install_refuses_bad_rules_and_applies_nothing() {
     let tmp = tempfile::tempdir().unwrap();
-    let dev = start_dev(tmp.path());
+    let dev = start_dev(tmp.path(), &[]);
     let k = Some(dev.kubeconfig.as_path());
     for (name, when, want) in bad_cases() {
         let dir = package(tmp.path(), name, &when);
-        let (code, out) = run(tmp.path(), &["install", dir.to_str().unwrap()], k);
+        let (code, out) = kudo(tmp.path(), k, &["install", dir.to_str().unwrap()]);
         assert_ne!(code, 0, "{name}: {out}");
         assert!(out.contains("has invalid autopilot rules"), "{name}: {out}");
         assert!(out.contains(want), "{name}: want {want:?} in:\n{out}");
@@ -172,14 +121,14 @@ fn install_refuses_bad_rules_and_applies_nothing() {
         "unservedkind",
         &GOOD_RULE.replace("kind: ConfigMap", "kind: ConfigMapp"),
     );
-    let (code, out) = run(tmp.path(), &["install", dir.to_str().unwrap()], k);
+    let (code, out) = kudo(tmp.path(), k, &["install", dir.to_str().unwrap()]);
     assert_ne!(code, 0, "unservedkind: {out}");
     assert!(
         out.contains("plan \"scale\" when[0].resource: no matches for kind \"ConfigMapp\" in version \"v1\""),
         "unservedkind: {out}"
     );
     let bad_names = || bad_cases().into_iter().map(|(n, _, _)| n).chain(["unservedkind"]);
-    let (code, out) = run(tmp.path(), &["get", "operatorversions"], k);
+    let (code, out) = kudo(tmp.path(), k, &["get", "operatorversions"]);
     assert_eq!(code, 0, "{out}");
     for name in bad_names() {
         assert!(
@@ -187,7 +136,7 @@ fn install_refuses_bad_rules_and_applies_nothing() {
             "{name} was applied:\n{out}"
         );
     }
-    let (code, out) = run(tmp.path(), &["get", "instances"], k);
+    let (code, out) = kudo(tmp.path(), k, &["get", "instances"]);
     assert_eq!(code, 0, "{out}");
     for name in bad_names() {
         assert!(
@@ -197,9 +146,9 @@ fn install_refuses_bad_rules_and_applies_nothing() {
     }
     // The good package installs.
     let good = package(tmp.path(), "good", GOOD_RULE);
-    let (code, out) = run(tmp.path(), &["install", good.to_str().unwrap()], k);
+    let (code, out) = kudo(tmp.path(), k, &["install", good.to_str().unwrap()]);
     assert_eq!(code, 0, "{out}");
-    let (_, out) = run(tmp.path(), &["get", "instances"], k);
+    let (_, out) = kudo(tmp.path(), k, &["get", "instances"]);
     assert!(out.contains("good-instance"), "{out}");
 }
 
@@ -238,11 +187,12 @@ fn wait_until(what: &str, timeout: Duration, mut f: impl FnMut() -> Option<Strin
 #[test]
 fn galera_recover_plan_runs_when_the_statefulset_stays_unready() {
     let tmp = tempfile::tempdir().unwrap();
-    let dev = start_dev(tmp.path());
+    let dev = start_dev(tmp.path(), &[]);
     let k = Some(dev.kubeconfig.as_path());
     let galera = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/galera");
-    let (code, out) = run(
+    let (code, out) = kudo(
         tmp.path(),
+        k,
         &[
             "install",
             galera.to_str().unwrap(),
@@ -256,7 +206,6 @@ fn galera_recover_plan_runs_when_the_statefulset_stays_unready() {
             "--wait-time",
             "180",
         ],
-        k,
     );
     assert_eq!(code, 0, "{out}");
     let (ok, out) = kubectl(

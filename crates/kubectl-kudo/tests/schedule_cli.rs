@@ -6,10 +6,9 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{BIN, Dev, start_dev};
+use common::{Dev, start_dev};
 
 fn package(root: &Path, schedule: &str, default: &str) -> PathBuf {
     let dir = root.join(format!("sched-{}", root.read_dir().unwrap().count()));
@@ -36,21 +35,9 @@ fn package(root: &Path, schedule: &str, default: &str) -> PathBuf {
     dir
 }
 
+/// `kubectl-kudo ARGS`, against `dev` when given.
 fn kudo(home: &Path, dev: Option<&Dev>, args: &[&str]) -> (i32, String) {
-    let mut cmd = Command::new(BIN);
-    cmd.args(args).env("HOME", home).env_remove("KUBECONFIG");
-    if let Some(dev) = dev {
-        cmd.arg("--kubeconfig").arg(&dev.kubeconfig);
-    }
-    let out = cmd.output().expect("run kubectl-kudo");
-    (
-        out.status.code().unwrap_or(-1),
-        format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        ),
-    )
+    common::kudo(home, dev.map(|d| d.kubeconfig.as_path()), args)
 }
 
 #[test]

@@ -7,6 +7,26 @@ use std::time::Duration;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_kubectl-kudo");
 
+/// Runs `kubectl-kudo ARGS` with `HOME=home` (and `--kubeconfig`, when given, instead of any
+/// `$KUBECONFIG`): its exit code and its stdout followed by its stderr.
+#[allow(dead_code)] // each test binary compiles this module; not all of them run the CLI this way
+pub fn kudo(home: &Path, kubeconfig: Option<&Path>, args: &[&str]) -> (i32, String) {
+    let mut cmd = Command::new(BIN);
+    cmd.args(args).env("HOME", home).env_remove("KUBECONFIG");
+    if let Some(k) = kubeconfig {
+        cmd.arg("--kubeconfig").arg(k);
+    }
+    let out = cmd.output().expect("run kubectl-kudo");
+    (
+        out.status.code().unwrap_or(-1),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    )
+}
+
 /// `kubectl-kudo dev` as a child process; killed when dropped, whatever happened.
 pub struct Dev {
     child: Child,
