@@ -1,0 +1,95 @@
+# shellcheck shell=bash
+# Shared by scripts/real-nodes-tests/real_nodes_*.sh: tests of kudo-rs on real pods (issue 23).
+#
+# Each test file is a bash script run by scripts/real-nodes-stage.sh (or alone) with:
+#   KUBECONFIG   the real-node cluster (scripts/real-nodes.sh start)
+#   KUDO         the kubectl-kudo binary under test (default: <checkout>/target/debug/kubectl-kudo)
+# It sources this file, calls `rn_begin NAME` (a namespace rn-NAME of its own, deleted at exit), does its
+# checks with `rn_check`/`rn_fail`, and exits 0 only when all passed.
+#
+# The manager: when a manager Deployment runs in kudo-system (the stage's `kubectl kudo init`), tests
+# rely on it. Otherwise (`RN_MANAGER=own`, or none installed) rn_begin starts a manager of the test's
+# own, out of cluster, watching only the test's namespace (log: $RN_LOGS/<name>-manager.log).
+set -euo pipefail
+RN_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+KUDO="${KUDO:-$RN_ROOT/target/debug/kubectl-kudo}"
+RN_LOGS="${RN_LOGS:-$RN_ROOT/target/real-nodes-logs}"
+: "${KUBECONFIG:?KUBECONFIG must point at the real-node cluster (scripts/real-nodes.sh start)}"
+export KUBECONFIG
+mkdir -p "$RN_LOGS"
+RN_T0=$(date +%s)
+RN_NAME=""
+RN_NS=""
+RN_MANAGER_PID=""
+RN_FAILED=0
+
+rn_log() { echo "[$RN_NAME $(( $(date +%s) - RN_T0 ))s] $*" >&2; }
+rn_fail() { rn_log "FAIL: $*"; RN_FAILED=1; exit 1; }
+# rn_check DESCRIPTION COMMAND…: runs the command; fails the test with the description when it fails.
+rn_check() { local what=$1; shift; if "$@"; then rn_log "ok: $what"; else rn_fail "$what"; fi; }
+# rn_eq DESCRIPTION WANT GOT
+rn_eq() { if [[ "$2" == "$3" ]]; then rn_log "ok: $1 ($3)"; else rn_fail "$1: want '$2', got '$3'"; fi; }
+
+# rn_until SECONDS DESCRIPTION COMMAND…: polls the command every second until it succeeds.
+rn_until() {
+  local limit=$1 what=$2; shift 2
+  local end=$(( $(date +%s) + limit ))
+  until "$@" >/dev/null 2>&1; do
+    (( $(date +%s) < end )) || { "$@" || true; rn_fail "$what (not within ${limit}s)"; }
+    sleep 1
+  done
+  rn_log "ok: $what"
+}
+
+rn_cluster_manager() {
+  [[ "${RN_MANAGER:-}" != own ]] &&
+    kubectl -n kudo-system get deployment kudo-manager >/dev/null 2>&1
+}
+
+rn_cleanup() {
+  local rc=$?
+  trap - EXIT
+  if [[ $rc -ne 0 && -n "$RN_NS" ]]; then
+    rn_log "--- state of $RN_NS at failure"
+    kubectl -n "$RN_NS" get all,instances,events -o wide 2>&1 | tail -n 80 >&2 || true
+    "$KUDO" plan status --instance "${RN_INSTANCE:-x}" -n "$RN_NS" 2>&1 >&2 || true
+    [[ -n "$RN_MANAGER_PID" ]] && { echo "--- manager log (last 60 lines)"; tail -n 60 "$RN_LOGS/$RN_NAME-manager.log"; } >&2
+  fi
+  if [[ -n "$RN_MANAGER_PID" ]]; then
+    kill "$RN_MANAGER_PID" 2>/dev/null || true
+    wait "$RN_MANAGER_PID" 2>/dev/null || true
+  fi
+  if [[ -n "$RN_NS" && -z "${RN_KEEP:-}" ]]; then
+    kubectl delete namespace "$RN_NS" --wait=false >/dev/null 2>&1 || true
+  fi
+  if [[ $rc -eq 0 ]]; then rn_log "PASS ($(( $(date +%s) - RN_T0 ))s)"; else rn_log "FAILED ($(( $(date +%s) - RN_T0 ))s)"; fi
+  exit "$rc"
+}
+
+# rn_begin NAME: namespace rn-NAME (recreated empty), a manager, cleanup at exit.
+rn_begin() {
+  RN_NAME=$1
+  RN_NS="rn-$1"
+  trap rn_cleanup EXIT
+  if kubectl get namespace "$RN_NS" >/dev/null 2>&1; then
+    kubectl delete namespace "$RN_NS" --wait=true --timeout=120s >/dev/null
+  fi
+  kubectl create namespace "$RN_NS" >/dev/null
+  rn_until 30 "ServiceAccount default in $RN_NS" kubectl -n "$RN_NS" get serviceaccount default
+  "$KUDO" init --crd-only >/dev/null
+  if rn_cluster_manager; then
+    rn_log "using the manager in kudo-system"
+  else
+    "$KUDO" manager --leader-elect=false --watch-namespace "$RN_NS" \
+      --metrics-address 127.0.0.1:0 >"$RN_LOGS/$RN_NAME-manager.log" 2>&1 &
+    RN_MANAGER_PID=$!
+    rn_log "own manager pid $RN_MANAGER_PID (log $RN_LOGS/$RN_NAME-manager.log)"
+  fi
+}
+
+# rn_plan_complete INSTANCE SECONDS: waits for the Instance's last plan to be COMPLETE (fails on FATAL_ERROR).
+rn_plan_complete() {
+  RN_INSTANCE=$1
+  "$KUDO" plan status --instance "$1" -n "$RN_NS" --wait --wait-time "$2" >&2 ||
+    rn_fail "plan of $1 did not reach COMPLETE within ${2}s"
+}
