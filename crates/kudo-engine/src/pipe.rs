@@ -108,9 +108,16 @@ pub fn validate_pod(pod: &Value, pipes: &[PipeSpec]) -> Result<(), PipePodError>
 }
 
 /// Rewrites a validated generator Pod as KUDO does: `restartPolicy: OnFailure` and a main
-/// container [`WAITER`] (`busybox`, `sleep infinity`) mounting the emptyDir at the same path, so
-/// the files outlive the init container and can be copied out. The name and the
-/// `kudo.dev/pipepod` annotation are set when rendering.
+/// container [`WAITER`] (`sleep infinity`) mounting the emptyDir at the same path, so the files
+/// outlive the init container and can be copied out. The name and the `kudo.dev/pipepod`
+/// annotation are set when rendering.
+///
+/// The waiter runs the init container's own image with its pull policy, where KUDO used an
+/// untagged `busybox`: that is an `Always` pull of a second image, which never starts on a cluster
+/// without a registry (air-gapped, or images only loaded into the node) and needlessly pulls
+/// `latest` elsewhere. The generator's image is on the node already; it needs `sh`, `sleep`,
+/// `stat` and `tar` (the copy runs them by exec), as generator images (busybox, openssl, a JRE
+/// distribution) have.
 pub fn rewrite_pod(pod: &mut Value) {
     let volume = pod["spec"]["volumes"][0]["name"].clone();
     let mount = pod["spec"]["initContainers"][0]["volumeMounts"]
@@ -118,13 +125,18 @@ pub fn rewrite_pod(pod: &mut Value) {
         .and_then(|m| m.iter().find(|m| m["name"] == volume))
         .cloned()
         .unwrap_or(Value::Null);
-    pod["spec"]["restartPolicy"] = json!("OnFailure");
-    pod["spec"]["containers"] = json!([{
+    let init = &pod["spec"]["initContainers"][0];
+    let mut waiter = json!({
         "name": WAITER,
-        "image": "busybox",
+        "image": init["image"].clone(),
         "command": ["/bin/sh", "-c", "sleep infinity"],
         "volumeMounts": [{"name": volume, "mountPath": mount["mountPath"]}],
-    }]);
+    });
+    if let Some(policy) = init.get("imagePullPolicy") {
+        waiter["imagePullPolicy"] = policy.clone();
+    }
+    pod["spec"]["restartPolicy"] = json!("OnFailure");
+    pod["spec"]["containers"] = json!([waiter]);
 }
 
 /// The init container's command line, for messages.
@@ -303,6 +315,21 @@ mod tests {
             json!({"name": "out", "mountPath": "/tmp"})
         );
         assert_eq!(init_command(&p), "/bin/sh -c touch /tmp/a");
+    }
+
+    #[test]
+    fn the_waiter_runs_the_generators_image_with_its_pull_policy() {
+        let mut p = pod();
+        p["spec"]["initContainers"][0]["image"] = json!("mesosphere/kafka:1.1.0-2.4.0");
+        rewrite_pod(&mut p);
+        let waiter = &p["spec"]["containers"][0];
+        assert_eq!(waiter["image"], "mesosphere/kafka:1.1.0-2.4.0");
+        assert!(waiter.get("imagePullPolicy").is_none());
+        let mut p = pod();
+        p["spec"]["initContainers"][0]["imagePullPolicy"] = json!("Never");
+        rewrite_pod(&mut p);
+        assert_eq!(p["spec"]["containers"][0]["imagePullPolicy"], "Never");
+        assert_eq!(p["spec"]["containers"][0]["image"], "busybox");
     }
 
     #[test]

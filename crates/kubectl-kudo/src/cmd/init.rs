@@ -94,7 +94,15 @@ pub struct InitArgs {
     /// Use this existing service account (must be bound to cluster-admin) instead of creating one.
     #[arg(long, value_name = "NAME")]
     pub service_account: Option<String>,
+    /// Manager replicas: one leads (holds the Lease and reconciles), the others stand by and take
+    /// over within the lease duration when its pod goes.
+    #[arg(long, default_value_t = 1, value_name = "N",
+          value_parser = clap::value_parser!(i32).range(1..))]
+    pub replicas: i32,
 }
+
+/// The user the manager runs as: the image's `kudo` user (`scripts/manager-image.sh`, Dockerfile).
+pub const MANAGER_UID: i64 = 65532;
 
 /// The manifests of `--dry-run -o json` as one `v1` `List`.
 fn dry_run_list(ms: &[Manifest]) -> Value {
@@ -199,13 +207,18 @@ fn manifests(args: &InitArgs, namespace: &str) -> Result<Vec<Manifest>> {
         "metadata": {"name": "kudo-controller-manager", "namespace": namespace,
             "labels": {"app": "kudo-manager", "control-plane": "controller-manager"}},
         "spec": {
-            "replicas": 1,
+            "replicas": args.replicas,
             "selector": {"matchLabels": {"app": "kudo-manager", "control-plane": "controller-manager"}},
             "template": {
                 "metadata": {"labels": {"app": "kudo-manager", "control-plane": "controller-manager"}},
                 "spec": {
                     "serviceAccountName": sa,
                     "terminationGracePeriodSeconds": 10,
+                    // The manager only talks to the API server and serves HTTP: it needs no
+                    // root, no capability and no writable file (it logs to stderr).
+                    "securityContext": {"runAsNonRoot": true, "runAsUser": MANAGER_UID,
+                                        "runAsGroup": MANAGER_UID,
+                                        "seccompProfile": {"type": "RuntimeDefault"}},
                     "containers": [{
                         "name": "manager",
                         "image": image,
@@ -226,7 +239,10 @@ fn manifests(args: &InitArgs, namespace: &str) -> Result<Vec<Manifest>> {
                         "readinessProbe": {"httpGet": {"path": "/readyz", "port": "metrics"},
                                            "periodSeconds": 5},
                         "resources": {"requests": {"cpu": "100m", "memory": "64Mi"},
-                                      "limits": {"memory": "256Mi"}}
+                                      "limits": {"memory": "256Mi"}},
+                        "securityContext": {"allowPrivilegeEscalation": false,
+                                            "readOnlyRootFilesystem": true,
+                                            "capabilities": {"drop": ["ALL"]}}
                     }]
                 }
             }
@@ -425,6 +441,22 @@ mod tests {
             .as_str()
             .unwrap();
         assert_eq!(image, format!("kudo-rs/manager:v{}", env!("CARGO_PKG_VERSION")));
+    }
+
+    #[test]
+    fn manager_runs_as_non_root_read_only_without_capabilities_and_replicates() {
+        let ms = manifests(&T::parse_from(["init"]).init, "kudo-system").unwrap();
+        let pod = &ms[6].object["spec"]["template"]["spec"];
+        assert_eq!(ms[6].object["spec"]["replicas"], 1);
+        assert_eq!(pod["securityContext"]["runAsNonRoot"], true);
+        assert_eq!(pod["securityContext"]["runAsUser"], MANAGER_UID);
+        let c = &pod["containers"][0]["securityContext"];
+        assert_eq!(c["readOnlyRootFilesystem"], true);
+        assert_eq!(c["allowPrivilegeEscalation"], false);
+        assert_eq!(c["capabilities"]["drop"], json!(["ALL"]));
+        let ms = manifests(&T::parse_from(["init", "--replicas", "2"]).init, "kudo-system").unwrap();
+        assert_eq!(ms[6].object["spec"]["replicas"], 2);
+        assert!(T::try_parse_from(["init", "--replicas", "0"]).is_err());
     }
 
     #[test]

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# The real-node stage of CI (issue 23), run by .ci/run after the real-cluster stage; also runnable
+# alone: `bash scripts/real-nodes-stage.sh`.
+#
+# On ../shared/real-cluster's real-pods mode (kubelet + containerd + runc, kube-scheduler,
+# kube-proxy, cluster DNS; state in target/real-nodes, FRESH=1):
+#   1. builds the manager image without Docker (scripts/manager-image.sh; twice, the digests must
+#      match) and the application images from Debian packages (scripts/images/*.sh, cached in
+#      target/images), and imports them into the node's containerd;
+#   2. `kubectl kudo init --kudo-image … --replicas 2 --wait`: the manager runs in the cluster under
+#      the RBAC init creates (the real RBAC authorizer is the proof it suffices);
+#   3. runs every scripts/real-nodes-tests/real_nodes_*.sh against that in-cluster manager
+#      (RUN_ONLY=pattern runs a subset), and prints "N passed, N failed".
+# Skipped, with the reason printed, only where containers cannot run (not root, no ../shared kit).
+# The cluster is stopped at the end, also on failure. Prints the stage's time.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+SHARED="${KUDO_SHARED:-$ROOT/../shared}"
+export KUDO_REAL_NODES_DIR="${KUDO_REAL_NODES_DIR:-$ROOT/target/real-nodes}"
+export RN_LOGS="$ROOT/target/real-nodes-logs"
+started=$(date +%s)
+step() { echo "--- [real-node stage $(( $(date +%s) - started ))s] $*"; }
+
+if [[ $(id -u) -ne 0 ]]; then
+  echo "=== real-node stage SKIPPED: containers need root here (kubelet, containerd, a bridge); this user is $(id -un)"
+  exit 0
+fi
+if [[ ! -f "$SHARED/real-cluster/start.sh" ]]; then
+  echo "=== real-node stage SKIPPED: no $SHARED/real-cluster (the kit that runs real pods)"
+  exit 0
+fi
+
+passed=0 failed=0 failures=()
+cleanup() {
+  local rc=$?
+  trap - EXIT INT TERM
+  if [[ $rc -ne 0 ]]; then
+    echo "--- manager pods and their logs at failure:"
+    kubectl -n kudo-system get pods -o wide 2>&1 || true
+    kubectl -n kudo-system logs -l app=kudo-manager --all-containers --tail=80 --prefix 2>&1 || true
+  fi
+  bash scripts/real-nodes.sh stop >/dev/null 2>&1 || bash scripts/real-nodes.sh stop || true
+  local took=$(( $(date +%s) - started ))
+  if [[ $rc -eq 0 ]]; then
+    echo "=== real-node stage passed in ${took}s"
+  else
+    echo "=== real-node stage FAILED (exit $rc) after ${took}s"
+  fi
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+step "build kubectl-kudo (release) and the manager image"
+cargo build --quiet --release --locked -p kubectl-kudo --bin kubectl-kudo
+export KUDO="$ROOT/target/release/kubectl-kudo"
+mkdir -p target/images
+manager_image="$(bash scripts/manager-image.sh target/images/manager.tar 2>target/images/manager.log | tail -n1)"
+cat target/images/manager.log
+first="$(sha256sum target/images/manager.tar | cut -d' ' -f1)"
+bash scripts/manager-image.sh target/images/manager-again.tar >/dev/null 2>&1
+again="$(sha256sum target/images/manager-again.tar | cut -d' ' -f1)"
+rm -f target/images/manager-again.tar
+[[ "$first" == "$again" ]] || { echo "manager image is not reproducible: $first vs $again" >&2; exit 1; }
+echo "manager image $manager_image, archive sha256 $first (the same when built again)"
+
+step "build the application images from Debian packages (cached in target/images)"
+archives=(target/images/manager.tar)
+for script in scripts/images/*.sh; do
+  [[ "$(basename "$script")" == lib.sh ]] && continue
+  archives+=("$(bash "$script" | tail -n1)")
+done
+
+step "start the real-node cluster (FRESH=1, $KUDO_REAL_NODES_DIR)"
+kubeconfig_line="$(FRESH=1 bash scripts/real-nodes.sh start | tail -n1)"
+export KUBECONFIG="${kubeconfig_line#export KUBECONFIG=}"
+[[ -f "$KUBECONFIG" ]] || { echo "start printed no kubeconfig: $kubeconfig_line" >&2; exit 1; }
+export PATH="$ROOT/target/release:$KUDO_REAL_NODES_DIR/bin:$PATH"
+bash scripts/real-nodes.sh load "${archives[@]}"
+
+step "kubectl kudo init --kudo-image $manager_image --replicas 2 --wait"
+"$KUDO" init --kudo-image "$manager_image" --kudo-image-pull-policy IfNotPresent --replicas 2 --wait --wait-timeout 120
+
+step "tests: scripts/real-nodes-tests/real_nodes_*.sh"
+for t in scripts/real-nodes-tests/real_nodes_*.sh; do
+  name="$(basename "$t" .sh)"
+  [[ -z "${RUN_ONLY:-}" || "$name" == *${RUN_ONLY}* ]] || continue
+  step "$name"
+  if bash "$t"; then passed=$((passed + 1)); else failed=$((failed + 1)); failures+=("$name"); fi
+done
+echo "real_nodes: $passed passed, $failed failed${failures:+ (${failures[*]})}"
+[[ $failed -eq 0 ]]
