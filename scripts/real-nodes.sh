@@ -5,6 +5,7 @@
 #   scripts/real-nodes.sh start           # start (or reuse); last line of stdout: export KUBECONFIG=…
 #   scripts/real-nodes.sh load ARCHIVE…   # import OCI (or docker-save) image archives into its containerd
 #   scripts/real-nodes.sh images          # the images its containerd holds
+#   scripts/real-nodes.sh ctr ARGS…       # ctr on its containerd, namespace k8s.io (e.g. tasks kill)
 #   scripts/real-nodes.sh status|stop     # the kit's status.sh / stop.sh for this state directory
 #
 # State: $KUDO_REAL_NODES_DIR, default <checkout>/target/real-nodes. One real-node cluster per machine
@@ -47,6 +48,9 @@ case "$cmd" in
     ;;
   images)
     ctr --address "$(ctr_socket)" --namespace k8s.io images list -q
+    ;;
+  ctr)
+    ctr --address "$(ctr_socket)" --namespace k8s.io "$@"
     ;;
   status) bash "$KIT/status.sh" "$@" ;;
   stop) bash "$KIT/stop.sh" "$@" ;;

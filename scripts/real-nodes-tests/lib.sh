@@ -43,7 +43,7 @@ rn_until() {
 
 rn_cluster_manager() {
   [[ "${RN_MANAGER:-}" != own ]] &&
-    kubectl -n kudo-system get deployment kudo-manager >/dev/null 2>&1
+    kubectl -n kudo-system get deployment kudo-controller-manager >/dev/null 2>&1
 }
 
 rn_cleanup() {
