@@ -5,7 +5,8 @@
 #   KUBECONFIG   the real-node cluster (scripts/real-nodes.sh start)
 #   KUDO         the kubectl-kudo binary under test (default: <checkout>/target/debug/kubectl-kudo)
 # It sources this file, calls `rn_begin NAME` (a namespace rn-NAME of its own, deleted at exit), does its
-# checks with `rn_check`/`rn_fail`, and exits 0 only when all passed.
+# checks with `rn_check`/`rn_fail`, and exits 0 only when all passed. `rn_image SCRIPT…` builds images
+# with scripts/images/SCRIPT and imports them (KUDO_REAL_NODES_DIR as for scripts/real-nodes.sh).
 #
 # The manager: when a manager Deployment runs in kudo-system (the stage's `kubectl kudo init`), tests
 # rely on it. Otherwise (`RN_MANAGER=own`, or none installed) rn_begin starts a manager of the test's
@@ -92,4 +93,18 @@ rn_plan_complete() {
   RN_INSTANCE=$1
   "$KUDO" plan status --instance "$1" -n "$RN_NS" --wait --wait-time "$2" >&2 ||
     rn_fail "plan of $1 did not reach COMPLETE within ${2}s"
+}
+
+# rn_image SCRIPT…: builds each image with scripts/images/SCRIPT (cached in target/images/) and imports
+# it into the real-node cluster's containerd (scripts/real-nodes.sh load: KUDO_REAL_NODES_DIR, default
+# <checkout>/target/real-nodes). Build and import output: $RN_LOGS/images.log.
+rn_image() {
+  local s archive
+  for s in "$@"; do
+    archive=$(bash "$RN_ROOT/scripts/images/$s" 2>>"$RN_LOGS/images.log") ||
+      rn_fail "building image with scripts/images/$s (log: $RN_LOGS/images.log)"
+    bash "$RN_ROOT/scripts/real-nodes.sh" load "$archive" >>"$RN_LOGS/images.log" 2>&1 ||
+      rn_fail "importing $archive (log: $RN_LOGS/images.log)"
+    rn_log "image from scripts/images/$s imported ($(du -h "$archive" | cut -f1))"
+  done
 }
