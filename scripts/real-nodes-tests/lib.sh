@@ -56,6 +56,12 @@ rn_cleanup() {
     "$KUDO" plan status --instance "${RN_INSTANCE:-x}" -n "$RN_NS" 2>&1 >&2 || true
     [[ -n "$RN_MANAGER_PID" ]] && { echo "--- manager log (last 60 lines)"; tail -n 60 "$RN_LOGS/$RN_NAME-manager.log"; } >&2
   fi
+  if [[ -n "$RN_MANAGER_PID" && -n "$RN_NS" && -z "${RN_KEEP:-}" ]]; then
+    # Instances of operators with a cleanup plan carry a finalizer that only a manager removes:
+    # delete them while the test's own manager still runs, or the namespace stays Terminating.
+    kubectl -n "$RN_NS" delete instances.kudo.dev --all --wait=true --timeout=120s >/dev/null 2>&1 ||
+      rn_log "Instances of $RN_NS not deleted within 120s"
+  fi
   if [[ -n "$RN_MANAGER_PID" ]]; then
     kill "$RN_MANAGER_PID" 2>/dev/null || true
     wait "$RN_MANAGER_PID" 2>/dev/null || true
@@ -107,4 +113,31 @@ rn_image() {
       rn_fail "importing $archive (log: $RN_LOGS/images.log)"
     rn_log "image from scripts/images/$s imported ($(du -h "$archive" | cut -f1))"
   done
+}
+
+# rn_plan_uid INSTANCE PLAN: the uid of the plan's last run ("" when it never ran). Take it before
+# the command that starts a run, for rn_plan_run_complete.
+rn_plan_uid() {
+  kubectl -n "$RN_NS" get instances.kudo.dev "$1" -o jsonpath="{.status.planStatus.$2.uid}" 2>/dev/null || true
+}
+
+# rn_plan_run_complete INSTANCE PLAN OLD_UID SECONDS: waits for a run of PLAN other than OLD_UID to
+# be COMPLETE (fails at once on FATAL_ERROR). Unlike rn_plan_complete it cannot see the previous
+# plan's COMPLETE before the manager has started the new one.
+rn_plan_run_complete() {
+  local inst=$1 plan=$2 old=$3 limit=$4 uid st
+  RN_INSTANCE=$inst
+  local end=$(( $(date +%s) + limit ))
+  while :; do
+    uid=$(rn_plan_uid "$inst" "$plan")
+    st=$(kubectl -n "$RN_NS" get instances.kudo.dev "$inst" -o jsonpath="{.status.planStatus.$plan.status}" 2>/dev/null || true)
+    if [[ -n "$uid" && "$uid" != "$old" ]]; then
+      [[ "$st" == COMPLETE ]] && break
+      [[ "$st" == FATAL_ERROR ]] && rn_fail "plan $plan of $inst: FATAL_ERROR"
+    fi
+    (( $(date +%s) < end )) || rn_fail "plan $plan of $inst not COMPLETE within ${limit}s (status '$st')"
+    sleep 1
+  done
+  rn_log "ok: plan $plan of $inst COMPLETE"
+  "$KUDO" plan status --instance "$inst" -n "$RN_NS" >&2 || true
 }

@@ -42,7 +42,8 @@ rn_until 10 "access log of $pod on stdout (kubectl logs)" bash -c "kubectl -n $R
 rn_eq "nginx version in the pod" "nginx version: nginx/1.22.1" \
   "$(kubectl -n "$RN_NS" exec "$pod" -- nginx -v 2>&1)"
 
+old=$(rn_plan_uid "$INSTANCE" deploy)
 "$KUDO" update --instance "$INSTANCE" -n "$RN_NS" -p REPLICAS=3 >&2
-rn_plan_complete "$INSTANCE" 180
+rn_plan_run_complete "$INSTANCE" deploy "$old" 180
 rn_until 60 "3 nginx pods Running" bash -c "[[ \$(kubectl -n $RN_NS get pods -l app=nginx,instance=$INSTANCE --field-selector=status.phase=Running -o name | wc -l) == 3 ]]"
 check_all_serve 3
