@@ -62,8 +62,30 @@ img_rootfs() {
   # base-passwd ships the master copies; dpkg would install them as /etc/passwd and /etc/group.
   [[ -f "$dir/etc/passwd" ]] || cp "$dir/usr/share/base-passwd/passwd.master" "$dir/etc/passwd"
   [[ -f "$dir/etc/group" ]] || cp "$dir/usr/share/base-passwd/group.master" "$dir/etc/group"
+  # Links the packages' postinst would make with update-alternatives (awk, which).
+  local alt
+  for alt in awk:gawk awk:mawk nawk:gawk nawk:mawk which:which.debianutils; do
+    if [[ ! -e "$dir/usr/bin/${alt%%:*}" && -e "$dir/usr/bin/${alt#*:}" ]]; then
+      ln -s "${alt#*:}" "$dir/usr/bin/${alt%%:*}"
+    fi
+  done
   ldconfig -r "$dir" 2>/dev/null || true
   img_log "$n packages unpacked into $dir"
+}
+
+# img_debs DIR PKG…: only the named packages (no dependencies, no base packages) unpacked into DIR, for
+# images of one static program (busybox-static). Archives land in the shared cache.
+img_debs() {
+  local dir=$1; shift
+  img_apt_ready
+  local p f
+  mkdir -p "$dir"
+  for p in "$@"; do
+    f=$(apt-get download --print-uris "$p" 2>/dev/null | awk '{print $2}')
+    [[ -n "$f" ]] || { img_log "no archive for $p"; return 1; }
+    [[ -f "$IMAGES_DIR/debs/$f" ]] || (cd "$IMAGES_DIR/debs" && apt-get download -qq -o APT::Sandbox::User=root "$p" >&2)
+    dpkg-deb -x "$IMAGES_DIR/debs/$f" "$dir"
+  done
 }
 
 # img_user DIR NAME UID [HOME]: a system user and group of the same id (what adduser in a postinst does).

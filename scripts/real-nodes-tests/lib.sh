@@ -5,7 +5,8 @@
 #   KUBECONFIG   the real-node cluster (scripts/real-nodes.sh start)
 #   KUDO         the kubectl-kudo binary under test (default: <checkout>/target/debug/kubectl-kudo)
 # It sources this file, calls `rn_begin NAME` (a namespace rn-NAME of its own, deleted at exit), does its
-# checks with `rn_check`/`rn_fail`, and exits 0 only when all passed.
+# checks with `rn_check`/`rn_fail`, and exits 0 only when all passed. `rn_image SCRIPT…` builds images
+# with scripts/images/SCRIPT and imports them (KUDO_REAL_NODES_DIR as for scripts/real-nodes.sh).
 #
 # The manager: when a manager Deployment runs in kudo-system (the stage's `kubectl kudo init`), tests
 # rely on it. Otherwise (`RN_MANAGER=own`, or none installed) rn_begin starts a manager of the test's
@@ -55,6 +56,12 @@ rn_cleanup() {
     "$KUDO" plan status --instance "${RN_INSTANCE:-x}" -n "$RN_NS" 2>&1 >&2 || true
     [[ -n "$RN_MANAGER_PID" ]] && { echo "--- manager log (last 60 lines)"; tail -n 60 "$RN_LOGS/$RN_NAME-manager.log"; } >&2
   fi
+  if [[ -n "$RN_MANAGER_PID" && -n "$RN_NS" && -z "${RN_KEEP:-}" ]]; then
+    # Instances of operators with a cleanup plan carry a finalizer that only a manager removes:
+    # delete them while the test's own manager still runs, or the namespace stays Terminating.
+    kubectl -n "$RN_NS" delete instances.kudo.dev --all --wait=true --timeout=120s >/dev/null 2>&1 ||
+      rn_log "Instances of $RN_NS not deleted within 120s"
+  fi
   if [[ -n "$RN_MANAGER_PID" ]]; then
     kill "$RN_MANAGER_PID" 2>/dev/null || true
     wait "$RN_MANAGER_PID" 2>/dev/null || true
@@ -92,4 +99,45 @@ rn_plan_complete() {
   RN_INSTANCE=$1
   "$KUDO" plan status --instance "$1" -n "$RN_NS" --wait --wait-time "$2" >&2 ||
     rn_fail "plan of $1 did not reach COMPLETE within ${2}s"
+}
+
+# rn_image SCRIPT…: builds each image with scripts/images/SCRIPT (cached in target/images/) and imports
+# it into the real-node cluster's containerd (scripts/real-nodes.sh load: KUDO_REAL_NODES_DIR, default
+# <checkout>/target/real-nodes). Build and import output: $RN_LOGS/images.log.
+rn_image() {
+  local s archive
+  for s in "$@"; do
+    archive=$(bash "$RN_ROOT/scripts/images/$s" 2>>"$RN_LOGS/images.log") ||
+      rn_fail "building image with scripts/images/$s (log: $RN_LOGS/images.log)"
+    bash "$RN_ROOT/scripts/real-nodes.sh" load "$archive" >>"$RN_LOGS/images.log" 2>&1 ||
+      rn_fail "importing $archive (log: $RN_LOGS/images.log)"
+    rn_log "image from scripts/images/$s imported ($(du -h "$archive" | cut -f1))"
+  done
+}
+
+# rn_plan_uid INSTANCE PLAN: the uid of the plan's last run ("" when it never ran). Take it before
+# the command that starts a run, for rn_plan_run_complete.
+rn_plan_uid() {
+  kubectl -n "$RN_NS" get instances.kudo.dev "$1" -o jsonpath="{.status.planStatus.$2.uid}" 2>/dev/null || true
+}
+
+# rn_plan_run_complete INSTANCE PLAN OLD_UID SECONDS: waits for a run of PLAN other than OLD_UID to
+# be COMPLETE (fails at once on FATAL_ERROR). Unlike rn_plan_complete it cannot see the previous
+# plan's COMPLETE before the manager has started the new one.
+rn_plan_run_complete() {
+  local inst=$1 plan=$2 old=$3 limit=$4 uid st
+  RN_INSTANCE=$inst
+  local end=$(( $(date +%s) + limit ))
+  while :; do
+    uid=$(rn_plan_uid "$inst" "$plan")
+    st=$(kubectl -n "$RN_NS" get instances.kudo.dev "$inst" -o jsonpath="{.status.planStatus.$plan.status}" 2>/dev/null || true)
+    if [[ -n "$uid" && "$uid" != "$old" ]]; then
+      [[ "$st" == COMPLETE ]] && break
+      [[ "$st" == FATAL_ERROR ]] && rn_fail "plan $plan of $inst: FATAL_ERROR"
+    fi
+    (( $(date +%s) < end )) || rn_fail "plan $plan of $inst not COMPLETE within ${limit}s (status '$st')"
+    sleep 1
+  done
+  rn_log "ok: plan $plan of $inst COMPLETE"
+  "$KUDO" plan status --instance "$inst" -n "$RN_NS" >&2 || true
 }
