@@ -16,6 +16,9 @@
 # it to IfNotPresent (a parameter the package offers for this). Its pods run as uid 1000 on hostPath volumes,
 # which ignore fsGroup: rn_writable_volumes makes their directories writable, as a provisioner would.
 #
+# Wall time on the 2-core VM (own manager, images cached): 58 s; +~40 s when the previous run's namespace is
+# still being deleted; +~70 s when the images are built (zookeeper ~40 s, redis ~30 s).
+#
 #   KUBECONFIG=… KUDO=…/kubectl-kudo bash scripts/real-nodes-tests/real_nodes_catalog.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 CATALOG="${KUDO_CATALOG:-$RN_ROOT/../shared/community-operators}"
