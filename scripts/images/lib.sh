@@ -73,11 +73,12 @@ img_rootfs() {
 }
 
 # img_alternatives DIR: the links maintainer scripts would register with update-alternatives (awk for mawk,
-# nc for netcat-openbsd, java and keytool for an OpenJDK), made directly, for those whose target is there.
+# nc for netcat-openbsd or else netcat-traditional, java and keytool for an OpenJDK), made directly, for
+# those whose target is there.
 img_alternatives() {
   local dir=$1 link target jdk link_target
   for link_target in /usr/bin/awk:/usr/bin/mawk /usr/bin/nawk:/usr/bin/mawk /bin/nc:/bin/nc.openbsd \
-    /bin/netcat:/bin/nc.openbsd; do
+    /bin/netcat:/bin/nc.openbsd /bin/nc:/bin/nc.traditional /bin/netcat:/bin/nc.traditional; do
     link=${link_target%%:*} target=${link_target#*:}
     [[ -e "$dir$target" && ! -e "$dir$link" && ! -L "$dir$link" ]] && ln -s "$target" "$dir$link"
   done

@@ -16,7 +16,10 @@
 #                                  QuorumPeerMain in the foreground with $ZOOCFGDIR (log4j.properties) first on
 #                                  the classpath; `zkServer.sh status` prints the mode (leader/follower/standalone)
 #   zkCli.sh [-server H:P] CMD…    the Java client (ZooKeeperMain), e.g. `bin/zkCli.sh -server $CONN ls /`
-#   nc                             netcat-openbsd, for the package's healthcheck (`echo ruok | nc 127.0.0.1 2181`)
+#   nc                             netcat-traditional (the official image's Debian `netcat`), for the package's
+#                                  healthcheck `echo ruok | nc 127.0.0.1 2181`: ZooKeeper answers after reading
+#                                  four bytes and closes with the newline unread; netcat-openbsd lost the answer
+#                                  in 17 of 200 tries here (the probe flapped), netcat-traditional in none
 #   bash, hostname -s/-d, whoami, tee, mkdir, chown   for the package's bootstrap.sh
 # The entrypoint (used only when no `command:` replaces it) writes a standalone zoo.cfg when none exists and
 # runs the command as user zookeeper when started as root.
@@ -27,7 +30,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 NAME=zookeeper-3.6.2
 REF=docker.io/library/zookeeper:3.6.2
-PKGS=(openjdk-17-jre-headless libzookeeper-java netcat-openbsd)
+PKGS=(openjdk-17-jre-headless libzookeeper-java netcat-traditional)
 ZK_HOME=/apache-zookeeper-3.6.2-bin
 JAVA_HOME=/usr/lib/jvm/java-17-openjdk-amd64
 

@@ -42,18 +42,16 @@ rn_plan_complete redis "$WAIT"
 # `echo ruok | nc`, fails now and then for this reason; its retries absorb it).
 fourlw() { rn_exec "$1" -- bash -c "printf $2 | nc -w 5 127.0.0.1 2181"; }
 zk_pods=(zk-zookeeper-0 zk-zookeeper-1 zk-zookeeper-2)
-leaders=0 followers=0
 for pod in "${zk_pods[@]}"; do
   rn_eq "$pod answers ruok" imok "$(fourlw "$pod" ruok)"
-  mode="$(fourlw "$pod" srvr | sed -n 's/^Mode: //p')"
-  rn_log "$pod: Mode: $mode"
-  case "$mode" in
-    leader) leaders=$((leaders + 1)) ;;
-    follower) followers=$((followers + 1)) ;;
-  esac
 done
-rn_eq "zookeeper ensemble: leaders" 1 "$leaders"
-rn_eq "zookeeper ensemble: followers" 2 "$followers"
+rn_log "zookeeper probe failures (Unhealthy events; some are expected while the JVMs start): $(kubectl -n "$RN_NS" get events --field-selector reason=Unhealthy -o name | wc -l)"
+# deploy COMPLETE means every server is Ready (ruok answers imok), not that each has joined the quorum yet:
+# a server still syncing with the leader answers srvr with "not currently serving requests".
+modes() { for pod in "${zk_pods[@]}"; do fourlw "$pod" srvr | sed -n 's/^Mode: //p'; done | sort | paste -sd' '; }
+ensemble() { [[ "$(modes)" == "follower follower leader" ]]; }
+rn_until 90 "zookeeper ensemble: one leader, two followers" ensemble
+rn_log "modes: $(modes)"
 rn_eq "zkServer.sh status agrees" 3 "$(for p in "${zk_pods[@]}"; do rn_exec "$p" -- zkServer.sh status 2>/dev/null; done | grep -cE '^Mode: (leader|follower)$')"
 rn_exec zk-zookeeper-0 -- bin/zkCli.sh -server localhost:2181 create /kudo-rs "real pods" >&2
 rn_eq "a znode written through zk-zookeeper-0 is read through zk-zookeeper-2" "real pods" \
