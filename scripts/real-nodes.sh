@@ -6,6 +6,7 @@
 #   scripts/real-nodes.sh load ARCHIVE…   # import OCI (or docker-save) image archives into its containerd
 #   scripts/real-nodes.sh images          # the images its containerd holds
 #   scripts/real-nodes.sh ctr ARGS…       # ctr on its containerd, namespace k8s.io (e.g. tasks kill)
+#   scripts/real-nodes.sh digest REF      # the manifest digest of image REF there (nothing when absent)
 #   scripts/real-nodes.sh status|stop     # the kit's status.sh / stop.sh for this state directory
 #
 # State: $KUDO_REAL_NODES_DIR, default <checkout>/target/real-nodes. One real-node cluster per machine
@@ -18,7 +19,7 @@ KIT="${KUDO_SHARED:-$ROOT/../shared}/real-cluster"
 export REAL_CLUSTER_DIR="${KUDO_REAL_NODES_DIR:-$ROOT/target/real-nodes}"
 export REAL_CLUSTER_NODES=real
 
-usage() { sed -n '2,13p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,14p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 # The containerd socket of this state directory (the kit shortens long paths into /run/real-cluster).
 ctr_socket() {
@@ -51,6 +52,10 @@ case "$cmd" in
     ;;
   ctr)
     ctr --address "$(ctr_socket)" --namespace k8s.io "$@"
+    ;;
+  digest)
+    [[ $# -eq 1 ]] || usage
+    ctr --address "$(ctr_socket)" --namespace k8s.io images list "name==$1" | awk 'NR > 1 { print $3 }'
     ;;
   status) bash "$KIT/status.sh" "$@" ;;
   stop) bash "$KIT/stop.sh" "$@" ;;

@@ -62,13 +62,14 @@ img_rootfs() {
   # base-passwd ships the master copies; dpkg would install them as /etc/passwd and /etc/group.
   [[ -f "$dir/etc/passwd" ]] || cp "$dir/usr/share/base-passwd/passwd.master" "$dir/etc/passwd"
   [[ -f "$dir/etc/group" ]] || cp "$dir/usr/share/base-passwd/group.master" "$dir/etc/group"
-  # Links the packages' postinst would make with update-alternatives (awk, which).
-  local alt
-  for alt in awk:gawk awk:mawk nawk:gawk nawk:mawk which:which.debianutils; do
-    if [[ ! -e "$dir/usr/bin/${alt%%:*}" && -e "$dir/usr/bin/${alt#*:}" ]]; then
-      ln -s "${alt#*:}" "$dir/usr/bin/${alt%%:*}"
-    fi
-  done
+  # libc-bin's postinst installs nsswitch.conf; without it glibc resolves host names with
+  # "dns [!UNAVAIL=return] files", so /etc/hosts (where the kubelet writes a pod's own FQDN) is
+  # never read once DNS answers, and `hostname -d` / `hostname -f` come back empty.
+  [[ -f "$dir/etc/nsswitch.conf" || ! -f "$dir/usr/share/libc-bin/nsswitch.conf" ]] ||
+    cp "$dir/usr/share/libc-bin/nsswitch.conf" "$dir/etc/nsswitch.conf"
+  img_alternatives "$dir"
+  [[ -e "$dir/usr/bin/which" || ! -e "$dir/usr/bin/which.debianutils" ]] || ln -s which.debianutils "$dir/usr/bin/which"
+  [[ -e "$dir/usr/bin/awk" || ! -e "$dir/usr/bin/gawk" ]] || ln -s gawk "$dir/usr/bin/awk"
   ldconfig -r "$dir" 2>/dev/null || true
   img_log "$n packages unpacked into $dir"
 }
@@ -86,6 +87,27 @@ img_debs() {
     [[ -f "$IMAGES_DIR/debs/$f" ]] || (cd "$IMAGES_DIR/debs" && apt-get download -qq -o APT::Sandbox::User=root "$p" >&2)
     dpkg-deb -x "$IMAGES_DIR/debs/$f" "$dir"
   done
+}
+
+# img_alternatives DIR: the links maintainer scripts would register with update-alternatives (awk for mawk,
+# nc for netcat-openbsd or else netcat-traditional, java and keytool for an OpenJDK), made directly, for
+# those whose target is there.
+img_alternatives() {
+  local dir=$1 link target jdk link_target
+  for link_target in /usr/bin/awk:/usr/bin/mawk /usr/bin/nawk:/usr/bin/mawk /bin/nc:/bin/nc.openbsd \
+    /bin/netcat:/bin/nc.openbsd /bin/nc:/bin/nc.traditional /bin/netcat:/bin/nc.traditional; do
+    link=${link_target%%:*} target=${link_target#*:}
+    [[ -e "$dir$target" && ! -e "$dir$link" && ! -L "$dir$link" ]] && ln -s "$target" "$dir$link"
+  done
+  for jdk in "$dir"/usr/lib/jvm/*/bin/java; do
+    [[ -x "$jdk" ]] || continue
+    jdk=${jdk#"$dir"}; jdk=${jdk%/java}
+    for link in java keytool; do
+      [[ -e "$dir$jdk/$link" && ! -e "$dir/usr/bin/$link" ]] && ln -s "$jdk/$link" "$dir/usr/bin/$link"
+    done
+    break
+  done
+  return 0
 }
 
 # img_user DIR NAME UID [HOME]: a system user and group of the same id (what adduser in a postinst does).

@@ -10,7 +10,7 @@ unless --owner is given), gzip without a name or timestamp. The same tree and op
 digest. `ctr images import`, `kind load image-archive` and `skopeo copy oci-archive:` accept it.
 
     oci.py OUT.tar --rootfs DIR --name REF [--name REF…] [--entrypoint JSON] [--cmd JSON]
-           [--env K=V…] [--workdir DIR] [--user UID[:GID]] [--label K=V…] [--owner UID:GID]
+           [--env K=V… (PATH=… replaces the default)] [--workdir DIR] [--user UID[:GID]] [--label K=V…] [--owner UID:GID]
 """
 import argparse
 import gzip
@@ -59,6 +59,15 @@ def blob(blobs, data, media_type):
     return {"mediaType": media_type, "digest": digest, "size": len(data)}
 
 
+def env_list(pairs):
+    """K=V entries in order, a later entry of the same K replacing the earlier one (a program's getenv
+    would see the first of two)."""
+    out = {}
+    for kv in pairs:
+        out[kv.split("=", 1)[0]] = kv
+    return list(out.values())
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("out")
@@ -79,7 +88,7 @@ def main():
     config = {
         "architecture": "amd64",
         "os": "linux",
-        "config": {"Env": ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"] + a.env},
+        "config": {"Env": env_list(["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"] + a.env)},
         "rootfs": {"type": "layers", "diff_ids": ["sha256:" + hashlib.sha256(raw).hexdigest()]},
         "history": [{"created_by": "kudo-rs scripts/images/oci.py"}],
     }

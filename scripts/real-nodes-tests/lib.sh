@@ -22,6 +22,7 @@ RN_T0=$(date +%s)
 RN_NAME=""
 RN_NS=""
 RN_MANAGER_PID=""
+RN_BG_PIDS=()
 RN_FAILED=0
 
 rn_log() { echo "[$RN_NAME $(( $(date +%s) - RN_T0 ))s] $*" >&2; }
@@ -66,6 +67,11 @@ rn_cleanup() {
     kill "$RN_MANAGER_PID" 2>/dev/null || true
     wait "$RN_MANAGER_PID" 2>/dev/null || true
   fi
+  local pid
+  for pid in "${RN_BG_PIDS[@]}"; do
+    kill "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  done
   if [[ -n "$RN_NS" && -z "${RN_KEEP:-}" ]]; then
     kubectl delete namespace "$RN_NS" --wait=false >/dev/null 2>&1 || true
   fi
@@ -84,6 +90,11 @@ rn_begin() {
   kubectl create namespace "$RN_NS" >/dev/null
   rn_until 30 "ServiceAccount default in $RN_NS" kubectl -n "$RN_NS" get serviceaccount default
   "$KUDO" init --crd-only >/dev/null
+  # A CRD just created is served a moment after it is Established (the first install on a fresh cluster
+  # got `404 page not found` for its Instance).
+  kubectl wait --for condition=Established --timeout=60s \
+    crd/operators.kudo.dev crd/operatorversions.kudo.dev crd/instances.kudo.dev >/dev/null
+  rn_until 30 "the kudo.dev API is served" kubectl get instances.kudo.dev -n "$RN_NS"
   if rn_cluster_manager; then
     rn_log "using the manager in kudo-system"
   else
@@ -141,3 +152,43 @@ rn_plan_run_complete() {
   rn_log "ok: plan $plan of $inst COMPLETE"
   "$KUDO" plan status --instance "$inst" -n "$RN_NS" >&2 || true
 }
+
+# rn_load_image REF BUILD_SCRIPT: builds the image with scripts/images/<name>.sh (cached; prints the archive)
+# and imports it into the node unless the node holds REF with the same manifest digest already.
+# The node's state directory: $KUDO_REAL_NODES_DIR as for scripts/real-nodes.sh.
+rn_load_image() {
+  local ref=$1 script=$2 archive want have
+  archive="$(bash "$script")" || { echo "rn_load_image: $script failed" >&2; exit 1; }
+  want="$(tar -xOf "$archive" index.json | python3 -c 'import json,sys; print(json.load(sys.stdin)["manifests"][0]["digest"])')"
+  have="$(bash "$RN_ROOT/scripts/real-nodes.sh" digest "$ref")"
+  if [[ "$have" != "$want" ]]; then
+    echo "[images] loading $ref ($want) from $archive" >&2
+    bash "$RN_ROOT/scripts/real-nodes.sh" load "$archive"
+  fi
+}
+
+# rn_writable_volumes: from now until the test ends, every hostPath PV bound to a claim of the test's namespace
+# gets its directory created world-writable (0777) before or right after the kubelet mounts it.
+# Why: the kit provisions PVCs as hostPath PVs (type DirectoryOrCreate), which the kubelet creates 0755 and
+# owned by root, and a hostPath volume ignores the pod's fsGroup; a package whose pods run as a non-root user
+# (zookeeper: runAsUser 1000, fsGroup 1000) could not write its data directory, where a cluster's
+# provisioner (fsGroup applied to the volume, or local-path-provisioner's 0777 directories) lets it.
+# Needs the test to run on the node as root (the real-node cluster is on this machine).
+rn_writable_volumes() {
+  local ns=$RN_NS
+  (
+    while true; do
+      kubectl get pv -o jsonpath='{range .items[*]}{.spec.claimRef.namespace}{" "}{.spec.hostPath.path}{"\n"}{end}' \
+        2>/dev/null | while read -r pv_ns path; do
+        [[ "$pv_ns" == "$ns" && "$path" == /* ]] || continue
+        [[ -d "$path" && "$(stat -c %a "$path")" == 777 ]] && continue
+        mkdir -p "$path" && chmod 0777 "$path"
+      done
+      sleep 0.5
+    done
+  ) >/dev/null 2>&1 &
+  RN_BG_PIDS+=("$!")
+}
+
+# rn_exec POD [-c CONTAINER] -- COMMAND…: runs a command in a pod of the test's namespace (output on stdout).
+rn_exec() { kubectl -n "$RN_NS" exec "$@"; }
