@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+pub mod duration;
 pub mod kinds;
 mod task_kind;
 pub use task_kind::TaskKind;

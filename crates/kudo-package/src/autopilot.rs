@@ -97,12 +97,11 @@ pub fn parse_rule_duration(s: &str) -> Result<std::time::Duration, DurationError
     if t.is_empty() {
         return Ok(std::time::Duration::ZERO);
     }
-    match kudo_template::sprig::parse_go_duration(t) {
-        Some(n) if n >= 0 => Ok(std::time::Duration::from_nanos(
-            u64::try_from(n).unwrap_or(u64::MAX),
-        )),
-        Some(_) => Err(DurationError::Negative(s.to_string())),
-        None => Err(DurationError::Invalid(s.to_string())),
+    match kudo_api::duration::parse(t) {
+        Ok(n) => u64::try_from(n)
+            .map(std::time::Duration::from_nanos)
+            .map_err(|_| DurationError::Negative(s.to_string())),
+        Err(_) => Err(DurationError::Invalid(s.to_string())),
     }
 }
 
