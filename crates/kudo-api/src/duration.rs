@@ -12,6 +12,8 @@
 
 use thiserror::Error;
 
+use crate::strconv::go_quote;
+
 /// Why Go would refuse a duration. `Display` is Go's own error text, so messages read the same as
 /// KUDO's (`time: invalid duration "1x"` and so on).
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -152,32 +154,6 @@ fn leading_fraction(digits: &str) -> (u64, f64) {
         }
     }
     (x, scale)
-}
-
-/// Go's `strconv.Quote` for the strings that reach an error message: printable characters as
-/// they are, the usual backslash escapes, `\xNN` for other ASCII controls and `\uNNNN` for other
-/// non-printable characters (Rust's `is_control` stands in for Go's `IsPrint`).
-fn go_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\u{7}' => out.push_str("\\a"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{b}' => out.push_str("\\v"),
-            c if (c as u32) < 0x20 || c == '\u{7f}' => out.push_str(&format!("\\x{:02x}", c as u32)),
-            c if c.is_control() => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
 
 #[cfg(test)]
