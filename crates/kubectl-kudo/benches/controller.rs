@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use kube::api::{Api, ApiResource, DynamicObject, ListParams, PostParams};
 use kudo_apiserver::{ApiServer, Config, EventType, RunningServer};
-use kudo_package::convert::{ConvertOptions, to_resources};
+use kudo_package::resources::{ConvertOptions, to_resources};
 use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_kubectl-kudo");
@@ -86,7 +86,7 @@ impl Cluster {
 
     /// Creates the Operator and OperatorVersion of a package directory; returns the converted
     /// resources (for Instances).
-    async fn install_operator(&self, dir: &Path) -> kudo_package::convert::Resources {
+    async fn install_operator(&self, dir: &Path) -> kudo_package::resources::Resources {
         let pkg = kudo_package::read_path(dir).expect("package");
         let res = to_resources(
             &pkg,
@@ -103,7 +103,7 @@ impl Cluster {
 
     async fn create_instance(
         &self,
-        res: &kudo_package::convert::Resources,
+        res: &kudo_package::resources::Resources,
         name: &str,
         params: &[(&str, &str)],
     ) {

@@ -166,16 +166,16 @@ pub async fn run(cli: Cli, io: &mut Io<'_>) -> Result<(), CliError> {
             let mut command = <Cli as clap::CommandFactory>::command();
             cmd::repo::write_completion(&mut command, args.shell, io.out).map(|()| ExitCode::SUCCESS)
         }
-        Command::Dev(args) => cmd::dev::run(cluster, args).await,
+        Command::Dev(args) => cmd::dev::run(cluster, args, io).await,
         Command::Init(args) => cmd::init::run(cluster, args, io).await,
-        Command::Manager(args) => cmd::manager::run(cluster, args).await,
+        Command::Manager(args) => cmd::manager::run(cluster, args, io).await,
         Command::Install(args) => cmd::instance::install(cluster, args, io).await,
         Command::Update(args) => cmd::instance::update(cluster, args, io).await,
         Command::Upgrade(args) => cmd::instance::upgrade(cluster, args, io).await,
         Command::Uninstall(args) => cmd::instance::uninstall(cluster, args, io).await,
         Command::Plan(args) => cmd::plan::run(cluster, args, io).await,
         Command::Get(args) => cmd::get::run(cluster, args, io).await,
-        Command::Test(args) => cmd::test::run(cluster, args).await,
+        Command::Test(args) => cmd::test::run(cluster, args, io).await,
         Command::Diagnostics(args) => cmd::diagnostics::run(cluster, args, io).await,
     }?;
     if code == ExitCode::SUCCESS {

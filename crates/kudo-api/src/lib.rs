@@ -10,7 +10,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+pub mod duration;
 pub mod kinds;
+pub mod strconv;
 mod task_kind;
 pub use task_kind::TaskKind;
 

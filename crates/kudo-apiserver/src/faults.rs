@@ -382,26 +382,13 @@ pub enum FaultError {
     Duration(String),
 }
 
-/// Parses `50ms`, `1.5s`, `2m`, `250us` (a unit is required; `0` alone is accepted).
+/// A latency or jitter: a Go duration ([`kudo_api::duration::parse`]: `50ms`, `1.5s`, `2m`, a
+/// unit required except for `0`), surrounding whitespace ignored, not negative (a delay cannot
+/// be).
 pub fn parse_duration(s: &str) -> Result<Duration, FaultError> {
-    let t = s.trim();
-    if t == "0" {
-        return Ok(Duration::ZERO);
-    }
     let bad = || FaultError::Duration(format!("{s:?}"));
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .ok_or_else(bad)?;
-    let (num, unit) = t.split_at(split);
-    let n: f64 = num.parse().map_err(|_| bad())?;
-    let secs = match unit {
-        "us" | "µs" => n / 1e6,
-        "ms" => n / 1e3,
-        "s" => n,
-        "m" => n * 60.0,
-        _ => return Err(bad()),
-    };
-    Duration::try_from_secs_f64(secs).map_err(|_| bad())
+    let nanos = kudo_api::duration::parse(s.trim()).map_err(|_| bad())?;
+    u64::try_from(nanos).map(Duration::from_nanos).map_err(|_| bad())
 }
 
 /// Parses `50ms` or `50ms±20ms` (also `50ms+-20ms`) into (latency, jitter).
@@ -699,6 +686,9 @@ mod tests {
         assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
         assert!(parse_duration("50").is_err());
         assert!(parse_duration("ms").is_err());
+        assert!(parse_duration("-1s").is_err());
+        assert_eq!(parse_duration(" 0 ").unwrap(), Duration::ZERO);
+        assert_eq!(parse_duration("250us").unwrap(), Duration::from_micros(250));
         assert_eq!(
             parse_latency("50ms±20ms").unwrap(),
             (Duration::from_millis(50), Duration::from_millis(20))

@@ -235,6 +235,42 @@ pub(crate) struct Evaluation {
     pub requeue: Option<std::time::Duration>,
 }
 
+impl Evaluation {
+    /// Records what the engine decided for one rule: a firing (the first of a reconcile wins; it
+    /// needs the rendered `setParameters` and what was observed) or when to look again.
+    fn record(
+        &mut self,
+        decision: RuleDecision,
+        detail: Option<(BTreeMap<String, String>, String)>,
+        st: &mut AutopilotRuleStatus,
+        plan: &str,
+        key: &str,
+        now: Timestamp,
+    ) {
+        match decision {
+            RuleDecision::Fire => {
+                if let Some((set_parameters, observed)) = detail {
+                    st.last_fired = Some(now.to_string());
+                    self.fire = Some(Initiation {
+                        plan: plan.to_string(),
+                        set_parameters,
+                        origin: Origin::Autopilot {
+                            rule: key.to_string(),
+                            observed,
+                        },
+                    });
+                }
+            }
+            RuleDecision::Hold { until: Some(t) } => {
+                let secs = u64::try_from(t.seconds_since(now)).unwrap_or(0).max(1);
+                let d = std::time::Duration::from_secs(secs);
+                self.requeue = Some(self.requeue.map_or(d, |r| r.min(d)));
+            }
+            RuleDecision::Hold { until: None } | RuleDecision::Idle => {}
+        }
+    }
+}
+
 /// The parameters a rule sees: declared, non-sensitive, not from a Secret; defaults filled in.
 fn rule_params(inst: &Instance, ov: &OperatorVersion) -> BTreeMap<String, String> {
     ov.spec
@@ -391,27 +427,7 @@ pub(crate) async fn evaluate_rules(
                 plan_running: plan_running || ev.fire.is_some(),
             });
             st.holding_since = out.holding_since.map(|t| t.to_string());
-            match out.decision {
-                RuleDecision::Fire => {
-                    if let Some((set_parameters, observed)) = detail {
-                        st.last_fired = Some(now.to_string());
-                        ev.fire = Some(Initiation {
-                            plan: plan_name.clone(),
-                            set_parameters,
-                            origin: Origin::Autopilot {
-                                rule: key.clone(),
-                                observed,
-                            },
-                        });
-                    }
-                }
-                RuleDecision::Hold { until: Some(t) } => {
-                    let secs = u64::try_from(t.seconds_since(now)).unwrap_or(0).max(1);
-                    let d = std::time::Duration::from_secs(secs);
-                    ev.requeue = Some(ev.requeue.map_or(d, |r| r.min(d)));
-                }
-                RuleDecision::Hold { until: None } | RuleDecision::Idle => {}
-            }
+            ev.record(out.decision, detail, &mut st, plan_name, &key, now);
             if st != AutopilotRuleStatus::default() {
                 ev.states.insert(key, st);
             }

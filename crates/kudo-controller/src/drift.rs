@@ -246,30 +246,12 @@ pub(crate) async fn check(
                 continue;
             }
         };
-        // The watch cache clears an object that is in sync; a missing or differing cached copy
-        // may be stale (e.g. right after our own apply), so the server confirms the drift.
-        let av = want["apiVersion"].as_str().unwrap_or("");
-        if let Some(Some(cached)) = ctx.caches.child(av, &kind, &ns, &name)
-            && is_subset(&comparable(&want), &cached)
-        {
-            continue;
-        }
-        let live = match api.get_opt(&name).await {
-            Ok(l) => l,
+        let (why, before_rv) = match drift_of(ctx, &api, &want, &kind, &ns, &name).await {
+            Ok(Some(d)) => d,
+            Ok(None) => continue,
             Err(e) => {
                 report.errors.push(format!("{what}: {e}"));
                 continue;
-            }
-        };
-        let before_rv = live.as_ref().and_then(|l| l.metadata.resource_version.clone());
-        let why = match &live {
-            None => "deleted",
-            Some(l) => {
-                let lv = serde_json::to_value(l).unwrap_or(Value::Null);
-                if is_subset(&comparable(&want), &lv) {
-                    continue;
-                }
-                "changed"
             }
         };
         report.drifted.push(format!("{what} ({why})"));
@@ -283,24 +265,54 @@ pub(crate) async fn check(
             continue;
         }
         match execute::apply_object(ctx, &want, cluster).await {
-            Ok(after_rv) => {
-                if after_rv != before_rv {
-                    report.repaired.push(Repaired {
-                        what: format!("{what} ({why})"),
-                        object: k8s_openapi::api::core::v1::ObjectReference {
-                            api_version: want["apiVersion"].as_str().map(str::to_string),
-                            kind: Some(kind.clone()),
-                            namespace: Some(ns.clone()).filter(|n| !n.is_empty()),
-                            name: Some(name.clone()),
-                            ..Default::default()
-                        },
-                    });
-                }
-            }
+            Ok(after_rv) if after_rv != before_rv => report.repaired.push(Repaired {
+                what: format!("{what} ({why})"),
+                object: k8s_openapi::api::core::v1::ObjectReference {
+                    api_version: want["apiVersion"].as_str().map(str::to_string),
+                    kind: Some(kind.clone()),
+                    namespace: Some(ns.clone()).filter(|n| !n.is_empty()),
+                    name: Some(name.clone()),
+                    ..Default::default()
+                },
+            }),
+            Ok(_) => {}
             Err(e) => report.errors.push(format!("re-applying {what}: {e}")),
         }
     }
     report
+}
+
+/// Whether the object `want` describes drifted: `None` when the cluster has it as applied, else
+/// why (`deleted`/`changed`) and the live resourceVersion. The watch cache clears an object that
+/// is in sync; a missing or differing cached copy may be stale (e.g. right after our own
+/// apply), so the server confirms the drift.
+async fn drift_of(
+    ctx: &Context,
+    api: &kube::Api<kube::api::DynamicObject>,
+    want: &Value,
+    kind: &str,
+    ns: &str,
+    name: &str,
+) -> Result<Option<(&'static str, Option<String>)>, kube::Error> {
+    let av = want["apiVersion"].as_str().unwrap_or("");
+    if let Some(Some(cached)) = ctx.caches.child(av, kind, ns, name)
+        && is_subset(&comparable(want), &cached)
+    {
+        return Ok(None);
+    }
+    let live = api.get_opt(name).await?;
+    let before_rv = live.as_ref().and_then(|l| l.metadata.resource_version.clone());
+    let why = match &live {
+        None => "deleted",
+        Some(l) => {
+            let lv = serde_json::to_value(l).unwrap_or(Value::Null);
+            if is_subset(&comparable(want), &lv) {
+                return Ok(None);
+            }
+            "changed"
+        }
+    };
+    Ok(Some((why, before_rv)))
 }
 
 /// Whether namespace `ns` is being deleted. Nothing can be created in it any more (403 "being

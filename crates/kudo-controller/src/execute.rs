@@ -392,6 +392,25 @@ fn fatal(reason: &str, message: impl Into<String>) -> TaskOutcome {
     }
 }
 
+/// A Dummy task's outcome: what its spec says (`wantErr`, `fatal`, `done`).
+fn dummy(call: &TaskCall<'_>) -> TaskOutcome {
+    let spec = &call.task.spec;
+    if spec.want_err {
+        if spec.fatal {
+            fatal(
+                reasons::DUMMY_TASK_ERROR,
+                format!("dummy task {} failed fatally", call.task_name),
+            )
+        } else {
+            TaskOutcome::Transient(format!("dummy task {} failed", call.task_name))
+        }
+    } else if spec.done {
+        TaskOutcome::Done
+    } else {
+        TaskOutcome::InProgress(Some(format!("dummy task {} is not done", call.task_name)))
+    }
+}
+
 /// Runs one task of the pass.
 pub async fn run_task(
     ctx: &Context,
@@ -406,22 +425,7 @@ pub async fn run_task(
     }
     let spec = &call.task.spec;
     match &call.task.kind {
-        TaskKind::Dummy => {
-            if spec.want_err {
-                if spec.fatal {
-                    fatal(
-                        reasons::DUMMY_TASK_ERROR,
-                        format!("dummy task {} failed fatally", call.task_name),
-                    )
-                } else {
-                    TaskOutcome::Transient(format!("dummy task {} failed", call.task_name))
-                }
-            } else if spec.done {
-                TaskOutcome::Done
-            } else {
-                TaskOutcome::InProgress(Some(format!("dummy task {} is not done", call.task_name)))
-            }
-        }
+        TaskKind::Dummy => dummy(call),
         TaskKind::Pipe => {
             if let Some(e) = rendered.error(call) {
                 return fatal(reasons::TASK_RENDERING_ERROR, e);

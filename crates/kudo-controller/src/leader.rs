@@ -158,121 +158,34 @@ pub(crate) async fn run(
     shutdown: impl Future,
 ) -> Result<(), Error> {
     let mut shutdown = std::pin::pin!(shutdown);
-    let mut backoff = Duration::from_secs(1);
-    let mut running: Option<Running> = None;
-    let leases: Api<Lease> = Api::namespaced(client.clone(), &le.namespace);
+    let mut me = Replica {
+        client,
+        config,
+        le: &le,
+        health,
+        running: None,
+        backoff: Duration::from_secs(1),
+    };
     info!(identity = %le.identity, lease = %format!("{}/{}", le.namespace, le.lease_name), "standing by for the lease");
     loop {
         let built = tokio::select! {
-            m = build(&client, &le) => m,
+            m = build(&me.client, &le) => m,
             _ = &mut shutdown => return Ok(()),
         };
         let manager = match built {
             Ok(m) => m,
             Err(e) => {
-                warn!(error = %e, "cannot read or create the lease, retrying in {backoff:?}");
+                warn!(error = %e, "cannot read or create the lease, retrying in {:?}", me.backoff);
                 tokio::select! {
-                    _ = tokio::time::sleep(backoff) => {}
+                    _ = tokio::time::sleep(me.backoff) => {}
                     _ = &mut shutdown => return Ok(()),
                 }
-                backoff = (backoff * 2).min(MAX_BACKOFF);
+                me.backoff = (me.backoff * 2).min(MAX_BACKOFF);
                 continue;
             }
         };
-        let mut lease_events = watcher(
-            leases.clone(),
-            watcher::Config::default().fields(&format!("metadata.name={}", le.lease_name)),
-        )
-        .default_backoff()
-        .applied_objects()
-        .boxed();
-        // Holder seen in the previous Lease event (outer None: no event yet).
-        let mut last_holder: Option<Option<String>> = None;
-        // The previous Lease, to tell a released lease from an expired one.
-        let mut last_lease: Option<Lease> = None;
-        // One `changed()` call stays pending across Lease events: cancelling it mid-renewal
-        // could leave the library with a stale expiry and make it renew in a tight loop.
-        let wait_before_rebuild = {
-            let mut changed = Box::pin(manager.changed());
-            loop {
-                tokio::select! {
-                    _ = &mut shutdown => {
-                        drop(changed);
-                        if let Some(r) = running.take() {
-                            info!("shutting down: stopping the controller and releasing the lease");
-                            r.stop(SHUTDOWN_GRACE).await;
-                            health.set_acting(false);
-                        }
-                        match tokio::time::timeout(RELEASE_TIMEOUT, manager.release()).await {
-                            Ok(Ok(())) => debug!("lease released"),
-                            Ok(Err(e)) => warn!(error = %e, "releasing the lease failed; it expires by itself"),
-                            Err(_) => warn!("releasing the lease timed out; it expires by itself"),
-                        }
-                        return Ok(());
-                    }
-                    res = &mut changed => match res {
-                        Ok(true) => {
-                            changed = Box::pin(manager.changed());
-                            backoff = Duration::from_secs(1);
-                            if running.is_none() {
-                                info!(identity = %le.identity, "acquired the lease: starting the controller");
-                                health.set_acting(true);
-                                running = Some(Running::start(client.clone(), config.clone(), health.clone()));
-                            }
-                        }
-                        Ok(false) => {
-                            changed = Box::pin(manager.changed());
-                            if let Some(r) = running.take() {
-                                warn!(identity = %le.identity, "lost the lease: stopping the controller");
-                                r.stop(LOSS_GRACE).await;
-                                health.set_acting(false);
-                            }
-                        }
-                        Err(e) => {
-                            warn!(error = %e, "lease request failed: standing down until the lease is confirmed again");
-                            drop(changed);
-                            if let Some(r) = running.take() {
-                                r.stop(LOSS_GRACE).await;
-                                health.set_acting(false);
-                                // Best effort: hand the lease over rather than block it.
-                                let _ = tokio::time::timeout(RELEASE_TIMEOUT, manager.release()).await;
-                            }
-                            let wait = backoff;
-                            backoff = (backoff * 2).min(MAX_BACKOFF);
-                            break wait;
-                        }
-                    },
-                    Some(ev) = lease_events.next() => match ev {
-                        Ok(lease) => {
-                            let lease_clone = lease.clone();
-                            let holder = lease
-                                .spec
-                                .and_then(|s| s.holder_identity)
-                                .filter(|h| !h.is_empty());
-                            if running.is_some() && holder.as_ref().is_some_and(|h| *h != le.identity) {
-                                warn!(holder = ?holder, "the lease is held by another replica: stopping the controller");
-                                if let Some(r) = running.take() {
-                                    r.stop(LOSS_GRACE).await;
-                                    health.set_acting(false);
-                                }
-                                break Duration::ZERO;
-                            }
-                            if running.is_none() && holder.is_none() && matches!(last_holder, Some(Some(_))) {
-                                let before = last_lease.as_ref().and_then(|l| l.spec.as_ref());
-                                let previous = last_holder.clone().flatten().unwrap_or_default();
-                                match how_freed(before, unix_now()) {
-                                    Freed::Released => info!(previous, "the lease was released: trying to take over"),
-                                    Freed::Expired => info!(previous, "the lease expired: trying to take over"),
-                                }
-                                break Duration::ZERO;
-                            }
-                            last_holder = Some(holder);
-                            last_lease = Some(lease_clone);
-                        }
-                        Err(e) => debug!(error = %e, "lease watch error (retried)"),
-                    },
-                }
-            }
+        let Some(wait_before_rebuild) = me.hold(&manager, shutdown.as_mut()).await else {
+            return Ok(());
         };
         // A fresh LeaseManager starts from the cluster's state (the old one may believe it
         // still holds a lease it could not renew).
@@ -282,6 +195,170 @@ pub(crate) async fn run(
                 _ = tokio::time::sleep(wait_before_rebuild) => {}
                 _ = &mut shutdown => return Ok(()),
             }
+        }
+    }
+}
+
+/// One replica's side of the election: the controller it runs while it holds the lease.
+struct Replica<'a> {
+    client: kube::Client,
+    config: ControllerConfig,
+    le: &'a LeaderElection,
+    health: Arc<Health>,
+    running: Option<Running>,
+    /// The wait before the next attempt after a failed lease request.
+    backoff: Duration,
+}
+
+/// What a Lease event tells a replica ([`LeaseWatch::observe`]).
+#[derive(Debug, PartialEq, Eq)]
+enum LeaseChange {
+    /// Another replica holds the lease this replica believes it holds.
+    HeldByOther(Option<String>),
+    /// The lease lost its holder (`previous`), released or expired: worth trying to take over.
+    Freed { previous: String, how: Freed },
+}
+
+/// The Lease as last seen through the watch.
+#[derive(Default)]
+struct LeaseWatch {
+    /// Holder seen in the previous Lease event (outer None: no event yet).
+    last_holder: Option<Option<String>>,
+    /// The previous Lease, to tell a released lease from an expired one.
+    last_lease: Option<Lease>,
+}
+
+impl LeaseWatch {
+    /// Judges a Lease event for replica `me` (`running`: whether it runs the controller).
+    fn observe(&mut self, lease: Lease, me: &str, running: bool, now_unix: i64) -> Option<LeaseChange> {
+        let holder = lease
+            .spec
+            .as_ref()
+            .and_then(|s| s.holder_identity.clone())
+            .filter(|h| !h.is_empty());
+        if running && holder.as_ref().is_some_and(|h| h != me) {
+            return Some(LeaseChange::HeldByOther(holder));
+        }
+        if !running && holder.is_none() && matches!(self.last_holder, Some(Some(_))) {
+            let before = self.last_lease.as_ref().and_then(|l| l.spec.as_ref());
+            return Some(LeaseChange::Freed {
+                previous: self.last_holder.clone().flatten().unwrap_or_default(),
+                how: how_freed(before, now_unix),
+            });
+        }
+        self.last_holder = Some(holder);
+        self.last_lease = Some(lease);
+        None
+    }
+}
+
+impl Replica<'_> {
+    /// Follows one LeaseManager until it must be rebuilt (`Some(wait)`) or `shutdown` completed
+    /// (`None`, the lease released).
+    async fn hold<F: Future>(
+        &mut self,
+        manager: &LeaseManager,
+        mut shutdown: std::pin::Pin<&mut F>,
+    ) -> Option<Duration> {
+        let le = self.le;
+        let leases: Api<Lease> = Api::namespaced(self.client.clone(), &le.namespace);
+        let mut lease_events = watcher(
+            leases,
+            watcher::Config::default().fields(&format!("metadata.name={}", le.lease_name)),
+        )
+        .default_backoff()
+        .applied_objects()
+        .boxed();
+        let mut watch = LeaseWatch::default();
+        // One `changed()` call stays pending across Lease events: cancelling it mid-renewal
+        // could leave the library with a stale expiry and make it renew in a tight loop.
+        let mut changed = Box::pin(manager.changed());
+        loop {
+            tokio::select! {
+                _ = &mut shutdown => {
+                    drop(changed);
+                    self.shut_down(manager).await;
+                    return None;
+                }
+                res = &mut changed => match res {
+                    Ok(held) => {
+                        changed = Box::pin(manager.changed());
+                        self.lease_state(held).await;
+                    }
+                    Err(e) => {
+                        warn!(error = %e, "lease request failed: standing down until the lease is confirmed again");
+                        drop(changed);
+                        if self.stop_controller(LOSS_GRACE).await {
+                            // Best effort: hand the lease over rather than block it.
+                            let _ = tokio::time::timeout(RELEASE_TIMEOUT, manager.release()).await;
+                        }
+                        let wait = self.backoff;
+                        self.backoff = (self.backoff * 2).min(MAX_BACKOFF);
+                        return Some(wait);
+                    }
+                },
+                Some(ev) = lease_events.next() => match ev {
+                    Ok(lease) => match watch.observe(lease, &le.identity, self.running.is_some(), unix_now()) {
+                        Some(LeaseChange::HeldByOther(holder)) => {
+                            warn!(holder = ?holder, "the lease is held by another replica: stopping the controller");
+                            self.stop_controller(LOSS_GRACE).await;
+                            return Some(Duration::ZERO);
+                        }
+                        Some(LeaseChange::Freed { previous, how }) => {
+                            match how {
+                                Freed::Released => info!(previous, "the lease was released: trying to take over"),
+                                Freed::Expired => info!(previous, "the lease expired: trying to take over"),
+                            }
+                            return Some(Duration::ZERO);
+                        }
+                        None => {}
+                    },
+                    Err(e) => debug!(error = %e, "lease watch error (retried)"),
+                },
+            }
+        }
+    }
+
+    /// The lease manager's answer: `held` starts the controller if it is not running, losing
+    /// the lease stops it.
+    async fn lease_state(&mut self, held: bool) {
+        if held {
+            self.backoff = Duration::from_secs(1);
+            if self.running.is_none() {
+                info!(identity = %self.le.identity, "acquired the lease: starting the controller");
+                self.health.set_acting(true);
+                self.running = Some(Running::start(
+                    self.client.clone(),
+                    self.config.clone(),
+                    self.health.clone(),
+                ));
+            }
+        } else if self.running.is_some() {
+            warn!(identity = %self.le.identity, "lost the lease: stopping the controller");
+            self.stop_controller(LOSS_GRACE).await;
+        }
+    }
+
+    /// Stops the controller if it runs (reconciles get `grace` to finish); whether it ran.
+    async fn stop_controller(&mut self, grace: Duration) -> bool {
+        let Some(r) = self.running.take() else {
+            return false;
+        };
+        r.stop(grace).await;
+        self.health.set_acting(false);
+        true
+    }
+
+    /// A clean shutdown: the controller stops and the lease is released for a standby.
+    async fn shut_down(&mut self, manager: &LeaseManager) {
+        if self.running.is_some() {
+            info!("shutting down: stopping the controller and releasing the lease");
+            self.stop_controller(SHUTDOWN_GRACE).await;
+        }
+        match tokio::time::timeout(RELEASE_TIMEOUT, manager.release()).await {
+            Ok(Ok(())) => debug!("lease released"),
+            Ok(Err(e)) => warn!(error = %e, "releasing the lease failed; it expires by itself"),
+            Err(_) => warn!("releasing the lease timed out; it expires by itself"),
         }
     }
 }
@@ -323,6 +400,33 @@ fn how_freed(before: Option<&k8s_openapi::api::coordination::v1::LeaseSpec>, now
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lease_events_tell_a_chance_to_take_over_from_another_holder() {
+        let lease = |holder: Option<&str>| Lease {
+            spec: Some(k8s_openapi::api::coordination::v1::LeaseSpec {
+                holder_identity: holder.map(String::from),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let mut w = LeaseWatch::default();
+        assert_eq!(w.observe(lease(Some("a")), "me", false, 0), None);
+        assert_eq!(
+            w.observe(lease(None), "me", false, 0),
+            Some(LeaseChange::Freed {
+                previous: "a".into(),
+                how: Freed::Expired
+            })
+        );
+        let mut w = LeaseWatch::default();
+        assert_eq!(w.observe(lease(None), "me", false, 0), None);
+        assert_eq!(w.observe(lease(Some("me")), "me", true, 0), None);
+        assert_eq!(
+            w.observe(lease(Some("b")), "me", true, 0),
+            Some(LeaseChange::HeldByOther(Some("b".into())))
+        );
+    }
 
     #[test]
     fn a_freed_lease_is_released_before_its_expiry_and_expired_after() {

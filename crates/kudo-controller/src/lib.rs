@@ -61,6 +61,7 @@ mod param_sources;
 mod pipe;
 mod reconcile;
 mod translate;
+mod watches;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -70,9 +71,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use kube::api::{Api, ApiResource, DynamicObject};
 use kube::runtime::reflector::{ObjectRef, Store};
-use kube::runtime::watcher::{self, watcher};
 use kube::{Resource, ResourceExt};
-use serde::Deserialize;
 use tracing::Instrument;
 
 pub use discovery::known_resource;
@@ -327,155 +326,44 @@ pub async fn run_with(
 }
 
 /// One controller incarnation: watches, caches and reconciles until `shutdown` completes
-/// (graceful: running reconciles finish, no new ones start).
+/// (graceful: running reconciles finish, no new ones start). The watches are declared in
+/// [`watches`]: which kinds, in which scope, and which Instances an event of each wakes.
 pub(crate) async fn run_controller(
     client: kube::Client,
     config: ControllerConfig,
     health: Arc<ops::Health>,
     shutdown: impl Future,
 ) {
-    let iar = instance_resource();
-    let ns = config.namespace.clone();
-    let config_concurrency = config.concurrency;
-    // One scope for every watch: the whole cluster, or the configured namespace.
-    let dynamic = |ar: &ApiResource| -> Api<DynamicObject> {
-        match &ns {
-            Some(ns) => Api::namespaced_with(client.clone(), ns, ar),
-            None => Api::all_with(client.clone(), ar),
-        }
-    };
-    // Every watch feeds a cache (crate::cache) and triggers reconciles: one connection per kind.
-    // The caches hold no managedFields (never read, and the bulk of a small object); children no
-    // plan applied keep only what readiness reads, and wake their Instance only when that
-    // changed (cache::slim_child, cache::Wakes).
-    use kube::runtime::WatchStreamExt;
-    use kube::runtime::controller::{ReconcileRequest, trigger_with};
-    use kube::runtime::reflector::store::Writer;
-    type Trigger =
-        futures::stream::BoxStream<'static, Result<ReconcileRequest<DynamicObject>, watcher::Error>>;
-    fn slim(o: &mut DynamicObject) {
-        o.metadata.managed_fields = None;
-    }
-    // Instances are also kept packed (their body as JSON text; cache::pack): the manager reads
-    // one per reconcile, unpacked, and the parsed trees of 1,000 Instances were a fifth of its
-    // heap (issue 14).
-    fn slim_instance(o: &mut DynamicObject) {
-        slim(o);
-        cache::pack(o);
-    }
-    let mut triggers: Vec<Trigger> = Vec::new();
+    let mut watches = watches::Watches::new(client.clone(), config.namespace.clone());
+    let instances = watches.instances();
+    let operator_versions = watches.operator_versions(&instances);
+    watches.secrets(&instances);
+    let children = watches.children();
+    let autopilot = watches.autopilot();
+    let caches = cache::Caches::new(instances.clone(), operator_versions, children);
+    let concurrency = config.concurrency;
+    let ctx = context(client, config, caches, autopilot, &health);
+    tracing::info!("kudo controller started");
+    reconcile_until(watches.triggers, instances, ctx, concurrency, &health, shutdown).await;
+    tracing::info!("kudo controller stopped");
+}
 
-    // Instances: a change reconciles the Instance itself and, for a child Instance (a
-    // KudoOperator task's, label `heritage=kudo`), its parent.
-    let iwriter = Writer::new(iar.clone());
-    let store = iwriter.as_reader();
-    triggers.push(
-        trigger_with(
-            watcher(dynamic(&iar), watcher::Config::default())
-                .default_backoff()
-                .modify(slim_instance)
-                .reflect(iwriter)
-                .touched_objects(),
-            |i: DynamicObject| {
-                let me = ObjectRef::from_obj_with(&i, instance_resource());
-                let parent = (i.labels().get("heritage").map(String::as_str) == Some("kudo"))
-                    .then(|| owner_of(i))
-                    .flatten();
-                std::iter::once(me).chain(parent)
-            },
-        )
-        .boxed(),
-    );
-
-    // OperatorVersion changes re-reconcile every Instance referencing the OV. OperatorVersions
-    // may live in another namespace than their Instances: always cluster-wide.
-    let ovar = operator_version_resource();
-    let ovs: Api<DynamicObject> = Api::all_with(client.clone(), &ovar);
-    let ovwriter = Writer::new(ovar.clone());
-    let ov_cache = ovwriter.as_reader();
-    let ov_store = store.clone();
-    triggers.push(
-        trigger_with(
-            watcher(ovs, watcher::Config::default())
-                .default_backoff()
-                .modify(slim)
-                .reflect(ovwriter)
-                .touched_objects(),
-            move |ov: DynamicObject| instances_of_ov(&ov_store, &ov),
-        )
-        .boxed(),
-    );
-
-    // Secrets named by an Instance's `spec.parameterSources` (sensitive parameters): a change of
-    // one wakes those Instances, whose reconcile compares the values' fingerprints (rotation,
-    // crate::param_sources). The data is dropped as it arrives: nothing of a Secret is cached.
-    let sar = known_resource("", "Secret");
-    let secret_store = store.clone();
-    triggers.push(
-        trigger_with(
-            watcher(dynamic(&sar), watcher::Config::default())
-                .default_backoff()
-                .modify(|o: &mut DynamicObject| {
-                    o.data = serde_json::Value::Null;
-                    o.metadata.managed_fields = None;
-                })
-                .touched_objects(),
-            move |s: DynamicObject| instances_referencing_secret(&secret_store, &s),
-        )
-        .boxed(),
-    );
-
-    // Children: anything KUDO applied carries `heritage=kudo` and `kudo.dev/instance`.
-    let mut children = std::collections::HashMap::new();
-    for (g, v, k, plural) in cache::CHILD_KINDS {
-        let ar = cache::child_resource(g, v, k, plural);
-        let writer = Writer::new(ar.clone());
-        let index = Arc::new(cache::InstanceIndex::default());
-        children.insert(
-            (ar.api_version.clone(), ar.kind.clone()),
-            cache::ChildCache {
-                ar: ar.clone(),
-                store: writer.as_reader(),
-                index: index.clone(),
-            },
-        );
-        let wakes = cache::Wakes::default();
-        let av = ar.api_version.clone();
-        triggers.push(
-            trigger_with(
-                watcher(dynamic(&ar), watcher::Config::default().labels("heritage=kudo"))
-                    .default_backoff()
-                    .modify(move |o| cache::slim_child(k, o))
-                    .reflect(writer),
-                move |ev| {
-                    index.observe(&ev);
-                    wakes.owner_to_wake(&av, k, ev)
-                },
-            )
-            .boxed(),
-        );
-    }
-    let caches = cache::Caches::new(store.clone(), ov_cache, children);
-
-    // Autopilot rules: their watches (started on demand) wake Instances through this channel.
-    let (wake_tx, wake_rx) = tokio::sync::mpsc::unbounded_channel::<ObjectRef<DynamicObject>>();
-    triggers.push(
-        futures::stream::unfold(wake_rx, |mut rx| async move {
-            rx.recv().await.map(|r| (Ok(ReconcileRequest::from(r)), rx))
-        })
-        .boxed(),
-    );
-    let autopilot = autopilot::Watches::new(client.clone(), wake_tx);
-
-    // Events name the replica that acted: its leader election identity (the pod name in a
-    // cluster), else the pod name from the environment.
+/// The state every reconcile shares. Events name the replica that acted: its leader election
+/// identity (the pod name in a cluster), else the pod name from the environment.
+fn context(
+    client: kube::Client,
+    config: ControllerConfig,
+    caches: cache::Caches,
+    autopilot: autopilot::Watches,
+    health: &ops::Health,
+) -> Arc<Context> {
     let instance = config
         .leader_election
         .as_ref()
         .map(|le| le.identity.clone())
         .or_else(|| std::env::var("KUDO_POD_NAME").ok());
     let recorder = events::Recorder::new(client.clone(), REPORTER, instance);
-    let ctx = Arc::new(Context {
+    Arc::new(Context {
         caches,
         discovery: discovery::Cache::new(client.clone()),
         client,
@@ -485,8 +373,19 @@ pub(crate) async fn run_controller(
         applied: Default::default(),
         translations: Default::default(),
         autopilot,
-    });
-    tracing::info!("kudo controller started");
+    })
+}
+
+/// Reconciles the Instances the triggers name until `shutdown` completes, `concurrency` at a
+/// time; ready once the first list of Instances is in `store`.
+async fn reconcile_until(
+    triggers: Vec<watches::Trigger>,
+    store: Store<DynamicObject>,
+    ctx: Arc<Context>,
+    concurrency: u16,
+    health: &ops::Health,
+    shutdown: impl Future,
+) {
     // The caller's shutdown future need not be Send: it is awaited here, and a oneshot relays it
     // to kube-runtime's graceful shutdown (running reconciles finish, no new ones start).
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
@@ -514,7 +413,7 @@ pub(crate) async fn run_controller(
             ctx,
             store.clone(),
             queue,
-            kube::runtime::controller::Config::default().concurrency(config_concurrency),
+            kube::runtime::controller::Config::default().concurrency(concurrency),
         )
         .for_each(|res| async move {
             match res {
@@ -538,7 +437,6 @@ pub(crate) async fn run_controller(
             stream.await;
         }
     }
-    tracing::info!("kudo controller stopped");
 }
 
 /// Maps a child object back to its Instance through the `kudo.dev/instance` label (namespaced
@@ -547,45 +445,4 @@ pub(crate) fn owner_of<K: Resource>(obj: K) -> Option<ObjectRef<DynamicObject>> 
     let name = obj.labels().get(kudo_api::labels::INSTANCE)?.clone();
     let ns = obj.namespace()?;
     Some(ObjectRef::new_with(&name, instance_resource()).within(&ns))
-}
-
-/// Every cached Instance whose `spec.operatorVersion` names this OperatorVersion.
-/// The Instances of the Secret's namespace whose `spec.parameterSources` name the Secret.
-fn instances_referencing_secret(
-    store: &Store<DynamicObject>,
-    secret: &DynamicObject,
-) -> Vec<ObjectRef<DynamicObject>> {
-    let name = secret.name_any();
-    let ns = secret.namespace().unwrap_or_default();
-    store
-        .state()
-        .iter()
-        .filter(|i| i.namespace().unwrap_or_default() == ns)
-        .filter(|i| cache::body_may_contain(i, &name))
-        .filter(|i| {
-            cache::body(i)["spec"]["parameterSources"]
-                .as_object()
-                .is_some_and(|m| m.values().any(|src| src["secretKeyRef"]["name"] == name.as_str()))
-        })
-        .map(|i| ObjectRef::from_obj_with(i.as_ref(), instance_resource()))
-        .collect()
-}
-
-fn instances_of_ov(store: &Store<DynamicObject>, ov: &DynamicObject) -> Vec<ObjectRef<DynamicObject>> {
-    let ov_name = ov.name_any();
-    let ov_ns = ov.namespace().unwrap_or_default();
-    store
-        .state()
-        .iter()
-        .filter(|i| cache::body_may_contain(i, &ov_name))
-        .filter(|i| {
-            let ns = i.namespace().unwrap_or_default();
-            let Ok(r) = kudo_api::ObjectReference::deserialize(&cache::body(i)["spec"]["operatorVersion"])
-            else {
-                return false;
-            };
-            r.name == ov_name && r.namespace_or(&ns) == ov_ns
-        })
-        .map(|i| ObjectRef::from_obj_with(i.as_ref(), instance_resource()))
-        .collect()
 }

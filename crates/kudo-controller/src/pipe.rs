@@ -133,74 +133,14 @@ pub async fn run(
     let mut artifacts = Vec::new();
     for p in pipes {
         let file = if p.file.is_empty() { &p.env_file } else { &p.file };
-        let unavailable = |e: String| {
-            fatal(format!(
-                "task {task}: cannot copy pipe file {file} out of pod {ns}/{name}: pods/exec is unavailable on this cluster ({e}); Pipe tasks need a kubelet that serves exec"
-            ))
-        };
-        let stat = match exec(&pods, &name, &["stat", "-c", "%s", file]).await {
-            Ok(x) => x,
-            Err(ExecFailure::Unavailable(e)) => return unavailable(e),
-            Err(ExecFailure::Other(e)) => {
-                return TaskOutcome::Transient(format!(
-                    "task {task}: exec of stat {file} in pod {ns}/{name} failed: {e}"
-                ));
-            }
-        };
-        if let Some(why) = stat.failure {
-            return fatal(format!(
-                "task {task}: pipe file {file} could not be read in pod {ns}/{name} ({}{why}); the init container's command `{command}` did not produce it",
-                String::from_utf8_lossy(&stat.stderr).trim_end().to_string()
-                    + if stat.stderr.is_empty() { "" } else { ": " },
-            ));
-        }
-        let size_text = String::from_utf8_lossy(&stat.stdout).trim().to_string();
-        let Ok(size) = size_text.parse::<u64>() else {
-            return fatal(format!(
-                "task {task}: stat of pipe file {file} printed {size_text:?}, not a size"
-            ));
-        };
-        if size > MAX_PIPE_FILE_SIZE {
-            return fatal(format!(
-                "task {task}: pipe file {file} is {size} bytes, more than the maximum of {MAX_PIPE_FILE_SIZE} bytes (1 MiB)"
-            ));
-        }
-        let tar = match exec(&pods, &name, &["tar", "cf", "-", file]).await {
-            Ok(x) => x,
-            Err(ExecFailure::Unavailable(e)) => return unavailable(e),
-            Err(ExecFailure::Other(e)) => {
-                return TaskOutcome::Transient(format!(
-                    "task {task}: exec of tar {file} in pod {ns}/{name} failed: {e}"
-                ));
-            }
-        };
-        if let Some(why) = tar.failure {
-            return fatal(format!(
-                "task {task}: copying pipe file {file} out of pod {ns}/{name} failed: {why}"
-            ));
-        }
-        let content = match untar_first(&tar.stdout) {
+        let content = match copy_out(&pods, task, &ns, &name, file, &command).await {
             Ok(c) => c,
-            Err(e) => return fatal(format!("task {task}: copying pipe file {file}: {e}")),
+            Err(outcome) => return outcome,
         };
         let Some(artifact_name) = artifact_names.get(&p.key) else {
             return fatal(format!("task {task}: pipe key {} has no artifact name", p.key));
         };
-        let mut md = json!({"name": artifact_name, "namespace": ns});
-        for k in ["labels", "ownerReferences"] {
-            if let Some(v) = pod["metadata"].get(k) {
-                md[k] = v.clone();
-            }
-        }
-        if let Some(a) = pod["metadata"]["annotations"].as_object() {
-            let kept: serde_json::Map<String, Value> = a
-                .iter()
-                .filter(|(k, _)| k.as_str() != "kudo.dev/pipepod")
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect();
-            md["annotations"] = Value::Object(kept);
-        }
-        match artifact(p, md, &content) {
+        match artifact(p, artifact_metadata(&pod, artifact_name, &ns), &content) {
             Ok(a) => artifacts.push(a),
             Err(e) => return fatal(format!("task {task}: {e}")),
         }
@@ -219,4 +159,83 @@ pub async fn run(
         }
     }
     TaskOutcome::Done
+}
+
+/// Copies pipe file `file` out of the generator pod `ns/name` (stat for its size, then tar):
+/// its content, or the task's outcome when it cannot be had.
+async fn copy_out(
+    pods: &Api<Pod>,
+    task: &str,
+    ns: &str,
+    name: &str,
+    file: &str,
+    command: &str,
+) -> Result<Vec<u8>, TaskOutcome> {
+    let unavailable = |e: String| {
+        fatal(format!(
+            "task {task}: cannot copy pipe file {file} out of pod {ns}/{name}: pods/exec is unavailable on this cluster ({e}); Pipe tasks need a kubelet that serves exec"
+        ))
+    };
+    let stat = match exec(pods, name, &["stat", "-c", "%s", file]).await {
+        Ok(x) => x,
+        Err(ExecFailure::Unavailable(e)) => return Err(unavailable(e)),
+        Err(ExecFailure::Other(e)) => {
+            return Err(TaskOutcome::Transient(format!(
+                "task {task}: exec of stat {file} in pod {ns}/{name} failed: {e}"
+            )));
+        }
+    };
+    if let Some(why) = stat.failure {
+        return Err(fatal(format!(
+            "task {task}: pipe file {file} could not be read in pod {ns}/{name} ({}{why}); the init container's command `{command}` did not produce it",
+            String::from_utf8_lossy(&stat.stderr).trim_end().to_string()
+                + if stat.stderr.is_empty() { "" } else { ": " },
+        )));
+    }
+    let size_text = String::from_utf8_lossy(&stat.stdout).trim().to_string();
+    let Ok(size) = size_text.parse::<u64>() else {
+        return Err(fatal(format!(
+            "task {task}: stat of pipe file {file} printed {size_text:?}, not a size"
+        )));
+    };
+    if size > MAX_PIPE_FILE_SIZE {
+        return Err(fatal(format!(
+            "task {task}: pipe file {file} is {size} bytes, more than the maximum of {MAX_PIPE_FILE_SIZE} bytes (1 MiB)"
+        )));
+    }
+    let tar = match exec(pods, name, &["tar", "cf", "-", file]).await {
+        Ok(x) => x,
+        Err(ExecFailure::Unavailable(e)) => return Err(unavailable(e)),
+        Err(ExecFailure::Other(e)) => {
+            return Err(TaskOutcome::Transient(format!(
+                "task {task}: exec of tar {file} in pod {ns}/{name} failed: {e}"
+            )));
+        }
+    };
+    if let Some(why) = tar.failure {
+        return Err(fatal(format!(
+            "task {task}: copying pipe file {file} out of pod {ns}/{name} failed: {why}"
+        )));
+    }
+    untar_first(&tar.stdout).map_err(|e| fatal(format!("task {task}: copying pipe file {file}: {e}")))
+}
+
+/// The metadata of an artifact: the generator pod's labels, owners and annotations (without the
+/// pipe-pod marker), under the artifact's name.
+fn artifact_metadata(pod: &Value, artifact_name: &str, ns: &str) -> Value {
+    let mut md = json!({"name": artifact_name, "namespace": ns});
+    for k in ["labels", "ownerReferences"] {
+        if let Some(v) = pod["metadata"].get(k) {
+            md[k] = v.clone();
+        }
+    }
+    if let Some(a) = pod["metadata"]["annotations"].as_object() {
+        let kept: serde_json::Map<String, Value> = a
+            .iter()
+            .filter(|(k, _)| k.as_str() != "kudo.dev/pipepod")
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        md["annotations"] = Value::Object(kept);
+    }
+    md
 }

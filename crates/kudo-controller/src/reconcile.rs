@@ -251,12 +251,58 @@ fn schedule_action(plan: &str, due: Timestamp) -> String {
     a
 }
 
+/// What a reconcile read before deciding anything ([`Reconciler::read`]).
+struct Read {
+    raw: DynamicObject,
+    inst: Instance,
+    ov: Arc<OperatorVersion>,
+    uid: String,
+    /// `namespace/name`, for messages.
+    who: String,
+    deleting: bool,
+}
+
+/// What the self-started changes of one reconcile produced ([`Reconciler::initiate`]).
+struct Initiated {
+    /// The autopilot rules' evaluation (`None` without rules, or while deleting).
+    auto: Option<autopilot::Evaluation>,
+    /// The autopilot firing admitted by this reconcile, if any.
+    fired: Option<(Initiation, Admitted)>,
+    /// The admission this reconcile persists.
+    admitted: Admitted,
+    /// The sensitive parameters' values, read once for the reconcile.
+    sourced: param_sources::Sourced,
+    /// The schedule check (`None` while deleting).
+    scheduled: Option<Scheduled>,
+}
+
 /// The outcome of the schedule check of one reconcile.
 struct Scheduled {
     /// The new `status.schedules`.
     statuses: BTreeMap<String, ScheduleStatus>,
     /// When the next occurrence is due (the reconcile's requeue is shortened to it).
     wake: Option<Duration>,
+}
+
+impl Scheduled {
+    /// Records a plan's occurrences in `status.schedules` and wakes the Instance for the next.
+    fn record(&mut self, plan: &str, last: Option<Timestamp>, next: Option<Timestamp>, now: Timestamp) {
+        self.statuses.insert(
+            plan.to_string(),
+            ScheduleStatus {
+                last_schedule_time: last.map(|t| t.to_string()),
+                next_schedule_time: next.map(|t| t.to_string()),
+            },
+        );
+        if let Some(n) = next {
+            self.wake_in(Duration::from_secs(n.seconds_since(now).max(1) as u64));
+        }
+    }
+
+    /// Shortens the reconcile's requeue to `d`.
+    fn wake_in(&mut self, d: Duration) {
+        self.wake = Some(self.wake.map_or(d, |w| w.min(d)));
+    }
 }
 
 /// What a reconcile writes back after its pass, besides the status.
@@ -269,6 +315,19 @@ struct Writes {
     timing: Option<String>,
     /// The status as read, to diff against.
     old_status: InstanceStatus,
+}
+
+impl Writes {
+    /// Starts from what the Instance holds now.
+    fn new(inst: &Instance, remember: Option<InstanceSpec>, old_status: InstanceStatus) -> Writes {
+        Writes {
+            spec: inst.spec.clone(),
+            finalizers: inst.metadata.finalizers.clone(),
+            remember,
+            timing: inst.metadata.annotations.get(TIMING_ANNOTATION).cloned(),
+            old_status,
+        }
+    }
 }
 
 /// How many times an Event write is tried when the API server refuses it transiently.
@@ -414,17 +473,21 @@ impl<'c> Reconciler<'c> {
         }
     }
 
-    async fn run(&self) -> Result<Action, ReconcileError> {
-        let me =
-            kube::runtime::reflector::ObjectRef::new_with(&self.name, instance_resource()).within(&self.ns);
+    /// Reads the Instance and its OperatorVersion. `Break` ends the reconcile with that action:
+    /// the Instance is gone or unreadable, deleted without a cleanup finalizer, or its
+    /// OperatorVersion is missing.
+    async fn read(
+        &self,
+        me: &kube::runtime::reflector::ObjectRef<DynamicObject>,
+    ) -> Result<ControlFlow<Action, Read>, ReconcileError> {
         let Some(raw) = self.current().await? else {
-            self.ctx.autopilot.forget(&me);
-            return Ok(Action::await_change());
+            self.ctx.autopilot.forget(me);
+            return Ok(ControlFlow::Break(Action::await_change()));
         };
         let who = format!("{}/{}", self.ns, self.name);
         let inst = match self.read_instance(&raw, &who).await? {
             ControlFlow::Continue(inst) => inst,
-            ControlFlow::Break(action) => return Ok(action),
+            ControlFlow::Break(action) => return Ok(ControlFlow::Break(action)),
         };
         let uid = raw
             .metadata
@@ -434,45 +497,36 @@ impl<'c> Reconciler<'c> {
         let deleting = raw.metadata.deletion_timestamp.is_some();
         let has_finalizer = inst.metadata.finalizers.iter().any(|f| f == CLEANUP_FINALIZER);
         if deleting && !has_finalizer {
-            return self.delete_without_cleanup(&raw, &inst).await;
+            return self
+                .delete_without_cleanup(&raw, &inst)
+                .await
+                .map(ControlFlow::Break);
         }
-
         let ov = match self.read_operator_version(&raw, &inst, &who).await? {
             ControlFlow::Continue(ov) => ov,
+            ControlFlow::Break(action) => return Ok(ControlFlow::Break(action)),
+        };
+        Ok(ControlFlow::Continue(Read {
+            raw,
+            inst,
+            ov,
+            uid,
+            who,
+            deleting,
+        }))
+    }
+
+    async fn run(&self) -> Result<Action, ReconcileError> {
+        let me =
+            kube::runtime::reflector::ObjectRef::new_with(&self.name, instance_resource()).within(&self.ns);
+        let (raw, inst, mut ov, uid, who, deleting) = match self.read(&me).await? {
+            ControlFlow::Continue(r) => (r.raw, r.inst, r.ov, r.uid, r.who, r.deleting),
             ControlFlow::Break(action) => return Ok(action),
         };
-
         let now = now();
-        let mut auto = if !deleting && autopilot::has_rules(&ov) {
-            Some(self.evaluate_autopilot(&inst, &ov, now).await)
-        } else {
-            self.ctx.autopilot.forget(&me);
-            None
-        };
-        let fired = match auto.as_mut() {
-            Some(a) => self.admit_autopilot(&inst, &ov, a),
-            None => None,
-        };
-        let mut admitted = match fired.as_ref() {
-            Some((_, admitted)) => admitted.clone(),
-            None => self
-                .admit(&inst, &ov, deleting)
-                .await?
-                .with_cleanup(&inst, &ov, deleting),
-        };
-        // Sensitive parameters are read once for this reconcile: the rotation check, the pass
-        // and the drift check share the values. An autopilot firing admitted above makes a plan
-        // run, so rotation and schedules see the Instance busy and wait.
-        let mut sourced = self.resolve_sources(&ov, admitted.exec.as_ref()).await;
-        if !deleting {
-            self.rotation(&raw, &inst, &ov, &uid, &mut admitted, &sourced)
-                .await;
-        }
-        let scheduled = if deleting {
-            None
-        } else {
-            Some(self.schedules(&raw, &inst, &ov, &mut admitted, now).await)
-        };
+        let init = self.initiate(&raw, &inst, &ov, &uid, &me, deleting, now).await?;
+        let (auto, fired, admitted, mut sourced, scheduled) =
+            (init.auto, init.fired, init.admitted, init.sourced, init.scheduled);
         let (raw, inst) = self.persist_admission(raw, inst, &admitted, &who).await?;
         let generation = raw.metadata.generation;
         let Admitted {
@@ -488,21 +542,10 @@ impl<'c> Reconciler<'c> {
         }
         self.record_denial(&raw, &mut status, denial.as_deref(), generation, now)
             .await;
-        let auto_requeue = match auto {
-            Some(a) => {
-                self.publish_autopilot(&raw, &a, fired.as_ref().map(|(i, _)| i))
-                    .await;
-                status.autopilot = a.states;
-                a.requeue
-            }
-            None => {
-                // Rules removed (e.g. by an upgrade): their state goes with them.
-                if !deleting {
-                    status.autopilot.clear();
-                }
-                None
-            }
-        };
+        let fired = fired.as_ref().map(|(i, _)| i);
+        let auto_requeue = self
+            .report_autopilot(&raw, auto, fired, &mut status, deleting)
+            .await;
 
         let annotations = inst.metadata.annotations.clone();
         let Some(exec) = exec else {
@@ -511,22 +554,14 @@ impl<'c> Reconciler<'c> {
             let requeue = self.ctx.config.idle_resync;
             return Ok(Action::requeue(auto_requeue.map_or(requeue, |r| r.min(requeue))));
         };
-        // A denied upgrade keeps executing against the previously admitted OperatorVersion.
-        let ov = if exec.operator_version != inst.spec.operator_version {
+        // A denied upgrade keeps executing against the previously admitted OperatorVersion
+        // (the sourced values are validated against the OperatorVersion that runs).
+        if exec.operator_version != inst.spec.operator_version {
             let exec_ov = self.get_ov(&inst, &exec).await?.unwrap_or(ov);
-            // validated against the OperatorVersion that runs
             sourced = self.resolve_sources(&exec_ov, Some(&exec)).await;
-            exec_ov
-        } else {
-            ov
-        };
-        let mut writes = Writes {
-            spec: inst.spec.clone(),
-            finalizers: inst.metadata.finalizers.clone(),
-            remember,
-            timing: annotations.get(TIMING_ANNOTATION).cloned(),
-            old_status,
-        };
+            ov = exec_ov;
+        }
+        let mut writes = Writes::new(&inst, remember, old_status);
         let input = PassInput {
             raw: &raw,
             ov: &ov,
@@ -537,19 +572,95 @@ impl<'c> Reconciler<'c> {
             generation,
             sourced: &sourced,
         };
-        let mut requeue = self
+        let requeue = self
             .idle_or_pass(&input, &mut status, deleting, &mut writes)
             .await?
             .unwrap_or(self.ctx.config.idle_resync);
-        if let Some(wake) = scheduled.and_then(|s| s.wake) {
-            requeue = requeue.min(wake);
-        }
-        if let Some(r) = auto_requeue {
-            requeue = requeue.min(r);
-        }
+        // The next schedule occurrence and autopilot evaluation shorten the wait.
+        let requeue = [scheduled.and_then(|s| s.wake), auto_requeue]
+            .into_iter()
+            .flatten()
+            .fold(requeue, Duration::min);
         self.persist_run(&raw, &inst, &ov, deleting, writes, &status)
             .await?;
         Ok(Action::requeue(requeue))
+    }
+
+    /// Admits the stored spec and every self-started change, in order: an autopilot firing
+    /// (which replaces the admission of the stored spec), Secret rotation, then schedules.
+    #[allow(clippy::too_many_arguments)]
+    async fn initiate(
+        &self,
+        raw: &DynamicObject,
+        inst: &Instance,
+        ov: &OperatorVersion,
+        uid: &str,
+        me: &kube::runtime::reflector::ObjectRef<DynamicObject>,
+        deleting: bool,
+        now: Timestamp,
+    ) -> Result<Initiated, ReconcileError> {
+        let mut auto = if !deleting && autopilot::has_rules(ov) {
+            Some(self.evaluate_autopilot(inst, ov, now).await)
+        } else {
+            self.ctx.autopilot.forget(me);
+            None
+        };
+        let fired = match auto.as_mut() {
+            Some(a) => self.admit_autopilot(inst, ov, a),
+            None => None,
+        };
+        let mut admitted = match fired.as_ref() {
+            Some((_, admitted)) => admitted.clone(),
+            None => self
+                .admit(inst, ov, deleting)
+                .await?
+                .with_cleanup(inst, ov, deleting),
+        };
+        // Sensitive parameters are read once for this reconcile: the rotation check, the pass
+        // and the drift check share the values. An autopilot firing admitted above makes a plan
+        // run, so rotation and schedules see the Instance busy and wait.
+        let sourced = self.resolve_sources(ov, admitted.exec.as_ref()).await;
+        if !deleting {
+            self.rotation(raw, inst, ov, uid, &mut admitted, &sourced).await;
+        }
+        let scheduled = if deleting {
+            None
+        } else {
+            Some(self.schedules(raw, inst, ov, &mut admitted, now).await)
+        };
+        Ok(Initiated {
+            auto,
+            fired,
+            admitted,
+            sourced,
+            scheduled,
+        })
+    }
+
+    /// Publishes the autopilot evaluation and keeps its rule states in `status`; returns when to
+    /// evaluate again.
+    async fn report_autopilot(
+        &self,
+        raw: &DynamicObject,
+        auto: Option<autopilot::Evaluation>,
+        fired: Option<&Initiation>,
+        status: &mut InstanceStatus,
+        deleting: bool,
+    ) -> Option<Duration> {
+        match auto {
+            Some(a) => {
+                self.publish_autopilot(raw, &a, fired).await;
+                status.autopilot = a.states;
+                a.requeue
+            }
+            None => {
+                // Rules removed (e.g. by an upgrade): their state goes with them.
+                if !deleting {
+                    status.autopilot.clear();
+                }
+                None
+            }
+        }
     }
 
     /// An Instance being deleted that no cleanup finalizer holds: the cluster-scoped objects it
@@ -949,42 +1060,56 @@ impl<'c> Reconciler<'c> {
                 parameters,
                 record: fp,
             } => {
-                let names = parameters.join(", ");
-                let init = Initiation {
-                    plan: plan.clone(),
-                    set_parameters: BTreeMap::new(),
-                    origin: Origin::Rotation {
-                        parameters: names.clone(),
-                    },
-                };
-                match &admitted.propose(inst, ov, &init) {
-                    Decision::Schedule { .. } => {
-                        let uid = admitted.spec.plan_execution.uid.clone();
-                        let msg = format!(
-                            "The value of parameter(s) {names} changed in their Secret: plan {plan} (run {uid}) started"
-                        );
-                        info!(plan = %plan, uid = %uid, parameters = %names, "sensitive parameter rotated");
-                        self.event(
-                            raw,
-                            EventType::Normal,
-                            PARAMETER_ROTATED,
-                            &format!("Rotation {uid}"),
-                            &msg,
-                        )
-                        .await;
-                    }
-                    Decision::Deny { message } => {
-                        let msg = format!(
-                            "The value of parameter(s) {names} changed in their Secret, but plan {plan} cannot start: {message}"
-                        );
-                        warn!("{msg}");
-                        self.event(raw, EventType::Warning, PARAMETER_ROTATED, "Rotation", &msg)
-                            .await;
-                    }
-                    other => debug!(decision = ?other, "rotation trigger not admitted"),
-                }
+                self.start_rotation(raw, inst, ov, admitted, &plan, &parameters.join(", "))
+                    .await;
                 record(&fp, admitted);
             }
+        }
+    }
+
+    /// Proposes the trigger plan of rotated parameters `names` like a user's `plan trigger` and
+    /// reports what the admission answered.
+    async fn start_rotation(
+        &self,
+        raw: &DynamicObject,
+        inst: &Instance,
+        ov: &OperatorVersion,
+        admitted: &mut Admitted,
+        plan: &str,
+        names: &str,
+    ) {
+        let init = Initiation {
+            plan: plan.to_string(),
+            set_parameters: BTreeMap::new(),
+            origin: Origin::Rotation {
+                parameters: names.to_string(),
+            },
+        };
+        match &admitted.propose(inst, ov, &init) {
+            Decision::Schedule { .. } => {
+                let uid = admitted.spec.plan_execution.uid.clone();
+                let msg = format!(
+                    "The value of parameter(s) {names} changed in their Secret: plan {plan} (run {uid}) started"
+                );
+                info!(plan = %plan, uid = %uid, parameters = %names, "sensitive parameter rotated");
+                self.event(
+                    raw,
+                    EventType::Normal,
+                    PARAMETER_ROTATED,
+                    &format!("Rotation {uid}"),
+                    &msg,
+                )
+                .await;
+            }
+            Decision::Deny { message } => {
+                let msg = format!(
+                    "The value of parameter(s) {names} changed in their Secret, but plan {plan} cannot start: {message}"
+                );
+                warn!("{msg}");
+                self.event(raw, EventType::Warning, PARAMETER_ROTATED, "Rotation", &msg)
+                    .await;
+            }
+            other => debug!(decision = ?other, "rotation trigger not admitted"),
         }
     }
 
@@ -1025,21 +1150,8 @@ impl<'c> Reconciler<'c> {
             if p.schedule.is_none() {
                 continue;
             }
-            let parsed = render_schedule(ov, plan, &rctx)
-                .map_err(|e| e.to_string())
-                .and_then(|expr| {
-                    schedule::parse(expr.as_deref().unwrap_or(""))
-                        .map_err(|e| format!("schedule of plan {plan:?}: {e}"))
-                });
-            let sched = match parsed {
-                Ok(Some(s)) => s,
-                Ok(None) => continue,
-                Err(msg) => {
-                    warn!(plan = %plan, "{msg}");
-                    self.event(raw, EventType::Warning, INVALID_SCHEDULE, "Schedule", &msg)
-                        .await;
-                    continue;
-                }
+            let Some(sched) = self.schedule_of(raw, ov, plan, &rctx).await else {
+                continue;
             };
             let recorded = |f: fn(&ScheduleStatus) -> Option<&String>| {
                 prev.get(plan).and_then(f).and_then(|t| Timestamp::parse(t).ok())
@@ -1055,29 +1167,14 @@ impl<'c> Reconciler<'c> {
             let clean = admitted.denial.is_none() && admitted.exec.as_ref() == Some(&admitted.spec);
             let busy = !pe.plan_name.is_empty() || !clean;
             let finishing = pe.status.is_some_and(|s| s.is_terminal());
-            let record = |last: Option<Timestamp>, next: Option<Timestamp>, out: &mut Scheduled| {
-                out.statuses.insert(
-                    plan.clone(),
-                    ScheduleStatus {
-                        last_schedule_time: last.map(|t| t.to_string()),
-                        next_schedule_time: next.map(|t| t.to_string()),
-                    },
-                );
-                if let Some(n) = next {
-                    let secs = n.seconds_since(now).max(1) as u64;
-                    let d = Duration::from_secs(secs);
-                    out.wake = Some(out.wake.map_or(d, |w| w.min(d)));
-                }
-            };
             match schedule::decide(&sched, history, now, busy) {
-                schedule::Decision::Wait { next } => record(last, next, &mut out),
+                schedule::Decision::Wait { next } => out.record(plan, last, next, now),
                 schedule::Decision::Skip { .. } if finishing && clean => {
                     // The last run just ended; its planExecution is cleared by the next
                     // reconcile. Decide then rather than skip an occurrence nothing blocks.
                     out.statuses
                         .insert(plan.clone(), prev.get(plan).cloned().unwrap_or_default());
-                    let d = Duration::from_secs(1);
-                    out.wake = Some(out.wake.map_or(d, |w| w.min(d)));
+                    out.wake_in(Duration::from_secs(1));
                 }
                 schedule::Decision::Skip { due, next } => {
                     let why = if pe.plan_name.is_empty() {
@@ -1086,41 +1183,84 @@ impl<'c> Reconciler<'c> {
                         format!("plan '{}' is running", pe.plan_name)
                     };
                     self.skipped(raw, plan, &sched, due, &why).await;
-                    record(Some(due), next, &mut out);
+                    out.record(plan, Some(due), next, now);
                 }
                 schedule::Decision::Due { due, next } => {
-                    let init = Initiation {
-                        plan: plan.clone(),
-                        set_parameters: BTreeMap::new(),
-                        origin: Origin::Schedule { due: due.to_string() },
-                    };
-                    match &admitted.propose(inst, ov, &init) {
-                        Decision::Schedule { .. } => {
-                            let uid = admitted.spec.plan_execution.uid.clone();
-                            let msg = format!(
-                                "Plan {plan} (run {uid}) started by schedule '{}' (due {due})",
-                                sched.expr()
-                            );
-                            info!(plan = %plan, uid = %uid, due = %due, "{msg}");
-                            self.event(
-                                raw,
-                                EventType::Normal,
-                                kudo_engine::reasons::PLAN_STARTED,
-                                &schedule_action(plan, due),
-                                &msg,
-                            )
-                            .await;
-                        }
-                        Decision::Deny { message } => {
-                            self.skipped(raw, plan, &sched, due, message).await;
-                        }
-                        other => debug!(plan = %plan, decision = ?other, "scheduled trigger not admitted"),
-                    }
-                    record(Some(due), next, &mut out);
+                    self.start_scheduled(raw, inst, ov, admitted, plan, &sched, due)
+                        .await;
+                    out.record(plan, Some(due), next, now);
                 }
             }
         }
         out
+    }
+
+    /// The parsed `schedule:` of `plan`, rendered over the parameters; `None` when the plan is
+    /// not scheduled, or its schedule is invalid (reported with a Warning Event).
+    async fn schedule_of(
+        &self,
+        raw: &DynamicObject,
+        ov: &OperatorVersion,
+        plan: &str,
+        rctx: &RenderContext,
+    ) -> Option<Schedule> {
+        let parsed = render_schedule(ov, plan, rctx)
+            .map_err(|e| e.to_string())
+            .and_then(|expr| {
+                schedule::parse(expr.as_deref().unwrap_or(""))
+                    .map_err(|e| format!("schedule of plan {plan:?}: {e}"))
+            });
+        match parsed {
+            Ok(s) => s,
+            Err(msg) => {
+                warn!(plan = %plan, "{msg}");
+                self.event(raw, EventType::Warning, INVALID_SCHEDULE, "Schedule", &msg)
+                    .await;
+                None
+            }
+        }
+    }
+
+    /// Proposes the run of `plan` for the occurrence `due` like a user's `plan trigger` and
+    /// reports what the admission answered (a denial skips the occurrence).
+    #[allow(clippy::too_many_arguments)]
+    async fn start_scheduled(
+        &self,
+        raw: &DynamicObject,
+        inst: &Instance,
+        ov: &OperatorVersion,
+        admitted: &mut Admitted,
+        plan: &str,
+        sched: &Schedule,
+        due: Timestamp,
+    ) {
+        let init = Initiation {
+            plan: plan.to_string(),
+            set_parameters: BTreeMap::new(),
+            origin: Origin::Schedule { due: due.to_string() },
+        };
+        match &admitted.propose(inst, ov, &init) {
+            Decision::Schedule { .. } => {
+                let uid = admitted.spec.plan_execution.uid.clone();
+                let msg = format!(
+                    "Plan {plan} (run {uid}) started by schedule '{}' (due {due})",
+                    sched.expr()
+                );
+                info!(plan = %plan, uid = %uid, due = %due, "{msg}");
+                self.event(
+                    raw,
+                    EventType::Normal,
+                    kudo_engine::reasons::PLAN_STARTED,
+                    &schedule_action(plan, due),
+                    &msg,
+                )
+                .await;
+            }
+            Decision::Deny { message } => {
+                self.skipped(raw, plan, sched, due, message).await;
+            }
+            other => debug!(plan = %plan, decision = ?other, "scheduled trigger not admitted"),
+        }
     }
 
     /// The `ScheduledPlanSkipped` Event of an occurrence that could not run.
@@ -1441,15 +1581,7 @@ impl<'c> Reconciler<'c> {
         self.ctx
             .metrics
             .plan_pass(ov, plan_uid, annotations, &summary, now);
-        for (path, err) in &summary.transient_errors {
-            warn!(task = %path, error = %err, "transient task error");
-        }
-        for (path, msg) in &summary.waiting {
-            debug!(task = %path, waiting = %msg, "waiting");
-        }
-        if summary.status != summary.status_before {
-            info!(status = %summary.status, "plan status changed");
-        }
+        log_pass(&summary);
         for ev in &summary.events {
             self.event(raw, ev.type_, &ev.reason, plan, &ev.message).await;
         }
@@ -1842,6 +1974,19 @@ fn schedules_patch(old: &InstanceStatus, new: &InstanceStatus) -> Value {
         }
     }
     Value::Object(out)
+}
+
+/// Logs what a plan pass met: transient errors, waits and a changed plan status.
+fn log_pass(summary: &kudo_engine::PassSummary) {
+    for (path, err) in &summary.transient_errors {
+        warn!(task = %path, error = %err, "transient task error");
+    }
+    for (path, msg) in &summary.waiting {
+        debug!(task = %path, waiting = %msg, "waiting");
+    }
+    if summary.status != summary.status_before {
+        info!(status = %summary.status, "plan status changed");
+    }
 }
 
 #[cfg(test)]

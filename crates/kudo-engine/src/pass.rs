@@ -177,6 +177,16 @@ enum Pos {
     Finished,
 }
 
+/// What one move of the pass's cursor ([`PlanPass::advance`]) produced.
+enum Move<'a> {
+    /// The cursor moved; keep going.
+    Continue,
+    /// This task must be executed now.
+    Run((usize, usize, usize, &'a Task)),
+    /// The pass is over.
+    Stop,
+}
+
 /// One pass over a plan. Created by [`PlanPass::start`], driven with [`PlanPass::next_task`] /
 /// [`PlanPass::report`], consumed by [`PlanPass::finish`].
 #[derive(Debug)]
@@ -444,221 +454,250 @@ impl<'a> PlanPass<'a> {
 
     /// Moves the cursor until a task must be executed (returned) or the pass ends (`None`).
     fn advance(&mut self) -> Option<(usize, usize, usize, &'a Task)> {
-        let plan: &'a Plan = self.plan;
         loop {
-            match self.pos {
+            let moved = match self.pos {
                 Pos::Finished => return None,
-                Pos::PhaseStart(i) => {
-                    if !self.began {
-                        self.began = true;
-                        self.begin_plan();
-                        if let Some(t) = &plan.timeout
-                            && let Err(e) = parse_duration(t)
-                        {
-                            let msg = format!(
-                                "{}fatal error: invalid timeout of plan {}: {e}",
-                                self.who(),
-                                self.plan_name
-                            );
-                            self.status.status = ExecutionStatus::FatalError;
-                            self.status.message = msg.clone();
-                            self.set_fatal(reasons::INVALID_TIMEOUT, msg);
-                            return None;
-                        }
-                    }
-                    if i >= plan.phases.len() {
-                        self.pos = Pos::PlanEnd;
-                        continue;
-                    }
-                    let phase = &plan.phases[i];
-                    let Some(pi) = self.status.phases.iter().position(|p| p.name == phase.name) else {
-                        let msg = format!(
-                            "{}fatal error: missing phase status: {}.{}",
-                            self.who(),
-                            self.plan_name,
-                            phase.name
-                        );
-                        self.status.status = ExecutionStatus::FatalError;
-                        self.status.message = msg.clone();
-                        self.set_fatal(reasons::MISSING_PHASE_STATUS, msg);
-                        return None;
-                    };
-                    self.phase_status_idx = pi;
-                    let ps = &mut self.status.phases[pi];
-                    if ps.status.is_finished() {
-                        self.phases_left -= 1;
-                        self.pos = Pos::PhaseStart(i + 1);
-                        continue;
-                    }
-                    if ps.status.is_running() {
-                        ps.status = ExecutionStatus::InProgress;
-                        ps.message.clear();
-                    }
-                    self.steps_left = phase.steps.len();
-                    self.pos = Pos::StepStart(i, 0);
-                }
-                Pos::StepStart(i, j) => {
-                    let phase = &plan.phases[i];
-                    if j >= phase.steps.len() {
-                        self.pos = Pos::PhaseEnd(i);
-                        continue;
-                    }
-                    let step = &phase.steps[j];
-                    let pi = self.phase_status_idx;
-                    let Some(si) = self.status.phases[pi]
-                        .steps
-                        .iter()
-                        .position(|s| s.name == step.name)
-                    else {
-                        let msg = format!(
-                            "{}fatal error: missing step status: {}.{}.{}",
-                            self.who(),
-                            self.plan_name,
-                            phase.name,
-                            step.name
-                        );
-                        self.status.phases[pi].status = ExecutionStatus::FatalError;
-                        self.status.phases[pi].message = msg.clone();
-                        self.status.status = ExecutionStatus::FatalError;
-                        self.status.message.clear();
-                        self.set_fatal(reasons::MISSING_STEP_STATUS, msg);
-                        return None;
-                    };
-                    self.step_status_idx = si;
-                    let st = &mut self.status.phases[pi].steps[si];
-                    if st.status.is_finished() {
-                        self.steps_left -= 1;
-                        self.pos = Pos::StepStart(i, j + 1);
-                        continue;
-                    }
-                    if st.status.is_running() {
-                        st.status = ExecutionStatus::InProgress;
-                        st.message.clear();
-                    }
-                    if let Some(t) = &step.timeout
-                        && let Err(e) = parse_duration(t)
-                    {
-                        let msg = format!(
-                            "{}fatal error: invalid timeout of step {}.{}.{}: {e}",
-                            self.who(),
-                            self.plan_name,
-                            phase.name,
-                            step.name
-                        );
-                        self.fail_step(reasons::INVALID_TIMEOUT, msg);
-                        return None;
-                    }
-                    let entry = self.timing.steps.entry(phase.name.clone()).or_default();
-                    if entry
-                        .get(&step.name)
-                        .and_then(|t| Timestamp::parse(t).ok())
-                        .is_none()
-                    {
-                        entry.insert(step.name.clone(), self.now.to_string());
-                    }
-                    self.tasks_left = step.tasks.iter().map(String::as_str).collect();
-                    self.pos = Pos::Task(i, j, 0);
-                }
-                Pos::Task(i, j, k) => {
-                    let phase = &plan.phases[i];
-                    let step = &phase.steps[j];
-                    if k >= step.tasks.len() {
-                        self.pos = Pos::StepEnd(i, j);
-                        continue;
-                    }
-                    let tn = step.tasks[k].as_str();
-                    let spec: &'a OperatorVersionSpec = self.spec;
-                    let Some(task) = spec.tasks.iter().find(|t| t.name == tn) else {
-                        let msg = format!(
-                            "{}fatal error: missing task {}.{}.{}.{}",
-                            self.who(),
-                            self.plan_name,
-                            phase.name,
-                            step.name,
-                            tn
-                        );
-                        self.fail_step(reasons::UNKNOWN_TASK_NAME, msg);
-                        return None;
-                    };
-                    if let Err(e) = validate_task(task) {
-                        let msg = format!(
-                            "{}fatal error: failed to build task {}.{}.{}.{}: {e}",
-                            self.who(),
-                            self.plan_name,
-                            phase.name,
-                            step.name,
-                            tn
-                        );
-                        self.fail_step(reasons::TASK_BUILD_ERROR, msg);
-                        return None;
-                    }
-                    return Some((i, j, k, task));
-                }
-                Pos::StepEnd(i, j) => {
-                    let phase = &plan.phases[i];
-                    let step = &phase.steps[j];
-                    if self.tasks_left.is_empty() {
-                        let st = &mut self.status.phases[self.phase_status_idx].steps[self.step_status_idx];
-                        st.status = ExecutionStatus::Complete;
-                        st.message.clear();
-                        self.steps_left -= 1;
-                        if let Some(m) = self.timing.steps.get_mut(&phase.name) {
-                            m.remove(&step.name);
-                            if m.is_empty() {
-                                self.timing.steps.remove(&phase.name);
-                            }
-                        }
-                        self.pos = Pos::StepStart(i, j + 1);
-                        continue;
-                    }
-                    if let (Some(t), Some(started)) =
-                        (&step.timeout, self.timing.step_started(&phase.name, &step.name))
-                    {
-                        let secs = parse_duration(t).unwrap_or(u64::MAX);
-                        if self.now.seconds_since(started) >= i64::try_from(secs).unwrap_or(i64::MAX) {
-                            let msg = format!(
-                                "{}fatal error: step {}.{}.{} did not complete within {t} (running since {})",
-                                self.who(),
-                                self.plan_name,
-                                phase.name,
-                                step.name,
-                                started
-                            );
-                            self.fail_step(reasons::STEP_TIMEOUT, msg);
-                            return None;
-                        }
-                    }
-                    self.pos = if phase.strategy.is_serial() {
-                        Pos::PhaseEnd(i)
-                    } else {
-                        Pos::StepStart(i, j + 1)
-                    };
-                }
-                Pos::PhaseEnd(i) => {
-                    if self.steps_left == 0 {
-                        let ps = &mut self.status.phases[self.phase_status_idx];
-                        ps.status = ExecutionStatus::Complete;
-                        ps.message.clear();
-                        self.phases_left -= 1;
-                        self.pos = Pos::PhaseStart(i + 1);
-                    } else if plan.strategy.is_serial() {
-                        self.pos = Pos::PlanEnd;
-                    } else {
-                        self.pos = Pos::PhaseStart(i + 1);
-                    }
-                }
-                Pos::PlanEnd => {
-                    self.pos = Pos::Finished;
-                    if self.phases_left == 0 {
-                        self.status.status = ExecutionStatus::Complete;
-                        self.status.message.clear();
-                        return None;
-                    }
-                    self.check_plan_timeout();
-                    return None;
-                }
+                Pos::PhaseStart(i) => self.phase_start(i),
+                Pos::StepStart(i, j) => self.step_start(i, j),
+                Pos::Task(i, j, k) => self.task_at(i, j, k),
+                Pos::StepEnd(i, j) => self.step_end(i, j),
+                Pos::PhaseEnd(i) => self.phase_end(i),
+                Pos::PlanEnd => self.plan_end(),
+            };
+            match moved {
+                Move::Continue => {}
+                Move::Run(task) => return Some(task),
+                Move::Stop => return None,
             }
         }
+    }
+
+    /// Enters phase `i` (the first time: starts the plan and checks its timeout).
+    fn phase_start(&mut self, i: usize) -> Move<'a> {
+        let plan: &'a Plan = self.plan;
+        if !self.began {
+            self.began = true;
+            self.begin_plan();
+            if let Some(t) = &plan.timeout
+                && let Err(e) = parse_duration(t)
+            {
+                let msg = format!(
+                    "{}fatal error: invalid timeout of plan {}: {e}",
+                    self.who(),
+                    self.plan_name
+                );
+                self.status.status = ExecutionStatus::FatalError;
+                self.status.message = msg.clone();
+                self.set_fatal(reasons::INVALID_TIMEOUT, msg);
+                return Move::Stop;
+            }
+        }
+        if i >= plan.phases.len() {
+            self.pos = Pos::PlanEnd;
+            return Move::Continue;
+        }
+        let phase = &plan.phases[i];
+        let Some(pi) = self.status.phases.iter().position(|p| p.name == phase.name) else {
+            let msg = format!(
+                "{}fatal error: missing phase status: {}.{}",
+                self.who(),
+                self.plan_name,
+                phase.name
+            );
+            self.status.status = ExecutionStatus::FatalError;
+            self.status.message = msg.clone();
+            self.set_fatal(reasons::MISSING_PHASE_STATUS, msg);
+            return Move::Stop;
+        };
+        self.phase_status_idx = pi;
+        let ps = &mut self.status.phases[pi];
+        if ps.status.is_finished() {
+            self.phases_left -= 1;
+            self.pos = Pos::PhaseStart(i + 1);
+            return Move::Continue;
+        }
+        if ps.status.is_running() {
+            ps.status = ExecutionStatus::InProgress;
+            ps.message.clear();
+        }
+        self.steps_left = phase.steps.len();
+        self.pos = Pos::StepStart(i, 0);
+        Move::Continue
+    }
+
+    /// Enters step `j` of phase `i`: its status, its timeout, when it started.
+    fn step_start(&mut self, i: usize, j: usize) -> Move<'a> {
+        let plan: &'a Plan = self.plan;
+        let phase = &plan.phases[i];
+        if j >= phase.steps.len() {
+            self.pos = Pos::PhaseEnd(i);
+            return Move::Continue;
+        }
+        let step = &phase.steps[j];
+        let pi = self.phase_status_idx;
+        let Some(si) = self.status.phases[pi]
+            .steps
+            .iter()
+            .position(|s| s.name == step.name)
+        else {
+            let msg = format!(
+                "{}fatal error: missing step status: {}.{}.{}",
+                self.who(),
+                self.plan_name,
+                phase.name,
+                step.name
+            );
+            self.status.phases[pi].status = ExecutionStatus::FatalError;
+            self.status.phases[pi].message = msg.clone();
+            self.status.status = ExecutionStatus::FatalError;
+            self.status.message.clear();
+            self.set_fatal(reasons::MISSING_STEP_STATUS, msg);
+            return Move::Stop;
+        };
+        self.step_status_idx = si;
+        let st = &mut self.status.phases[pi].steps[si];
+        if st.status.is_finished() {
+            self.steps_left -= 1;
+            self.pos = Pos::StepStart(i, j + 1);
+            return Move::Continue;
+        }
+        if st.status.is_running() {
+            st.status = ExecutionStatus::InProgress;
+            st.message.clear();
+        }
+        if let Some(t) = &step.timeout
+            && let Err(e) = parse_duration(t)
+        {
+            let msg = format!(
+                "{}fatal error: invalid timeout of step {}.{}.{}: {e}",
+                self.who(),
+                self.plan_name,
+                phase.name,
+                step.name
+            );
+            self.fail_step(reasons::INVALID_TIMEOUT, msg);
+            return Move::Stop;
+        }
+        let entry = self.timing.steps.entry(phase.name.clone()).or_default();
+        if entry
+            .get(&step.name)
+            .and_then(|t| Timestamp::parse(t).ok())
+            .is_none()
+        {
+            entry.insert(step.name.clone(), self.now.to_string());
+        }
+        self.tasks_left = step.tasks.iter().map(String::as_str).collect();
+        self.pos = Pos::Task(i, j, 0);
+        Move::Continue
+    }
+
+    /// Task `k` of step `j` of phase `i`: returned to run unless it is missing or invalid.
+    fn task_at(&mut self, i: usize, j: usize, k: usize) -> Move<'a> {
+        let plan: &'a Plan = self.plan;
+        let phase = &plan.phases[i];
+        let step = &phase.steps[j];
+        if k >= step.tasks.len() {
+            self.pos = Pos::StepEnd(i, j);
+            return Move::Continue;
+        }
+        let tn = step.tasks[k].as_str();
+        let spec: &'a OperatorVersionSpec = self.spec;
+        let Some(task) = spec.tasks.iter().find(|t| t.name == tn) else {
+            let msg = format!(
+                "{}fatal error: missing task {}.{}.{}.{}",
+                self.who(),
+                self.plan_name,
+                phase.name,
+                step.name,
+                tn
+            );
+            self.fail_step(reasons::UNKNOWN_TASK_NAME, msg);
+            return Move::Stop;
+        };
+        if let Err(e) = validate_task(task) {
+            let msg = format!(
+                "{}fatal error: failed to build task {}.{}.{}.{}: {e}",
+                self.who(),
+                self.plan_name,
+                phase.name,
+                step.name,
+                tn
+            );
+            self.fail_step(reasons::TASK_BUILD_ERROR, msg);
+            return Move::Stop;
+        }
+        Move::Run((i, j, k, task))
+    }
+
+    /// After the tasks of step `j`: complete, timed out, or waiting (a serial phase stops here).
+    fn step_end(&mut self, i: usize, j: usize) -> Move<'a> {
+        let plan: &'a Plan = self.plan;
+        let phase = &plan.phases[i];
+        let step = &phase.steps[j];
+        if self.tasks_left.is_empty() {
+            let st = &mut self.status.phases[self.phase_status_idx].steps[self.step_status_idx];
+            st.status = ExecutionStatus::Complete;
+            st.message.clear();
+            self.steps_left -= 1;
+            if let Some(m) = self.timing.steps.get_mut(&phase.name) {
+                m.remove(&step.name);
+                if m.is_empty() {
+                    self.timing.steps.remove(&phase.name);
+                }
+            }
+            self.pos = Pos::StepStart(i, j + 1);
+            return Move::Continue;
+        }
+        if let (Some(t), Some(started)) = (&step.timeout, self.timing.step_started(&phase.name, &step.name)) {
+            let secs = parse_duration(t).unwrap_or(u64::MAX);
+            if self.now.seconds_since(started) >= i64::try_from(secs).unwrap_or(i64::MAX) {
+                let msg = format!(
+                    "{}fatal error: step {}.{}.{} did not complete within {t} (running since {})",
+                    self.who(),
+                    self.plan_name,
+                    phase.name,
+                    step.name,
+                    started
+                );
+                self.fail_step(reasons::STEP_TIMEOUT, msg);
+                return Move::Stop;
+            }
+        }
+        self.pos = if phase.strategy.is_serial() {
+            Pos::PhaseEnd(i)
+        } else {
+            Pos::StepStart(i, j + 1)
+        };
+        Move::Continue
+    }
+
+    /// After phase `i`: complete, or waiting (a serial plan stops here).
+    fn phase_end(&mut self, i: usize) -> Move<'a> {
+        let plan: &'a Plan = self.plan;
+        if self.steps_left == 0 {
+            let ps = &mut self.status.phases[self.phase_status_idx];
+            ps.status = ExecutionStatus::Complete;
+            ps.message.clear();
+            self.phases_left -= 1;
+            self.pos = Pos::PhaseStart(i + 1);
+        } else if plan.strategy.is_serial() {
+            self.pos = Pos::PlanEnd;
+        } else {
+            self.pos = Pos::PhaseStart(i + 1);
+        }
+        Move::Continue
+    }
+
+    /// The end of the pass: the plan is complete, or its timeout is checked.
+    fn plan_end(&mut self) -> Move<'a> {
+        self.pos = Pos::Finished;
+        if self.phases_left == 0 {
+            self.status.status = ExecutionStatus::Complete;
+            self.status.message.clear();
+            return Move::Stop;
+        }
+        self.check_plan_timeout();
+        Move::Stop
     }
 
     fn check_plan_timeout(&mut self) {

@@ -169,74 +169,22 @@ fn civil_from_days(z: i64) -> (i64, i64, i64) {
     (y, m, d)
 }
 
-/// Parses a Go `time.ParseDuration` string into whole seconds (sub-second parts round up, so a
-/// timeout is never shorter than written). Negative durations are rejected: a timeout cannot be
-/// negative. As a convenience a bare non-negative integer is read as seconds (the kudo-api field
+/// A `timeout`: a Go duration ([`kudo_api::duration::parse`]) in whole seconds. The rules on top
+/// of Go's are the engine's: sub-second parts round up, so a timeout is never shorter than
+/// written; negative durations are refused, a timeout cannot be negative; surrounding whitespace
+/// is ignored; and a bare non-negative integer is read as seconds (the kudo-api field
 /// documentation describes the timeout in seconds; Go itself accepts only `0` without a unit).
 pub fn parse_duration(s: &str) -> Result<u64, TimeError> {
     let err = || TimeError::Duration(s.to_string());
     let t = s.trim();
-    if t.is_empty() {
-        return Err(err());
-    }
-    if t.bytes().all(|c| c.is_ascii_digit()) {
+    if !t.is_empty() && t.bytes().all(|c| c.is_ascii_digit()) {
         return t.parse::<u64>().map_err(|_| err());
     }
-    let t = t.strip_prefix('+').unwrap_or(t);
     if t.starts_with('-') {
         return Err(err());
     }
-    let b = t.as_bytes();
-    let mut i = 0;
-    let mut total_nanos: u128 = 0;
-    while i < b.len() {
-        // number: digits with an optional fraction
-        let start = i;
-        while i < b.len() && b[i].is_ascii_digit() {
-            i += 1;
-        }
-        let int_part = &t[start..i];
-        let mut frac_part = "";
-        if i < b.len() && b[i] == b'.' {
-            i += 1;
-            let fs = i;
-            while i < b.len() && b[i].is_ascii_digit() {
-                i += 1;
-            }
-            frac_part = &t[fs..i];
-        }
-        if int_part.is_empty() && frac_part.is_empty() {
-            return Err(err());
-        }
-        let us = i;
-        while i < b.len() && !b[i].is_ascii_digit() && b[i] != b'.' {
-            i += 1;
-        }
-        let unit_nanos: u128 = match &t[us..i] {
-            "ns" => 1,
-            "us" | "µs" | "μs" => 1_000,
-            "ms" => 1_000_000,
-            "s" => 1_000_000_000,
-            "m" => 60_000_000_000,
-            "h" => 3_600_000_000_000,
-            _ => return Err(err()),
-        };
-        let int_val: u128 = if int_part.is_empty() {
-            0
-        } else {
-            int_part.parse().map_err(|_| err())?
-        };
-        let mut value = int_val.checked_mul(unit_nanos).ok_or_else(err)?;
-        if !frac_part.is_empty() {
-            let digits = &frac_part[..frac_part.len().min(18)];
-            let frac: u128 = digits.parse().map_err(|_| err())?;
-            let scale = 10u128.pow(digits.len() as u32);
-            value = value.checked_add(frac * unit_nanos / scale).ok_or_else(err)?;
-        }
-        total_nanos = total_nanos.checked_add(value).ok_or_else(err)?;
-    }
-    let secs = total_nanos.div_ceil(1_000_000_000);
-    u64::try_from(secs).map_err(|_| err())
+    let nanos = kudo_api::duration::parse(t).map_err(|_| err())?;
+    Ok(u64::try_from(nanos).map_err(|_| err())?.div_ceil(1_000_000_000))
 }
 
 #[cfg(test)]
@@ -284,7 +232,9 @@ mod tests {
         assert_eq!(parse_duration("0").unwrap(), 0);
         assert_eq!(parse_duration("45").unwrap(), 45);
         assert_eq!(parse_duration("2h45m10s").unwrap(), 9910);
-        for bad in ["", "-5s", "10x", "m", "1h m", ".s", "5d"] {
+        assert_eq!(parse_duration(" +5s ").unwrap(), 5);
+        assert_eq!(parse_duration("1ns").unwrap(), 1);
+        for bad in ["", "-5s", "-0", "10x", "m", "1h m", ".s", "5d", "1.5", "3000000h"] {
             assert!(parse_duration(bad).is_err(), "{bad}");
         }
     }

@@ -215,6 +215,244 @@ fn admit_create(new: &Instance, ov: &OperatorVersion) -> Admission {
     }
 }
 
+/// What kind of change an update of the Instance spec is, as KUDO's webhook classified it.
+struct UpdateKind<'a> {
+    new_plan: &'a str,
+    old_plan: &'a str,
+    had_plan: bool,
+    is_upgrade: bool,
+    is_novel_plan: bool,
+    is_plan_override: bool,
+    is_plan_retriggered: bool,
+    is_plan_terminal: bool,
+    /// A cleared `planName` (without an upgrade) or an explicit `CANCELLED`.
+    is_cancellation: bool,
+}
+
+impl<'a> UpdateKind<'a> {
+    fn of(old: &'a Instance, new: &'a Instance) -> UpdateKind<'a> {
+        let (old_pe, new_pe) = (&old.spec.plan_execution, &new.spec.plan_execution);
+        let new_plan = new_pe.plan_name.as_str();
+        let old_plan = old_pe.plan_name.as_str();
+        let had_plan = !old_plan.is_empty();
+        let is_upgrade = old.spec.operator_version != new.spec.operator_version;
+        let is_cancel_request = had_plan
+            && new_plan == old_plan
+            && new_pe.uid == old_pe.uid
+            && new_pe.status == Some(ExecutionStatus::Cancelled);
+        // A cleared planName counts only without an upgrade (a whole new spec without
+        // planExecution, e.g. from `kubectl replace`, keeps KUDO's upgrade denial); an explicit
+        // CANCELLED always does.
+        let is_plan_cancellation = had_plan && new_plan.is_empty();
+        UpdateKind {
+            new_plan,
+            old_plan,
+            had_plan,
+            is_upgrade,
+            is_novel_plan: !had_plan && !new_plan.is_empty(),
+            is_plan_override: had_plan && !new_plan.is_empty() && new_plan != old_plan,
+            is_plan_retriggered: had_plan && new_plan == old_plan && new_pe.uid != old_pe.uid,
+            is_plan_terminal: new_pe.status.is_some_and(|s| s.is_terminal()),
+            is_cancellation: (is_plan_cancellation && !is_upgrade) || is_cancel_request,
+        }
+    }
+}
+
+/// The parameters an update changes: changed or added values (which must be declared in the new
+/// OV; only those declared in the old OV count as changes), and removed values.
+fn changed_parameters<'a>(
+    who: &str,
+    old_params: &BTreeMap<String, String>,
+    new_params: &BTreeMap<String, String>,
+    old_ov: &OperatorVersion,
+    ov: &'a OperatorVersion,
+) -> Result<(Vec<&'a Parameter>, Vec<&'a Parameter>), String> {
+    let mut changed: Vec<&Parameter> = Vec::new();
+    for (k, v) in new_params {
+        if old_params.get(k) == Some(v) {
+            continue;
+        }
+        let Some(def) = find_param(ov, k) else {
+            return Err(format!(
+                "failed to update Instance {who}: failed to find parameter {k:?} in the OperatorVersion"
+            ));
+        };
+        if find_param(old_ov, k).is_some() {
+            changed.push(def);
+        }
+    }
+    let removed = old_params
+        .keys()
+        .filter(|k| !new_params.contains_key(*k))
+        .filter_map(|k| find_param(ov, k))
+        .collect();
+    Ok((changed, removed))
+}
+
+/// KUDO's immutability rules. Without an upgrade a changed immutable parameter is refused; on an
+/// upgrade a parameter that became immutable, or was added as immutable, needs a value, and the
+/// values of parameters the new OV no longer declares are dropped from `new_params` (returned as
+/// the names to remove).
+fn check_immutability(
+    who: &str,
+    upgrade: bool,
+    changed: &[&Parameter],
+    old_params: &BTreeMap<String, String>,
+    new_params: &mut BTreeMap<String, String>,
+    old_ov: &OperatorVersion,
+    ov: &OperatorVersion,
+) -> Result<Vec<String>, String> {
+    let prefix = format!("failed to check immutable parameters for Instance {who}");
+    if !upgrade {
+        if let Some(p) = changed.iter().find(|p| p.is_immutable()) {
+            return Err(format!(
+                "{prefix}: parameter '{}' is immutable but was changed from '{}' to '{}'",
+                p.name,
+                old_params.get(&p.name).map_or("", String::as_str),
+                new_params.get(&p.name).map_or("", String::as_str)
+            ));
+        }
+        return Ok(Vec::new());
+    }
+    let ov_name = &ov.metadata.name;
+    for np in &ov.spec.parameters {
+        if let Some(op) = find_param(old_ov, &np.name)
+            && np.is_immutable()
+            && !op.is_immutable()
+            && !new_params.contains_key(&np.name)
+        {
+            return Err(format!(
+                "{prefix}: parameter '{}' was changed to immutable in operator version {ov_name} but no value was provided",
+                np.name
+            ));
+        }
+    }
+    let mut remove = Vec::new();
+    for op in &old_ov.spec.parameters {
+        if find_param(ov, &op.name).is_none() && new_params.remove(&op.name).is_some() {
+            remove.push(op.name.clone());
+        }
+    }
+    for np in &ov.spec.parameters {
+        if find_param(old_ov, &np.name).is_none() && np.is_immutable() && !new_params.contains_key(&np.name) {
+            let tail = match &np.default {
+                Some(d) => format!(" (default would be {d})"),
+                None => String::new(),
+            };
+            return Err(format!(
+                "{prefix}: parameter '{}' was added in operator version {ov_name}, but no value was provided{tail}",
+                np.name
+            ));
+        }
+    }
+    Ok(remove)
+}
+
+/// While the Instance is being deleted only `cleanup` may be scheduled, and nothing else changed.
+fn deny_while_deleting(who: &str, k: &UpdateKind, parameter_update: bool) -> Option<String> {
+    let (old_plan, new_plan) = (k.old_plan, k.new_plan);
+    if old_plan == CLEANUP && new_plan != old_plan {
+        return Some(format!(
+            "failed to update Instance {who}: '{old_plan}' plan can not be cancelled or overridden by another plan since the instance is being deleted"
+        ));
+    }
+    if parameter_update || k.is_upgrade {
+        return Some(format!(
+            "failed to update Instance {who}: parameter update and/or upgrade is not allowed when an instance is being deleted"
+        ));
+    }
+    if !new_plan.is_empty() && new_plan != CLEANUP {
+        return Some(format!(
+            "failed to update Instance {who}: only '{CLEANUP}' plan can be scheduled when an instance is being deleted"
+        ));
+    }
+    None
+}
+
+/// The combinations KUDO's webhook refused in the normal life-cycle (`triggered`: the plan a
+/// parameter update triggers).
+fn deny_in_lifecycle(who: &str, k: &UpdateKind, triggered: Option<&str>, ov_ref: &str) -> Option<String> {
+    let (old_plan, new_plan) = (k.old_plan, k.new_plan);
+    let fail = |m: String| Some(format!("failed to update Instance {who}: {m}"));
+    if let Some(t) = triggered
+        && k.had_plan
+        && t != old_plan
+    {
+        return fail(format!(
+            "plan '{old_plan}' is scheduled (or running) and an update would trigger a different plan '{t}'"
+        ));
+    }
+    if k.is_upgrade && k.had_plan {
+        return fail(format!(
+            "upgrade to new OperatorVersion {ov_ref} while a plan '{old_plan}' is scheduled (or running) is not allowed"
+        ));
+    }
+    if k.is_upgrade && k.is_novel_plan {
+        return fail(format!(
+            "upgrade to new OperatorVersion {ov_ref} and triggering new plan '{new_plan}' is not allowed"
+        ));
+    }
+    if k.is_upgrade && triggered.is_some_and(|t| t != DEPLOY) {
+        return fail(format!(
+            "upgrade to new OperatorVersion {ov_ref} together with a parameter update triggering '{}' is not allowed",
+            triggered.unwrap_or("")
+        ));
+    }
+    if k.is_plan_override {
+        return fail(format!(
+            "overriding currently scheduled (or running) plan '{old_plan}' with '{new_plan}' is not supported"
+        ));
+    }
+    if triggered.is_some() && k.is_novel_plan {
+        return fail(format!(
+            "triggering one plan '{new_plan}' directly and through parameter update '{}' is not allowed",
+            triggered.unwrap_or("")
+        ));
+    }
+    if new_plan == CLEANUP {
+        return fail(format!(
+            "only the controller schedules the '{CLEANUP}' plan when the instance is deleted"
+        ));
+    }
+    None
+}
+
+/// Which plan an admitted update runs (`changed`: the names of the changed parameters).
+fn update_decision(
+    who: &str,
+    k: &UpdateKind,
+    triggered: Option<String>,
+    changed: Vec<String>,
+    ov: &OperatorVersion,
+) -> Result<Decision, String> {
+    if k.is_upgrade {
+        return match select_plan(ov, &[UPGRADE, UPDATE, DEPLOY]) {
+            Some(plan) => Ok(Decision::Schedule {
+                plan,
+                reason: ScheduleReason::Upgrade,
+            }),
+            None => Err(format!(
+                "failed to update Instance {who}: couldn't find any suitable plan that would be triggered by an OperatorVersion upgrade"
+            )),
+        };
+    }
+    let schedule = |plan: &str, reason| Decision::Schedule {
+        plan: plan.to_string(),
+        reason,
+    };
+    Ok(if let Some(plan) = triggered {
+        schedule(&plan, ScheduleReason::ParameterUpdate(changed))
+    } else if k.is_novel_plan {
+        schedule(k.new_plan, ScheduleReason::DirectTrigger)
+    } else if k.is_plan_terminal {
+        Decision::ClearTerminal
+    } else if k.is_plan_retriggered {
+        schedule(k.new_plan, ScheduleReason::Retrigger)
+    } else {
+        Decision::NoChange
+    })
+}
+
 fn admit_update(
     old: &Instance,
     new: &Instance,
@@ -226,117 +464,45 @@ fn admit_update(
         return Admission::only(Decision::NoChange);
     }
     let who = ns_name(old);
-    let new_plan = new.spec.plan_execution.plan_name.as_str();
-    let old_plan = old.spec.plan_execution.plan_name.as_str();
-    let had_plan = !old_plan.is_empty();
-    let is_upgrade = old.spec.operator_version != new.spec.operator_version;
-    let is_novel_plan = !had_plan && !new_plan.is_empty();
-    let is_plan_override = had_plan && !new_plan.is_empty() && new_plan != old_plan;
-    let is_plan_retriggered =
-        had_plan && new_plan == old_plan && new.spec.plan_execution.uid != old.spec.plan_execution.uid;
-    let is_plan_cancellation = had_plan && new_plan.is_empty();
-    let is_plan_terminal = new.spec.plan_execution.status.is_some_and(|s| s.is_terminal());
-    let is_cancel_request = had_plan
-        && new_plan == old_plan
-        && new.spec.plan_execution.uid == old.spec.plan_execution.uid
-        && new.spec.plan_execution.status == Some(ExecutionStatus::Cancelled);
-
-    // --- cancellation first: it must not depend on whatever else the change contains (a
-    // parameter change denied earlier is typically still stored while the plan runs). While the
-    // instance is being deleted the uninstall rules below apply instead.
-    // A cleared planName counts only without an upgrade (a whole new spec without planExecution,
-    // e.g. from `kubectl replace`, keeps KUDO's upgrade denial); an explicit CANCELLED always does.
-    let is_upgrade_early = old.spec.operator_version != new.spec.operator_version;
-    if !deleting && ((is_plan_cancellation && !is_upgrade_early) || is_cancel_request) {
+    let k = UpdateKind::of(old, new);
+    // Cancellation first: it must not depend on whatever else the change contains (a parameter
+    // change denied earlier is typically still stored while the plan runs). While the instance
+    // is being deleted the uninstall rules below apply instead.
+    if !deleting && k.is_cancellation {
         return Admission::only(Decision::Cancel {
-            plan: old_plan.to_string(),
+            plan: k.old_plan.to_string(),
             uid: old.spec.plan_execution.uid.clone(),
         });
     }
-
-    if !new_plan.is_empty() && !plan_exists(ov, new_plan) {
-        return Admission::deny(format!("plan {new_plan} does not exist"));
+    if !k.new_plan.is_empty() && !plan_exists(ov, k.new_plan) {
+        return Admission::deny(format!("plan {} does not exist", k.new_plan));
     }
-
-    // --- parameter diff: changed/added values (must be declared in the new OV; only those declared
-    // in the old OV count as changes) and removed values
     let old_params = &with_sources(&old.spec);
     let mut new_params = with_sources(&new.spec);
-    let mut changed_defs: Vec<&Parameter> = Vec::new();
-    for (k, v) in &new_params {
-        if old_params.get(k) == Some(v) {
-            continue;
-        }
-        let Some(def) = find_param(ov, k) else {
-            return Admission::deny(format!(
-                "failed to update Instance {who}: failed to find parameter {k:?} in the OperatorVersion"
-            ));
-        };
-        if find_param(old_ov, k).is_some() {
-            changed_defs.push(def);
-        }
-    }
-    let removed_defs: Vec<&Parameter> = old_params
-        .keys()
-        .filter(|k| !new_params.contains_key(*k))
-        .filter_map(|k| find_param(ov, k))
-        .collect();
-
-    // --- immutability
-    let mut remove_parameters = Vec::new();
-    if !is_upgrade {
-        if let Some(p) = changed_defs.iter().find(|p| p.is_immutable()) {
-            return Admission::deny(format!(
-                "failed to check immutable parameters for Instance {who}: parameter '{}' is immutable but was changed from '{}' to '{}'",
-                p.name,
-                old_params.get(&p.name).map_or("", String::as_str),
-                new_params.get(&p.name).map_or("", String::as_str)
-            ));
-        }
-    } else {
-        let ov_name = &ov.metadata.name;
-        for np in &ov.spec.parameters {
-            if let Some(op) = find_param(old_ov, &np.name)
-                && np.is_immutable()
-                && !op.is_immutable()
-                && !new_params.contains_key(&np.name)
-            {
-                return Admission::deny(format!(
-                    "failed to check immutable parameters for Instance {who}: parameter '{}' was changed to immutable in operator version {ov_name} but no value was provided",
-                    np.name
-                ));
-            }
-        }
-        for op in &old_ov.spec.parameters {
-            if find_param(ov, &op.name).is_none() && new_params.remove(&op.name).is_some() {
-                remove_parameters.push(op.name.clone());
-            }
-        }
-        for np in &ov.spec.parameters {
-            if find_param(old_ov, &np.name).is_none()
-                && np.is_immutable()
-                && !new_params.contains_key(&np.name)
-            {
-                let tail = match &np.default {
-                    Some(d) => format!(" (default would be {d})"),
-                    None => String::new(),
-                };
-                return Admission::deny(format!(
-                    "failed to check immutable parameters for Instance {who}: parameter '{}' was added in operator version {ov_name}, but no value was provided{tail}",
-                    np.name
-                ));
-            }
-        }
-    }
+    let checked =
+        changed_parameters(&who, old_params, &new_params, old_ov, ov).and_then(|(changed, removed)| {
+            // Only changed values are judged immutable; removed ones still trigger their plans.
+            let removals = check_immutability(
+                &who,
+                k.is_upgrade,
+                &changed,
+                old_params,
+                &mut new_params,
+                old_ov,
+                ov,
+            )?;
+            Ok(([changed, removed].concat(), removals))
+        });
+    let (updated, remove_parameters) = match checked {
+        Ok(c) => c,
+        Err(message) => return Admission::deny(message),
+    };
     if let Err(e) = validate_parameters(&unsourced(&ov.spec.parameters, &new.spec), &new_params) {
         return Admission::deny(format!(
             "failed to validate parameters for Instance {}: {e}",
             ns_name(new)
         ));
     }
-
-    let mut updated: Vec<&Parameter> = changed_defs;
-    updated.extend(removed_defs);
     let triggered = match triggered_by_parameter_update(&updated, ov) {
         Ok(t) => t,
         Err(e) => return Admission::deny(format!("failed to update Instance {who}: {e}")),
@@ -344,113 +510,28 @@ fn admit_update(
     let mut changed_names: Vec<String> = updated.iter().map(|p| p.name.clone()).collect();
     changed_names.sort();
     changed_names.dedup();
-    let is_parameter_update = triggered.is_some();
-    let update_incompatible_with_upgrade = triggered.as_deref().is_some_and(|t| t != DEPLOY);
-
-    let with_removals = |decision: Decision| Admission {
-        decision,
-        set_parameters: BTreeMap::new(),
-        remove_parameters: remove_parameters.clone(),
-        add_cleanup_finalizer: false,
+    let denied = if deleting {
+        deny_while_deleting(&who, &k, triggered.is_some())
+    } else {
+        deny_in_lifecycle(&who, &k, triggered.as_deref(), &new.spec.operator_version.name)
     };
-
-    // --- uninstall phase
-    if deleting {
-        if old_plan == CLEANUP && new_plan != old_plan {
-            return Admission::deny(format!(
-                "failed to update Instance {who}: '{old_plan}' plan can not be cancelled or overridden by another plan since the instance is being deleted"
-            ));
-        }
-        if is_parameter_update || is_upgrade {
-            return Admission::deny(format!(
-                "failed to update Instance {who}: parameter update and/or upgrade is not allowed when an instance is being deleted"
-            ));
-        }
-        if !new_plan.is_empty() && new_plan != CLEANUP {
-            return Admission::deny(format!(
-                "failed to update Instance {who}: only '{CLEANUP}' plan can be scheduled when an instance is being deleted"
-            ));
-        }
-        return with_removals(Decision::NoChange);
+    if let Some(message) = denied {
+        return Admission::deny(message);
     }
-
-    // --- normal life-cycle: deny cases first
-    let ov_ref = &new.spec.operator_version.name;
-    if let Some(t) = &triggered
-        && had_plan
-        && t != old_plan
-    {
-        return Admission::deny(format!(
-            "failed to update Instance {who}: plan '{old_plan}' is scheduled (or running) and an update would trigger a different plan '{t}'"
-        ));
+    let decision = if deleting {
+        Ok(Decision::NoChange)
+    } else {
+        update_decision(&who, &k, triggered, changed_names, ov)
+    };
+    match decision {
+        Ok(decision) => Admission {
+            decision,
+            set_parameters: BTreeMap::new(),
+            remove_parameters,
+            add_cleanup_finalizer: false,
+        },
+        Err(message) => Admission::deny(message),
     }
-    if is_upgrade && had_plan {
-        return Admission::deny(format!(
-            "failed to update Instance {who}: upgrade to new OperatorVersion {ov_ref} while a plan '{old_plan}' is scheduled (or running) is not allowed"
-        ));
-    }
-    if is_upgrade && is_novel_plan {
-        return Admission::deny(format!(
-            "failed to update Instance {who}: upgrade to new OperatorVersion {ov_ref} and triggering new plan '{new_plan}' is not allowed"
-        ));
-    }
-    if is_upgrade && update_incompatible_with_upgrade {
-        return Admission::deny(format!(
-            "failed to update Instance {who}: upgrade to new OperatorVersion {ov_ref} together with a parameter update triggering '{}' is not allowed",
-            triggered.as_deref().unwrap_or("")
-        ));
-    }
-    if is_plan_override {
-        return Admission::deny(format!(
-            "failed to update Instance {who}: overriding currently scheduled (or running) plan '{old_plan}' with '{new_plan}' is not supported"
-        ));
-    }
-    if is_parameter_update && is_novel_plan {
-        return Admission::deny(format!(
-            "failed to update Instance {who}: triggering one plan '{new_plan}' directly and through parameter update '{}' is not allowed",
-            triggered.as_deref().unwrap_or("")
-        ));
-    }
-    if new_plan == CLEANUP {
-        return Admission::deny(format!(
-            "failed to update Instance {who}: only the controller schedules the '{CLEANUP}' plan when the instance is deleted"
-        ));
-    }
-
-    // --- which plan to trigger
-    if is_upgrade {
-        return match select_plan(ov, &[UPGRADE, UPDATE, DEPLOY]) {
-            Some(plan) => with_removals(Decision::Schedule {
-                plan,
-                reason: ScheduleReason::Upgrade,
-            }),
-            None => Admission::deny(format!(
-                "failed to update Instance {who}: couldn't find any suitable plan that would be triggered by an OperatorVersion upgrade"
-            )),
-        };
-    }
-    if let Some(plan) = triggered {
-        return with_removals(Decision::Schedule {
-            plan,
-            reason: ScheduleReason::ParameterUpdate(changed_names),
-        });
-    }
-    if is_novel_plan {
-        return with_removals(Decision::Schedule {
-            plan: new_plan.to_string(),
-            reason: ScheduleReason::DirectTrigger,
-        });
-    }
-    if is_plan_terminal {
-        return with_removals(Decision::ClearTerminal);
-    }
-    if is_plan_retriggered {
-        return with_removals(Decision::Schedule {
-            plan: new_plan.to_string(),
-            reason: ScheduleReason::Retrigger,
-        });
-    }
-    with_removals(Decision::NoChange)
 }
 
 /// What KUDO's admission webhook would have answered to a client (the CLI) writing `proposed`

@@ -97,12 +97,11 @@ pub fn parse_rule_duration(s: &str) -> Result<std::time::Duration, DurationError
     if t.is_empty() {
         return Ok(std::time::Duration::ZERO);
     }
-    match kudo_template::sprig::parse_go_duration(t) {
-        Some(n) if n >= 0 => Ok(std::time::Duration::from_nanos(
-            u64::try_from(n).unwrap_or(u64::MAX),
-        )),
-        Some(_) => Err(DurationError::Negative(s.to_string())),
-        None => Err(DurationError::Invalid(s.to_string())),
+    match kudo_api::duration::parse(t) {
+        Ok(n) => u64::try_from(n)
+            .map(std::time::Duration::from_nanos)
+            .map_err(|_| DurationError::Negative(s.to_string())),
+        Err(_) => Err(DurationError::Invalid(s.to_string())),
     }
 }
 
@@ -212,43 +211,27 @@ pub fn check_plan_rules(
 
 /// [`check_plan_rules`] over every plan of an OperatorVersion (the install-time check).
 pub fn check_operator_version(ov: &kudo_api::OperatorVersion) -> Vec<String> {
-    let params: BTreeMap<String, ParamInfo> = ov
-        .spec
-        .parameters
-        .iter()
-        .map(|p| {
-            (
-                p.name.clone(),
-                ParamInfo {
-                    immutable: p.is_immutable(),
-                },
-            )
-        })
-        .collect();
-    ov.spec
-        .plans
-        .iter()
-        .flat_map(|(name, plan)| check_plan_rules(name, &plan.when, &params))
-        .collect()
+    check_plans(&ov.spec.plans, ov.spec.parameters.iter())
 }
 
 /// [`check_plan_rules`] over every plan of a package (the `package verify` check).
 pub fn check_package(pkg: &crate::model::Package) -> Vec<String> {
-    let params: BTreeMap<String, ParamInfo> = pkg
-        .params
-        .parameters
-        .iter()
+    check_plans(&pkg.operator.plans, pkg.params.parameters.iter().map(|p| &p.def))
+}
+
+fn check_plans<'a>(
+    plans: &BTreeMap<String, kudo_api::Plan>,
+    defs: impl Iterator<Item = &'a kudo_api::Parameter>,
+) -> Vec<String> {
+    let params: BTreeMap<String, ParamInfo> = defs
         .map(|p| {
-            (
-                p.name.clone(),
-                ParamInfo {
-                    immutable: p.is_immutable(),
-                },
-            )
+            let info = ParamInfo {
+                immutable: p.is_immutable(),
+            };
+            (p.name.clone(), info)
         })
         .collect();
-    pkg.operator
-        .plans
+    plans
         .iter()
         .flat_map(|(name, plan)| check_plan_rules(name, &plan.when, &params))
         .collect()

@@ -1,23 +1,24 @@
-//! KUDO operator packages: reading (directory or `.tgz`, safe against hostile archives), the
-//! package model with every field of KUDO's v1beta1 schema, verification with KUDO's checks and
-//! messages, conversion to `kudo.dev/v1beta1` objects, and offline rendering of plans into the
-//! exact objects the controller applies.
+//! KUDO operator packages: reading (directory or `.tgz`, safe against hostile archives, leniently
+//! as KUDO does) straight into the `kudo.dev/v1beta1` types, verification with KUDO's checks and
+//! messages, the Operator/OperatorVersion/Instance of a package, and offline rendering of plans
+//! into the exact objects the controller applies.
 //!
 //! Entry points: [`reader::read_path`] → [`model::Package`]; [`verify::verify`];
-//! [`convert::to_resources`]; [`params`] for value validation and template typing;
+//! [`resources::to_resources`]; [`params`] for value validation and template typing;
 //! [`render::render_plan`] and [`enhance::enhance`] (shared with the controller).
 
 pub mod autopilot;
-pub mod convert;
 pub mod create;
 pub mod deps_hash;
 pub mod enhance;
 pub mod error;
+mod lenient;
 pub mod list;
 pub mod model;
 pub mod params;
 pub mod reader;
 pub mod render;
+pub mod resources;
 pub mod scaffold;
 pub mod split;
 mod tmpl;

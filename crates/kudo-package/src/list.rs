@@ -96,13 +96,13 @@ pub struct ParamListOptions {
 /// `package list parameters` (sorted by name). `--required` lists the parameters a user must set
 /// (required and without default) — the check KUDO meant to make.
 pub fn parameters(pkg: &Package, o: ParamListOptions) -> String {
-    let mut params: Vec<&crate::model::Parameter> = pkg.params.parameters.iter().collect();
+    let mut params: Vec<&crate::model::DeclaredParameter> = pkg.params.parameters.iter().collect();
     params.sort_by(|a, b| a.name.cmp(&b.name));
     let mut t = Table::new();
     if o.required_only {
         let req: Vec<_> = params
             .iter()
-            .filter(|p| p.is_required() && !p.has_default())
+            .filter(|p| p.is_required() && p.default.is_none())
             .collect();
         if req.is_empty() {
             return "no required parameters without default values found\n".into();
@@ -129,7 +129,7 @@ pub fn parameters(pkg: &Package, o: ParamListOptions) -> String {
     for p in params {
         let mut row = vec![
             p.name.clone(),
-            p.default_string().unwrap_or_default(),
+            p.default.clone().unwrap_or_default(),
             p.is_required().to_string(),
             p.is_immutable().to_string(),
         ];
@@ -200,9 +200,9 @@ fn strategy(s: &str) -> String {
 pub fn plans(pkg: &Package, with_tasks: bool) -> String {
     let mut root = TreeNode::new("plans");
     for (name, plan) in &pkg.operator.plans {
-        let mut pn = TreeNode::new(format!("{name} {}", strategy(&plan.strategy)));
+        let mut pn = TreeNode::new(format!("{name} {}", strategy(&plan.strategy.0)));
         for phase in &plan.phases {
-            let mut ph = TreeNode::new(format!("[phase]  {} {}", phase.name, strategy(&phase.strategy)));
+            let mut ph = TreeNode::new(format!("[phase]  {} {}", phase.name, strategy(&phase.strategy.0)));
             for step in &phase.steps {
                 let mut st = TreeNode::new(format!("[step]  {}", step.name));
                 for tname in &step.tasks {

@@ -1,172 +1,22 @@
-//! The package model: `operator.yaml`, `params.yaml` and the templates, with every field of KUDO's
-//! v1beta1 package schema.
+//! The package model: `operator.yaml`, `params.yaml` and the templates.
 //!
-//! These are package-level types, distinct from the cluster objects in `kudo-api`: a package
-//! parameter keeps its `default`/`enum` as decoded YAML (typed), and carries the UI-only fields
-//! (`group`, `advanced`, `hint`) and `groups` that never reach the cluster. String fields accept
-//! YAML scalars of any type (`appVersion: 10.5` reads as `"10.5"`) as `sigs.k8s.io/yaml` does when
-//! the target field is a string; `null` anywhere reads as the field's zero value.
+//! Tasks, plans, maintainers and parameter definitions are the `kudo-api` types the
+//! OperatorVersion holds, so a package and the cluster objects built from it share one model
+//! (read leniently, as KUDO reads package files, by [`crate::lenient`]). What only a package file
+//! has stays here: the file-level fields, the YAML-typed parameter defaults and enums that
+//! `package verify` checks, and the UI-only `group`, `advanced`, `hint` and `groups`.
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::{Deserialize, Serialize};
 
-use crate::yaml::go_sprint;
+use crate::lenient::de as lenient;
 pub use kudo_api::TaskKind;
+use kudo_api::{Maintainer, Plan, Task};
 
 pub const API_VERSION: &str = "kudo.dev/v1beta1";
 pub const OPERATOR_FILE: &str = "operator.yaml";
 pub const PARAMS_FILE: &str = "params.yaml";
-
-/// Deserialisers tolerant in the way Kubernetes' YAML reader is.
-pub(crate) mod lenient {
-    use super::*;
-
-    /// Any scalar → its string form; `null` → "".
-    pub fn string<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
-        let v = serde_json::Value::deserialize(d)?;
-        scalar_string(&v).map_err(serde::de::Error::custom)
-    }
-
-    pub fn scalar_string(v: &serde_json::Value) -> Result<String, String> {
-        match v {
-            serde_json::Value::Null => Ok(String::new()),
-            serde_json::Value::String(s) => Ok(s.clone()),
-            serde_json::Value::Bool(_) | serde_json::Value::Number(_) => Ok(go_sprint(v)),
-            serde_json::Value::Array(_) => Err("expected a string, found a list".into()),
-            serde_json::Value::Object(_) => Err("expected a string, found a map".into()),
-        }
-    }
-
-    /// Any scalar → its string form, then into `T` (e.g. a `TaskKind`); `null` → "".
-    pub fn string_into<'de, D: Deserializer<'de>, T: From<String>>(d: D) -> Result<T, D::Error> {
-        string(d).map(T::from)
-    }
-
-    /// A list of scalars → strings; `null` → empty list.
-    pub fn string_list<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
-        let v = serde_json::Value::deserialize(d)?;
-        match v {
-            serde_json::Value::Null => Ok(Vec::new()),
-            serde_json::Value::Array(items) => items
-                .iter()
-                .enumerate()
-                .map(|(i, it)| scalar_string(it).map_err(|e| serde::de::Error::custom(format!("[{i}]: {e}"))))
-                .collect(),
-            serde_json::Value::String(_) => Err(serde::de::Error::custom("expected a list, found a string")),
-            _ => Err(serde::de::Error::custom("expected a list")),
-        }
-    }
-
-    /// `null` → default, else the normal deserialisation.
-    pub fn or_default<'de, D, T>(d: D) -> Result<T, D::Error>
-    where
-        D: Deserializer<'de>,
-        T: Deserialize<'de> + Default,
-    {
-        Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
-    }
-}
-
-/// A maintainer as written in `operator.yaml`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Maintainer {
-    #[serde(default, deserialize_with = "lenient::string")]
-    pub name: String,
-    #[serde(default, deserialize_with = "lenient::string")]
-    pub email: String,
-}
-
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Step {
-    #[serde(default, deserialize_with = "lenient::string")]
-    pub name: String,
-    #[serde(default, deserialize_with = "lenient::string_list")]
-    pub tasks: Vec<String>,
-    /// Our addition (see `kudo_api::Step::timeout`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub timeout: Option<String>,
-}
-
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Phase {
-    #[serde(default, deserialize_with = "lenient::string")]
-    pub name: String,
-    #[serde(default, deserialize_with = "lenient::string")]
-    pub strategy: String,
-    #[serde(default, deserialize_with = "lenient::or_default")]
-    pub steps: Vec<Step>,
-}
-
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Plan {
-    #[serde(default, deserialize_with = "lenient::string")]
-    pub strategy: String,
-    #[serde(default, deserialize_with = "lenient::or_default")]
-    pub phases: Vec<Phase>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub timeout: Option<String>,
-    /// kudo-rs extension: when to run the plan by itself (see `kudo_engine::schedule`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub schedule: Option<String>,
-    /// kudo-rs extension: autopilot rules (see [`kudo_api::AutopilotRule`] and
-    /// [`crate::autopilot`] for their checks).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub when: Vec<kudo_api::AutopilotRule>,
-}
-
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PipeSpec {
-    #[serde(default, deserialize_with = "lenient::string")]
-    pub file: String,
-    #[serde(default, deserialize_with = "lenient::string")]
-    pub env_file: String,
-    #[serde(default, deserialize_with = "lenient::string")]
-    pub kind: String,
-    #[serde(default, deserialize_with = "lenient::string")]
-    pub key: String,
-}
-
-/// All task kinds' fields, flattened as in KUDO.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct TaskSpec {
-    #[serde(default, deserialize_with = "lenient::string_list")]
-    pub resources: Vec<String>,
-    #[serde(default, deserialize_with = "lenient::string")]
-    pub parameter: String,
-    #[serde(default, deserialize_with = "lenient::or_default")]
-    pub want_err: bool,
-    #[serde(default, deserialize_with = "lenient::or_default")]
-    pub fatal: bool,
-    #[serde(default, deserialize_with = "lenient::or_default")]
-    pub done: bool,
-    #[serde(default, deserialize_with = "lenient::string")]
-    pub pod: String,
-    #[serde(default, deserialize_with = "lenient::or_default")]
-    pub pipe: Vec<PipeSpec>,
-    #[serde(default, deserialize_with = "lenient::string")]
-    pub package: String,
-    #[serde(default, deserialize_with = "lenient::string")]
-    pub instance_name: String,
-    #[serde(default, deserialize_with = "lenient::string")]
-    pub app_version: String,
-    #[serde(default, deserialize_with = "lenient::string")]
-    pub operator_version: String,
-    #[serde(default, deserialize_with = "lenient::string")]
-    pub parameter_file: String,
-}
-
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Task {
-    #[serde(default, deserialize_with = "lenient::string")]
-    pub name: String,
-    #[serde(default, deserialize_with = "lenient::string_into")]
-    pub kind: TaskKind,
-    #[serde(default, deserialize_with = "lenient::or_default")]
-    pub spec: TaskSpec,
-}
 
 /// `operator.yaml`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -218,103 +68,56 @@ pub struct Group {
     pub prio: i64,
 }
 
-/// A parameter as declared in `params.yaml`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Parameter {
-    #[serde(default, deserialize_with = "lenient::string")]
-    pub display_name: String,
-    #[serde(default, deserialize_with = "lenient::string")]
-    pub name: String,
-    #[serde(default, deserialize_with = "lenient::string")]
-    pub description: String,
-    /// `None` only before reading finished: the reader applies KUDO's default of `true`.
-    #[serde(default)]
-    pub required: Option<bool>,
-    /// The decoded YAML value; `None` when absent or `null` (no default).
-    #[serde(default, deserialize_with = "de_default")]
-    pub default: Option<serde_json::Value>,
-    #[serde(default, deserialize_with = "lenient::string")]
-    pub trigger: String,
-    /// `string` (also when empty), `integer`, `number`, `boolean`, `array`, `map`.
-    #[serde(default, rename = "type", deserialize_with = "lenient::string")]
-    pub type_: String,
-    #[serde(default)]
-    pub immutable: Option<bool>,
-    #[serde(default, rename = "enum")]
-    pub enum_: Option<Vec<serde_json::Value>>,
-    #[serde(default, deserialize_with = "lenient::string")]
+/// A parameter as declared in `params.yaml`: the definition the OperatorVersion stores (its
+/// values already the strings the cluster keeps, `required` defaulted to `true`), plus what only
+/// the package file has. Dereferences to the definition, so `p.name` and `p.is_required()` read
+/// as on the cluster's parameter.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct DeclaredParameter {
+    /// What the OperatorVersion stores.
+    pub def: kudo_api::Parameter,
+    /// `default` as decoded YAML (`None` when absent or `null`): `package verify` checks its YAML
+    /// type, which the stored string no longer shows.
+    pub yaml_default: Option<serde_json::Value>,
+    /// `enum` as decoded YAML, for the same checks.
+    pub yaml_enum: Option<Vec<serde_json::Value>>,
+    /// UI only: the group the parameter is shown in.
     pub group: String,
-    #[serde(default)]
-    pub advanced: Option<bool>,
-    #[serde(default, deserialize_with = "lenient::string")]
+    /// UI only: hidden unless advanced parameters are shown.
+    pub advanced: bool,
+    /// UI only: a one-line hint.
     pub hint: String,
-    /// kudo-rs extension (KUDO ignores the field): the value is a secret. The CLI stores it in a
-    /// Secret and references it from `spec.parameterSources` instead of `spec.parameters`.
-    #[serde(default)]
-    pub sensitive: Option<bool>,
 }
 
-fn de_default<'de, D: Deserializer<'de>>(d: D) -> Result<Option<serde_json::Value>, D::Error> {
-    let v = serde_json::Value::deserialize(d)?;
-    Ok(if v.is_null() { None } else { Some(v) })
-}
-
-impl Parameter {
-    pub fn is_required(&self) -> bool {
-        self.required.unwrap_or(true)
-    }
-    pub fn is_sensitive(&self) -> bool {
-        self.sensitive.unwrap_or(false)
-    }
-    pub fn is_immutable(&self) -> bool {
-        self.immutable.unwrap_or(false)
-    }
-    pub fn is_advanced(&self) -> bool {
-        self.advanced.unwrap_or(false)
-    }
-    pub fn has_default(&self) -> bool {
-        self.default.is_some()
-    }
-    /// The effective type name (`string` when not declared).
-    pub fn value_type(&self) -> &str {
-        if self.type_.is_empty() {
-            "string"
-        } else {
-            &self.type_
-        }
-    }
-    /// The default as the OperatorVersion stores it (see [`crate::params::wrap_value`]).
-    pub fn default_string(&self) -> Option<String> {
-        self.default
-            .as_ref()
-            .map(|d| crate::params::wrap_value(d, self.value_type()))
-    }
-    /// The enum values as the OperatorVersion stores them.
-    pub fn enum_strings(&self) -> Option<Vec<String>> {
-        self.enum_.as_ref().map(|vs| {
-            vs.iter()
-                .map(|v| crate::params::wrap_value(v, self.value_type()))
-                .collect()
-        })
+impl std::ops::Deref for DeclaredParameter {
+    type Target = kudo_api::Parameter;
+    fn deref(&self) -> &kudo_api::Parameter {
+        &self.def
     }
 }
 
 /// `params.yaml`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ParamsFile {
     #[serde(default, deserialize_with = "lenient::string")]
     pub api_version: String,
     #[serde(default, deserialize_with = "lenient::or_default")]
     pub groups: Vec<Group>,
-    #[serde(default, deserialize_with = "lenient::or_default")]
-    pub parameters: Vec<Parameter>,
+    /// Filled by the reader ([`crate::reader::parse_params`]), which splits each entry into its
+    /// definition and the package-only fields.
+    #[serde(skip)]
+    pub parameters: Vec<DeclaredParameter>,
 }
 
 impl ParamsFile {
-    pub fn get(&self, name: &str) -> Option<&Parameter> {
+    pub fn get(&self, name: &str) -> Option<&DeclaredParameter> {
         self.parameters.iter().find(|p| p.name == name)
+    }
+
+    /// The definitions as the OperatorVersion stores them, in declaration order.
+    pub fn definitions(&self) -> Vec<kudo_api::Parameter> {
+        self.parameters.iter().map(|p| p.def.clone()).collect()
     }
 }
 

@@ -7,6 +7,8 @@
 
 use std::collections::BTreeMap;
 
+use kudo_api::Parameter;
+
 use crate::yaml::{go_quote, go_s, go_sprint, to_yaml};
 
 /// An `array`/`map` value that is not YAML ([`decode_structured`]); the text is the YAML reader's
@@ -218,59 +220,14 @@ pub fn validate_decoded_for_type(value_type: &str, v: &serde_json::Value) -> Res
     }
 }
 
-/// A parameter definition as the cluster sees it (OperatorVersion): enough to validate values.
-pub trait ParamDef {
-    fn name(&self) -> &str;
-    fn value_type(&self) -> &str;
-    fn is_required(&self) -> bool;
-    fn default_string(&self) -> Option<String>;
-    fn enum_strings(&self) -> Option<Vec<String>>;
-}
-
-impl ParamDef for kudo_api::Parameter {
-    fn name(&self) -> &str {
-        &self.name
-    }
-    fn value_type(&self) -> &str {
-        kudo_api::Parameter::value_type(self)
-    }
-    fn is_required(&self) -> bool {
-        kudo_api::Parameter::is_required(self)
-    }
-    fn default_string(&self) -> Option<String> {
-        self.default.clone()
-    }
-    fn enum_strings(&self) -> Option<Vec<String>> {
-        self.r#enum.clone()
-    }
-}
-
-impl ParamDef for crate::model::Parameter {
-    fn name(&self) -> &str {
-        &self.name
-    }
-    fn value_type(&self) -> &str {
-        crate::model::Parameter::value_type(self)
-    }
-    fn is_required(&self) -> bool {
-        crate::model::Parameter::is_required(self)
-    }
-    fn default_string(&self) -> Option<String> {
-        crate::model::Parameter::default_string(self)
-    }
-    fn enum_strings(&self) -> Option<Vec<String>> {
-        crate::model::Parameter::enum_strings(self)
-    }
-}
-
 fn go_list(vs: &[String]) -> String {
     format!("[{}]", vs.join(" "))
 }
 
 /// KUDO's `ValidateValue` for one value (`""` when unset): required-without-default, type, enum.
-pub fn validate_value(p: &dyn ParamDef, value: &str) -> Result<(), ParamValueError> {
-    let name = p.name().to_string();
-    if p.is_required() && p.default_string().is_none() && value.is_empty() {
+pub fn validate_value(p: &Parameter, value: &str) -> Result<(), ParamValueError> {
+    let name = p.name.clone();
+    if p.is_required() && p.default.is_none() && value.is_empty() {
         return Err(ParamValueError::Required { name });
     }
     if value.is_empty() {
@@ -283,13 +240,13 @@ pub fn validate_value(p: &dyn ParamDef, value: &str) -> Result<(), ParamValueErr
             source,
         });
     }
-    if let Some(allowed) = p.enum_strings()
+    if let Some(allowed) = &p.r#enum
         && !allowed.iter().any(|a| a == value)
     {
         return Err(ParamValueError::NotAllowed {
             name,
             value: value.to_string(),
-            allowed,
+            allowed: allowed.clone(),
         });
     }
     Ok(())
@@ -297,11 +254,11 @@ pub fn validate_value(p: &dyn ParamDef, value: &str) -> Result<(), ParamValueErr
 
 /// Validates instance values against definitions: every definition is checked with its value (or
 /// none), as the admission webhook does. Returns all errors, in definition order.
-pub fn validate_values(defs: &[&dyn ParamDef], values: &BTreeMap<String, String>) -> Vec<String> {
+pub fn validate_values(defs: &[Parameter], values: &BTreeMap<String, String>) -> Vec<String> {
     let mut errs = Vec::new();
     for d in defs {
-        let v = values.get(d.name()).map(String::as_str).unwrap_or("");
-        if let Err(e) = validate_value(*d, v) {
+        let v = values.get(&d.name).map(String::as_str).unwrap_or("");
+        if let Err(e) = validate_value(d, v) {
             errs.push(e.to_string());
         }
     }
@@ -310,18 +267,15 @@ pub fn validate_values(defs: &[&dyn ParamDef], values: &BTreeMap<String, String>
 
 /// The effective string value of every declared parameter: the instance value if given, else the
 /// default, else `""` (KUDO's `ParamsMap` before decoding). Undeclared instance values are ignored.
-pub fn effective_values(
-    defs: &[&dyn ParamDef],
-    values: &BTreeMap<String, String>,
-) -> BTreeMap<String, String> {
+pub fn effective_values(defs: &[Parameter], values: &BTreeMap<String, String>) -> BTreeMap<String, String> {
     defs.iter()
         .map(|d| {
             let v = values
-                .get(d.name())
+                .get(&d.name)
+                .or(d.default.as_ref())
                 .cloned()
-                .or_else(|| d.default_string())
                 .unwrap_or_default();
-            (d.name().to_string(), v)
+            (d.name.clone(), v)
         })
         .collect()
 }
@@ -329,17 +283,17 @@ pub fn effective_values(
 /// The `.Params` map templates see: `array`/`map` values decoded from YAML, everything else a
 /// string. A value that fails to decode is an error naming the parameter (KUDO: `InvalidParams`).
 pub fn template_params(
-    defs: &[&dyn ParamDef],
+    defs: &[Parameter],
     values: &BTreeMap<String, String>,
 ) -> Result<BTreeMap<String, kudo_template::Value>, TemplateParamError> {
     let eff = effective_values(defs, values);
     let mut out = BTreeMap::new();
     for d in defs {
-        let s = eff.get(d.name()).cloned().unwrap_or_default();
+        let s = eff.get(&d.name).cloned().unwrap_or_default();
         let v = match d.value_type() {
             "array" | "map" => {
                 let decoded = decode_structured(&s).map_err(|source| TemplateParamError {
-                    name: d.name().to_string(),
+                    name: d.name.clone(),
                     value_type: d.value_type().to_string(),
                     source,
                 })?;
@@ -347,7 +301,7 @@ pub fn template_params(
             }
             _ => kudo_template::Value::str(s.as_str()),
         };
-        out.insert(d.name().to_string(), v);
+        out.insert(d.name.clone(), v);
     }
     Ok(out)
 }
@@ -448,8 +402,7 @@ mod tests {
             default: Some("3".into()),
             ..Default::default()
         };
-        let defs: Vec<&dyn ParamDef> = vec![&a, &n];
-        let m = template_params(&defs, &BTreeMap::new()).unwrap();
+        let m = template_params(&[a, n], &BTreeMap::new()).unwrap();
         assert_eq!(m["P"].type_name(), "[]interface {}");
         assert_eq!(m["N"].as_str(), Some("3"));
     }

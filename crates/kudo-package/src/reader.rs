@@ -11,7 +11,10 @@ use std::io::Read;
 use std::path::Path;
 
 use crate::error::PackageError;
-use crate::model::{API_VERSION, OPERATOR_FILE, OperatorFile, PARAMS_FILE, Package, ParamsFile};
+use crate::model::{
+    API_VERSION, DeclaredParameter, OPERATOR_FILE, OperatorFile, PARAMS_FILE, Package, ParamsFile,
+};
+use crate::params::wrap_value;
 use crate::yaml;
 
 /// Bounds on what a package may contain. The defaults are far above any real operator (the largest
@@ -404,31 +407,113 @@ fn expect_mapping(file: &str, v: &serde_json::Value) -> Result<(), PackageError>
     }
 }
 
+/// A field [`crate::lenient`] refused, as a package error of `file`.
+fn field_error(file: &str, e: crate::lenient::FieldError) -> PackageError {
+    PackageError::Field {
+        file: file.to_string(),
+        field: e.field,
+        message: e.message,
+    }
+}
+
+/// Decodes one package file into a mapping (an empty document reads as an empty one).
+fn document(file: &str, text: &str) -> Result<serde_json::Value, PackageError> {
+    let v = yaml::parse_value(file, text)?;
+    expect_mapping(file, &v)?;
+    Ok(if v.is_null() { serde_json::json!({}) } else { v })
+}
+
 /// Parses `operator.yaml`.
 pub fn parse_operator(text: &str) -> Result<OperatorFile, PackageError> {
-    let v = yaml::parse_value(OPERATOR_FILE, text)?;
-    expect_mapping(OPERATOR_FILE, &v)?;
-    let v = if v.is_null() { serde_json::json!({}) } else { v };
+    let mut v = document(OPERATOR_FILE, text)?;
+    crate::lenient::operator_document(&mut v).map_err(|e| field_error(OPERATOR_FILE, e))?;
     let mut op: OperatorFile = yaml::from_value(OPERATOR_FILE, v)?;
     check_api_version(OPERATOR_FILE, &op.api_version)?;
     op.api_version = API_VERSION.to_string();
     Ok(op)
 }
 
-/// Parses `params.yaml`, applying KUDO's `required: true` default.
+/// Parses `params.yaml`: each parameter becomes the OperatorVersion's definition (KUDO's
+/// `required: true` default applied, `immutable` explicit, `sensitive` only when true, defaults
+/// and enum values as the strings the cluster stores) with its package-only fields beside it.
 pub fn parse_params(text: &str) -> Result<ParamsFile, PackageError> {
-    let v = yaml::parse_value(PARAMS_FILE, text)?;
-    expect_mapping(PARAMS_FILE, &v)?;
-    let v = if v.is_null() { serde_json::json!({}) } else { v };
+    let mut v = document(PARAMS_FILE, text)?;
+    crate::lenient::params_document(&mut v).map_err(|e| field_error(PARAMS_FILE, e))?;
+    let entries = v.as_object_mut().and_then(|m| m.remove("parameters"));
     let mut pf: ParamsFile = yaml::from_value(PARAMS_FILE, v)?;
+    let entries = match entries {
+        None | Some(serde_json::Value::Null) => Vec::new(),
+        Some(serde_json::Value::Array(items)) => items,
+        Some(other) => {
+            // Not a list: the typed reading states what it found, as for any other field.
+            yaml::from_value::<Vec<serde_json::Value>>(PARAMS_FILE, other)
+                .map_err(|e| at_field("parameters", e))?;
+            Vec::new()
+        }
+    };
+    pf.parameters = entries
+        .into_iter()
+        .enumerate()
+        .map(|(i, entry)| declared_parameter(entry).map_err(|e| at_field(&format!("parameters[{i}]"), e)))
+        .collect::<Result<_, _>>()?;
     check_api_version(PARAMS_FILE, &pf.api_version)?;
     pf.api_version = API_VERSION.to_string();
-    for p in &mut pf.parameters {
-        if p.required.is_none() {
-            p.required = Some(true);
-        }
-    }
     Ok(pf)
+}
+
+/// Puts `prefix` in front of the field a [`PackageError::Field`] names (`.` is the document
+/// itself).
+fn at_field(prefix: &str, e: PackageError) -> PackageError {
+    match e {
+        PackageError::Field { file, field, message } => PackageError::Field {
+            file,
+            field: if field == "." {
+                prefix.to_string()
+            } else if field.starts_with('[') {
+                format!("{prefix}{field}")
+            } else {
+                format!("{prefix}.{field}")
+            },
+            message,
+        },
+        other => other,
+    }
+}
+
+/// One `params.yaml` entry, already rewritten by [`crate::lenient::params_document`], split into
+/// the cluster's definition and the package-only fields.
+fn declared_parameter(mut entry: serde_json::Value) -> Result<DeclaredParameter, PackageError> {
+    let mut take = |key: &str| {
+        entry
+            .as_object_mut()
+            .and_then(|m| m.remove(key))
+            .filter(|v| !v.is_null())
+    };
+    let yaml_default = take("default");
+    let yaml_enum = take("enum").and_then(|v| serde_json::from_value::<Vec<serde_json::Value>>(v).ok());
+    let text =
+        |v: Option<serde_json::Value>| v.and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+    let group = text(take("group"));
+    let hint = text(take("hint"));
+    let advanced = take("advanced").and_then(|v| v.as_bool()).unwrap_or(false);
+    let mut def: kudo_api::Parameter = yaml::from_value(PARAMS_FILE, entry)?;
+    def.required = Some(def.required.unwrap_or(true));
+    def.immutable = Some(def.is_immutable());
+    // Written only when true, so OperatorVersions of ordinary packages stay byte-identical.
+    def.sensitive = def.is_sensitive().then_some(true);
+    let value_type = def.value_type().to_string();
+    def.default = yaml_default.as_ref().map(|d| wrap_value(d, &value_type));
+    def.r#enum = yaml_enum
+        .as_ref()
+        .map(|vs| vs.iter().map(|v| wrap_value(v, &value_type)).collect());
+    Ok(DeclaredParameter {
+        def,
+        yaml_default,
+        yaml_enum,
+        group,
+        advanced,
+        hint,
+    })
 }
 
 #[cfg(test)]
@@ -467,9 +552,9 @@ mod tests {
     fn required_defaults_to_true_and_types_follow_yaml_1_1() {
         let p = parse_params("parameters:\n  - name: A\n    default: False\n  - name: B\n    required: false\n    default: 0755\n").unwrap();
         assert_eq!(p.parameters[0].required, Some(true));
-        assert_eq!(p.parameters[0].default_string().as_deref(), Some("false"));
+        assert_eq!(p.parameters[0].default.as_deref(), Some("false"));
         assert_eq!(p.parameters[1].required, Some(false));
-        assert_eq!(p.parameters[1].default_string().as_deref(), Some("493"));
+        assert_eq!(p.parameters[1].default.as_deref(), Some("493"));
     }
 
     #[test]

@@ -13,7 +13,7 @@ use kudo_template::{FuncEnv, Template, Value, kudo_funcs};
 use serde_json::json;
 
 use crate::enhance::{self, Metadata, Owner};
-use crate::params::{ParamDef, parse_bool, template_params};
+use crate::params::{parse_bool, template_params};
 
 /// What the controller does with a rendered object.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -195,12 +195,12 @@ pub fn render_string(
     if !text.contains("{{") {
         return Ok(text.to_string());
     }
-    let defs: Vec<&dyn ParamDef> = ov.spec.parameters.iter().map(|p| p as &dyn ParamDef).collect();
+    let defs = &ov.spec.parameters;
     let fail = |message: String| RenderError::Field {
         field: what.to_string(),
         message,
     };
-    let params = template_params(&defs, &ctx.parameters).map_err(|e| fail(e.to_string()))?;
+    let params = template_params(defs, &ctx.parameters).map_err(|e| fail(e.to_string()))?;
     let pipes = BTreeMap::new();
     let data = template_data(
         ov,
@@ -221,8 +221,8 @@ pub fn render_string(
 /// Validates `ctx.parameters` against the OperatorVersion (type, enum, required) with KUDO's
 /// wording. Returns all errors.
 pub fn validate_parameters(ov: &OperatorVersion, values: &BTreeMap<String, String>) -> Vec<String> {
-    let defs: Vec<&dyn ParamDef> = ov.spec.parameters.iter().map(|p| p as &dyn ParamDef).collect();
-    crate::params::validate_values(&defs, values)
+    let defs = &ov.spec.parameters;
+    crate::params::validate_values(defs, values)
 }
 
 /// Renders a plan's `schedule:` (kudo-rs extension) with the data every template of the plan sees
@@ -245,8 +245,8 @@ pub fn render_schedule(
         plan: plan_name.to_string(),
         message,
     };
-    let defs: Vec<&dyn ParamDef> = ov.spec.parameters.iter().map(|p| p as &dyn ParamDef).collect();
-    let params = template_params(&defs, &ctx.parameters).map_err(|e| fail(e.to_string()))?;
+    let defs = &ov.spec.parameters;
+    let params = template_params(defs, &ctx.parameters).map_err(|e| fail(e.to_string()))?;
     let pipes = BTreeMap::new();
     let s = StepCtx {
         plan: plan_name,
@@ -276,8 +276,8 @@ pub fn render_plan(
     if !errs.is_empty() {
         return Err(RenderError::InvalidParams(errs));
     }
-    let defs: Vec<&dyn ParamDef> = ov.spec.parameters.iter().map(|p| p as &dyn ParamDef).collect();
-    let params = template_params(&defs, &ctx.parameters)
+    let defs = &ov.spec.parameters;
+    let params = template_params(defs, &ctx.parameters)
         .map_err(|e| RenderError::InvalidParams(vec![e.to_string()]))?;
     let pipes = crate::tmpl::pipes_for_plan(&ctx.instance_name, plan_name, plan, &ov.spec.tasks);
     let mut templates = Templates {

@@ -346,27 +346,11 @@ pub fn pipes_for_plan(
 /// The data `package verify` renders with: implicit variables as their own names (`.Name` is
 /// `"Name"`), parameters at their defaults with the runtime typing, pipes with computed names.
 fn verify_data(pkg: &Package) -> Result<BTreeMap<String, Value>, String> {
-    let defs: Vec<&dyn crate::params::ParamDef> = pkg
-        .params
-        .parameters
-        .iter()
-        .map(|p| p as &dyn crate::params::ParamDef)
-        .collect();
-    let params = crate::params::template_params(&defs, &BTreeMap::new()).map_err(|e| e.to_string())?;
+    let params = crate::params::template_params(&pkg.params.definitions(), &BTreeMap::new())
+        .map_err(|e| e.to_string())?;
     let mut pipes = BTreeMap::new();
-    let api_tasks: Vec<kudo_api::Task> = pkg
-        .operator
-        .tasks
-        .iter()
-        .map(crate::convert::task_to_api)
-        .collect();
     for (name, plan) in &pkg.operator.plans {
-        pipes.extend(pipes_for_plan(
-            "Name",
-            name,
-            &crate::convert::plan_to_api(plan),
-            &api_tasks,
-        ));
+        pipes.extend(pipes_for_plan("Name", name, plan, &pkg.operator.tasks));
     }
     let mut data = BTreeMap::new();
     for i in IMPLICITS {

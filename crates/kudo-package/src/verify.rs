@@ -178,7 +178,7 @@ fn versions(pkg: &Package, r: &mut Verification) {
     }
 }
 
-fn pipe_file_display(p: &crate::model::PipeSpec) -> String {
+fn pipe_file_display(p: &kudo_api::PipeSpec) -> String {
     format!("{{{} {} {} {}}}", p.file, p.env_file, p.kind, p.key)
 }
 
@@ -260,9 +260,9 @@ fn task_references(pkg: &Package, r: &mut Verification) {
                 }
             }
         }
-        for (label, s) in [("plan", &plan.strategy)]
+        for (label, s) in [("plan", &plan.strategy.0)]
             .into_iter()
-            .chain(plan.phases.iter().map(|p| ("phase", &p.strategy)))
+            .chain(plan.phases.iter().map(|p| ("phase", &p.strategy.0)))
         {
             // Ours: KUDO silently treats any other strategy as parallel.
             if !s.is_empty() && s != "serial" && s != "parallel" {
@@ -296,7 +296,7 @@ fn plan_references(pkg: &Package, r: &mut Verification) {
 fn parameter_definitions(pkg: &Package, r: &mut Verification) {
     let params = &pkg.params.parameters;
     for p in params {
-        if p.is_immutable() && !p.has_default() && !p.is_required() {
+        if p.is_immutable() && p.default.is_none() && !p.is_required() {
             r.param_error(
                 &p.name,
                 "is immutable but is not marked as required or has a default value",
@@ -305,40 +305,40 @@ fn parameter_definitions(pkg: &Package, r: &mut Verification) {
     }
     for p in params {
         // Ours: KUDO accepts any type string and then treats unknown types as strings.
-        if !p.type_.is_empty() && !PARAM_TYPES.contains(&p.type_.as_str()) {
+        if !p.value_type.is_empty() && !PARAM_TYPES.contains(&p.value_type.as_str()) {
             r.param_error(
                 &p.name,
                 &format!(
                     "has an unknown type {:?} (must be one of {})",
-                    p.type_,
+                    p.value_type,
                     PARAM_TYPES.join(", ")
                 ),
             );
         }
     }
     for p in params {
-        if let Some(vals) = &p.enum_ {
+        if let Some(vals) = &p.yaml_enum {
             if vals.is_empty() {
                 r.param_error(&p.name, "is an enum but has no allowed values");
                 continue;
             }
             for v in vals {
-                if let Err(e) = validate_decoded_for_type(&p.type_, v) {
+                if let Err(e) = validate_decoded_for_type(&p.value_type, v) {
                     r.param_error(&p.name, &format!("has an invalid enum value: {e}"));
                 }
             }
         }
     }
     for p in params {
-        let Some(d) = &p.default else { continue };
-        if let Err(e) = validate_decoded_for_type(&p.type_, d) {
+        let Some(d) = &p.yaml_default else { continue };
+        if let Err(e) = validate_decoded_for_type(&p.value_type, d) {
             r.error(format!(
                 "parameter {:?} has an invalid default value: {e}",
                 p.name
             ));
             continue;
         }
-        if let Some(vals) = &p.enum_
+        if let Some(vals) = &p.yaml_enum
             && !vals.is_empty()
             && !vals.contains(d)
         {
@@ -353,7 +353,7 @@ fn parameter_definitions(pkg: &Package, r: &mut Verification) {
         // Ours: Go prints large/small floats in exponent form, which is what the cluster stores.
         if let serde_json::Value::Number(n) = d {
             let shown = crate::yaml::go_sprint(d);
-            if shown.contains('e') && !p.type_.eq("number") {
+            if shown.contains('e') && !p.value_type.eq("number") {
                 r.param_warning(
                     &p.name,
                     &format!("has the numeric default {n}, which KUDO stores as {shown:?}; quote it to keep the digits"),
@@ -365,7 +365,7 @@ fn parameter_definitions(pkg: &Package, r: &mut Verification) {
         if p.group.contains('/') {
             r.param_error(&p.name, "has a group with invalid character '/'");
         }
-        if p.is_advanced() && !p.has_default() && p.is_required() {
+        if p.advanced && p.default.is_none() && p.is_required() {
             r.param_error(
                 &p.name,
                 "is marked as advanced, but also as required and has no default. An advanced parameter must either be optional or have a default value",
@@ -411,7 +411,7 @@ fn sensitive_names(pkg: &Package, r: &mut Verification) {
 }
 
 /// Templates each task needs (resources, Pipe pod, KudoOperator parameter file).
-pub fn task_templates(t: &crate::model::Task) -> Vec<&str> {
+pub fn task_templates(t: &kudo_api::Task) -> Vec<&str> {
     match t.kind {
         TaskKind::Apply | TaskKind::Delete | TaskKind::Toggle => {
             t.spec.resources.iter().map(String::as_str).collect()
@@ -507,7 +507,7 @@ fn extended(pkg: &Package, c: ParamChecks, r: &mut Verification) {
                 r.param_warning(&p.name, "has a hint not ending with '.'");
             }
         }
-        if c.type_ && p.type_.is_empty() {
+        if c.type_ && p.value_type.is_empty() {
             r.param_warning(&p.name, "has no explicit type assigned");
         }
         if c.hasgroup && p.group.is_empty() {

@@ -5,8 +5,8 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use kudo_package::convert::{ConvertOptions, to_resources};
 use kudo_package::render::{Action, RenderContext, RenderError, RenderedObject, render_plan};
+use kudo_package::resources::{ConvertOptions, to_resources};
 use kudo_package::verify::{ParamChecks, verify};
 use kudo_package::{Package, read_path};
 

@@ -1,7 +1,6 @@
 //! The `sensitive` parameter field (a kudo-rs extension): read from `params.yaml`, carried into the
 //! OperatorVersion only when true, and `package verify` warns for secret-looking names without it.
 
-use kudo_package::convert::parameter_to_api;
 use kudo_package::reader::read_path;
 use kudo_package::verify::{ParamChecks, looks_secret, verify};
 
@@ -23,7 +22,7 @@ fn sensitive_is_read_and_written_to_the_operator_version_only_when_true() {
     assert!(ps[0].is_sensitive());
     assert!(!ps[1].is_sensitive());
     assert!(!ps[2].is_sensitive());
-    let api: Vec<_> = ps.iter().map(parameter_to_api).collect();
+    let api = pkg.params.definitions();
     assert_eq!(api[0].sensitive, Some(true));
     assert!(api[0].is_sensitive());
     assert_eq!(api[1].sensitive, None);

@@ -304,7 +304,7 @@ mod tests {
         write_pkg(&t.path().join("db"), "db", "2.0.0", &[]);
         let root = kudo_package::read_path(&t.path().join("app")).unwrap();
         let deps = resolve_root(&t.path().join("app")).unwrap();
-        let mut res = kudo_package::convert::to_resources(&root, &Default::default()).unwrap();
+        let mut res = kudo_package::resources::to_resources(&root, &Default::default()).unwrap();
         deps.pin(&mut res.operator_version);
         let task = res
             .operator_version

@@ -100,7 +100,7 @@ impl DevArgs {
     }
 }
 
-pub async fn run(opts: &ClusterOpts, args: DevArgs) -> Result<ExitCode> {
+pub async fn run(opts: &ClusterOpts, args: DevArgs, io: &mut crate::Io<'_>) -> Result<ExitCode> {
     if !args.address.ip().is_loopback() {
         bail!("the dev cluster serves on loopback only; got {}", args.address);
     }
@@ -161,17 +161,19 @@ pub async fn run(opts: &ClusterOpts, args: DevArgs) -> Result<ExitCode> {
         .set(faults.clone())
         .context("invalid --fault-* flags")?;
     if faults.is_active() {
-        eprintln!("fault injection active: {faults}");
+        writeln!(io.err, "fault injection active: {faults}")?;
     }
-    eprintln!(
+    writeln!(
+        io.err,
         "fault injection admin endpoint: {} (GET, PUT, DELETE)",
         server.faults_url()
-    );
-    eprintln!(
+    )?;
+    writeln!(
+        io.err,
         "kudo dev cluster serving on {} — export KUBECONFIG={}",
         server.url(),
         kubeconfig.display()
-    );
+    )?;
 
     let code = match &args.demo {
         Some(pkg) => {

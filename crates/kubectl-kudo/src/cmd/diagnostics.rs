@@ -74,39 +74,15 @@ pub async fn run(opts: &ClusterOpts, args: DiagnosticsArgs, io: &mut crate::Io<'
     }
 }
 
-/// A Go-style duration (`1h30m`, `45s`, `2m`) in whole seconds, at least 1.
+/// `--log-since`: a Go duration ([`kudo_api::duration::parse`]: `1h30m`, `45s`, `2m`) in whole
+/// seconds, rounded up and at least 1 (the smallest `sinceSeconds` the API server takes);
+/// surrounding whitespace is ignored and a negative duration is refused.
 fn parse_duration_seconds(s: &str) -> Result<i64, String> {
-    let mut total: f64 = 0.0;
-    let mut rest = s.trim();
-    if rest.is_empty() {
-        return Err("empty duration".into());
-    }
-    while !rest.is_empty() {
-        let num_end = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(rest.len());
-        if num_end == 0 {
-            return Err(format!("invalid duration {s:?}: expected a number"));
-        }
-        let n: f64 = rest[..num_end]
-            .parse()
-            .map_err(|_| format!("invalid duration {s:?}"))?;
-        rest = &rest[num_end..];
-        let unit_end = rest
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(rest.len());
-        let factor = match &rest[..unit_end] {
-            "h" => 3600.0,
-            "m" => 60.0,
-            "s" => 1.0,
-            "ms" => 0.001,
-            "" => return Err(format!("invalid duration {s:?}: missing unit (h, m, s)")),
-            u => return Err(format!("invalid duration {s:?}: unknown unit {u:?}")),
-        };
-        total += n * factor;
-        rest = &rest[unit_end..];
-    }
-    Ok((total.ceil() as i64).max(1))
+    let nanos = kudo_api::duration::parse(s.trim()).map_err(|e| e.to_string())?;
+    let nanos = u64::try_from(nanos).map_err(|_| format!("invalid duration {s:?}: negative"))?;
+    Ok(i64::try_from(nanos.div_ceil(1_000_000_000))
+        .unwrap_or(i64::MAX)
+        .max(1))
 }
 
 /// Sensitive values shorter than this are not redacted (see the module docs).
@@ -552,5 +528,14 @@ mod tests {
         assert!(parse_duration_seconds("10").is_err());
         assert!(parse_duration_seconds("1d").is_err());
         assert!(parse_duration_seconds("").is_err());
+        // The caller's rules over Go's parser: rounded up, at least 1, never negative.
+        assert_eq!(parse_duration_seconds("0"), Ok(1));
+        assert_eq!(parse_duration_seconds(" 2s "), Ok(2));
+        assert_eq!(parse_duration_seconds("1500us"), Ok(1));
+        assert!(parse_duration_seconds("-5s").is_err());
+        assert_eq!(
+            parse_duration_seconds("1x").unwrap_err(),
+            r#"time: unknown unit "x" in duration "1x""#
+        );
     }
 }

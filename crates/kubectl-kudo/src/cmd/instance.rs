@@ -9,8 +9,8 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use kube::api::DeleteParams;
 use kudo_api::{ExecutionStatus, Instance, Operator, OperatorVersion};
-use kudo_package::convert::{ConvertOptions, to_resources};
 use kudo_package::params;
+use kudo_package::resources::{ConvertOptions, to_resources};
 use kudo_repo::Dependencies;
 
 use super::cluster::{Cluster, ClusterOpts, KudoKind, api_error, connect};
@@ -429,7 +429,7 @@ async fn install_in_cluster(opts: &ClusterOpts, args: InstallArgs, io: &mut Io<'
             cluster.namespace
         );
     };
-    let mut instance = kudo_package::convert::instance(
+    let mut instance = kudo_package::resources::instance(
         name,
         &ov.metadata.name,
         &ConvertOptions {

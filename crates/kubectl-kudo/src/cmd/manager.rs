@@ -84,7 +84,7 @@ fn identity(pod_name: Option<&str>, hostname: Option<&str>) -> String {
     }
 }
 
-pub async fn run(opts: &ClusterOpts, args: ManagerArgs) -> Result<ExitCode> {
+pub async fn run(opts: &ClusterOpts, args: ManagerArgs, io: &mut crate::Io<'_>) -> Result<ExitCode> {
     kudo_controller::init_tracing(args.json_logs).context("cannot set up logging")?;
     let cluster = connect(opts).await?;
     let leader_election = args.leader_elect.then(|| {
@@ -113,17 +113,19 @@ pub async fn run(opts: &ClusterOpts, args: ManagerArgs) -> Result<ExitCode> {
         ..Default::default()
     };
     if let Some(ns) = &config.namespace {
-        eprintln!("watching namespace {ns} only");
+        writeln!(io.err, "watching namespace {ns} only")?;
     }
     match &config.leader_election {
-        Some(le) => eprintln!(
+        Some(le) => writeln!(
+            io.err,
             "kudo manager starting (field manager {:?}, metrics on {}, leader election as {:?} on lease {}/{})",
             config.field_manager, args.metrics_address, le.identity, le.namespace, le.lease_name
-        ),
-        None => eprintln!(
+        )?,
+        None => writeln!(
+            io.err,
             "kudo manager starting (field manager {:?}, metrics on {}, no leader election)",
             config.field_manager, args.metrics_address
-        ),
+        )?,
     }
     kudo_controller::run(cluster.client, config, super::dev::wait_for_signal())
         .await

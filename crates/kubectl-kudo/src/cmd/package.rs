@@ -8,9 +8,9 @@ use std::process::ExitCode;
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand, ValueEnum};
 
-use kudo_package::convert::{ConvertOptions, to_resources};
 use kudo_package::list::{self, ParamListOptions};
 use kudo_package::render::{RenderContext, render_plan};
+use kudo_package::resources::{ConvertOptions, to_resources};
 use kudo_package::verify::{ParamChecks, Verification, verify};
 use kudo_package::{Package, params, read_path};
 

@@ -70,7 +70,7 @@ pub struct TestArgs {
     pub skip_cluster_delete: bool,
 }
 
-pub async fn run(opts: &ClusterOpts, args: TestArgs) -> anyhow::Result<ExitCode> {
+pub async fn run(opts: &ClusterOpts, args: TestArgs, io: &mut crate::Io<'_>) -> anyhow::Result<ExitCode> {
     let cwd = std::env::current_dir().context("cannot determine the current directory")?;
     let config = match &args.config {
         Some(p) => Some(p.clone()),
@@ -106,10 +106,11 @@ pub async fn run(opts: &ClusterOpts, args: TestArgs) -> anyhow::Result<ExitCode>
     {
         // An explicit target wins over the suite's startControlPlane/startKIND (bug 5 of issue 14):
         // the same suite runs on the embedded cluster by default and on a real one when asked.
-        eprintln!(
+        writeln!(
+            io.err,
             "notice: --kubeconfig {} given: the suite's startControlPlane/startKIND is ignored, the test runs against that cluster",
             k.display()
-        );
+        )?;
         suite.start_control_plane = false;
         suite.start_kind = false;
     }
@@ -123,21 +124,29 @@ pub async fn run(opts: &ClusterOpts, args: TestArgs) -> anyhow::Result<ExitCode>
         suite.kind_config = Some(k.display().to_string());
     }
     if args.kind_context.is_some() {
-        eprintln!("--kind-context: ignored, the embedded cluster (--start-kind) needs no KIND context");
+        writeln!(
+            io.err,
+            "--kind-context: ignored, the embedded cluster (--start-kind) needs no KIND context"
+        )?;
     }
     if args.start_kudo {
         if suite.wants_embedded_cluster() {
-            eprintln!("--start-kudo: nothing to do, the embedded cluster always runs the KUDO manager");
+            writeln!(
+                io.err,
+                "--start-kudo: nothing to do, the embedded cluster always runs the KUDO manager"
+            )?;
         } else {
-            eprintln!(
+            writeln!(
+                io.err,
                 "--start-kudo: ignored for a kubeconfig's cluster: run `kubectl kudo init` (or `kubectl kudo manager`) there, or use --start-kind for an embedded cluster running KUDO"
-            );
+            )?;
         }
     }
     if args.skip_cluster_delete {
-        eprintln!(
+        writeln!(
+            io.err,
             "--skip-cluster-delete: ignored, the embedded cluster lives in this process and ends with it"
-        );
+        )?;
     }
     if let Some(d) = &args.artifacts_dir {
         suite.artifacts_dir = Some(d.display().to_string());
@@ -170,7 +179,7 @@ pub async fn run(opts: &ClusterOpts, args: TestArgs) -> anyhow::Result<ExitCode>
     };
     let summary = kudo_kuttl::run(run_opts, kudo_kuttl::Log::stdout()).await?;
     if let Some(p) = &summary.report_path {
-        println!("report written to {}", p.display());
+        writeln!(io.out, "report written to {}", p.display())?;
     }
     Ok(if summary.success() {
         ExitCode::SUCCESS

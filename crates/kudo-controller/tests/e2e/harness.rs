@@ -18,7 +18,7 @@ use kube::api::{
 };
 use kudo_apiserver::{ApiServer, Config, RunningServer};
 use kudo_controller::ControllerConfig;
-use kudo_package::convert::{ConvertOptions, Resources, to_resources};
+use kudo_package::resources::{ConvertOptions, Resources, to_resources};
 use serde_json::Value;
 
 pub const NS: &str = "default";

@@ -833,9 +833,9 @@ async fn missing_operator_version_is_reported_then_picked_up() {
     let dir = tempfile::tempdir().unwrap();
     let pkg = first_operator(dir.path());
     let p = kudo_package::read_path(&pkg).unwrap();
-    let res = kudo_package::convert::to_resources(
+    let res = kudo_package::resources::to_resources(
         &p,
-        &kudo_package::convert::ConvertOptions {
+        &kudo_package::resources::ConvertOptions {
             instance_name: Some("late".into()),
             namespace: Some("default".into()),
             parameters: BTreeMap::new(),
@@ -1101,9 +1101,9 @@ async fn operator_version_change_runs_deploy_with_the_new_templates() {
     )
     .unwrap();
     let p = kudo_package::read_path(&pkg).unwrap();
-    let res = kudo_package::convert::to_resources(
+    let res = kudo_package::resources::to_resources(
         &p,
-        &kudo_package::convert::ConvertOptions {
+        &kudo_package::resources::ConvertOptions {
             instance_name: Some("up".into()),
             namespace: Some("default".into()),
             parameters: BTreeMap::new(),

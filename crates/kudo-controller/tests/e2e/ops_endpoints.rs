@@ -11,7 +11,7 @@ use crate::harness::{self, Env, metric};
 /// Number of objects the galera deploy plan applies (rendered offline from the package).
 fn galera_deploy_objects(instance: &str) -> usize {
     let pkg = kudo_package::read_path(&galera_dir()).expect("package reads");
-    let res = kudo_package::convert::to_resources(&pkg, &Default::default()).expect("package converts");
+    let res = kudo_package::resources::to_resources(&pkg, &Default::default()).expect("package converts");
     let ctx = RenderContext {
         instance_name: instance.to_string(),
         namespace: harness::NS.to_string(),

@@ -473,67 +473,6 @@ fn load_location(name: &str) -> Option<Loc> {
     }
 }
 
-/// Go's `time.ParseDuration`, in nanoseconds.
-pub fn parse_duration(s: &str) -> Option<i128> {
-    let (neg, mut s) = match s.as_bytes().first() {
-        Some(b'-') => (true, &s[1..]),
-        Some(b'+') => (false, &s[1..]),
-        _ => (false, s),
-    };
-    if s == "0" {
-        return Some(0);
-    }
-    if s.is_empty() {
-        return None;
-    }
-    let mut total: f64 = 0.0;
-    let mut total_i: i128 = 0;
-    while !s.is_empty() {
-        let int_len = s.bytes().take_while(|c| c.is_ascii_digit()).count();
-        let int_part = &s[..int_len];
-        s = &s[int_len..];
-        let mut frac_part = "";
-        if let Some(r) = s.strip_prefix('.') {
-            let fl = r.bytes().take_while(|c| c.is_ascii_digit()).count();
-            frac_part = &r[..fl];
-            s = &r[fl..];
-        }
-        if int_part.is_empty() && frac_part.is_empty() {
-            return None;
-        }
-        let ul = s
-            .bytes()
-            .take_while(|c| !c.is_ascii_digit() && *c != b'.')
-            .count();
-        let unit = &s[..ul];
-        s = &s[ul..];
-        let mult: i128 = match unit {
-            "ns" => 1,
-            "us" | "µs" | "μs" => 1_000,
-            "ms" => 1_000_000,
-            "s" => 1_000_000_000,
-            "m" => 60_000_000_000,
-            "h" => 3_600_000_000_000,
-            _ => return None,
-        };
-        let iv: i128 = if int_part.is_empty() {
-            0
-        } else {
-            int_part.parse().ok()?
-        };
-        total_i = total_i.checked_add(iv.checked_mul(mult)?)?;
-        if !frac_part.is_empty() {
-            let f: f64 = format!("0.{frac_part}").parse().ok()?;
-            total += f * mult as f64;
-        }
-    }
-    let v = total_i + total as i128;
-    if v > i64::MAX as i128 {
-        return None;
-    }
-    Some(if neg { -v } else { v })
-}
-
 /// Go's `Duration.String()`.
 pub(crate) fn duration_string(d: i128) -> String {
     if d == 0 {
@@ -1019,9 +958,10 @@ pub(super) fn register(m: &mut FuncMap) {
     for name in ["dateModify", "date_modify"] {
         m.insert(name, sig(&[P::String, P::Time]), |_, a| {
             let t = need_time(a_any(a, 1))?;
-            Ok(time_value(match parse_duration(a_str(a, 0)?) {
-                Some(d) => t.add_nanos(d),
-                None => t,
+            // Sprig leaves the time unchanged when Go refuses the duration.
+            Ok(time_value(match kudo_api::duration::parse(a_str(a, 0)?) {
+                Ok(d) => t.add_nanos(i128::from(d)),
+                Err(_) => t,
             }))
         });
     }

@@ -30,8 +30,6 @@ use crate::value::{Map, Value};
 pub mod conv;
 mod crypto;
 mod dates;
-/// Go's `time.ParseDuration` in nanoseconds, shared with the autopilot rule checks (kudo-package).
-pub use dates::parse_duration as parse_go_duration;
 mod dicts;
 mod lists;
 mod math;

@@ -1,12 +1,13 @@
 //! Package → the `kudo.dev/v1beta1` objects `kubectl kudo install` creates: Operator,
-//! OperatorVersion and Instance.
+//! OperatorVersion and Instance. The package already holds tasks, plans and parameter
+//! definitions as the `kudo-api` types, so this only assembles the three objects.
 
 use std::collections::BTreeMap;
 
 use kudo_api as api;
 
 use crate::error::PackageError;
-use crate::model::{self, Package, TaskKind};
+use crate::model::{Package, TaskKind};
 
 /// The three cluster objects of a package.
 #[derive(Clone, Debug, PartialEq)]
@@ -32,82 +33,6 @@ fn meta(name: &str, namespace: &Option<String>) -> api::ObjectMeta {
         name: name.to_string(),
         namespace: namespace.clone(),
         ..Default::default()
-    }
-}
-
-/// Converts one package task to the API form.
-pub fn task_to_api(t: &model::Task) -> api::Task {
-    let s = &t.spec;
-    api::Task {
-        name: t.name.clone(),
-        kind: t.kind.clone(),
-        spec: api::TaskSpec {
-            resources: s.resources.clone(),
-            parameter: s.parameter.clone(),
-            want_err: s.want_err,
-            fatal: s.fatal,
-            done: s.done,
-            pod: s.pod.clone(),
-            pipe: s
-                .pipe
-                .iter()
-                .map(|p| api::PipeSpec {
-                    file: p.file.clone(),
-                    env_file: p.env_file.clone(),
-                    kind: p.kind.clone(),
-                    key: p.key.clone(),
-                })
-                .collect(),
-            package: s.package.clone(),
-            instance_name: s.instance_name.clone(),
-            app_version: s.app_version.clone(),
-            operator_version: s.operator_version.clone(),
-            parameter_file: s.parameter_file.clone(),
-        },
-    }
-}
-
-/// Converts one package plan to the API form.
-pub fn plan_to_api(p: &model::Plan) -> api::Plan {
-    api::Plan {
-        strategy: api::Ordering(p.strategy.clone()),
-        timeout: p.timeout.clone(),
-        schedule: p.schedule.clone(),
-        when: p.when.clone(),
-        phases: p
-            .phases
-            .iter()
-            .map(|ph| api::Phase {
-                name: ph.name.clone(),
-                strategy: api::Ordering(ph.strategy.clone()),
-                steps: ph
-                    .steps
-                    .iter()
-                    .map(|st| api::Step {
-                        name: st.name.clone(),
-                        tasks: st.tasks.clone(),
-                        timeout: st.timeout.clone(),
-                    })
-                    .collect(),
-            })
-            .collect(),
-    }
-}
-
-/// Converts a package parameter to the OperatorVersion form (values as strings, `value-type`).
-pub fn parameter_to_api(p: &model::Parameter) -> api::Parameter {
-    api::Parameter {
-        display_name: p.display_name.clone(),
-        name: p.name.clone(),
-        description: p.description.clone(),
-        required: Some(p.is_required()),
-        default: p.default_string(),
-        trigger: p.trigger.clone(),
-        value_type: p.type_.clone(),
-        immutable: Some(p.is_immutable()),
-        r#enum: p.enum_strings(),
-        // Written only when true, so OperatorVersions of ordinary packages stay byte-identical.
-        sensitive: p.is_sensitive().then_some(true),
     }
 }
 
@@ -206,14 +131,7 @@ pub fn to_resources(pkg: &Package, opts: &ConvertOptions) -> Result<Resources, P
             description: o.description.clone(),
             kudo_version: o.kudo_version.clone(),
             kubernetes_version: o.kubernetes_version.clone(),
-            maintainers: o
-                .maintainers
-                .iter()
-                .map(|m| api::Maintainer {
-                    name: m.name.clone(),
-                    email: m.email.clone(),
-                })
-                .collect(),
+            maintainers: o.maintainers.clone(),
             url: o.url.clone(),
             namespace_manifest: o.namespace_manifest.clone(),
         },
@@ -233,9 +151,9 @@ pub fn to_resources(pkg: &Package, opts: &ConvertOptions) -> Result<Resources, P
             version: o.operator_version.clone(),
             app_version: o.app_version.clone(),
             templates: pkg.templates.clone(),
-            tasks: o.tasks.iter().map(task_to_api).collect(),
-            parameters: pkg.params.parameters.iter().map(parameter_to_api).collect(),
-            plans: o.plans.iter().map(|(k, v)| (k.clone(), plan_to_api(v))).collect(),
+            tasks: o.tasks.clone(),
+            parameters: pkg.params.definitions(),
+            plans: o.plans.clone(),
             connection_string: String::new(),
             upgradable_from: Vec::new(),
         },

@@ -1,0 +1,209 @@
+//! What the manager watches, and which Instances an event of each kind wakes.
+//!
+//! Every watch feeds a cache (crate::cache) and yields reconcile requests: one connection per
+//! kind, in one scope (the whole cluster, or the configured namespace). The caches hold no
+//! managedFields (never read, and the bulk of a small object); children no plan applied keep
+//! only what readiness reads, and wake their Instance only when that changed (cache::slim_child,
+//! cache::Wakes). A new watched kind is one more method here and one line in
+//! [`crate::run_controller`].
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use futures::StreamExt;
+use kube::ResourceExt;
+use kube::api::{Api, ApiResource, DynamicObject};
+use kube::runtime::WatchStreamExt;
+use kube::runtime::controller::{ReconcileRequest, trigger_with};
+use kube::runtime::reflector::store::Writer;
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::watcher::{self, watcher};
+use serde::Deserialize;
+
+use crate::{autopilot, cache, instance_resource, known_resource, operator_version_resource, owner_of};
+
+/// A stream of reconcile requests, one per watch.
+pub(crate) type Trigger =
+    futures::stream::BoxStream<'static, Result<ReconcileRequest<DynamicObject>, watcher::Error>>;
+
+/// The watches declared so far and the scope they share.
+pub(crate) struct Watches {
+    client: kube::Client,
+    namespace: Option<String>,
+    /// The reconcile requests of every watch, merged into the queue by the caller.
+    pub triggers: Vec<Trigger>,
+}
+
+fn slim(o: &mut DynamicObject) {
+    o.metadata.managed_fields = None;
+}
+
+/// Instances are also kept packed (their body as JSON text; cache::pack): the manager reads one
+/// per reconcile, unpacked, and the parsed trees of 1,000 Instances were a fifth of its heap
+/// (issue 14).
+fn slim_instance(o: &mut DynamicObject) {
+    slim(o);
+    cache::pack(o);
+}
+
+impl Watches {
+    pub fn new(client: kube::Client, namespace: Option<String>) -> Watches {
+        Watches {
+            client,
+            namespace,
+            triggers: Vec::new(),
+        }
+    }
+
+    /// The API of `ar` in the watches' scope.
+    fn scoped(&self, ar: &ApiResource) -> Api<DynamicObject> {
+        match &self.namespace {
+            Some(ns) => Api::namespaced_with(self.client.clone(), ns, ar),
+            None => Api::all_with(self.client.clone(), ar),
+        }
+    }
+
+    /// Instances: a change reconciles the Instance itself and, for a child Instance (a
+    /// KudoOperator task's, label `heritage=kudo`), its parent. Returns their cache.
+    pub fn instances(&mut self) -> Store<DynamicObject> {
+        let iar = instance_resource();
+        let writer = Writer::new(iar.clone());
+        let store = writer.as_reader();
+        let events = watcher(self.scoped(&iar), watcher::Config::default())
+            .default_backoff()
+            .modify(slim_instance)
+            .reflect(writer)
+            .touched_objects();
+        let trigger = trigger_with(events, |i: DynamicObject| {
+            let me = ObjectRef::from_obj_with(&i, instance_resource());
+            let parent = (i.labels().get("heritage").map(String::as_str) == Some("kudo"))
+                .then(|| owner_of(i))
+                .flatten();
+            std::iter::once(me).chain(parent)
+        });
+        self.triggers.push(trigger.boxed());
+        store
+    }
+
+    /// OperatorVersion changes re-reconcile every Instance referencing the OV. OperatorVersions
+    /// may live in another namespace than their Instances: always cluster-wide. Returns their
+    /// cache.
+    pub fn operator_versions(&mut self, instances: &Store<DynamicObject>) -> Store<DynamicObject> {
+        let ovar = operator_version_resource();
+        let ovs: Api<DynamicObject> = Api::all_with(self.client.clone(), &ovar);
+        let writer = Writer::new(ovar.clone());
+        let cache = writer.as_reader();
+        let instances = instances.clone();
+        let events = watcher(ovs, watcher::Config::default())
+            .default_backoff()
+            .modify(slim)
+            .reflect(writer)
+            .touched_objects();
+        let trigger = trigger_with(events, move |ov: DynamicObject| instances_of_ov(&instances, &ov));
+        self.triggers.push(trigger.boxed());
+        cache
+    }
+
+    /// Secrets named by an Instance's `spec.parameterSources` (sensitive parameters): a change of
+    /// one wakes those Instances, whose reconcile compares the values' fingerprints (rotation,
+    /// crate::param_sources). The data is dropped as it arrives: nothing of a Secret is cached.
+    pub fn secrets(&mut self, instances: &Store<DynamicObject>) {
+        let sar = known_resource("", "Secret");
+        let instances = instances.clone();
+        let events = watcher(self.scoped(&sar), watcher::Config::default())
+            .default_backoff()
+            .modify(|o: &mut DynamicObject| {
+                o.data = serde_json::Value::Null;
+                o.metadata.managed_fields = None;
+            })
+            .touched_objects();
+        let trigger = trigger_with(events, move |s: DynamicObject| {
+            instances_referencing_secret(&instances, &s)
+        });
+        self.triggers.push(trigger.boxed());
+    }
+
+    /// Children: anything KUDO applied carries `heritage=kudo` and `kudo.dev/instance`; a change
+    /// wakes the owning Instance. Returns the cache of each child kind.
+    pub fn children(&mut self) -> HashMap<(String, String), cache::ChildCache> {
+        let mut children = HashMap::new();
+        for (g, v, k, plural) in cache::CHILD_KINDS {
+            let ar = cache::child_resource(g, v, k, plural);
+            let writer = Writer::new(ar.clone());
+            let index = Arc::new(cache::InstanceIndex::default());
+            let child = cache::ChildCache {
+                ar: ar.clone(),
+                store: writer.as_reader(),
+                index: index.clone(),
+            };
+            children.insert((ar.api_version.clone(), ar.kind.clone()), child);
+            let wakes = cache::Wakes::default();
+            let av = ar.api_version.clone();
+            let events = watcher(
+                self.scoped(&ar),
+                watcher::Config::default().labels("heritage=kudo"),
+            )
+            .default_backoff()
+            .modify(move |o| cache::slim_child(k, o))
+            .reflect(writer);
+            let trigger = trigger_with(events, move |ev| {
+                index.observe(&ev);
+                wakes.owner_to_wake(&av, k, ev)
+            });
+            self.triggers.push(trigger.boxed());
+        }
+        children
+    }
+
+    /// Autopilot rules: their watches (started on demand by the reconciles) wake Instances
+    /// through a channel, which is one more trigger.
+    pub fn autopilot(&mut self) -> autopilot::Watches {
+        let (wake_tx, wake_rx) = tokio::sync::mpsc::unbounded_channel::<ObjectRef<DynamicObject>>();
+        let trigger = futures::stream::unfold(wake_rx, |mut rx| async move {
+            rx.recv().await.map(|r| (Ok(ReconcileRequest::from(r)), rx))
+        });
+        self.triggers.push(trigger.boxed());
+        autopilot::Watches::new(self.client.clone(), wake_tx)
+    }
+}
+
+/// The Instances of the Secret's namespace whose `spec.parameterSources` name the Secret.
+fn instances_referencing_secret(
+    store: &Store<DynamicObject>,
+    secret: &DynamicObject,
+) -> Vec<ObjectRef<DynamicObject>> {
+    let name = secret.name_any();
+    let ns = secret.namespace().unwrap_or_default();
+    store
+        .state()
+        .iter()
+        .filter(|i| i.namespace().unwrap_or_default() == ns)
+        .filter(|i| cache::body_may_contain(i, &name))
+        .filter(|i| {
+            cache::body(i)["spec"]["parameterSources"]
+                .as_object()
+                .is_some_and(|m| m.values().any(|src| src["secretKeyRef"]["name"] == name.as_str()))
+        })
+        .map(|i| ObjectRef::from_obj_with(i.as_ref(), instance_resource()))
+        .collect()
+}
+
+/// Every cached Instance whose `spec.operatorVersion` names this OperatorVersion.
+fn instances_of_ov(store: &Store<DynamicObject>, ov: &DynamicObject) -> Vec<ObjectRef<DynamicObject>> {
+    let ov_name = ov.name_any();
+    let ov_ns = ov.namespace().unwrap_or_default();
+    store
+        .state()
+        .iter()
+        .filter(|i| cache::body_may_contain(i, &ov_name))
+        .filter(|i| {
+            let ns = i.namespace().unwrap_or_default();
+            let Ok(r) = kudo_api::ObjectReference::deserialize(&cache::body(i)["spec"]["operatorVersion"])
+            else {
+                return false;
+            };
+            r.name == ov_name && r.namespace_or(&ns) == ov_ns
+        })
+        .map(|i| ObjectRef::from_obj_with(i.as_ref(), instance_resource()))
+        .collect()
+}
