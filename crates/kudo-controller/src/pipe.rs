@@ -151,7 +151,9 @@ pub async fn run(
             Err(o) => return o,
         }
     }
-    match pods.delete(&name, &DeleteParams::default()).await {
+    // The files are copied: the Pod is done with. Its waiter (a shell's `sleep`, PID 1) ignores
+    // SIGTERM, so the default 30 s grace period only kept it around; one second is enough.
+    match pods.delete(&name, &DeleteParams::default().grace_period(1)).await {
         Ok(_) => {}
         Err(kube::Error::Api(s)) if s.code == 404 => {}
         Err(e) => {

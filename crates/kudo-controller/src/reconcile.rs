@@ -11,7 +11,7 @@ use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kudo_api::{
     CLEANUP_FINALIZER, Condition, ExecutionStatus, Instance, InstanceSpec, InstanceStatus, OperatorVersion,
-    PlanExecution, PlanStatus, ScheduleStatus,
+    PlanExecution, PlanStatus, ScheduleStatus, TaskKind,
 };
 use kudo_engine::initiate::{Initiation, Origin};
 use kudo_engine::readiness::CHANGE_DENIED;
@@ -1471,7 +1471,7 @@ impl<'c> Reconciler<'c> {
                 return self.without_pass(input, status, ps);
             }
         };
-        self.run_pass(input, status, ps, &rendered).await
+        self.run_pass(input, status, ps, rendered).await
     }
 
     /// Ends a pass that ran no task: the plan status is stored as it is, with its readiness.
@@ -1530,7 +1530,7 @@ impl<'c> Reconciler<'c> {
         input: &PassInput<'_>,
         status: &mut InstanceStatus,
         mut ps: PlanStatus,
-        rendered: &execute::Rendered,
+        rendered: execute::Rendered,
     ) -> PassResult {
         let PassInput {
             raw,
@@ -1562,21 +1562,7 @@ impl<'c> Reconciler<'c> {
             }
         };
         // Whether some task waits for something no watch reports (see the requeue below).
-        let mut polled = false;
-        while let Some(call) = pass.next_task() {
-            let outcome = execute::run_task(self.ctx, &call, ov, rendered, &params, &self.cluster)
-                .instrument(info_span!(
-                    "task",
-                    phase = call.phase,
-                    step = call.step,
-                    task = call.task_name
-                ))
-                .await;
-            self.ctx.metrics.task_outcome(&outcome);
-            polled |= !execute::wait_ends_on_watch(self.ctx, &call, rendered, &outcome, &self.ns, &self.name);
-            debug!(phase = call.phase, step = call.step, task = call.task_name, outcome = ?outcome, "task ran");
-            pass.report(outcome);
-        }
+        let polled = self.run_tasks(input, &mut pass, rendered, &params).await;
         let (new_ps, summary) = pass.finish();
         self.ctx
             .metrics
@@ -1598,6 +1584,46 @@ impl<'c> Reconciler<'c> {
         status.plan_status.insert(plan.to_string(), new_ps);
         self.plan_ready(status, plan, st, now, generation);
         (st, requeue, summary.timing.to_annotation())
+    }
+
+    /// Runs every task the engine hands out in this pass; returns whether some task waits for
+    /// something no watch reports. A Pipe task that completes created the ConfigMaps/Secrets
+    /// later tasks mount, so the plan is rendered again before the next task: rendered before,
+    /// their dependencies hash would be that of missing objects, and the next pass's correct
+    /// hash would then change an immutable field (a Job's template). KUDO rendered each task
+    /// when it ran.
+    async fn run_tasks(
+        &self,
+        input: &PassInput<'_>,
+        pass: &mut PlanPass<'_>,
+        mut rendered: execute::Rendered,
+        params: &BTreeMap<String, String>,
+    ) -> bool {
+        let mut polled = false;
+        while let Some(call) = pass.next_task() {
+            let outcome = execute::run_task(self.ctx, &call, input.ov, &rendered, params, &self.cluster)
+                .instrument(info_span!(
+                    "task",
+                    phase = call.phase,
+                    step = call.step,
+                    task = call.task_name
+                ))
+                .await;
+            self.ctx.metrics.task_outcome(&outcome);
+            polled |=
+                !execute::wait_ends_on_watch(self.ctx, &call, &rendered, &outcome, &self.ns, &self.name);
+            debug!(phase = call.phase, step = call.step, task = call.task_name, outcome = ?outcome, "task ran");
+            let piped = call.task.kind == TaskKind::Pipe && outcome == TaskOutcome::Done;
+            pass.report(outcome);
+            if piped {
+                match self.render(input).await {
+                    Ok(r) => rendered = r,
+                    // The same inputs rendered a moment ago: keep that render, the next pass retries.
+                    Err(e) => warn!(error = %e, "rendering again after a Pipe task"),
+                }
+            }
+        }
+        polled
     }
 
     /// Drift check of an idle Instance (see [`crate::drift`]): Events and the `Drifted`
