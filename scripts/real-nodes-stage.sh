@@ -88,6 +88,33 @@ bash scripts/real-nodes.sh load "${archives[@]}"
 step "kubectl kudo init --kudo-image $manager_image --replicas 2 --wait"
 "$KUDO" init --kudo-image "$manager_image" --kudo-image-pull-policy IfNotPresent --replicas 2 --wait --wait-timeout 120
 
+# kube-controller-manager's garbage collector learns new kinds at its next discovery sync (every
+# 30 s). An object owned by an Instance it cannot map yet is retried with a growing backoff, and was
+# seen orphaned for minutes after its Instance went (uninstall right after init: the Pipe artifacts
+# of real_nodes_pipe). A user's cluster has long synced; so must this one before the tests: a
+# ConfigMap owned by an Instance that does not exist is collected once the kind is known.
+step "wait until the garbage collector knows the kudo.dev kinds"
+kubectl apply -f - >/dev/null <<'PROBE'
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: kudo-rs-gc-probe
+  namespace: default
+  ownerReferences:
+    - apiVersion: kudo.dev/v1beta1
+      kind: Instance
+      name: gc-probe
+      uid: 00000000-0000-0000-0000-000000000001
+PROBE
+for _ in $(seq 180); do
+  kubectl -n default get configmap kudo-rs-gc-probe >/dev/null 2>&1 || break
+  sleep 1
+done
+if kubectl -n default get configmap kudo-rs-gc-probe >/dev/null 2>&1; then
+  echo "the garbage collector did not collect an orphan owned by an Instance within 180 s" >&2
+  exit 1
+fi
+
 step "tests: scripts/real-nodes-tests/real_nodes_*.sh"
 for t in scripts/real-nodes-tests/real_nodes_*.sh; do
   name="$(basename "$t" .sh)"

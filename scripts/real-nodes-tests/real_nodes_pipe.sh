@@ -69,6 +69,7 @@ verified="$(kubectl -n "$RN_NS" logs job/pipe-verify)"
 rn_log "verify Job: $verified"
 rn_check "its log says verified with the same fingerprint" grep -q "verified: subject=CN=$CN, key matches, fingerprint $fp" <<<"$verified"
 "$KUDO" uninstall --instance pipe -n "$RN_NS" >&2
+# The artifacts go by owner reference (the garbage collector: the stage waits until it knows kudo.dev).
 rn_until 60 "uninstall removed the artifacts" \
   test -z "$(kubectl -n "$RN_NS" get secret,configmap -l kudo.dev/instance=pipe -o name)"
 
