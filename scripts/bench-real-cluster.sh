@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# Scale bench on the real control plane (issue 28 item 4): N first-operator Instances created at once
+# against ../shared/real-cluster (kube-apiserver + kube-controller-manager v1.28.7, etcd, the fake
+# kubelet), one kubectl-kudo manager out of cluster. Prints the time until all are COMPLETE, the
+# manager's CPU and peak RSS, kube-apiserver's CPU over the same window, the manager's requests by
+# verb (its `kudo_api_requests_total`) and the API server's 429 answers (`apiserver_request_total`).
+#
+#   bash scripts/bench-real-cluster.sh [N]          # N defaults to 1000
+#
+# Environment: KUDO (the binary; default target/release/kubectl-kudo, else target/debug), CONCURRENCY
+# (the manager's --concurrency, default 4), KUDO_SHARED (default ../shared), BENCH_DIR (the cluster's
+# state, default target/bench-real-cluster; started FRESH and stopped at the end). The figures go to
+# docs/benchmarks.md ("Scale on the real control plane").
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+N="${1:-1000}"
+SHARED="${KUDO_SHARED:-$ROOT/../shared}"
+export REAL_CLUSTER_DIR="${BENCH_DIR:-$ROOT/target/bench-real-cluster}"
+KUDO="${KUDO:-}"
+if [[ -z "$KUDO" ]]; then
+  KUDO="$ROOT/target/release/kubectl-kudo"
+  [[ -x "$KUDO" ]] || KUDO="$ROOT/target/debug/kubectl-kudo"
+fi
+[[ -x "$KUDO" ]] || { echo "no kubectl-kudo binary: cargo build --release -p kubectl-kudo" >&2; exit 1; }
+[[ "$N" =~ ^[1-9][0-9]*$ ]] || { echo "N must be a positive integer, got '$N'" >&2; exit 2; }
+NS=bench
+PORT="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+MANAGER_PID=""
+cleanup() {
+  [[ -n "$MANAGER_PID" ]] && kill "$MANAGER_PID" 2>/dev/null && wait "$MANAGER_PID" 2>/dev/null
+  "$SHARED/real-cluster/stop.sh" >/dev/null 2>&1 || true
+}
+trap cleanup EXIT
+
+# /proc/PID/stat fields 14 and 15 (utime, stime) in clock ticks.
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+hz="$(getconf CLK_TCK)"
+requests() { curl -fsS "http://127.0.0.1:$PORT/metrics" | awk '/^kudo_api_requests_total/ {print}'; }
+throttled() {
+  kubectl get --raw /metrics | awk '/^apiserver_request_total\{/ && /code="429"/ {n += $NF} END {print n + 0}'
+}
+
+mkdir -p "$REAL_CLUSTER_DIR"
+echo "--- starting the real control plane in $REAL_CLUSTER_DIR" >&2
+eval "$(FRESH=1 "$SHARED/real-cluster/start.sh")"
+apiserver="$(cat "$REAL_CLUSTER_DIR/run/kube-apiserver.pid")"
+"$KUDO" init --crd-only >&2
+kubectl create namespace "$NS" >/dev/null
+"$KUDO" install examples/first-operator --skip-instance -n "$NS" >&2
+ov="$(kubectl -n "$NS" get operatorversions -o jsonpath='{.items[0].metadata.name}')"
+
+RUST_LOG=warn "$KUDO" manager --leader-elect=false --metrics-address "127.0.0.1:$PORT" \
+  --concurrency "${CONCURRENCY:-4}" >"$REAL_CLUSTER_DIR/bench-manager.log" 2>&1 &
+MANAGER_PID=$!
+until curl -fsS "http://127.0.0.1:$PORT/readyz" >/dev/null 2>&1; do
+  kill -0 "$MANAGER_PID" || { cat "$REAL_CLUSTER_DIR/bench-manager.log" >&2; exit 1; }
+  sleep 0.2
+done
+sleep 1  # the manager's watches have listed the (empty) namespace
+requests >"$REAL_CLUSTER_DIR/requests-before.txt"
+throttled_before="$(throttled)"
+
+echo "--- creating $N Instances of $ov at once" >&2
+# 25 Instances a file, 8 kubectl processes at once (one kubectl creates its objects one by one).
+manifests="$REAL_CLUSTER_DIR/instances"
+rm -rf "$manifests" && mkdir -p "$manifests"
+for i in $(seq 1 "$N"); do
+  printf 'apiVersion: kudo.dev/v1beta1\nkind: Instance\nmetadata:\n  name: s-%05d\n  namespace: %s\nspec:\n  operatorVersion:\n    name: %s\n---\n' \
+    "$i" "$NS" "$ov" >>"$manifests/$(printf '%05d' $(( (i - 1) / 25 ))).yaml"
+done
+m0="$(cpu_ticks "$MANAGER_PID")" a0="$(cpu_ticks "$apiserver")" t0="$(date +%s.%N)"
+find "$manifests" -name '*.yaml' -print0 | xargs -0 -P 8 -n 1 kubectl create -f >/dev/null
+created="$(date +%s.%N)"
+done_count=0
+while :; do
+  done_count="$(kubectl -n "$NS" get instances -o jsonpath='{range .items[*]}{.status.planStatus.deploy.status}{"\n"}{end}' | grep -c '^COMPLETE$' || true)"
+  (( done_count == N )) && break
+  kill -0 "$MANAGER_PID" || { echo "the manager exited" >&2; exit 1; }
+  (( $(date +%s) - ${t0%.*} < 1800 )) || { echo "timeout: $done_count/$N COMPLETE after 1800 s" >&2; exit 1; }
+  echo "  $done_count/$N COMPLETE after $(( $(date +%s) - ${t0%.*} )) s" >&2
+  sleep 5
+done
+t1="$(date +%s.%N)" m1="$(cpu_ticks "$MANAGER_PID")" a1="$(cpu_ticks "$apiserver")"
+rss="$(awk '/^VmHWM:/ {printf "%.1f", $2 / 1024}' "/proc/$MANAGER_PID/status")"
+requests >"$REAL_CLUSTER_DIR/requests-after.txt"
+throttled_after="$(throttled)"
+
+python3 - "$N" "$t0" "$created" "$t1" "$m0" "$m1" "$a0" "$a1" "$hz" "$rss" \
+  "$REAL_CLUSTER_DIR/requests-before.txt" "$REAL_CLUSTER_DIR/requests-after.txt" \
+  "$throttled_before" "$throttled_after" "$KUDO" <<'PY'
+import re, sys
+(n, t0, created, t1, m0, m1, a0, a1, hz, rss, before, after, th0, th1, binary) = sys.argv[1:]
+hz = float(hz)
+def verbs(path):
+    out = {}
+    for line in open(path):
+        m = re.match(r'kudo_api_requests_total\{verb="(\w+)"\} (\S+)', line)
+        if m:
+            out[m.group(1)] = float(m.group(2))
+    return out
+b, a = verbs(before), verbs(after)
+mgr = (float(m1) - float(m0)) / hz
+api = (float(a1) - float(a0)) / hz
+print(f"bench-real-cluster: {n} first-operator Instances COMPLETE in {float(t1) - float(t0):.1f} s "
+      f"(created in {float(created) - float(t0):.1f} s); binary {binary}")
+print(f"  manager: {mgr:.1f} CPU-s ({1000 * mgr / int(n):.1f} ms per Instance), peak RSS {rss} MiB")
+print(f"  kube-apiserver: {api:.1f} CPU-s; manager / kube-apiserver CPU = {100 * mgr / api:.1f}%")
+reqs = {v: a.get(v, 0) - b.get(v, 0) for v in sorted(set(a) | set(b))}
+print("  manager requests: " + ", ".join(f"{v} {int(c)}" for v, c in reqs.items() if c)
+      + f" (per Instance: {sum(reqs.values()) / int(n):.1f})")
+print(f"  429 answers of the API server during the run: {int(float(th1) - float(th0))}")
+PY
