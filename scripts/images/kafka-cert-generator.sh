@@ -19,15 +19,7 @@ NAME=kafka-cert-generator
 REFS=(docker.io/mesosphere/kafka:1.1.0-2.4.0 example.local/kudo-rs/openssl:3.0)
 PKGS=(openssl)
 
-if img_fresh "$NAME" "$(cat "${BASH_SOURCE[0]}")" "${PKGS[*]}"; then
-  echo "$IMAGES_DIR/$NAME.tar"
-  exit 0
-fi
-
-R="$IMAGES_DIR/$NAME.rootfs"
-img_rootfs "$R" "${PKGS[@]}"
-img_strip_docs "$R"
+img_begin "$NAME" "${PKGS[@]}"
 names=()
 for ref in "${REFS[@]}"; do names+=(--name "$ref"); done
 img_pack "$NAME" "$R" "${names[@]}" --cmd '["/bin/sh"]'
-rm -rf "$R"

@@ -131,6 +131,24 @@ img_fresh() {
   [[ -f "$IMAGES_DIR/$name.tar" && "$(cat "$IMAGES_DIR/$name.stamp" 2>/dev/null)" == "$want" ]]
 }
 
+# img_begin NAME PKG…: how every image script starts. When $IMAGES_DIR/NAME.tar is fresh (built from
+# the same calling script, the files in IMG_INPUTS and the same package list) it prints that path and
+# exits the script; else it sets R to a new root filesystem (removed when the script exits) holding
+# the packages' closure without documentation.
+img_begin() {
+  local name=$1; shift
+  local inputs; inputs="$(cat "${BASH_SOURCE[1]}" ${IMG_INPUTS:-})"
+  if img_fresh "$name" "$inputs" "$*"; then
+    echo "$IMAGES_DIR/$name.tar"
+    exit 0
+  fi
+  IMG_WORK=$(mktemp -d)
+  trap 'rm -rf "$IMG_WORK"' EXIT
+  R="$IMG_WORK/rootfs"
+  img_rootfs "$R" "$@"
+  img_strip_docs "$R"
+}
+
 # img_pack NAME ROOTFS OCI_ARGS…: writes $IMAGES_DIR/NAME.tar and its stamp; prints the archive path.
 img_pack() {
   local name=$1 rootfs=$2; shift 2

@@ -23,16 +23,7 @@ source "$HERE/lib.sh"
 
 NAME=mariadb-10.5.3
 PKGS=(mariadb-server mariadb-client galera-4 mariadb-backup socat iproute2 pv)
-if img_fresh "$NAME" "$(cat "${BASH_SOURCE[0]}" "$HERE/mariadb/entrypoint.sh" "$HERE/mariadb/my.cnf")" "${PKGS[*]}"; then
-  echo "$IMAGES_DIR/$NAME.tar"
-  exit 0
-fi
-
-WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"' EXIT
-R="$WORK/rootfs"
-img_rootfs "$R" "${PKGS[@]}"
-img_strip_docs "$R"
+IMG_INPUTS="$HERE/mariadb/entrypoint.sh $HERE/mariadb/my.cnf" img_begin "$NAME" "${PKGS[@]}"
 # The server's test suite and debug symbols are not needed at run time.
 rm -rf "$R/usr/share/mysql/mysql-test" "$R/usr/lib/debug"
 

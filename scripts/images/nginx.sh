@@ -16,16 +16,7 @@ source "$HERE/lib.sh"
 
 NAME=nginx-1.7.9
 PKGS=(nginx)
-if img_fresh "$NAME" "$(cat "${BASH_SOURCE[0]}" "$HERE/nginx/nginx.conf")" "${PKGS[*]}"; then
-  echo "$IMAGES_DIR/$NAME.tar"
-  exit 0
-fi
-
-WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"' EXIT
-R="$WORK/rootfs"
-img_rootfs "$R" "${PKGS[@]}"
-img_strip_docs "$R"
+IMG_INPUTS="$HERE/nginx/nginx.conf" img_begin "$NAME" "${PKGS[@]}"
 # Our configuration replaces Debian's (whose default site the postinst would have enabled).
 rm -rf "$R/etc/nginx/sites-available" "$R/etc/nginx/sites-enabled" "$R/etc/nginx/modules-enabled"
 install -m 0644 "$HERE/nginx/nginx.conf" "$R/etc/nginx/nginx.conf"

@@ -35,14 +35,7 @@ NAME=redis-5.0.1-alpine
 REF=docker.io/library/redis:5.0.1-alpine
 PKGS=(redis-server redis-tools)
 
-if img_fresh "$NAME" "$(cat "${BASH_SOURCE[0]}")" "${PKGS[*]}"; then
-  echo "$IMAGES_DIR/$NAME.tar"
-  exit 0
-fi
-
-R="$IMAGES_DIR/$NAME.rootfs"
-img_rootfs "$R" "${PKGS[@]}"
-img_strip_docs "$R"
+img_begin "$NAME" "${PKGS[@]}"
 rm -rf "$R/etc/init.d" "$R/lib/systemd" "$R/etc/logrotate.d"
 
 img_user "$R" redis 999 /data
@@ -112,4 +105,3 @@ chmod 0755 "$R/usr/local/bin/docker-entrypoint.sh"
 
 img_pack "$NAME" "$R" --name "$REF" \
   --entrypoint '["docker-entrypoint.sh"]' --cmd '["redis-server"]' --workdir /data
-rm -rf "$R"

@@ -34,14 +34,7 @@ PKGS=(openjdk-17-jre-headless libzookeeper-java netcat-traditional)
 ZK_HOME=/apache-zookeeper-3.6.2-bin
 JAVA_HOME=/usr/lib/jvm/java-17-openjdk-amd64
 
-if img_fresh "$NAME" "$(cat "${BASH_SOURCE[0]}")" "${PKGS[*]}"; then
-  echo "$IMAGES_DIR/$NAME.tar"
-  exit 0
-fi
-
-R="$IMAGES_DIR/$NAME.rootfs"
-img_rootfs "$R" "${PKGS[@]}"
-img_strip_docs "$R"
+img_begin "$NAME" "${PKGS[@]}"
 [[ -L "$R/usr/bin/java" && -L "$R/bin/nc" ]] || { img_log "zookeeper: java or nc missing"; exit 1; }
 # Maven metadata: not read at run time.
 rm -rf "$R/usr/share/maven-repo"
@@ -179,4 +172,3 @@ img_pack "$NAME" "$R" --name "$REF" \
   --env ZOO_DATA_LOG_DIR=/datalog --env ZOO_LOG_DIR=/logs --env ZOO_TICK_TIME=2000 --env ZOO_INIT_LIMIT=5 \
   --env ZOO_SYNC_LIMIT=2 --env ZOO_AUTOPURGE_PURGEINTERVAL=0 --env ZOO_AUTOPURGE_SNAPRETAINCOUNT=3 \
   --env ZOO_MAX_CLIENT_CNXNS=60 --env ZOO_STANDALONE_ENABLED=true --env ZOO_ADMINSERVER_ENABLED=true
-rm -rf "$R"
