@@ -20,7 +20,7 @@ use kudo_engine::{
     Admission, Decision, EventType, InstanceChange, PlanPass, TIMING_ANNOTATION, TaskOutcome, Timestamp,
     Timing, Wake, cleanup_finalizer_removable, cleanup_run, decide, ensure_plan_statuses, mark_plan_fatal,
     mirror_run_status, needs_reset, not_ready_condition, pass_requeue_secs, plan_condition, ready_condition,
-    record_admission, reset_for_run, set_condition,
+    record_admission, reobserve, reset_for_run, set_condition,
 };
 use kudo_package::render::{RenderContext, render_schedule};
 use serde_json::{Value, json};
@@ -155,6 +155,11 @@ struct Admitted {
     remember: Option<InstanceSpec>,
     /// Other annotations to write with the admission (sensitive-parameter fingerprints).
     annotations: BTreeMap<&'static str, Option<String>>,
+    /// A run the user's own spec change scheduled: it is written with the first pass's outcome
+    /// (one Instance write instead of two, see [`Reconciler::persist_run`]). Runs the manager
+    /// starts itself (schedules, rotation, autopilot, cleanup) are written before anything
+    /// executes, so a restart never repeats them.
+    defer: bool,
 }
 
 impl Admitted {
@@ -167,6 +172,7 @@ impl Admitted {
             denial,
             remember: exec,
             annotations: BTreeMap::new(),
+            defer: false,
         }
     }
 
@@ -201,6 +207,7 @@ impl Admitted {
                     denial: None,
                     remember: Some(new.spec),
                     annotations: BTreeMap::new(),
+                    defer: matches!(decision, Decision::Schedule { .. }),
                 }
             }
         }
@@ -219,6 +226,7 @@ impl Admitted {
             self.spec = a.spec;
             self.exec = a.exec;
             self.remember = a.remember;
+            self.defer = false;
         }
         admission.decision
     }
@@ -236,6 +244,7 @@ impl Admitted {
             e2.plan_execution = pe;
             self.exec = Some(e2.clone());
             self.remember = Some(e2);
+            self.defer = false;
         }
         self
     }
@@ -313,19 +322,41 @@ struct Writes {
     remember: Option<InstanceSpec>,
     /// The timing annotation.
     timing: Option<String>,
+    /// Other annotations to write (those of a deferred admission).
+    annotations: BTreeMap<&'static str, Option<String>>,
     /// The status as read, to diff against.
     old_status: InstanceStatus,
+    /// The admission not written yet ([`Admitted::defer`]); its changes are in the fields above.
+    admission: Option<Admitted>,
+    /// The run's status after the pass; `None` for the idle step.
+    plan: Option<ExecutionStatus>,
 }
 
 impl Writes {
-    /// Starts from what the Instance holds now.
-    fn new(inst: &Instance, remember: Option<InstanceSpec>, old_status: InstanceStatus) -> Writes {
+    /// Starts from what the Instance holds now, plus a deferred admission's changes.
+    fn new(inst: &Instance, admitted: &Admitted, old_status: InstanceStatus) -> Writes {
+        let (spec, finalizers, annotations) = if admitted.defer {
+            (
+                admitted.spec.clone(),
+                admitted.finalizers.clone(),
+                admitted.annotations.clone(),
+            )
+        } else {
+            (
+                inst.spec.clone(),
+                inst.metadata.finalizers.clone(),
+                BTreeMap::new(),
+            )
+        };
         Writes {
-            spec: inst.spec.clone(),
-            finalizers: inst.metadata.finalizers.clone(),
-            remember,
+            spec,
+            finalizers,
+            remember: admitted.remember.clone(),
             timing: inst.metadata.annotations.get(TIMING_ANNOTATION).cloned(),
+            annotations,
             old_status,
+            admission: admitted.defer.then(|| admitted.clone()),
+            plan: None,
         }
     }
 }
@@ -525,17 +556,18 @@ impl<'c> Reconciler<'c> {
         };
         let now = now();
         let init = self.initiate(&raw, &inst, &ov, &uid, &me, deleting, now).await?;
-        let (auto, fired, admitted, mut sourced, scheduled) =
+        let (auto, fired, mut admitted, mut sourced, scheduled) =
             (init.auto, init.fired, init.admitted, init.sourced, init.scheduled);
-        let (raw, inst) = self.persist_admission(raw, inst, &admitted, &who).await?;
+        admitted.defer &= !deleting;
+        let (raw, inst) = if admitted.defer {
+            (raw, inst)
+        } else {
+            self.persist_admission(raw, inst, &admitted, &who).await?
+        };
         let generation = raw.metadata.generation;
-        let Admitted {
-            exec,
-            denial,
-            remember,
-            ..
-        } = admitted;
         let old_status = inst.status.clone().unwrap_or_default();
+        let mut writes = Writes::new(&inst, &admitted, old_status.clone());
+        let Admitted { exec, denial, .. } = admitted;
         let mut status = old_status.clone();
         if let Some(sch) = &scheduled {
             status.schedules = sch.statuses.clone();
@@ -561,7 +593,6 @@ impl<'c> Reconciler<'c> {
             sourced = self.resolve_sources(&exec_ov, Some(&exec)).await;
             ov = exec_ov;
         }
-        let mut writes = Writes::new(&inst, remember, old_status);
         let input = PassInput {
             raw: &raw,
             ov: &ov,
@@ -699,6 +730,7 @@ impl<'c> Reconciler<'c> {
         let span = info_span!("plan", plan = %run.plan_name, uid = %run.uid);
         let (plan_status, pass_requeue, timing) = self.execute(input, status).instrument(span).await;
         writes.timing = timing;
+        writes.plan = Some(plan_status);
         writes.remember = Some(mirror_run_status(&mut writes.spec, input.exec, plan_status));
         Ok(pass_requeue)
     }
@@ -751,8 +783,7 @@ impl<'c> Reconciler<'c> {
 
     /// Writes what the pass decided: the cleanup finalizer goes once cleanup COMPLETED (or
     /// there is no cleanup plan), cluster-scoped objects the pass applied are recorded for
-    /// uninstall, then status and spec are written (status first: a crash before the spec write
-    /// re-runs a terminal pass, which is a no-op).
+    /// uninstall, then status and spec are written (in the order [`Self::write_outcome`] says).
     async fn persist_run(
         &self,
         raw: &DynamicObject,
@@ -770,25 +801,82 @@ impl<'c> Reconciler<'c> {
                 writes.finalizers.retain(|f| f != CLEANUP_FINALIZER);
             }
         }
-        let mut extra = BTreeMap::from([(TIMING_ANNOTATION, writes.timing)]);
+        writes.annotations.insert(TIMING_ANNOTATION, writes.timing.take());
         let applied = self.cluster.lock().unwrap_or_else(|e| e.into_inner()).clone();
         if let Some(annotation) = record_cluster_objects(inst, &applied, deleting, &mut writes.finalizers) {
-            extra.insert(CLUSTER_OBJECTS_ANNOTATION, Some(annotation));
+            writes
+                .annotations
+                .insert(CLUSTER_OBJECTS_ANNOTATION, Some(annotation));
         }
+        self.write_outcome(raw, inst, writes, status.clone()).await
+    }
+
+    /// Writes spec/metadata and status in a crash-safe order, each only when it changed.
+    ///
+    /// A run still going: spec and metadata first (with a deferred admission: one write for the
+    /// run's start and its first pass), then the status with the generation that write produced
+    /// ([`reobserve`]), so the next reconcile does not write the status again only to catch
+    /// `observedGeneration` up. A crash in between re-runs the pass, which repeats what it did.
+    ///
+    /// A run that ended, or the idle step: status first, so a crash before the spec write re-runs
+    /// a terminal pass, which is a no-op; a deferred admission is written before both, so that
+    /// re-run finds the run it ended instead of admitting the change again.
+    async fn write_outcome(
+        &self,
+        raw: &DynamicObject,
+        inst: &Instance,
+        writes: Writes,
+        mut status: InstanceStatus,
+    ) -> Result<(), ReconcileError> {
+        if writes.plan.is_some_and(|p| !p.is_terminal()) {
+            if let Some(w) = self.write_writes(inst, &writes, resource_version(raw)).await? {
+                reobserve(
+                    &mut status.conditions,
+                    raw.metadata.generation,
+                    w.metadata.generation,
+                );
+            }
+            self.write_status(&writes.old_status, &status).await?;
+            return Ok(());
+        }
+        let (raw, inst) = match &writes.admission {
+            Some(a) => {
+                let who = format!("{}/{}", self.ns, self.name);
+                let (r, i) = self.persist_admission(raw.clone(), inst.clone(), a, &who).await?;
+                reobserve(
+                    &mut status.conditions,
+                    raw.metadata.generation,
+                    r.metadata.generation,
+                );
+                (r, i)
+            }
+            None => (raw.clone(), inst.clone()),
+        };
         let rv = self
-            .write_status(&writes.old_status, status)
+            .write_status(&writes.old_status, &status)
             .await?
-            .or_else(|| resource_version(raw));
+            .or_else(|| resource_version(&raw));
+        self.write_writes(&inst, &writes, rv).await?;
+        Ok(())
+    }
+
+    /// [`Self::write_spec`] of what `writes` holds.
+    async fn write_writes(
+        &self,
+        inst: &Instance,
+        writes: &Writes,
+        resource_version: Option<String>,
+    ) -> Result<Option<DynamicObject>, ReconcileError> {
+        let w = writes;
         self.write_spec(
             inst,
-            &writes.spec,
-            &writes.finalizers,
-            writes.remember.as_ref(),
-            &extra,
-            rv,
+            &w.spec,
+            &w.finalizers,
+            w.remember.as_ref(),
+            &w.annotations,
+            resource_version,
         )
-        .await?;
-        Ok(())
+        .await
     }
 
     /// The Instance as kudo.dev/v1beta1, or (Break) what to do when it does not decode: a field
@@ -1310,7 +1398,8 @@ impl<'c> Reconciler<'c> {
         };
         match &admission.decision {
             Decision::Schedule { .. } => {
-                let admitted = Admitted::from_decision(&proposed, &admission, Some(inst.spec.clone()));
+                let mut admitted = Admitted::from_decision(&proposed, &admission, Some(inst.spec.clone()));
+                admitted.defer = false;
                 Some((init, admitted))
             }
             other => {
@@ -1806,6 +1895,7 @@ impl<'c> Reconciler<'c> {
         if old.autopilot != new.autopilot {
             body["status"]["autopilot"] = autopilot::status_patch(&old.autopilot, &new.autopilot);
         }
+        debug!(patch = %body, "writing instance status");
         let updated = self
             .api
             .patch_status(&self.name, &self.patch_params(), &Patch::Merge(&body))
