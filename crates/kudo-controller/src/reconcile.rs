@@ -155,11 +155,6 @@ struct Admitted {
     remember: Option<InstanceSpec>,
     /// Other annotations to write with the admission (sensitive-parameter fingerprints).
     annotations: BTreeMap<&'static str, Option<String>>,
-    /// A run the user's own spec change scheduled: it is written with the first pass's outcome
-    /// (one Instance write instead of two, see [`Reconciler::persist_run`]). Runs the manager
-    /// starts itself (schedules, rotation, autopilot, cleanup) are written before anything
-    /// executes, so a restart never repeats them.
-    defer: bool,
 }
 
 impl Admitted {
@@ -172,7 +167,6 @@ impl Admitted {
             denial,
             remember: exec,
             annotations: BTreeMap::new(),
-            defer: false,
         }
     }
 
@@ -207,7 +201,6 @@ impl Admitted {
                     denial: None,
                     remember: Some(new.spec),
                     annotations: BTreeMap::new(),
-                    defer: matches!(decision, Decision::Schedule { .. }),
                 }
             }
         }
@@ -226,7 +219,6 @@ impl Admitted {
             self.spec = a.spec;
             self.exec = a.exec;
             self.remember = a.remember;
-            self.defer = false;
         }
         admission.decision
     }
@@ -244,7 +236,6 @@ impl Admitted {
             e2.plan_execution = pe;
             self.exec = Some(e2.clone());
             self.remember = Some(e2);
-            self.defer = false;
         }
         self
     }
@@ -322,40 +313,24 @@ struct Writes {
     remember: Option<InstanceSpec>,
     /// The timing annotation.
     timing: Option<String>,
-    /// Other annotations to write (those of a deferred admission).
+    /// The annotations to write with them (timing, cluster-scoped objects).
     annotations: BTreeMap<&'static str, Option<String>>,
     /// The status as read, to diff against.
     old_status: InstanceStatus,
-    /// The admission not written yet ([`Admitted::defer`]); its changes are in the fields above.
-    admission: Option<Admitted>,
     /// The run's status after the pass; `None` for the idle step.
     plan: Option<ExecutionStatus>,
 }
 
 impl Writes {
-    /// Starts from what the Instance holds now, plus a deferred admission's changes.
-    fn new(inst: &Instance, admitted: &Admitted, old_status: InstanceStatus) -> Writes {
-        let (spec, finalizers, annotations) = if admitted.defer {
-            (
-                admitted.spec.clone(),
-                admitted.finalizers.clone(),
-                admitted.annotations.clone(),
-            )
-        } else {
-            (
-                inst.spec.clone(),
-                inst.metadata.finalizers.clone(),
-                BTreeMap::new(),
-            )
-        };
+    /// Starts from what the Instance holds now.
+    fn new(inst: &Instance, remember: Option<InstanceSpec>, old_status: InstanceStatus) -> Writes {
         Writes {
-            spec,
-            finalizers,
-            remember: admitted.remember.clone(),
+            spec: inst.spec.clone(),
+            finalizers: inst.metadata.finalizers.clone(),
+            remember,
             timing: inst.metadata.annotations.get(TIMING_ANNOTATION).cloned(),
-            annotations,
+            annotations: BTreeMap::new(),
             old_status,
-            admission: admitted.defer.then(|| admitted.clone()),
             plan: None,
         }
     }
@@ -556,18 +531,18 @@ impl<'c> Reconciler<'c> {
         };
         let now = now();
         let init = self.initiate(&raw, &inst, &ov, &uid, &me, deleting, now).await?;
-        let (auto, fired, mut admitted, mut sourced, scheduled) =
+        let (auto, fired, admitted, mut sourced, scheduled) =
             (init.auto, init.fired, init.admitted, init.sourced, init.scheduled);
-        admitted.defer &= !deleting;
-        let (raw, inst) = if admitted.defer {
-            (raw, inst)
-        } else {
-            self.persist_admission(raw, inst, &admitted, &who).await?
-        };
+        let (raw, inst) = self.persist_admission(raw, inst, &admitted, &who).await?;
         let generation = raw.metadata.generation;
+        let Admitted {
+            exec,
+            denial,
+            remember,
+            ..
+        } = admitted;
         let old_status = inst.status.clone().unwrap_or_default();
-        let mut writes = Writes::new(&inst, &admitted, old_status.clone());
-        let Admitted { exec, denial, .. } = admitted;
+        let mut writes = Writes::new(&inst, remember, old_status.clone());
         let mut status = old_status.clone();
         if let Some(sch) = &scheduled {
             status.schedules = sch.statuses.clone();
@@ -813,14 +788,13 @@ impl<'c> Reconciler<'c> {
 
     /// Writes spec/metadata and status in a crash-safe order, each only when it changed.
     ///
-    /// A run still going: spec and metadata first (with a deferred admission: one write for the
-    /// run's start and its first pass), then the status with the generation that write produced
-    /// ([`reobserve`]), so the next reconcile does not write the status again only to catch
-    /// `observedGeneration` up. A crash in between re-runs the pass, which repeats what it did.
+    /// A run still going: spec and metadata first, then the status with the generation that write
+    /// produced ([`reobserve`]), so the next reconcile does not write the status again only to
+    /// catch `observedGeneration` up. A crash in between re-runs the pass, which repeats what it
+    /// did (the run's uid was persisted with the admission, before anything executed).
     ///
     /// A run that ended, or the idle step: status first, so a crash before the spec write re-runs
-    /// a terminal pass, which is a no-op; a deferred admission is written before both, so that
-    /// re-run finds the run it ended instead of admitting the change again.
+    /// a terminal pass, which is a no-op.
     async fn write_outcome(
         &self,
         raw: &DynamicObject,
@@ -839,24 +813,11 @@ impl<'c> Reconciler<'c> {
             self.write_status(&writes.old_status, &status).await?;
             return Ok(());
         }
-        let (raw, inst) = match &writes.admission {
-            Some(a) => {
-                let who = format!("{}/{}", self.ns, self.name);
-                let (r, i) = self.persist_admission(raw.clone(), inst.clone(), a, &who).await?;
-                reobserve(
-                    &mut status.conditions,
-                    raw.metadata.generation,
-                    r.metadata.generation,
-                );
-                (r, i)
-            }
-            None => (raw.clone(), inst.clone()),
-        };
         let rv = self
             .write_status(&writes.old_status, &status)
             .await?
-            .or_else(|| resource_version(&raw));
-        self.write_writes(&inst, &writes, rv).await?;
+            .or_else(|| resource_version(raw));
+        self.write_writes(inst, &writes, rv).await?;
         Ok(())
     }
 
@@ -1398,8 +1359,7 @@ impl<'c> Reconciler<'c> {
         };
         match &admission.decision {
             Decision::Schedule { .. } => {
-                let mut admitted = Admitted::from_decision(&proposed, &admission, Some(inst.spec.clone()));
-                admitted.defer = false;
+                let admitted = Admitted::from_decision(&proposed, &admission, Some(inst.spec.clone()));
                 Some((init, admitted))
             }
             other => {
