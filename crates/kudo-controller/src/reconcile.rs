@@ -20,7 +20,7 @@ use kudo_engine::{
     Admission, Decision, EventType, InstanceChange, PlanPass, TIMING_ANNOTATION, TaskOutcome, Timestamp,
     Timing, Wake, cleanup_finalizer_removable, cleanup_run, decide, ensure_plan_statuses, mark_plan_fatal,
     mirror_run_status, needs_reset, not_ready_condition, pass_requeue_secs, plan_condition, ready_condition,
-    record_admission, reobserve, reset_for_run, set_condition,
+    record_admission, reset_for_run, set_condition,
 };
 use kudo_package::render::{RenderContext, render_schedule};
 use serde_json::{Value, json};
@@ -313,12 +313,8 @@ struct Writes {
     remember: Option<InstanceSpec>,
     /// The timing annotation.
     timing: Option<String>,
-    /// The annotations to write with them (timing, cluster-scoped objects).
-    annotations: BTreeMap<&'static str, Option<String>>,
     /// The status as read, to diff against.
     old_status: InstanceStatus,
-    /// The run's status after the pass; `None` for the idle step.
-    plan: Option<ExecutionStatus>,
 }
 
 impl Writes {
@@ -329,9 +325,7 @@ impl Writes {
             finalizers: inst.metadata.finalizers.clone(),
             remember,
             timing: inst.metadata.annotations.get(TIMING_ANNOTATION).cloned(),
-            annotations: BTreeMap::new(),
             old_status,
-            plan: None,
         }
     }
 }
@@ -542,7 +536,6 @@ impl<'c> Reconciler<'c> {
             ..
         } = admitted;
         let old_status = inst.status.clone().unwrap_or_default();
-        let mut writes = Writes::new(&inst, remember, old_status.clone());
         let mut status = old_status.clone();
         if let Some(sch) = &scheduled {
             status.schedules = sch.statuses.clone();
@@ -568,6 +561,7 @@ impl<'c> Reconciler<'c> {
             sourced = self.resolve_sources(&exec_ov, Some(&exec)).await;
             ov = exec_ov;
         }
+        let mut writes = Writes::new(&inst, remember, old_status);
         let input = PassInput {
             raw: &raw,
             ov: &ov,
@@ -705,7 +699,6 @@ impl<'c> Reconciler<'c> {
         let span = info_span!("plan", plan = %run.plan_name, uid = %run.uid);
         let (plan_status, pass_requeue, timing) = self.execute(input, status).instrument(span).await;
         writes.timing = timing;
-        writes.plan = Some(plan_status);
         writes.remember = Some(mirror_run_status(&mut writes.spec, input.exec, plan_status));
         Ok(pass_requeue)
     }
@@ -758,7 +751,8 @@ impl<'c> Reconciler<'c> {
 
     /// Writes what the pass decided: the cleanup finalizer goes once cleanup COMPLETED (or
     /// there is no cleanup plan), cluster-scoped objects the pass applied are recorded for
-    /// uninstall, then status and spec are written (in the order [`Self::write_outcome`] says).
+    /// uninstall, then status and spec are written (status first: a crash before the spec write
+    /// re-runs a terminal pass, which is a no-op).
     async fn persist_run(
         &self,
         raw: &DynamicObject,
@@ -776,68 +770,25 @@ impl<'c> Reconciler<'c> {
                 writes.finalizers.retain(|f| f != CLEANUP_FINALIZER);
             }
         }
-        writes.annotations.insert(TIMING_ANNOTATION, writes.timing.take());
+        let mut extra = BTreeMap::from([(TIMING_ANNOTATION, writes.timing)]);
         let applied = self.cluster.lock().unwrap_or_else(|e| e.into_inner()).clone();
         if let Some(annotation) = record_cluster_objects(inst, &applied, deleting, &mut writes.finalizers) {
-            writes
-                .annotations
-                .insert(CLUSTER_OBJECTS_ANNOTATION, Some(annotation));
-        }
-        self.write_outcome(raw, inst, writes, status.clone()).await
-    }
-
-    /// Writes spec/metadata and status in a crash-safe order, each only when it changed.
-    ///
-    /// A run still going: spec and metadata first, then the status with the generation that write
-    /// produced ([`reobserve`]), so the next reconcile does not write the status again only to
-    /// catch `observedGeneration` up. A crash in between re-runs the pass, which repeats what it
-    /// did (the run's uid was persisted with the admission, before anything executed).
-    ///
-    /// A run that ended, or the idle step: status first, so a crash before the spec write re-runs
-    /// a terminal pass, which is a no-op.
-    async fn write_outcome(
-        &self,
-        raw: &DynamicObject,
-        inst: &Instance,
-        writes: Writes,
-        mut status: InstanceStatus,
-    ) -> Result<(), ReconcileError> {
-        if writes.plan.is_some_and(|p| !p.is_terminal()) {
-            if let Some(w) = self.write_writes(inst, &writes, resource_version(raw)).await? {
-                reobserve(
-                    &mut status.conditions,
-                    raw.metadata.generation,
-                    w.metadata.generation,
-                );
-            }
-            self.write_status(&writes.old_status, &status).await?;
-            return Ok(());
+            extra.insert(CLUSTER_OBJECTS_ANNOTATION, Some(annotation));
         }
         let rv = self
-            .write_status(&writes.old_status, &status)
+            .write_status(&writes.old_status, status)
             .await?
             .or_else(|| resource_version(raw));
-        self.write_writes(inst, &writes, rv).await?;
-        Ok(())
-    }
-
-    /// [`Self::write_spec`] of what `writes` holds.
-    async fn write_writes(
-        &self,
-        inst: &Instance,
-        writes: &Writes,
-        resource_version: Option<String>,
-    ) -> Result<Option<DynamicObject>, ReconcileError> {
-        let w = writes;
         self.write_spec(
             inst,
-            &w.spec,
-            &w.finalizers,
-            w.remember.as_ref(),
-            &w.annotations,
-            resource_version,
+            &writes.spec,
+            &writes.finalizers,
+            writes.remember.as_ref(),
+            &extra,
+            rv,
         )
-        .await
+        .await?;
+        Ok(())
     }
 
     /// The Instance as kudo.dev/v1beta1, or (Break) what to do when it does not decode: a field

@@ -128,20 +128,6 @@ pub fn record_admission(
     }
 }
 
-/// Moves the conditions computed at generation `from` to `to`, the generation the controller's
-/// own spec write just produced. That write stores what they were computed from (the admitted
-/// spec and the run's status mirror), so they have observed `to` as well. Without this, the next
-/// reconcile would write the status again only to catch `observedGeneration` up; with it, a
-/// parent's health check of this Instance still sees any later spec change as not processed.
-pub fn reobserve(conditions: &mut [Condition], from: Option<i64>, to: Option<i64>) {
-    if from.is_none() || to.is_none() {
-        return;
-    }
-    for c in conditions.iter_mut().filter(|c| c.observed_generation == from) {
-        c.observed_generation = to;
-    }
-}
-
 /// Inserts or updates a condition by type (Kubernetes `meta.SetStatusCondition` semantics):
 /// `lastTransitionTime` only moves when the status value changes. Returns whether anything
 /// changed, so the caller can skip a status write (KUDO writes only on change).
@@ -207,21 +193,6 @@ mod tests {
         record_admission(&mut conds, None, Some(4), now());
         assert_eq!(conds.len(), 1);
         assert_eq!(conds[0].type_, READY);
-    }
-
-    #[test]
-    fn reobserve_moves_only_conditions_of_the_old_generation() {
-        let mut ready = ready_condition(&[], now());
-        ready.observed_generation = Some(2);
-        let mut denied = ready.clone();
-        denied.type_ = CHANGE_ACCEPTED.into();
-        denied.observed_generation = Some(1);
-        let mut conds = vec![ready, denied];
-        reobserve(&mut conds, Some(2), Some(3));
-        assert_eq!(conds[0].observed_generation, Some(3));
-        assert_eq!(conds[1].observed_generation, Some(1));
-        reobserve(&mut conds, None, Some(4));
-        assert_eq!(conds[0].observed_generation, Some(3));
     }
 
     #[test]
