@@ -296,6 +296,9 @@ impl Writes {
             };
             return;
         }
+        if std::env::var_os("KUDO_BENCH_TRACE").is_some() {
+            eprintln!("write: {method} {path}");
+        }
         let c = if path.contains("/events") {
             &self.events
         } else if path.contains("/instances/") && path.ends_with("/status") {
@@ -497,6 +500,13 @@ fn main() {
     let all = !args
         .iter()
         .any(|a| ["latency", "writes", "scale"].contains(&a.as_str()));
+    // `RUST_LOG=kudo_controller=debug` shows the manager's log (e.g. each Instance write's body).
+    if std::env::var_os("RUST_LOG").is_some() {
+        tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_writer(std::io::stderr)
+            .init();
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -1806,6 +1806,7 @@ impl<'c> Reconciler<'c> {
         if old.autopilot != new.autopilot {
             body["status"]["autopilot"] = autopilot::status_patch(&old.autopilot, &new.autopilot);
         }
+        debug!(patch = %body, "writing instance status");
         let updated = self
             .api
             .patch_status(&self.name, &self.patch_params(), &Patch::Merge(&body))
