@@ -491,16 +491,27 @@ fn render_namespace_manifest(
         .templates
         .get(file)
         .with_context(|| format!("namespaceManifest {file} is not in templates/"))?;
-    let data = serde_json::json!({
-        "Name": instance,
-        "Namespace": namespace,
-        "OperatorName": pkg.operator.name,
-        "OperatorVersion": pkg.operator.operator_version,
-        "AppVersion": pkg.operator.app_version,
-        "Params": values,
-    });
-    let out = kudo_template::render(file, text, &kudo_template::Value::from_json(&data))
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    // Built as template values directly (no JSON tree to convert), as every CLI render path.
+    use kudo_template::Value;
+    let params = values
+        .iter()
+        .map(|(k, v)| (k.clone(), Value::str(v.as_str())))
+        .collect();
+    let data = Value::map(BTreeMap::from([
+        ("Name".to_string(), Value::str(instance)),
+        ("Namespace".to_string(), Value::str(namespace)),
+        ("OperatorName".to_string(), Value::str(pkg.operator.name.as_str())),
+        (
+            "OperatorVersion".to_string(),
+            Value::str(pkg.operator.operator_version.as_str()),
+        ),
+        (
+            "AppVersion".to_string(),
+            Value::str(pkg.operator.app_version.as_str()),
+        ),
+        ("Params".to_string(), Value::map(params)),
+    ]));
+    let out = kudo_template::render(file, text, &data).map_err(|e| anyhow::anyhow!("{e}"))?;
     let obj: serde_json::Value =
         serde_saphyr::from_str(&out).with_context(|| format!("rendered {file} is not valid YAML"))?;
     Ok(Some(obj))
