@@ -13,6 +13,7 @@
 #   3. the differential corpus (less key generation/derivation cases) copied $COPIES (default 7)
 #      times, as one batch, user CPU.
 # OURS=bench uses kudo-template's `batch` bench binary (the CLI's batch loop) instead of the CLI.
+# The default, the CLI binary itself, is the figure of record (docs/benchmarks.md, issue 28).
 # Builds release binaries into $CARGO_TARGET_DIR (default target/). Oracle: $GOTMPL_ORACLE, else
 # ../shared/go-template-oracle/bin/gotmpl-oracle next to the repository.
 set -euo pipefail

@@ -4,8 +4,8 @@
 //! execute, write `NAME.out` or `NAME.err`. Same file layout and results as the Go oracle's
 //! `--batch`, so `user CPU` of this process against `gotmpl-oracle --jobs 1 --batch` is the
 //! like-for-like engine comparison of issue 17 (`scripts/bench-template.sh` runs both). Data is
-//! decoded with `data::decode_value` (JSON straight into template values; the CLI still builds a
-//! `serde_json::Value` first, for `--set`); the differential fuzz test checks both give the same.
+//! decoded with `data::decode_value` (JSON straight into template values), as the CLI does; the
+//! differential fuzz test checks it against the two-step `decode_data` + `Value::from_json`.
 //!
 //! `cargo bench -p kudo-template --bench batch -- DIR [ROUNDS]` renders the directory ROUNDS times
 //! (default 1) and prints the per-case time of the rendering loop.

@@ -53,15 +53,37 @@ pub fn decode_data(path: &std::path::Path, raw: &str) -> Result<serde_json::Valu
 /// tree it builds differs. YAML still goes through [`yaml_to_json`] (its Go conversion rules live
 /// there).
 pub fn decode_value(path: &std::path::Path, raw: &str) -> Result<Value, DataError> {
-    let ext = path
-        .extension()
-        .and_then(|e| e.to_str())
-        .unwrap_or("")
-        .to_ascii_lowercase();
-    let v = if ext == "yaml" || ext == "yml" {
-        Value::from_json(&yaml_to_json(raw)?)
-    } else {
-        json_value(raw)?
+    decode_value_as(Format::of(path), raw)
+}
+
+/// How a data file is decoded. Callers that let the user force the format (`kubectl kudo template
+/// render --data-format`) pick it themselves; [`Format::of`] is the oracle's by-extension rule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// Go `encoding/json` into `interface{}`.
+    Json,
+    /// `sigs.k8s.io/yaml` (YAML 1.1, converted to JSON).
+    Yaml,
+}
+
+impl Format {
+    /// `.yaml`/`.yml` (any case) are YAML, anything else JSON, as the Go oracle decides.
+    pub fn of(path: &std::path::Path) -> Format {
+        let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+        if ext.eq_ignore_ascii_case("yaml") || ext.eq_ignore_ascii_case("yml") {
+            Format::Yaml
+        } else {
+            Format::Json
+        }
+    }
+}
+
+/// [`decode_value`] with the format chosen by the caller: the one-step decoding for callers that
+/// do not go by the file's extension (a forced `--data-format`, data read from stdin).
+pub fn decode_value_as(format: Format, raw: &str) -> Result<Value, DataError> {
+    let v = match format {
+        Format::Yaml => Value::from_json(&yaml_to_json(raw)?),
+        Format::Json => json_value(raw)?,
     };
     Ok(if matches!(v, Value::Nil) {
         Value::map(BTreeMap::new())
@@ -338,6 +360,20 @@ mod decode_value_tests {
         }
         same("d.yaml", "a: 1\nb: [yes, 0755, ~]\n");
         same("d.yml", "");
+    }
+
+    #[test]
+    fn a_forced_format_decodes_as_that_extension() {
+        assert_eq!(Format::of(Path::new("d.YML")), Format::Yaml);
+        assert_eq!(Format::of(Path::new("d.Yaml")), Format::Yaml);
+        assert_eq!(Format::of(Path::new("d")), Format::Json);
+        for raw in ["a: yes\nb: 0755\n", "{\"a\": 1}", "", "[1, x"] {
+            for (format, like) in [(Format::Yaml, "d.yaml"), (Format::Json, "d.json")] {
+                let forced = decode_value_as(format, raw);
+                let by_ext = decode_value(Path::new(like), raw);
+                assert_eq!(format!("{forced:?}"), format!("{by_ext:?}"), "{format:?}: {raw}");
+            }
+        }
     }
 
     #[test]

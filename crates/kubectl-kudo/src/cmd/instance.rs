@@ -491,16 +491,27 @@ fn render_namespace_manifest(
         .templates
         .get(file)
         .with_context(|| format!("namespaceManifest {file} is not in templates/"))?;
-    let data = serde_json::json!({
-        "Name": instance,
-        "Namespace": namespace,
-        "OperatorName": pkg.operator.name,
-        "OperatorVersion": pkg.operator.operator_version,
-        "AppVersion": pkg.operator.app_version,
-        "Params": values,
-    });
-    let out = kudo_template::render(file, text, &kudo_template::Value::from_json(&data))
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    // Built as template values directly (no JSON tree to convert), as every CLI render path.
+    use kudo_template::Value;
+    let params = values
+        .iter()
+        .map(|(k, v)| (k.clone(), Value::str(v.as_str())))
+        .collect();
+    let data = Value::map(BTreeMap::from([
+        ("Name".to_string(), Value::str(instance)),
+        ("Namespace".to_string(), Value::str(namespace)),
+        ("OperatorName".to_string(), Value::str(pkg.operator.name.as_str())),
+        (
+            "OperatorVersion".to_string(),
+            Value::str(pkg.operator.operator_version.as_str()),
+        ),
+        (
+            "AppVersion".to_string(),
+            Value::str(pkg.operator.app_version.as_str()),
+        ),
+        ("Params".to_string(), Value::map(params)),
+    ]));
+    let out = kudo_template::render(file, text, &data).map_err(|e| anyhow::anyhow!("{e}"))?;
     let obj: serde_json::Value =
         serde_saphyr::from_str(&out).with_context(|| format!("rendered {file} is not valid YAML"))?;
     Ok(Some(obj))
@@ -766,5 +777,41 @@ pub async fn finish_wait(
             )?;
             Ok(ExitCode::from(1))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The `namespaceManifest` sees the implicit names and `.Params` as a map of the given raw
+    /// strings (its data is built as template values directly, with Go's map type).
+    #[test]
+    fn namespace_manifest_sees_names_and_raw_params() {
+        let operator = "apiVersion: kudo.dev/v1beta1\nname: demo\nnamespaceManifest: ns.yaml\n\
+            operatorVersion: 0.1.0\nappVersion: 2.0.0\ntasks: []\nplans: {}\n";
+        let ns = "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {{ .Namespace }}\n  labels:\n    \
+            instance: {{ .Name }}\n    op: {{ .OperatorName }}-{{ .OperatorVersion }}-{{ .AppVersion }}\n    \
+            x: \"{{ .Params.X }}\"\n    type: \"{{ printf \"%T\" .Params }}\"\n";
+        let files = BTreeMap::from([
+            ("operator.yaml".to_string(), operator.as_bytes().to_vec()),
+            (
+                "params.yaml".to_string(),
+                b"apiVersion: kudo.dev/v1beta1\nparameters: []\n".to_vec(),
+            ),
+            ("templates/ns.yaml".to_string(), ns.as_bytes().to_vec()),
+        ]);
+        let pkg = kudo_package::reader::from_files(files, "test").expect("package");
+        let values = BTreeMap::from([("X".to_string(), "3".to_string())]);
+        let obj = render_namespace_manifest(&pkg, "inst", "space", &values)
+            .expect("rendered")
+            .expect("a manifest");
+        assert_eq!(
+            obj,
+            serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {
+                "name": "space",
+                "labels": {"instance": "inst", "op": "demo-0.1.0-2.0.0", "x": "3",
+                    "type": "map[string]interface {}"}}})
+        );
     }
 }
