@@ -282,23 +282,23 @@ mod tests {
         let get_pod = |ns: &str| Attributes::resource("get", "", "pods", "", ns, "p");
         let app = user("system:serviceaccount:a:app", &["system:authenticated"]);
         let other_app = user("system:serviceaccount:b:app", &["system:authenticated"]);
-        let cases: Vec<(&UserInfo, Attributes, Decision)> = vec![
-            (&app, get_pod("a"), Decision::Allow(
+        let cases: Vec<(UserInfo, Attributes, Decision)> = vec![
+            (app.clone(), get_pod("a"), Decision::Allow(
                 "RBAC: allowed by RoleBinding \"app-reader/a\" of Role \"reader\" to ServiceAccount \"app/a\"".into())),
-            (&app, get_pod("b"), Decision::Deny(String::new())),
-            (&app, get_pod(""), Decision::Deny(String::new())),
-            (&other_app, get_pod("a"), Decision::Deny(String::new())),
-            (&app, Attributes::resource("create", "authorization.k8s.io", "selfsubjectaccessreviews", "", "", ""),
+            (app.clone(), get_pod("b"), Decision::Deny(String::new())),
+            (app.clone(), get_pod(""), Decision::Deny(String::new())),
+            (other_app.clone(), get_pod("a"), Decision::Deny(String::new())),
+            (app.clone(), Attributes::resource("create", "authorization.k8s.io", "selfsubjectaccessreviews", "", "", ""),
                 Decision::Allow("RBAC: allowed by ClusterRoleBinding \"system:basic-user\" of ClusterRole \"system:basic-user\" to Group \"system:authenticated\"".into())),
-            (&user("dave", &[]), get_pod("a"), Decision::Deny(
+            (user("dave", &[]), get_pod("a"), Decision::Deny(
                 "RBAC: role.rbac.authorization.k8s.io \"missing\" not found".into())),
-            (&user("root", &[MASTERS]), Attributes::resource("delete", "", "nodes", "", "", "n"), Decision::Allow(String::new())),
-            (&user("x", &["system:authenticated"]), Attributes::non_resource("get", "/apis/apps"), Decision::Allow(
+            (user("root", &[MASTERS]), Attributes::resource("delete", "", "nodes", "", "", "n"), Decision::Allow(String::new())),
+            (user("x", &["system:authenticated"]), Attributes::non_resource("get", "/apis/apps"), Decision::Allow(
                 "RBAC: allowed by ClusterRoleBinding \"system:discovery\" of ClusterRole \"system:discovery\" to Group \"system:authenticated\"".into())),
-            (&user("system:anonymous", &["system:unauthenticated"]), Attributes::non_resource("get", "/apis"), Decision::Deny(String::new())),
+            (user("system:anonymous", &["system:unauthenticated"]), Attributes::non_resource("get", "/apis"), Decision::Deny(String::new())),
         ];
         for (u, a, want) in cases {
-            assert_eq!(authorize(&s, u, &a), want, "{} {a:?}", u.name);
+            assert_eq!(authorize(&s, &u, &a), want, "{} {a:?}", u.name);
         }
     }
 
