@@ -83,26 +83,90 @@ const CASES: &[&str] = &[
 /// `who`, then `kubectl` arguments (`{A}`, `{B}`, `{id}` substituted), then the message the
 /// server must answer (found in kubectl's stderr) or `OK` when the request must succeed.
 const WORDING: &[(&str, &str, &str)] = &[
-    ("app", "get deploy -n {A}", "deployments.apps is forbidden: User \"system:serviceaccount:{A}:app\" cannot list resource \"deployments\" in API group \"apps\" in the namespace \"{A}\""),
-    ("app", "get deploy db -n {A}", "deployments.apps \"db\" is forbidden: User \"system:serviceaccount:{A}:app\" cannot get resource \"deployments\" in API group \"apps\" in the namespace \"{A}\""),
-    ("app", "create configmap c -n {B}", "configmaps is forbidden: User \"system:serviceaccount:{A}:app\" cannot create resource \"configmaps\" in API group \"\" in the namespace \"{B}\""),
-    ("pat", "get --raw /api/v1/namespaces/{A}/pods/web/log", "pods \"web\" is forbidden: User \"pat-{id}\" cannot get resource \"pods/log\" in API group \"\" in the namespace \"{A}\""),
-    ("app", "get --raw /apis/apps/v1/namespaces/{A}/deployments/db/scale", "deployments.apps \"db\" is forbidden: User \"system:serviceaccount:{A}:app\" cannot get resource \"deployments/scale\" in API group \"apps\" in the namespace \"{A}\""),
-    ("app", "get clusterroles", "clusterroles.rbac.authorization.k8s.io is forbidden: User \"system:serviceaccount:{A}:app\" cannot list resource \"clusterroles\" in API group \"rbac.authorization.k8s.io\" at the cluster scope"),
-    ("app", "get node n1", "nodes \"n1\" is forbidden: User \"system:serviceaccount:{A}:app\" cannot get resource \"nodes\" in API group \"\" at the cluster scope"),
-    ("app", "get ns {A}", "namespaces \"{A}\" is forbidden: User \"system:serviceaccount:{A}:app\" cannot get resource \"namespaces\" in API group \"\" in the namespace \"{A}\""),
-    ("dave", "get pods -n {A}", "pods is forbidden: User \"dave-{id}\" cannot list resource \"pods\" in API group \"\" in the namespace \"{A}\": RBAC: role.rbac.authorization.k8s.io \"missing\" not found"),
-    ("anon", "get --raw /apis", "forbidden: User \"system:anonymous\" cannot get path \"/apis\""),
+    (
+        "app",
+        "get deploy -n {A}",
+        "deployments.apps is forbidden: User \"system:serviceaccount:{A}:app\" cannot list resource \"deployments\" in API group \"apps\" in the namespace \"{A}\"",
+    ),
+    (
+        "app",
+        "get deploy db -n {A}",
+        "deployments.apps \"db\" is forbidden: User \"system:serviceaccount:{A}:app\" cannot get resource \"deployments\" in API group \"apps\" in the namespace \"{A}\"",
+    ),
+    (
+        "app",
+        "create configmap c -n {B}",
+        "configmaps is forbidden: User \"system:serviceaccount:{A}:app\" cannot create resource \"configmaps\" in API group \"\" in the namespace \"{B}\"",
+    ),
+    (
+        "pat",
+        "get --raw /api/v1/namespaces/{A}/pods/web/log",
+        "pods \"web\" is forbidden: User \"pat-{id}\" cannot get resource \"pods/log\" in API group \"\" in the namespace \"{A}\"",
+    ),
+    (
+        "app",
+        "get --raw /apis/apps/v1/namespaces/{A}/deployments/db/scale",
+        "deployments.apps \"db\" is forbidden: User \"system:serviceaccount:{A}:app\" cannot get resource \"deployments/scale\" in API group \"apps\" in the namespace \"{A}\"",
+    ),
+    (
+        "app",
+        "get clusterroles",
+        "clusterroles.rbac.authorization.k8s.io is forbidden: User \"system:serviceaccount:{A}:app\" cannot list resource \"clusterroles\" in API group \"rbac.authorization.k8s.io\" at the cluster scope",
+    ),
+    (
+        "app",
+        "get node n1",
+        "nodes \"n1\" is forbidden: User \"system:serviceaccount:{A}:app\" cannot get resource \"nodes\" in API group \"\" at the cluster scope",
+    ),
+    (
+        "app",
+        "get ns {A}",
+        "namespaces \"{A}\" is forbidden: User \"system:serviceaccount:{A}:app\" cannot get resource \"namespaces\" in API group \"\" in the namespace \"{A}\"",
+    ),
+    (
+        "dave",
+        "get pods -n {A}",
+        "pods is forbidden: User \"dave-{id}\" cannot list resource \"pods\" in API group \"\" in the namespace \"{A}\": RBAC: role.rbac.authorization.k8s.io \"missing\" not found",
+    ),
+    (
+        "anon",
+        "get --raw /apis",
+        "forbidden: User \"system:anonymous\" cannot get path \"/apis\"",
+    ),
     ("app", "get pods -n {A}", "OK"),
     ("ci", "create configmap made-by-ci -n {A}", "OK"),
     ("bapp", "delete configmap made-by-ci -n {A}", "OK"),
-    ("alice", "create rolebinding x -n {A} --clusterrole=cluster-admin --user=bob", "rolebindings.rbac.authorization.k8s.io \"x\" is forbidden: user \"alice-{id}\" (groups=[\"system:authenticated\"]) is attempting to grant RBAC permissions not currently held:\n{APIGroups:[\"*\"], Resources:[\"*\"], Verbs:[\"*\"]}"),
-    ("alice", "create role r -n {A} --verb=* --resource=pods", "roles.rbac.authorization.k8s.io \"r\" is forbidden: user \"alice-{id}\" (groups=[\"system:authenticated\"]) is attempting to grant RBAC permissions not currently held:\n{APIGroups:[\"\"], Resources:[\"pods\"], Verbs:[\"*\"]}"),
-    ("alice", "create rolebinding y -n {A} --role=missing --user=bob", "roles.rbac.authorization.k8s.io \"missing\" not found"),
+    (
+        "alice",
+        "create rolebinding x -n {A} --clusterrole=cluster-admin --user=bob",
+        "rolebindings.rbac.authorization.k8s.io \"x\" is forbidden: user \"alice-{id}\" (groups=[\"system:authenticated\"]) is attempting to grant RBAC permissions not currently held:\n{APIGroups:[\"*\"], Resources:[\"*\"], Verbs:[\"*\"]}",
+    ),
+    (
+        "alice",
+        "create role r -n {A} --verb=* --resource=pods",
+        "roles.rbac.authorization.k8s.io \"r\" is forbidden: user \"alice-{id}\" (groups=[\"system:authenticated\"]) is attempting to grant RBAC permissions not currently held:\n{APIGroups:[\"\"], Resources:[\"pods\"], Verbs:[\"*\"]}",
+    ),
+    (
+        "alice",
+        "create rolebinding y -n {A} --role=missing --user=bob",
+        "roles.rbac.authorization.k8s.io \"missing\" not found",
+    ),
     ("alice", "create role r2 -n {A} --verb=get --resource=pods", "OK"),
-    ("alice", "create rolebinding z -n {A} --clusterrole=view --user=bob", "OK"),
-    ("app", "get deploy -n {A} --field-selector metadata.name=web", "OK"),
-    ("app", "get deploy -n {A} --field-selector metadata.name=db", "deployments.apps \"db\" is forbidden: User \"system:serviceaccount:{A}:app\" cannot list resource \"deployments\" in API group \"apps\" in the namespace \"{A}\""),
+    (
+        "alice",
+        "create rolebinding z -n {A} --clusterrole=view --user=bob",
+        "OK",
+    ),
+    (
+        "app",
+        "get deploy -n {A} --field-selector metadata.name=web",
+        "OK",
+    ),
+    (
+        "app",
+        "get deploy -n {A} --field-selector metadata.name=db",
+        "deployments.apps \"db\" is forbidden: User \"system:serviceaccount:{A}:app\" cannot list resource \"deployments\" in API group \"apps\" in the namespace \"{A}\"",
+    ),
 ];
 
 /// The RBAC setup: `{A}`, `{B}` are the test's namespaces, `{id}` makes cluster-scoped names and
@@ -316,7 +380,9 @@ impl Side {
     }
 
     fn fill(&self, s: &str) -> String {
-        s.replace("{A}", &self.a).replace("{B}", &self.b).replace("{id}", &self.id)
+        s.replace("{A}", &self.a)
+            .replace("{B}", &self.b)
+            .replace("{id}", &self.id)
     }
 
     fn kubectl(&self, args: &[String], stdin: Option<&str>) -> Output {
@@ -332,7 +398,12 @@ impl Side {
         cmd.stdin(std::process::Stdio::piped());
         let mut child = cmd.spawn().expect("kubectl runs");
         use std::io::Write;
-        child.stdin.take().expect("stdin").write_all(input.as_bytes()).expect("write stdin");
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(input.as_bytes())
+            .expect("write stdin");
         child.wait_with_output().expect("kubectl ends")
     }
 
@@ -359,14 +430,27 @@ impl Side {
     }
 
     fn setup(&self) {
-        let out = self.kubectl(&["apply".into(), "-f".into(), "-".into()], Some(&self.fill(SETUP)));
-        assert!(out.status.success(), "apply: {}", String::from_utf8_lossy(&out.stderr));
+        let out = self.kubectl(
+            &["apply".into(), "-f".into(), "-".into()],
+            Some(&self.fill(SETUP)),
+        );
+        assert!(
+            out.status.success(),
+            "apply: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         // kubectl resolves `widgets.g….example.com` through discovery: the CRDs must be served.
         let crds = ["widgets", "gadgets"].map(|p| format!("crd/{p}.g{}.example.com", self.id));
-        let mut wait: Vec<String> = ["wait", "--for=condition=established", "--timeout=60s"].map(String::from).to_vec();
+        let mut wait: Vec<String> = ["wait", "--for=condition=established", "--timeout=60s"]
+            .map(String::from)
+            .to_vec();
         wait.extend(crds);
         let out = self.kubectl(&wait, None);
-        assert!(out.status.success(), "wait for CRDs: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "wait for CRDs: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         // A pod to read logs of is not needed: authorization comes before the object is looked up.
     }
 
@@ -382,7 +466,11 @@ impl Side {
             let text = String::from_utf8_lossy(&out.stdout);
             let roles: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
             let items = roles["items"].as_array().cloned().unwrap_or_default();
-            let has = |i: usize, what: &str| items.get(i).is_some_and(|r| r["rules"].to_string().contains(what));
+            let has = |i: usize, what: &str| {
+                items
+                    .get(i)
+                    .is_some_and(|r| r["rules"].to_string().contains(what))
+            };
             if has(0, "gadgets") && has(1, "gadgets") && has(1, "widgets") && has(2, "widgets") {
                 return;
             }
@@ -399,7 +487,11 @@ impl Side {
         };
         let (resource, sub) = resource.split_once('/').unwrap_or((resource, ""));
         let resource = self.fill(resource);
-        let target = if name == "-" { resource.to_string() } else { format!("{resource}/{}", self.fill_ns(name)) };
+        let target = if name == "-" {
+            resource.to_string()
+        } else {
+            format!("{resource}/{}", self.fill_ns(name))
+        };
         let mut args: Vec<String> = vec!["auth".into(), "can-i".into(), verb.into(), target];
         match ns {
             "-" => {}
@@ -414,7 +506,10 @@ impl Side {
         let got = match out.status.code() {
             Some(0) => "yes",
             Some(1) => "no",
-            _ => panic!("kubectl {args:?} failed: {}", String::from_utf8_lossy(&out.stderr)),
+            _ => panic!(
+                "kubectl {args:?} failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            ),
         };
         format!("{who} {verb} {} {ns} {name} {got}", f[2])
     }
@@ -443,8 +538,14 @@ impl Side {
 
     fn cleanup(&self) {
         let _ = self.kubectl(
-            &["delete", "clusterrole,clusterrolebinding,crd", "-l", &format!("rbac-test={}", self.id), "--wait=false"]
-                .map(String::from),
+            &[
+                "delete",
+                "clusterrole,clusterrolebinding,crd",
+                "-l",
+                &format!("rbac-test={}", self.id),
+                "--wait=false",
+            ]
+            .map(String::from),
             None,
         );
         let _ = self.kubectl(
@@ -472,7 +573,10 @@ fn differential(kubeconfig: &Path, label: &str) {
             println!("RECORD {got}");
         }
         if got != normalize(case) {
-            diffs.push(format!("expected `{}`, {label} answered `{got}`", normalize(case)));
+            diffs.push(format!(
+                "expected `{}`, {label} answered `{got}`",
+                normalize(case)
+            ));
         }
     }
     for (who, args, want) in WORDING {

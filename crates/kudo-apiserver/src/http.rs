@@ -150,7 +150,15 @@ pub(crate) async fn handle(State(app): State<Arc<AppState>>, req: Request) -> Re
         Ok(u) => u,
         Err(r) => return refusal_response(&r),
     };
-    if let Err(e) = escalation_guard(&app.store, &user, &parts.method, parts.uri.path(), &query, &body, &content_type) {
+    if let Err(e) = escalation_guard(
+        &app.store,
+        &user,
+        &parts.method,
+        parts.uri.path(),
+        &query,
+        &body,
+        &content_type,
+    ) {
         return error_response(&e);
     }
     if path == faults::ADMIN_PATH {
@@ -212,7 +220,12 @@ pub(crate) async fn handle(State(app): State<Arc<AppState>>, req: Request) -> Re
                 None => error_response(&ApiError::path_not_found()),
             };
         }
-        ["apis", "authorization.k8s.io", "v1", kind @ ("selfsubjectaccessreviews" | "subjectaccessreviews")] => {
+        [
+            "apis",
+            "authorization.k8s.io",
+            "v1",
+            kind @ ("selfsubjectaccessreviews" | "subjectaccessreviews"),
+        ] => {
             return access_review(&app.store, &user, kind, &parts.method, &body, &content_type);
         }
         _ => {}

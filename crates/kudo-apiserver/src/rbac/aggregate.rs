@@ -78,14 +78,19 @@ pub(crate) fn aggregate_all(store: &Store) -> bool {
     for _ in 0..8 {
         let all = store.list_shared(&def, None).0;
         let mut round = false;
-        for role in all.iter().filter(|r| r.get("aggregationRule").is_some_and(|a| !a.is_null())) {
+        for role in all
+            .iter()
+            .filter(|r| r.get("aggregationRule").is_some_and(|a| !a.is_null()))
+        {
             let want = json!(aggregated_rules(role, &all));
             if role.get("rules").cloned().unwrap_or(json!([])) == want {
                 continue;
             }
             let name = crate::meta::name(role).to_string();
             let r = store.modify(&def, "", &name, Subresource::Main, &opts, |cur| {
-                let mut new = cur.cloned().ok_or_else(|| crate::ApiError::not_found(super::GROUP, "clusterroles", &name))?;
+                let mut new = cur
+                    .cloned()
+                    .ok_or_else(|| crate::ApiError::not_found(super::GROUP, "clusterroles", &name))?;
                 new["rules"] = want.clone();
                 Ok(new)
             });
@@ -130,12 +135,7 @@ mod tests {
     const REAL: &str = include_str!("../../data/rbac-aggregated-v1.28.7.json");
 
     fn store() -> Store {
-        let s = Store::open(
-            crate::Registry::new(),
-            Box::new(crate::MemoryBackend),
-            100,
-        )
-        .expect("store");
+        let s = Store::open(crate::Registry::new(), Box::new(crate::MemoryBackend), 100).expect("store");
         super::super::ensure_bootstrap(&s);
         s
     }
@@ -168,7 +168,8 @@ mod tests {
         assert!(has("view") && has("edit") && has("admin"));
         assert!(!has("cluster-admin"));
         let def = super::super::rbac_def(&s, "clusterroles").expect("def");
-        s.delete(&def, "", "gadgets", &Default::default()).expect("delete");
+        s.delete(&def, "", "gadgets", &Default::default())
+            .expect("delete");
         aggregate_all(&s);
         assert!(!has("view") && !has("edit") && !has("admin"));
         assert!(!aggregate_all(&s), "stable once aggregated");

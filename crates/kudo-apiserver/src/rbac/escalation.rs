@@ -51,7 +51,11 @@ fn go_list(items: &[&str]) -> String {
 /// kube-apiserver's refusal, naming the (first) permission not held in its compact rule form.
 fn refusal(attrs: &Attributes, user: &UserInfo, missing: &Attributes) -> ApiError {
     let what = crate::error::qualified(&attrs.group, &attrs.resource);
-    let name = if attrs.name.is_empty() { String::new() } else { format!(" {:?}", attrs.name) };
+    let name = if attrs.name.is_empty() {
+        String::new()
+    } else {
+        format!(" {:?}", attrs.name)
+    };
     let groups: Vec<&str> = user.groups.iter().map(String::as_str).collect();
     let rule = if missing.resource_request {
         let names = if missing.name.is_empty() {
@@ -66,7 +70,11 @@ fn refusal(attrs: &Attributes, user: &UserInfo, missing: &Attributes) -> ApiErro
             go_list(&[&missing.verb])
         )
     } else {
-        format!("{{NonResourceURLs:{}, Verbs:{}}}", go_list(&[&missing.path]), go_list(&[&missing.verb]))
+        format!(
+            "{{NonResourceURLs:{}, Verbs:{}}}",
+            go_list(&[&missing.path]),
+            go_list(&[&missing.verb])
+        )
     };
     ApiError::forbidden_of(
         &attrs.group,
@@ -82,7 +90,12 @@ fn refusal(attrs: &Attributes, user: &UserInfo, missing: &Attributes) -> ApiErro
 
 /// Check a write of an RBAC object by a (non-`system:masters`) identity. `obj` is the object
 /// written; `None` (a patch, whose result is not known yet) requires `escalate`/`bind` itself.
-pub fn check_write(store: &Store, user: &UserInfo, attrs: &Attributes, obj: Option<&Value>) -> Result<(), ApiError> {
+pub fn check_write(
+    store: &Store,
+    user: &UserInfo,
+    attrs: &Attributes,
+    obj: Option<&Value>,
+) -> Result<(), ApiError> {
     if attrs.group != GROUP || !matches!(attrs.verb.as_str(), "create" | "update" | "patch") {
         return Ok(());
     }
@@ -92,13 +105,20 @@ pub fn check_write(store: &Store, user: &UserInfo, attrs: &Attributes, obj: Opti
         "rolebindings" | "clusterrolebindings" => (true, "bind"),
         _ => return Ok(()),
     };
-    let name = obj.map(crate::meta::name).filter(|n| !n.is_empty()).unwrap_or(attrs.name.as_str());
+    let name = obj
+        .map(crate::meta::name)
+        .filter(|n| !n.is_empty())
+        .unwrap_or(attrs.name.as_str());
     let rules: Vec<Rule> = match (obj, is_binding) {
         (Some(o), false) => Rule::all_of(o),
         (Some(o), true) => {
             let kind = o.pointer("/roleRef/kind").and_then(|k| k.as_str()).unwrap_or("");
             let role = o.pointer("/roleRef/name").and_then(|k| k.as_str()).unwrap_or("");
-            let (plural, role_ns) = if kind == "Role" { ("roles", ns) } else { ("clusterroles", "") };
+            let (plural, role_ns) = if kind == "Role" {
+                ("roles", ns)
+            } else {
+                ("clusterroles", "")
+            };
             let bind = Attributes::resource("bind", GROUP, plural, "", ns, role);
             if authorize(store, user, &bind).allowed() {
                 return Ok(());
@@ -136,6 +156,7 @@ mod tests {
     use serde_json::json;
 
     #[test]
+    #[rustfmt::skip]
     fn a_namespace_admin_grants_only_what_it_holds() {
         let s = Store::open(crate::Registry::new(), Box::new(crate::MemoryBackend), 100).expect("store");
         super::super::ensure_bootstrap(&s);

@@ -129,7 +129,10 @@ fn applies_to(subject: &Value, user: &UserInfo, binding_ns: &str) -> bool {
         "User" => user.name == name,
         "Group" => user.groups.iter().any(|g| g == name),
         "ServiceAccount" => {
-            let ns = subject["namespace"].as_str().filter(|n| !n.is_empty()).unwrap_or(binding_ns);
+            let ns = subject["namespace"]
+                .as_str()
+                .filter(|n| !n.is_empty())
+                .unwrap_or(binding_ns);
             !ns.is_empty() && user.name == format!("system:serviceaccount:{ns}:{name}")
         }
         _ => false,
@@ -139,8 +142,14 @@ fn applies_to(subject: &Value, user: &UserInfo, binding_ns: &str) -> bool {
 /// The rules of the role a binding refers to, or the reason why there are none (the wording of
 /// kube-apiserver's lister: `role.rbac.authorization.k8s.io "x" not found`).
 fn role_rules(store: &Store, binding: &Value) -> Result<Vec<Rule>, String> {
-    let kind = binding.pointer("/roleRef/kind").and_then(|k| k.as_str()).unwrap_or("");
-    let name = binding.pointer("/roleRef/name").and_then(|k| k.as_str()).unwrap_or("");
+    let kind = binding
+        .pointer("/roleRef/kind")
+        .and_then(|k| k.as_str())
+        .unwrap_or("");
+    let name = binding
+        .pointer("/roleRef/name")
+        .and_then(|k| k.as_str())
+        .unwrap_or("");
     let is_role_binding = binding["kind"] == "RoleBinding";
     let (plural, ns, singular) = match kind {
         "ClusterRole" => ("clusterroles", "", "clusterrole"),
@@ -159,12 +168,21 @@ fn role_rules(store: &Store, binding: &Value) -> Result<Vec<Rule>, String> {
 fn describe(binding: &Value, subject: &Value) -> String {
     let name = crate::meta::name(binding);
     let ns = crate::meta::namespace(binding);
-    let role_kind = binding.pointer("/roleRef/kind").and_then(|k| k.as_str()).unwrap_or("");
-    let role = binding.pointer("/roleRef/name").and_then(|k| k.as_str()).unwrap_or("");
+    let role_kind = binding
+        .pointer("/roleRef/kind")
+        .and_then(|k| k.as_str())
+        .unwrap_or("");
+    let role = binding
+        .pointer("/roleRef/name")
+        .and_then(|k| k.as_str())
+        .unwrap_or("");
     let kind = subject["kind"].as_str().unwrap_or("");
     let mut who = subject["name"].as_str().unwrap_or("").to_string();
     if kind == "ServiceAccount" {
-        let sa_ns = subject["namespace"].as_str().filter(|n| !n.is_empty()).unwrap_or(ns);
+        let sa_ns = subject["namespace"]
+            .as_str()
+            .filter(|n| !n.is_empty())
+            .unwrap_or(ns);
         who = format!("{who}/{sa_ns}");
     }
     if ns.is_empty() {
@@ -228,8 +246,14 @@ pub(crate) fn ensure_bootstrap(store: &Store) {
         ..Default::default()
     };
     for obj in doc["items"].as_array().into_iter().flatten() {
-        let plural = if obj["kind"] == "ClusterRole" { "clusterroles" } else { "clusterrolebindings" };
-        let Some(def) = rbac_def(store, plural) else { continue };
+        let plural = if obj["kind"] == "ClusterRole" {
+            "clusterroles"
+        } else {
+            "clusterrolebindings"
+        };
+        let Some(def) = rbac_def(store, plural) else {
+            continue;
+        };
         if store.get(&def, "", crate::meta::name(obj)).is_ok() {
             continue;
         }
@@ -306,21 +330,44 @@ mod tests {
     fn denials_read_like_kube_apiserver() {
         let u = user("system:serviceaccount:t:app", &[]);
         let cases = [
-            (Attributes::resource("create", "apps", "deployments", "", "b", ""), "",
-                "deployments.apps is forbidden: User \"system:serviceaccount:t:app\" cannot create resource \"deployments\" in API group \"apps\" in the namespace \"b\""),
-            (Attributes::resource("get", "", "pods", "log", "t", "web"), "",
-                "pods \"web\" is forbidden: User \"system:serviceaccount:t:app\" cannot get resource \"pods/log\" in API group \"\" in the namespace \"t\""),
-            (Attributes::resource("list", "rbac.authorization.k8s.io", "clusterroles", "", "", ""), "",
-                "clusterroles.rbac.authorization.k8s.io is forbidden: User \"system:serviceaccount:t:app\" cannot list resource \"clusterroles\" in API group \"rbac.authorization.k8s.io\" at the cluster scope"),
-            (Attributes::resource("get", "", "pods", "", "t", ""), "RBAC: role.rbac.authorization.k8s.io \"x\" not found",
-                "pods is forbidden: User \"system:serviceaccount:t:app\" cannot get resource \"pods\" in API group \"\" in the namespace \"t\": RBAC: role.rbac.authorization.k8s.io \"x\" not found"),
-            (Attributes::non_resource("get", "/apis"), "", "forbidden: User \"system:serviceaccount:t:app\" cannot get path \"/apis\""),
+            (
+                Attributes::resource("create", "apps", "deployments", "", "b", ""),
+                "",
+                "deployments.apps is forbidden: User \"system:serviceaccount:t:app\" cannot create resource \"deployments\" in API group \"apps\" in the namespace \"b\"",
+            ),
+            (
+                Attributes::resource("get", "", "pods", "log", "t", "web"),
+                "",
+                "pods \"web\" is forbidden: User \"system:serviceaccount:t:app\" cannot get resource \"pods/log\" in API group \"\" in the namespace \"t\"",
+            ),
+            (
+                Attributes::resource("list", "rbac.authorization.k8s.io", "clusterroles", "", "", ""),
+                "",
+                "clusterroles.rbac.authorization.k8s.io is forbidden: User \"system:serviceaccount:t:app\" cannot list resource \"clusterroles\" in API group \"rbac.authorization.k8s.io\" at the cluster scope",
+            ),
+            (
+                Attributes::resource("get", "", "pods", "", "t", ""),
+                "RBAC: role.rbac.authorization.k8s.io \"x\" not found",
+                "pods is forbidden: User \"system:serviceaccount:t:app\" cannot get resource \"pods\" in API group \"\" in the namespace \"t\": RBAC: role.rbac.authorization.k8s.io \"x\" not found",
+            ),
+            (
+                Attributes::non_resource("get", "/apis"),
+                "",
+                "forbidden: User \"system:serviceaccount:t:app\" cannot get path \"/apis\"",
+            ),
         ];
         for (a, reason, want) in cases {
             let e = forbidden(&u, &a, reason);
             assert_eq!((e.code, e.message.as_str()), (403, want));
         }
-        let e = forbidden(&u, &Attributes::resource("get", "apps", "deployments", "scale", "t", "d"), "");
-        assert_eq!(e.to_status()["details"], json!({"name": "d", "group": "apps", "kind": "deployments"}));
+        let e = forbidden(
+            &u,
+            &Attributes::resource("get", "apps", "deployments", "scale", "t", "d"),
+            "",
+        );
+        assert_eq!(
+            e.to_status()["details"],
+            json!({"name": "d", "group": "apps", "kind": "deployments"})
+        );
     }
 }

@@ -46,7 +46,9 @@ fn impersonation(headers: &HeaderMap) -> Option<Impersonation> {
         } else if name == "impersonate-uid" {
             imp.uid = Some(value.to_string());
         } else if let Some(key) = name.strip_prefix("impersonate-extra-") {
-            let key = percent_encoding::percent_decode_str(key).decode_utf8_lossy().into_owned();
+            let key = percent_encoding::percent_decode_str(key)
+                .decode_utf8_lossy()
+                .into_owned();
             match imp.extra.iter_mut().find(|(k, _)| *k == key) {
                 Some((_, vs)) => vs.push(value.to_string()),
                 None => imp.extra.push((key, vec![value.to_string()])),
@@ -81,13 +83,31 @@ pub fn identity(store: &Store, headers: &HeaderMap, path: &str) -> Result<UserIn
         Some((ns, n)) => Attributes::resource("impersonate", "", "serviceaccounts", "", ns, n),
         None => Attributes::resource("impersonate", "", "users", "", "", &name),
     }];
-    checks.extend(imp.groups.iter().map(|g| Attributes::resource("impersonate", "", "groups", "", "", g)));
+    checks.extend(
+        imp.groups
+            .iter()
+            .map(|g| Attributes::resource("impersonate", "", "groups", "", "", g)),
+    );
     if let Some(uid) = &imp.uid {
-        checks.push(Attributes::resource("impersonate", "authentication.k8s.io", "uids", "", "", uid));
+        checks.push(Attributes::resource(
+            "impersonate",
+            "authentication.k8s.io",
+            "uids",
+            "",
+            "",
+            uid,
+        ));
     }
     for (k, vs) in &imp.extra {
         for v in vs {
-            checks.push(Attributes::resource("impersonate", "authentication.k8s.io", "userextras", k, "", v));
+            checks.push(Attributes::resource(
+                "impersonate",
+                "authentication.k8s.io",
+                "userextras",
+                k,
+                "",
+                v,
+            ));
         }
     }
     for a in &checks {
@@ -95,7 +115,11 @@ pub fn identity(store: &Store, headers: &HeaderMap, path: &str) -> Result<UserIn
             return Err(forbidden(&requester, a, &reason).into());
         }
     }
-    Ok(impersonated(name, sa.as_ref().map(|(ns, n)| (ns.as_str(), n.as_str())), imp))
+    Ok(impersonated(
+        name,
+        sa.as_ref().map(|(ns, n)| (ns.as_str(), n.as_str())),
+        imp,
+    ))
 }
 
 /// The impersonated user with the groups kube-apiserver adds: a ServiceAccount impersonated
@@ -104,7 +128,10 @@ pub fn identity(store: &Store, headers: &HeaderMap, path: &str) -> Result<UserIn
 fn impersonated(name: String, sa: Option<(&str, &str)>, imp: Impersonation) -> UserInfo {
     let mut groups = imp.groups;
     if let (Some((ns, _)), true) = (sa, groups.is_empty()) {
-        groups = vec!["system:serviceaccounts".into(), format!("system:serviceaccounts:{ns}")];
+        groups = vec![
+            "system:serviceaccounts".into(),
+            format!("system:serviceaccounts:{ns}"),
+        ];
     }
     let implied = if name == "system:anonymous" {
         "system:unauthenticated"
@@ -125,7 +152,11 @@ fn impersonated(name: String, sa: Option<(&str, &str)>, imp: Impersonation) -> U
 /// The attributes of a request, from its method, path (`/api/v1/…`, `/apis/G/V/…`, else a
 /// non-resource path) and query (`watch`, a `metadata.name` field selector naming the object of a
 /// list or watch).
-pub fn attributes(method: &Method, path: &str, query: &std::collections::HashMap<String, String>) -> Attributes {
+pub fn attributes(
+    method: &Method,
+    path: &str,
+    query: &std::collections::HashMap<String, String>,
+) -> Attributes {
     let segs: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
     let (group, mut parts) = match segs.as_slice() {
         ["api", _v, rest @ ..] if !rest.is_empty() => ("", rest.to_vec()),
@@ -204,6 +235,7 @@ mod tests {
     use std::collections::HashMap;
 
     #[test]
+    #[rustfmt::skip]
     fn request_attributes_follow_kube_apiserver_request_info() {
         let q = |s: &str| -> HashMap<String, String> {
             s.split('&')
@@ -241,8 +273,19 @@ mod tests {
             ..Default::default()
         };
         let sa = impersonated("system:serviceaccount:t:app".into(), Some(("t", "app")), imp(&[]));
-        assert_eq!(sa.groups, ["system:serviceaccounts", "system:serviceaccounts:t", "system:authenticated"]);
-        let sa_g = impersonated("system:serviceaccount:t:app".into(), Some(("t", "app")), imp(&["g"]));
+        assert_eq!(
+            sa.groups,
+            [
+                "system:serviceaccounts",
+                "system:serviceaccounts:t",
+                "system:authenticated"
+            ]
+        );
+        let sa_g = impersonated(
+            "system:serviceaccount:t:app".into(),
+            Some(("t", "app")),
+            imp(&["g"]),
+        );
         assert_eq!(sa_g.groups, ["g", "system:authenticated"]);
         let anon = impersonated("system:anonymous".into(), None, imp(&[]));
         assert_eq!(anon.groups, ["system:unauthenticated"]);

@@ -113,7 +113,7 @@ impl Rule {
         }
         has_or_star(&self.api_groups, &a.group)
             && self.resources.iter().any(|r| resource_matches(r, a))
-            && (self.resource_names.is_empty() || self.resource_names.iter().any(|n| *n == a.name))
+            && (self.resource_names.is_empty() || self.resource_names.contains(&a.name))
     }
 }
 
@@ -150,6 +150,7 @@ mod tests {
     }
 
     #[test]
+    #[rustfmt::skip]
     fn resource_rules_match_like_the_rbac_authorizer() {
         let pods_get = json!({"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]});
         let star = json!({"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]});
