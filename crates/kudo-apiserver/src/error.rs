@@ -221,6 +221,20 @@ impl ApiError {
         Self::new(403, "Forbidden", message.into())
     }
 
+    /// 403 from authorization, with the `details` kube-apiserver gives (empty fields left out:
+    /// a non-resource path has `details: {}`).
+    pub fn forbidden_of(group: &str, resource: &str, name: &str, message: String) -> Self {
+        let mut d = serde_json::Map::new();
+        for (k, v) in [("name", name), ("group", group), ("kind", resource)] {
+            if !v.is_empty() {
+                d.insert(k.into(), json!(v));
+            }
+        }
+        let mut e = Self::new(403, "Forbidden", message);
+        e.details = Some(Box::new(Value::Object(d)));
+        e
+    }
+
     /// 405.
     pub fn method_not_allowed() -> Self {
         Self::new(

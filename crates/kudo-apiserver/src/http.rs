@@ -140,6 +140,27 @@ pub(crate) async fn handle(State(app): State<Arc<AppState>>, req: Request) -> Re
         Err(e) => return error_response(&e),
     };
     tracing::debug!(method = %parts.method, %path, query = ?parts.uri.query(), "request");
+    let user = match crate::rbac::request::check(
+        &app.store,
+        &parts.method,
+        parts.uri.path(),
+        &query,
+        &parts.headers,
+    ) {
+        Ok(u) => u,
+        Err(r) => return refusal_response(&r),
+    };
+    if let Err(e) = escalation_guard(
+        &app.store,
+        &user,
+        &parts.method,
+        parts.uri.path(),
+        &query,
+        &body,
+        &content_type,
+    ) {
+        return error_response(&e);
+    }
     if path == faults::ADMIN_PATH {
         return fault_admin(&app.faults, &parts.method, &body);
     }
@@ -198,6 +219,14 @@ pub(crate) async fn handle(State(app): State<Arc<AppState>>, req: Request) -> Re
                 Some(d) => json_response(200, &d),
                 None => error_response(&ApiError::path_not_found()),
             };
+        }
+        [
+            "apis",
+            "authorization.k8s.io",
+            "v1",
+            kind @ ("selfsubjectaccessreviews" | "subjectaccessreviews"),
+        ] => {
+            return access_review(&app.store, &user, kind, &parts.method, &body, &content_type);
         }
         _ => {}
     }
@@ -327,6 +356,76 @@ pub(crate) async fn handle(State(app): State<Arc<AppState>>, req: Request) -> Re
         }
         (Ok((code, v)), _) => json_response(code, &v),
         (Err(e), _) => error_response(&e),
+    }
+}
+
+/// A request refused by authorization: the 403 `Status`, or kube-apiserver's plain 500 for
+/// impersonation headers without a user.
+fn refusal_response(r: &crate::rbac::request::Refusal) -> Response {
+    use crate::rbac::request::Refusal;
+    match r {
+        Refusal::Forbidden(e) => error_response(e),
+        Refusal::NoUser { .. } => {
+            let mut resp = Response::new(Body::from(format!("{r}\n")));
+            *resp.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
+            resp.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("text/plain; charset=utf-8"),
+            );
+            resp
+        }
+    }
+}
+
+/// RBAC's escalation prevention for an impersonated identity writing Roles, ClusterRoles and
+/// their bindings (the admin, in `system:masters`, is exempt as on a real server).
+fn escalation_guard(
+    store: &Store,
+    user: &crate::rbac::UserInfo,
+    method: &Method,
+    path: &str,
+    query: &Query,
+    body: &[u8],
+    content_type: &str,
+) -> Result<(), ApiError> {
+    if user.groups.iter().any(|g| g == crate::rbac::MASTERS) {
+        return Ok(());
+    }
+    let attrs = crate::rbac::request::attributes(method, path, query);
+    if attrs.group != crate::rbac::GROUP || !attrs.subresource.is_empty() {
+        return Ok(());
+    }
+    let obj = match attrs.verb.as_str() {
+        "create" | "update" => Some(decode_body(body, content_type)?),
+        _ => None,
+    };
+    crate::rbac::escalation::check_write(store, user, &attrs, obj.as_ref())
+}
+
+/// `POST selfsubjectaccessreviews` / `subjectaccessreviews` (authorization.k8s.io/v1).
+fn access_review(
+    store: &Store,
+    user: &crate::rbac::UserInfo,
+    kind: &str,
+    method: &Method,
+    body: &[u8],
+    content_type: &str,
+) -> Response {
+    if *method != Method::POST {
+        return error_response(&ApiError::method_not_allowed());
+    }
+    let review = match decode_body(body, content_type) {
+        Ok(v) => v,
+        Err(e) => return error_response(&e),
+    };
+    let r = if kind == "selfsubjectaccessreviews" {
+        crate::rbac::review::self_subject(store, user, review)
+    } else {
+        crate::rbac::review::subject(store, review)
+    };
+    match r {
+        Ok((code, v)) => json_response(code, &v),
+        Err(e) => error_response(&e),
     }
 }
 

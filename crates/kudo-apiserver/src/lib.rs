@@ -43,6 +43,7 @@ pub mod meta;
 mod openapi;
 mod patch;
 mod proto;
+pub mod rbac;
 pub mod registry;
 pub mod selector;
 pub mod store;
@@ -133,6 +134,7 @@ impl ApiServer {
         faults.set(config.faults.clone())?;
         let store = Store::open(Registry::new(), backend, config.history_capacity)?;
         gc::ensure_namespace_defaults(&store);
+        rbac::ensure_bootstrap(&store);
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", config.port))
             .await
             .map_err(|source| StartError::Bind {
@@ -169,13 +171,14 @@ impl ApiServer {
             config.namespace_termination_delay,
             stop_rx,
         ));
+        let aggregation = tokio::spawn(rbac::aggregate::run(store.clone(), stop_tx.subscribe()));
         Ok(RunningServer {
             addr,
             store,
             faults,
             runtime,
             stop: stop_tx,
-            tasks: vec![serve, gc],
+            tasks: vec![serve, gc, aggregation],
         })
     }
 }

@@ -385,6 +385,49 @@ const RESOURCE_QUOTA: &[Field] = &[
     (3, "status", Ty::Skip),
 ];
 
+const RESOURCE_ATTRIBUTES: &[Field] = &[
+    (1, "namespace", Ty::Str),
+    (2, "verb", Ty::Str),
+    (3, "group", Ty::Str),
+    (4, "version", Ty::Str),
+    (5, "resource", Ty::Str),
+    (6, "subresource", Ty::Str),
+    (7, "name", Ty::Str),
+];
+
+const NON_RESOURCE_ATTRIBUTES: &[Field] = &[(1, "path", Ty::Str), (2, "verb", Ty::Str)];
+
+/// `SelfSubjectAccessReview` (what `kubectl auth can-i` sends).
+const SELF_SUBJECT_ACCESS_REVIEW: &[Field] = &[
+    (1, "metadata", Ty::Msg(OBJECT_META)),
+    (
+        2,
+        "spec",
+        Ty::Msg(&[
+            (1, "resourceAttributes", Ty::Msg(RESOURCE_ATTRIBUTES)),
+            (2, "nonResourceAttributes", Ty::Msg(NON_RESOURCE_ATTRIBUTES)),
+        ]),
+    ),
+    (3, "status", Ty::Skip),
+];
+
+const SUBJECT_ACCESS_REVIEW: &[Field] = &[
+    (1, "metadata", Ty::Msg(OBJECT_META)),
+    (
+        2,
+        "spec",
+        Ty::Msg(&[
+            (1, "resourceAttributes", Ty::Msg(RESOURCE_ATTRIBUTES)),
+            (2, "nonResourceAttributes", Ty::Msg(NON_RESOURCE_ATTRIBUTES)),
+            (3, "user", Ty::Str),
+            (4, "groups", Ty::RepStr),
+            (5, "extra", Ty::Skip),
+            (6, "uid", Ty::Str),
+        ]),
+    ),
+    (3, "status", Ty::Skip),
+];
+
 struct Reader<'a> {
     b: &'a [u8],
     pos: usize,
@@ -622,6 +665,8 @@ pub fn decode(body: &[u8]) -> Result<Value, ApiError> {
         ("rbac.authorization.k8s.io/v1", "RoleBinding" | "ClusterRoleBinding") => ROLE_BINDING,
         ("policy/v1", "PodDisruptionBudget") => PDB,
         ("scheduling.k8s.io/v1", "PriorityClass") => PRIORITY_CLASS,
+        ("authorization.k8s.io/v1", "SelfSubjectAccessReview") => SELF_SUBJECT_ACCESS_REVIEW,
+        ("authorization.k8s.io/v1", "SubjectAccessReview") => SUBJECT_ACCESS_REVIEW,
         _ => {
             return Err(ApiError::unsupported_media_type(
                 "application/vnd.kubernetes.protobuf",
