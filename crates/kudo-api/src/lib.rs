@@ -459,6 +459,12 @@ pub struct InstanceSpec {
     pub parameter_sources: BTreeMap<String, ParameterSource>,
     #[serde(default)]
     pub plan_execution: PlanExecution,
+    /// kudo-rs extension: the ServiceAccount (in the Instance's namespace) the manager
+    /// impersonates for every request it makes for this Instance, so an Instance can do no more
+    /// than that account may. Empty: the manager's `--default-service-account`, or, without one,
+    /// the manager's own identity (KUDO's behaviour).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub service_account_name: String,
 }
 
 /// Where a parameter's value comes from (core/v1 `EnvVarSource`; only `secretKeyRef` is supported).

@@ -88,6 +88,7 @@ fn idle() -> Instance {
             ]
             .into(),
             plan_execution: PlanExecution::default(),
+            service_account_name: String::new(),
             ..Default::default()
         },
         status: None,

@@ -26,6 +26,8 @@ pub struct ConvertOptions {
     pub namespace: Option<String>,
     /// Instance parameter values (`-p`/`-P`), stored verbatim.
     pub parameters: BTreeMap<String, String>,
+    /// `spec.serviceAccountName` of the Instance (`--service-account`).
+    pub service_account: Option<String>,
 }
 
 fn meta(name: &str, namespace: &Option<String>) -> api::ObjectMeta {
@@ -114,6 +116,7 @@ pub fn instance(operator: &str, ov_name: &str, opts: &ConvertOptions) -> api::In
             parameters: opts.parameters.clone(),
             parameter_sources: Default::default(),
             plan_execution: Default::default(),
+            service_account_name: opts.service_account.clone().unwrap_or_default(),
         },
         status: None,
     }

@@ -272,6 +272,7 @@ pub async fn install(opts: &ClusterOpts, args: InstallArgs, io: &mut Io<'_>) -> 
             instance_name: args.instance.clone(),
             namespace: Some(ns.clone()),
             parameters: values.clone(),
+            service_account: None,
         },
     )?;
     // Autopilot rules the manager could not evaluate (kudo-rs extension): nothing is applied.
@@ -436,6 +437,7 @@ async fn install_in_cluster(opts: &ClusterOpts, args: InstallArgs, io: &mut Io<'
             instance_name: args.instance.clone(),
             namespace: Some(cluster.namespace.clone()),
             parameters: values.clone(),
+            service_account: None,
         },
     );
     check_autopilot_rules(&ov)?;

@@ -417,6 +417,7 @@ pub fn verify_package(pkg: &Package, checks: ParamChecks) -> Verification {
         instance_name: None,
         namespace: None,
         parameters: BTreeMap::new(),
+        service_account: None,
     };
     if let Ok(res) = to_resources(pkg, &opts) {
         let ctx = RenderContext::offline(&res.instance.metadata.name, "default", BTreeMap::new());

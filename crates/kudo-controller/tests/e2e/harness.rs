@@ -75,6 +75,7 @@ pub fn resources(dir: &Path, ns: &str, instance: &str, params: BTreeMap<String, 
             instance_name: Some(instance.to_string()),
             namespace: Some(ns.to_string()),
             parameters: params,
+            ..Default::default()
         },
     )
     .expect("package converts")

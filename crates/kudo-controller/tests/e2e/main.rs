@@ -839,6 +839,7 @@ async fn missing_operator_version_is_reported_then_picked_up() {
             instance_name: Some("late".into()),
             namespace: Some("default".into()),
             parameters: BTreeMap::new(),
+            ..Default::default()
         },
     )
     .unwrap();
@@ -1107,6 +1108,7 @@ async fn operator_version_change_runs_deploy_with_the_new_templates() {
             instance_name: Some("up".into()),
             namespace: Some("default".into()),
             parameters: BTreeMap::new(),
+            ..Default::default()
         },
     )
     .unwrap();
