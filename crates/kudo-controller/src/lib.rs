@@ -164,6 +164,10 @@ pub struct ControllerConfig {
     /// the whole cluster. Lets several managers share one cluster without fighting over the same
     /// Instances (tests on a shared real control plane, one manager per team namespace).
     pub namespace: Option<String>,
+    /// The ServiceAccount (in each Instance's own namespace) impersonated for an Instance without
+    /// `spec.serviceAccountName`; `None` applies such Instances with the manager's own identity
+    /// (KUDO's behaviour). See [`impersonation`].
+    pub default_service_account: Option<String>,
 }
 
 impl Default for ControllerConfig {
@@ -177,6 +181,7 @@ impl Default for ControllerConfig {
             metrics_addr: None,
             leader_election: None,
             namespace: None,
+            default_service_account: None,
         }
     }
 }
