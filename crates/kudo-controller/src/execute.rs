@@ -29,6 +29,7 @@ pub mod reasons {
     pub const KUDO_OPERATOR_TASK_ERROR: &str = "KudoOperatorTaskError";
     pub const INVALID_PARAMS: &str = "InvalidParams";
     pub const INVALID_PLAN: &str = "InvalidPlan";
+    pub const SERVICE_ACCOUNT_NOT_FOUND: &str = "ServiceAccountNotFound";
 }
 
 /// Where a task sits in its plan: the key of per-task render errors.
@@ -359,7 +360,7 @@ async fn render_namespaced(
 async fn read_dependency(ctx: &Context, d: &Dependency) -> Result<Option<Value>, String> {
     let resource =
         kube::api::ApiResource::from_gvk(&kube::api::GroupVersionKind::gvk("", "v1", d.kind.as_str()));
-    let api: Api<DynamicObject> = Api::namespaced_with(ctx.client.clone(), &d.namespace, &resource);
+    let api: Api<DynamicObject> = Api::namespaced_with(ctx.acting_client(), &d.namespace, &resource);
     let mut attempt = 0;
     loop {
         match api.get_opt(&d.name).await {
@@ -422,6 +423,9 @@ pub async fn run_task(
 ) -> TaskOutcome {
     if let Some(e) = &rendered.unresolved {
         return TaskOutcome::Transient(e.clone());
+    }
+    if let Some(missing) = crate::impersonation::current().and_then(|a| a.missing) {
+        return fatal(reasons::SERVICE_ACCOUNT_NOT_FOUND, missing);
     }
     let spec = &call.task.spec;
     match &call.task.kind {
@@ -539,7 +543,7 @@ async fn run_objects<'r>(
             // Server-side applied like any object: creation, or an update of the child's
             // operatorVersion/parameters that the child's own admission turns into its
             // update/upgrade plan. Health is the child's plan outcome (kudo_engine::health).
-            Action::ChildInstance => apply(ctx, &obj.object, cluster).await,
+            Action::ChildInstance => apply(ctx, &crate::impersonation::inherit(&obj.object), cluster).await,
         };
         match res {
             Ok(None) => {}
@@ -663,9 +667,9 @@ pub async fn api_for(ctx: &Context, obj: &Value) -> Result<(Api<DynamicObject>, 
         Ok(Resolved::Found { resource, namespaced }) => {
             let api = if namespaced {
                 let ns = obj["metadata"]["namespace"].as_str().unwrap_or("default");
-                Api::namespaced_with(ctx.client.clone(), ns, &resource)
+                Api::namespaced_with(ctx.acting_client(), ns, &resource)
             } else {
-                Api::all_with(ctx.client.clone(), &resource)
+                Api::all_with(ctx.acting_client(), &resource)
             };
             Ok((api, name.to_string(), namespaced))
         }

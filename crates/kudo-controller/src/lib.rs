@@ -54,6 +54,7 @@ pub mod discovery;
 pub mod drift;
 mod events;
 mod execute;
+pub mod impersonation;
 pub mod leader;
 pub mod metrics;
 pub mod ops;
@@ -264,6 +265,16 @@ pub(crate) struct Context {
     pub translations: translate::Announced,
     /// Watches of the objects autopilot rules look at (see [`autopilot`]).
     pub autopilot: autopilot::Watches,
+    /// The ServiceAccounts Instances are applied as (see [`impersonation`]).
+    pub identities: impersonation::Identities,
+}
+
+impl Context {
+    /// The client for requests made *for* the Instance being reconciled: impersonating its
+    /// ServiceAccount when it has one (see [`impersonation`]), else the manager's own.
+    pub fn acting_client(&self) -> kube::Client {
+        impersonation::current().map_or_else(|| self.client.clone(), |a| a.client)
+    }
 }
 
 /// Runs the manager until `shutdown` completes: the controller (while holding the lease, with
@@ -371,6 +382,7 @@ fn context(
     Arc::new(Context {
         caches,
         discovery: discovery::Cache::new(client.clone()),
+        identities: impersonation::Identities::new(client.clone()),
         client,
         config,
         recorder,

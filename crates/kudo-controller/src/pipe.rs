@@ -128,7 +128,7 @@ pub async fn run(
         .unwrap_or("default")
         .to_string();
     let name = pod["metadata"]["name"].as_str().unwrap_or_default().to_string();
-    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &ns);
+    let pods: Api<Pod> = Api::namespaced(ctx.acting_client(), &ns);
     let command = init_command(&pod);
     let mut artifacts = Vec::new();
     for p in pipes {

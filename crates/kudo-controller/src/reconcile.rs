@@ -122,7 +122,8 @@ pub async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Context>) -> Result<Act
     let ns = obj.metadata.namespace.clone().unwrap_or_default();
     let name = obj.metadata.name.clone().unwrap_or_default();
     let span = info_span!("reconcile", instance = %format!("{ns}/{name}"));
-    match Reconciler::new(&ctx, &ns, &name).run().instrument(span).await {
+    let reconciler = Reconciler::new(&ctx, &ns, &name);
+    match crate::impersonation::scope(reconciler.run().instrument(span)).await {
         // The Instance disappeared while we worked on it (deleted, finalizer released).
         Err(ReconcileError::Api(kube::Error::Api(s)))
             if s.code == 404 && s.details.as_ref().is_some_and(|d| d.kind == "instances") =>
@@ -484,6 +485,7 @@ impl<'c> Reconciler<'c> {
             self.ctx.autopilot.forget(me);
             return Ok(ControlFlow::Break(Action::await_change()));
         };
+        self.establish_identity(&raw).await;
         let who = format!("{}/{}", self.ns, self.name);
         let inst = match self.read_instance(&raw, &who).await? {
             ControlFlow::Continue(inst) => inst,
@@ -502,6 +504,9 @@ impl<'c> Reconciler<'c> {
                 .await
                 .map(ControlFlow::Break);
         }
+        if deleting && self.released_without_account(&raw, &inst, &who).await? {
+            return Ok(ControlFlow::Break(Action::await_change()));
+        }
         let ov = match self.read_operator_version(&raw, &inst, &who).await? {
             ControlFlow::Continue(ov) => ov,
             ControlFlow::Break(action) => return Ok(ControlFlow::Break(action)),
@@ -514,6 +519,38 @@ impl<'c> Reconciler<'c> {
             who,
             deleting,
         }))
+    }
+
+    /// An Instance deleted with its namespace after its ServiceAccount went first: its cleanup
+    /// plan cannot run as that account, and holding the finalizer would keep the namespace
+    /// terminating forever, so it is released with a Warning (as for a lost OperatorVersion).
+    async fn released_without_account(
+        &self,
+        raw: &DynamicObject,
+        inst: &Instance,
+        who: &str,
+    ) -> Result<bool, ReconcileError> {
+        let Some(missing) = crate::impersonation::current().and_then(|a| a.missing) else {
+            return Ok(false);
+        };
+        if !drift::namespace_terminating(self.ctx, &self.ns).await {
+            return Ok(false);
+        }
+        let msg = format!("the cleanup plan of instance {who} cannot run: {missing}; releasing the instance");
+        warn!("{msg}");
+        self.event(raw, EventType::Warning, "ServiceAccountNotFound", "Cleanup", &msg)
+            .await;
+        self.release_finalizer(raw, inst, CLEANUP_FINALIZER).await?;
+        Ok(true)
+    }
+
+    /// From here on, requests for this Instance are made as its ServiceAccount (see
+    /// [`crate::impersonation`]).
+    async fn establish_identity(&self, raw: &DynamicObject) {
+        let spec_account = raw.data["spec"]["serviceAccountName"].as_str().unwrap_or("");
+        let default = self.ctx.config.default_service_account.as_deref();
+        let acting = self.ctx.identities.acting(&self.ns, spec_account, default).await;
+        crate::impersonation::establish(acting);
     }
 
     async fn run(&self) -> Result<Action, ReconcileError> {
@@ -1741,7 +1778,7 @@ impl<'c> Reconciler<'c> {
                 out.extend(cached);
                 continue;
             }
-            let api: Api<DynamicObject> = Api::namespaced_with(self.ctx.client.clone(), &self.ns, &ar);
+            let api: Api<DynamicObject> = Api::namespaced_with(self.ctx.acting_client(), &self.ns, &ar);
             let list = api.list(&ListParams::default().labels(&selector)).await?;
             for item in list.items {
                 let mut v = serde_json::to_value(&item).unwrap_or(Value::Null);

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use super::harness::{Env, Pkg, wait_for};
+use super::harness::{self, Env, Pkg, wait_for};
 
 const PARAMS_NONE: &str = "apiVersion: kudo.dev/v1beta1\nparameters: []\n";
 
@@ -330,5 +330,50 @@ plans:
             .then_some(())
     })
     .await;
+    env.stop().await;
+}
+
+/// A KudoOperator child is applied as its parent's ServiceAccount and inherits it (issue 25): the
+/// child can do no more than the parent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_child_instance_inherits_the_parents_service_account() {
+    use k8s_openapi::api::core::v1::ServiceAccount;
+    use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+    use kube::api::{Api, PostParams};
+    let env = Env::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let sas: Api<ServiceAccount> = Api::namespaced(env.client.clone(), &env.ns);
+    sas.create(
+        &PostParams::default(),
+        &serde_json::from_value(json!({"metadata": {"name": "tenant"}})).unwrap(),
+    )
+    .await
+    .unwrap();
+    let roles: Api<Role> = Api::namespaced(env.client.clone(), &env.ns);
+    let role = json!({"metadata": {"name": "instances"}, "rules": [{"apiGroups": ["kudo.dev"],
+        "resources": ["instances"], "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"]}]});
+    roles
+        .create(&PostParams::default(), &serde_json::from_value(role).unwrap())
+        .await
+        .unwrap();
+    let rbs: Api<RoleBinding> = Api::namespaced(env.client.clone(), &env.ns);
+    for (name, kind) in [("instances", "Role"), ("edit", "ClusterRole")] {
+        let rb = json!({"metadata": {"name": format!("tenant-{name}")},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": kind, "name": name},
+            "subjects": [{"kind": "ServiceAccount", "name": "tenant", "namespace": env.ns}]});
+        rbs.create(&PostParams::default(), &serde_json::from_value(rb).unwrap())
+            .await
+            .unwrap();
+    }
+    env.install_operator(&kid(dir.path())).await;
+    let mut res = harness::resources(&mom(dir.path(), KID_PARAMS), &env.ns, "mom", BTreeMap::new());
+    res.instance.spec.service_account_name = "tenant".into();
+    env.create(serde_json::to_value(&res.operator).unwrap()).await;
+    env.create(serde_json::to_value(&res.operator_version).unwrap())
+        .await;
+    env.create(serde_json::to_value(&res.instance).unwrap()).await;
+    env.wait_plan("mom", "deploy", "COMPLETE").await;
+    let child = env.get("kudo.dev/v1beta1", "Instance", "mom-kid").await.unwrap();
+    assert_eq!(child["spec"]["serviceAccountName"], "tenant", "{child}");
     env.stop().await;
 }

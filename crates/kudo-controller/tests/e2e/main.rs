@@ -10,6 +10,7 @@ mod faults;
 mod galera_backup;
 mod harness;
 mod leader_election;
+mod least_privilege;
 mod malformed;
 mod ops_endpoints;
 mod schedule;
