@@ -395,8 +395,13 @@ fn escalation_guard(
     if attrs.group != crate::rbac::GROUP || !attrs.subresource.is_empty() {
         return Ok(());
     }
+    // A server-side apply patch is the whole object the writer wants (RBAC rules and roleRef
+    // are atomic), so it is judged like a create, as kube-apiserver judges the patched result;
+    // other patches are judged strictly (their result is not known here).
+    let apply_patch = content_type.starts_with("application/apply-patch");
     let obj = match attrs.verb.as_str() {
         "create" | "update" => Some(decode_body(body, content_type)?),
+        "patch" if apply_patch => Some(decode_body(body, content_type)?),
         _ => None,
     };
     crate::rbac::escalation::check_write(store, user, &attrs, obj.as_ref())

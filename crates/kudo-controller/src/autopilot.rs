@@ -493,9 +493,9 @@ async fn evaluate_rule(
         Some(cached) => cached.map(|o| serde_json::to_value(&*o).unwrap_or(Value::Null)),
         None => {
             let api: Api<DynamicObject> = if namespaced {
-                Api::namespaced_with(ctx.client.clone(), ns, &ar)
+                Api::namespaced_with(ctx.acting_client(), ns, &ar)
             } else {
-                Api::all_with(ctx.client.clone(), &ar)
+                Api::all_with(ctx.acting_client(), &ar)
             };
             match api.get_opt(&obj_name).await {
                 Ok(o) => o.map(|mut o| {

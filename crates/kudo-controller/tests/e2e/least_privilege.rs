@@ -275,3 +275,85 @@ async fn the_default_service_account_locks_down_instances_without_one() {
     ctl.stop().await;
     env.stop().await;
 }
+
+/// A package with cluster-scoped objects (kafka's NodePort ClusterRole and binding, in small)
+/// works under least privilege once its account is granted a ClusterRole for exactly those
+/// kinds, and its uninstall deletes them as the same account.
+fn cluster_scoped_package(dir: &Path) -> PathBuf {
+    let operator = "apiVersion: kudo.dev/v1beta1\nname: clusterwide\noperatorVersion: \"0.1.0\"\ntasks:\n  - name: rbac\n    kind: Apply\n    spec:\n      resources: [clusterrole.yaml, binding.yaml]\nplans:\n  deploy:\n    strategy: serial\n    phases:\n      - name: main\n        strategy: serial\n        steps:\n          - name: rbac\n            tasks: [rbac]\n";
+    let role = "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: {{ .Namespace }}-{{ .Name }}-nodes\nrules:\n  - apiGroups: [\"\"]\n    resources: [nodes]\n    verbs: [get, list, watch]\n";
+    let binding = "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata:\n  name: {{ .Namespace }}-{{ .Name }}-nodes\nroleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: ClusterRole\n  name: {{ .Namespace }}-{{ .Name }}-nodes\nsubjects:\n  - kind: ServiceAccount\n    name: default\n    namespace: {{ .Namespace }}\n";
+    Pkg::new(dir, "clusterwide")
+        .operator(operator)
+        .params("apiVersion: kudo.dev/v1beta1\nparameters: []\n")
+        .template("clusterrole.yaml", role)
+        .template("binding.yaml", binding)
+        .write()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_scoped_objects_need_an_explicitly_granted_cluster_role() {
+    cluster_scoped_objects_need_an_explicitly_granted_cluster_role_on(Env::start().await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "real control plane: run by scripts/real-cluster-stage.sh"]
+async fn real_cluster_cluster_scoped_objects_need_an_explicitly_granted_cluster_role() {
+    cluster_scoped_objects_need_an_explicitly_granted_cluster_role_on(Env::real().await).await;
+}
+
+async fn cluster_scoped_objects_need_an_explicitly_granted_cluster_role_on(env: Env) {
+    use k8s_openapi::api::rbac::v1::ClusterRole;
+    let dir = tempfile::tempdir().unwrap();
+    let pkg = cluster_scoped_package(dir.path());
+    env.install_operator(&pkg).await;
+    create_account(&env, "ops", "admin").await;
+    let grant = format!("{}-ops-cluster-objects", env.ns);
+    let roles: Api<ClusterRole> = Api::all(env.client.clone());
+    let role: ClusterRole = serde_json::from_value(json!({
+        "metadata": {"name": grant},
+        "rules": [
+            {"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["clusterroles", "clusterrolebindings"],
+             "verbs": ["get", "create", "patch", "delete"]},
+            {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]}
+        ]
+    }))
+    .unwrap();
+    roles
+        .create(&PostParams::default(), &role)
+        .await
+        .expect("cluster role");
+
+    // Without the grant: refused, as the account.
+    install_as(&env, &pkg, "before", "ops", &[]).await;
+    let inst = env.wait_plan("before", "deploy", "FATAL_ERROR").await;
+    let msg = inst["status"]["planStatus"]["deploy"]["phases"][0]["steps"][0]["message"].to_string();
+    assert!(
+        msg.contains(&format!("system:serviceaccount:{}:ops", env.ns)),
+        "{msg}"
+    );
+
+    let crbs: Api<ClusterRoleBinding> = Api::all(env.client.clone());
+    let crb: ClusterRoleBinding = serde_json::from_value(json!({
+        "metadata": {"name": grant},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": grant},
+        "subjects": [{"kind": "ServiceAccount", "name": "ops", "namespace": env.ns}]
+    }))
+    .unwrap();
+    crbs.create(&PostParams::default(), &crb).await.expect("grant");
+    install_as(&env, &pkg, "cw", "ops", &[]).await;
+    env.wait_plan("cw", "deploy", "COMPLETE").await;
+    let made = format!("{}-cw-nodes", env.ns);
+    assert!(roles.get_opt(&made).await.unwrap().is_some());
+    assert!(crbs.get_opt(&made).await.unwrap().is_some());
+
+    // Uninstall deletes them (as the account: it may).
+    env.delete_instance("cw").await;
+    env.wait_gone("kudo.dev/v1beta1", "Instance", "cw").await;
+    assert!(roles.get_opt(&made).await.unwrap().is_none());
+    assert!(crbs.get_opt(&made).await.unwrap().is_none());
+
+    let _ = crbs.delete(&grant, &DeleteParams::default()).await;
+    let _ = roles.delete(&grant, &DeleteParams::default()).await;
+    env.stop().await;
+}
