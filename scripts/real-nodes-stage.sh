@@ -85,8 +85,12 @@ export KUBECONFIG="${kubeconfig_line#export KUBECONFIG=}"
 export PATH="$(dirname "$KUDO"):$KUDO_REAL_NODES_DIR/bin:$PATH"
 bash scripts/real-nodes.sh load "${archives[@]}"
 
-step "kubectl kudo init --kudo-image $manager_image --replicas 2 --wait"
-"$KUDO" init --kudo-image "$manager_image" --kudo-image-pull-policy IfNotPresent --replicas 2 --wait --wait-timeout 120
+# --least-privilege: the manager gets no wildcard and applies each Instance as the ServiceAccount
+# kudo-instance of its namespace, which every test's namespace grants `admin` (lib.sh rn_begin): the
+# operators below run on real pods under least privilege (issue 25).
+step "kubectl kudo init --least-privilege --kudo-image $manager_image --replicas 2 --wait"
+"$KUDO" init --least-privilege --kudo-image "$manager_image" --kudo-image-pull-policy IfNotPresent \
+  --replicas 2 --wait --wait-timeout 120
 
 # kube-controller-manager's garbage collector learns new kinds at its next discovery sync (every
 # 30 s). An object owned by an Instance it cannot map yet is retried with a growing backoff, and was

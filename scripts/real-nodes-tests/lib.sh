@@ -89,6 +89,11 @@ rn_begin() {
   fi
   kubectl create namespace "$RN_NS" >/dev/null
   rn_until 30 "ServiceAccount default in $RN_NS" kubectl -n "$RN_NS" get serviceaccount default
+  # The account a least-privilege manager (`init --least-privilege`, as the stage installs it) applies
+  # this namespace's Instances as: `admin` on the namespace and nothing else (docs/security.md).
+  kubectl -n "$RN_NS" create serviceaccount kudo-instance >/dev/null
+  kubectl -n "$RN_NS" create rolebinding kudo-instance-admin --clusterrole=admin \
+    --serviceaccount="$RN_NS:kudo-instance" >/dev/null
   "$KUDO" init --crd-only >/dev/null
   # A CRD just created is served a moment after it is Established (the first install on a fresh cluster
   # got `404 page not found` for its Instance).

@@ -28,6 +28,17 @@ holder() { kubectl -n kudo-system get lease kudo-manager -o jsonpath='{.spec.hol
 rn_until 120 "2 manager pods Ready" test "$(ready_pods)" -eq 2
 rn_eq "the manager's ClusterRoleBinding names its ServiceAccount" "kudo-manager" \
   "$(kubectl get clusterrolebinding kudo-manager-rolebinding -o jsonpath='{.subjects[0].name}')"
+# init --least-privilege (the stage's): the manager itself may not create what a package could abuse;
+# it impersonates each Instance's account instead.
+manager_sa=system:serviceaccount:kudo-system:kudo-manager
+rn_eq "the manager may not create clusterrolebindings" no \
+  "$(kubectl auth can-i --as="$manager_sa" create clusterrolebindings 2>/dev/null)"
+rn_eq "the manager may not create deployments" no \
+  "$(kubectl auth can-i --as="$manager_sa" create deployments.apps -n "$RN_NS" 2>/dev/null)"
+rn_eq "the manager may impersonate service accounts" yes \
+  "$(kubectl auth can-i --as="$manager_sa" impersonate serviceaccounts -n "$RN_NS" 2>/dev/null)"
+rn_eq "no wildcard in the manager's ClusterRole" "" \
+  "$(kubectl get clusterrole kudo-manager -o json | grep -F '"*"' || true)"
 for pod in $(pods); do
   uid="$(kubectl -n kudo-system exec "$pod" -- /usr/local/bin/kubectl-kudo version >/dev/null 2>&1; \
          kubectl -n kudo-system get pod "$pod" -o jsonpath='{.spec.securityContext.runAsUser}')"

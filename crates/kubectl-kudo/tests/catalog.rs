@@ -185,7 +185,10 @@ fn render_for_1_28_shows_the_translated_pdb_and_for_1_24_the_original() {
 
 /// Installs every package into its own namespace of the cluster behind `kubeconfig` and checks
 /// each reaches `deploy` COMPLETE, with the PDB translated and the translation announced.
-fn install_catalog(kubeconfig: &Path, ns_prefix: &str) {
+/// Installs every package of [`PACKAGES`] into `<ns_prefix>-<name>`; with `account`, as that
+/// ServiceAccount of the namespace, bound to the built-in `admin` role there and nothing else
+/// (`install --service-account`, issue 25: the catalog needs no more than a namespace admin).
+fn install_catalog(kubeconfig: &Path, ns_prefix: &str, account: Option<&str>) {
     let home = tempfile::tempdir().unwrap();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -203,11 +206,17 @@ fn install_catalog(kubeconfig: &Path, ns_prefix: &str) {
             name.to_string(),
             "-n".into(),
             ns.clone(),
-            "--create-namespace".into(),
             "--wait".into(),
             "--wait-time".into(),
             WAIT_SECS.into(),
         ];
+        match account {
+            Some(account) => {
+                rt.block_on(namespace_admin(&client, &ns, account));
+                args.extend(["--service-account".into(), account.to_string()]);
+            }
+            None => args.push("--create-namespace".into()),
+        }
         for (k, v) in params.iter() {
             args.push("-p".into());
             args.push(format!("{k}={v}"));
@@ -255,6 +264,25 @@ fn install_catalog(kubeconfig: &Path, ns_prefix: &str) {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+/// Namespace `ns` with a ServiceAccount `account` that is `admin` there.
+async fn namespace_admin(client: &kube::Client, ns: &str, account: &str) {
+    use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
+    use k8s_openapi::api::rbac::v1::RoleBinding;
+    use kube::api::{Api, PostParams};
+    let pp = PostParams::default();
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let obj = serde_json::json!({"metadata": {"name": ns}});
+    namespaces.create(&pp, &serde_json::from_value(obj).unwrap()).await.expect("namespace");
+    let sas: Api<ServiceAccount> = Api::namespaced(client.clone(), ns);
+    let obj = serde_json::json!({"metadata": {"name": account}});
+    sas.create(&pp, &serde_json::from_value(obj).unwrap()).await.expect("service account");
+    let rbs: Api<RoleBinding> = Api::namespaced(client.clone(), ns);
+    let obj = serde_json::json!({"metadata": {"name": format!("{account}-admin")},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "admin"},
+        "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": ns}]});
+    rbs.create(&pp, &serde_json::from_value(obj).unwrap()).await.expect("role binding");
 }
 
 async fn client_for(kubeconfig: &Path) -> kube::Client {
@@ -313,18 +341,20 @@ fn catalog_deploys_on_the_embedded_cluster() {
     let _guard = CLUSTER_LOCK.lock().unwrap_or_else(|e| e.into_inner());
     let home = tempfile::tempdir().unwrap();
     let dev = common::start_dev(home.path(), &[]);
-    install_catalog(&dev.kubeconfig, "catalog");
+    install_catalog(&dev.kubeconfig, "catalog", None);
 }
 
 /// The same on the real control plane (kube-apiserver 1.28, which no longer serves
-/// policy/v1beta1), with the cluster-wide manager the stage script runs against it.
+/// policy/v1beta1), with the cluster-wide manager the stage script runs against it, each package
+/// applied as a ServiceAccount that is only `admin` of its namespace (the real RBAC authorizer
+/// decides every request).
 #[test]
 #[ignore = "real control plane: run by scripts/real-cluster-stage.sh"]
 fn real_cluster_catalog_deploys() {
     let _guard = CLUSTER_LOCK.lock().unwrap_or_else(|e| e.into_inner());
     let kubeconfig = kudo_testkit::real_cluster::kubeconfig();
     let prefix = format!("catalog-{}", std::process::id());
-    let result = std::panic::catch_unwind(|| install_catalog(&kubeconfig, &prefix));
+    let result = std::panic::catch_unwind(|| install_catalog(&kubeconfig, &prefix, Some("catalog-admin")));
     // namespaces of this run go, whatever happened
     let home = tempfile::tempdir().unwrap();
     for (name, _) in PACKAGES {
