@@ -410,7 +410,8 @@ fn aggregated_role(role: &str) -> Manifest {
         &format!("kudo-rs:aggregate-to-{role}"),
         json!({"app": "kudo-manager", label: "true"}),
         aggregated_rules(role),
-        "kudo.dev access for the admin, edit and view roles",
+        // Reported with the manager's requirements: KUDO's three `✅ installed` lines stay.
+        REQUIREMENTS,
     )
 }
 
