@@ -213,6 +213,7 @@ async fn demo(opts: &ClusterOpts, pkg: &std::path::Path, args: &DevArgs) -> Resu
         skip_instance: false,
         in_cluster: false,
         create_namespace: false,
+        service_account: Default::default(),
         wait: WaitOpts::default(),
     };
     let (mut stdout, mut stderr) = (std::io::stdout(), std::io::stderr());

@@ -48,6 +48,50 @@ impl ParamOpts {
     }
 }
 
+/// Parses a `--service-account` value: a ServiceAccount name (a DNS-1123 subdomain, as
+/// Kubernetes names ServiceAccounts), or empty (no account). clap's error names the flag.
+pub(crate) fn parse_service_account(value: &str) -> std::result::Result<String, String> {
+    if value.is_empty() || is_dns1123_subdomain(value) {
+        return Ok(value.to_string());
+    }
+    Err(format!(
+        "{value:?} is not a valid ServiceAccount name: it must be a DNS-1123 subdomain (at most 253 \
+         lower-case letters, digits, '-' and '.', starting and ending with a letter or digit)"
+    ))
+}
+
+/// Kubernetes' `IsDNS1123Subdomain`: dot-separated labels of `[a-z0-9]([-a-z0-9]*[a-z0-9])?`,
+/// 253 characters at most.
+fn is_dns1123_subdomain(s: &str) -> bool {
+    let label_ok = |l: &str| {
+        let b = l.as_bytes();
+        !b.is_empty()
+            && b.iter()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+            && b[0] != b'-'
+            && b[b.len() - 1] != b'-'
+    };
+    s.len() <= 253 && s.split('.').all(label_ok)
+}
+
+/// The `--service-account` flag of `install` and `update`.
+#[derive(Args, Debug, Clone, Default)]
+pub struct ServiceAccountOpts {
+    /// Run this Instance as ServiceAccount NAME of its namespace (spec.serviceAccountName): the
+    /// manager performs every request for this Instance (apply, delete, reads, Pipe pods, child
+    /// Instances) as system:serviceaccount:<namespace>:NAME, so the Instance can do only what
+    /// that account may. Empty: the manager's --default-service-account, else the manager itself.
+    #[arg(long = "service-account", value_name = "NAME", value_parser = parse_service_account)]
+    pub service_account: Option<String>,
+}
+
+impl ServiceAccountOpts {
+    /// The account to put in `spec.serviceAccountName`, if any (empty counts as none).
+    pub fn name(&self) -> Option<String> {
+        self.service_account.clone().filter(|s| !s.is_empty())
+    }
+}
+
 /// Flags for waiting on a plan.
 #[derive(Args, Debug, Clone, Default)]
 pub struct WaitOpts {
@@ -61,7 +105,7 @@ pub struct WaitOpts {
 
 #[derive(Args, Debug)]
 #[command(
-    after_help = "Examples:\n  kubectl kudo install ./operator\n  kubectl kudo install ./galera -p NODE_COUNT=5 --instance db --wait\n  kubectl kudo install galera-10.5.3_0.1.0.tgz -P values.yaml -n databases --create-namespace\n  kubectl kudo install galera --in-cluster --instance galera-2   # from the installed OperatorVersions"
+    after_help = "Examples:\n  kubectl kudo install ./operator\n  kubectl kudo install ./galera -p NODE_COUNT=5 --instance db --wait\n  kubectl kudo install galera-10.5.3_0.1.0.tgz -P values.yaml -n databases --create-namespace\n  kubectl kudo install galera --in-cluster --instance galera-2   # from the installed OperatorVersions\n  kubectl kudo install ./galera -n tenant-a --service-account galera-deployer"
 )]
 pub struct InstallArgs {
     /// The package: a directory, a .tgz file, an http(s) URL of a .tgz, or a name in a repository.
@@ -85,12 +129,14 @@ pub struct InstallArgs {
     #[arg(long)]
     pub create_namespace: bool,
     #[command(flatten)]
+    pub service_account: ServiceAccountOpts,
+    #[command(flatten)]
     pub wait: WaitOpts,
 }
 
 #[derive(Args, Debug)]
 #[command(
-    after_help = "Examples:\n  kubectl kudo update --instance galera-instance -p NODE_COUNT=3\n  kubectl kudo update --instance db -P new-values.yaml --wait"
+    after_help = "Examples:\n  kubectl kudo update --instance galera-instance -p NODE_COUNT=3\n  kubectl kudo update --instance db -P new-values.yaml --wait\n  kubectl kudo update --instance db --service-account db-deployer"
 )]
 pub struct UpdateArgs {
     /// The Instance to update.
@@ -98,6 +144,10 @@ pub struct UpdateArgs {
     pub instance: String,
     #[command(flatten)]
     pub params: ParamOpts,
+    /// Change the ServiceAccount the manager acts as for this Instance (spec.serviceAccountName;
+    /// see `install --help`); `--service-account ""` clears it.
+    #[arg(long = "service-account", value_name = "NAME", value_parser = parse_service_account)]
+    pub service_account: Option<String>,
     #[command(flatten)]
     pub wait: WaitOpts,
 }
@@ -272,7 +322,7 @@ pub async fn install(opts: &ClusterOpts, args: InstallArgs, io: &mut Io<'_>) -> 
             instance_name: args.instance.clone(),
             namespace: Some(ns.clone()),
             parameters: values.clone(),
-            service_account: None,
+            service_account: args.service_account.name(),
         },
     )?;
     // Autopilot rules the manager could not evaluate (kudo-rs extension): nothing is applied.
@@ -437,7 +487,7 @@ async fn install_in_cluster(opts: &ClusterOpts, args: InstallArgs, io: &mut Io<'
             instance_name: args.instance.clone(),
             namespace: Some(cluster.namespace.clone()),
             parameters: values.clone(),
-            service_account: None,
+            service_account: args.service_account.name(),
         },
     );
     check_autopilot_rules(&ov)?;
@@ -519,15 +569,17 @@ fn render_namespace_manifest(
     Ok(Some(obj))
 }
 
-pub async fn update(opts: &ClusterOpts, args: UpdateArgs, io: &mut Io<'_>) -> Result<ExitCode> {
-    let values = args.params.values()?;
-    if values.is_empty() && args.params.parameter_secrets.is_empty() {
-        bail!("update needs at least one parameter: -p NAME=VALUE or -P FILE");
-    }
-    let cluster = connect(opts).await?;
-    let instance = cluster.instance(&args.instance).await?;
-    let ov = cluster.operator_version_of(&instance).await?;
-    let split = sensitive::split(&ov, &args.instance, values, &args.params.parameter_secrets)?;
+/// Checks an `update` before anything is written: no `-p` for a parameter sourced from a Secret,
+/// KUDO's admission rules on the values the Instance will have (unknown or immutable parameters,
+/// types, enums, a plan already running) and the schedules. Returns the split values.
+fn judge_update(
+    cluster: &Cluster,
+    instance: &Instance,
+    ov: &OperatorVersion,
+    values: BTreeMap<String, String>,
+    args: &UpdateArgs,
+) -> Result<Split> {
+    let split = sensitive::split(ov, &args.instance, values, &args.params.parameter_secrets)?;
     if let Some((name, src)) = split
         .plain
         .keys()
@@ -542,21 +594,45 @@ pub async fn update(opts: &ClusterOpts, args: UpdateArgs, io: &mut Io<'_>) -> Re
             "parameter {name:?} takes its value from Secret key {from} (spec.parameterSources); use --parameter-secret to change it"
         );
     }
-    // KUDO's admission rules judge the values the Instance will have (unknown or immutable
-    // parameters, types, enums, a plan already running): refused here, nothing is written.
     let mut proposed = instance.spec.clone();
-    proposed.parameters = merged_values(&instance, &split.plain);
+    proposed.parameters = merged_values(instance, &split.plain);
     proposed.parameter_sources.extend(split.sources.clone());
-    refuse_denied(&instance, &proposed, &ov, &ov)?;
+    if let Some(sa) = &args.service_account {
+        proposed.service_account_name = sa.clone();
+    }
+    refuse_denied(instance, &proposed, ov, ov)?;
     let ctx = kudo_package::render::RenderContext::offline(
         &args.instance,
         &cluster.namespace,
         proposed.parameters.clone(),
     );
-    let errors = kudo_engine::schedule::check_schedules(&ov, &ctx);
+    let errors = kudo_engine::schedule::check_schedules(ov, &ctx);
     if !errors.is_empty() {
         bail!("{}", errors.join("\n"));
     }
+    Ok(split)
+}
+
+/// The merge patch of `--service-account`, when it changes the Instance's account: the name, or
+/// `null` (which removes `spec.serviceAccountName`) for `""`.
+fn service_account_patch(instance: &Instance, flag: Option<&str>) -> Option<serde_json::Value> {
+    let sa = flag.filter(|sa| *sa != instance.spec.service_account_name)?;
+    Some(if sa.is_empty() {
+        serde_json::Value::Null
+    } else {
+        serde_json::Value::from(sa)
+    })
+}
+
+pub async fn update(opts: &ClusterOpts, args: UpdateArgs, io: &mut Io<'_>) -> Result<ExitCode> {
+    let values = args.params.values()?;
+    if values.is_empty() && args.params.parameter_secrets.is_empty() && args.service_account.is_none() {
+        bail!("update needs at least one parameter (-p NAME=VALUE or -P FILE) or --service-account");
+    }
+    let cluster = connect(opts).await?;
+    let instance = cluster.instance(&args.instance).await?;
+    let ov = cluster.operator_version_of(&instance).await?;
+    let split = judge_update(&cluster, &instance, &ov, values, &args)?;
     let previous_uid = PreviousRuns::of(&instance);
     // Sensitive values (`-p` of a `sensitive` parameter) go into `<instance>-parameters`. For a
     // parameter already sourced from there, the new Secret data is a rotation: the manager runs
@@ -589,8 +665,12 @@ pub async fn update(opts: &ClusterOpts, args: UpdateArgs, io: &mut Io<'_>) -> Re
     if !sources.is_empty() {
         patch["spec"]["parameterSources"] = serde_json::to_value(&sources)?;
     }
-    let instance_changes = !split.plain.is_empty() || !sources.is_empty();
-    if instance_changes {
+    let values_change = !split.plain.is_empty() || !sources.is_empty();
+    let sa_patch = service_account_patch(&instance, args.service_account.as_deref());
+    if let Some(sa) = &sa_patch {
+        patch["spec"]["serviceAccountName"] = sa.clone();
+    }
+    if values_change || sa_patch.is_some() {
         cluster
             .merge_patch(KudoKind::Instance, &args.instance, patch)
             .await?;
@@ -603,6 +683,10 @@ pub async fn update(opts: &ClusterOpts, args: UpdateArgs, io: &mut Io<'_>) -> Re
         return Ok(ExitCode::SUCCESS);
     }
     writeln!(io.out, "Instance {} was updated.", args.instance)?;
+    if !values_change && !rotated {
+        // Only the account changed: no plan runs, so there is nothing to wait for.
+        return Ok(ExitCode::SUCCESS);
+    }
     finish_wait(&cluster, &args.instance, Some(previous_uid), &args.wait, io).await
 }
 
@@ -785,6 +869,49 @@ pub async fn finish_wait(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn service_account_flag_takes_a_dns_subdomain_or_nothing() {
+        for ok in ["", "kudo-instance", "a", "db.deployer", "x1"] {
+            assert_eq!(parse_service_account(ok).as_deref(), Ok(ok));
+        }
+        for bad in ["Deployer", "-a", "a-", "a_b", "a..b", ".a", &"a".repeat(254)] {
+            let e = parse_service_account(bad).unwrap_err();
+            assert!(e.contains("DNS-1123 subdomain"), "{e}");
+        }
+        #[derive(clap::Parser)]
+        struct T {
+            #[command(flatten)]
+            u: UpdateArgs,
+        }
+        use clap::Parser;
+        let e = T::try_parse_from(["update", "--instance", "i", "--service-account", "A"])
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("--service-account"), "{e}");
+        let t = T::parse_from(["update", "--instance", "i", "--service-account", ""]);
+        assert_eq!(t.u.service_account.as_deref(), Some(""));
+    }
+
+    #[test]
+    fn update_patches_the_service_account_only_when_it_changes() {
+        let mut i: Instance = serde_json::from_value(serde_json::json!({
+            "apiVersion": "kudo.dev/v1beta1", "kind": "Instance", "metadata": {"name": "i"},
+            "spec": {"operatorVersion": {"name": "ov"}}
+        }))
+        .unwrap();
+        assert_eq!(service_account_patch(&i, None), None);
+        assert_eq!(service_account_patch(&i, Some("")), None);
+        assert_eq!(
+            service_account_patch(&i, Some("sa")),
+            Some(serde_json::json!("sa"))
+        );
+        i.spec.service_account_name = "sa".into();
+        assert_eq!(service_account_patch(&i, Some("sa")), None);
+        // `--service-account ""` removes the field (a merge patch's null).
+        assert_eq!(service_account_patch(&i, Some("")), Some(serde_json::Value::Null));
+    }
 
     /// The `namespaceManifest` sees the implicit names and `.Params` as a map of the given raw
     /// strings (its data is built as template values directly, with Go's map type).

@@ -55,6 +55,12 @@ pub struct ManagerArgs {
     /// can then share a cluster, one per namespace; OperatorVersions are read from any namespace.
     #[arg(long, env = "KUDO_WATCH_NAMESPACE", value_name = "NAMESPACE")]
     pub watch_namespace: Option<String>,
+    /// Lockdown: an Instance without spec.serviceAccountName is applied as ServiceAccount NAME of
+    /// its own namespace (system:serviceaccount:<namespace>:NAME), never as the manager; if that
+    /// account does not exist, the Instance's plan fails. Empty or unset: such Instances are
+    /// applied as the manager itself (KUDO's behaviour).
+    #[arg(long, value_name = "NAME", value_parser = super::instance::parse_service_account)]
+    pub default_service_account: Option<String>,
 }
 
 /// The Lease namespace: flag, `$KUDO_POD_NAMESPACE`, the in-cluster namespace file, `kudo-system`.
@@ -84,6 +90,25 @@ fn identity(pod_name: Option<&str>, hostname: Option<&str>) -> String {
     }
 }
 
+/// The line the manager prints on stderr when it starts.
+fn startup_line(config: &kudo_controller::ControllerConfig, metrics: SocketAddr) -> String {
+    let election = match &config.leader_election {
+        Some(le) => format!(
+            "leader election as {:?} on lease {}/{}",
+            le.identity, le.namespace, le.lease_name
+        ),
+        None => "no leader election".to_string(),
+    };
+    let account = match &config.default_service_account {
+        Some(sa) => format!("default service account {sa:?}"),
+        None => "no default service account".to_string(),
+    };
+    format!(
+        "kudo manager starting (field manager {:?}, metrics on {metrics}, {election}, {account})",
+        config.field_manager
+    )
+}
+
 pub async fn run(opts: &ClusterOpts, args: ManagerArgs, io: &mut crate::Io<'_>) -> Result<ExitCode> {
     kudo_controller::init_tracing(args.json_logs).context("cannot set up logging")?;
     let cluster = connect(opts).await?;
@@ -110,23 +135,13 @@ pub async fn run(opts: &ClusterOpts, args: ManagerArgs, io: &mut crate::Io<'_>) 
         metrics_addr: Some(args.metrics_address),
         leader_election,
         namespace: args.watch_namespace.filter(|ns| !ns.is_empty()),
+        default_service_account: args.default_service_account.filter(|sa| !sa.is_empty()),
         ..Default::default()
     };
     if let Some(ns) = &config.namespace {
         writeln!(io.err, "watching namespace {ns} only")?;
     }
-    match &config.leader_election {
-        Some(le) => writeln!(
-            io.err,
-            "kudo manager starting (field manager {:?}, metrics on {}, leader election as {:?} on lease {}/{})",
-            config.field_manager, args.metrics_address, le.identity, le.namespace, le.lease_name
-        )?,
-        None => writeln!(
-            io.err,
-            "kudo manager starting (field manager {:?}, metrics on {}, no leader election)",
-            config.field_manager, args.metrics_address
-        )?,
-    }
+    writeln!(io.err, "{}", startup_line(&config, args.metrics_address))?;
     kudo_controller::run(cluster.client, config, super::dev::wait_for_signal())
         .await
         .context("the manager stopped with an error")?;
@@ -153,6 +168,30 @@ mod tests {
         assert_eq!(t.m.lease_duration, 15);
         assert!(T::parse_from(["manager", "--leader-elect"]).m.leader_elect);
         assert!(!T::parse_from(["manager", "--leader-elect=false"]).m.leader_elect);
+    }
+
+    #[test]
+    fn default_service_account_is_validated_and_printed() {
+        let t = T::parse_from(["manager", "--default-service-account", "kudo-instance"]);
+        assert_eq!(t.m.default_service_account.as_deref(), Some("kudo-instance"));
+        let err = T::try_parse_from(["manager", "--default-service-account", "Bad_Name"])
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(err.contains("--default-service-account"), "{err}");
+        assert!(err.contains("DNS-1123 subdomain"), "{err}");
+        let mut config = kudo_controller::ControllerConfig {
+            default_service_account: Some("kudo-instance".into()),
+            ..Default::default()
+        };
+        let addr = "127.0.0.1:8080".parse().unwrap();
+        let line = startup_line(&config, addr);
+        assert!(
+            line.ends_with("no leader election, default service account \"kudo-instance\")"),
+            "{line}"
+        );
+        config.default_service_account = None;
+        assert!(startup_line(&config, addr).ends_with("no default service account)"));
     }
 
     #[test]
