@@ -274,15 +274,22 @@ async fn namespace_admin(client: &kube::Client, ns: &str, account: &str) {
     let pp = PostParams::default();
     let namespaces: Api<Namespace> = Api::all(client.clone());
     let obj = serde_json::json!({"metadata": {"name": ns}});
-    namespaces.create(&pp, &serde_json::from_value(obj).unwrap()).await.expect("namespace");
+    namespaces
+        .create(&pp, &serde_json::from_value(obj).unwrap())
+        .await
+        .expect("namespace");
     let sas: Api<ServiceAccount> = Api::namespaced(client.clone(), ns);
     let obj = serde_json::json!({"metadata": {"name": account}});
-    sas.create(&pp, &serde_json::from_value(obj).unwrap()).await.expect("service account");
+    sas.create(&pp, &serde_json::from_value(obj).unwrap())
+        .await
+        .expect("service account");
     let rbs: Api<RoleBinding> = Api::namespaced(client.clone(), ns);
     let obj = serde_json::json!({"metadata": {"name": format!("{account}-admin")},
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "admin"},
         "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": ns}]});
-    rbs.create(&pp, &serde_json::from_value(obj).unwrap()).await.expect("role binding");
+    rbs.create(&pp, &serde_json::from_value(obj).unwrap())
+        .await
+        .expect("role binding");
 }
 
 async fn client_for(kubeconfig: &Path) -> kube::Client {

@@ -175,14 +175,10 @@ impl Identities {
 
 /// `inner` with the `Impersonate-User` header on every request.
 fn impersonating(inner: kube::Client, user: &str) -> kube::Client {
-    let ns = inner.default_namespace().to_string();
     let value = HeaderValue::from_str(user).unwrap_or_else(|_| HeaderValue::from_static("system:anonymous"));
-    let svc = tower::service_fn(move |mut req: http::Request<kube::client::Body>| {
+    crate::with_request_hook(inner, move |req| {
         req.headers_mut().insert("Impersonate-User", value.clone());
-        let inner = inner.clone();
-        async move { inner.send(req).await }
-    });
-    kube::Client::new(svc, ns)
+    })
 }
 
 #[cfg(test)]

@@ -241,6 +241,21 @@ pub async fn install_crds(
     Ok(())
 }
 
+/// `inner` (keeping its authentication, base URL and timeouts) with `hook` run on every request
+/// before it is sent: how the manager counts its requests and impersonates accounts.
+pub(crate) fn with_request_hook(
+    inner: kube::Client,
+    hook: impl Fn(&mut http::Request<kube::client::Body>) + Clone + Send + Sync + 'static,
+) -> kube::Client {
+    let ns = inner.default_namespace().to_string();
+    let svc = tower::service_fn(move |mut req: http::Request<kube::client::Body>| {
+        hook(&mut req);
+        let inner = inner.clone();
+        async move { inner.send(req).await }
+    });
+    kube::Client::new(svc, ns)
+}
+
 /// The `kudo.dev/v1beta1` resources as dynamic API resources (the kudo-api types are plain serde
 /// structs, converted with serde_json).
 pub(crate) fn instance_resource() -> ApiResource {
