@@ -89,6 +89,32 @@ rn_eq "pipe2's verifying Job succeeded in deploy" 1 \
 
 # --- (b) kafka's certificate generator
 RN_INSTANCE=kafka
+# Under a least-privilege manager kafka is applied as kudo-instance (`admin` on this namespace only). Its
+# `external-access` Toggle deletes the NodePort ClusterRole and ClusterRoleBinding when they are off, and
+# reading cluster-scoped objects is beyond a namespace admin: kafka needs this grant (docs/security.md).
+kubectl apply -f - >/dev/null <<GRANT
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: kudo-rs-kafka-cluster-objects
+rules:
+  - apiGroups: [rbac.authorization.k8s.io]
+    resources: [clusterroles, clusterrolebindings]
+    verbs: [get, delete]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: kudo-rs-kafka-cluster-objects-$RN_NS
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: kudo-rs-kafka-cluster-objects
+subjects:
+  - kind: ServiceAccount
+    name: kudo-instance
+    namespace: $RN_NS
+GRANT
 "$KUDO" install "$CATALOG/kafka/operator" --instance kafka -n "$RN_NS" \
   -p USE_AUTO_TLS_CERTIFICATE=true -p TRANSPORT_ENCRYPTION_ENABLED=true >&2
 step_state() {

@@ -275,3 +275,76 @@ fn update_changes_and_clears_the_service_account(h: &Path, kc: &Path) {
         "{out}"
     );
 }
+
+/// `dev --least-privilege` runs the manager as `init --least-privilege` does: every example
+/// reaches COMPLETE applied as `kudo-instance` of `default`, a ServiceAccount with only the
+/// built-in `admin` role there (wordpress-on-mysql's mysql child is applied as it too, through
+/// the aggregated `kudo.dev` rules); in a namespace without that account nothing is applied and
+/// the plan says why.
+#[test]
+fn every_example_completes_as_a_namespace_admin_under_least_privilege() {
+    let home = tempfile::tempdir().expect("temp HOME");
+    let h = home.path();
+    let dev = common::start_dev(h, &["--least-privilege"]);
+    let kc = dev.kubeconfig.as_path();
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    let password = "MYSQL_ROOT_PASSWORD=s3cret";
+    let cases: &[(&str, &[&str])] = &[
+        ("first-operator", &[]),
+        ("galera", &[]),
+        ("mysql", &["-p", password]),
+        ("wordpress", &["-p", password]),
+        ("wordpress-on-mysql", &["-p", password]),
+    ];
+    for (example, params) in cases {
+        let dir = examples.join(example);
+        let instance = format!("lp-{example}");
+        let mut args = vec![
+            dir.to_str().unwrap(),
+            "--instance",
+            &instance,
+            "--wait",
+            "--wait-time",
+            "300",
+        ];
+        args.extend_from_slice(params);
+        let mut argv = vec!["install"];
+        argv.extend(args);
+        let (code, out) = kudo(h, Some(kc), &argv);
+        let (_, status) = kudo(h, Some(kc), &["plan", "status", "--instance", &instance]);
+        assert_eq!(code, 0, "{example}: {out}\n{status}");
+        assert!(status.contains("[COMPLETE]"), "{example}: {status}");
+    }
+
+    let (code, out) = kudo(
+        h,
+        Some(kc),
+        &[
+            "install",
+            examples.join("first-operator").to_str().unwrap(),
+            "-n",
+            "team-a",
+            "--create-namespace",
+            "--wait",
+            "--wait-time",
+            "60",
+        ],
+    );
+    assert_ne!(code, 0, "{out}");
+    let (_, status) = kudo(
+        h,
+        Some(kc),
+        &[
+            "plan",
+            "status",
+            "--instance",
+            "first-operator-instance",
+            "-n",
+            "team-a",
+        ],
+    );
+    assert!(
+        status.contains("ServiceAccount team-a/kudo-instance not found"),
+        "{status}"
+    );
+}

@@ -69,6 +69,50 @@ pub struct DevArgs {
     /// Seed of the fault draws, for reproducible runs (default: from the clock).
     #[arg(long, value_name = "N")]
     pub fault_seed: Option<u64>,
+    /// Run the manager as `init --least-privilege` does: every Instance is applied as a
+    /// ServiceAccount of its namespace (`spec.serviceAccountName`, else `kudo-instance`). The
+    /// account `kudo-instance` of namespace `default` is created with the built-in `admin` role
+    /// there; other namespaces need their own (docs/security.md).
+    #[arg(long)]
+    pub least_privilege: bool,
+}
+
+/// The account `dev --least-privilege` applies Instances as, by default.
+const DEV_INSTANCE_ACCOUNT: &str = "kudo-instance";
+
+/// What `init` installs for namespace admins (the aggregated `kudo.dev` rules) and, with
+/// `--least-privilege`, the `default` namespace's `kudo-instance` account with `admin` there.
+async fn install_rbac(client: &kube::Client, least_privilege: bool) -> Result<()> {
+    use kube::api::{Api, DynamicObject, Patch, PatchParams};
+    let pp = PatchParams::apply("kubectl-kudo-dev").force();
+    let mut objects = super::init::aggregated_roles();
+    if least_privilege {
+        objects.push(serde_json::json!({"apiVersion": "v1", "kind": "ServiceAccount",
+            "metadata": {"name": DEV_INSTANCE_ACCOUNT, "namespace": "default"}}));
+        objects.push(
+            serde_json::json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+            "metadata": {"name": format!("{DEV_INSTANCE_ACCOUNT}-admin"), "namespace": "default"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "admin"},
+            "subjects": [{"kind": "ServiceAccount", "name": DEV_INSTANCE_ACCOUNT, "namespace": "default"}]}),
+        );
+    }
+    for obj in objects {
+        let (av, kind) = (
+            obj["apiVersion"].as_str().unwrap_or(""),
+            obj["kind"].as_str().unwrap_or(""),
+        );
+        let (group, _) = av.split_once('/').unwrap_or(("", av));
+        let resource = kudo_controller::known_resource(group, kind);
+        let name = obj["metadata"]["name"].as_str().unwrap_or("").to_string();
+        let api: Api<DynamicObject> = match obj["metadata"]["namespace"].as_str() {
+            Some(ns) => Api::namespaced_with(client.clone(), ns, &resource),
+            None => Api::all_with(client.clone(), &resource),
+        };
+        api.patch(&name, &pp, &Patch::Apply(&obj))
+            .await
+            .with_context(|| format!("cannot install {kind} {name} into the dev cluster"))?;
+    }
+    Ok(())
 }
 
 fn parse_error_rule(s: &str) -> Result<kudo_apiserver::ErrorRule, String> {
@@ -132,6 +176,7 @@ pub async fn run(opts: &ClusterOpts, args: DevArgs, io: &mut crate::Io<'_>) -> R
     kudo_controller::install_crds(&client, "kubectl-kudo-dev", Duration::from_secs(30))
         .await
         .context("cannot install the KUDO CRDs into the dev cluster")?;
+    install_rbac(&client, args.least_privilege).await?;
 
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
@@ -150,7 +195,10 @@ pub async fn run(opts: &ClusterOpts, args: DevArgs, io: &mut crate::Io<'_>) -> R
     ));
     let controller = tokio::spawn(kudo_controller::run(
         client.clone(),
-        kudo_controller::ControllerConfig::default(),
+        kudo_controller::ControllerConfig {
+            default_service_account: args.least_privilege.then(|| DEV_INSTANCE_ACCOUNT.to_string()),
+            ..Default::default()
+        },
         stopped(stop_rx.clone()),
     ));
 
@@ -162,6 +210,12 @@ pub async fn run(opts: &ClusterOpts, args: DevArgs, io: &mut crate::Io<'_>) -> R
         .context("invalid --fault-* flags")?;
     if faults.is_active() {
         writeln!(io.err, "fault injection active: {faults}")?;
+    }
+    if args.least_privilege {
+        writeln!(
+            io.err,
+            "least privilege: each Instance is applied as ServiceAccount {DEV_INSTANCE_ACCOUNT} of its namespace (or its spec.serviceAccountName); default/{DEV_INSTANCE_ACCOUNT} has the built-in admin role"
+        )?;
     }
     writeln!(
         io.err,

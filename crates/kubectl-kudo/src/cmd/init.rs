@@ -403,6 +403,14 @@ fn manager_rbac(args: &InitArgs, namespace: &str, sa: &str) -> Vec<Manifest> {
     out
 }
 
+/// The three `kudo-rs:aggregate-to-ROLE` ClusterRoles (also installed by `kubectl kudo dev`).
+pub(crate) fn aggregated_roles() -> Vec<Value> {
+    ["admin", "edit", "view"]
+        .into_iter()
+        .map(|role| aggregated_role(role).object)
+        .collect()
+}
+
 /// `kudo-rs:aggregate-to-ROLE`, whose rules the cluster adds to the built-in ROLE.
 fn aggregated_role(role: &str) -> Manifest {
     let label = format!("rbac.authorization.k8s.io/aggregate-to-{role}");
