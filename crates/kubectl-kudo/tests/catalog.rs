@@ -212,7 +212,7 @@ fn install_catalog(kubeconfig: &Path, ns_prefix: &str, account: Option<&str>) {
         ];
         match account {
             Some(account) => {
-                rt.block_on(namespace_admin(&client, &ns, account));
+                rt.block_on(namespace_admin(&client, &ns, account, name));
                 args.extend(["--service-account".into(), account.to_string()]);
             }
             None => args.push("--create-namespace".into()),
@@ -266,8 +266,19 @@ fn install_catalog(kubeconfig: &Path, ns_prefix: &str, account: Option<&str>) {
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
 
-/// Namespace `ns` with a ServiceAccount `account` that is `admin` there.
-async fn namespace_admin(client: &kube::Client, ns: &str, account: &str) {
+/// Catalog packages that touch cluster-scoped objects in every configuration: their Toggle tasks
+/// *delete* a ClusterRole and ClusterRoleBinding when the option is off (a GET until NotFound), so
+/// their account needs this beyond `admin` on the namespace (docs/security.md).
+const CLUSTER_SCOPED: &[&str] = &["cassandra"];
+
+/// The ClusterRole (and binding) of that grant for namespace `ns`.
+fn cluster_grant_name(ns: &str) -> String {
+    format!("{ns}-cluster-objects")
+}
+
+/// Namespace `ns` with a ServiceAccount `account` that is `admin` there, plus the grant of
+/// [`CLUSTER_SCOPED`] when `package` is one of those.
+async fn namespace_admin(client: &kube::Client, ns: &str, account: &str, package: &str) {
     use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
     use k8s_openapi::api::rbac::v1::RoleBinding;
     use kube::api::{Api, PostParams};
@@ -290,6 +301,26 @@ async fn namespace_admin(client: &kube::Client, ns: &str, account: &str) {
     rbs.create(&pp, &serde_json::from_value(obj).unwrap())
         .await
         .expect("role binding");
+    if CLUSTER_SCOPED.contains(&package) {
+        use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+        let name = cluster_grant_name(ns);
+        let roles: Api<ClusterRole> = Api::all(client.clone());
+        let obj = serde_json::json!({"metadata": {"name": name}, "rules": [{
+            "apiGroups": ["rbac.authorization.k8s.io"],
+            "resources": ["clusterroles", "clusterrolebindings"], "verbs": ["get", "delete"]}]});
+        roles
+            .create(&pp, &serde_json::from_value(obj).unwrap())
+            .await
+            .expect("cluster role");
+        let bindings: Api<ClusterRoleBinding> = Api::all(client.clone());
+        let obj = serde_json::json!({"metadata": {"name": name},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+            "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": ns}]});
+        bindings
+            .create(&pp, &serde_json::from_value(obj).unwrap())
+            .await
+            .expect("cluster role binding");
+    }
 }
 
 async fn client_for(kubeconfig: &Path) -> kube::Client {
@@ -377,8 +408,15 @@ fn real_cluster_catalog_deploys() {
             .unwrap();
         rt.block_on(async {
             use k8s_openapi::api::core::v1::Namespace;
-            let api: kube::Api<Namespace> = kube::Api::all(client_for(&kubeconfig).await);
+            use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+            let client = client_for(&kubeconfig).await;
+            let api: kube::Api<Namespace> = kube::Api::all(client.clone());
             let _ = api.delete(&ns, &Default::default()).await;
+            let grant = cluster_grant_name(&ns);
+            let bindings: kube::Api<ClusterRoleBinding> = kube::Api::all(client.clone());
+            let _ = bindings.delete(&grant, &Default::default()).await;
+            let roles: kube::Api<ClusterRole> = kube::Api::all(client);
+            let _ = roles.delete(&grant, &Default::default()).await;
         });
     }
     if let Err(p) = result {
