@@ -516,6 +516,18 @@ pub struct StepStatus {
     pub status: ExecutionStatus,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub message: String,
+    /// kudo-rs extension: what a running step waits for, one line per object that is not
+    /// healthy yet (bounded: [`StepStatus::MAX_WAITING_LINES`], [`StepStatus::MAX_WAITING_BYTES`]).
+    /// KUDO left a waiting step's message empty, so users could not tell why it waited.
+    #[serde(default, rename = "waitingFor", skip_serializing_if = "Vec::is_empty")]
+    pub waiting_for: Vec<String>,
+}
+
+impl StepStatus {
+    /// At most this many lines in [`StepStatus::waiting_for`].
+    pub const MAX_WAITING_LINES: usize = 10;
+    /// At most this many bytes over all lines of [`StepStatus::waiting_for`].
+    pub const MAX_WAITING_BYTES: usize = 1024;
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

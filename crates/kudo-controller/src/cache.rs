@@ -81,7 +81,11 @@ pub(crate) fn slim_child(kind: &str, o: &mut DynamicObject) {
             labels.retain(|k, _| k == kudo_api::labels::INSTANCE || k == "heritage");
         }
         m.annotations = None;
-        m.owner_references = None;
+        // Pods and ReplicaSets keep their owners: which workload a pod belongs to is what a
+        // step's `waitingFor` needs to name the pods of a workload that is not healthy.
+        if !matches!(kind, "Pod" | "ReplicaSet") {
+            m.owner_references = None;
+        }
         m.creation_timestamp = None;
         m.generate_name = None;
         if let Value::Object(data) = &mut o.data {
@@ -92,11 +96,57 @@ pub(crate) fn slim_child(kind: &str, o: &mut DynamicObject) {
             if kind == "Pod"
                 && let Some(Value::Object(status)) = data.get_mut("status")
             {
-                status.retain(|k, _| matches!(k.as_str(), "phase" | "conditions" | "reason" | "message"));
+                status.retain(|k, _| {
+                    matches!(
+                        k.as_str(),
+                        "phase"
+                            | "conditions"
+                            | "reason"
+                            | "message"
+                            | "containerStatuses"
+                            | "initContainerStatuses"
+                    )
+                });
+                slim_container_statuses(status);
             }
         }
     }
     pack(o);
+}
+
+/// Of a pod's container statuses, only the containers that wait or ended (their name, reason,
+/// message and exit code): what [`kudo_engine::waiting::pod_problem`] reads. A running pod keeps
+/// none.
+fn slim_container_statuses(status: &mut serde_json::Map<String, Value>) {
+    for key in ["initContainerStatuses", "containerStatuses"] {
+        let Some(Value::Array(list)) = status.get_mut(key) else {
+            continue;
+        };
+        list.retain_mut(|c| {
+            let state = &c["state"];
+            let kept = ["waiting", "terminated"].into_iter().find_map(|s| {
+                let v = &state[s];
+                v.is_object().then(|| {
+                    let fields = ["reason", "message", "exitCode"];
+                    let small: serde_json::Map<String, Value> = fields
+                        .iter()
+                        .filter_map(|f| v.get(*f).map(|x| (f.to_string(), x.clone())))
+                        .collect();
+                    serde_json::json!({ "name": c["name"].clone(), "state": { s: small } })
+                })
+            });
+            match kept {
+                Some(k) => {
+                    *c = k;
+                    true
+                }
+                None => false,
+            }
+        });
+        if list.is_empty() {
+            status.remove(key);
+        }
+    }
 }
 
 /// Keeps an object's body (everything but its metadata: spec, status, data…) as compact JSON

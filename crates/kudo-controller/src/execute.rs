@@ -555,7 +555,8 @@ async fn run_objects<'r>(
     if !transient.is_empty() {
         TaskOutcome::Transient(transient.join("; "))
     } else if !waiting.is_empty() {
-        TaskOutcome::InProgress(Some(waiting.join(", ")))
+        // one line per object: the step's `waitingFor` (kudo_engine::waiting)
+        TaskOutcome::InProgress(Some(waiting.join("\n")))
     } else {
         TaskOutcome::Done
     }
@@ -815,12 +816,12 @@ pub(crate) async fn apply_for_task(
         if let Some(Some(cached)) = ctx.caches.child(av, kind, ns, &name)
             && applied.current(&cached)
         {
-            return judge(cached);
+            return judge(ctx, cached);
         }
         match api.get_opt(&name).await {
             Ok(Some(live)) => {
                 let live = serde_json::to_value(&live).map_err(|e| TaskOutcome::Transient(e.to_string()))?;
-                return judge(with_type(live, obj));
+                return judge(ctx, with_type(live, obj));
             }
             // deleted since: apply again
             Ok(None) => {}
@@ -836,7 +837,7 @@ pub(crate) async fn apply_for_task(
     tracing::debug!(object = %describe(obj), "applied");
     ctx.metrics.object_applied();
     ctx.applied.record(obj, &live);
-    judge(with_type(live, obj))
+    judge(ctx, with_type(live, obj))
 }
 
 /// The live object with `apiVersion`/`kind` filled in from what we sent (servers always name the
@@ -851,12 +852,38 @@ fn with_type(mut live: Value, sent: &Value) -> Value {
     live
 }
 
-fn judge(live: Value) -> Result<Option<String>, TaskOutcome> {
+fn judge(ctx: &Context, live: Value) -> Result<Option<String>, TaskOutcome> {
     match health(&live) {
         Health::Healthy => Ok(None),
-        Health::Progressing(m) => Ok(Some(m)),
+        Health::Progressing(m) => Ok(Some(waiting_line(ctx, &live, &m))),
         Health::Failed(m) => Err(fatal(reasons::FAILED_TERMINAL_STATE, m)),
     }
+}
+
+/// What a step waits for on `live` (see [`kudo_engine::waiting`]): its verdict, and for a
+/// workload the problems of its pods as the watch cache has them (no request is made).
+fn waiting_line(ctx: &Context, live: &Value, verdict: &str) -> String {
+    let kind = live["kind"].as_str().unwrap_or("");
+    let ns = live["metadata"]["namespace"].as_str().unwrap_or("");
+    let instance = live["metadata"]["labels"][kudo_api::labels::INSTANCE]
+        .as_str()
+        .unwrap_or("");
+    let mut pods = Vec::new();
+    let mut replica_sets = Vec::new();
+    if matches!(kind, "Deployment" | "StatefulSet" | "DaemonSet" | "Job") && !instance.is_empty() {
+        pods = ctx
+            .caches
+            .children_of_instance("v1", "Pod", ns, instance)
+            .unwrap_or_default();
+        if kind == "Deployment" {
+            replica_sets = ctx
+                .caches
+                .children_of_instance("apps/v1", "ReplicaSet", ns, instance)
+                .unwrap_or_default();
+        }
+    }
+    let owned = kudo_engine::waiting::owned_pods(live, &pods, &replica_sets);
+    kudo_engine::waiting::waiting_line(live, verdict, &owned)
 }
 
 /// Server-side applies one object outside a plan (drift repair); returns the resourceVersion the

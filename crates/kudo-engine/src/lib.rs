@@ -72,13 +72,14 @@ pub mod status;
 pub mod tasks;
 pub mod time;
 pub mod triggers;
+pub mod waiting;
 
 pub use errors::{ErrorClass, classify_api_error};
 pub use health::{Health, health};
 pub use initiate::{Initiation, Origin, proposed_spec};
 pub use pass::{
     Event, EventType, Fatal, PassError, PassSummary, PlanPass, TIMING_ANNOTATION, TaskCall, TaskOutcome,
-    Timing, reasons,
+    Timing, bounded_waiting, reasons,
 };
 pub use readiness::{not_ready_condition, plan_condition, ready_condition, record_admission, set_condition};
 pub use status::{

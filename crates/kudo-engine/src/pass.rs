@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use kudo_api::{ExecutionStatus, OperatorVersionSpec, Plan, PlanStatus, Task};
+use kudo_api::{ExecutionStatus, OperatorVersionSpec, Plan, PlanStatus, StepStatus, Task};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
@@ -50,8 +50,9 @@ pub enum TaskOutcome {
     /// The task finished (for Apply: every object is healthy; for Delete: every object is gone).
     Done,
     /// Not finished yet (e.g. an object is still rolling out). The optional text says what is
-    /// awaited; it is reported in [`PassSummary::waiting`], not written into the status (KUDO's
-    /// status layout leaves a waiting step's message empty).
+    /// awaited, one line per object; it is reported in [`PassSummary::waiting`] and kept in the
+    /// step's `waiting_for` (bounded, see [`bounded_waiting`]), not in its message (KUDO's status
+    /// layout leaves a waiting step's message empty).
     InProgress(Option<String>),
     /// A retryable failure (API errors, health-check errors): step → ERROR, pass continues.
     Transient(String),
@@ -214,6 +215,9 @@ pub struct PlanPass<'a> {
     tasks_run: usize,
     transient_errors: Vec<(String, String)>,
     waiting: Vec<(String, String)>,
+    /// What the tasks of the current step reported waiting for, one line per object; written
+    /// to the step's `waiting_for` when the step ends the pass unfinished.
+    step_waiting: Vec<String>,
 }
 
 impl<'a> PlanPass<'a> {
@@ -261,6 +265,7 @@ impl<'a> PlanPass<'a> {
             tasks_run: 0,
             transient_errors: Vec::new(),
             waiting: Vec::new(),
+            step_waiting: Vec::new(),
         })
     }
 
@@ -323,6 +328,7 @@ impl<'a> PlanPass<'a> {
             }
             TaskOutcome::InProgress(msg) => {
                 if let Some(m) = msg {
+                    self.step_waiting.extend(m.lines().map(str::to_string));
                     self.waiting.push((path, m));
                 }
             }
@@ -587,6 +593,7 @@ impl<'a> PlanPass<'a> {
             entry.insert(step.name.clone(), self.now.to_string());
         }
         self.tasks_left = step.tasks.iter().map(String::as_str).collect();
+        self.step_waiting.clear();
         self.pos = Pos::Task(i, j, 0);
         Move::Continue
     }
@@ -638,6 +645,7 @@ impl<'a> PlanPass<'a> {
             let st = &mut self.status.phases[self.phase_status_idx].steps[self.step_status_idx];
             st.status = ExecutionStatus::Complete;
             st.message.clear();
+            st.waiting_for.clear();
             self.steps_left -= 1;
             if let Some(m) = self.timing.steps.get_mut(&phase.name) {
                 m.remove(&step.name);
@@ -663,6 +671,8 @@ impl<'a> PlanPass<'a> {
                 return Move::Stop;
             }
         }
+        let st = &mut self.status.phases[self.phase_status_idx].steps[self.step_status_idx];
+        st.waiting_for = bounded_waiting(&self.step_waiting);
         self.pos = if phase.strategy.is_serial() {
             Pos::PhaseEnd(i)
         } else {
@@ -744,6 +754,7 @@ impl<'a> PlanPass<'a> {
         let st = &mut ps.steps[self.step_status_idx];
         st.status = ExecutionStatus::FatalError;
         st.message = message.clone();
+        st.waiting_for.clear();
         self.status.status = ExecutionStatus::FatalError;
         self.status.message.clear();
         self.set_fatal(reason, message);
@@ -780,6 +791,7 @@ impl<'a> PlanPass<'a> {
             for st in &mut ph.steps {
                 if st.status.is_running() {
                     st.status = ExecutionStatus::Cancelled;
+                    st.waiting_for.clear();
                 }
             }
         }
@@ -818,6 +830,42 @@ impl<'a> PlanPass<'a> {
 }
 
 /// Compares two plan status trees ignoring the timestamp.
+/// The lines kept in a step's `waiting_for`: at most [`StepStatus::MAX_WAITING_LINES`] lines and
+/// [`StepStatus::MAX_WAITING_BYTES`] bytes; a line that does not fit is cut (ending in `…`), and
+/// lines left out are counted in a last line (`… and 3 more`).
+pub fn bounded_waiting(lines: &[String]) -> Vec<String> {
+    // Room kept for the counting line while more lines follow.
+    const RESERVE: usize = 24;
+    let mut out = Vec::new();
+    let mut used = 0;
+    for (n, line) in lines.iter().enumerate() {
+        let rest = lines.len() - n;
+        let reserve = if rest > 1 { RESERVE } else { 0 };
+        let budget = StepStatus::MAX_WAITING_BYTES.saturating_sub(used + reserve);
+        let last_slot = out.len() + 1 == StepStatus::MAX_WAITING_LINES;
+        if (last_slot && rest > 1) || budget < 8 {
+            out.push(format!("… and {rest} more"));
+            return out;
+        }
+        let kept = cut(line, budget);
+        used += kept.len();
+        out.push(kept);
+    }
+    out
+}
+
+/// `line` within `max` bytes, cut at a character boundary and ending in `…` when shortened.
+fn cut(line: &str, max: usize) -> String {
+    if line.len() <= max {
+        return line.to_string();
+    }
+    let mut end = max.saturating_sub('…'.len_utf8());
+    while !line.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &line[..end])
+}
+
 fn same_tree(a: &PlanStatus, b: &PlanStatus) -> bool {
     a.status == b.status
         && a.message == b.message

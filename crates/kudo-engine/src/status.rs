@@ -48,6 +48,7 @@ pub fn ensure_plan_statuses(ov: &OperatorVersionSpec, status: &mut InstanceStatu
                     name: step.name.clone(),
                     status: old_step.map_or(ExecutionStatus::NeverRun, |s| s.status),
                     message: old_step.map(|s| s.message.clone()).unwrap_or_default(),
+                    waiting_for: old_step.map(|s| s.waiting_for.clone()).unwrap_or_default(),
                 });
             }
             entry.phases.push(ps);
@@ -80,6 +81,7 @@ pub fn reset_for_run(plan_status: &mut PlanStatus, uid: &str, now: Timestamp) {
         for step in &mut phase.steps {
             step.status = ExecutionStatus::Pending;
             step.message.clear();
+            step.waiting_for.clear();
         }
     }
 }

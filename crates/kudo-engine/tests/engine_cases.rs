@@ -67,6 +67,7 @@ fn ss(name: &str, status: ExecutionStatus) -> StepStatus {
         name: name.into(),
         status,
         message: String::new(),
+        waiting_for: Vec::new(),
     }
 }
 
@@ -75,6 +76,7 @@ fn ssm(name: &str, status: ExecutionStatus, msg: &str) -> StepStatus {
         name: name.into(),
         status,
         message: msg.into(),
+        waiting_for: Vec::new(),
     }
 }
 
@@ -1345,4 +1347,108 @@ fn invalid_timeouts_are_fatal() {
     assert_eq!(st.status, FatalError);
     assert!(st.message.contains("invalid timeout of plan test"));
     assert_eq!(sum.fatal.unwrap().reason, "InvalidTimeout");
+}
+
+// ------------------------------------------------------------------ why a step waits (issue 27)
+
+fn waiting(lines: &[&str]) -> TaskOutcome {
+    TaskOutcome::InProgress(Some(lines.join("\n")))
+}
+
+#[test]
+fn a_waiting_step_keeps_one_line_per_object_it_waits_for() {
+    let spec = ov(
+        "serial",
+        vec![phase("phase", "serial", vec![step("step", &["a", "b"])])],
+        &["a", "b"],
+    );
+    let status = plan_status(
+        InProgress,
+        vec![ps("phase", InProgress, vec![ss("step", InProgress)])],
+    );
+    let (st, sum, _) = run(&spec, status, |task| match task {
+        "a" => waiting(&[
+            "StatefulSet default/db: Waiting for 2 pods to be ready...",
+            "Service default/db: no endpoints",
+        ]),
+        _ => waiting(&["Job default/init: still running"]),
+    });
+    let step = &st.phases[0].steps[0];
+    assert_eq!(
+        step.waiting_for,
+        [
+            "StatefulSet default/db: Waiting for 2 pods to be ready...",
+            "Service default/db: no endpoints",
+            "Job default/init: still running"
+        ]
+    );
+    assert_eq!(step.message, "", "KUDO's message stays empty while waiting");
+    assert!(sum.changed, "a new reason to wait is a change");
+
+    // Once healthy, the step completes and says nothing more.
+    let (st, _, _) = run(&spec, st, |_| TaskOutcome::Done);
+    assert_eq!(st.phases[0].steps[0].status, Complete);
+    assert!(st.phases[0].steps[0].waiting_for.is_empty());
+}
+
+#[test]
+fn the_same_wait_again_is_no_change() {
+    let spec = ov(
+        "serial",
+        vec![phase("phase", "serial", vec![step("step", &["a"])])],
+        &["a"],
+    );
+    let status = plan_status(
+        InProgress,
+        vec![ps("phase", InProgress, vec![ss("step", InProgress)])],
+    );
+    let (st, _, _) = run(&spec, status, |_| {
+        waiting(&["Deployment default/web: 1 of 3 updated"])
+    });
+    let (again, sum, _) = run(&spec, st.clone(), |_| {
+        waiting(&["Deployment default/web: 1 of 3 updated"])
+    });
+    assert!(!sum.changed, "no new status write for the same wait");
+    assert_eq!(strip_ts(again), strip_ts(st));
+}
+
+#[test]
+fn waiting_lines_stay_within_ten_lines_and_one_kib() {
+    let cases: Vec<(Vec<String>, usize, Option<&str>)> = vec![
+        // (lines, expected count, expected last line)
+        (
+            (0..3).map(|i| format!("object {i}")).collect(),
+            3,
+            Some("object 2"),
+        ),
+        (
+            (0..10).map(|i| format!("object {i}")).collect(),
+            10,
+            Some("object 9"),
+        ),
+        (
+            (0..11).map(|i| format!("object {i}")).collect(),
+            10,
+            Some("… and 2 more"),
+        ),
+        (
+            (0..40).map(|i| format!("object {i}")).collect(),
+            10,
+            Some("… and 31 more"),
+        ),
+        (vec!["x".repeat(5000)], 1, None),
+        // 600-byte lines: one whole, one cut at a character boundary, the rest counted
+        ((0..5).map(|_| "é".repeat(300)).collect(), 3, Some("… and 3 more")),
+    ];
+    for (lines, count, last) in cases {
+        let kept = bounded_waiting(&lines);
+        assert_eq!(kept.len(), count, "{kept:?}");
+        let bytes: usize = kept.iter().map(String::len).sum();
+        assert!(bytes <= StepStatus::MAX_WAITING_BYTES, "{bytes} bytes: {kept:?}");
+        if let Some(last) = last {
+            assert_eq!(kept.last().map(String::as_str), Some(last));
+        }
+    }
+    let long = bounded_waiting(&["x".repeat(5000)]);
+    assert!(long[0].ends_with('…') && long[0].len() <= StepStatus::MAX_WAITING_BYTES);
 }

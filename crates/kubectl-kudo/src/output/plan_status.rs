@@ -37,6 +37,23 @@ fn message_suffix(msg: &str) -> String {
     }
 }
 
+/// A step of the active plan; while it runs (IN_PROGRESS or ERROR), one child line per object it
+/// still waits for (kudo-rs extension: `status.…steps[].waitingFor`).
+fn step_node(step: &kudo_api::StepStatus) -> Node {
+    let mut node = Node::new(format!(
+        "Step {} [{}]{}",
+        step.name,
+        step.status,
+        message_suffix(&step.message)
+    ));
+    if step.status.is_running() {
+        for line in &step.waiting_for {
+            node.push(Node::new(format!("waiting for {line}")));
+        }
+    }
+    node
+}
+
 /// The full `plan status` output for `instance` in `namespace`, given its OperatorVersion.
 /// Timestamps are shown in `offset` (the CLI passes the local offset, as KUDO printed local time).
 pub fn render(
@@ -94,12 +111,7 @@ pub fn render(
                     message_suffix(&phase.message)
                 )));
                 for step in &phase.steps {
-                    phase_node.push(Node::new(format!(
-                        "Step {} [{}]{}",
-                        step.name,
-                        step.status,
-                        message_suffix(&step.message)
-                    )));
+                    phase_node.push(step_node(step));
                 }
             }
         } else {
