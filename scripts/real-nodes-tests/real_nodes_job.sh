@@ -64,5 +64,18 @@ for inst in job-ok job-fail; do
   rn_check "diagnostics of $inst: its plan status $want" grep -q "status: $want" "$inst_yaml"
 done
 
+# --- an image that cannot be pulled (issue 27, why is it waiting): the step waits, and plan status says why
+RN_INSTANCE=job-pull
+"$KUDO" install "$PKG" --instance job-pull -n "$RN_NS" -p IMAGE=example.invalid/kudo-rs/missing:1 >&2
+pull_reason() {
+  "$KUDO" plan status --instance job-pull -n "$RN_NS" 2>/dev/null |
+    grep -E "waiting for Job $RN_NS/job-pull-run: .*; pod job-pull-run-[a-z0-9]+: (ErrImagePull|ImagePullBackOff)"
+}
+rn_until 90 "plan status names the Job and its pod's image pull failure" pull_reason
+rn_log "$(pull_reason)"
+rn_check "the Instance status holds the same line (waitingFor)" bash -c \
+  "kubectl -n $RN_NS get instance job-pull -o jsonpath='{.status.planStatus.deploy.phases[0].steps[0].waitingFor[0]}' | grep -q 'ImagePull'"
+
 "$KUDO" uninstall --instance job-ok -n "$RN_NS" >&2
 "$KUDO" uninstall --instance job-fail -n "$RN_NS" >&2
+"$KUDO" uninstall --instance job-pull -n "$RN_NS" >&2
