@@ -593,11 +593,31 @@ mod tests {
             cached,
             json!({"apiVersion": "v1", "kind": "Pod",
                 "metadata": {"name": "p", "namespace": "ns", "uid": "u1",
-                    "labels": {"heritage": "kudo", "kudo.dev/instance": "i"}},
+                    "labels": {"heritage": "kudo", "kudo.dev/instance": "i"},
+                    // which workload the pod belongs to (a step's waitingFor names its pods)
+                    "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": "r", "controller": true}]},
                 "spec": {},
                 "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}})
         );
         assert_eq!(kudo_engine::health(&cached), kudo_engine::Health::Healthy);
+
+        // A container that waits keeps its reason and message, nothing else.
+        let mut p = pod("Pending", "False", "");
+        let waiting = json!([{"name": "c", "ready": false, "image": "nginx", "restartCount": 4,
+            "state": {"waiting": {"reason": "ImagePullBackOff", "message": "Back-off pulling image"}}}]);
+        let mut body = p.data.clone();
+        body["status"]["containerStatuses"] = waiting;
+        p.data = body;
+        slim_child("Pod", &mut p);
+        let cached = with_type(&p, "v1", "Pod");
+        assert_eq!(
+            cached["status"]["containerStatuses"],
+            json!([{"name": "c", "state": {"waiting": {"reason": "ImagePullBackOff", "message": "Back-off pulling image"}}}])
+        );
+        assert_eq!(
+            kudo_engine::waiting::pod_problem(&cached).as_deref(),
+            Some("pod p: ImagePullBackOff (Back-off pulling image)")
+        );
 
         let mut rs = obj(json!({
             "apiVersion": "apps/v1", "kind": "ReplicaSet",
