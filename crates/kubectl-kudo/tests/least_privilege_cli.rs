@@ -83,35 +83,31 @@ fn least_privilege_init_grants_the_manager_no_more_than_its_role() {
 }
 
 fn manager_may_only_what_its_role_grants(h: &Path, kc: &Path) {
-    let ask = |args: &[&str]| can_i(h, kc, args);
-    assert_eq!(ask(&["create", "clusterrolebindings", MANAGER]), "no");
-    assert_eq!(
-        ask(&["impersonate", "serviceaccounts", "-n", "tenant-a", MANAGER]),
-        "yes"
+    let expect =
+        |args: &[&str], want: &str| assert_eq!(can_i(h, kc, args), want, "kubectl auth can-i {args:?}");
+    expect(&["create", "clusterrolebindings", MANAGER], "no");
+    expect(
+        &["impersonate", "serviceaccounts", "-n", "tenant-a", MANAGER],
+        "yes",
     );
-    assert_eq!(
-        ask(&["create", "deployments.apps", "-n", "tenant-a", MANAGER]),
-        "no"
+    expect(&["create", "deployments.apps", "-n", "tenant-a", MANAGER], "no");
+    expect(&["list", "deployments.apps", "--all-namespaces", MANAGER], "yes");
+    expect(&["create", "secrets", "-n", "tenant-a", MANAGER], "no");
+    expect(
+        &["patch", "instances.kudo.dev/status", "-n", "tenant-a", MANAGER],
+        "yes",
     );
-    assert_eq!(
-        ask(&["list", "deployments.apps", "--all-namespaces", MANAGER]),
-        "yes"
-    );
-    assert_eq!(ask(&["create", "secrets", "-n", "tenant-a", MANAGER]), "no");
-    assert_eq!(
-        ask(&["patch", "instances.kudo.dev/status", "-n", "tenant-a", MANAGER]),
-        "yes"
-    );
-    assert_eq!(
-        ask(&["create", "events.events.k8s.io", "-n", "tenant-a", MANAGER]),
-        "yes"
+    expect(
+        &["create", "events.events.k8s.io", "-n", "tenant-a", MANAGER],
+        "yes",
     );
 }
 
 /// A tenant ServiceAccount with the built-in `admin` on tenant-a manages Instances there only
 /// (the `kudo-rs:aggregate-to-admin` rules, aggregated into `admin`).
 fn tenant_admin_manages_instances_in_its_namespace_only(h: &Path, kc: &Path) {
-    let ask = |args: &[&str]| can_i(h, kc, args);
+    let expect =
+        |args: &[&str], want: &str| assert_eq!(can_i(h, kc, args), want, "kubectl auth can-i {args:?}");
     for args in [
         &["create", "namespace", "tenant-a"][..],
         &["create", "namespace", "tenant-b"],
@@ -131,29 +127,24 @@ fn tenant_admin_manages_instances_in_its_namespace_only(h: &Path, kc: &Path) {
     }
     wait_for_aggregation(h, kc, "admin", "operatorversions");
     wait_for_aggregation(h, kc, "view", "operatorversions");
-    assert_eq!(
-        ask(&["create", "instances.kudo.dev", "-n", "tenant-a", TENANT]),
-        "yes"
-    );
-    assert_eq!(
-        ask(&["create", "instances.kudo.dev", "-n", "tenant-b", TENANT]),
-        "no"
-    );
-    assert_eq!(
-        ask(&["delete", "operatorversions.kudo.dev", "-n", "tenant-a", TENANT]),
-        "yes"
+    expect(&["create", "instances.kudo.dev", "-n", "tenant-a", TENANT], "yes");
+    expect(&["create", "instances.kudo.dev", "-n", "tenant-b", TENANT], "no");
+    expect(
+        &["delete", "operatorversions.kudo.dev", "-n", "tenant-a", TENANT],
+        "yes",
     );
 }
 
 /// Back to KUDO's way: the binding's roleRef is immutable, so it is replaced; the unused
 /// ClusterRole goes. Then least privilege again.
 fn modes_switch_both_ways(h: &Path, kc: &Path) {
-    let ask = |args: &[&str]| can_i(h, kc, args);
+    let expect =
+        |args: &[&str], want: &str| assert_eq!(can_i(h, kc, args), want, "kubectl auth can-i {args:?}");
     let (code, out) = kudo(h, Some(kc), &["init", "--upgrade"]);
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("Hint:"), "{out}");
     assert!(out.contains("clusterrole kudo-manager deleted"), "{out}");
-    assert_eq!(ask(&["create", "clusterrolebindings", MANAGER]), "yes");
+    expect(&["create", "clusterrolebindings", MANAGER], "yes");
     let (code, out) = kudo(h, Some(kc), &["init", "--least-privilege", "--verify"]);
     assert_eq!(code, 1, "{out}");
     assert!(
@@ -164,7 +155,7 @@ fn modes_switch_both_ways(h: &Path, kc: &Path) {
     );
     let (code, out) = kudo(h, Some(kc), &["init", "--upgrade", "--least-privilege"]);
     assert_eq!(code, 0, "{out}");
-    assert_eq!(ask(&["create", "clusterrolebindings", MANAGER]), "no");
+    expect(&["create", "clusterrolebindings", MANAGER], "no");
     let (code, out) = kudo(h, Some(kc), &["init", "--least-privilege", "--verify"]);
     assert_eq!(code, 0, "{out}");
     let (_, out) = kubectl(
