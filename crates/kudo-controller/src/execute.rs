@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams};
 use kudo_api::kinds::GvkKey;
 use kudo_api::{OperatorVersion, TaskKind};
+use kudo_engine::waiting::describe;
 use kudo_engine::{ErrorClass, Health, TaskCall, TaskOutcome, classify_api_error, health};
 use kudo_package::deps_hash::{self, Dependency};
 use kudo_package::enhance::builtin_is_namespaced;
@@ -643,15 +644,6 @@ async fn check_dependencies(
         check_child_parameters(call.task_name, child_ov, &params).map_err(as_fatal)?;
     }
     Ok(())
-}
-
-fn describe(obj: &Value) -> String {
-    let kind = obj["kind"].as_str().unwrap_or("?");
-    let name = obj["metadata"]["name"].as_str().unwrap_or("?");
-    match obj["metadata"]["namespace"].as_str() {
-        Some(ns) => format!("{kind} {ns}/{name}"),
-        None => format!("{kind} {name}"),
-    }
 }
 
 /// The dynamic API for an object, or the task outcome when its kind cannot be used.

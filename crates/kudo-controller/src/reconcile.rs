@@ -536,12 +536,25 @@ impl<'c> Reconciler<'c> {
         if !drift::namespace_terminating(self.ctx, &self.ns).await {
             return Ok(false);
         }
-        let msg = format!("the cleanup plan of instance {who} cannot run: {missing}; releasing the instance");
-        warn!("{msg}");
-        self.event(raw, EventType::Warning, "ServiceAccountNotFound", "Cleanup", &msg)
-            .await;
-        self.release_finalizer(raw, inst, CLEANUP_FINALIZER).await?;
+        self.release_uncleanable(raw, inst, who, reasons::SERVICE_ACCOUNT_NOT_FOUND, &missing)
+            .await?;
         Ok(true)
+    }
+
+    /// Releases the cleanup finalizer of an Instance whose cleanup plan cannot run (`why`), with
+    /// a Warning: holding it would keep the Instance, and its terminating namespace, forever.
+    async fn release_uncleanable(
+        &self,
+        raw: &DynamicObject,
+        inst: &Instance,
+        who: &str,
+        reason: &str,
+        why: &str,
+    ) -> Result<(), ReconcileError> {
+        let msg = format!("the cleanup plan of instance {who} cannot run: {why}; releasing the instance");
+        warn!("{msg}");
+        self.event(raw, EventType::Warning, reason, "Cleanup", &msg).await;
+        self.release_finalizer(raw, inst, CLEANUP_FINALIZER).await
     }
 
     /// From here on, requests for this Instance are made as its ServiceAccount (see
@@ -885,15 +898,10 @@ impl<'c> Reconciler<'c> {
                     if raw.metadata.deletion_timestamp.is_some()
                         && inst.metadata.finalizers.iter().any(|f| f == CLEANUP_FINALIZER)
                     {
-                        // Its cleanup plan cannot run without the OperatorVersion: holding the
-                        // finalizer would keep the namespace terminating forever.
-                        let msg = format!(
-                            "the cleanup plan of instance {who} cannot run: its OperatorVersion was deleted with the namespace; releasing the instance"
-                        );
-                        warn!("{msg}");
-                        self.event(raw, EventType::Warning, INVALID_OPERATOR_VERSION, "Cleanup", &msg)
-                            .await;
-                        self.release_finalizer(raw, inst, CLEANUP_FINALIZER).await?;
+                        // Its cleanup plan cannot run without the OperatorVersion.
+                        let why = "its OperatorVersion was deleted with the namespace";
+                        self.release_uncleanable(raw, inst, who, INVALID_OPERATOR_VERSION, why)
+                            .await?;
                     }
                     return Ok(Action::await_change());
                 }

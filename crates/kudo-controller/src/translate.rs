@@ -61,15 +61,6 @@ impl Announced {
     }
 }
 
-fn describe(obj: &serde_json::Value) -> String {
-    let kind = obj["kind"].as_str().unwrap_or("?");
-    let name = obj["metadata"]["name"].as_str().unwrap_or("?");
-    match obj["metadata"]["namespace"].as_str() {
-        Some(ns) => format!("{kind} {ns}/{name}"),
-        None => format!("{kind} {name}"),
-    }
-}
-
 /// Translates every rendered object whose apiVersion has a known replacement and is not served.
 /// Returns the translations made and, per object index, the error of an object that cannot be
 /// translated without losing a field (the caller fails that object's task). An object whose
@@ -93,7 +84,7 @@ pub async fn translate_unserved(
         match translate(&o.object) {
             Ok(t) => {
                 done.push(Translation {
-                    object: describe(&o.object),
+                    object: kudo_engine::waiting::describe(&o.object),
                     from: t.from,
                     to: t.to,
                     notes: t.notes,

@@ -79,7 +79,7 @@ pub use health::{Health, health};
 pub use initiate::{Initiation, Origin, proposed_spec};
 pub use pass::{
     Event, EventType, Fatal, PassError, PassSummary, PlanPass, TIMING_ANNOTATION, TaskCall, TaskOutcome,
-    Timing, bounded_waiting, reasons,
+    Timing, reasons,
 };
 pub use readiness::{not_ready_condition, plan_condition, ready_condition, record_admission, set_condition};
 pub use status::{
@@ -94,3 +94,4 @@ pub use triggers::{
     Admission, Decision, InstanceChange, ScheduleReason, cleanup_finalizer_removable, cleanup_run, decide,
     should_schedule_cleanup, validate_parameters,
 };
+pub use waiting::bounded_waiting;

@@ -4,12 +4,13 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use kudo_api::{ExecutionStatus, OperatorVersionSpec, Plan, PlanStatus, StepStatus, Task};
+use kudo_api::{ExecutionStatus, OperatorVersionSpec, Plan, PlanStatus, Task};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::tasks::validate_task;
 use crate::time::{Timestamp, parse_duration};
+use crate::waiting::bounded_waiting;
 
 /// Event reasons the pass reports; the strings are KUDO's where KUDO had one.
 pub mod reasons {
@@ -51,7 +52,7 @@ pub enum TaskOutcome {
     Done,
     /// Not finished yet (e.g. an object is still rolling out). The optional text says what is
     /// awaited, one line per object; it is reported in [`PassSummary::waiting`] and kept in the
-    /// step's `waiting_for` (bounded, see [`bounded_waiting`]), not in its message (KUDO's status
+    /// step's `waiting_for` (bounded, see [`crate::waiting::bounded_waiting`]), not in its message (KUDO's status
     /// layout leaves a waiting step's message empty).
     InProgress(Option<String>),
     /// A retryable failure (API errors, health-check errors): step → ERROR, pass continues.
@@ -830,42 +831,6 @@ impl<'a> PlanPass<'a> {
 }
 
 /// Compares two plan status trees ignoring the timestamp.
-/// The lines kept in a step's `waiting_for`: at most [`StepStatus::MAX_WAITING_LINES`] lines and
-/// [`StepStatus::MAX_WAITING_BYTES`] bytes; a line that does not fit is cut (ending in `…`), and
-/// lines left out are counted in a last line (`… and 3 more`).
-pub fn bounded_waiting(lines: &[String]) -> Vec<String> {
-    // Room kept for the counting line while more lines follow.
-    const RESERVE: usize = 24;
-    let mut out = Vec::new();
-    let mut used = 0;
-    for (n, line) in lines.iter().enumerate() {
-        let rest = lines.len() - n;
-        let reserve = if rest > 1 { RESERVE } else { 0 };
-        let budget = StepStatus::MAX_WAITING_BYTES.saturating_sub(used + reserve);
-        let last_slot = out.len() + 1 == StepStatus::MAX_WAITING_LINES;
-        if (last_slot && rest > 1) || budget < 8 {
-            out.push(format!("… and {rest} more"));
-            return out;
-        }
-        let kept = cut(line, budget);
-        used += kept.len();
-        out.push(kept);
-    }
-    out
-}
-
-/// `line` within `max` bytes, cut at a character boundary and ending in `…` when shortened.
-fn cut(line: &str, max: usize) -> String {
-    if line.len() <= max {
-        return line.to_string();
-    }
-    let mut end = max.saturating_sub('…'.len_utf8());
-    while !line.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &line[..end])
-}
-
 fn same_tree(a: &PlanStatus, b: &PlanStatus) -> bool {
     a.status == b.status
         && a.message == b.message

@@ -7,6 +7,7 @@
 //! The lines are built from what is stored (status fields, timestamps), never from the clock, so
 //! the same wait gives the same text and costs no status write.
 
+use kudo_api::StepStatus;
 use serde_json::Value;
 
 /// Pod problems shown per object at most.
@@ -155,6 +156,42 @@ pub fn waiting_line(obj: &Value, verdict: &str, pods: &[&Value]) -> String {
         line.push_str(&problem);
     }
     line
+}
+
+/// The lines kept in a step's `waiting_for`: at most [`StepStatus::MAX_WAITING_LINES`] lines and
+/// [`StepStatus::MAX_WAITING_BYTES`] bytes; a line that does not fit is cut (ending in `…`), and
+/// lines left out are counted in a last line (`… and 3 more`).
+pub fn bounded_waiting(lines: &[String]) -> Vec<String> {
+    // Room kept for the counting line while more lines follow.
+    const RESERVE: usize = 24;
+    let mut out = Vec::new();
+    let mut used = 0;
+    for (n, line) in lines.iter().enumerate() {
+        let rest = lines.len() - n;
+        let reserve = if rest > 1 { RESERVE } else { 0 };
+        let budget = StepStatus::MAX_WAITING_BYTES.saturating_sub(used + reserve);
+        let last_slot = out.len() + 1 == StepStatus::MAX_WAITING_LINES;
+        if (last_slot && rest > 1) || budget < 8 {
+            out.push(format!("… and {rest} more"));
+            return out;
+        }
+        let kept = cut(line, budget);
+        used += kept.len();
+        out.push(kept);
+    }
+    out
+}
+
+/// `line` within `max` bytes, cut at a character boundary and ending in `…` when shortened.
+fn cut(line: &str, max: usize) -> String {
+    if line.len() <= max {
+        return line.to_string();
+    }
+    let mut end = max.saturating_sub('…'.len_utf8());
+    while !line.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &line[..end])
 }
 
 #[cfg(test)]
