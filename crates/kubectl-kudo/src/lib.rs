@@ -53,6 +53,10 @@ pub enum Command {
     Upgrade(cmd::instance::UpgradeArgs),
     /// Delete an Instance and everything it created.
     Uninstall(cmd::instance::UninstallArgs),
+    /// List the revisions of an Instance: one per plan run the manager admitted.
+    History(cmd::revision::HistoryArgs),
+    /// Restore the parameters and OperatorVersion of an earlier revision and run its plan.
+    Rollback(cmd::revision::RollbackArgs),
     /// Inspect and trigger the plans of an Instance.
     Plan(cmd::plan::PlanArgs),
     /// List installed operators, operator versions and instances.
@@ -173,6 +177,8 @@ pub async fn run(cli: Cli, io: &mut Io<'_>) -> Result<(), CliError> {
         Command::Update(args) => cmd::instance::update(cluster, args, io).await,
         Command::Upgrade(args) => cmd::instance::upgrade(cluster, args, io).await,
         Command::Uninstall(args) => cmd::instance::uninstall(cluster, args, io).await,
+        Command::History(args) => cmd::revision::history(cluster, args, io).await,
+        Command::Rollback(args) => cmd::revision::rollback(cluster, args, io).await,
         Command::Plan(args) => cmd::plan::run(cluster, args, io).await,
         Command::Get(args) => cmd::get::run(cluster, args, io).await,
         Command::Test(args) => cmd::test::run(cluster, args, io).await,

@@ -61,6 +61,7 @@ pub mod ops;
 mod param_sources;
 mod pipe;
 mod reconcile;
+pub mod revisions;
 mod translate;
 mod watches;
 
@@ -169,6 +170,9 @@ pub struct ControllerConfig {
     /// `spec.serviceAccountName`; `None` applies such Instances with the manager's own identity
     /// (KUDO's behaviour). See [`impersonation`].
     pub default_service_account: Option<String>,
+    /// How many revisions (`kubectl kudo history`) are kept per Instance; older ones are deleted
+    /// when a new run is recorded. See [`revisions`].
+    pub revision_history_limit: usize,
 }
 
 impl Default for ControllerConfig {
@@ -183,6 +187,7 @@ impl Default for ControllerConfig {
             leader_election: None,
             namespace: None,
             default_service_account: None,
+            revision_history_limit: kudo_engine::revision::DEFAULT_HISTORY_LIMIT,
         }
     }
 }

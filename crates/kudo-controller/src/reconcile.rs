@@ -15,6 +15,8 @@ use kudo_api::{
 };
 use kudo_engine::initiate::{Initiation, Origin};
 use kudo_engine::readiness::CHANGE_DENIED;
+use kudo_engine::revision::{ROLLBACK_ANNOTATION, StartedBy};
+use kudo_engine::rollback::RollbackMark;
 use kudo_engine::schedule::{self, Schedule};
 use kudo_engine::{
     Admission, Decision, EventType, InstanceChange, PlanPass, TIMING_ANNOTATION, TaskOutcome, Timestamp,
@@ -156,6 +158,9 @@ struct Admitted {
     remember: Option<InstanceSpec>,
     /// Other annotations to write with the admission (sensitive-parameter fingerprints).
     annotations: BTreeMap<&'static str, Option<String>>,
+    /// Who started the run this admission scheduled (recorded as a revision once persisted);
+    /// `None` when no run was scheduled.
+    started: Option<StartedBy>,
 }
 
 impl Admitted {
@@ -168,6 +173,7 @@ impl Admitted {
             denial,
             remember: exec,
             annotations: BTreeMap::new(),
+            started: None,
         }
     }
 
@@ -202,6 +208,7 @@ impl Admitted {
                     denial: None,
                     remember: Some(new.spec),
                     annotations: BTreeMap::new(),
+                    started: matches!(decision, Decision::Schedule { .. }).then_some(StartedBy::User),
                 }
             }
         }
@@ -220,8 +227,42 @@ impl Admitted {
             self.spec = a.spec;
             self.exec = a.exec;
             self.remember = a.remember;
+            self.started = Some(StartedBy::from_origin(&init.origin));
         }
         admission.decision
+    }
+
+    /// A user's change that `kubectl kudo rollback` marked ([`RollbackMark::pending`]): the run
+    /// is the package's `rollback` plan when it has one, it is recorded as a rollback, and the
+    /// mark is stamped with the run's uid (so it is not taken again, and templates of that run
+    /// see `.Rollback`).
+    fn with_rollback(mut self, inst: &Instance, ov: &OperatorVersion) -> Admitted {
+        let Some(mark) = RollbackMark::pending(&inst.metadata.annotations) else {
+            return self;
+        };
+        if self.started != Some(StartedBy::User) {
+            return self;
+        }
+        let plan = kudo_engine::rollback::plan_for(&self.spec.plan_execution.plan_name, ov);
+        for spec in [Some(&mut self.spec), self.exec.as_mut(), self.remember.as_mut()]
+            .into_iter()
+            .flatten()
+        {
+            spec.plan_execution.plan_name = plan.clone();
+        }
+        let uid = self.spec.plan_execution.uid.clone();
+        info!(plan = %plan, uid = %uid, from = mark.from, to = mark.to, "rollback admitted");
+        self.started = Some(StartedBy::Rollback {
+            from: mark.from,
+            to: mark.to,
+        });
+        let stamped = RollbackMark {
+            uid: Some(uid),
+            ..mark
+        };
+        self.annotations
+            .insert(ROLLBACK_ANNOTATION, Some(stamped.to_annotation()));
+        self
     }
 
     /// On deletion, schedules the `cleanup` plan in the spec to store and to execute when the
@@ -578,6 +619,15 @@ impl<'c> Reconciler<'c> {
         let (auto, fired, admitted, mut sourced, scheduled) =
             (init.auto, init.fired, init.admitted, init.sourced, init.scheduled);
         let (raw, inst) = self.persist_admission(raw, inst, &admitted, &who).await?;
+        if let (Some(by), Some(exec)) = (&admitted.started, &admitted.exec) {
+            let run = crate::revisions::Run {
+                inst: &inst,
+                uid: &uid,
+                spec: exec,
+                ov: &ov,
+            };
+            crate::revisions::record(self.ctx, &run, by.clone(), now).await;
+        }
         let generation = raw.metadata.generation;
         let Admitted {
             exec,
@@ -631,8 +681,13 @@ impl<'c> Reconciler<'c> {
             .into_iter()
             .flatten()
             .fold(requeue, Duration::min);
+        let before = writes.old_status.clone();
         self.persist_run(&raw, &inst, &ov, deleting, writes, &status)
             .await?;
+        let run = &exec.plan_execution;
+        if let Some(outcome) = kudo_engine::revision::ended(&before, &status, &run.plan_name, &run.uid) {
+            crate::revisions::finish(self.ctx, &inst, &run.uid, outcome, now).await;
+        }
         Ok(Action::requeue(requeue))
     }
 
@@ -1355,7 +1410,8 @@ impl<'c> Reconciler<'c> {
         };
         match &admission.decision {
             Decision::Schedule { .. } => {
-                let admitted = Admitted::from_decision(&proposed, &admission, Some(inst.spec.clone()));
+                let mut admitted = Admitted::from_decision(&proposed, &admission, Some(inst.spec.clone()));
+                admitted.started = Some(StartedBy::from_origin(&init.origin));
                 Some((init, admitted))
             }
             other => {
@@ -1451,7 +1507,7 @@ impl<'c> Reconciler<'c> {
                 )
             }
         };
-        Ok(Admitted::from_decision(inst, &admission, old_spec))
+        Ok(Admitted::from_decision(inst, &admission, old_spec).with_rollback(inst, ov))
     }
 
     /// One execution pass of the scheduled plan. Returns the plan's status after the pass, the
@@ -1541,6 +1597,7 @@ impl<'c> Reconciler<'c> {
             instance_uid: input.instance_uid.to_string(),
             is_namespaced: None,
             live_dependency: None,
+            rollback: RollbackMark::of_run(input.annotations, plan_uid).map(|m| (m.from, m.to)),
         };
         let mut rendered = execute::render(self.ctx, input.ov, plan, rctx, input.sourced).await?;
         if let Ok(values) = input.sourced {
@@ -1700,6 +1757,7 @@ impl<'c> Reconciler<'c> {
             instance_uid: instance_uid.to_string(),
             is_namespaced: None,
             live_dependency: None,
+            rollback: None,
         };
         let rep = drift::check(self.ctx, ov, &base, sourced, status, policy, &self.cluster).await;
         self.ctx.metrics.drift(&rep);

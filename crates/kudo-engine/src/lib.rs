@@ -66,6 +66,8 @@ pub mod initiate;
 pub mod pass;
 pub mod pipe;
 pub mod readiness;
+pub mod revision;
+pub mod rollback;
 pub mod rotation;
 pub mod schedule;
 pub mod status;

@@ -74,6 +74,9 @@ pub struct RenderContext {
     /// `None` offline. A dependency rendered by the same task, or applied by an earlier task of
     /// the plan, is taken from the render itself first.
     pub live_dependency: Option<DependencyFn>,
+    /// `(from, to)` revisions when the run is a `kubectl kudo rollback` (kudo-rs extension):
+    /// templates see them as `.Rollback.FromRevision` / `.Rollback.ToRevision`, both 0 otherwise.
+    pub rollback: Option<(u64, u64)>,
 }
 
 impl std::fmt::Debug for RenderContext {
@@ -86,6 +89,7 @@ impl std::fmt::Debug for RenderContext {
             .field("instance_uid", &self.instance_uid)
             .field("is_namespaced", &self.is_namespaced.is_some())
             .field("live_dependency", &self.live_dependency.is_some())
+            .field("rollback", &self.rollback)
             .finish()
     }
 }
@@ -105,6 +109,7 @@ impl RenderContext {
             instance_uid: enhance::OFFLINE_UID.into(),
             is_namespaced: None,
             live_dependency: None,
+            rollback: None,
         }
     }
 }
@@ -375,6 +380,15 @@ fn template_data(ov: &OperatorVersion, ctx: &RenderContext, s: &StepCtx) -> Valu
                 .map(|(k, v)| (k.clone(), Value::str(v.as_str())))
                 .collect(),
         ),
+    );
+    let (from, to) = ctx.rollback.unwrap_or((0, 0));
+    let revision = |n: u64| Value::Int(i64::try_from(n).unwrap_or(i64::MAX));
+    m.insert(
+        "Rollback".into(),
+        Value::map(BTreeMap::from([
+            ("FromRevision".to_string(), revision(from)),
+            ("ToRevision".to_string(), revision(to)),
+        ])),
     );
     Value::map(m)
 }

@@ -201,17 +201,18 @@ impl Cluster {
     /// JSON merge patch of the main resource.
     pub async fn merge_patch(&self, kind: KudoKind, name: &str, patch: serde_json::Value) -> Result<()> {
         self.api(kind)
-            .patch(
-                name,
-                &PatchParams {
-                    field_manager: Some(FIELD_MANAGER.into()),
-                    ..Default::default()
-                },
-                &Patch::Merge(&patch),
-            )
+            .patch(name, &patch_params(), &Patch::Merge(&patch))
             .await
             .map_err(|e| api_error(e, kind, name))?;
         Ok(())
+    }
+}
+
+/// The parameters of the CLI's patches: its field manager, so `managedFields` name it.
+pub fn patch_params() -> PatchParams {
+    PatchParams {
+        field_manager: Some(FIELD_MANAGER.into()),
+        ..Default::default()
     }
 }
 

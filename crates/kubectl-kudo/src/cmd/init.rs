@@ -212,6 +212,14 @@ const RULE_READ_CORE: Rule = Rule {
     ],
     verbs: READ,
 };
+/// The revision history (`kudo_controller::revisions`): one ControllerRevision per plan run,
+/// listed by label, its outcome merge-patched when the run ends, the oldest deleted beyond
+/// `--revision-history-limit`.
+const RULE_REVISIONS: Rule = Rule {
+    api_groups: &["apps"],
+    resources: &["controllerrevisions"],
+    verbs: &["list", "create", "patch", "delete"],
+};
 /// Drift repair is skipped in a namespace being deleted (`kudo_controller::drift`): one get of
 /// the Instance's Namespace.
 const RULE_READ_NAMESPACES: Rule = Rule {
@@ -237,6 +245,7 @@ pub const MANAGER_RULES: &[Rule] = &[
     RULE_READ_JOBS,
     RULE_READ_CORE,
     RULE_READ_NAMESPACES,
+    RULE_REVISIONS,
 ];
 
 /// The rules `kudo-rs:aggregate-to-ROLE` adds to the built-in ROLE (`admin`, `edit`, `view`), so

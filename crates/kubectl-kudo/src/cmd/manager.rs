@@ -61,6 +61,11 @@ pub struct ManagerArgs {
     /// applied as the manager itself (KUDO's behaviour).
     #[arg(long, value_name = "NAME", value_parser = super::instance::parse_service_account)]
     pub default_service_account: Option<String>,
+    /// How many revisions (`kubectl kudo history`, `rollback --to-revision`) to keep per
+    /// Instance; the oldest are deleted when a new run is recorded.
+    #[arg(long, default_value_t = kudo_engine::revision::DEFAULT_HISTORY_LIMIT, value_name = "N",
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    pub revision_history_limit: usize,
 }
 
 /// The Lease namespace: flag, `$KUDO_POD_NAMESPACE`, the in-cluster namespace file, `kudo-system`.
@@ -136,6 +141,7 @@ pub async fn run(opts: &ClusterOpts, args: ManagerArgs, io: &mut crate::Io<'_>) 
         leader_election,
         namespace: args.watch_namespace.filter(|ns| !ns.is_empty()),
         default_service_account: args.default_service_account.filter(|sa| !sa.is_empty()),
+        revision_history_limit: args.revision_history_limit,
         ..Default::default()
     };
     if let Some(ns) = &config.namespace {

@@ -12,6 +12,7 @@ pub mod manager;
 pub mod package;
 pub mod plan;
 pub mod repo;
+pub mod revision;
 pub mod sensitive;
 pub mod template;
 pub mod test;

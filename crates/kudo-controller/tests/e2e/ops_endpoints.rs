@@ -20,6 +20,7 @@ fn galera_deploy_objects(instance: &str) -> usize {
         instance_uid: "i".into(),
         is_namespaced: None,
         live_dependency: None,
+        rollback: None,
     };
     render_plan(&res.operator_version, "deploy", &ctx)
         .expect("deploy renders")
