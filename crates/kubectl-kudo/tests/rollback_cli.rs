@@ -3,8 +3,8 @@
 //! restores an earlier revision's values — restarting a stuck plan when the rollback runs that
 //! same plan, refusing (then, with --force, cancelling) a running plan when the package's own
 //! `rollback` plan runs instead. On the embedded cluster (`kubectl-kudo dev`) and, ignored, on
-//! the real control plane; the Galera example's rollback of a failed upgrade is in
-//! `galera_rollback_cli.rs`-style form below (embedded only: it runs the whole Galera deploy).
+//! the real control plane; the tutorial's rollback of a failed Galera upgrade runs on the
+//! embedded cluster only (the real-node stage runs Galera on real pods).
 
 mod common;
 
@@ -385,4 +385,131 @@ fn real_cluster_a_stuck_update_is_rolled_back_by_restarting_its_plan() {
     // The real cluster's fake kubelet crash-loops exactly `sh -c "exit N"`.
     a_stuck_update_is_rolled_back(home.path(), &kubeconfig, &ns, "exit 3");
     run(&["delete", "namespace", &ns, "--wait=false"]);
+}
+
+/// The tutorial's "when an upgrade fails": Galera upgraded to a version whose image does not
+/// run, `plan status` says why, the rollback needs --force (the package's rollback plan is not
+/// the running deploy), and it leaves the cluster as revision 1 made it.
+#[test]
+fn galera_a_failed_upgrade_is_rolled_back_with_its_rollback_plan() {
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    let dev = start_dev(h, &[]);
+    let kc = dev.kubeconfig.as_path();
+    let galera = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/galera");
+    let broken = h.join("galera-broken");
+    copy_dir(&galera, &broken);
+    let op = std::fs::read_to_string(broken.join("operator.yaml")).unwrap();
+    let op = op
+        .replace("operatorVersion: 0.1.0", "operatorVersion: 0.2.0")
+        .replace("appVersion: 10.5.3", "appVersion: 10.5.99-fail");
+    std::fs::write(broken.join("operator.yaml"), op).unwrap();
+    let wait = ["--wait", "--wait-time", "180"];
+    let ns = "default";
+    let (code, out, err) = kudo(
+        h,
+        kc,
+        ns,
+        &[&["install", galera.to_str().unwrap()][..], &wait].concat(),
+    );
+    assert_eq!(code, 0, "install: {out}{err}");
+    let (code, out, err) = kudo(
+        h,
+        kc,
+        ns,
+        &[
+            "upgrade",
+            broken.to_str().unwrap(),
+            "--instance",
+            "galera-instance",
+        ],
+    );
+    assert_eq!(code, 0, "upgrade: {out}{err}");
+    let deadline = Instant::now() + Duration::from_secs(90);
+    loop {
+        let (_, out, _) = kudo(h, kc, ns, &["plan", "status", "--instance", "galera-instance"]);
+        if out.contains("waiting for ") && out.contains("CrashLoopBackOff") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no waiting line for the broken image:\n{out}"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let (code, _, err) = kudo(h, kc, ns, &["rollback", "--instance", "galera-instance"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("use --force"), "{err}");
+    let (code, out, err) = kudo(
+        h,
+        kc,
+        ns,
+        &[
+            &["rollback", "--instance", "galera-instance", "--force"][..],
+            &wait,
+        ]
+        .concat(),
+    );
+    assert_eq!(code, 0, "rollback --force: {out}{err}");
+    assert!(
+        out.contains("rollback plan of instance galera-instance is COMPLETE"),
+        "{out}"
+    );
+    let image = kubectl(
+        kc,
+        ns,
+        &[
+            "get",
+            "statefulset",
+            "galera-instance-galera",
+            "-o",
+            "jsonpath={.spec.template.spec.containers[0].image}",
+        ],
+    );
+    assert_eq!(image, "mariadb:10.5.3");
+    let deployments = kubectl(kc, ns, &["get", "deployments", "-o", "name"]);
+    assert_eq!(
+        deployments.trim(),
+        "",
+        "the failed deploy's bootstrap node is gone"
+    );
+    let (code, out, err) = kudo(
+        h,
+        kc,
+        ns,
+        &["history", "--instance", "galera-instance", "-o", "json"],
+    );
+    assert_eq!(code, 0, "{err}");
+    let revs: Vec<serde_json::Value> = serde_json::from_str(&out).unwrap();
+    let rows: Vec<(&str, &str, &str)> = revs
+        .iter()
+        .map(|r| {
+            (
+                r["plan"].as_str().unwrap(),
+                r["status"].as_str().unwrap(),
+                r["change"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        vec![
+            ("deploy", "COMPLETE", "install"),
+            ("deploy", "CANCELLED", "upgrade 0.1.0 → 0.2.0"),
+            ("rollback", "COMPLETE", "rollback to 1, operator 0.2.0 → 0.1.0"),
+        ]
+    );
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let target = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &target);
+        } else {
+            std::fs::copy(e.path(), target).unwrap();
+        }
+    }
 }

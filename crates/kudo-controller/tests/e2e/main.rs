@@ -12,6 +12,7 @@ mod harness;
 mod leader_election;
 mod least_privilege;
 mod malformed;
+mod revisions;
 mod ops_endpoints;
 mod schedule;
 mod sensitive;

@@ -92,7 +92,7 @@ data:
         .write()
 }
 
-async fn install(env: &Env, dir: &std::path::Path, name: &str, schedule: &str) {
+pub(crate) async fn install(env: &Env, dir: &std::path::Path, name: &str, schedule: &str) {
     let pkg = package(dir);
     let params = BTreeMap::from([("BACKUP_SCHEDULE".to_string(), schedule.to_string())]);
     let res = harness::resources(&pkg, harness::NS, name, params);
