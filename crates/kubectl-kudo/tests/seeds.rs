@@ -1109,15 +1109,20 @@ fn full_example_install_scale_uninstall() {
         "statefulset",
         "cleanup",
     ];
-    // The seeds' plans plus the example's own: level 3 (backup, cleanup, restore) and level 5
-    // (recover, run by an autopilot rule); docs/tutorial.md.
-    let plans: [(&str, &str, &[&str]); 6] = [
+    // The seeds' plans plus the example's own: level 3 (backup, cleanup, restore), level 5
+    // (recover, run by an autopilot rule) and rollback (kubectl kudo rollback); docs/tutorial.md.
+    let plans: [(&str, &str, &[&str]); 7] = [
         ("backup", "backup", &["remove-previous", "dump"]),
         ("cleanup", "final-backup", &["remove-previous", "dump"]),
         ("deploy", "deploy", &steps),
         ("node_update", "deploy", &["config", "stateful"]),
         ("recover", "recover", &["config", "node_scripts", "stop", "start"]),
         ("restore", "restore", &["remove-previous", "load"]),
+        (
+            "rollback",
+            "rollback",
+            &["bootstrap_cleanup", "config", "node_scripts", "stop", "start"],
+        ),
     ];
     assert_eq!(status, tree_of_phased("deploy", "COMPLETE", &plans));
     wait_pods(&shell, &dir, &galera_pods(3), false);
