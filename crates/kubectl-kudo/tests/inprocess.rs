@@ -275,5 +275,11 @@ async fn cluster_commands_against_the_embedded_api_server() {
     .await;
     let run = both(args(&["plan", "status", "--instance", "nope"])).await;
     assert_eq!(run.code, ExitCode::from(1));
+    // No manager runs here, so nothing was recorded: a note, and a refused rollback.
+    let run = both(args(&["history", "--instance", "first-operator-instance"])).await;
+    assert!(run.err.starts_with("No revisions recorded"), "{run:?}");
+    let run = both(args(&["rollback", "--instance", "first-operator-instance"])).await;
+    assert_eq!(run.code, ExitCode::from(1));
+    assert!(run.err.contains("has no recorded revisions"), "{run:?}");
     server.shutdown().await;
 }
