@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{BIN, start_dev};
+use common::{kudo_in as kudo, start_dev};
 
 const OPERATOR: &str = r#"apiVersion: kudo.dev/v1beta1
 name: keeper
@@ -97,24 +97,6 @@ fn package(root: &Path, with_rollback_plan: bool) -> PathBuf {
     dir
 }
 
-/// The CLI in namespace `ns`: (exit code, stdout, stderr).
-fn kudo(home: &Path, kubeconfig: &Path, ns: &str, args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(BIN)
-        .args(args)
-        .arg("--kubeconfig")
-        .arg(kubeconfig)
-        .args(["-n", ns])
-        .env("HOME", home)
-        .env_remove("KUBECONFIG")
-        .output()
-        .expect("run kubectl-kudo");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
 fn kubectl(kubeconfig: &Path, ns: &str, args: &[&str]) -> String {
     let out = Command::new("kubectl")
         .arg("--kubeconfig")
@@ -131,9 +113,13 @@ fn kubectl(kubeconfig: &Path, ns: &str, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-/// `history -o json` as (plan, status, by, change) per revision, oldest first.
+/// `history -o json` of Instance `k` as (plan, status, by, change) per revision, oldest first.
 fn history(home: &Path, kc: &Path, ns: &str) -> Vec<(String, String, String, String)> {
-    let (code, out, err) = kudo(home, kc, ns, &["history", "--instance", "k", "-o", "json"]);
+    history_of(home, kc, ns, "k")
+}
+
+fn history_of(home: &Path, kc: &Path, ns: &str, instance: &str) -> Vec<(String, String, String, String)> {
+    let (code, out, err) = kudo(home, kc, ns, &["history", "--instance", instance, "-o", "json"]);
     assert_eq!(code, 0, "{out}{err}");
     let revs: Vec<serde_json::Value> = serde_json::from_str(&out).expect("history -o json");
     let s = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_string();
@@ -473,30 +459,17 @@ fn galera_a_failed_upgrade_is_rolled_back_with_its_rollback_plan() {
         "",
         "the failed deploy's bootstrap node is gone"
     );
-    let (code, out, err) = kudo(
-        h,
-        kc,
-        ns,
-        &["history", "--instance", "galera-instance", "-o", "json"],
-    );
-    assert_eq!(code, 0, "{err}");
-    let revs: Vec<serde_json::Value> = serde_json::from_str(&out).unwrap();
-    let rows: Vec<(&str, &str, &str)> = revs
-        .iter()
-        .map(|r| {
-            (
-                r["plan"].as_str().unwrap(),
-                r["status"].as_str().unwrap(),
-                r["change"].as_str().unwrap(),
-            )
-        })
-        .collect();
     assert_eq!(
-        rows,
+        history_of(h, kc, ns, "galera-instance"),
         vec![
-            ("deploy", "COMPLETE", "install"),
-            ("deploy", "CANCELLED", "upgrade 0.1.0 → 0.2.0"),
-            ("rollback", "COMPLETE", "rollback to 1, operator 0.2.0 → 0.1.0"),
+            row("deploy", "COMPLETE", "user", "install"),
+            row("deploy", "CANCELLED", "user", "upgrade 0.1.0 → 0.2.0"),
+            row(
+                "rollback",
+                "COMPLETE",
+                "rollback",
+                "rollback to 1, operator 0.2.0 → 0.1.0"
+            ),
         ]
     );
 }

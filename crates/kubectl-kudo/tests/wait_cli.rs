@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{BIN, start_dev};
+use common::start_dev;
 
 /// A one-Deployment operator whose container runs `sh -c CMD`.
 fn package(root: &Path) -> PathBuf {
@@ -35,21 +35,8 @@ fn package(root: &Path) -> PathBuf {
 /// Runs the CLI: (exit code, stdout, stderr, elapsed).
 fn kudo(home: &Path, kubeconfig: &Path, ns: &str, args: &[&str]) -> (i32, String, String, Duration) {
     let start = Instant::now();
-    let out = Command::new(BIN)
-        .args(args)
-        .arg("--kubeconfig")
-        .arg(kubeconfig)
-        .args(["-n", ns])
-        .env("HOME", home)
-        .env_remove("KUBECONFIG")
-        .output()
-        .expect("run kubectl-kudo");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-        start.elapsed(),
-    )
+    let (code, out, err) = common::kudo_in(home, kubeconfig, ns, args);
+    (code, out, err, start.elapsed())
 }
 
 /// `stall` is a CMD whose Deployment never becomes available on that cluster.

@@ -27,6 +27,25 @@ pub fn kudo(home: &Path, kubeconfig: Option<&Path>, args: &[&str]) -> (i32, Stri
     )
 }
 
+/// Runs `kubectl-kudo ARGS --kubeconfig KC -n NS` with `HOME=home`: exit code, stdout, stderr.
+#[allow(dead_code)] // each test binary compiles this module; not all of them run the CLI this way
+pub fn kudo_in(home: &Path, kubeconfig: &Path, ns: &str, args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(BIN)
+        .args(args)
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(["-n", ns])
+        .env("HOME", home)
+        .env_remove("KUBECONFIG")
+        .output()
+        .expect("run kubectl-kudo");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
 /// `kubectl-kudo dev` as a child process; killed when dropped, whatever happened.
 pub struct Dev {
     child: Child,
