@@ -377,6 +377,50 @@ fn previews_write_nothing(home: &Path, kc: &Path, ns: &str) {
         "{out}"
     );
 
+    // upgrade --dry-run: the upgrade decision, the new image; the new OperatorVersion is not
+    // created (the snapshot below covers OperatorVersions).
+    let v2 = home.join("preview-v2");
+    std::fs::create_dir_all(v2.join("templates")).unwrap();
+    for f in [
+        "operator.yaml",
+        "params.yaml",
+        "templates/configmap.yaml",
+        "templates/secret.yaml",
+    ] {
+        std::fs::copy(package(home).join(f), v2.join(f)).unwrap();
+    }
+    let op = OPERATOR.replace("\"0.1.0\"", "\"0.2.0\"");
+    std::fs::write(v2.join("operator.yaml"), op).unwrap();
+    std::fs::write(
+        v2.join("templates/deployment.yaml"),
+        DEPLOYMENT.replace("nginx", "nginx:1.27"),
+    )
+    .unwrap();
+    let (code, out, err) = run(
+        home,
+        kc,
+        &[
+            "upgrade",
+            v2.to_str().unwrap(),
+            "--instance",
+            "pv",
+            "-n",
+            ns,
+            "--dry-run=server",
+        ],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.starts_with(
+            "# plan update would run (operator version changes: preview-0.1.0 -> preview-0.2.0)\n"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains("\n-      - image: nginx\n+      - image: nginx:1.27\n"),
+        "{out}"
+    );
+
     // A refused change: KUDO's message, exit 1, in text and JSON.
     let (code, out, err) = run(
         home,

@@ -743,34 +743,7 @@ pub async fn upgrade(opts: &ClusterOpts, args: UpgradeArgs, io: &mut Io<'_>) -> 
     }
     let previous_uid = PreviousRuns::of(&instance);
     if new_ov.metadata.name == current.metadata.name {
-        // Same version again (KUDO issue 1752): re-run the upgrade plan if the last one failed.
-        let plan = ["upgrade", "update", "deploy"]
-            .into_iter()
-            .find(|p| new_ov.spec.plans.contains_key(*p));
-        let failed = plan
-            .and_then(|p| instance.status.as_ref()?.plan_status.get(p))
-            .is_some_and(|s| s.status == ExecutionStatus::FatalError);
-        match (plan, failed) {
-            (Some(plan), true) if args.dry_run.is_set() => {
-                let proposed = super::plan::trigger_spec(&instance, plan);
-                let change = Change::new(&instance, &proposed, &current, &current);
-                return preview::preview(&cluster, &change, &args.dry_run, io).await;
-            }
-            (Some(plan), true) => {
-                super::plan::trigger_plan(&cluster, &instance, &current, plan).await?;
-                writeln!(
-                    io.out,
-                    "instance {}/{} upgrade re-triggered ({plan} plan)",
-                    cluster.namespace, args.instance
-                )?;
-                return finish_wait(&cluster, &args.instance, Some(previous_uid), &args.wait, io).await;
-            }
-            _ => bail!(
-                "instance {} already runs {}; nothing to upgrade",
-                args.instance,
-                new_ov.metadata.name
-            ),
-        }
+        return upgrade_same_version(&cluster, &instance, &current, &args, io).await;
     }
     if !args.params.parameter_secrets.is_empty()
         || values.keys().any(|k| {
@@ -812,6 +785,46 @@ pub async fn upgrade(opts: &ClusterOpts, args: UpgradeArgs, io: &mut Io<'_>) -> 
         .await?;
     writeln!(io.out, "instance {}/{} updated", cluster.namespace, args.instance)?;
     finish_wait(&cluster, &args.instance, Some(previous_uid), &args.wait, io).await
+}
+
+/// `upgrade` to the version the Instance already runs (KUDO issue 1752): re-runs the upgrade plan
+/// (else update, else deploy) if its last run failed, or previews that with `--dry-run`;
+/// otherwise there is nothing to upgrade.
+async fn upgrade_same_version(
+    cluster: &Cluster,
+    instance: &Instance,
+    current: &OperatorVersion,
+    args: &UpgradeArgs,
+    io: &mut Io<'_>,
+) -> Result<ExitCode> {
+    let previous_uid = PreviousRuns::of(instance);
+    let plan = ["upgrade", "update", "deploy"]
+        .into_iter()
+        .find(|p| current.spec.plans.contains_key(*p));
+    let failed = plan
+        .and_then(|p| instance.status.as_ref()?.plan_status.get(p))
+        .is_some_and(|s| s.status == ExecutionStatus::FatalError);
+    match (plan, failed) {
+        (Some(plan), true) if args.dry_run.is_set() => {
+            let proposed = super::plan::trigger_spec(instance, plan);
+            let change = Change::new(instance, &proposed, current, current);
+            preview::preview(cluster, &change, &args.dry_run, io).await
+        }
+        (Some(plan), true) => {
+            super::plan::trigger_plan(cluster, instance, current, plan).await?;
+            writeln!(
+                io.out,
+                "instance {}/{} upgrade re-triggered ({plan} plan)",
+                cluster.namespace, args.instance
+            )?;
+            finish_wait(cluster, &args.instance, Some(previous_uid), &args.wait, io).await
+        }
+        _ => bail!(
+            "instance {} already runs {}; nothing to upgrade",
+            args.instance,
+            current.metadata.name
+        ),
+    }
 }
 
 /// Refuses, before anything is written, a change of `stored` to `proposed` that KUDO's admission

@@ -167,38 +167,48 @@ pub async fn run(opts: &ClusterOpts, args: PlanArgs, io: &mut Io<'_>) -> Result<
             instance,
             wait,
             dry_run,
-        } => {
-            preview::refuse_wait(&dry_run, wait.wait)?;
-            let (inst, ov) = load(&cluster, &instance).await?;
-            if !ov.spec.plans.contains_key(&name) {
-                let known: Vec<&str> = ov.spec.plans.keys().map(String::as_str).collect();
-                bail!(
-                    "plan {name} does not exist in operator version {} (plans: {})",
-                    ov.metadata.name,
-                    known.join(", ")
-                );
-            }
-            if dry_run.is_set() {
-                let proposed = trigger_spec(&inst, &name);
-                let change = Change::new(&inst, &proposed, &ov, &ov);
-                return preview::preview(&cluster, &change, &dry_run, io).await;
-            }
-            trigger_plan(&cluster, &inst, &ov, &name).await?;
-            writeln!(
-                io.out,
-                "Triggered {name} plan for {}/{instance} instance",
-                cluster.namespace
-            )?;
-            finish_wait(
-                &cluster,
-                &instance,
-                Some(super::wait::PreviousRuns::of(&inst)),
-                &wait,
-                io,
-            )
-            .await
-        }
+        } => trigger(&cluster, &name, &instance, &wait, &dry_run, io).await,
     }
+}
+
+/// `plan trigger`: checks the plan exists, then previews (`--dry-run`) or schedules it.
+async fn trigger(
+    cluster: &Cluster,
+    name: &str,
+    instance: &str,
+    wait: &WaitOpts,
+    dry_run: &DryRunOpts,
+    io: &mut Io<'_>,
+) -> Result<ExitCode> {
+    preview::refuse_wait(dry_run, wait.wait)?;
+    let (inst, ov) = load(cluster, instance).await?;
+    if !ov.spec.plans.contains_key(name) {
+        let known: Vec<&str> = ov.spec.plans.keys().map(String::as_str).collect();
+        bail!(
+            "plan {name} does not exist in operator version {} (plans: {})",
+            ov.metadata.name,
+            known.join(", ")
+        );
+    }
+    if dry_run.is_set() {
+        let proposed = trigger_spec(&inst, name);
+        let change = Change::new(&inst, &proposed, &ov, &ov);
+        return preview::preview(cluster, &change, dry_run, io).await;
+    }
+    trigger_plan(cluster, &inst, &ov, name).await?;
+    writeln!(
+        io.out,
+        "Triggered {name} plan for {}/{instance} instance",
+        cluster.namespace
+    )?;
+    finish_wait(
+        cluster,
+        instance,
+        Some(super::wait::PreviousRuns::of(&inst)),
+        wait,
+        io,
+    )
+    .await
 }
 
 /// Schedules `plan` with a fresh uid (what KUDO's `plan trigger` wrote), unless KUDO's admission
