@@ -336,6 +336,9 @@ pub(crate) async fn handle(State(app): State<Arc<AppState>>, req: Request) -> Re
             return r;
         }
     }
+    if let Some(e) = ctx.invalid_dry_run(&parts.method) {
+        return error_response(&e);
+    }
     let result = match (parts.method.clone(), name) {
         (Method::GET, None) if watch => return ctx.watch(None).await,
         (Method::GET, Some(n)) if watch => return ctx.watch(Some(n.to_string())).await,
@@ -512,6 +515,32 @@ fn decode_body(body: &[u8], content_type: &str) -> Result<Value, ApiError> {
 impl Ctx {
     fn store(&self) -> &Store {
         &self.app.store
+    }
+
+    /// `dryRun` of a write accepts only `All`, as kube-apiserver's `ValidateDryRun`: any other
+    /// value is a 422 on the request's options kind, never a write that was meant as a dry run.
+    fn invalid_dry_run(&self, method: &Method) -> Option<ApiError> {
+        let value = self.query.get("dryRun")?;
+        let kind = match *method {
+            Method::POST => "CreateOptions",
+            Method::PUT => "UpdateOptions",
+            Method::PATCH => "PatchOptions",
+            Method::DELETE => "DeleteOptions",
+            _ => return None,
+        };
+        if value == "All" {
+            return None;
+        }
+        Some(ApiError::invalid(
+            "meta.k8s.io",
+            kind,
+            "",
+            vec![crate::error::Cause {
+                reason: "FieldValueNotSupported".into(),
+                field: "dryRun".into(),
+                message: format!("Unsupported value: []string{{{value:?}}}: supported values: \"All\""),
+            }],
+        ))
     }
 
     fn write_opts(&self) -> WriteOptions {

@@ -877,7 +877,16 @@ impl Store {
         if !causes.is_empty() {
             return Err(ApiError::invalid(&def.group, &def.kind, name, causes));
         }
-        if def.generation && meta::spec_part(&new) != meta::spec_part(old) {
+        // kube-apiserver's deployment strategy also bumps the generation when the annotations
+        // change (they are copied to the ReplicaSets); other kinds only on a spec change.
+        let annotations = |o: &Value| {
+            o.pointer("/metadata/annotations")
+                .cloned()
+                .filter(|a| a != &json!({}))
+        };
+        let deployment_annotations =
+            def.group == "apps" && def.plural == "deployments" && annotations(&new) != annotations(old);
+        if def.generation && (meta::spec_part(&new) != meta::spec_part(old) || deployment_annotations) {
             let g = old
                 .pointer("/metadata/generation")
                 .and_then(|v| v.as_i64())

@@ -58,7 +58,7 @@ pub mod impersonation;
 pub mod leader;
 pub mod metrics;
 pub mod ops;
-mod param_sources;
+pub mod param_sources;
 mod pipe;
 mod reconcile;
 pub mod revisions;

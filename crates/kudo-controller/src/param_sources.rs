@@ -58,7 +58,7 @@ fn secrets(ctx: &Context, ns: &str) -> Api<DynamicObject> {
 
 /// The Instance's fingerprint key, created (random, owned by the Instance) when missing; the
 /// flag says it was just created (fingerprints made with a lost key cannot be compared).
-pub async fn fingerprint_key(
+pub(crate) async fn fingerprint_key(
     ctx: &Context,
     ns: &str,
     instance: &str,
@@ -137,7 +137,7 @@ pub fn fingerprints(
 
 /// Reads every source of `sources` from namespace `ns`. `Err` names the first parameter that
 /// cannot be resolved and why (never a value).
-pub async fn resolve(
+pub(crate) async fn resolve(
     ctx: &Context,
     ns: &str,
     ov: &OperatorVersion,

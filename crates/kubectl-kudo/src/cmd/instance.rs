@@ -14,6 +14,7 @@ use kudo_package::resources::{ConvertOptions, to_resources};
 use kudo_repo::Dependencies;
 
 use super::cluster::{Cluster, ClusterOpts, KudoKind, api_error, connect};
+use super::preview::{self, Change, DryRunOpts};
 use super::sensitive::{self, Split};
 use super::wait::{PreviousRuns, WaitOutcome, wait_for_plan};
 use crate::Io;
@@ -150,6 +151,8 @@ pub struct UpdateArgs {
     pub service_account: Option<String>,
     #[command(flatten)]
     pub wait: WaitOpts,
+    #[command(flatten)]
+    pub dry_run: DryRunOpts,
 }
 
 #[derive(Args, Debug)]
@@ -168,6 +171,8 @@ pub struct UpgradeArgs {
     pub params: ParamOpts,
     #[command(flatten)]
     pub wait: WaitOpts,
+    #[command(flatten)]
+    pub dry_run: DryRunOpts,
 }
 
 #[derive(Args, Debug)]
@@ -571,14 +576,16 @@ fn render_namespace_manifest(
 
 /// Checks an `update` before anything is written: no `-p` for a parameter sourced from a Secret,
 /// KUDO's admission rules on the values the Instance will have (unknown or immutable parameters,
-/// types, enums, a plan already running) and the schedules. Returns the split values.
+/// types, enums, a plan already running; unless `admit` is false: a preview reports the refusal
+/// itself) and the schedules. Returns the split values and the spec the update proposes.
 fn judge_update(
     cluster: &Cluster,
     instance: &Instance,
     ov: &OperatorVersion,
     values: BTreeMap<String, String>,
     args: &UpdateArgs,
-) -> Result<Split> {
+    admit: bool,
+) -> Result<(Split, kudo_api::InstanceSpec)> {
     let split = sensitive::split(ov, &args.instance, values, &args.params.parameter_secrets)?;
     if let Some((name, src)) = split
         .plain
@@ -600,7 +607,9 @@ fn judge_update(
     if let Some(sa) = &args.service_account {
         proposed.service_account_name = sa.clone();
     }
-    refuse_denied(instance, &proposed, ov, ov)?;
+    if admit {
+        refuse_denied(instance, &proposed, ov, ov)?;
+    }
     let ctx = kudo_package::render::RenderContext::offline(
         &args.instance,
         &cluster.namespace,
@@ -610,7 +619,7 @@ fn judge_update(
     if !errors.is_empty() {
         bail!("{}", errors.join("\n"));
     }
-    Ok(split)
+    Ok((split, proposed))
 }
 
 /// The merge patch of `--service-account`, when it changes the Instance's account: the name, or
@@ -629,16 +638,12 @@ pub async fn update(opts: &ClusterOpts, args: UpdateArgs, io: &mut Io<'_>) -> Re
     if values.is_empty() && args.params.parameter_secrets.is_empty() && args.service_account.is_none() {
         bail!("update needs at least one parameter (-p NAME=VALUE or -P FILE) or --service-account");
     }
+    preview::refuse_wait(&args.dry_run, args.wait.wait)?;
     let cluster = connect(opts).await?;
     let instance = cluster.instance(&args.instance).await?;
     let ov = cluster.operator_version_of(&instance).await?;
-    let split = judge_update(&cluster, &instance, &ov, values, &args)?;
+    let (split, proposed) = judge_update(&cluster, &instance, &ov, values, &args, !args.dry_run.is_set())?;
     let previous_uid = PreviousRuns::of(&instance);
-    // Sensitive values (`-p` of a `sensitive` parameter) go into `<instance>-parameters`. For a
-    // parameter already sourced from there, the new Secret data is a rotation: the manager runs
-    // its trigger plan (kudo_engine::rotation); otherwise the new parameterSources entry is a
-    // parameter change the admission schedules as usual.
-    let mut rotated = false;
     if !split.sensitive.is_empty() {
         check_values(
             &split.without_referenced(&ov),
@@ -646,6 +651,18 @@ pub async fn update(opts: &ClusterOpts, args: UpdateArgs, io: &mut Io<'_>) -> Re
             false,
         )
         .map_err(|e| anyhow::anyhow!("{}", split.redact(&e.to_string())))?;
+    }
+    if args.dry_run.is_set() {
+        let change =
+            Change::new(&instance, &proposed, &ov, &ov).with_sensitive_values(split.sensitive.clone());
+        return preview::preview(&cluster, &change, &args.dry_run, io).await;
+    }
+    // Sensitive values (`-p` of a `sensitive` parameter) go into `<instance>-parameters`. For a
+    // parameter already sourced from there, the new Secret data is a rotation: the manager runs
+    // its trigger plan (kudo_engine::rotation); otherwise the new parameterSources entry is a
+    // parameter change the admission schedules as usual.
+    let mut rotated = false;
+    if !split.sensitive.is_empty() {
         let changed = sensitive::store_values(&cluster, &args.instance, &split.sensitive).await?;
         rotated = changed
             && split
@@ -691,6 +708,7 @@ pub async fn update(opts: &ClusterOpts, args: UpdateArgs, io: &mut Io<'_>) -> Re
 }
 
 pub async fn upgrade(opts: &ClusterOpts, args: UpgradeArgs, io: &mut Io<'_>) -> Result<ExitCode> {
+    preview::refuse_wait(&args.dry_run, args.wait.wait)?;
     let (pkg, deps) = load_package(opts, &args.package, &args.source).await?;
     let values = args.params.values()?;
     let cluster = connect(opts).await?;
@@ -725,29 +743,7 @@ pub async fn upgrade(opts: &ClusterOpts, args: UpgradeArgs, io: &mut Io<'_>) -> 
     }
     let previous_uid = PreviousRuns::of(&instance);
     if new_ov.metadata.name == current.metadata.name {
-        // Same version again (KUDO issue 1752): re-run the upgrade plan if the last one failed.
-        let plan = ["upgrade", "update", "deploy"]
-            .into_iter()
-            .find(|p| new_ov.spec.plans.contains_key(*p));
-        let failed = plan
-            .and_then(|p| instance.status.as_ref()?.plan_status.get(p))
-            .is_some_and(|s| s.status == ExecutionStatus::FatalError);
-        match (plan, failed) {
-            (Some(plan), true) => {
-                super::plan::trigger_plan(&cluster, &instance, &current, plan).await?;
-                writeln!(
-                    io.out,
-                    "instance {}/{} upgrade re-triggered ({plan} plan)",
-                    cluster.namespace, args.instance
-                )?;
-                return finish_wait(&cluster, &args.instance, Some(previous_uid), &args.wait, io).await;
-            }
-            _ => bail!(
-                "instance {} already runs {}; nothing to upgrade",
-                args.instance,
-                new_ov.metadata.name
-            ),
-        }
+        return upgrade_same_version(&cluster, &instance, &current, &args, io).await;
     }
     if !args.params.parameter_secrets.is_empty()
         || values.keys().any(|k| {
@@ -766,6 +762,10 @@ pub async fn upgrade(opts: &ClusterOpts, args: UpgradeArgs, io: &mut Io<'_>) -> 
     let mut proposed = instance.spec.clone();
     proposed.operator_version.name = new_ov.metadata.name.clone();
     proposed.parameters = merged_values(&instance, &values);
+    if args.dry_run.is_set() {
+        let change = Change::new(&instance, &proposed, &current, &new_ov);
+        return preview::preview(&cluster, &change, &args.dry_run, io).await;
+    }
     refuse_denied(&instance, &proposed, &current, &new_ov)?;
     install_dependencies(&cluster, &deps, io).await?;
     if !operator_version_exists(&cluster, &new_ov).await? {
@@ -785,6 +785,46 @@ pub async fn upgrade(opts: &ClusterOpts, args: UpgradeArgs, io: &mut Io<'_>) -> 
         .await?;
     writeln!(io.out, "instance {}/{} updated", cluster.namespace, args.instance)?;
     finish_wait(&cluster, &args.instance, Some(previous_uid), &args.wait, io).await
+}
+
+/// `upgrade` to the version the Instance already runs (KUDO issue 1752): re-runs the upgrade plan
+/// (else update, else deploy) if its last run failed, or previews that with `--dry-run`;
+/// otherwise there is nothing to upgrade.
+async fn upgrade_same_version(
+    cluster: &Cluster,
+    instance: &Instance,
+    current: &OperatorVersion,
+    args: &UpgradeArgs,
+    io: &mut Io<'_>,
+) -> Result<ExitCode> {
+    let previous_uid = PreviousRuns::of(instance);
+    let plan = ["upgrade", "update", "deploy"]
+        .into_iter()
+        .find(|p| current.spec.plans.contains_key(*p));
+    let failed = plan
+        .and_then(|p| instance.status.as_ref()?.plan_status.get(p))
+        .is_some_and(|s| s.status == ExecutionStatus::FatalError);
+    match (plan, failed) {
+        (Some(plan), true) if args.dry_run.is_set() => {
+            let proposed = super::plan::trigger_spec(instance, plan);
+            let change = Change::new(instance, &proposed, current, current);
+            preview::preview(cluster, &change, &args.dry_run, io).await
+        }
+        (Some(plan), true) => {
+            super::plan::trigger_plan(cluster, instance, current, plan).await?;
+            writeln!(
+                io.out,
+                "instance {}/{} upgrade re-triggered ({plan} plan)",
+                cluster.namespace, args.instance
+            )?;
+            finish_wait(cluster, &args.instance, Some(previous_uid), &args.wait, io).await
+        }
+        _ => bail!(
+            "instance {} already runs {}; nothing to upgrade",
+            args.instance,
+            current.metadata.name
+        ),
+    }
 }
 
 /// Refuses, before anything is written, a change of `stored` to `proposed` that KUDO's admission

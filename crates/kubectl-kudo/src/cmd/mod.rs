@@ -11,6 +11,7 @@ pub mod instance;
 pub mod manager;
 pub mod package;
 pub mod plan;
+pub mod preview;
 pub mod repo;
 pub mod revision;
 pub mod sensitive;

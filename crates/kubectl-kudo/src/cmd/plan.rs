@@ -9,6 +9,7 @@ use kudo_api::{Instance, OperatorVersion};
 
 use super::cluster::{Cluster, ClusterOpts, KudoKind, connect};
 use super::instance::{WaitOpts, finish_wait};
+use super::preview::{self, Change, DryRunOpts};
 use crate::Io;
 use crate::output::plan_status;
 
@@ -70,6 +71,8 @@ pub enum PlanCommand {
         instance: String,
         #[command(flatten)]
         wait: WaitOpts,
+        #[command(flatten)]
+        dry_run: DryRunOpts,
     },
 }
 
@@ -159,32 +162,53 @@ pub async fn run(opts: &ClusterOpts, args: PlanArgs, io: &mut Io<'_>) -> Result<
             )?;
             Ok(ExitCode::SUCCESS)
         }
-        PlanCommand::Trigger { name, instance, wait } => {
-            let (inst, ov) = load(&cluster, &instance).await?;
-            if !ov.spec.plans.contains_key(&name) {
-                let known: Vec<&str> = ov.spec.plans.keys().map(String::as_str).collect();
-                bail!(
-                    "plan {name} does not exist in operator version {} (plans: {})",
-                    ov.metadata.name,
-                    known.join(", ")
-                );
-            }
-            trigger_plan(&cluster, &inst, &ov, &name).await?;
-            writeln!(
-                io.out,
-                "Triggered {name} plan for {}/{instance} instance",
-                cluster.namespace
-            )?;
-            finish_wait(
-                &cluster,
-                &instance,
-                Some(super::wait::PreviousRuns::of(&inst)),
-                &wait,
-                io,
-            )
-            .await
-        }
+        PlanCommand::Trigger {
+            name,
+            instance,
+            wait,
+            dry_run,
+        } => trigger(&cluster, &name, &instance, &wait, &dry_run, io).await,
     }
+}
+
+/// `plan trigger`: checks the plan exists, then previews (`--dry-run`) or schedules it.
+async fn trigger(
+    cluster: &Cluster,
+    name: &str,
+    instance: &str,
+    wait: &WaitOpts,
+    dry_run: &DryRunOpts,
+    io: &mut Io<'_>,
+) -> Result<ExitCode> {
+    preview::refuse_wait(dry_run, wait.wait)?;
+    let (inst, ov) = load(cluster, instance).await?;
+    if !ov.spec.plans.contains_key(name) {
+        let known: Vec<&str> = ov.spec.plans.keys().map(String::as_str).collect();
+        bail!(
+            "plan {name} does not exist in operator version {} (plans: {})",
+            ov.metadata.name,
+            known.join(", ")
+        );
+    }
+    if dry_run.is_set() {
+        let proposed = trigger_spec(&inst, name);
+        let change = Change::new(&inst, &proposed, &ov, &ov);
+        return preview::preview(cluster, &change, dry_run, io).await;
+    }
+    trigger_plan(cluster, &inst, &ov, name).await?;
+    writeln!(
+        io.out,
+        "Triggered {name} plan for {}/{instance} instance",
+        cluster.namespace
+    )?;
+    finish_wait(
+        cluster,
+        instance,
+        Some(super::wait::PreviousRuns::of(&inst)),
+        wait,
+        io,
+    )
+    .await
 }
 
 /// Schedules `plan` with a fresh uid (what KUDO's `plan trigger` wrote), unless KUDO's admission
@@ -195,10 +219,8 @@ pub async fn trigger_plan(
     ov: &kudo_api::OperatorVersion,
     plan: &str,
 ) -> Result<()> {
-    let uid = uuid::Uuid::new_v4().to_string();
-    let mut proposed = instance.spec.clone();
-    proposed.plan_execution.plan_name = plan.to_string();
-    proposed.plan_execution.uid = uid.clone();
+    let proposed = trigger_spec(instance, plan);
+    let uid = proposed.plan_execution.uid.clone();
     super::instance::refuse_denied(instance, &proposed, ov, ov)?;
     cluster
         .merge_patch(
@@ -207,6 +229,14 @@ pub async fn trigger_plan(
             serde_json::json!({"spec": {"planExecution": {"planName": plan, "uid": uid}}}),
         )
         .await
+}
+
+/// The spec `plan trigger` writes: `planExecution` naming `plan` with a fresh uid.
+pub fn trigger_spec(instance: &kudo_api::Instance, plan: &str) -> kudo_api::InstanceSpec {
+    let mut proposed = instance.spec.clone();
+    proposed.plan_execution.plan_name = plan.to_string();
+    proposed.plan_execution.uid = uuid::Uuid::new_v4().to_string();
+    proposed
 }
 
 /// `plan status --wait`: on a terminal, redraws the tree in place (cursor up + clear) each time it

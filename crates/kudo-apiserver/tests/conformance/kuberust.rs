@@ -1244,6 +1244,58 @@ async fn method_not_allowed_dry_run_and_watch_timeout() {
     api.delete("d", &dp).await.unwrap();
     assert!(api.get_opt("d").await.unwrap().is_some());
 
+    // Server-side apply with dryRun=All (what `kubectl kudo update --dry-run=server` sends): the
+    // merged object comes back, nothing is stored, the resourceVersion stays, a new object is
+    // not created.
+    let rv_before = api.get("d").await.unwrap().metadata.resource_version;
+    let ssa = PatchParams::apply("kudo").force().dry_run();
+    let applied = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "d"},
+        "data": {"k": "ssa"}});
+    let merged = api.patch("d", &ssa, &Patch::Apply(&applied)).await.unwrap();
+    assert_eq!(merged.data.unwrap()["k"], "ssa");
+    let now = api.get("d").await.unwrap();
+    assert_eq!(
+        (now.data.unwrap()["k"].as_str(), now.metadata.resource_version),
+        ("v", rv_before)
+    );
+    let fresh = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ssa-new"}});
+    api.patch("ssa-new", &ssa, &Patch::Apply(&fresh)).await.unwrap();
+    assert!(api.get_opt("ssa-new").await.unwrap().is_none());
+    // Any dryRun value but All is refused, as kube-apiserver does, never taken as a real write.
+    for (method, path) in [
+        (
+            "POST",
+            "/api/v1/namespaces/default/configmaps?dryRun=all".to_string(),
+        ),
+        (
+            "PATCH",
+            "/api/v1/namespaces/default/configmaps/d?dryRun=true".to_string(),
+        ),
+    ] {
+        let req = http::Request::builder()
+            .method(method)
+            .uri(format!("{}{path}", env.server.url()))
+            .header("Content-Type", "application/merge-patch+json")
+            .body(br#"{"metadata": {"name": "bad"}, "data": {"k": "written"}}"#.to_vec())
+            .unwrap();
+        match client.request_text(req).await.unwrap_err() {
+            kube::Error::Api(s) => {
+                assert_eq!((s.code, s.reason.as_str()), (422, "Invalid"), "{method}");
+                assert!(s.message.contains("dryRun: Unsupported value"), "{}", s.message);
+                if method == "POST" {
+                    // kube-apiserver v1.28's answer, word for word.
+                    assert_eq!(
+                        s.message,
+                        r#"CreateOptions.meta.k8s.io "" is invalid: dryRun: Unsupported value: []string{"all"}: supported values: "All""#
+                    );
+                }
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(api.get("d").await.unwrap().data.unwrap()["k"], "v");
+    assert!(api.get_opt("bad").await.unwrap().is_none());
+
     // timeoutSeconds ends the watch stream.
     let rv = api.get("d").await.unwrap().metadata.resource_version.unwrap();
     let mut w = api
