@@ -191,6 +191,35 @@ fn a_stuck_update_is_rolled_back(home: &Path, kc: &Path, ns: &str, stall: &str) 
         "{err}"
     );
 
+    // A server-side preview first: the decision and the Deployment's diff, nothing written.
+    let rv = || {
+        kubectl(
+            kc,
+            ns,
+            &[
+                "get",
+                "instance",
+                "k",
+                "-o",
+                "jsonpath={.metadata.resourceVersion}",
+            ],
+        )
+    };
+    let before = rv();
+    let (code, out, err) = kudo(
+        home,
+        kc,
+        ns,
+        &["rollback", "--instance", "k", "--dry-run=server", "-o", "json"],
+    );
+    assert_eq!(code, 0, "rollback --dry-run: {out}{err}");
+    let preview: serde_json::Value = serde_json::from_str(&out).expect("preview json");
+    assert_eq!(preview["plan"], "deploy", "{preview}");
+    let diff = preview["diffs"].to_string();
+    assert!(diff.contains("sleep 1800"), "{diff}");
+    assert_eq!(rv(), before, "a preview writes nothing");
+    assert_eq!(history(home, kc, ns).len(), 3, "a preview records no revision");
+
     let (code, out, err) = kudo(
         home,
         kc,
@@ -311,6 +340,31 @@ fn a_package_rollback_plan_needs_force_over_a_running_plan_and_sees_the_revision
         ],
     );
     assert_eq!(before, after, "a refused rollback writes nothing");
+    let (code, out, err) = kudo(
+        h,
+        kc,
+        "default",
+        &["rollback", "--instance", "k", "--force", "--dry-run"],
+    );
+    assert_eq!(code, 0, "rollback --force --dry-run: {out}{err}");
+    assert!(err.contains("# --force would first cancel plan deploy"), "{err}");
+    assert!(out.contains("plan rollback would run"), "{out}");
+    assert!(
+        out.contains("name: k-rolled-back"),
+        "the rollback plan's objects: {out}"
+    );
+    let after = kubectl(
+        kc,
+        "default",
+        &[
+            "get",
+            "instance",
+            "k",
+            "-o",
+            "jsonpath={.metadata.resourceVersion}",
+        ],
+    );
+    assert_eq!(before, after, "a preview writes nothing");
 
     let (code, out, err) = kudo(
         h,

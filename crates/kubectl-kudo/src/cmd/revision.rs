@@ -18,6 +18,7 @@ use serde::Serialize;
 
 use super::cluster::{Cluster, ClusterOpts, KudoKind, connect};
 use super::instance::{WaitOpts, finish_wait};
+use super::preview::{self, Change, DryRunOpts};
 use super::wait::PreviousRuns;
 use crate::Io;
 
@@ -42,7 +43,7 @@ pub struct HistoryArgs {
 
 #[derive(Args, Debug)]
 #[command(
-    after_help = "Runs the package's `rollback` plan when it has one (templates see .Rollback.FromRevision and\n.Rollback.ToRevision), else the plan KUDO's trigger rules choose for the change. KUDO's rules\nfor a change apply: a rollback that changes an immutable parameter is refused; while a plan\nruns, a rollback whose plan is the running one restarts it with the restored values, any\nother is refused unless --force, which cancels the running plan first. A rollback is itself\na new revision.\n\nExit status: 0 written (with --wait: the plan completed); 1 refused, or the plan failed.\n\nExamples:\n  kubectl kudo rollback --instance galera-instance\n  kubectl kudo rollback --instance galera-instance --to-revision 2 --wait\n  kubectl kudo rollback --instance galera-instance --force   # an upgrade is stuck"
+    after_help = "Runs the package's `rollback` plan when it has one (templates see .Rollback.FromRevision and\n.Rollback.ToRevision), else the plan KUDO's trigger rules choose for the change. KUDO's rules\nfor a change apply: a rollback that changes an immutable parameter is refused; while a plan\nruns, a rollback whose plan is the running one restarts it with the restored values, any\nother is refused unless --force, which cancels the running plan first. A rollback is itself\na new revision.\n\nExit status: 0 written (with --wait: the plan completed); 1 refused, or the plan failed.\n\nWith --dry-run[=client|server] nothing is written: the decision, the objects the plan would\napply, and with =server their diff against the live ones (see `update --help`).\n\nExamples:\n  kubectl kudo rollback --instance galera-instance\n  kubectl kudo rollback --instance galera-instance --dry-run=server\n  kubectl kudo rollback --instance galera-instance --to-revision 2 --wait\n  kubectl kudo rollback --instance galera-instance --force   # an upgrade is stuck"
 )]
 pub struct RollbackArgs {
     /// The Instance.
@@ -57,6 +58,8 @@ pub struct RollbackArgs {
     pub force: bool,
     #[command(flatten)]
     pub wait: WaitOpts,
+    #[command(flatten)]
+    pub dry_run: DryRunOpts,
 }
 
 /// One revision as `history -o yaml|json` prints it.
@@ -223,6 +226,7 @@ fn rollback_patch(inst: &Instance, plan: &Plan) -> Result<serde_json::Value> {
 }
 
 pub async fn rollback(opts: &ClusterOpts, args: RollbackArgs, io: &mut Io<'_>) -> Result<ExitCode> {
+    preview::refuse_wait(&args.dry_run, args.wait.wait)?;
     let cluster = connect(opts).await?;
     let mut inst = cluster.instance(&args.instance).await?;
     let mut plan = plan_rollback(&cluster, &inst, args.to_revision).await?;
@@ -234,6 +238,12 @@ pub async fn rollback(opts: &ClusterOpts, args: RollbackArgs, io: &mut Io<'_>) -
                 plan.judged.plan
             );
         }
+        if args.dry_run.is_set() {
+            writeln!(io.err, "# --force would first cancel plan {running}")?;
+            let calm = without_run(&inst)?;
+            let plan = plan_rollback(&cluster, &calm, Some(plan.target.number)).await?;
+            return preview_rollback(&cluster, &calm, &plan, &args.dry_run, io).await;
+        }
         inst = cancel_and_wait(&cluster, &args.instance, &running, io).await?;
         plan = plan_rollback(&cluster, &inst, Some(plan.target.number)).await?;
         if let Some(still) = &plan.judged.blocked_by {
@@ -243,6 +253,9 @@ pub async fn rollback(opts: &ClusterOpts, args: RollbackArgs, io: &mut Io<'_>) -
             );
         }
     }
+    if args.dry_run.is_set() {
+        return preview_rollback(&cluster, &inst, &plan, &args.dry_run, io).await;
+    }
     let previous = PreviousRuns::of(&inst);
     let plan = write_rollback(&cluster, inst, plan).await?;
     writeln!(
@@ -251,6 +264,43 @@ pub async fn rollback(opts: &ClusterOpts, args: RollbackArgs, io: &mut Io<'_>) -
         cluster.namespace, args.instance, plan.target.number, plan.judged.plan
     )?;
     finish_wait(&cluster, &args.instance, Some(previous), &args.wait, io).await
+}
+
+/// `rollback --dry-run`: the preview of the restored spec with the rollback's plan and template
+/// data (`.Rollback`), nothing written.
+async fn preview_rollback(
+    cluster: &Cluster,
+    inst: &Instance,
+    plan: &Plan,
+    opts: &DryRunOpts,
+    io: &mut Io<'_>,
+) -> Result<ExitCode> {
+    let current_ov = cluster.operator_version_of(inst).await?;
+    let target_ov: OperatorVersion = cluster
+        .get(KudoKind::OperatorVersion, &plan.proposed.operator_version.name)
+        .await?
+        .with_context(|| format!("OperatorVersion {}", plan.proposed.operator_version.name))?;
+    let revisions = (plan.from, plan.target.number);
+    let adjust = move |ctx: &mut kudo_package::render::RenderContext| ctx.rollback = Some(revisions);
+    let change = Change::new(inst, &plan.proposed, &current_ov, &target_ov)
+        .with_plan(&plan.judged.plan)
+        .with_adjust(&adjust);
+    preview::preview(cluster, &change, opts, io).await
+}
+
+/// The Instance as it will be once `--force` cancelled its running plan: no plan scheduled, in
+/// the spec and in the spec the manager admitted.
+fn without_run(inst: &Instance) -> Result<Instance> {
+    let mut calm = inst.clone();
+    calm.spec.plan_execution = Default::default();
+    if let Some(mut admitted) = kudo_controller::admitted_spec(inst) {
+        admitted.plan_execution = Default::default();
+        calm.metadata.annotations.insert(
+            kudo_controller::ADMITTED_SPEC_ANNOTATION.to_string(),
+            serde_json::to_string(&admitted)?,
+        );
+    }
+    Ok(calm)
 }
 
 /// Writes the rollback guarded by the resourceVersion it was judged on. The manager writes the
