@@ -2,8 +2,6 @@
 //! a ControllerRevision owned by the Instance with who started it and its outcome, and only the
 //! newest `revision_history_limit` are kept.
 
-use std::time::Duration;
-
 use kube::api::{Api, DynamicObject, ListParams};
 use kudo_controller::ControllerConfig;
 
