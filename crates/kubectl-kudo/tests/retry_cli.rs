@@ -199,7 +199,7 @@ fn text(v: &Value) -> String {
     v.as_str().unwrap_or_default().to_string()
 }
 
-fn step<'v>(deploy: &'v Value, phase: usize) -> &'v Value {
+fn step(deploy: &Value, phase: usize) -> &Value {
     &deploy["phases"][phase]["steps"][0]
 }
 

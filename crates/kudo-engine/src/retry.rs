@@ -203,12 +203,16 @@ mod tests {
         Timestamp::parse("2024-01-01T00:00:00Z").unwrap()
     }
 
+    /// A plan status tree written out: `[(phase, phase status, [(step, step status)])]`.
+    type Tree<'a> = &'a [(&'a str, ExecutionStatus, &'a [(&'a str, ExecutionStatus)])];
+    /// The same tree with owned names, as [`tree`] reads it back.
+    type OwnedTree = Vec<(String, ExecutionStatus, Vec<(String, ExecutionStatus)>)>;
+    /// Where a run resumes ([`resume_point`]).
+    type Resume<'a> = Option<(&'a str, Option<&'a str>)>;
+
     /// A plan status from `(phase, phase status, [(step, step status)])`; every non-COMPLETE
     /// entry carries a message and a waiting line, so the tests see them cleared.
-    fn status(
-        plan: ExecutionStatus,
-        phases: &[(&str, ExecutionStatus, &[(&str, ExecutionStatus)])],
-    ) -> PlanStatus {
+    fn status(plan: ExecutionStatus, phases: Tree<'_>) -> PlanStatus {
         PlanStatus {
             name: "deploy".into(),
             uid: "u1".into(),
@@ -240,12 +244,11 @@ mod tests {
                         .collect(),
                 })
                 .collect(),
-            ..PlanStatus::default()
         }
     }
 
     /// `(phase, status, [(step, status)])` of a status, messages dropped, for comparisons.
-    fn tree(ps: &PlanStatus) -> Vec<(String, ExecutionStatus, Vec<(String, ExecutionStatus)>)> {
+    fn tree(ps: &PlanStatus) -> OwnedTree {
         ps.phases
             .iter()
             .map(|p| {
@@ -258,9 +261,7 @@ mod tests {
             .collect()
     }
 
-    fn t(
-        phases: &[(&str, ExecutionStatus, &[(&str, ExecutionStatus)])],
-    ) -> Vec<(String, ExecutionStatus, Vec<(String, ExecutionStatus)>)> {
+    fn t(phases: Tree<'_>) -> OwnedTree {
         phases
             .iter()
             .map(|(n, s, steps)| {
@@ -276,8 +277,7 @@ mod tests {
     #[test]
     fn retry_keeps_complete_steps_and_phases_and_resets_the_rest() {
         // (name, before, after, where it resumes)
-        type Tree<'a> = &'a [(&'a str, ExecutionStatus, &'a [(&'a str, ExecutionStatus)])];
-        let cases: &[(&str, Tree, Tree, Option<(&str, Option<&str>)>)] = &[
+        let cases: &[(&str, Tree, Tree, Resume)] = &[
             (
                 "serial phases, the 2nd step of the 2nd phase failed",
                 &[

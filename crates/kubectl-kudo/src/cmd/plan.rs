@@ -200,23 +200,28 @@ pub async fn run(opts: &ClusterOpts, args: PlanArgs, io: &mut Io<'_>) -> Result<
             .await
         }
         PlanCommand::Retry { instance, plan, wait } => {
-            let (inst, ov) = load(&cluster, &instance).await?;
-            let target = retry_plan(&cluster, &inst, &ov, plan.as_deref()).await?;
-            writeln!(
-                io.out,
-                "Retrying {} plan for {}/{instance} instance from its first failed step (failed run {})",
-                target.plan, cluster.namespace, target.failed_uid
-            )?;
-            finish_wait(
-                &cluster,
-                &instance,
-                Some(super::wait::PreviousRuns::of(&inst)),
-                &wait,
-                io,
-            )
-            .await
+            retry(&cluster, &instance, plan.as_deref(), &wait, io).await
         }
     }
+}
+
+/// `plan retry`: schedules the retry ([`retry_plan`]), then waits like `plan trigger`.
+async fn retry(
+    cluster: &Cluster,
+    instance: &str,
+    plan: Option<&str>,
+    wait: &WaitOpts,
+    io: &mut Io<'_>,
+) -> Result<ExitCode> {
+    let (inst, ov) = load(cluster, instance).await?;
+    let target = retry_plan(cluster, &inst, &ov, plan).await?;
+    writeln!(
+        io.out,
+        "Retrying {} plan for {}/{instance} instance from its first failed step (failed run {})",
+        target.plan, cluster.namespace, target.failed_uid
+    )?;
+    let previous = super::wait::PreviousRuns::of(&inst);
+    finish_wait(cluster, instance, Some(previous), wait, io).await
 }
 
 /// `plan retry`: picks the failed run ([`kudo_engine::retry::target`]), checks that the manager
