@@ -281,5 +281,9 @@ async fn cluster_commands_against_the_embedded_api_server() {
     let run = both(args(&["rollback", "--instance", "first-operator-instance"])).await;
     assert_eq!(run.code, ExitCode::from(1));
     assert!(run.err.contains("has no recorded revisions"), "{run:?}");
+    // No manager runs here, so no plan failed: `plan retry` refuses and writes nothing.
+    let run = both(args(&["plan", "retry", "--instance", "first-operator-instance"])).await;
+    assert_eq!(run.code, ExitCode::from(1));
+    assert!(run.err.contains("nothing to retry"), "{run:?}");
     server.shutdown().await;
 }

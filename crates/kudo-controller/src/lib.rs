@@ -103,6 +103,22 @@ pub const CLUSTER_OBJECTS_ANNOTATION: &str = "kudo-rs.dev/cluster-objects";
 /// Finalizer holding an Instance until its recorded cluster-scoped objects are deleted.
 pub const CLUSTER_OBJECTS_FINALIZER: &str = "kudo-rs.dev/cluster-objects";
 
+/// Annotation written by `kubectl kudo plan retry` together with its plan trigger:
+/// `"<plan>/<uid of the failed run>"` ([`kudo_engine::retry::annotation_value`]). The run the
+/// trigger starts resumes at the failed step instead of restarting the plan, but only when the run
+/// it replaces is exactly that FATAL_ERROR run ([`kudo_engine::retry::is_retry_of`]); the manager
+/// removes it once that run was replaced ([`kudo_engine::retry::is_spent`]).
+pub const RETRY_ANNOTATION: &str = "kudo-rs.dev/retry";
+
+/// The one merge patch of `kubectl kudo plan retry`: the retry annotation and the direct trigger of
+/// `plan` as `plan trigger` writes it (`trigger_uid` is the CLI's; admission gives the run its own).
+pub fn retry_patch(plan: &str, failed_uid: &str, trigger_uid: &str) -> serde_json::Value {
+    serde_json::json!({
+        "metadata": {"annotations": {RETRY_ANNOTATION: kudo_engine::retry::annotation_value(plan, failed_uid)}},
+        "spec": {"planExecution": {"planName": plan, "uid": trigger_uid}},
+    })
+}
+
 /// Reporting controller name of the Events we publish (KUDO's manager name).
 pub const REPORTER: &str = "kudo-manager";
 

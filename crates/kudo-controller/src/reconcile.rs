@@ -15,6 +15,7 @@ use kudo_api::{
 };
 use kudo_engine::initiate::{Initiation, Origin};
 use kudo_engine::readiness::CHANGE_DENIED;
+use kudo_engine::retry;
 use kudo_engine::revision::{ROLLBACK_ANNOTATION, StartedBy};
 use kudo_engine::rollback::RollbackMark;
 use kudo_engine::schedule::{self, Schedule};
@@ -34,8 +35,8 @@ use crate::execute::{self, reasons};
 use crate::param_sources;
 use crate::translate::API_VERSION_TRANSLATED;
 use crate::{
-    ADMITTED_SPEC_ANNOTATION, CLUSTER_OBJECTS_ANNOTATION, CLUSTER_OBJECTS_FINALIZER, Context, admitted_spec,
-    instance_resource, operator_version_resource,
+    ADMITTED_SPEC_ANNOTATION, CLUSTER_OBJECTS_ANNOTATION, CLUSTER_OBJECTS_FINALIZER, Context,
+    RETRY_ANNOTATION, admitted_spec, instance_resource, operator_version_resource,
 };
 
 /// Condition (policy `report`) listing managed objects changed outside a plan.
@@ -198,8 +199,15 @@ impl Admitted {
                 let mut new = inst.clone();
                 let new_uid = uuid::Uuid::new_v4().to_string();
                 admission.apply(&mut new, &new_uid);
+                let mut annotations = BTreeMap::new();
                 if let Decision::Schedule { plan, reason } = decision {
                     info!(plan = %plan, reason = ?reason, uid = %new_uid, "plan scheduled");
+                    if !retry::kept_through(reason)
+                        && inst.metadata.annotations.contains_key(RETRY_ANNOTATION)
+                    {
+                        // An install, upgrade or parameter change is never a retry.
+                        annotations.insert(RETRY_ANNOTATION, None);
+                    }
                 }
                 Admitted {
                     spec: new.spec.clone(),
@@ -207,8 +215,11 @@ impl Admitted {
                     exec: Some(new.spec.clone()),
                     denial: None,
                     remember: Some(new.spec),
-                    annotations: BTreeMap::new(),
-                    started: matches!(decision, Decision::Schedule { .. }).then_some(StartedBy::User),
+                    annotations,
+                    started: match decision {
+                        Decision::Schedule { plan, reason } => Some(started_by_user(inst, plan, reason)),
+                        _ => None,
+                    },
                 }
             }
         }
@@ -280,6 +291,23 @@ impl Admitted {
             self.remember = Some(e2);
         }
         self
+    }
+}
+
+/// Who started a run admitted from a user's change: a retry when `kubectl kudo plan retry` marked
+/// exactly the failed run this trigger replaces (the rule the run's reset follows too), else the
+/// user.
+fn started_by_user(inst: &Instance, plan: &str, reason: &kudo_engine::ScheduleReason) -> StartedBy {
+    let marked = inst
+        .metadata
+        .annotations
+        .get(RETRY_ANNOTATION)
+        .map(String::as_str);
+    match inst.status.as_ref().and_then(|s| s.plan_status.get(plan)) {
+        Some(ps) if retry::kept_through(reason) && retry::is_retry_of(marked, ps) => {
+            StartedBy::Retry { of: ps.uid.clone() }
+        }
+        _ => StartedBy::User,
     }
 }
 
@@ -876,6 +904,14 @@ impl<'c> Reconciler<'c> {
             }
         }
         let mut extra = BTreeMap::from([(TIMING_ANNOTATION, writes.timing)]);
+        if inst
+            .metadata
+            .annotations
+            .get(RETRY_ANNOTATION)
+            .is_some_and(|a| retry::is_spent(a, status))
+        {
+            extra.insert(RETRY_ANNOTATION, None);
+        }
         let applied = self.cluster.lock().unwrap_or_else(|e| e.into_inner()).clone();
         if let Some(annotation) = record_cluster_objects(inst, &applied, deleting, &mut writes.finalizers) {
             extra.insert(CLUSTER_OBJECTS_ANNOTATION, Some(annotation));
@@ -1528,9 +1564,7 @@ impl<'c> Reconciler<'c> {
                 name: plan.to_string(),
                 ..PlanStatus::default()
             });
-        if needs_reset(&ps, plan_uid) {
-            reset_for_run(&mut ps, plan_uid, now);
-        }
+        let retry_of = start_run(&mut ps, plan_uid, input.annotations, now);
         if !ov.spec.plans.contains_key(plan) {
             let msg = format!("could not find required plan: {plan}");
             if !ps.status.is_terminal() {
@@ -1572,7 +1606,8 @@ impl<'c> Reconciler<'c> {
                 return self.without_pass(input, status, ps);
             }
         };
-        self.run_pass(input, status, ps, rendered).await
+        self.run_pass(input, status, ps, rendered, retry_of.as_deref())
+            .await
     }
 
     /// Ends a pass that ran no task: the plan status is stored as it is, with its readiness.
@@ -1626,13 +1661,15 @@ impl<'c> Reconciler<'c> {
     }
 
     /// Runs the plan pass over the rendered plan: every task the engine hands out, then the
-    /// pass's Events, metrics and the next requeue.
+    /// pass's Events, metrics and the next requeue. `retry_of` is the failed run a retry run
+    /// replaces (its first pass says where it resumes).
     async fn run_pass(
         &self,
         input: &PassInput<'_>,
         status: &mut InstanceStatus,
         mut ps: PlanStatus,
         rendered: execute::Rendered,
+        retry_of: Option<&str>,
     ) -> PassResult {
         let PassInput {
             raw,
@@ -1653,7 +1690,13 @@ impl<'c> Reconciler<'c> {
         };
         let params = kudo_engine::effective_parameters(&ov.spec.parameters, &with_sourced);
         let mut pass = match PlanPass::start(&ov.spec, plan, ps.clone(), now) {
-            Ok(p) => p.with_instance(&self.ns, &self.name).with_timing(timing),
+            Ok(p) => {
+                let p = p.with_instance(&self.ns, &self.name).with_timing(timing);
+                match retry_of {
+                    Some(failed) => p.with_retry_of(failed),
+                    None => p,
+                }
+            }
             Err(e) => {
                 // Unreachable in practice: the plan's existence was checked above.
                 let msg = e.to_string();
@@ -1671,7 +1714,15 @@ impl<'c> Reconciler<'c> {
             .plan_pass(ov, plan_uid, annotations, &summary, now);
         log_pass(&summary);
         for ev in &summary.events {
-            self.event(raw, ev.type_, &ev.reason, plan, &ev.message).await;
+            // A series keeps its first note: a retry's PlanStarted, which says where the run
+            // resumes, gets a series of its own (one per failed run).
+            let action = match retry_of {
+                Some(failed) if ev.reason == kudo_engine::reasons::PLAN_STARTED => {
+                    format!("{plan} retry of {failed}")
+                }
+                _ => plan.to_string(),
+            };
+            self.event(raw, ev.type_, &ev.reason, &action, &ev.message).await;
         }
         let st = new_ps.status;
         let wake = if !polled && summary.transient_errors.is_empty() {
@@ -2019,6 +2070,30 @@ fn last_failed_lifecycle_plan(status: &InstanceStatus) -> Option<String> {
                 .map_or(i64::MIN, |t| t.unix())
         })?;
     (latest.status == ExecutionStatus::FatalError).then(|| latest.name.clone())
+}
+
+/// Initialises the status of the run `plan_uid` when it is new: `plan retry` (the retry annotation
+/// names exactly the FATAL_ERROR run being replaced) keeps its COMPLETE steps, any other new run
+/// restarts the plan (KUDO). Decided from the Instance alone, so a restarted manager decides the
+/// same. Returns the failed run a retry replaces.
+fn start_run(
+    ps: &mut PlanStatus,
+    plan_uid: &str,
+    annotations: &BTreeMap<String, String>,
+    now: Timestamp,
+) -> Option<String> {
+    if !needs_reset(ps, plan_uid) {
+        return None;
+    }
+    let annotation = annotations.get(RETRY_ANNOTATION).map(String::as_str);
+    if !retry::is_retry_of(annotation, ps) {
+        reset_for_run(ps, plan_uid, now);
+        return None;
+    }
+    let failed = std::mem::take(&mut ps.uid);
+    retry::reset_for_retry(ps, plan_uid, now);
+    info!(failed_uid = %failed, "{}", retry::started_message(&ps.name, &failed, ps));
+    Some(failed)
 }
 
 /// What one pass over an Instance works from, shared by plan execution and the idle step

@@ -51,6 +51,7 @@
 //!
 //! # The rest
 //! * [`status`]: plan status initialisation on install/upgrade and reset for a new run.
+//! * [`retry`]: `plan retry`, re-running a FATAL_ERROR plan from its first failed step.
 //! * [`triggers`]: the admission-webhook rules (what plan a change of an Instance schedules, what
 //!   KUDO would have denied, parameter validation), as a pure function, since kudo-rs has no webhook.
 //! * [`mod@health`] and [`readiness`]: when an applied object counts as healthy, and the Instance's
@@ -66,6 +67,7 @@ pub mod initiate;
 pub mod pass;
 pub mod pipe;
 pub mod readiness;
+pub mod retry;
 pub mod revision;
 pub mod rollback;
 pub mod rotation;

@@ -202,6 +202,8 @@ pub struct PlanPass<'a> {
     instance: String,
     timing: Timing,
     cancel_requested: bool,
+    /// The failed run this run retries (see [`PlanPass::with_retry_of`]).
+    retry_of: Option<String>,
     pos: Pos,
     outstanding: Option<(usize, usize, usize, &'a Task)>,
     began: bool,
@@ -249,6 +251,7 @@ impl<'a> PlanPass<'a> {
             instance: String::new(),
             timing: Timing::default(),
             cancel_requested: false,
+            retry_of: None,
             pos: if terminal {
                 Pos::Finished
             } else {
@@ -279,6 +282,13 @@ impl<'a> PlanPass<'a> {
     /// Start times persisted by the previous pass (see [`Timing`]).
     pub fn with_timing(mut self, timing: Timing) -> Self {
         self.timing = timing;
+        self
+    }
+
+    /// Marks this run as the retry of the failed run `failed_uid` (`plan retry`, whose status
+    /// [`crate::retry::reset_for_retry`] reset): its `PlanStarted` Event says where it resumes.
+    pub fn with_retry_of(mut self, failed_uid: &str) -> Self {
+        self.retry_of = Some(failed_uid.to_string());
         self
     }
 
@@ -434,10 +444,14 @@ impl<'a> PlanPass<'a> {
             self.original.status,
             ExecutionStatus::Pending | ExecutionStatus::NeverRun
         ) {
+            let message = match &self.retry_of {
+                Some(failed) => crate::retry::started_message(self.plan_name, failed, &self.original),
+                None => format!("Execution of plan {} started", self.plan_name),
+            };
             self.events.push(Event {
                 type_: EventType::Normal,
                 reason: reasons::PLAN_STARTED.into(),
-                message: format!("Execution of plan {} started", self.plan_name),
+                message,
             });
         }
         self.status.status = ExecutionStatus::InProgress;

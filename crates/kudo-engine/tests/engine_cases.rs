@@ -1101,6 +1101,99 @@ fn plan_started_only_from_pending() {
     assert_eq!(sum.events[0].message, "Execution of plan test started");
 }
 
+// ------------------------------------------------------------------ retry (`plan retry`)
+
+/// A FATAL_ERROR run of `test` whose 2nd phase failed at its 2nd step: reset for a retry, the
+/// pass hands out only the failed step and what follows (the COMPLETE steps are not re-applied),
+/// in serial and in parallel phases, and says where it resumed.
+#[test]
+fn a_retried_run_resumes_at_the_failed_step_and_reapplies_nothing_before_it() {
+    for strategy in ["serial", "parallel"] {
+        let spec = ov(
+            "serial",
+            vec![
+                phase("one", strategy, vec![step("a", &["ta"]), step("b", &["tb"])]),
+                phase(
+                    "two",
+                    strategy,
+                    vec![step("c", &["tc"]), step("d", &["td1", "td2"]), step("e", &["te"])],
+                ),
+            ],
+            &["ta", "tb", "tc", "td1", "td2", "te"],
+        );
+        let failed = plan_status(
+            FatalError,
+            vec![
+                ps("one", Complete, vec![ss("a", Complete), ss("b", Complete)]),
+                ps(
+                    "two",
+                    FatalError,
+                    vec![ss("c", Complete), ssm("d", FatalError, "boom"), ss("e", Pending)],
+                ),
+            ],
+        );
+        assert!(retry::is_retry_of(Some("test/uid-1"), &failed));
+        let mut status = failed.clone();
+        retry::reset_for_retry(&mut status, "uid-2", now());
+        let mut pass = PlanPass::start(&spec, "test", status, now())
+            .unwrap()
+            .with_retry_of("uid-1");
+        let mut calls = Vec::new();
+        while let Some(call) = pass.next_task() {
+            calls.push(format!("{}.{}", call.step, call.task_name));
+            assert_eq!(call.plan_uid, "uid-2");
+            pass.report(TaskOutcome::Done);
+        }
+        let (st, sum) = pass.finish();
+        assert_eq!(calls, ["d.td1", "d.td2", "e.te"], "{strategy}");
+        assert_eq!(st.status, Complete, "{strategy}");
+        assert!(
+            st.phases
+                .iter()
+                .flat_map(|p| &p.steps)
+                .all(|s| s.status == Complete)
+        );
+        let started: Vec<_> = sum.events.iter().filter(|e| e.reason == "PlanStarted").collect();
+        assert_eq!(started.len(), 1, "{:?}", sum.events);
+        assert_eq!(
+            started[0].message,
+            "Execution of plan test started (retry of run uid-1: resuming at phase two step d)"
+        );
+        assert_eq!(sum.timing.uid, "", "terminal: no timing kept");
+    }
+}
+
+/// The retried run's clocks (plan and step timeouts) start at the retry, as for any new run.
+#[test]
+fn a_retried_run_measures_its_timeouts_from_the_retry() {
+    let mut spec = ov(
+        "serial",
+        vec![phase("p", "serial", vec![step("a", &["ta"]), step("b", &["tb"])])],
+        &["ta", "tb"],
+    );
+    spec.plans.get_mut("test").unwrap().phases[0].steps[1].timeout = Some("10s".into());
+    let mut status = plan_status(
+        FatalError,
+        vec![ps(
+            "p",
+            FatalError,
+            vec![ss("a", Complete), ssm("b", FatalError, "timed out")],
+        )],
+    );
+    retry::reset_for_retry(&mut status, "uid-2", now());
+    let old = Timing {
+        uid: "uid-1".into(),
+        plan_started: Some("2024-01-01T00:00:00Z".into()),
+        ..Timing::default()
+    };
+    let (st, sum, calls) = run_with(&spec, status, old, now(), |_| not_done());
+    assert_eq!(calls, ["test.p.b.tb"]);
+    assert_eq!(st.status, InProgress);
+    assert_eq!(sum.timing.uid, "uid-2");
+    assert_eq!(sum.timing.plan_started.as_deref(), Some("2024-01-01T12:00:00Z"));
+    assert_eq!(sum.next_deadline, Some(now().plus_seconds(10)));
+}
+
 // ------------------------------------------------------------------ cancel
 
 #[test]

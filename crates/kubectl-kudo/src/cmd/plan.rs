@@ -1,4 +1,4 @@
-//! `plan status`, `plan history`, `plan trigger`.
+//! `plan status`, `plan history`, `plan cancel`, `plan trigger`, `plan retry`.
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -73,6 +73,21 @@ pub enum PlanCommand {
         wait: WaitOpts,
         #[command(flatten)]
         dry_run: DryRunOpts,
+    },
+    /// Re-run a FATAL_ERROR plan from its first failed step, keeping the steps that completed.
+    #[command(
+        long_about = "Re-run a FATAL_ERROR plan from its first failed step, keeping the steps that completed.\n\nThe steps before the failed one are not applied again: the new run starts at the first step that did not complete (in a parallel phase, every step that did not complete runs again). Templates are rendered with the Instance's current parameters. `plan trigger` still restarts a plan from the top, as in KUDO.\n\nRefused, with nothing written, when the plan did not end in FATAL_ERROR or another plan is scheduled or running.",
+        after_help = "Examples:\n  kubectl kudo plan retry --instance galera-instance\n  kubectl kudo plan retry --instance galera-instance --plan backup --wait\n\nExit codes:\n  0  the retry was scheduled (with --wait: the plan reached COMPLETE)\n  1  refused (the plan is not FATAL_ERROR, another plan is scheduled, no such plan or Instance),\n     or with --wait: the plan failed again or --wait-time passed"
+    )]
+    Retry {
+        /// The Instance.
+        #[arg(long)]
+        instance: String,
+        /// The plan to retry (default: the FATAL_ERROR plan of the Instance updated last).
+        #[arg(long)]
+        plan: Option<String>,
+        #[command(flatten)]
+        wait: WaitOpts,
     },
 }
 
@@ -168,6 +183,9 @@ pub async fn run(opts: &ClusterOpts, args: PlanArgs, io: &mut Io<'_>) -> Result<
             wait,
             dry_run,
         } => trigger(&cluster, &name, &instance, &wait, &dry_run, io).await,
+        PlanCommand::Retry { instance, plan, wait } => {
+            retry(&cluster, &instance, plan.as_deref(), &wait, io).await
+        }
     }
 }
 
@@ -211,6 +229,54 @@ async fn trigger(
     .await
 }
 
+/// `plan retry`: schedules the retry ([`retry_plan`]), then waits like `plan trigger`.
+async fn retry(
+    cluster: &Cluster,
+    instance: &str,
+    plan: Option<&str>,
+    wait: &WaitOpts,
+    io: &mut Io<'_>,
+) -> Result<ExitCode> {
+    let (inst, ov) = load(cluster, instance).await?;
+    let target = retry_plan(cluster, &inst, &ov, plan).await?;
+    writeln!(
+        io.out,
+        "Retrying {} plan for {}/{instance} instance from its first failed step (failed run {})",
+        target.plan, cluster.namespace, target.failed_uid
+    )?;
+    let previous = super::wait::PreviousRuns::of(&inst);
+    finish_wait(cluster, instance, Some(previous), wait, io).await
+}
+
+/// `plan retry`: picks the failed run ([`kudo_engine::retry::target`]), checks that the manager
+/// would admit the trigger (as `plan trigger` does), then writes the retry annotation and the
+/// trigger in one merge patch ([`kudo_controller::retry_patch`]). A refusal writes nothing.
+pub async fn retry_plan(
+    cluster: &Cluster,
+    instance: &Instance,
+    ov: &OperatorVersion,
+    plan: Option<&str>,
+) -> Result<kudo_engine::retry::RetryTarget> {
+    let who = format!("{}/{}", cluster.namespace, instance.metadata.name);
+    let status = instance.status.clone().unwrap_or_default();
+    let target = kudo_engine::retry::target(&who, &instance.spec, &status, plan)?;
+    if !ov.spec.plans.contains_key(&target.plan) {
+        bail!(
+            "plan {} no longer exists in operator version {}: it cannot be retried",
+            target.plan,
+            ov.metadata.name
+        );
+    }
+    let proposed = trigger_spec(instance, &target.plan);
+    let uid = proposed.plan_execution.uid.clone();
+    super::instance::refuse_denied(instance, &proposed, ov, ov)?;
+    let patch = kudo_controller::retry_patch(&target.plan, &target.failed_uid, &uid);
+    cluster
+        .merge_patch(KudoKind::Instance, &instance.metadata.name, patch)
+        .await?;
+    Ok(target)
+}
+
 /// Schedules `plan` with a fresh uid (what KUDO's `plan trigger` wrote), unless KUDO's admission
 /// rules refuse it (e.g. another plan is running): then nothing is written.
 pub async fn trigger_plan(
@@ -222,11 +288,16 @@ pub async fn trigger_plan(
     let proposed = trigger_spec(instance, plan);
     let uid = proposed.plan_execution.uid.clone();
     super::instance::refuse_denied(instance, &proposed, ov, ov)?;
+    let retry = kudo_controller::RETRY_ANNOTATION;
     cluster
         .merge_patch(
             KudoKind::Instance,
             &instance.metadata.name,
-            serde_json::json!({"spec": {"planExecution": {"planName": plan, "uid": uid}}}),
+            // A pending `plan retry` annotation is dropped: a trigger restarts from the top.
+            serde_json::json!({
+                "metadata": {"annotations": {retry: null}},
+                "spec": {"planExecution": {"planName": plan, "uid": uid}},
+            }),
         )
         .await
 }
