@@ -540,3 +540,108 @@ fn copy_dir(from: &Path, to: &Path) {
         }
     }
 }
+
+/// The tutorial's retry: Galera installed as a ServiceAccount that may not write StatefulSets
+/// fails FATAL_ERROR at step `statefulset`; once the Role allows it, `plan retry` resumes there
+/// (the bootstrap steps before it are not run again) and the plan completes.
+#[test]
+fn galera_a_plan_stopped_by_a_missing_permission_is_retried_from_the_failed_step() {
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    let dev = start_dev(h, &["--least-privilege"]);
+    let kc = dev.kubeconfig.as_path();
+    let ns = "default";
+    let role = h.join("role.yaml");
+    std::fs::write(
+        &role,
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata:\n  name: galera-deployer\nrules:\n  - apiGroups: [\"\"]\n    resources: [configmaps, secrets, services, pods]\n    verbs: [get, list, watch, create, update, patch, delete]\n  - apiGroups: [apps]\n    resources: [deployments, replicasets]\n    verbs: [get, list, watch, create, update, patch, delete]\n",
+    )
+    .unwrap();
+    kubectl(kc, ns, &["create", "serviceaccount", "galera-deployer"]);
+    kubectl(kc, ns, &["apply", "-f", role.to_str().unwrap()]);
+    kubectl(
+        kc,
+        ns,
+        &[
+            "create",
+            "rolebinding",
+            "galera-deployer",
+            "--role=galera-deployer",
+            "--serviceaccount=default:galera-deployer",
+        ],
+    );
+    let galera = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/galera");
+    let (code, out, err) = kudo(
+        h,
+        kc,
+        ns,
+        &[
+            "install",
+            galera.to_str().unwrap(),
+            "--service-account",
+            "galera-deployer",
+            "--wait",
+            "--wait-time",
+            "120",
+        ],
+    );
+    assert_eq!(code, 1, "{out}{err}");
+    let (_, status, _) = kudo(h, kc, ns, &["plan", "status", "--instance", "galera-instance"]);
+    assert!(status.contains("Step statefulset [FATAL_ERROR]"), "{status}");
+    assert!(
+        status.contains("cannot patch resource \"statefulsets\""),
+        "{status}"
+    );
+
+    kubectl(
+        kc,
+        ns,
+        &[
+            "patch",
+            "role",
+            "galera-deployer",
+            "--type=json",
+            "-p",
+            r#"[{"op":"add","path":"/rules/-","value":{"apiGroups":["apps"],"resources":["statefulsets"],"verbs":["get","list","watch","create","update","patch","delete"]}}]"#,
+        ],
+    );
+    let (code, out, err) = kudo(
+        h,
+        kc,
+        ns,
+        &[
+            "plan",
+            "retry",
+            "--instance",
+            "galera-instance",
+            "--wait",
+            "--wait-time",
+            "120",
+        ],
+    );
+    assert_eq!(code, 0, "plan retry: {out}{err}");
+    assert!(
+        out.contains("deploy plan of instance galera-instance is COMPLETE"),
+        "{out}"
+    );
+    let rows = history_of(h, kc, ns, "galera-instance");
+    assert_eq!(rows[0], row("deploy", "FATAL_ERROR", "user", "install"));
+    assert_eq!(
+        (rows[1].0.as_str(), rows[1].1.as_str(), rows[1].2.as_str()),
+        ("deploy", "COMPLETE", "retry")
+    );
+    // The retry started at step statefulset: the bootstrap node was not deployed again.
+    let notes = kubectl(
+        kc,
+        ns,
+        &["get", "events.events.k8s.io", "-o", "jsonpath={.items[*].note}"],
+    );
+    assert!(
+        notes.contains("resuming at phase deploy step statefulset"),
+        "PlanStarted notes: {notes}"
+    );
+    let bootstrap_rollouts = notes
+        .matches("Scaled up replica set galera-instance-bootstrap")
+        .count();
+    assert_eq!(bootstrap_rollouts, 1, "{notes}");
+}
