@@ -804,16 +804,14 @@ mod tests {
     }
 
     #[test]
-    fn least_privilege_role_writes_only_kudo_objects_events_and_leases() {
+    fn least_privilege_role_writes_only_kudo_objects_events_leases_and_revisions() {
         let writes = ["create", "update", "patch", "delete", "deletecollection"];
         for rule in MANAGER_RULES {
             if rule.verbs.iter().any(|v| writes.contains(v)) {
-                assert!(
-                    ["kudo.dev", "events.k8s.io", "coordination.k8s.io"].contains(&rule.api_groups[0])
-                        && rule.api_groups.len() == 1,
-                    "{:?}",
-                    rule.resources
-                );
+                let own = ["kudo.dev", "events.k8s.io", "coordination.k8s.io"].contains(&rule.api_groups[0]);
+                // The revision history is the manager's own record (ControllerRevisions it owns).
+                let history = rule.api_groups[0] == "apps" && rule.resources == ["controllerrevisions"];
+                assert!((own || history) && rule.api_groups.len() == 1, "{:?}", rule.resources);
             }
             if rule.verbs.contains(&"impersonate") {
                 assert_eq!(rule.resources, ["serviceaccounts"]);
