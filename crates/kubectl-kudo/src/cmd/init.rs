@@ -811,7 +811,11 @@ mod tests {
                 let own = ["kudo.dev", "events.k8s.io", "coordination.k8s.io"].contains(&rule.api_groups[0]);
                 // The revision history is the manager's own record (ControllerRevisions it owns).
                 let history = rule.api_groups[0] == "apps" && rule.resources == ["controllerrevisions"];
-                assert!((own || history) && rule.api_groups.len() == 1, "{:?}", rule.resources);
+                assert!(
+                    (own || history) && rule.api_groups.len() == 1,
+                    "{:?}",
+                    rule.resources
+                );
             }
             if rule.verbs.contains(&"impersonate") {
                 assert_eq!(rule.resources, ["serviceaccounts"]);
