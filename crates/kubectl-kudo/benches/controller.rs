@@ -276,6 +276,9 @@ struct Writes {
     instance: AtomicU64,
     status: AtomicU64,
     events: AtomicU64,
+    /// The revision history (`kudo_controller::revisions`): a ControllerRevision created when a run
+    /// is admitted, its outcome patched when it ends; bookkeeping beside the run, like Events.
+    revisions: AtomicU64,
     other: AtomicU64,
     /// Reads: GETs of one object (discovery included) and LISTs; watches are not reads here.
     gets: AtomicU64,
@@ -301,6 +304,8 @@ impl Writes {
         }
         let c = if path.contains("/events") {
             &self.events
+        } else if path.contains("/controllerrevisions") {
+            &self.revisions
         } else if path.contains("/instances/") && path.ends_with("/status") {
             &self.status
         } else if path.contains("/instances") {
@@ -315,13 +320,14 @@ impl Writes {
         c.fetch_add(1, Ordering::Relaxed);
     }
 
-    fn take(&self) -> [u64; 8] {
+    fn take(&self) -> [u64; 9] {
         [
             &self.applies,
             &self.deletes,
             &self.instance,
             &self.status,
             &self.events,
+            &self.revisions,
             &self.other,
             &self.gets,
             &self.lists,
@@ -372,11 +378,21 @@ async fn writes() {
         c.wait_complete(&format!("w-{example}")).await;
         // let trailing writes of the run (readiness condition, unscheduling) land
         tokio::time::sleep(Duration::from_secs(2)).await;
-        let [applies, deletes, instance, status, events, other, gets, lists] = counts.take();
+        let [
+            applies,
+            deletes,
+            instance,
+            status,
+            events,
+            revisions,
+            other,
+            gets,
+            lists,
+        ] = counts.take();
         let total = applies + deletes + instance + status;
         let minimum = to_apply + to_delete + steps + 1;
         println!(
-            "writes: {example} deploy ({to_apply} objects applied, {to_delete} deleted, {steps} steps): {total} writes = {applies} applies + {deletes} deletes + {instance} instance spec/metadata + {status} status; minimum {minimum} (one per object + one status write per step + the start) → {:.2}×; plus {events} Events, {other} other",
+            "writes: {example} deploy ({to_apply} objects applied, {to_delete} deleted, {steps} steps): {total} writes = {applies} applies + {deletes} deletes + {instance} instance spec/metadata + {status} status; minimum {minimum} (one per object + one status write per step + the start) → {:.2}×; plus {events} Events, {revisions} revision history, {other} other",
             total as f64 / minimum as f64
         );
         println!(
