@@ -34,6 +34,7 @@ use kudo_controller::known_resource;
 use serde_json::{Value, json};
 
 use super::cluster::{ClusterOpts, KudoKind, connect};
+use super::sensitive::Redactor;
 
 /// Namespace the KUDO manager runs in.
 const KUDO_NAMESPACE: &str = "kudo-system";
@@ -85,16 +86,12 @@ fn parse_duration_seconds(s: &str) -> Result<i64, String> {
         .max(1))
 }
 
-/// Sensitive values shorter than this are not redacted (see the module docs).
-const MIN_REDACTED_LEN: usize = 4;
-
 /// Writes files under the output root, with sensitive values redacted, and remembers what failed.
 struct Writer {
     root: PathBuf,
     errors: Vec<String>,
-    /// The sensitive values seen so far (longest first, so a value containing another is
-    /// replaced whole).
-    secrets: Vec<String>,
+    /// The sensitive values seen so far.
+    redactor: Redactor,
 }
 
 impl Writer {
@@ -119,22 +116,11 @@ impl Writer {
 
     /// Adds sensitive values to redact from now on.
     fn add_secrets(&mut self, values: impl IntoIterator<Item = String>) {
-        for v in values {
-            if v.chars().count() >= MIN_REDACTED_LEN && !self.secrets.contains(&v) {
-                self.secrets.push(v);
-            }
-        }
-        self.secrets.sort_by_key(|v| std::cmp::Reverse(v.len()));
+        self.redactor.add(values);
     }
 
     fn redact(&self, text: &str) -> String {
-        let mut out = text.to_string();
-        for v in &self.secrets {
-            if out.contains(v.as_str()) {
-                out = out.replace(v.as_str(), "(redacted)");
-            }
-        }
-        out
+        self.redactor.redact(text)
     }
 
     /// Records a collector failure as `<rel>` (an `.err` file) and in the final report.
@@ -453,7 +439,7 @@ async fn collect(opts: &ClusterOpts, args: CollectArgs, io: &mut crate::Io<'_>) 
     let mut w = Writer {
         root: root.clone(),
         errors: Vec::new(),
-        secrets: Vec::new(),
+        redactor: Redactor::default(),
     };
     let client = cluster.client.clone();
     let ns = cluster.namespace.clone();

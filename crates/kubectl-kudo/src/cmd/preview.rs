@@ -59,6 +59,7 @@ use kudo_package::render::{Action, RenderContext, RenderedObject, render_plan};
 use serde_json::{Value, json};
 
 use super::cluster::Cluster;
+use super::sensitive::Redactor;
 use crate::Io;
 
 /// The field manager the manager applies with (`ControllerConfig::field_manager`'s default), so
@@ -339,8 +340,7 @@ pub async fn preview(
         })
         .map(|(k, _)| k.clone())
         .collect();
-    let mut secrets: BTreeSet<String> = current.into_values().collect();
-    secrets.extend(sourced.values().cloned());
+    let redactor = Redactor::new(current.into_values().chain(sourced.values().cloned()));
     let verdict = verdict(change, &rotated);
     let Verdict::Run { plan, .. } = &verdict else {
         print_without_plan(&verdict, mode, format, io)?;
@@ -349,8 +349,8 @@ pub async fn preview(
     let mut params = change.proposed.parameters.clone();
     params.extend(sourced);
     let discovery = Cache::new(cluster.client.clone());
-    let objects = render(cluster, &discovery, change, plan, params, &secrets).await?;
-    let masker = Masker { secrets };
+    let objects = render(cluster, &discovery, change, plan, params, &redactor).await?;
+    let masker = Masker { redactor };
     let diffs = match (mode, format) {
         (DryRun::Server, _) | (DryRun::Client, PreviewOutput::Diff) => {
             let mut diffs = Vec::new();
@@ -437,7 +437,7 @@ async fn render(
     change: &Change<'_>,
     plan: &str,
     params: BTreeMap<String, String>,
-    secrets: &BTreeSet<String>,
+    redactor: &Redactor,
 ) -> Result<Vec<RenderedObject>> {
     let name = &change.instance.metadata.name;
     let mut base = RenderContext::offline(name, &cluster.namespace, params);
@@ -453,8 +453,7 @@ async fn render(
     if let Some(adjust) = change.adjust {
         adjust(&mut base);
     }
-    let redacted =
-        |e: kudo_package::render::RenderError| anyhow!("{}", Masker::redact_str(secrets, &e.to_string()));
+    let redacted = |e: kudo_package::render::RenderError| anyhow!("{}", redactor.redact(&e.to_string()));
     // First pass: which kinds and live dependencies the plan needs.
     let wanted: Arc<Mutex<BTreeSet<Dependency>>> = Arc::default();
     let mut first = base.clone();
@@ -527,32 +526,21 @@ async fn read_dependency(cluster: &Cluster, d: &Dependency) -> Result<Option<Val
 /// Hides secret values in what a preview prints.
 #[derive(Default)]
 pub struct Masker {
-    /// Sensitive parameter values (shorter than 4 characters are left alone, as in diagnostics).
-    secrets: BTreeSet<String>,
+    /// Sensitive parameter values (the rule diagnostics follows too).
+    redactor: Redactor,
 }
 
 impl Masker {
-    fn redact_str(secrets: &BTreeSet<String>, s: &str) -> String {
-        let mut out = s.to_string();
-        // Longest first, so that a value containing another is replaced whole.
-        let mut values: Vec<&String> = secrets.iter().filter(|v| v.chars().count() >= 4).collect();
-        values.sort_by_key(|v| std::cmp::Reverse(v.len()));
-        for v in values {
-            out = out.replace(v.as_str(), "(redacted)");
-        }
-        out
-    }
-
     /// Every string (keys included) with sensitive values replaced.
     fn redact(&self, v: &mut Value) {
         match v {
-            Value::String(s) => *s = Self::redact_str(&self.secrets, s),
+            Value::String(s) => *s = self.redactor.redact(s),
             Value::Array(a) => a.iter_mut().for_each(|x| self.redact(x)),
             Value::Object(m) => {
                 let old = std::mem::take(m);
                 for (k, mut x) in old {
                     self.redact(&mut x);
-                    m.insert(Self::redact_str(&self.secrets, &k), x);
+                    m.insert(self.redactor.redact(&k), x);
                 }
             }
             _ => {}
@@ -678,7 +666,7 @@ async fn diff_object(
             let (live, merged) = masker.pair(live.as_ref(), merged.as_ref());
             out.diff = unified_diff(&out.id, live.as_ref(), merged.as_ref());
         }
-        Err(e) => out.error = Some(Masker::redact_str(&masker.secrets, &e)),
+        Err(e) => out.error = Some(masker.redactor.redact(&e)),
     }
     out
 }
@@ -967,7 +955,7 @@ mod tests {
         assert_eq!(b["stringData"]["p"], "***");
         // A ConfigMap is not masked, but sensitive values anywhere are redacted.
         let m = Masker {
-            secrets: BTreeSet::from(["s3cret-pw".to_string(), "ab".to_string()]),
+            redactor: Redactor::new(["s3cret-pw".to_string(), "ab".to_string()]),
         };
         let cm = json!({"kind": "ConfigMap", "data": {"url": "db://u:s3cret-pw@h", "x": "ab"}});
         let out = m.object(&cm);

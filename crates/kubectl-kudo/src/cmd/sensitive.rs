@@ -27,6 +27,46 @@ pub fn secret_name(instance: &str) -> String {
     format!("{instance}-parameters")
 }
 
+/// Sensitive values shorter than this are not redacted: a 1–3 character value would blank out
+/// unrelated text (see docs/cli.md, `diagnostics collect`).
+pub const MIN_REDACTED_LEN: usize = 4;
+
+/// Replaces sensitive values by `(redacted)` in text the CLI writes out (diagnostics files,
+/// previews). Values are kept longest first, so that a value containing another is replaced whole;
+/// values under [`MIN_REDACTED_LEN`] characters are left alone.
+#[derive(Debug, Default, Clone)]
+pub struct Redactor {
+    values: Vec<String>,
+}
+
+impl Redactor {
+    pub fn new(values: impl IntoIterator<Item = String>) -> Redactor {
+        let mut r = Redactor::default();
+        r.add(values);
+        r
+    }
+
+    /// Adds values to redact from now on.
+    pub fn add(&mut self, values: impl IntoIterator<Item = String>) {
+        for v in values {
+            if v.chars().count() >= MIN_REDACTED_LEN && !self.values.contains(&v) {
+                self.values.push(v);
+            }
+        }
+        self.values.sort_by_key(|v| std::cmp::Reverse(v.len()));
+    }
+
+    pub fn redact(&self, text: &str) -> String {
+        let mut out = text.to_string();
+        for v in &self.values {
+            if out.contains(v.as_str()) {
+                out = out.replace(v.as_str(), "(redacted)");
+            }
+        }
+        out
+    }
+}
+
 /// The parameters of one install/update, split for the Instance.
 #[derive(Debug, Default, PartialEq)]
 pub struct Split {
