@@ -110,11 +110,14 @@ pub const CLUSTER_OBJECTS_FINALIZER: &str = "kudo-rs.dev/cluster-objects";
 /// removes it once that run was replaced ([`kudo_engine::retry::is_spent`]).
 pub const RETRY_ANNOTATION: &str = "kudo-rs.dev/retry";
 
-/// The one merge patch of `kubectl kudo plan retry`: the retry annotation and the direct trigger of
-/// `plan` as `plan trigger` writes it (`trigger_uid` is the CLI's; admission gives the run its own).
-pub fn retry_patch(plan: &str, failed_uid: &str, trigger_uid: &str) -> serde_json::Value {
+/// The one merge patch of `kubectl kudo plan trigger` and `plan retry`: the direct trigger of
+/// `plan` (`trigger_uid` is the CLI's; admission gives the run its own) and the retry annotation —
+/// naming the failed run `retry_of` for a retry, removed for a trigger (which restarts from the
+/// top, so a pending retry must not turn it into a resume).
+pub fn trigger_patch(plan: &str, trigger_uid: &str, retry_of: Option<&str>) -> serde_json::Value {
+    let retry = retry_of.map(|failed| kudo_engine::retry::annotation_value(plan, failed));
     serde_json::json!({
-        "metadata": {"annotations": {RETRY_ANNOTATION: kudo_engine::retry::annotation_value(plan, failed_uid)}},
+        "metadata": {"annotations": {RETRY_ANNOTATION: retry}},
         "spec": {"planExecution": {"planName": plan, "uid": trigger_uid}},
     })
 }

@@ -250,7 +250,7 @@ async fn retry(
 
 /// `plan retry`: picks the failed run ([`kudo_engine::retry::target`]), checks that the manager
 /// would admit the trigger (as `plan trigger` does), then writes the retry annotation and the
-/// trigger in one merge patch ([`kudo_controller::retry_patch`]). A refusal writes nothing.
+/// trigger in one merge patch ([`write_trigger`]). A refusal writes nothing.
 pub async fn retry_plan(
     cluster: &Cluster,
     instance: &Instance,
@@ -267,13 +267,7 @@ pub async fn retry_plan(
             ov.metadata.name
         );
     }
-    let proposed = trigger_spec(instance, &target.plan);
-    let uid = proposed.plan_execution.uid.clone();
-    super::instance::refuse_denied(instance, &proposed, ov, ov)?;
-    let patch = kudo_controller::retry_patch(&target.plan, &target.failed_uid, &uid);
-    cluster
-        .merge_patch(KudoKind::Instance, &instance.metadata.name, patch)
-        .await?;
+    write_trigger(cluster, instance, ov, &target.plan, Some(&target.failed_uid)).await?;
     Ok(target)
 }
 
@@ -285,20 +279,23 @@ pub async fn trigger_plan(
     ov: &kudo_api::OperatorVersion,
     plan: &str,
 ) -> Result<()> {
+    write_trigger(cluster, instance, ov, plan, None).await
+}
+
+/// Writes the direct trigger of `plan` ([`kudo_controller::trigger_patch`]; `retry_of`: the failed
+/// run a retry resumes) unless KUDO's admission rules refuse it.
+async fn write_trigger(
+    cluster: &Cluster,
+    instance: &Instance,
+    ov: &OperatorVersion,
+    plan: &str,
+    retry_of: Option<&str>,
+) -> Result<()> {
     let proposed = trigger_spec(instance, plan);
-    let uid = proposed.plan_execution.uid.clone();
     super::instance::refuse_denied(instance, &proposed, ov, ov)?;
-    let retry = kudo_controller::RETRY_ANNOTATION;
+    let patch = kudo_controller::trigger_patch(plan, &proposed.plan_execution.uid, retry_of);
     cluster
-        .merge_patch(
-            KudoKind::Instance,
-            &instance.metadata.name,
-            // A pending `plan retry` annotation is dropped: a trigger restarts from the top.
-            serde_json::json!({
-                "metadata": {"annotations": {retry: null}},
-                "spec": {"planExecution": {"planName": plan, "uid": uid}},
-            }),
-        )
+        .merge_patch(KudoKind::Instance, &instance.metadata.name, patch)
         .await
 }
 
