@@ -709,11 +709,11 @@ impl<'c> Reconciler<'c> {
             .into_iter()
             .flatten()
             .fold(requeue, Duration::min);
-        let before = writes.old_status.clone();
+        let run = &exec.plan_execution;
+        let ended = kudo_engine::revision::ended(&writes.old_status, &status, &run.plan_name, &run.uid);
         self.persist_run(&raw, &inst, &ov, deleting, writes, &status)
             .await?;
-        let run = &exec.plan_execution;
-        if let Some(outcome) = kudo_engine::revision::ended(&before, &status, &run.plan_name, &run.uid) {
+        if let Some(outcome) = ended {
             crate::revisions::finish(self.ctx, &inst, &run.uid, outcome, now).await;
         }
         Ok(Action::requeue(requeue))

@@ -15,12 +15,8 @@ use tracing::{info, warn};
 use crate::Context;
 use crate::discovery::known_resource;
 
-fn api(ctx: &Context, ns: &str) -> Api<DynamicObject> {
-    Api::namespaced_with(
-        ctx.client.clone(),
-        ns,
-        &known_resource("apps", "ControllerRevision"),
-    )
+fn api(client: &kube::Client, ns: &str) -> Api<DynamicObject> {
+    Api::namespaced_with(client.clone(), ns, &known_resource("apps", "ControllerRevision"))
 }
 
 /// The revisions of Instance `ns/name` with uid `uid`, oldest first (selected by the instance
@@ -31,10 +27,10 @@ pub async fn list(
     name: &str,
     uid: &str,
 ) -> Result<Vec<Revision>, kube::Error> {
-    let api: Api<DynamicObject> =
-        Api::namespaced_with(client.clone(), ns, &known_resource("apps", "ControllerRevision"));
     let selector = format!("{}={}", kudo_api::labels::INSTANCE, revision::label_value(name));
-    let items = api.list(&ListParams::default().labels(&selector)).await?;
+    let items = api(client, ns)
+        .list(&ListParams::default().labels(&selector))
+        .await?;
     let values: Vec<serde_json::Value> = items
         .items
         .iter()
@@ -63,7 +59,7 @@ pub(crate) async fn record(ctx: &Context, run: &Run<'_>, by: StartedBy, now: Tim
 async fn try_record(ctx: &Context, run: &Run<'_>, by: StartedBy, now: Timestamp) -> Result<(), kube::Error> {
     let (inst, uid) = (run.inst, run.uid);
     let ns = inst.metadata.namespace.as_deref().unwrap_or_default();
-    let api = api(ctx, ns);
+    let api = api(&ctx.client, ns);
     let mut revs = list(&ctx.client, ns, &inst.metadata.name, uid).await?;
     let data = revision::snapshot(run.spec, run.ov, by, revs.last().map(|r| &r.data));
     for old in revision::replaced(&revs, &data.plan_uid) {
@@ -96,7 +92,7 @@ async fn try_record(ctx: &Context, run: &Run<'_>, by: StartedBy, now: Timestamp)
 /// terminal in this reconcile's status write).
 pub(crate) async fn finish(ctx: &Context, inst: &Instance, uid: &str, outcome: Outcome, now: Timestamp) {
     let ns = inst.metadata.namespace.as_deref().unwrap_or_default();
-    let api = api(ctx, ns);
+    let api = api(&ctx.client, ns);
     let selector = format!("{}={}", revision::RUN_LABEL, revision::label_value(uid));
     let result = async {
         for cr in api.list(&ListParams::default().labels(&selector)).await?.items {

@@ -156,9 +156,9 @@ pub fn judge(
         Ok(d) => scheduled(d, to)?,
         Err(ChangeDenied(message)) => {
             // Denied: only because of the running plan (then --force helps), or for good?
-            let Some(_) = running else {
+            if running.is_none() {
                 return Err(RollbackError::Denied(message));
-            };
+            }
             let idle = |s: &InstanceSpec| InstanceSpec {
                 plan_execution: PlanExecution::default(),
                 ..s.clone()
@@ -172,11 +172,7 @@ pub fn judge(
             }
         }
     };
-    let plan = if new_ov.spec.plans.contains_key(ROLLBACK_PLAN) {
-        ROLLBACK_PLAN.to_string()
-    } else {
-        triggered.clone()
-    };
+    let plan = plan_for(&triggered, new_ov);
     let blocked_by = running
         .filter(|r| *r != triggered || *r != plan)
         .map(str::to_string);
