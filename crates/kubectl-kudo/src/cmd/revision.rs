@@ -153,6 +153,9 @@ struct Plan {
     from: u64,
     proposed: kudo_api::InstanceSpec,
     judged: Judged,
+    /// The OperatorVersion the Instance runs, and the one the rollback restores.
+    current_ov: OperatorVersion,
+    target_ov: OperatorVersion,
 }
 
 /// Reads what the rollback needs and judges it; `Err` is the refusal (nothing was written).
@@ -187,6 +190,8 @@ async fn plan_rollback(cluster: &Cluster, inst: &Instance, to: Option<u64>) -> R
         from: kudo_engine::revision::next_number(&revs) - 1,
         proposed,
         judged,
+        current_ov,
+        target_ov,
     })
 }
 
@@ -275,14 +280,9 @@ async fn preview_rollback(
     opts: &DryRunOpts,
     io: &mut Io<'_>,
 ) -> Result<ExitCode> {
-    let current_ov = cluster.operator_version_of(inst).await?;
-    let target_ov: OperatorVersion = cluster
-        .get(KudoKind::OperatorVersion, &plan.proposed.operator_version.name)
-        .await?
-        .with_context(|| format!("OperatorVersion {}", plan.proposed.operator_version.name))?;
     let revisions = (plan.from, plan.target.number);
     let adjust = move |ctx: &mut kudo_package::render::RenderContext| ctx.rollback = Some(revisions);
-    let change = Change::new(inst, &plan.proposed, &current_ov, &target_ov)
+    let change = Change::new(inst, &plan.proposed, &plan.current_ov, &plan.target_ov)
         .with_plan(&plan.judged.plan)
         .with_adjust(&adjust);
     preview::preview(cluster, &change, opts, io).await
