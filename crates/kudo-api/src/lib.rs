@@ -368,6 +368,50 @@ pub struct OperatorVersionSpec {
     pub connection_string: String,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub upgradable_from: Vec<ObjectReference>,
+    /// kudo-rs extension (issue 26): the typed API of this operator, a CRD whose objects are its
+    /// Instances with typed parameters. Absent: today's behaviour, Instances only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api: Option<TypedApi>,
+}
+
+/// The `api:` section of `operator.yaml`: group, kind and names of the CRD made for the operator.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TypedApi {
+    pub group: String,
+    pub kind: String,
+    /// `v1` when empty.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub version: String,
+    /// Lower-case kind + `s` when empty.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub plural: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub short_names: Vec<String>,
+}
+
+impl TypedApi {
+    pub fn version(&self) -> &str {
+        if self.version.is_empty() {
+            "v1"
+        } else {
+            &self.version
+        }
+    }
+    pub fn plural(&self) -> String {
+        if self.plural.is_empty() {
+            format!("{}s", self.kind.to_lowercase())
+        } else {
+            self.plural.clone()
+        }
+    }
+    /// `<plural>.<group>`, the CRD's name.
+    pub fn crd_name(&self) -> String {
+        format!("{}.{}", self.plural(), self.group)
+    }
+    pub fn api_version(&self) -> String {
+        format!("{}/{}", self.group, self.version())
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

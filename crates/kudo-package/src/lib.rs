@@ -23,6 +23,7 @@ pub mod scaffold;
 pub mod split;
 mod tmpl;
 pub mod translate;
+pub mod typed_api;
 pub mod verify;
 pub mod yaml;
 

@@ -46,6 +46,9 @@ pub struct OperatorFile {
     pub plans: BTreeMap<String, Plan>,
     #[serde(default, deserialize_with = "lenient::string")]
     pub namespace_manifest: String,
+    /// kudo-rs extension (issue 26): the operator's typed API (a CRD per operator).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api: Option<kudo_api::TypedApi>,
 }
 
 impl OperatorFile {

@@ -109,6 +109,12 @@ pub fn verify(pkg: &Package, checks: ParamChecks) -> Verification {
         r.error(e);
     }
     extended(pkg, checks, &mut r);
+    // Ours: the typed API section (issue 26).
+    if let Some(api) = &pkg.operator.api {
+        for e in crate::typed_api::check_api(api, &pkg.params.definitions()) {
+            r.error(e);
+        }
+    }
     r
 }
 

@@ -269,6 +269,7 @@ async fn demo(opts: &ClusterOpts, pkg: &std::path::Path, args: &DevArgs) -> Resu
         create_namespace: false,
         service_account: Default::default(),
         wait: WaitOpts::default(),
+        allow_breaking_changes: false,
     };
     let (mut stdout, mut stderr) = (std::io::stdout(), std::io::stderr());
     let mut io = crate::Io::new(&mut stdout, &mut stderr);

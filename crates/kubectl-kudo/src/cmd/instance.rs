@@ -133,6 +133,10 @@ pub struct InstallArgs {
     pub service_account: ServiceAccountOpts,
     #[command(flatten)]
     pub wait: WaitOpts,
+    /// Write the operator's typed API (the CRD of `api:` in operator.yaml) even where existing
+    /// objects of it would no longer be valid under the new schema.
+    #[arg(long)]
+    pub allow_breaking_changes: bool,
 }
 
 #[derive(Args, Debug)]
@@ -173,6 +177,10 @@ pub struct UpgradeArgs {
     pub wait: WaitOpts,
     #[command(flatten)]
     pub dry_run: DryRunOpts,
+    /// Write the operator's typed API (the CRD of `api:` in operator.yaml) even where existing
+    /// objects of it would no longer be valid under the new schema.
+    #[arg(long)]
+    pub allow_breaking_changes: bool,
 }
 
 #[derive(Args, Debug)]
@@ -343,12 +351,16 @@ pub async fn install(opts: &ClusterOpts, args: InstallArgs, io: &mut Io<'_>) -> 
     if !args.skip_instance {
         check_new_instance(&cluster, &res.instance, &res.operator_version, &split).await?;
     }
+    let typed = super::typed_api::check(&cluster, &res.operator_version, args.allow_breaking_changes).await?;
     if args.create_namespace {
         create_namespace(&cluster, &pkg, &res.instance.metadata.name, &values, io).await?;
     }
     install_dependencies(&cluster, &deps, io).await?;
     deps.pin(&mut res.operator_version);
     install_operator_and_version(&cluster, &res.operator, &res.operator_version, io).await?;
+    if let Some(planned) = typed {
+        super::typed_api::apply(&cluster, planned, io).await?;
+    }
     if args.skip_instance {
         return Ok(ExitCode::SUCCESS);
     }
@@ -767,6 +779,7 @@ pub async fn upgrade(opts: &ClusterOpts, args: UpgradeArgs, io: &mut Io<'_>) -> 
         return preview::preview(&cluster, &change, &args.dry_run, io).await;
     }
     refuse_denied(&instance, &proposed, &current, &new_ov)?;
+    let typed = super::typed_api::check(&cluster, &new_ov, args.allow_breaking_changes).await?;
     install_dependencies(&cluster, &deps, io).await?;
     if !operator_version_exists(&cluster, &new_ov).await? {
         cluster.create(KudoKind::OperatorVersion, &new_ov).await?;
@@ -775,6 +788,9 @@ pub async fn upgrade(opts: &ClusterOpts, args: UpgradeArgs, io: &mut Io<'_>) -> 
             "{} created",
             KudoKind::OperatorVersion.display(&new_ov.metadata.name)
         )?;
+    }
+    if let Some(planned) = typed {
+        super::typed_api::apply(&cluster, planned, io).await?;
     }
     let mut patch = serde_json::json!({"spec": {"operatorVersion": {"name": new_ov.metadata.name}}});
     if !values.is_empty() {

@@ -17,5 +17,6 @@ pub mod revision;
 pub mod sensitive;
 pub mod template;
 pub mod test;
+pub mod typed_api;
 pub mod version;
 pub mod wait;

@@ -1,0 +1,112 @@
+//! The typed API of an operator on the cluster (issue 26 item 3): `install` and `upgrade` create or
+//! update the CRD `kudo_package::typed_api::crd` makes from the OperatorVersion, never one that
+//! something else owns, and refuse a new schema that existing typed objects would break, before
+//! anything is written.
+
+use std::io::Write as _;
+
+use anyhow::{Result, bail};
+use kube::api::{Api, ApiResource, DynamicObject, ListParams, Patch, PatchParams};
+use kube::core::GroupVersionKind;
+use kudo_api::OperatorVersion;
+use kudo_package::typed_api::{self, Ownership};
+use serde_json::Value;
+
+use super::cluster::{Cluster, FIELD_MANAGER};
+use crate::Io;
+
+/// What [`check`] found: the CRD to write, if the OperatorVersion declares one.
+pub struct Planned {
+    crd: Value,
+    existed: bool,
+}
+
+fn crd_api(cluster: &Cluster) -> Api<DynamicObject> {
+    let gvk = GroupVersionKind::gvk("apiextensions.k8s.io", "v1", "CustomResourceDefinition");
+    let ar = ApiResource::from_gvk_with_plural(&gvk, "customresourcedefinitions");
+    Api::all_with(cluster.client.clone(), &ar)
+}
+
+/// Reads the CRD of the OperatorVersion's typed API and decides whether it may be written: refused
+/// when another operator or tool owns that name, or when existing typed objects would not be valid
+/// under the new schema (unless `allow_breaking`). Writes nothing.
+pub async fn check(cluster: &Cluster, ov: &OperatorVersion, allow_breaking: bool) -> Result<Option<Planned>> {
+    let Some(crd) = typed_api::crd(ov) else {
+        return Ok(None);
+    };
+    let name = crd["metadata"]["name"].as_str().unwrap_or_default().to_string();
+    let existing = crd_api(cluster).get_opt(&name).await?;
+    let existing = existing.map(serde_json::to_value).transpose()?;
+    match typed_api::ownership(existing.as_ref(), &ov.spec.operator.name) {
+        Ownership::Foreign(owner) => bail!(
+            "CustomResourceDefinition {name} exists and belongs to {owner}: kudo-rs does not overwrite it \
+             (choose another api.group or api.kind in operator.yaml)"
+        ),
+        Ownership::Absent => return Ok(Some(Planned { crd, existed: false })),
+        Ownership::Ours => {}
+    }
+    if !allow_breaking {
+        let broken = breaking(cluster, ov, &crd).await?;
+        if !broken.is_empty() {
+            bail!(
+                "the typed API of {} would make existing objects invalid:\n  {}\n\
+                 change them first, or pass --allow-breaking-changes",
+                ov.metadata.name,
+                broken.join("\n  ")
+            );
+        }
+    }
+    Ok(Some(Planned { crd, existed: true }))
+}
+
+/// Every existing typed object whose spec the new schema would refuse, as `KIND NS/NAME: field error`.
+async fn breaking(cluster: &Cluster, ov: &OperatorVersion, crd: &Value) -> Result<Vec<String>> {
+    let Some(api) = &ov.spec.api else {
+        return Ok(Vec::new());
+    };
+    let gvk = GroupVersionKind::gvk(&api.group, api.version(), &api.kind);
+    let ar = ApiResource::from_gvk_with_plural(&gvk, &api.plural());
+    let objects = match Api::<DynamicObject>::all_with(cluster.client.clone(), &ar)
+        .list(&ListParams::default())
+        .await
+    {
+        Ok(list) => list.items,
+        // The served version changed (v1 → v2): the old objects are read at their own version by
+        // the API server's conversion, which we do not set up; nothing to compare at this version.
+        Err(kube::Error::Api(e)) if e.code == 404 => return Ok(Vec::new()),
+        Err(e) => return Err(e.into()),
+    };
+    let schema = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"];
+    let mut out = Vec::new();
+    for o in objects {
+        let who = format!(
+            "{} {}/{}",
+            api.kind,
+            o.metadata.namespace.clone().unwrap_or_default(),
+            o.metadata.name.clone().unwrap_or_default()
+        );
+        let spec = o.data.get("spec").cloned().unwrap_or(Value::Null);
+        for problem in typed_api::breaking_fields(schema, &spec) {
+            out.push(format!("{who}: {problem}"));
+        }
+    }
+    Ok(out)
+}
+
+/// Creates or updates the CRD [`check`] planned (server-side apply, the CLI's field manager).
+pub async fn apply(cluster: &Cluster, planned: Planned, io: &mut Io<'_>) -> Result<()> {
+    let name = planned.crd["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let params = PatchParams::apply(FIELD_MANAGER).force();
+    crd_api(cluster)
+        .patch(&name, &params, &Patch::Apply(&planned.crd))
+        .await?;
+    let verb = if planned.existed { "configured" } else { "created" };
+    writeln!(
+        io.out,
+        "customresourcedefinition.apiextensions.k8s.io/{name} {verb}"
+    )?;
+    Ok(())
+}

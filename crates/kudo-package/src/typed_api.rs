@@ -1,0 +1,290 @@
+//! The typed API of an operator (issue 26 item 3, a kudo-rs extension): the CustomResourceDefinition
+//! made from an OperatorVersion's `api:` section and its parameters, the checks of that section,
+//! who owns an existing CRD of that name, and the mapping between a typed object's `spec` and the
+//! Instance's parameters (KUDO's strings).
+//!
+//! The CRD is a pure function of the OperatorVersion, so `package verify`, `install`/`upgrade` and
+//! tests all see the same object; the CLI creates it (with the user's rights, like the
+//! OperatorVersion itself) and refuses to touch a CRD of that name that another operator or tool
+//! owns ([`ownership`]).
+
+use std::collections::BTreeMap;
+
+use kudo_api::{OperatorVersion, Parameter, TypedApi};
+use serde_json::{Map, Value, json};
+
+use crate::params::{decode_structured, parse_bool, wrap_value};
+
+/// Label on a typed-API CRD naming the operator it was made for: the mark of ownership.
+pub const OPERATOR_LABEL: &str = kudo_api::labels::OPERATOR;
+/// Annotation on a typed-API CRD: the OperatorVersion that made it (new objects get Instances of it).
+pub const OPERATOR_VERSION_ANNOTATION: &str = "kudo-rs.dev/operator-version";
+
+/// The CRD of the OperatorVersion's typed API; `None` when it declares none.
+pub fn crd(ov: &OperatorVersion) -> Option<Value> {
+    let api = ov.spec.api.as_ref()?;
+    let version = json!({
+        "name": api.version(),
+        "served": true,
+        "storage": true,
+        "schema": {"openAPIV3Schema": {
+            "type": "object",
+            "description": format!("{} of the KUDO operator {}: its spec holds the operator's parameters, typed; \
+                an Instance of the same name runs its plans.", api.kind, ov.spec.operator.name),
+            "properties": {
+                "spec": spec_schema(ov),
+                "status": status_schema(),
+            },
+        }},
+        "subresources": {"status": {}},
+        "additionalPrinterColumns": printer_columns(),
+    });
+    let mut names = json!({
+        "kind": api.kind,
+        "listKind": format!("{}List", api.kind),
+        "plural": api.plural(),
+        "singular": api.kind.to_lowercase(),
+    });
+    if !api.short_names.is_empty() {
+        names["shortNames"] = json!(api.short_names);
+    }
+    Some(json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {
+            "name": api.crd_name(),
+            "labels": {OPERATOR_LABEL: ov.spec.operator.name, "app.kubernetes.io/managed-by": "kudo-rs"},
+            "annotations": {OPERATOR_VERSION_ANNOTATION: ov.metadata.name},
+        },
+        "spec": {"group": api.group, "scope": "Namespaced", "names": names, "versions": [version]},
+    }))
+}
+
+/// `spec`: one field per parameter that is not sensitive (those come from `parameterSources`),
+/// named exactly as the parameter; required parameters without a default are required fields.
+fn spec_schema(ov: &OperatorVersion) -> Value {
+    let mut props = Map::new();
+    let mut required = Vec::new();
+    for p in ov.spec.parameters.iter().filter(|p| !p.is_sensitive()) {
+        props.insert(p.name.clone(), field_schema(p));
+        if p.is_required() && p.default.is_none() {
+            required.push(p.name.clone());
+        }
+    }
+    props.insert("parameterSources".into(), parameter_sources_schema());
+    let mut spec = json!({"type": "object", "properties": props});
+    if !required.is_empty() {
+        spec["required"] = json!(required);
+    }
+    spec
+}
+
+/// One parameter's field: its type, description, default, enum and immutability.
+fn field_schema(p: &Parameter) -> Value {
+    let mut s = match p.value_type() {
+        "integer" => json!({"type": "integer"}),
+        "number" => json!({"type": "number"}),
+        "boolean" => json!({"type": "boolean"}),
+        "array" => json!({"type": "array", "items": {"x-kubernetes-preserve-unknown-fields": true}}),
+        "map" | "object" => json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}),
+        _ => json!({"type": "string"}),
+    };
+    if !p.description.is_empty() {
+        s["description"] = json!(p.description);
+    }
+    if let Some(d) = p.default.as_deref().and_then(|d| typed_value(p, d)) {
+        s["default"] = d;
+    }
+    if let Some(vals) = &p.r#enum {
+        let typed: Option<Vec<Value>> = vals.iter().map(|v| typed_value(p, v)).collect();
+        if let Some(typed) = typed {
+            s["enum"] = json!(typed);
+        }
+    }
+    if p.is_immutable() {
+        s["x-kubernetes-validations"] = json!([{"rule": "self == oldSelf", "message": "Value is immutable"}]);
+    }
+    s
+}
+
+fn parameter_sources_schema() -> Value {
+    json!({
+        "type": "object",
+        "description": "Parameters whose values come from Secrets (sensitive parameters).",
+        "additionalProperties": {"type": "object", "properties": {"secretKeyRef": {
+            "type": "object", "required": ["name", "key"],
+            "properties": {"name": {"type": "string"}, "key": {"type": "string"}},
+        }}},
+    })
+}
+
+/// `status` mirrors the Instance's: the plans and conditions as they are, plus the summary the
+/// printer columns show.
+fn status_schema() -> Value {
+    json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true})
+}
+
+fn printer_columns() -> Value {
+    json!([
+        {"name": "Plan", "type": "string", "jsonPath": ".status.plan"},
+        {"name": "Status", "type": "string", "jsonPath": ".status.status"},
+        {"name": "Ready", "type": "string", "jsonPath": ".status.conditions[?(@.type==\"Ready\")].status"},
+        {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+    ])
+}
+
+/// A parameter value (KUDO's string) as the typed field holds it; `None` when the string does not
+/// have the declared type (the field then gets no default/enum: the parameter rules report it).
+pub fn typed_value(p: &Parameter, s: &str) -> Option<Value> {
+    match p.value_type() {
+        "integer" => s.parse::<i64>().ok().map(Value::from),
+        "number" => s
+            .parse::<f64>()
+            .ok()
+            .and_then(|f| serde_json::Number::from_f64(f).map(Value::Number)),
+        "boolean" => parse_bool(s).map(Value::Bool),
+        "array" | "map" | "object" => decode_structured(s).ok(),
+        _ => Some(Value::String(s.to_string())),
+    }
+}
+
+/// The Instance parameters a typed object's `spec` sets: every field named as a declared,
+/// non-sensitive parameter, as KUDO's string (`parameterSources` and unknown fields left out).
+pub fn parameters_of(ov: &OperatorVersion, spec: &Value) -> BTreeMap<String, String> {
+    ov.spec
+        .parameters
+        .iter()
+        .filter(|p| !p.is_sensitive())
+        .filter_map(|p| {
+            let v = spec.get(&p.name).filter(|v| !v.is_null())?;
+            Some((p.name.clone(), wrap_value(v, p.value_type())))
+        })
+        .collect()
+}
+
+/// The typed `spec` fields for Instance parameter strings (what `kubectl kudo update` writes into
+/// a typed object). Parameters not declared, sensitive, or not of their type are returned as errors.
+pub fn spec_fields(
+    ov: &OperatorVersion,
+    values: &BTreeMap<String, String>,
+) -> Result<Map<String, Value>, String> {
+    let mut out = Map::new();
+    for (name, s) in values {
+        let p = ov
+            .spec
+            .parameters
+            .iter()
+            .find(|p| &p.name == name)
+            .filter(|p| !p.is_sensitive())
+            .ok_or_else(|| format!("parameter {name} is not a field of the typed API"))?;
+        let v = typed_value(p, s)
+            .ok_or_else(|| format!("parameter {name}: {s:?} is not of type {}", p.value_type()))?;
+        out.insert(name.clone(), v);
+    }
+    Ok(out)
+}
+
+/// What makes an existing object's `spec` invalid under a new spec schema (the upgrade guard): a
+/// field set that is no longer a parameter, or a value the new schema refuses (narrowed enum or
+/// bound, changed type), each as kube-apiserver would word it. Checked with the one validator
+/// (`kudo_schema`).
+pub fn breaking_fields(spec_schema: &Value, spec: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    if let (Some(obj), Some(props)) = (spec.as_object(), spec_schema["properties"].as_object()) {
+        for key in obj.keys().filter(|k| !props.contains_key(*k)) {
+            out.push(format!(
+                "spec.{key} is set, and the new version has no such parameter"
+            ));
+        }
+    }
+    for v in kudo_schema::validate(spec_schema, spec, None, "spec", kudo_schema::Formats::Kube) {
+        out.push(v.kube_message());
+    }
+    out
+}
+
+/// Whether an existing CRD of the typed API's name may be written by this operator.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Ownership {
+    Absent,
+    Ours,
+    /// Made by something else; the text says by what, for the error message.
+    Foreign(String),
+}
+
+/// Who owns `existing` (the CRD of that name on the cluster, if any): only a CRD labelled with this
+/// operator's name is ours to update.
+pub fn ownership(existing: Option<&Value>, operator: &str) -> Ownership {
+    let Some(crd) = existing else {
+        return Ownership::Absent;
+    };
+    match crd
+        .pointer("/metadata/labels")
+        .and_then(|l| l.get(OPERATOR_LABEL))
+        .and_then(Value::as_str)
+    {
+        Some(o) if o == operator => Ownership::Ours,
+        Some(o) => Ownership::Foreign(format!("the KUDO operator {o}")),
+        None => Ownership::Foreign("something other than kudo-rs".into()),
+    }
+}
+
+/// `package verify`'s checks of an `api:` section: group and kind present and well-formed, names
+/// lower-case DNS labels, not the kudo.dev group itself, fields that do not collide with the
+/// parameters.
+pub fn check_api(api: &TypedApi, params: &[Parameter]) -> Vec<String> {
+    let mut errs = Vec::new();
+    let mut err = |m: String| errs.push(format!("operator.yaml: api: {m}"));
+    if api.group.is_empty() || !is_dns_subdomain(&api.group) || !api.group.contains('.') {
+        err(format!(
+            "group {:?} must be a DNS subdomain with at least one dot (e.g. galera.example.com)",
+            api.group
+        ));
+    }
+    if api.group == kudo_api::GROUP {
+        err(format!("group {} is KUDO's own", kudo_api::GROUP));
+    }
+    let kind_ok = api.kind.chars().next().is_some_and(|c| c.is_ascii_uppercase())
+        && api.kind.chars().all(|c| c.is_ascii_alphanumeric());
+    if !kind_ok {
+        err(format!(
+            "kind {:?} must start with an upper-case letter and hold only letters and digits",
+            api.kind
+        ));
+    }
+    let version_ok = api.version.is_empty() || is_dns_label(&api.version) && api.version.starts_with('v');
+    if !version_ok {
+        err(format!(
+            "version {:?} must look like v1, v1beta1, v2alpha1",
+            api.version
+        ));
+    }
+    for n in std::iter::once(&api.plural)
+        .chain(&api.short_names)
+        .filter(|n| !n.is_empty())
+    {
+        if !is_dns_label(n) {
+            err(format!("name {n:?} must be a lower-case DNS label"));
+        }
+    }
+    if params.iter().any(|p| p.name == "parameterSources") {
+        err("a parameter named parameterSources collides with the typed API's field of that name".into());
+    }
+    errs
+}
+
+fn is_dns_label(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 63
+        && s.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && !s.starts_with('-')
+        && !s.ends_with('-')
+}
+
+fn is_dns_subdomain(s: &str) -> bool {
+    s.len() <= 253 && s.split('.').all(is_dns_label)
+}
+
+#[cfg(test)]
+mod tests;
