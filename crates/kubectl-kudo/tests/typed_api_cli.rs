@@ -196,3 +196,100 @@ fn a_crd_owned_by_something_else_is_never_overwritten() {
         "the foreign CRD is untouched: {labels}"
     );
 }
+
+/// Polls `kubectl get ARGS -o jsonpath=PATH` until it prints `want` (60 s).
+fn eventually(kubeconfig: &Path, args: &[&str], path: &str, want: &str) {
+    let jsonpath = format!("jsonpath={path}");
+    let mut last = String::new();
+    for _ in 0..300 {
+        let mut full: Vec<&str> = vec!["get"];
+        full.extend(args);
+        full.extend(["-o", &jsonpath]);
+        let (_, text) = kubectl(kubeconfig, &full, None);
+        if text == want {
+            return;
+        }
+        last = text;
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    panic!("kubectl get {args:?} {path}: want {want:?}, last {last:?}");
+}
+
+/// A typed object, applied with plain kubectl in `ns`, runs as its Instance (the manager's sync),
+/// mirrors the run into its status, takes `kubectl kudo update`, and takes its Instance with it.
+fn a_typed_object_runs_as_its_instance_in(home: &Path, kc: &Path, ns: &str) {
+    let v1 = package(home, "0.1.0", V1_PARAMS);
+    let (code, out, err) = kudo_in(
+        home,
+        kc,
+        ns,
+        &["install", v1.to_str().unwrap(), "--skip-instance"],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    let object = format!(
+        "apiVersion: db.example.com/v1\nkind: Db\nmetadata:\n  name: mine\n  namespace: {ns}\nspec:\n  REPLICAS: 5\n"
+    );
+    let (ok, text) = kubectl(kc, &["apply", "-f", "-"], Some(&object));
+    assert!(ok, "{text}");
+    // The manager made the Instance, owned by the object, with the spec as KUDO strings.
+    eventually(
+        kc,
+        &["-n", ns, "instances.kudo.dev", "mine"],
+        "{.metadata.ownerReferences[0].kind} {.spec.parameters.REPLICAS}",
+        "Db 5",
+    );
+    eventually(kc, &["-n", ns, "configmap", "mine-cm"], "{.data.replicas}", "5");
+    eventually(
+        kc,
+        &["-n", ns, "dbs", "mine"],
+        "{.status.plan} {.status.status}",
+        "deploy COMPLETE",
+    );
+    let (ok, table) = kubectl(kc, &["-n", ns, "get", "dbs"], None);
+    assert!(ok, "{table}");
+    let header: Vec<&str> = table
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect();
+    assert_eq!(header, ["NAME", "PLAN", "STATUS", "READY", "AGE"], "{table}");
+    // `kubectl kudo update` of that Instance changes the typed object, which changes the Instance.
+    let (code, out, err) = kudo_in(
+        home,
+        kc,
+        ns,
+        &["update", "--instance", "mine", "-p", "REPLICAS=7", "--wait"],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    eventually(kc, &["-n", ns, "dbs", "mine"], "{.spec.REPLICAS}", "7");
+    eventually(kc, &["-n", ns, "configmap", "mine-cm"], "{.data.replicas}", "7");
+    // Deleting the object deletes its Instance (garbage collection of the owned Instance).
+    let (ok, text) = kubectl(kc, &["-n", ns, "delete", "db", "mine", "--wait=false"], None);
+    assert!(ok, "{text}");
+    eventually(
+        kc,
+        &["-n", ns, "instances.kudo.dev", "--ignore-not-found"],
+        "{.items[*].metadata.name}",
+        "",
+    );
+}
+
+#[test]
+fn a_typed_object_runs_as_its_instance() {
+    let home = tempfile::tempdir().unwrap();
+    let dev = start_dev(home.path(), &[]);
+    a_typed_object_runs_as_its_instance_in(home.path(), &dev.kubeconfig, "default");
+}
+
+#[test]
+#[ignore = "real control plane: run by scripts/real-cluster-stage.sh"]
+fn real_cluster_a_typed_object_runs_as_its_instance() {
+    let home = tempfile::tempdir().unwrap();
+    let kc = kudo_testkit::real_cluster::kubeconfig();
+    let ns = kudo_testkit::real_cluster::unique_namespace("typed");
+    let (ok, text) = kubectl(&kc, &["create", "namespace", &ns], None);
+    assert!(ok, "{text}");
+    a_typed_object_runs_as_its_instance_in(home.path(), &kc, &ns);
+    let _ = kubectl(&kc, &["delete", "namespace", &ns, "--wait=false"], None);
+}

@@ -63,6 +63,7 @@ mod pipe;
 mod reconcile;
 pub mod revisions;
 mod translate;
+mod typed;
 mod watches;
 
 use std::future::Future;
@@ -397,9 +398,13 @@ pub(crate) async fn run_controller(
     let autopilot = watches.autopilot();
     let caches = cache::Caches::new(instances.clone(), operator_versions, children);
     let concurrency = config.concurrency;
+    let (client_for_typed, namespace_for_typed) = (client.clone(), config.namespace.clone());
     let ctx = context(client, config, caches, autopilot, &health);
     tracing::info!("kudo controller started");
+    // Typed APIs (issue 26): their own controllers, for as long as this incarnation runs.
+    let typed = tokio::spawn(typed::run(client_for_typed, namespace_for_typed));
     reconcile_until(watches.triggers, instances, ctx, concurrency, &health, shutdown).await;
+    typed.abort();
     tracing::info!("kudo controller stopped");
 }
 

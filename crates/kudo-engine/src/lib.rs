@@ -76,6 +76,7 @@ pub mod status;
 pub mod tasks;
 pub mod time;
 pub mod triggers;
+pub mod typed;
 pub mod waiting;
 
 pub use errors::{ErrorClass, classify_api_error};

@@ -133,6 +133,59 @@ fn printer_columns() -> Value {
     ])
 }
 
+/// Label of the ClusterRoles that `kubectl kudo init --least-privilege`'s role
+/// `kudo-manager-typed-apis` aggregates: what the manager may do with typed objects.
+pub const AGGREGATE_TO_MANAGER: &str = "kudo-rs.dev/aggregate-to-manager";
+
+/// The ClusterRoles of a typed API: the manager's (watch the objects, write their status; aggregated
+/// into its least-privilege role), and users' — the built-in `admin`/`edit` roles get full access
+/// to the objects and `view` reads them, as for the `kudo.dev` kinds.
+pub fn cluster_roles(ov: &OperatorVersion) -> Vec<Value> {
+    let Some(api) = &ov.spec.api else {
+        return Vec::new();
+    };
+    let (group, plural, crd) = (api.group.as_str(), api.plural(), api.crd_name());
+    let status = format!("{plural}/status");
+    let role = |suffix: &str, labels: Value, rules: Value| {
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": format!("kudo-rs:typed:{crd}:{suffix}"), "labels": labels}, "rules": rules})
+    };
+    let agg = |r: &str| format!("rbac.authorization.k8s.io/aggregate-to-{r}");
+    let managed = json!({OPERATOR_LABEL: ov.spec.operator.name, "app.kubernetes.io/managed-by": "kudo-rs"});
+    let with = |extra: &[String]| {
+        let mut l = managed.clone();
+        for k in extra {
+            l[k.as_str()] = json!("true");
+        }
+        l
+    };
+    vec![
+        role(
+            "manager",
+            with(&[AGGREGATE_TO_MANAGER.to_string()]),
+            json!([
+                {"apiGroups": [group], "resources": [plural], "verbs": ["get", "list", "watch"]},
+                {"apiGroups": [group], "resources": [status], "verbs": ["get", "patch", "update"]},
+            ]),
+        ),
+        role(
+            "edit",
+            with(&[agg("admin"), agg("edit")]),
+            json!([
+                {"apiGroups": [group], "resources": [plural],
+                 "verbs": ["get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"]},
+            ]),
+        ),
+        role(
+            "view",
+            with(&[agg("view")]),
+            json!([
+                {"apiGroups": [group], "resources": [plural, status], "verbs": ["get", "list", "watch"]},
+            ]),
+        ),
+    ]
+}
+
 /// A parameter value (KUDO's string) as the typed field holds it; `None` when the string does not
 /// have the declared type (the field then gets no default/enum: the parameter rules report it).
 pub fn typed_value(p: &Parameter, s: &str) -> Option<Value> {

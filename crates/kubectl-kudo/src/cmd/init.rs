@@ -129,6 +129,8 @@ fn parse_account(value: &str) -> std::result::Result<String, String> {
 /// The manager's ClusterRole and its binding under `--least-privilege`.
 const MANAGER_ROLE: &str = "kudo-manager";
 const MANAGER_BINDING: &str = "kudo-manager-rolebinding";
+/// The aggregated ClusterRole (and its binding) of the manager's rights on typed APIs.
+const TYPED_APIS_ROLE: &str = "kudo-manager-typed-apis";
 
 /// One rule of a ClusterRole: API groups, resources, verbs (never `*`).
 pub struct Rule {
@@ -394,6 +396,7 @@ fn manager_rbac(args: &InitArgs, namespace: &str, sa: &str) -> Vec<Manifest> {
     let role = if args.least_privilege {
         let rules = MANAGER_RULES.iter().map(Rule::to_json).collect();
         out.push(cluster_role(MANAGER_ROLE, labels.clone(), rules, REQUIREMENTS));
+        out.extend(typed_apis_rbac(namespace, sa));
         MANAGER_ROLE
     } else if args.service_account.is_none() {
         "cluster-admin"
@@ -410,6 +413,27 @@ fn manager_rbac(args: &InitArgs, namespace: &str, sa: &str) -> Vec<Manifest> {
         group: REQUIREMENTS,
     });
     out
+}
+
+/// Under `--least-privilege`, what the manager may do with typed objects (issue 26): the rules of
+/// every ClusterRole labelled `kudo-rs.dev/aggregate-to-manager`, which `install` writes per typed
+/// API (`kudo_package::typed_api::cluster_roles`), aggregated by the cluster into
+/// `kudo-manager-typed-apis` and bound to the manager. Empty until an operator declares one.
+fn typed_apis_rbac(namespace: &str, sa: &str) -> Vec<Manifest> {
+    let labels = json!({"app": "kudo-manager"});
+    let mut role = cluster_role(TYPED_APIS_ROLE, labels.clone(), Vec::new(), REQUIREMENTS);
+    role.object["aggregationRule"] = json!({"clusterRoleSelectors": [
+        {"matchLabels": {kudo_package::typed_api::AGGREGATE_TO_MANAGER: "true"}}]});
+    let binding = Manifest {
+        resource: known_resource("rbac.authorization.k8s.io", "ClusterRoleBinding"),
+        namespaced: false,
+        object: json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": {"name": TYPED_APIS_ROLE, "labels": labels},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": TYPED_APIS_ROLE},
+            "subjects": [{"kind": "ServiceAccount", "name": sa, "namespace": namespace}]}),
+        group: REQUIREMENTS,
+    };
+    vec![role, binding]
 }
 
 /// The three `kudo-rs:aggregate-to-ROLE` ClusterRoles (also installed by `kubectl kudo dev`).

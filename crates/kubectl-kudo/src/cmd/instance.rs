@@ -359,7 +359,7 @@ pub async fn install(opts: &ClusterOpts, args: InstallArgs, io: &mut Io<'_>) -> 
     deps.pin(&mut res.operator_version);
     install_operator_and_version(&cluster, &res.operator, &res.operator_version, io).await?;
     if let Some(planned) = typed {
-        super::typed_api::apply(&cluster, planned, io).await?;
+        super::typed_api::apply(&cluster, &res.operator_version, planned, io).await?;
     }
     if args.skip_instance {
         return Ok(ExitCode::SUCCESS);
@@ -695,11 +695,24 @@ pub async fn update(opts: &ClusterOpts, args: UpdateArgs, io: &mut Io<'_>) -> Re
         patch["spec"]["parameterSources"] = serde_json::to_value(&sources)?;
     }
     let values_change = !split.plain.is_empty() || !sources.is_empty();
+    // An Instance a typed object owns (issue 26) is changed through that object.
+    let typed = values_change
+        && super::typed_api::update_owner(
+            &cluster,
+            &instance,
+            &ov,
+            &split.plain,
+            &patch["spec"]["parameterSources"],
+        )
+        .await?;
+    if typed {
+        patch = serde_json::json!({"spec": {}});
+    }
     let sa_patch = service_account_patch(&instance, args.service_account.as_deref());
     if let Some(sa) = &sa_patch {
         patch["spec"]["serviceAccountName"] = sa.clone();
     }
-    if values_change || sa_patch.is_some() {
+    if !typed && values_change || sa_patch.is_some() {
         cluster
             .merge_patch(KudoKind::Instance, &args.instance, patch)
             .await?;
@@ -790,7 +803,7 @@ pub async fn upgrade(opts: &ClusterOpts, args: UpgradeArgs, io: &mut Io<'_>) -> 
         )?;
     }
     if let Some(planned) = typed {
-        super::typed_api::apply(&cluster, planned, io).await?;
+        super::typed_api::apply(&cluster, &new_ov, planned, io).await?;
     }
     let mut patch = serde_json::json!({"spec": {"operatorVersion": {"name": new_ov.metadata.name}}});
     if !values.is_empty() {

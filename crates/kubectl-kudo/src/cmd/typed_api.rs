@@ -3,8 +3,6 @@
 //! something else owns, and refuse a new schema that existing typed objects would break, before
 //! anything is written.
 
-use std::io::Write as _;
-
 use anyhow::{Result, bail};
 use kube::api::{Api, ApiResource, DynamicObject, ListParams, Patch, PatchParams};
 use kube::core::GroupVersionKind;
@@ -93,8 +91,9 @@ async fn breaking(cluster: &Cluster, ov: &OperatorVersion, crd: &Value) -> Resul
     Ok(out)
 }
 
-/// Creates or updates the CRD [`check`] planned (server-side apply, the CLI's field manager).
-pub async fn apply(cluster: &Cluster, planned: Planned, io: &mut Io<'_>) -> Result<()> {
+/// Creates or updates the CRD [`check`] planned and its ClusterRoles (server-side apply, the CLI's
+/// field manager).
+pub async fn apply(cluster: &Cluster, ov: &OperatorVersion, planned: Planned, io: &mut Io<'_>) -> Result<()> {
     let name = planned.crd["metadata"]["name"]
         .as_str()
         .unwrap_or_default()
@@ -108,5 +107,75 @@ pub async fn apply(cluster: &Cluster, planned: Planned, io: &mut Io<'_>) -> Resu
         io.out,
         "customresourcedefinition.apiextensions.k8s.io/{name} {verb}"
     )?;
+    established(cluster, &name).await?;
+    let gvk = GroupVersionKind::gvk("rbac.authorization.k8s.io", "v1", "ClusterRole");
+    let roles: Api<DynamicObject> = Api::all_with(cluster.client.clone(), &ApiResource::from_gvk(&gvk));
+    for role in typed_api::cluster_roles(ov) {
+        let role_name = role["metadata"]["name"].as_str().unwrap_or_default().to_string();
+        roles.patch(&role_name, &params, &Patch::Apply(&role)).await?;
+    }
     Ok(())
+}
+
+/// `kubectl kudo update` of an Instance that a typed object owns changes the typed object (its
+/// source of truth; the manager carries the change to the Instance), not the Instance behind its
+/// back. Returns false, writing nothing, for an Instance no typed object owns.
+pub async fn update_owner(
+    cluster: &Cluster,
+    instance: &kudo_api::Instance,
+    ov: &OperatorVersion,
+    plain: &std::collections::BTreeMap<String, String>,
+    sources: &Value,
+) -> Result<bool> {
+    let Some(api) = &ov.spec.api else {
+        return Ok(false);
+    };
+    let owner = instance
+        .metadata
+        .other
+        .get("ownerReferences")
+        .and_then(Value::as_array)
+        .and_then(|refs| {
+            refs.iter()
+                .find(|r| r["controller"] == true && r["kind"] == api.kind.as_str())
+        });
+    let Some(owner) = owner else {
+        return Ok(false);
+    };
+    let mut spec = typed_api::spec_fields(ov, plain).map_err(anyhow::Error::msg)?;
+    if sources.as_object().is_some_and(|m| !m.is_empty()) {
+        spec.insert("parameterSources".into(), sources.clone());
+    }
+    let gvk = GroupVersionKind::gvk(&api.group, api.version(), &api.kind);
+    let ar = ApiResource::from_gvk_with_plural(&gvk, &api.plural());
+    let objects: Api<DynamicObject> = Api::namespaced_with(cluster.client.clone(), &cluster.namespace, &ar);
+    let name = owner["name"].as_str().unwrap_or_default();
+    let params = PatchParams {
+        field_manager: Some(FIELD_MANAGER.into()),
+        ..Default::default()
+    };
+    objects
+        .patch(name, &params, &Patch::Merge(&serde_json::json!({"spec": spec})))
+        .await?;
+    Ok(true)
+}
+
+/// Waits (30 s at most) until the API server serves the CRD: objects applied right after `install`
+/// would otherwise meet "no matches for kind".
+async fn established(cluster: &Cluster, name: &str) -> Result<()> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let crd = crd_api(cluster).get(name).await?;
+        let ok = crd.data["status"]["conditions"].as_array().is_some_and(|cs| {
+            cs.iter()
+                .any(|c| c["type"] == "Established" && c["status"] == "True")
+        });
+        if ok {
+            return Ok(());
+        }
+        if std::time::Instant::now() > deadline {
+            bail!("CustomResourceDefinition {name} was not Established within 30 s");
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
 }
