@@ -159,6 +159,7 @@ pub fn to_resources(pkg: &Package, opts: &ConvertOptions) -> Result<Resources, P
             plans: o.plans.clone(),
             connection_string: String::new(),
             upgradable_from: Vec::new(),
+            parameter_validations: pkg.params.validations.clone(),
         },
         status: None,
     };
