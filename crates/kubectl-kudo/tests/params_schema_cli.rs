@@ -101,7 +101,11 @@ fn package_schema_describes_galera_and_the_community_packages() {
 fn package_schema_of_a_missing_package_fails_naming_it() {
     let o = run(&["package", "schema", "/nonexistent/pkg"]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(text(&o.stderr).contains("/nonexistent/pkg"), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("/nonexistent/pkg"),
+        "{}",
+        text(&o.stderr)
+    );
 }
 
 /// Needs the validator of `kudo-schema` (core commit).
@@ -119,7 +123,9 @@ fn package_verify_reports_a_bad_schema_and_a_bad_default_by_parameter_and_keywor
     let o = run(&["package", "verify", bad_default.path().to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(1));
     assert!(
-        text(&o.stdout).contains("parameter \"REPLICAS\" has an invalid default value: 3 is greater than the maximum of 2"),
+        text(&o.stdout).contains(
+            "parameter \"REPLICAS\" has an invalid default value: 3 is greater than the maximum of 2"
+        ),
         "{}",
         text(&o.stdout)
     );
@@ -131,7 +137,13 @@ fn package_verify_reports_a_bad_schema_and_a_bad_default_by_parameter_and_keywor
 /// Needs the validator of `kudo-schema` (core commit; the rule part needs its CEL commit).
 #[test]
 fn package_render_refuses_a_value_out_of_bounds() {
-    let o = run(&["package", "render", fixture().to_str().unwrap(), "-p", "REPLICAS=12"]);
+    let o = run(&[
+        "package",
+        "render",
+        fixture().to_str().unwrap(),
+        "-p",
+        "REPLICAS=12",
+    ]);
     assert_eq!(o.status.code(), Some(1));
     assert!(text(&o.stderr).contains(TOO_MANY), "{}", text(&o.stderr));
 }
@@ -172,7 +184,11 @@ impl Cluster {
         all.extend_from_slice(args);
         all.extend_from_slice(&["-o", "json"]);
         let out = self.kubectl(&all);
-        assert!(out.status.success(), "kubectl get {args:?}: {}", text(&out.stderr));
+        assert!(
+            out.status.success(),
+            "kubectl get {args:?}: {}",
+            text(&out.stderr)
+        );
         serde_json::from_slice(&out.stdout).unwrap()
     }
 }
@@ -186,7 +202,10 @@ fn assert_operator_version_keeps_the_schema(c: &Cluster) {
     assert_eq!(params[4]["items"]["maximum"], 65535);
     assert_eq!(params[5]["properties"]["cpu"]["type"], "string");
     assert_eq!(params[5]["additionalProperties"], false);
-    assert_eq!(ov["spec"]["parameterValidations"][0]["rule"], "self.REPLICAS % 2 == 1");
+    assert_eq!(
+        ov["spec"]["parameterValidations"][0]["rule"],
+        "self.REPLICAS % 2 == 1"
+    );
 }
 
 /// Needs the validator of `kudo-schema` (core and CEL commits) for the refusals; the round trip
@@ -197,7 +216,12 @@ fn install_update_and_the_manager_refuse_values_the_schema_forbids() {
     let pkg = fixture();
     let pkg = pkg.to_str().unwrap();
     let out = c.kudo(&["install", pkg, "--instance", "t", "-p", "REPLICAS=12"]);
-    assert_eq!(out.status.code(), Some(1), "install must fail: {}", text(&out.stdout));
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "install must fail: {}",
+        text(&out.stdout)
+    );
     assert!(text(&out.stderr).contains(TOO_MANY), "{}", text(&out.stderr));
     let none = c.kubectl(&["get", "instances", "-n", "default", "-o", "name"]);
     assert_eq!(text(&none.stdout).trim(), "", "nothing applied");
@@ -212,24 +236,36 @@ fn install_update_and_the_manager_refuse_values_the_schema_forbids() {
     assert!(text(&out.stderr).contains(TOO_MANY), "{}", text(&out.stderr));
     let out = c.kudo(&["update", "--instance", "t", "-p", "REPLICAS=4"]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(text(&out.stderr).contains("REPLICAS must be odd"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("REPLICAS must be odd"),
+        "{}",
+        text(&out.stderr)
+    );
     assert_eq!(c.get_json(&["instance", "t", "-n", "default"])["spec"], before);
 
     // Set directly on the Instance: the manager refuses it (ChangeAccepted=False).
     let patch = r#"{"spec":{"parameters":{"REPLICAS":"12"}}}"#;
-    let out = c.kubectl(&["patch", "instance", "t", "-n", "default", "--type", "merge", "-p", patch]);
+    let out = c.kubectl(&[
+        "patch", "instance", "t", "-n", "default", "--type", "merge", "-p", patch,
+    ]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let inst = c.get_json(&["instance", "t", "-n", "default"]);
-        let denied = inst["status"]["conditions"].as_array().into_iter().flatten().find(|c| {
-            c["type"] == "ChangeAccepted" && c["status"] == "False"
-        });
+        let denied = inst["status"]["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|c| c["type"] == "ChangeAccepted" && c["status"] == "False");
         if let Some(d) = denied {
             assert!(d["message"].as_str().unwrap_or("").contains(TOO_MANY), "{d}");
             break;
         }
-        assert!(Instant::now() < deadline, "no ChangeAccepted=False: {}", inst["status"]);
+        assert!(
+            Instant::now() < deadline,
+            "no ChangeAccepted=False: {}",
+            inst["status"]
+        );
         std::thread::sleep(Duration::from_millis(300));
     }
 }

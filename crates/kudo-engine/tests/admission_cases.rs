@@ -964,7 +964,13 @@ fn create_and_update_judge_schema_keywords_and_package_rules() {
     );
     let running = with_params(idle(), &[("REPLICAS", "5")]);
     assert!(outcome(&create(&running, &o)).is_ok());
-    let m = denied(&admit(&running, &with_params(idle(), &[("REPLICAS", "12")]), &o, &o, false));
+    let m = denied(&admit(
+        &running,
+        &with_params(idle(), &[("REPLICAS", "12")]),
+        &o,
+        &o,
+        false,
+    ));
     assert_eq!(
         m,
         "failed to validate parameters for Instance test/test: parameter REPLICAS: 12 is greater than the maximum of 9"

@@ -261,6 +261,8 @@ pub fn check_value(p: &Parameter, value: &str) -> Vec<ParamValueError> {
     let schema = crate::schema::param_schema(p);
     kudo_schema::validate(&schema, &typed, None, &p.name, kudo_schema::Formats::Extended)
         .into_iter()
+        // The structural violations say why nested rules were skipped.
+        .filter(|v| v.rule != kudo_schema::Rule::NotChecked)
         .map(|v| ParamValueError::Schema {
             name: p.name.clone(),
             message: v.short(),
@@ -288,7 +290,7 @@ pub fn check_rules(
     if rules.is_empty() {
         return Vec::new();
     }
-    let schema = crate::schema::parameters_schema(defs, rules, true);
+    let schema = crate::schema::rules_schema(rules);
     let object = serde_json::Value::Object(crate::schema::typed_values(defs, values));
     kudo_schema::validate(&schema, &object, None, "", kudo_schema::Formats::Extended)
         .into_iter()

@@ -45,7 +45,11 @@ pub fn typed_value(p: &Parameter, s: &str) -> Option<Value> {
         Some("integer") => s.parse::<i64>().ok().map(Value::from),
         Some("number") => match s.parse::<i64>() {
             Ok(i) => Some(Value::from(i)),
-            Err(_) => s.parse::<f64>().ok().and_then(Number::from_f64).map(Value::Number),
+            Err(_) => s
+                .parse::<f64>()
+                .ok()
+                .and_then(Number::from_f64)
+                .map(Value::Number),
         },
         Some("boolean") => parse_bool(s).map(Value::Bool),
         Some("array" | "object") => decode_structured(s).ok().filter(|v| !v.is_null()),
@@ -169,7 +173,10 @@ fn rules_value(rules: &[ValidationRule]) -> Value {
 /// required parameters without default, and the package-level `rules` as its
 /// `x-kubernetes-validations`.
 pub fn parameters_schema(defs: &[Parameter], rules: &[ValidationRule], include_sensitive: bool) -> Value {
-    let shown = || defs.iter().filter(move |p| include_sensitive || !p.is_sensitive());
+    let shown = || {
+        defs.iter()
+            .filter(move |p| include_sensitive || !p.is_sensitive())
+    };
     let properties: Map<String, Value> = shown().map(|p| (p.name.clone(), param_schema(p))).collect();
     let mut schema = json!({"type": "object", "properties": properties});
     let required = required_names(shown());
@@ -180,6 +187,12 @@ pub fn parameters_schema(defs: &[Parameter], rules: &[ValidationRule], include_s
         schema["x-kubernetes-validations"] = rules_value(rules);
     }
     schema
+}
+
+/// The package-level rules alone as a kube object schema: what the values together are checked
+/// with once each value passed its own checks (which a full [`parameters_schema`] would repeat).
+pub fn rules_schema(rules: &[ValidationRule]) -> Value {
+    json!({"type": "object", "x-kubernetes-validations": rules_value(rules)})
 }
 
 /// A parameter as a JSON Schema 2020-12 property for editors: the declared node with the
@@ -203,7 +216,8 @@ fn json_property(p: &Parameter) -> Value {
 /// annotation (validators ignore unknown keywords) and listed in the description.
 pub fn json_schema(title: &str, defs: &[Parameter], rules: &[ValidationRule]) -> Value {
     let properties: Map<String, Value> = defs.iter().map(|p| (p.name.clone(), json_property(p))).collect();
-    let mut description = format!("Parameter values for {title}, as given to `kubectl kudo install -P FILE`.");
+    let mut description =
+        format!("Parameter values for {title}, as given to `kubectl kudo install -P FILE`.");
     for r in rules {
         let msg = if r.message.is_empty() { &r.rule } else { &r.message };
         description.push_str(&format!("\nRule: {msg} ({})", r.rule));

@@ -417,7 +417,11 @@ fn parameter_schemas(pkg: &Package, r: &mut Verification) {
             broken = true;
             continue;
         }
-        for d in p.default.iter().filter(|_| typed_ok(&p.value_type, p.yaml_default.as_ref())) {
+        for d in p
+            .default
+            .iter()
+            .filter(|_| typed_ok(&p.value_type, p.yaml_default.as_ref()))
+        {
             for v in schema_violations(p, d) {
                 broken = true;
                 r.param_error(&p.name, &format!("has an invalid default value: {v}"));
@@ -446,11 +450,7 @@ fn package_rules(pkg: &Package, broken: bool, r: &mut Verification) {
         return;
     }
     let defs = pkg.params.definitions();
-    let schema = crate::schema::parameters_schema(&defs, rules, true);
-    let errors: Vec<_> = kudo_schema::check_schema(&schema)
-        .into_iter()
-        .filter(|e| !e.path.starts_with("properties"))
-        .collect();
+    let errors = kudo_schema::check_schema(&crate::schema::rules_schema(rules));
     for e in &errors {
         r.error(format!("params.yaml: x-kubernetes-validations: {e}"));
     }
@@ -459,7 +459,9 @@ fn package_rules(pkg: &Package, broken: bool, r: &mut Verification) {
         return;
     }
     for e in crate::params::check_rules(&defs, rules, &BTreeMap::new()) {
-        r.error(format!("params.yaml: the default values do not satisfy a rule: {e}"));
+        r.error(format!(
+            "params.yaml: the default values do not satisfy a rule: {e}"
+        ));
     }
 }
 

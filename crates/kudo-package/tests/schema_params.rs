@@ -28,7 +28,10 @@ fn param(yaml: &str) -> Parameter {
 }
 
 fn values(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-    pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
 }
 
 #[test]
@@ -37,7 +40,9 @@ fn keywords_are_read_into_the_declaration_and_stored_on_the_operator_version() {
     let replicas = &pkg.params.get("REPLICAS").unwrap().def;
     assert_eq!(replicas.schema.minimum, Some(1.into()));
     assert_eq!(replicas.schema.maximum, Some(9.into()));
-    let ov = to_resources(&pkg, &ConvertOptions::default()).unwrap().operator_version;
+    let ov = to_resources(&pkg, &ConvertOptions::default())
+        .unwrap()
+        .operator_version;
     let v = serde_json::to_value(&ov).unwrap();
     assert_eq!(v["spec"]["parameters"][0]["maximum"], 9);
     assert_eq!(v["spec"]["parameters"][3]["exclusiveMinimum"], 0);
@@ -61,7 +66,10 @@ fn packages_without_keywords_store_exactly_what_they_stored_before() {
     );
     let spec = kudo_api::OperatorVersionSpec::default();
     assert!(
-        serde_json::to_value(&spec).unwrap().get("parameterValidations").is_none()
+        serde_json::to_value(&spec)
+            .unwrap()
+            .get("parameterValidations")
+            .is_none()
     );
 }
 
@@ -76,7 +84,10 @@ fn object_is_read_as_map_and_unknown_keys_are_still_ignored() {
 fn a_keyword_of_the_wrong_type_is_a_read_error_naming_the_field() {
     let e = parse_params("parameters:\n  - name: A\n    maxLength: lots\n").unwrap_err();
     let msg = e.to_string();
-    assert!(msg.contains("params.yaml") && msg.contains("parameters[0]"), "{msg}");
+    assert!(
+        msg.contains("params.yaml") && msg.contains("parameters[0]"),
+        "{msg}"
+    );
 }
 
 #[test]
@@ -142,7 +153,10 @@ fn the_parameter_set_is_one_object_schema_with_the_package_rules() {
     let defs = pkg.params.definitions();
     let s = parameters_schema(&defs, &pkg.params.validations, false);
     assert_eq!(s["type"], "object");
-    assert!(s["properties"].get("TOKEN").is_none(), "sensitive parameters are not CRD fields");
+    assert!(
+        s["properties"].get("TOKEN").is_none(),
+        "sensitive parameters are not CRD fields"
+    );
     assert_eq!(s["properties"]["LIMITS"]["type"], "object");
     assert_eq!(s["x-kubernetes-validations"][0]["rule"], "self.REPLICAS % 2 == 1");
     assert!(s.get("required").is_none(), "every parameter has a default");
@@ -162,11 +176,22 @@ fn the_json_schema_document_is_draft_2020_12_with_typed_defaults_and_enums() {
     assert_eq!(r["default"], 3);
     assert_eq!(r["title"], "Replicas");
     assert_eq!(r["description"], "Number of replicas.");
-    assert_eq!(doc["properties"]["RATIO"]["exclusiveMinimum"], 0, "2020-12 form kept");
+    assert_eq!(
+        doc["properties"]["RATIO"]["exclusiveMinimum"], 0,
+        "2020-12 form kept"
+    );
     assert_eq!(doc["properties"]["MODE"]["enum"], json!(["fast", "safe"]));
     assert_eq!(doc["properties"]["TOKEN"]["writeOnly"], true);
-    assert!(doc.get("additionalProperties").is_none(), "-P accepts undeclared names");
-    assert!(doc["description"].as_str().unwrap().contains("REPLICAS must be odd"));
+    assert!(
+        doc.get("additionalProperties").is_none(),
+        "-P accepts undeclared names"
+    );
+    assert!(
+        doc["description"]
+            .as_str()
+            .unwrap()
+            .contains("REPLICAS must be odd")
+    );
     let req = param("name: NEEDED\nrequired: true");
     let doc = json_schema("x", &[req], &[]);
     assert_eq!(doc["required"], json!(["NEEDED"]));
@@ -192,7 +217,11 @@ fn kudo_rules_and_wording_come_first_and_unchanged() {
         "no rules, nothing to judge"
     );
     let errs = validate_all(&[p], &rules, &values(&[("REPLICAS", "x")]));
-    assert_eq!(errs.len(), 1, "a rule is not judged over a refused value: {errs:?}");
+    assert_eq!(
+        errs.len(),
+        1,
+        "a rule is not judged over a refused value: {errs:?}"
+    );
 }
 
 /// These need the validator of `kudo-schema` (branch `kudo-schema`, commit `kudo-schema core:` and
@@ -209,14 +238,34 @@ mod with_the_validator {
         );
         assert!(validate_value(&p, "9").is_ok());
         let cases: &[(&str, &str, &str)] = &[
-            ("name: N\nmaxLength: 3", "abcd", "parameter N: \"abcd\" is longer than 3 characters"),
-            ("name: N\npattern: '^[a-z]+$'", "A1", "parameter N: \"A1\" does not match the pattern \"^[a-z]+$\""),
-            ("name: N\ntype: number\nexclusiveMaximum: 1", "1", "parameter N: 1 is not less than the exclusive maximum of 1"),
-            ("name: N\ntype: array\nmaxItems: 1", "[1, 2]", "parameter N: [1,2] has more than 1 items"),
-            ("name: N\ntype: array\nitems: {type: integer, minimum: 1}", "[1, 0]", "parameter N[1]: 0 is less than the minimum of 1"),
+            (
+                "name: PN\nmaxLength: 3",
+                "abcd",
+                "parameter PN: \"abcd\" is longer than 3 characters",
+            ),
+            (
+                "name: PN\npattern: '^[a-z]+$'",
+                "A1",
+                "parameter PN: \"A1\" does not match the pattern \"^[a-z]+$\"",
+            ),
+            (
+                "name: PN\ntype: number\nexclusiveMaximum: 1",
+                "1",
+                "parameter PN: 1 is not less than the exclusive maximum of 1",
+            ),
+            (
+                "name: PN\ntype: array\nmaxItems: 1",
+                "[1, 2]",
+                "parameter PN: [1,2] has more than 1 items",
+            ),
+            (
+                "name: PN\ntype: array\nitems: {type: integer, minimum: 1}",
+                "[1, 0]",
+                "parameter PN[1]: 0 is less than the minimum of 1",
+            ),
         ];
         for (decl, value, want) in cases {
-            let errs = validate_values(&[param(decl)], &values(&[("N", value)]));
+            let errs = validate_values(&[param(decl)], &values(&[("PN", value)]));
             assert_eq!(errs, vec![want.to_string()], "{decl} = {value}");
         }
     }
@@ -243,14 +292,19 @@ mod with_the_validator {
         p.schema.maximum = Some(2.into());
         let v = verify(&pkg, ParamChecks::default());
         assert!(
-            v.errors.iter().any(|e| e.starts_with("parameter \"REPLICAS\" has an invalid schema: ") && e.contains("pattern")),
+            v.errors.iter().any(
+                |e| e.starts_with("parameter \"REPLICAS\" has an invalid schema: ") && e.contains("pattern")
+            ),
             "{:?}",
             v.errors
         );
         pkg.params.parameters[0].def.schema.pattern = None;
         let v = verify(&pkg, ParamChecks::default());
         assert!(
-            v.errors.contains(&"parameter \"REPLICAS\" has an invalid default value: 3 is greater than the maximum of 2".to_string()),
+            v.errors.contains(
+                &"parameter \"REPLICAS\" has an invalid default value: 3 is greater than the maximum of 2"
+                    .to_string()
+            ),
             "{:?}",
             v.errors
         );
