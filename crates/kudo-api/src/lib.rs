@@ -308,6 +308,72 @@ pub struct Parameter {
     /// kudo-rs extension: the value is a secret, supplied through `spec.parameterSources`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sensitive: Option<bool>,
+    /// kudo-rs extension (issue 26): JSON-Schema keywords that narrow the declared type. Every
+    /// one is optional and written only when set, so OperatorVersions of packages that use none
+    /// stay byte-identical to KUDO's. Bounds and nesting are in JSON-Schema 2020-12 form (numeric
+    /// `exclusiveMinimum`), as in `params.yaml`; `kudo_package::schema` converts to kube's dialect.
+    #[serde(flatten)]
+    pub schema: ParameterSchema,
+}
+
+/// The JSON-Schema keywords of a [`Parameter`] (kudo-rs extension, issue 26), flattened into the
+/// parameter as `params.yaml` writes them. Nested `items`, `properties` and `additionalProperties`
+/// are raw JSON-Schema 2020-12 values: their shape is checked by `package verify`, not here, so a
+/// stored OperatorVersion always reads back.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ParameterSchema {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub minimum: Option<serde_json::Number>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub maximum: Option<serde_json::Number>,
+    /// 2020-12 form: the value must be greater than this number.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exclusive_minimum: Option<serde_json::Number>,
+    /// 2020-12 form: the value must be less than this number.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exclusive_maximum: Option<serde_json::Number>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_length: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_length: Option<u64>,
+    /// An ECMA-262-style regular expression the (string) value must match somewhere.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pattern: Option<String>,
+    /// `quantity`, `duration`, `cron`, `dns1123-label` or one of kube's formats.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub format: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_items: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_items: Option<u64>,
+    /// Schema of every element of an `array` parameter.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub items: Option<serde_json::Value>,
+    /// Schemas of the known keys of a `map` parameter.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub properties: Option<BTreeMap<String, serde_json::Value>>,
+    /// `false`, or the schema of every other key of a `map` parameter.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub additional_properties: Option<serde_json::Value>,
+}
+
+impl ParameterSchema {
+    /// Whether no keyword is set (the parameter is checked by KUDO's rules alone).
+    pub fn is_empty(&self) -> bool {
+        *self == ParameterSchema::default()
+    }
+}
+
+/// A CEL rule over all parameter values at once (kudo-rs extension, issue 26): `self` is the map
+/// of parameter name to typed value, e.g. `self.REPLICAS % 2 == 1`. The shape of a CRD's
+/// `x-kubernetes-validations` item, so the per-operator CRD can carry it unchanged.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ValidationRule {
+    pub rule: String,
+    /// What a user is told when the rule does not hold; the rule itself when empty.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub message: String,
 }
 
 impl Parameter {
@@ -372,6 +438,10 @@ pub struct OperatorVersionSpec {
     /// Instances with typed parameters. Absent: today's behaviour, Instances only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api: Option<TypedApi>,
+    /// kudo-rs extension (issue 26): cross-parameter CEL rules, `params.yaml`'s root
+    /// `x-kubernetes-validations`. Written only when the package has some.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub parameter_validations: Vec<ValidationRule>,
 }
 
 /// The `api:` section of `operator.yaml`: group, kind and names of the CRD made for the operator.

@@ -199,7 +199,9 @@ fn admit_create(new: &Instance, ov: &OperatorVersion) -> Admission {
             set_parameters.insert(p.name.clone(), d.clone());
         }
     }
-    if let Err(e) = validate_parameters(&unsourced(&ov.spec.parameters, &new.spec), &params) {
+    if let Err(e) = validate_parameters(&unsourced(&ov.spec.parameters, &new.spec), &params)
+        .and_then(|()| validate_rules(ov, &new.spec, &params))
+    {
         return Admission::deny(format!(
             "failed to create an Instance {who}: parameters are not valid: {e}"
         ));
@@ -497,7 +499,9 @@ fn admit_update(
         Ok(c) => c,
         Err(message) => return Admission::deny(message),
     };
-    if let Err(e) = validate_parameters(&unsourced(&ov.spec.parameters, &new.spec), &new_params) {
+    if let Err(e) = validate_parameters(&unsourced(&ov.spec.parameters, &new.spec), &new_params)
+        .and_then(|()| validate_rules(ov, &new.spec, &new_params))
+    {
         return Admission::deny(format!(
             "failed to validate parameters for Instance {}: {e}",
             ns_name(new)
@@ -661,6 +665,27 @@ pub fn validate_parameters(
         validate_value(p, v)?;
     }
     Ok(())
+}
+
+/// The package-level rules of the OperatorVersion (issue 26) over the Instance's values. With
+/// sourced parameters the values are not all known here: the rules are then judged when the
+/// manager renders, where the sourced values are read ([`kudo_package::render::validate_parameters`]).
+pub fn validate_rules(
+    ov: &OperatorVersion,
+    spec: &kudo_api::InstanceSpec,
+    values: &BTreeMap<String, String>,
+) -> Result<(), ParamValueError> {
+    if !spec.parameter_sources.is_empty() {
+        return Ok(());
+    }
+    let s = &ov.spec;
+    match kudo_package::params::check_rules(&s.parameters, &s.parameter_validations, values)
+        .into_iter()
+        .next()
+    {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
 }
 
 /// Validates one value (see [`validate_parameters`]) with the one definition of KUDO's rule and

@@ -941,6 +941,42 @@ fn create_validates_parameters() {
     assert!(outcome(&create(&with_params(idle(), &[("REQ", "v")]), &o)).is_ok());
 }
 
+/// Issue 26: schema keywords and package-level rules are judged by the manager's admission too.
+/// Needs the validator of `kudo-schema` (stubbed until its core and CEL commits are merged).
+#[test]
+fn create_and_update_judge_schema_keywords_and_package_rules() {
+    let mut replicas = param("REPLICAS", "deploy");
+    replicas.value_type = "integer".into();
+    replicas.default = Some("3".into());
+    replicas.schema.maximum = Some(9.into());
+    let mut o = ov_named("x", &["deploy"], vec![replicas]);
+    o.spec.parameter_validations = vec![kudo_api::ValidationRule {
+        rule: "self.REPLICAS % 2 == 1".into(),
+        message: "REPLICAS must be odd".into(),
+    }];
+    assert_eq!(
+        denied(&create(&with_params(idle(), &[("REPLICAS", "12")]), &o)),
+        "failed to create an Instance test/test: parameters are not valid: parameter REPLICAS: 12 is greater than the maximum of 9"
+    );
+    assert_eq!(
+        denied(&create(&with_params(idle(), &[("REPLICAS", "4")]), &o)),
+        "failed to create an Instance test/test: parameters are not valid: parameters do not satisfy the rule \"self.REPLICAS % 2 == 1\": REPLICAS must be odd"
+    );
+    let running = with_params(idle(), &[("REPLICAS", "5")]);
+    assert!(outcome(&create(&running, &o)).is_ok());
+    let m = denied(&admit(
+        &running,
+        &with_params(idle(), &[("REPLICAS", "12")]),
+        &o,
+        &o,
+        false,
+    ));
+    assert_eq!(
+        m,
+        "failed to validate parameters for Instance test/test: parameter REPLICAS: 12 is greater than the maximum of 9"
+    );
+}
+
 // ------------------------------------------------------------------ value validation
 
 fn typed(t: &str) -> Parameter {

@@ -124,13 +124,15 @@ pub fn operator_document(doc: &mut Value) -> Result<(), FieldError> {
 
 /// Rewrites a decoded `params.yaml` (a mapping): strings as above, and each parameter's `type`
 /// under the OperatorVersion's name `value-type` (a stray `value-type` key is not KUDO's and is
-/// dropped, as KUDO's reader ignored it).
+/// dropped, as KUDO's reader ignored it); `type: object` is read as `map`.
 pub fn params_document(doc: &mut Value) -> Result<(), FieldError> {
     rewrite_struct(doc, PARAMS, "")?;
     if let Some(Value::Array(params)) = doc.get_mut("parameters") {
         for p in params.iter_mut().filter_map(Value::as_object_mut) {
             p.remove("value-type");
             if let Some(t) = p.remove("type") {
+                // kudo-rs extension: JSON Schema's `object` is KUDO's `map`.
+                let t = if t == "object" { Value::from("map") } else { t };
                 p.insert("value-type".into(), t);
             }
         }

@@ -5,7 +5,8 @@
 //!
 //! Entry points: [`reader::read_path`] → [`model::Package`]; [`verify::verify`];
 //! [`resources::to_resources`]; [`params`] for value validation and template typing;
-//! [`render::render_plan`] and [`enhance::enhance`] (shared with the controller).
+//! [`render::render_plan`] and [`enhance::enhance`] (shared with the controller); [`schema`] for
+//! parameter declarations as kube and JSON-Schema 2020-12 schemas.
 
 pub mod autopilot;
 pub mod create;
@@ -20,6 +21,7 @@ pub mod reader;
 pub mod render;
 pub mod resources;
 pub mod scaffold;
+pub mod schema;
 pub mod split;
 mod tmpl;
 pub mod translate;

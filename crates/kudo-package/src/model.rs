@@ -107,6 +107,13 @@ pub struct ParamsFile {
     pub api_version: String,
     #[serde(default, deserialize_with = "lenient::or_default")]
     pub groups: Vec<Group>,
+    /// kudo-rs extension (issue 26): cross-parameter CEL rules (root `x-kubernetes-validations`).
+    #[serde(
+        default,
+        rename = "x-kubernetes-validations",
+        deserialize_with = "lenient::or_default"
+    )]
+    pub validations: Vec<kudo_api::ValidationRule>,
     /// Filled by the reader ([`crate::reader::parse_params`]), which splits each entry into its
     /// definition and the package-only fields.
     #[serde(skip)]

@@ -63,6 +63,27 @@ pub enum ParamValueError {
         value: String,
         allowed: Vec<String>,
     },
+    /// kudo-rs extension (issue 26): the typed value breaks a schema keyword of the declaration.
+    /// `path` is the parameter's name, with the element for a nested value (`PORTS[1]`);
+    /// `message` is the validator's short wording (`12 is greater than the maximum of 9`).
+    #[error("parameter {path}: {message}")]
+    Schema {
+        name: String,
+        path: String,
+        message: String,
+    },
+    /// kudo-rs extension (issue 26): a package-level rule (`x-kubernetes-validations` of
+    /// `params.yaml`) does not hold for the values together.
+    #[error("parameters do not satisfy the rule {rule:?}{}", rule_message(.message))]
+    Rule { rule: String, message: String },
+}
+
+fn rule_message(message: &str) -> String {
+    if message.is_empty() {
+        String::new()
+    } else {
+        format!(": {message}")
+    }
 }
 
 /// An `array`/`map` value that cannot be decoded for templates ([`template_params`]).
@@ -224,8 +245,67 @@ fn go_list(vs: &[String]) -> String {
     format!("[{}]", vs.join(" "))
 }
 
-/// KUDO's `ValidateValue` for one value (`""` when unset): required-without-default, type, enum.
+/// One value (`""` when unset) against its declaration: KUDO's `ValidateValue` (required without
+/// default, type, enum: KUDO's wording, first error only), then — when those pass and a value is
+/// set — the declaration's schema keywords (issue 26), every violation, by the one validator.
+pub fn check_value(p: &Parameter, value: &str) -> Vec<ParamValueError> {
+    if let Err(e) = kudo_value_rules(p, value) {
+        return vec![e];
+    }
+    if value.is_empty() || p.schema.is_empty() {
+        return Vec::new();
+    }
+    let Some(typed) = crate::schema::typed_value(p, value) else {
+        return Vec::new();
+    };
+    let schema = crate::schema::param_schema(p);
+    kudo_schema::validate(&schema, &typed, None, &p.name, kudo_schema::Formats::Extended)
+        .into_iter()
+        // The structural violations say why nested rules were skipped.
+        .filter(|v| v.rule != kudo_schema::Rule::NotChecked)
+        .map(|v| ParamValueError::Schema {
+            name: p.name.clone(),
+            message: v.short(),
+            path: v.path,
+        })
+        .collect()
+}
+
+/// The first error of [`check_value`]: KUDO's `ValidateValue` extended with the schema keywords.
 pub fn validate_value(p: &Parameter, value: &str) -> Result<(), ParamValueError> {
+    match check_value(p, value).into_iter().next() {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+/// The package-level rules (issue 26) over all values at once (set or defaulted, typed by
+/// [`crate::schema::typed_values`]). Judged only when every value passed its own checks, so a
+/// rule never reports on a value that is already refused.
+pub fn check_rules(
+    defs: &[Parameter],
+    rules: &[kudo_api::ValidationRule],
+    values: &BTreeMap<String, String>,
+) -> Vec<ParamValueError> {
+    if rules.is_empty() {
+        return Vec::new();
+    }
+    let schema = crate::schema::rules_schema(rules);
+    let object = serde_json::Value::Object(crate::schema::typed_values(defs, values));
+    kudo_schema::validate(&schema, &object, None, "", kudo_schema::Formats::Extended)
+        .into_iter()
+        .filter_map(|v| match v.rule {
+            kudo_schema::Rule::Cel { rule, message } if v.path.is_empty() => Some(ParamValueError::Rule {
+                rule,
+                message: message.unwrap_or_default(),
+            }),
+            _ => None,
+        })
+        .collect()
+}
+
+/// KUDO's `ValidateValue` for one value (`""` when unset): required-without-default, type, enum.
+fn kudo_value_rules(p: &Parameter, value: &str) -> Result<(), ParamValueError> {
     let name = p.name.clone();
     if p.is_required() && p.default.is_none() && value.is_empty() {
         return Err(ParamValueError::Required { name });
@@ -255,12 +335,23 @@ pub fn validate_value(p: &Parameter, value: &str) -> Result<(), ParamValueError>
 /// Validates instance values against definitions: every definition is checked with its value (or
 /// none), as the admission webhook does. Returns all errors, in definition order.
 pub fn validate_values(defs: &[Parameter], values: &BTreeMap<String, String>) -> Vec<String> {
+    validate_all(defs, &[], values)
+}
+
+/// [`validate_values`] plus the package-level `rules` (issue 26), judged after every value passed
+/// its own checks: THE parameter rule set of `package verify`, the CLI and the manager.
+pub fn validate_all(
+    defs: &[Parameter],
+    rules: &[kudo_api::ValidationRule],
+    values: &BTreeMap<String, String>,
+) -> Vec<String> {
     let mut errs = Vec::new();
     for d in defs {
         let v = values.get(&d.name).map(String::as_str).unwrap_or("");
-        if let Err(e) = validate_value(d, v) {
-            errs.push(e.to_string());
-        }
+        errs.extend(check_value(d, v).iter().map(ToString::to_string));
+    }
+    if errs.is_empty() {
+        errs.extend(check_rules(defs, rules, values).iter().map(ToString::to_string));
     }
     errs
 }

@@ -223,11 +223,11 @@ pub fn render_string(
     t.execute(&data, &mut env).map_err(|e| fail(e.to_string()))
 }
 
-/// Validates `ctx.parameters` against the OperatorVersion (type, enum, required) with KUDO's
-/// wording. Returns all errors.
+/// Validates `ctx.parameters` against the OperatorVersion (required, type, enum with KUDO's
+/// wording; then the schema keywords and the package-level rules of issue 26). Returns all errors.
 pub fn validate_parameters(ov: &OperatorVersion, values: &BTreeMap<String, String>) -> Vec<String> {
-    let defs = &ov.spec.parameters;
-    crate::params::validate_values(defs, values)
+    let spec = &ov.spec;
+    crate::params::validate_all(&spec.parameters, &spec.parameter_validations, values)
 }
 
 /// Renders a plan's `schedule:` (kudo-rs extension) with the data every template of the plan sees

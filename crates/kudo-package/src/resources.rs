@@ -160,6 +160,7 @@ pub fn to_resources(pkg: &Package, opts: &ConvertOptions) -> Result<Resources, P
             connection_string: String::new(),
             upgradable_from: Vec::new(),
             api: o.api.clone(),
+            parameter_validations: pkg.params.validations.clone(),
         },
         status: None,
     };

@@ -10,10 +10,11 @@
 
 use std::collections::BTreeMap;
 
-use kudo_api::{OperatorVersion, Parameter, TypedApi};
+use kudo_api::{OperatorVersion, Parameter, TypedApi, ValidationRule};
 use serde_json::{Map, Value, json};
 
-use crate::params::{decode_structured, parse_bool, wrap_value};
+use crate::params::wrap_value;
+use crate::schema::{parameters_schema, typed_value};
 
 /// Label on a typed-API CRD naming the operator it was made for: the mark of ownership.
 pub const OPERATOR_LABEL: &str = kudo_api::labels::OPERATOR;
@@ -61,50 +62,52 @@ pub fn crd(ov: &OperatorVersion) -> Option<Value> {
 }
 
 /// `spec`: one field per parameter that is not sensitive (those come from `parameterSources`),
-/// named exactly as the parameter; required parameters without a default are required fields.
+/// named exactly as the parameter and typed by its schema ([`crate::schema::parameters_schema`]);
+/// the package-level rules that name no sensitive parameter as its CEL validations.
 fn spec_schema(ov: &OperatorVersion) -> Value {
-    let mut props = Map::new();
-    let mut required = Vec::new();
-    for p in ov.spec.parameters.iter().filter(|p| !p.is_sensitive()) {
-        props.insert(p.name.clone(), field_schema(p));
-        if p.is_required() && p.default.is_none() {
-            required.push(p.name.clone());
+    let defs = &ov.spec.parameters;
+    let sensitive: Vec<&str> = defs.iter().filter(|p| p.is_sensitive()).map(|p| p.name.as_str()).collect();
+    let rules: Vec<ValidationRule> = ov
+        .spec
+        .parameter_validations
+        .iter()
+        .filter(|r| !sensitive.iter().any(|n| r.rule.contains(&format!("self.{n}"))))
+        .cloned()
+        .collect();
+    let mut spec = parameters_schema(defs, &rules, false);
+    if let Some(props) = spec["properties"].as_object_mut() {
+        for p in defs.iter().filter(|p| !p.is_sensitive()) {
+            if let Some(field) = props.get_mut(&p.name) {
+                crd_field(p, field);
+            }
         }
-    }
-    props.insert("parameterSources".into(), parameter_sources_schema());
-    let mut spec = json!({"type": "object", "properties": props});
-    if !required.is_empty() {
-        spec["required"] = json!(required);
+        props.insert("parameterSources".into(), parameter_sources_schema());
     }
     spec
 }
 
-/// One parameter's field: its type, description, default, enum and immutability.
-fn field_schema(p: &Parameter) -> Value {
-    let mut s = match p.value_type() {
-        "integer" => json!({"type": "integer"}),
-        "number" => json!({"type": "number"}),
-        "boolean" => json!({"type": "boolean"}),
-        "array" => json!({"type": "array", "items": {"x-kubernetes-preserve-unknown-fields": true}}),
-        "map" | "object" => json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}),
-        _ => json!({"type": "string"}),
-    };
-    if !p.description.is_empty() {
-        s["description"] = json!(p.description);
+/// What a CRD needs beyond the parameter's schema: a `type` everywhere (structural schemas), unknown
+/// fields kept where the parameter declares no nested schema, and immutability as a transition rule.
+fn crd_field(p: &Parameter, field: &mut Value) {
+    if field.get("type").is_none() {
+        field["type"] = json!("string");
     }
-    if let Some(d) = p.default.as_deref().and_then(|d| typed_value(p, d)) {
-        s["default"] = d;
-    }
-    if let Some(vals) = &p.r#enum {
-        let typed: Option<Vec<Value>> = vals.iter().map(|v| typed_value(p, v)).collect();
-        if let Some(typed) = typed {
-            s["enum"] = json!(typed);
+    match field["type"].as_str() {
+        Some("array") if field.get("items").is_none() => {
+            field["items"] = json!({"x-kubernetes-preserve-unknown-fields": true});
         }
+        Some("object") if field.get("properties").is_none() && field.get("additionalProperties").is_none() => {
+            field["x-kubernetes-preserve-unknown-fields"] = json!(true);
+        }
+        _ => {}
     }
     if p.is_immutable() {
-        s["x-kubernetes-validations"] = json!([{"rule": "self == oldSelf", "message": "Value is immutable"}]);
+        let rule = json!({"rule": "self == oldSelf", "message": "Value is immutable"});
+        match field.get_mut("x-kubernetes-validations").and_then(Value::as_array_mut) {
+            Some(rules) => rules.push(rule),
+            None => field["x-kubernetes-validations"] = json!([rule]),
+        }
     }
-    s
 }
 
 fn parameter_sources_schema() -> Value {
@@ -184,21 +187,6 @@ pub fn cluster_roles(ov: &OperatorVersion) -> Vec<Value> {
             ]),
         ),
     ]
-}
-
-/// A parameter value (KUDO's string) as the typed field holds it; `None` when the string does not
-/// have the declared type (the field then gets no default/enum: the parameter rules report it).
-pub fn typed_value(p: &Parameter, s: &str) -> Option<Value> {
-    match p.value_type() {
-        "integer" => s.parse::<i64>().ok().map(Value::from),
-        "number" => s
-            .parse::<f64>()
-            .ok()
-            .and_then(|f| serde_json::Number::from_f64(f).map(Value::Number)),
-        "boolean" => parse_bool(s).map(Value::Bool),
-        "array" | "map" | "object" => decode_structured(s).ok(),
-        _ => Some(Value::String(s.to_string())),
-    }
 }
 
 /// The Instance parameters a typed object's `spec` sets: every field named as a declared,

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 use regex::Regex;
 
 use crate::model::{Package, TaskKind};
-use crate::params::validate_decoded_for_type;
+use crate::params::{ParamValueError, validate_decoded_for_type};
 use crate::yaml::go_s;
 
 /// Errors make a package invalid; warnings do not.
@@ -100,6 +100,8 @@ pub fn verify(pkg: &Package, checks: ParamChecks) -> Verification {
     plan_references(pkg, &mut r);
     crate::tmpl::parameter_usage(pkg, &mut r);
     parameter_definitions(pkg, &mut r);
+    // Ours (issue 26): schema keywords and package-level rules.
+    parameter_schemas(pkg, &mut r);
     sensitive_names(pkg, &mut r);
     template_references(pkg, &mut r);
     crate::tmpl::render_all(pkg, &mut r);
@@ -391,6 +393,81 @@ fn parameter_definitions(pkg: &Package, r: &mut Verification) {
         if !p.group.is_empty() && !groups.contains_key(p.group.as_str()) {
             r.param_error(&p.name, "has a group that is not defined in the group section");
         }
+    }
+}
+
+/// The schema-keyword errors of one value of `p`, as `at PATH: message` when nested, else the
+/// message (KUDO's own type/enum errors are reported by [`parameter_definitions`]).
+fn schema_violations(p: &kudo_api::Parameter, value: &str) -> Vec<String> {
+    crate::params::check_value(p, value)
+        .into_iter()
+        .filter_map(|e| match e {
+            ParamValueError::Schema { name, path, message } if path == name => Some(message),
+            ParamValueError::Schema { path, message, .. } => Some(format!("at {path}: {message}")),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Ours (issue 26): every declared schema is usable (`kudo_schema::check_schema`, naming the
+/// parameter and keyword), every default and enum value satisfies it, the package-level rules
+/// compile and — when the defaults form a complete value set — hold for the defaults.
+fn parameter_schemas(pkg: &Package, r: &mut Verification) {
+    let mut broken = false;
+    for p in pkg.params.parameters.iter().filter(|p| !p.schema.is_empty()) {
+        let errors = kudo_schema::check_schema(&crate::schema::param_schema(p));
+        for e in &errors {
+            r.param_error(&p.name, &format!("has an invalid schema: {e}"));
+        }
+        if !errors.is_empty() {
+            broken = true;
+            continue;
+        }
+        for d in p
+            .default
+            .iter()
+            .filter(|_| typed_ok(&p.value_type, p.yaml_default.as_ref()))
+        {
+            for v in schema_violations(p, d) {
+                broken = true;
+                r.param_error(&p.name, &format!("has an invalid default value: {v}"));
+            }
+        }
+        for e in p.r#enum.iter().flatten() {
+            for v in schema_violations(p, e) {
+                r.param_error(&p.name, &format!("has an invalid enum value: {v}"));
+            }
+        }
+    }
+    package_rules(pkg, broken, r);
+}
+
+/// Whether a YAML default has its declared type (else KUDO's check already reported it).
+fn typed_ok(value_type: &str, v: Option<&serde_json::Value>) -> bool {
+    v.is_some_and(|v| validate_decoded_for_type(value_type, v).is_ok())
+}
+
+/// The package-level rules: they compile; the defaults satisfy them when every required
+/// parameter has a default (else an install supplies values the rules need, and the defaults
+/// alone say nothing).
+fn package_rules(pkg: &Package, broken: bool, r: &mut Verification) {
+    let rules = &pkg.params.validations;
+    if rules.is_empty() {
+        return;
+    }
+    let defs = pkg.params.definitions();
+    let errors = kudo_schema::check_schema(&crate::schema::rules_schema(rules));
+    for e in &errors {
+        r.error(format!("params.yaml: x-kubernetes-validations: {e}"));
+    }
+    let complete = defs.iter().all(|p| !p.is_required() || p.default.is_some());
+    if !errors.is_empty() || broken || !complete {
+        return;
+    }
+    for e in crate::params::check_rules(&defs, rules, &BTreeMap::new()) {
+        r.error(format!(
+            "params.yaml: the default values do not satisfy a rule: {e}"
+        ));
     }
 }
 

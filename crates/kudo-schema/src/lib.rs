@@ -17,6 +17,14 @@
 
 use serde_json::Value;
 
+mod cel;
+mod check;
+mod format;
+mod message;
+mod walk;
+
+pub use message::KubeCause;
+
 /// Which rule a value broke, with the rule's own figures.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Rule {
@@ -55,6 +63,10 @@ pub enum Rule {
         rule: String,
         message: Option<String>,
     },
+    /// Validation rules (CEL) were not evaluated because the value broke a structural rule that
+    /// makes them meaningless (a wrong type, a missing required field, an unsupported value, a list
+    /// or string over its limit) — kube-apiserver reports this once, at the root.
+    NotChecked,
 }
 
 /// One broken rule at one place in the value.
@@ -66,13 +78,21 @@ pub struct Violation {
     /// The offending value (for `Required`, `Value::Null`).
     pub value: Value,
     pub rule: Rule,
+    /// The declared `type` of the schema node that holds the rule (empty when it declares none):
+    /// kube-apiserver shows it as the "value" of a CEL rule's failure (`Invalid value: "object"`).
+    pub schema_type: String,
 }
 
 impl Violation {
     /// The field error as kube-apiserver v1.28 words it in a 422's message and causes, e.g.
     /// `spec.NODE_COUNT: Invalid value: 12: spec.NODE_COUNT in body should be less than or equal to 9`.
     pub fn kube_message(&self) -> String {
-        format!("{}: Invalid value: {}", self.path, self.value)
+        self.kube_cause().to_string()
+    }
+
+    /// The field error as a 422's `details.causes` entry: reason, field and message.
+    pub fn kube_cause(&self) -> KubeCause {
+        message::kube_cause(self)
     }
 
     /// The short form for operator parameters, without the path: `12 is greater than the maximum of 9`.
@@ -111,6 +131,9 @@ impl Violation {
             Rule::NotAllowed => "is not an allowed field".to_string(),
             Rule::Cel { message: Some(m), .. } => m.clone(),
             Rule::Cel { rule, message: None } => format!("failed rule: {rule}"),
+            Rule::NotChecked => {
+                "some validation rules were not checked because the value was invalid".to_string()
+            }
         }
     }
 }
@@ -127,7 +150,7 @@ fn list(vs: &[Value]) -> String {
 }
 
 /// Which `format` values are checked. kube-apiserver checks only its own list (unknown formats
-/// are ignored); operator parameters also know `quantity`, `cron` and `dns1123-label`.
+/// are ignored); operator parameters also know `quantity`, `duration`, `cron` and `dns1123-label`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Formats {
     #[default]
@@ -137,7 +160,9 @@ pub enum Formats {
 
 /// Validates `value` (and, for transition rules, the `old` value of an update) against `schema`.
 /// `path` is the prefix of every violation's path (`spec` for a custom object's spec, a parameter's
-/// name for a parameter). Returns every violation, in schema order.
+/// name for a parameter). Returns every violation: first the structural ones (in schema order),
+/// then the CEL rules' — which, as in kube-apiserver, are only evaluated when no structural
+/// violation makes them meaningless (else one [`Rule::NotChecked`] stands for them).
 pub fn validate(
     schema: &Value,
     value: &Value,
@@ -145,8 +170,7 @@ pub fn validate(
     path: &str,
     formats: Formats,
 ) -> Vec<Violation> {
-    let _ = (schema, value, old, path, formats);
-    Vec::new()
+    walk::validate(schema, value, old, path, formats)
 }
 
 /// A mistake in a schema itself: a keyword of the wrong type, a `pattern` that does not compile,
@@ -171,6 +195,5 @@ impl std::fmt::Display for SchemaError {
 
 /// Checks a schema itself; every mistake found, empty when it is usable.
 pub fn check_schema(schema: &Value) -> Vec<SchemaError> {
-    let _ = schema;
-    Vec::new()
+    check::check(schema)
 }

@@ -62,6 +62,20 @@ pub enum PackageCommand {
         #[arg(short, long)]
         output: Option<Output>,
     },
+    /// Print the parameters as a JSON Schema (draft 2020-12) for a values file given with -P.
+    #[command(
+        after_help = "Examples:\n  kubectl kudo package schema ./operator > values.schema.json\n  kubectl kudo package schema galera --repo community -o yaml\n\nEditors using yaml-language-server validate a values file against it with a first line\n  # yaml-language-server: $schema=./values.schema.json"
+    )]
+    Schema {
+        /// Package directory or .tgz, or an operator name in a repository.
+        #[arg(default_value = ".")]
+        package: String,
+        #[command(flatten)]
+        source: super::repo::PackageSourceOpts,
+        /// Output format (JSON Schema documents are usually JSON files).
+        #[arg(short, long, default_value = "json")]
+        output: Output,
+    },
     /// Verify a package and pack it into a reproducible <name>-<appVersion>_<operatorVersion>.tgz.
     #[command(
         after_help = "Examples:\n  kubectl kudo package create ./operator\n  kubectl kudo package create ./operator -d dist --overwrite"
@@ -291,6 +305,19 @@ pub fn run(
             } else {
                 bail!("package verification found {} error(s)", v.errors.len())
             }
+        }
+        PackageCommand::Schema {
+            package,
+            source,
+            output,
+        } => {
+            let pkg = load_listed(opts, &package, &source)?;
+            let doc = kudo_package::schema::package_json_schema(&pkg);
+            match output {
+                Output::Json => writeln!(io.out, "{}", serde_json::to_string_pretty(&doc)?)?,
+                Output::Yaml => write!(io.out, "{}", to_yaml(&doc)?)?,
+            }
+            Ok(ExitCode::SUCCESS)
         }
         PackageCommand::Create {
             package,

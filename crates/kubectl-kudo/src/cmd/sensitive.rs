@@ -94,9 +94,15 @@ impl Split {
     /// CLI cannot check them.
     pub fn without_referenced(&self, ov: &OperatorVersion) -> OperatorVersion {
         let mut ov = ov.clone();
+        let declared = ov.spec.parameters.len();
         ov.spec
             .parameters
             .retain(|p| !self.sources.contains_key(&p.name) || self.sensitive.contains_key(&p.name));
+        if ov.spec.parameters.len() != declared {
+            // The package-level rules need every value: the manager judges them when it renders,
+            // where it reads the referenced Secrets.
+            ov.spec.parameter_validations.clear();
+        }
         ov
     }
 

@@ -267,3 +267,38 @@ fn api_sections_are_checked() {
     let collide = check_api(&galera_api(), &[param("parameterSources", "string", None)]);
     assert!(collide[0].contains("collides"), "{collide:?}");
 }
+
+#[test]
+fn bounds_shapes_and_package_rules_reach_the_crd() {
+    let mut o = galera();
+    o.spec.parameters[0].schema.maximum = Some(9.into());
+    o.spec.parameters[0].schema.exclusive_minimum = Some(0.into());
+    o.spec.parameters.push(param("ZONES", "array", None));
+    o.spec.parameter_validations = vec![
+        kudo_api::ValidationRule {
+            rule: "self.NODE_COUNT % 2 == 1".into(),
+            message: "NODE_COUNT must be odd".into(),
+        },
+        kudo_api::ValidationRule {
+            rule: "size(self.ADMIN_PASSWORD) > 8".into(),
+            message: String::new(),
+        },
+    ];
+    let c = crd(&o).unwrap();
+    let spec = &c["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"];
+    let count = &spec["properties"]["NODE_COUNT"];
+    assert_eq!(count["maximum"], json!(9));
+    assert_eq!((&count["minimum"], &count["exclusiveMinimum"]), (&json!(0), &json!(true)), "kube's dialect");
+    assert_eq!(
+        spec["properties"]["ZONES"]["items"],
+        json!({"x-kubernetes-preserve-unknown-fields": true})
+    );
+    assert_eq!(spec["properties"]["TUNING"]["x-kubernetes-preserve-unknown-fields"], json!(true));
+    assert_eq!(
+        spec["x-kubernetes-validations"],
+        json!([{"rule": "self.NODE_COUNT % 2 == 1", "message": "NODE_COUNT must be odd"}]),
+        "a rule over a sensitive parameter is not the CRD's: the field does not exist there"
+    );
+    let errs = kudo_schema::check_schema(spec);
+    assert!(errs.is_empty(), "the spec schema is usable: {errs:?}");
+}
