@@ -177,7 +177,9 @@ fn write_stage(dir: &Path, stage: &Stage) {
         .take_while(|l| !l.starts_with("plans:"))
         .filter(|l| {
             in_api = l.starts_with("api:") || (in_api && l.starts_with(' '));
-            !in_api && !l.starts_with("# kudo-rs extension (issue 26)") && !l.starts_with("# an Instance of the same name")
+            !in_api
+                && !l.starts_with("# kudo-rs extension (issue 26)")
+                && !l.starts_with("# an Instance of the same name")
         })
         .map(|l| format!("{l}\n"))
         .collect();
@@ -614,7 +616,9 @@ fn install_printing(shell: &Shell, dir: &Path, cmd: &str, extra: &str) {
     assert!(out.ok, "`{cmd}` failed:\n{}{}", out.stdout, out.stderr);
     assert_eq!(
         out.stdout.trim_end(),
-        format!("operator.kudo.dev/v1beta1/galera created\noperatorversion.kudo.dev/v1beta1/galera-10.5.3-0.1.0 created\n{extra}instance.kudo.dev/v1beta1/galera-instance created"),
+        format!(
+            "operator.kudo.dev/v1beta1/galera created\noperatorversion.kudo.dev/v1beta1/galera-10.5.3-0.1.0 created\n{extra}instance.kudo.dev/v1beta1/galera-instance created"
+        ),
         "stderr: {}",
         out.stderr
     );

@@ -231,6 +231,16 @@ fn a_typed_object_runs_as_its_instance_in(home: &Path, kc: &Path, ns: &str) {
     );
     let (ok, text) = kubectl(kc, &["apply", "-f", "-"], Some(&object));
     assert!(ok, "{text}");
+    // A value of the wrong type is refused by the API server at admission, naming the field.
+    let bad = format!(
+        "apiVersion: db.example.com/v1\nkind: Db\nmetadata:\n  name: bad\n  namespace: {ns}\nspec:\n  REPLICAS: many\n"
+    );
+    let (ok, text) = kubectl(kc, &["apply", "-f", "-"], Some(&bad));
+    assert!(!ok, "{text}");
+    assert!(
+        text.contains(r#"The Db "bad" is invalid: spec.REPLICAS: Invalid value: "string": spec.REPLICAS in body must be of type integer: "string""#),
+        "{text}"
+    );
     // The manager made the Instance, owned by the object, with the spec as KUDO strings.
     eventually(
         kc,

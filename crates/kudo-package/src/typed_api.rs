@@ -66,7 +66,11 @@ pub fn crd(ov: &OperatorVersion) -> Option<Value> {
 /// the package-level rules that name no sensitive parameter as its CEL validations.
 fn spec_schema(ov: &OperatorVersion) -> Value {
     let defs = &ov.spec.parameters;
-    let sensitive: Vec<&str> = defs.iter().filter(|p| p.is_sensitive()).map(|p| p.name.as_str()).collect();
+    let sensitive: Vec<&str> = defs
+        .iter()
+        .filter(|p| p.is_sensitive())
+        .map(|p| p.name.as_str())
+        .collect();
     let rules: Vec<ValidationRule> = ov
         .spec
         .parameter_validations
@@ -96,14 +100,19 @@ fn crd_field(p: &Parameter, field: &mut Value) {
         Some("array") if field.get("items").is_none() => {
             field["items"] = json!({"x-kubernetes-preserve-unknown-fields": true});
         }
-        Some("object") if field.get("properties").is_none() && field.get("additionalProperties").is_none() => {
+        Some("object")
+            if field.get("properties").is_none() && field.get("additionalProperties").is_none() =>
+        {
             field["x-kubernetes-preserve-unknown-fields"] = json!(true);
         }
         _ => {}
     }
     if p.is_immutable() {
         let rule = json!({"rule": "self == oldSelf", "message": "Value is immutable"});
-        match field.get_mut("x-kubernetes-validations").and_then(Value::as_array_mut) {
+        match field
+            .get_mut("x-kubernetes-validations")
+            .and_then(Value::as_array_mut)
+        {
             Some(rules) => rules.push(rule),
             None => field["x-kubernetes-validations"] = json!([rule]),
         }

@@ -288,12 +288,19 @@ fn bounds_shapes_and_package_rules_reach_the_crd() {
     let spec = &c["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"];
     let count = &spec["properties"]["NODE_COUNT"];
     assert_eq!(count["maximum"], json!(9));
-    assert_eq!((&count["minimum"], &count["exclusiveMinimum"]), (&json!(0), &json!(true)), "kube's dialect");
+    assert_eq!(
+        (&count["minimum"], &count["exclusiveMinimum"]),
+        (&json!(0), &json!(true)),
+        "kube's dialect"
+    );
     assert_eq!(
         spec["properties"]["ZONES"]["items"],
         json!({"x-kubernetes-preserve-unknown-fields": true})
     );
-    assert_eq!(spec["properties"]["TUNING"]["x-kubernetes-preserve-unknown-fields"], json!(true));
+    assert_eq!(
+        spec["properties"]["TUNING"]["x-kubernetes-preserve-unknown-fields"],
+        json!(true)
+    );
     assert_eq!(
         spec["x-kubernetes-validations"],
         json!([{"rule": "self.NODE_COUNT % 2 == 1", "message": "NODE_COUNT must be odd"}]),
