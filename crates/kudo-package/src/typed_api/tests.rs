@@ -309,3 +309,22 @@ fn bounds_shapes_and_package_rules_reach_the_crd() {
     let errs = kudo_schema::check_schema(spec);
     assert!(errs.is_empty(), "the spec schema is usable: {errs:?}");
 }
+
+#[test]
+fn breaking_fields_name_what_the_new_schema_refuses() {
+    let mut o = galera();
+    o.spec.parameters[0].schema.maximum = Some(4.into());
+    let c = crd(&o).unwrap();
+    let spec = &c["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"];
+    let ok = json!({"NODE_COUNT": 3, "NEEDED": "x"});
+    assert_eq!(breaking_fields(spec, &ok), Vec::<String>::new());
+    let broken = json!({"NODE_COUNT": 5, "MODE": "slow", "NEEDED": "x", "GONE": 1});
+    assert_eq!(
+        breaking_fields(spec, &broken),
+        [
+            "spec.GONE is set, and the new version has no such parameter",
+            "spec.NODE_COUNT: Invalid value: 5: spec.NODE_COUNT in body should be less than or equal to 4",
+            "spec.MODE: Unsupported value: \"slow\": supported values: \"fast\", \"safe\"",
+        ]
+    );
+}
