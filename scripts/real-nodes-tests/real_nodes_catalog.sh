@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The KUDO community catalog on real pods (issue 23): zookeeper and redis, from ../shared/community-operators
-# unchanged, reach `deploy` COMPLETE with only their required parameters (as crates/kubectl-kudo/tests/catalog.rs
+# unchanged, reach `deploy` COMPLETE with only their required parameters (as crates/kubectl-kudo/tests/cli/catalog.rs
 # installs them) — plus zookeeper's IMAGE_PULL_POLICY=IfNotPresent, see below — and the software really works:
 #   zookeeper  each of the 3 servers answers `ruok` (imok) and `srvr`; exactly one is the leader, the others
 #              followers; a znode created through one server with zkCli.sh is read back through another; the

@@ -1,6 +1,6 @@
 //! The `kubectl kudo` command line as a library: the clap [`Cli`], and [`run`], which executes a
 //! parsed command line and writes its output through the writers of an [`Io`] it is given, so
-//! tests call commands in-process and assert on the bytes (`tests/inprocess.rs`). `main.rs` only
+//! tests call commands in-process and assert on the bytes (`tests/cli/inprocess.rs`). `main.rs` only
 //! parses, sets up logging, calls [`run`] with the process's stdout/stderr and maps the result to
 //! the exit code ([`CliError::exit_code`]).
 //!

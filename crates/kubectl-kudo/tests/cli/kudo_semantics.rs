@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-mod common;
+use crate::common;
 
 use common::{BIN, Dev};
 

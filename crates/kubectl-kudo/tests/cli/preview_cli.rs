@@ -3,7 +3,7 @@
 //! write nothing — every resourceVersion in the namespace (the Instance included) is unchanged —
 //! on the embedded cluster and on a real control plane, through the real binary.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

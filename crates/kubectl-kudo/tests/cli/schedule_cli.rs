@@ -3,7 +3,7 @@
 //! expression (nothing applied), and `plan status` shows a scheduled plan's next run, in text and
 //! in `-o yaml`.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};

@@ -3,7 +3,7 @@
 //! installation between the two modes; `install|update --service-account` and
 //! `get instances -o wide`.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;

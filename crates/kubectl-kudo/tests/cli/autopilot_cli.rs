@@ -2,7 +2,7 @@
 //! bad rule is a `package verify` error naming plan, rule and field, and `install` refuses the
 //! package on the embedded cluster (`kubectl-kudo dev` as a child) before creating anything.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

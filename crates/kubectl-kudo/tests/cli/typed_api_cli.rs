@@ -3,7 +3,7 @@
 //! overwritten (and nothing is installed), and `upgrade` refuses a version under which existing
 //! typed objects would be invalid unless `--allow-breaking-changes`. On the embedded cluster.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

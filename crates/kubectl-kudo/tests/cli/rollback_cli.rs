@@ -6,7 +6,7 @@
 //! the real control plane; the tutorial's rollback of a failed Galera upgrade runs on the
 //! embedded cluster only (the real-node stage runs Galera on real pods).
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

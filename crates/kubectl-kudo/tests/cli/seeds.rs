@@ -17,7 +17,7 @@ use std::process::Command;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-mod common;
+use crate::common;
 
 use common::BIN;
 /// How long a plan may take before the test gives up (a liveness bound, not a performance check).

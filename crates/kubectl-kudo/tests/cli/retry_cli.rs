@@ -12,7 +12,7 @@
 //! ConfigMap's `kudo.dev/last-plan-execution-uid` annotation (every apply stamps the run's uid)
 //! and its resourceVersion.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;

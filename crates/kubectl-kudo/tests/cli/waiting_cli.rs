@@ -2,7 +2,7 @@
 //! line per object that is not healthy, with what its pods say, and the Instance status carries
 //! the same lines (`waitingFor`), on the embedded cluster through the real binary.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::time::{Duration, Instant};

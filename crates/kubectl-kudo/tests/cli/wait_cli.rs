@@ -2,7 +2,7 @@
 //! result, and a change whose run stalls times out with a non-zero exit instead of reporting the
 //! previous run. Runs on the embedded cluster (`kubectl-kudo dev`) and, ignored, on the real one.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -5,7 +5,7 @@
 //! requests check the wording of the 403s ([`WORDING`]). The expected answers and messages were
 //! recorded from kube-apiserver v1.28.7 (`RBAC_RECORD=1` prints them) and are asserted on both.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

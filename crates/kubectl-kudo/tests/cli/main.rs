@@ -1,0 +1,32 @@
+//! The CLI's integration tests, one module per area, in one test binary: cargo links the
+//! binary once instead of once per file (a file each was 25 links of the whole CLI, minutes of a
+//! CI run), and the tests of every area share the harness's threads instead of running file after
+//! file. Run one area with `cargo test -p kubectl-kudo --test cli seeds::` (a name filter).
+
+mod common;
+
+mod autopilot_cli;
+mod catalog;
+mod dev_cli;
+mod diagnostics;
+mod exec_cli;
+mod init_cli;
+mod inprocess;
+mod kudo_semantics;
+mod kuttl_cli;
+mod least_privilege_cli;
+mod manager_cli;
+mod package_cli;
+mod params_schema_cli;
+mod preview_cli;
+mod rbac_cli;
+mod repo_cli;
+mod retry_cli;
+mod rollback_cli;
+mod schedule_cli;
+mod seeds;
+mod sensitive_cli;
+mod template_cli;
+mod typed_api_cli;
+mod wait_cli;
+mod waiting_cli;
