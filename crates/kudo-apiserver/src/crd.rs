@@ -76,6 +76,7 @@ pub fn accept_crd(registry: &Registry, crd: &mut Value) -> Result<(), ApiError> 
             ));
         }
     }
+    causes.extend(schema_causes(&versions));
     if !causes.is_empty() {
         return Err(ApiError::invalid(
             CRD_GROUP,
@@ -142,6 +143,150 @@ pub fn accept_crd(registry: &Registry, crd: &mut Value) -> Result<(), ApiError> 
         "storedVersions": stored,
     });
     Ok(())
+}
+
+/// What kube-apiserver refuses in a CRD's schemas and would otherwise surface only when objects
+/// are written: `pattern`s and CEL rules that do not compile, `oldSelf` where no old value can be
+/// correlated (kudo-schema's `check_schema` finds these), `uniqueItems: true` and properties or
+/// items without a `type` (the structural-schema rules). kube reports the schema as
+/// `spec.validation.openAPIV3Schema` when every version has the same one.
+fn schema_causes(versions: &[Value]) -> Vec<Cause> {
+    let schemas: Vec<&Value> = versions
+        .iter()
+        .filter_map(|v| v.pointer("/schema/openAPIV3Schema"))
+        .collect();
+    if schemas.is_empty() {
+        return Vec::new();
+    }
+    if schemas.iter().all(|s| *s == schemas[0]) {
+        return schema_node_causes(schemas[0], "spec.validation.openAPIV3Schema");
+    }
+    let mut causes = Vec::new();
+    for (i, v) in versions.iter().enumerate() {
+        if let Some(schema) = v.pointer("/schema/openAPIV3Schema") {
+            let root = format!("spec.versions[{i}].schema.openAPIV3Schema");
+            causes.extend(schema_node_causes(schema, &root));
+        }
+    }
+    causes
+}
+
+fn schema_node_causes(schema: &Value, root: &str) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    structural(schema, root, &mut causes);
+    for e in kudo_schema::check_schema(schema) {
+        let at = kube_schema_path(root, &e.path);
+        match e.keyword.as_str() {
+            "pattern" => causes.push(Cause::invalid(
+                &format!("{at}.pattern"),
+                &schema_at(schema, &e.path)["pattern"],
+                &format!("must be a valid regular expression, but isn't: {}", e.message),
+            )),
+            "rule" => causes.push(rule_cause(schema, &e, &at)),
+            _ => {}
+        }
+    }
+    causes
+}
+
+/// A CEL rule that does not compile, or uses `oldSelf` where it cannot.
+fn rule_cause(schema: &Value, e: &kudo_schema::SchemaError, at: &str) -> Cause {
+    let rule = &schema_at(schema, &e.path)["rule"];
+    if e.message.contains("oldSelf") {
+        let list = at.rfind(".items").map_or(at, |i| &at[..i]);
+        let list = list.split(".x-kubernetes-validations").next().unwrap_or(list);
+        return Cause::invalid(
+            &format!("{at}.rule"),
+            rule,
+            &format!("oldSelf cannot be used on the uncorrelatable portion of the schema within {list}"),
+        );
+    }
+    let message = schema_at(schema, &e.path)["message"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    let shown = format!(
+        "apiextensions.ValidationRule{{Rule:{}, Message:{}, MessageExpression:\"\", Reason:(*apiextensions.FieldValueErrorReason)(nil), FieldPath:\"\"}}",
+        kudo_api::strconv::go_quote(rule.as_str().unwrap_or("")),
+        kudo_api::strconv::go_quote(&message),
+    );
+    Cause {
+        reason: "FieldValueInvalid".into(),
+        field: format!("{at}.rule"),
+        message: format!("Invalid value: {shown}: compilation failed: {}", e.message),
+    }
+}
+
+/// kudo-schema's dotted schema path (`properties.spec.x-kubernetes-validations[0]`) as kube
+/// writes it (`<root>.properties[spec].x-kubernetes-validations[0]`).
+fn kube_schema_path(root: &str, path: &str) -> String {
+    let mut out = root.to_string();
+    let mut segs = path.split('.').filter(|s| !s.is_empty());
+    while let Some(seg) = segs.next() {
+        match seg {
+            "properties" => out.push_str(&format!(".properties[{}]", segs.next().unwrap_or(""))),
+            other => out.push_str(&format!(".{other}")),
+        }
+    }
+    out
+}
+
+/// The schema node (or rule) at a kudo-schema path.
+fn schema_at<'a>(schema: &'a Value, path: &str) -> &'a Value {
+    let mut cur = schema;
+    let mut segs = path.split('.').filter(|s| !s.is_empty());
+    while let Some(seg) = segs.next() {
+        cur = match seg {
+            "properties" => &cur["properties"][segs.next().unwrap_or("")],
+            s if s.starts_with("x-kubernetes-validations[") => {
+                let i = s
+                    .trim_start_matches("x-kubernetes-validations[")
+                    .trim_end_matches(']');
+                &cur["x-kubernetes-validations"][i.parse::<usize>().unwrap_or(usize::MAX)]
+            }
+            other => &cur[other],
+        };
+    }
+    cur
+}
+
+/// The structural-schema rules that matter here: no `uniqueItems: true`, a `type` on every
+/// property and item (unless int-or-string or preserving unknown fields).
+fn structural(schema: &Value, at: &str, causes: &mut Vec<Cause>) {
+    if schema["uniqueItems"].as_bool() == Some(true) {
+        causes.push(Cause::forbidden(
+            &format!("{at}.uniqueItems"),
+            "uniqueItems cannot be set to true since the runtime complexity becomes quadratic",
+        ));
+    }
+    if let Some(props) = schema["properties"].as_object() {
+        for (k, ps) in props {
+            let here = format!("{at}.properties[{k}]");
+            untyped(ps, &here, "must not be empty for specified object fields", causes);
+            structural(ps, &here, causes);
+        }
+    }
+    if let Some(items) = schema.get("items").filter(|i| i.is_object()) {
+        let here = format!("{at}.items");
+        untyped(
+            items,
+            &here,
+            "must not be empty for specified array items",
+            causes,
+        );
+        structural(items, &here, causes);
+    }
+    if let Some(a) = schema.get("additionalProperties").filter(|a| a.is_object()) {
+        structural(a, &format!("{at}.additionalProperties"), causes);
+    }
+}
+
+fn untyped(schema: &Value, at: &str, detail: &str, causes: &mut Vec<Cause>) {
+    let exempt = schema["x-kubernetes-int-or-string"].as_bool() == Some(true)
+        || schema["x-kubernetes-preserve-unknown-fields"].as_bool() == Some(true);
+    if schema.get("type").is_none() && !exempt {
+        causes.push(Cause::required(&format!("{at}.type"), detail));
+    }
 }
 
 /// The served definitions of a (stored, accepted) CRD: one per served version.
@@ -240,12 +385,31 @@ pub fn default_and_prune(schema: Option<&Value>, obj: &mut Value) -> Vec<String>
         .collect();
     let mut rest = Value::Object(std::mem::take(root));
     walk(schema, &mut rest, true, "", &mut pruned);
+    whole_numbers(&mut rest);
     let mut m = keep;
     if let Value::Object(r) = rest {
         m.extend(r);
     }
     *obj = Value::Object(m);
     pruned
+}
+
+/// Numbers without a fraction written as floats (`2.0`) become integers, as kube-apiserver stores
+/// them (it decodes them to a float64 and encodes that as `2`).
+fn whole_numbers(v: &mut Value) {
+    match v {
+        Value::Number(n) if !n.is_i64() && !n.is_u64() => {
+            if let Some(f) = n.as_f64()
+                && f.fract() == 0.0
+                && f.abs() < 9.0e15
+            {
+                *v = Value::from(f as i64);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(whole_numbers),
+        Value::Object(m) => m.values_mut().for_each(whole_numbers),
+        _ => {}
+    }
 }
 
 fn walk(schema: &Value, v: &mut Value, is_root: bool, path: &str, pruned: &mut Vec<String>) {
@@ -255,6 +419,19 @@ fn walk(schema: &Value, v: &mut Value, is_root: bool, path: &str, pruned: &mut V
             let props = schema["properties"].as_object();
             if let Some(props) = props {
                 for (k, ps) in props {
+                    // As kube-apiserver: a null where null is not allowed counts as absent, so
+                    // it is defaulted or else pruned.
+                    let null = m.get(k).is_some_and(Value::is_null) && ps["nullable"].as_bool() != Some(true);
+                    if null {
+                        m.remove(k);
+                        if ps.get("default").is_none() {
+                            pruned.push(if path.is_empty() {
+                                k.clone()
+                            } else {
+                                format!("{path}.{k}")
+                            });
+                        }
+                    }
                     if !m.contains_key(k)
                         && let Some(d) = ps.get("default")
                     {
@@ -305,139 +482,37 @@ fn walk(schema: &Value, v: &mut Value, is_root: bool, path: &str, pruned: &mut V
     }
 }
 
-/// Validate a custom object against its structural schema (types, required fields, enums, simple
-/// bounds), producing the causes the real server reports as 422 Invalid.
-pub fn validate(schema: Option<&Value>, obj: &Value) -> Vec<Cause> {
-    let mut causes = Vec::new();
-    let Some(schema) = schema else { return causes };
-    let Some(m) = obj.as_object() else { return causes };
-    let props = schema["properties"].as_object();
-    for (k, v) in m {
-        if ["apiVersion", "kind", "metadata"].contains(&k.as_str()) {
-            continue;
-        }
-        if let Some(ps) = props.and_then(|p| p.get(k)) {
-            check(ps, v, k, &mut causes);
-        }
-    }
-    required(schema, m, "", &mut causes);
-    causes
-}
-
-fn required(schema: &Value, m: &Map<String, Value>, path: &str, causes: &mut Vec<Cause>) {
-    for r in schema["required"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|r| r.as_str())
-    {
-        if !m.contains_key(r) {
-            let p = if path.is_empty() {
-                r.to_string()
-            } else {
-                format!("{path}.{r}")
-            };
-            causes.push(Cause::required(&p, ""));
-        }
-    }
-}
-
-fn type_name(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "boolean",
-        Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
-}
-
-fn check(schema: &Value, v: &Value, path: &str, causes: &mut Vec<Cause>) {
-    if v.is_null() {
-        if schema["nullable"].as_bool() != Some(true) && schema.get("type").is_some() {
-            causes.push(Cause::invalid(
-                path,
-                v,
-                &format!(
-                    "{path} in body must be of type {}: \"null\"",
-                    schema["type"].as_str().unwrap_or("object")
-                ),
-            ));
-        }
-        return;
-    }
-    if schema["x-kubernetes-int-or-string"].as_bool() == Some(true) {
-        if !(v.is_string() || type_name(v) == "integer") {
-            causes.push(Cause::invalid(
-                path,
-                v,
-                &format!("{path} in body must be of type int-or-string"),
-            ));
-        }
-        return;
-    }
-    if let Some(t) = schema["type"].as_str() {
-        let actual = type_name(v);
-        let ok = actual == t || (t == "number" && actual == "integer");
-        if !ok {
-            // The real server shows the offending type as the "value" here.
-            causes.push(Cause::invalid(
-                path,
-                &Value::from(actual),
-                &format!("{path} in body must be of type {t}: \"{actual}\""),
-            ));
-            return;
-        }
-    }
-    if let Some(options) = schema["enum"].as_array()
-        && !options.contains(v)
-    {
-        let supported: Vec<String> = options.iter().map(|o| o.to_string()).collect();
-        causes.push(Cause {
-            reason: "FieldValueNotSupported".into(),
-            field: path.into(),
-            message: format!(
-                "Unsupported value: {v}: supported values: {}",
-                supported.join(", ")
-            ),
-        });
-    }
-    if let Some(n) = v.as_f64() {
-        if let Some(min) = schema["minimum"].as_f64().filter(|min| n < *min) {
-            causes.push(Cause::invalid(
-                path,
-                v,
-                &format!("{path} in body should be greater than or equal to {min}"),
-            ));
-        }
-        if let Some(max) = schema["maximum"].as_f64().filter(|max| n > *max) {
-            causes.push(Cause::invalid(
-                path,
-                v,
-                &format!("{path} in body should be less than or equal to {max}"),
-            ));
-        }
-    }
-    match v {
-        Value::Object(m) => {
-            let props = schema["properties"].as_object();
-            let additional = schema.get("additionalProperties").filter(|a| a.is_object());
-            for (k, child) in m {
-                if let Some(cs) = props.and_then(|p| p.get(k)).or(additional) {
-                    check(cs, child, &format!("{path}.{k}"), causes);
-                }
+/// Validate a custom object against its structural schema with kudo-schema, the one validator of
+/// issue 26 (types, bounds, lengths, patterns, formats kube checks, CEL `x-kubernetes-validations`),
+/// producing the causes kube-apiserver reports in a 422 Invalid. `old` is the stored object of an
+/// update or patch: transition rules (`oldSelf`) are evaluated against it, and only then.
+/// `apiVersion`, `kind` and `metadata` are not the schema's business (the server checks them).
+pub fn validate(schema: Option<&Value>, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
+    let Some(schema) = schema else {
+        return Vec::new();
+    };
+    let body = without_meta(obj);
+    let old_body = old.map(without_meta);
+    kudo_schema::validate(schema, &body, old_body.as_ref(), "", kudo_schema::Formats::Kube)
+        .iter()
+        .map(|v| {
+            let c = v.kube_cause();
+            Cause {
+                reason: c.reason,
+                field: c.field,
+                message: c.message,
             }
-            required(schema, m, path, causes);
+        })
+        .collect()
+}
+
+/// The object without `apiVersion`, `kind` and `metadata`.
+fn without_meta(obj: &Value) -> Value {
+    let mut body = obj.clone();
+    if let Some(m) = body.as_object_mut() {
+        for k in ["apiVersion", "kind", "metadata"] {
+            m.remove(k);
         }
-        Value::Array(items) => {
-            if let Some(is) = schema.get("items") {
-                for (i, it) in items.iter().enumerate() {
-                    check(is, it, &format!("{path}[{i}]"), causes);
-                }
-            }
-        }
-        _ => {}
     }
+    body
 }

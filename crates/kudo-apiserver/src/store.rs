@@ -634,7 +634,7 @@ impl Store {
             if opts.strict && !pruned.is_empty() {
                 return Err(strict_error(def, &pruned));
             }
-            let causes = crd::validate(c.schema.as_ref(), &obj);
+            let causes = crd::validate(c.schema.as_ref(), &obj, None);
             if !causes.is_empty() {
                 return Err(ApiError::invalid(&def.group, &def.kind, meta::name(&obj), causes));
             }
@@ -841,7 +841,7 @@ impl Store {
             if opts.strict && !pruned.is_empty() {
                 return Err(strict_error(def, &pruned));
             }
-            let causes = crd::validate(c.schema.as_ref(), &new);
+            let causes = crd::validate(c.schema.as_ref(), &new, Some(old));
             if !causes.is_empty() {
                 return Err(ApiError::invalid(&def.group, &def.kind, meta::name(&new), causes));
             }

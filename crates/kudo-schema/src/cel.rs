@@ -118,6 +118,8 @@ fn evaluate(schema: &Value, r: &Value, v: &Value, old: Option<&Value>, here: &He
         },
         schema_type: declared_type(schema).to_string(),
     };
+    // kube names a rule that failed to evaluate by its message when it has one.
+    let named = message.clone().unwrap_or_else(|| rule.to_string());
     let compiled = match compile(rule) {
         Ok(c) => c,
         Err(e) => return Some(violation(Some(format!("compilation failed: {e}")))),
@@ -136,11 +138,11 @@ fn evaluate(schema: &Value, r: &Value, v: &Value, old: Option<&Value>, here: &He
         Ok(other) => {
             let why = missing_key(rule, v, old)
                 .unwrap_or_else(|| format!("rule did not evaluate to a bool: {other:?}"));
-            Some(violation(Some(format!("{why} evaluating rule: {rule}"))))
+            Some(violation(Some(format!("{why} evaluating rule: {named}"))))
         }
         Err(e) => {
             let why = missing_key(rule, v, old).unwrap_or_else(|| e.to_string());
-            Some(violation(Some(format!("{why} evaluating rule: {rule}"))))
+            Some(violation(Some(format!("{why} evaluating rule: {named}"))))
         }
     }
 }

@@ -64,7 +64,7 @@ pub enum Rule {
         message: Option<String>,
     },
     /// Validation rules (CEL) were not evaluated because the value broke a structural rule that
-    /// makes them meaningless (a wrong type, a missing required field, an unsupported value, a list
+    /// makes them meaningless (a wrong type, a missing required field, a bad format, a list
     /// or string over its limit) — kube-apiserver reports this once, at the root.
     NotChecked,
 }

@@ -17,30 +17,31 @@ pub struct KubeCause {
     /// `FieldValueInvalid`, `FieldValueTypeInvalid`, `FieldValueNotSupported`,
     /// `FieldValueRequired`, `FieldValueTooLong`, `FieldValueTooMany`.
     pub reason: String,
-    /// The field path; empty for an error about the whole object.
+    /// The field path; `<nil>` for an error about the whole object (as kube writes it).
     pub field: String,
     /// The message after the field path.
     pub message: String,
 }
 
 impl std::fmt::Display for KubeCause {
-    /// As in the 422's message: `spec.X: Invalid value: ...`, `<nil>: ...` without a field.
+    /// As in the 422's message: `spec.X: Invalid value: ...`.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let field = if self.field.is_empty() {
-            "<nil>"
-        } else {
-            &self.field
-        };
-        write!(f, "{field}: {}", self.message)
+        write!(f, "{}: {}", self.field, self.message)
     }
 }
 
 /// See [`Violation::kube_cause`].
 pub(crate) fn kube_cause(v: &Violation) -> KubeCause {
     let (reason, message) = reason_and_message(v);
+    // kube prints a nil field path as `<nil>`, in the message and in the cause alike.
+    let field = if v.path.is_empty() {
+        "<nil>".to_string()
+    } else {
+        v.path.clone()
+    };
     KubeCause {
         reason: reason.to_string(),
-        field: v.path.clone(),
+        field,
         message,
     }
 }
@@ -95,7 +96,8 @@ fn reason_and_message(v: &Violation) -> (&'static str, String) {
         Rule::Pattern(re) => invalid(val, format!("{p} in body should match '{re}'")),
         Rule::Format(f) => {
             let shown = go_value(val);
-            invalid(val, format!("{p} in body must be of type {f}: {shown}"))
+            let detail = format!("{p} in body must be of type {f}: {shown}");
+            ("FieldValueTypeInvalid", invalid(val, detail).1)
         }
         _ => counts_and_rules(v),
     }
@@ -115,14 +117,18 @@ fn counts_and_rules(v: &Violation) -> (&'static str, String) {
             "FieldValueTooMany",
             format!("Too many: {len}: must have at most {n} items"),
         ),
-        Rule::MinItems(n) => invalid(val, format!("{p} in body should have at least {n} items")),
+        // kube shows the count as the value of these two.
+        Rule::MinItems(n) => invalid(
+            &Value::from(len),
+            format!("{p} in body should have at least {n} items"),
+        ),
         Rule::UniqueItems => invalid(val, format!("{p} in body shouldn't contain duplicates")),
         Rule::MaxProperties(n) => (
             "FieldValueTooMany",
             format!("Too many: {len}: must have at most {n} items"),
         ),
         Rule::MinProperties(n) => invalid(
-            val,
+            &Value::from(len),
             format!("{p} in body should have at least {n} properties"),
         ),
         Rule::Required => ("FieldValueRequired", "Required value".to_string()),

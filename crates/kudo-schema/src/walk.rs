@@ -2,7 +2,7 @@
 //!
 //! Two passes because kube-apiserver works that way: its OpenAPI validator reports every
 //! structural violation, and only when none of them is "blocking" (a wrong type, a missing
-//! required field, an unsupported enum value, a string or list over its maximum) does it evaluate
+//! required field, a bad format, a string or list over its maximum) does it evaluate
 //! `x-kubernetes-validations` — a rule over a value of the wrong shape would only produce noise.
 
 use serde_json::{Map, Value};
@@ -90,16 +90,17 @@ pub(crate) fn validate(
 }
 
 /// The violations after which kube-apiserver does not evaluate CEL rules (its `hasBlockingErr`:
-/// the field error types NotSupported, Required, TooLong, TooMany and a type mismatch).
+/// the field error types Required, TooLong, TooMany and TypeInvalid, which is also the type of a
+/// `format` violation; an unsupported enum value does not block).
 fn blocks_rules(v: &Violation) -> bool {
     matches!(
         v.rule,
         Rule::Type { .. }
-            | Rule::Enum { .. }
             | Rule::Required
             | Rule::MaxLength(_)
             | Rule::MaxItems(_)
             | Rule::MaxProperties(_)
+            | Rule::Format(_)
     )
 }
 

@@ -295,7 +295,7 @@ fn cel_rules() {
                 pair.clone(),
                 json!({"min": 3}),
                 None,
-                &["p: no such key: max evaluating rule: self.min <= self.max"],
+                &["p: no such key: max evaluating rule: min must not exceed max"],
             ),
             (
                 "transition rule not on create",
