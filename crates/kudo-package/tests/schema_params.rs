@@ -85,7 +85,7 @@ fn a_keyword_of_the_wrong_type_is_a_read_error_naming_the_field() {
     let e = parse_params("parameters:\n  - name: A\n    maxLength: lots\n").unwrap_err();
     let msg = e.to_string();
     assert!(
-        msg.contains("params.yaml") && msg.contains("parameters[0]"),
+        msg.contains("params.yaml") && msg.contains("parameters[0].maxLength"),
         "{msg}"
     );
 }
