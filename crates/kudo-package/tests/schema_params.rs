@@ -213,7 +213,7 @@ fn kudo_rules_and_wording_come_first_and_unchanged() {
         message: String::new(),
     }];
     assert!(
-        check_rules(&[p.clone()], &[], &values(&[("REPLICAS", "4")])).is_empty(),
+        check_rules(std::slice::from_ref(&p), &[], &values(&[("REPLICAS", "4")])).is_empty(),
         "no rules, nothing to judge"
     );
     let errs = validate_all(&[p], &rules, &values(&[("REPLICAS", "x")]));
