@@ -24,6 +24,9 @@ pub(crate) struct Compiled {
     pub transition: bool,
 }
 
+/// Rules kept compiled per thread.
+const CACHE_MAX: usize = 1024;
+
 thread_local! {
     /// Compiled rules by source: a CRD's rules are evaluated for every object written, and the
     /// parse is most of the cost of a small rule.
@@ -43,7 +46,14 @@ pub(crate) fn compile(rule: &str) -> Result<Rc<Compiled>, String> {
     };
     let transition = program.references().has_variable("oldSelf");
     let compiled = Rc::new(Compiled { program, transition });
-    CACHE.with(|c| c.borrow_mut().insert(rule.to_string(), Rc::clone(&compiled)));
+    CACHE.with(|c| {
+        let mut c = c.borrow_mut();
+        // Bounded: rules come from whatever CRDs are written; a full cache starts over.
+        if c.len() >= CACHE_MAX {
+            c.clear();
+        }
+        c.insert(rule.to_string(), Rc::clone(&compiled))
+    });
     Ok(compiled)
 }
 

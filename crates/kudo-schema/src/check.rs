@@ -67,88 +67,46 @@ fn node(schema: &Value, path: &str, correlatable: bool, out: &mut Vec<SchemaErro
 /// Each keyword's JSON type.
 fn keyword_types(m: &Map<String, Value>, path: &str, out: &mut Vec<SchemaError>) {
     for (k, v) in m {
-        let expected = match k.as_str() {
-            "type" => match v.as_str() {
-                Some(t) if TYPES.contains(&t) => continue,
-                _ => "one of integer, number, string, boolean, array, object",
-            },
-            "nullable"
-            | "exclusiveMaximum"
-            | "exclusiveMinimum"
-            | "uniqueItems"
-            | "x-kubernetes-int-or-string"
-            | "x-kubernetes-preserve-unknown-fields" => {
-                if v.is_boolean() {
-                    continue;
-                } else {
-                    "a boolean"
-                }
-            }
-            "maximum" | "minimum" => {
-                if v.is_number() {
-                    continue;
-                } else {
-                    "a number"
-                }
-            }
-            "multipleOf" => match v.as_f64() {
-                Some(f) if f > 0.0 => continue,
-                _ => "a number greater than 0",
-            },
-            "maxLength" | "minLength" | "maxItems" | "minItems" | "maxProperties" | "minProperties" => {
-                if v.is_u64() {
-                    continue;
-                } else {
-                    "a non-negative integer"
-                }
-            }
-            "pattern" | "format" | "description" => {
-                if v.is_string() {
-                    continue;
-                } else {
-                    "a string"
-                }
-            }
-            "enum" => {
-                if v.is_array() {
-                    continue;
-                } else {
-                    "a list"
-                }
-            }
-            "required" => match v.as_array() {
-                Some(r) if r.iter().all(Value::is_string) => continue,
-                _ => "a list of strings",
-            },
-            "properties" => match v.as_object() {
-                Some(p) if p.values().all(Value::is_object) => continue,
-                _ => "a map of schemas",
-            },
-            "items" => {
-                if v.is_object() {
-                    continue;
-                } else {
-                    "a schema"
-                }
-            }
-            "additionalProperties" => {
-                if v.is_object() || v.is_boolean() {
-                    continue;
-                } else {
-                    "a boolean or a schema"
-                }
-            }
-            "x-kubernetes-validations" => {
-                if v.is_array() {
-                    continue;
-                } else {
-                    "a list of rules"
-                }
-            }
-            _ => continue,
-        };
-        push(out, path, k, format!("must be {expected}, not {v}"));
+        if let Some(expected) = mistyped(k, v) {
+            push(out, path, k, format!("must be {expected}, not {v}"));
+        }
     }
+}
+
+/// What a known keyword's value should be, when it is not; `None` for a good or unknown keyword.
+fn mistyped(keyword: &str, v: &Value) -> Option<&'static str> {
+    let (ok, expected) = match keyword {
+        "type" => (
+            v.as_str().is_some_and(|t| TYPES.contains(&t)),
+            "one of integer, number, string, boolean, array, object",
+        ),
+        "nullable"
+        | "exclusiveMaximum"
+        | "exclusiveMinimum"
+        | "uniqueItems"
+        | "x-kubernetes-int-or-string"
+        | "x-kubernetes-preserve-unknown-fields" => (v.is_boolean(), "a boolean"),
+        "maximum" | "minimum" => (v.is_number(), "a number"),
+        "multipleOf" => (v.as_f64().is_some_and(|f| f > 0.0), "a number greater than 0"),
+        "maxLength" | "minLength" | "maxItems" | "minItems" | "maxProperties" | "minProperties" => {
+            (v.is_u64(), "a non-negative integer")
+        }
+        "pattern" | "format" | "description" => (v.is_string(), "a string"),
+        "enum" => (v.is_array(), "a list"),
+        "required" => (
+            v.as_array().is_some_and(|r| r.iter().all(Value::is_string)),
+            "a list of strings",
+        ),
+        "properties" => (
+            v.as_object().is_some_and(|p| p.values().all(Value::is_object)),
+            "a map of schemas",
+        ),
+        "items" => (v.is_object(), "a schema"),
+        "additionalProperties" => (v.is_object() || v.is_boolean(), "a boolean or a schema"),
+        "x-kubernetes-validations" => (v.is_array(), "a list of rules"),
+        _ => (true, ""),
+    };
+    (!ok).then_some(expected)
 }
 
 /// Lower bounds above upper bounds.

@@ -26,7 +26,14 @@ pub(crate) fn pattern(p: &str) -> Option<Regex> {
         return re;
     }
     let re = Regex::new(p).ok();
-    PATTERNS.with(|c| c.borrow_mut().insert(p.to_string(), re.clone()));
+    PATTERNS.with(|c| {
+        let mut c = c.borrow_mut();
+        // Bounded: patterns come from whatever schemas are written; a full cache starts over.
+        if c.len() >= 1024 {
+            c.clear();
+        }
+        c.insert(p.to_string(), re.clone())
+    });
     re
 }
 

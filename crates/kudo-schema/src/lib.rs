@@ -73,7 +73,8 @@ pub enum Rule {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Violation {
     /// Dotted field path as kube-apiserver prints it (`spec.NODE_COUNT`, `spec.list[2]`); the
-    /// caller's `path` prefix included.
+    /// caller's `path` prefix included. A map key is `.key` in structural violations and `[key]`
+    /// in CEL ones, as kube writes them; empty for [`Rule::NotChecked`].
     pub path: String,
     /// The offending value (for `Required`, `Value::Null`).
     pub value: Value,

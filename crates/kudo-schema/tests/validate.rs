@@ -383,6 +383,32 @@ fn kube_wording() {
         v[0].kube_message(),
         "spec.x: Unsupported value: \"c\": supported values: \"a\", \"1\""
     );
+    // A format error is a type error to kube: it blocks the CEL rules, reported at `<nil>`.
+    let f = json!({"type": "string", "format": "uuid", "x-kubernetes-validations": [{"rule": "self != ''"}]});
+    let v = validate(&f, &json!("x"), None, "spec.id", Formats::Kube);
+    let causes: Vec<_> = v.iter().map(|v| v.kube_cause()).collect();
+    assert_eq!(causes[0].reason, "FieldValueTypeInvalid");
+    assert_eq!(
+        causes[0].to_string(),
+        "spec.id: Invalid value: \"x\": spec.id in body must be of type uuid: \"x\""
+    );
+    assert_eq!(causes[1].field, "<nil>");
+    assert!(
+        causes[1]
+            .message
+            .starts_with("Invalid value: \"null\": some validation rules")
+    );
+    // minItems shows the count; maxItems is "Too many".
+    let l = json!({"type": "array", "minItems": 2, "maxItems": 0});
+    let v = validate(&l, &json!([1]), None, "spec.l", Formats::Kube);
+    let msgs: Vec<String> = v.iter().map(|v| v.kube_message()).collect();
+    assert_eq!(
+        msgs,
+        [
+            "spec.l: Too many: 1: must have at most 0 items",
+            "spec.l: Invalid value: 1: spec.l in body should have at least 2 items",
+        ]
+    );
 }
 
 #[test]
