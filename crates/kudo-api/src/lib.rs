@@ -800,6 +800,39 @@ mod tests {
     }
 
     #[test]
+    fn the_operator_version_crd_declares_the_parameter_schema_fields() {
+        // A real API server prunes what its CRD does not declare: every field of
+        // `ParameterSchema` and `parameterValidations` must be in the schema.
+        let ov = crd_manifests()[1];
+        let p = Parameter {
+            schema: ParameterSchema {
+                minimum: Some(1.into()),
+                maximum: Some(1.into()),
+                exclusive_minimum: Some(1.into()),
+                exclusive_maximum: Some(1.into()),
+                min_length: Some(1),
+                max_length: Some(1),
+                pattern: Some("x".into()),
+                format: Some("x".into()),
+                min_items: Some(1),
+                max_items: Some(1),
+                items: Some(serde_json::json!({})),
+                properties: Some(BTreeMap::new()),
+                additional_properties: Some(false.into()),
+            },
+            ..Default::default()
+        };
+        let v = serde_json::to_value(&p).unwrap();
+        for key in v.as_object().unwrap().keys().filter(|k| *k != "name") {
+            assert!(
+                ov.contains(&format!("\n                      {key}:\n")),
+                "{key} is not declared"
+            );
+        }
+        assert!(ov.contains("\n                parameterValidations:\n"));
+    }
+
+    #[test]
     fn crd_manifests_name_the_three_kinds() {
         let names: Vec<&str> = crd_manifests()
             .iter()

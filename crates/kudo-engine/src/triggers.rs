@@ -679,13 +679,10 @@ pub fn validate_rules(
         return Ok(());
     }
     let s = &ov.spec;
-    match kudo_package::params::check_rules(&s.parameters, &s.parameter_validations, values)
+    kudo_package::params::check_rules(&s.parameters, &s.parameter_validations, values)
         .into_iter()
         .next()
-    {
-        Some(e) => Err(e),
-        None => Ok(()),
-    }
+        .map_or(Ok(()), Err)
 }
 
 /// Validates one value (see [`validate_parameters`]) with the one definition of KUDO's rule and

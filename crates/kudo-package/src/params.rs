@@ -273,10 +273,7 @@ pub fn check_value(p: &Parameter, value: &str) -> Vec<ParamValueError> {
 
 /// The first error of [`check_value`]: KUDO's `ValidateValue` extended with the schema keywords.
 pub fn validate_value(p: &Parameter, value: &str) -> Result<(), ParamValueError> {
-    match check_value(p, value).into_iter().next() {
-        Some(e) => Err(e),
-        None => Ok(()),
-    }
+    check_value(p, value).into_iter().next().map_or(Ok(()), Err)
 }
 
 /// The package-level rules (issue 26) over all values at once (set or defaulted, typed by

@@ -496,6 +496,9 @@ fn declared_parameter(mut entry: serde_json::Value) -> Result<DeclaredParameter,
     let group = text(take("group"));
     let hint = text(take("hint"));
     let advanced = take("advanced").and_then(|v| v.as_bool()).unwrap_or(false);
+    // The schema keywords are flattened into the parameter, where serde loses the field path of
+    // an error: read them alone first, so a bad one is named (`parameters[2].maxLength`).
+    yaml::from_value::<kudo_api::ParameterSchema>(PARAMS_FILE, entry.clone())?;
     let mut def: kudo_api::Parameter = yaml::from_value(PARAMS_FILE, entry)?;
     def.required = Some(def.required.unwrap_or(true));
     def.immutable = Some(def.is_immutable());

@@ -79,10 +79,6 @@ fn each_node(v: &Value, f: &dyn Fn(&mut Map<String, Value>)) -> Value {
     Value::Object(node)
 }
 
-fn as_f64(v: &Value) -> Option<f64> {
-    v.as_f64()
-}
-
 /// One bound from the 2020-12 pair (`minimum`, numeric `exclusiveMinimum`) to kube's form
 /// (`minimum` with boolean `exclusiveMinimum`): the stricter of the two when both are given.
 fn kube_bound(node: &mut Map<String, Value>, inclusive: &str, exclusive: &str, lower: bool) {
@@ -90,7 +86,7 @@ fn kube_bound(node: &mut Map<String, Value>, inclusive: &str, exclusive: &str, l
         return;
     };
     node.remove(exclusive);
-    let stricter = match (node.get(inclusive).and_then(as_f64), as_f64(&excl)) {
+    let stricter = match (node.get(inclusive).and_then(Value::as_f64), excl.as_f64()) {
         (Some(inc), Some(ex)) => {
             if lower {
                 ex >= inc
@@ -239,16 +235,14 @@ pub fn json_schema(title: &str, defs: &[Parameter], rules: &[ValidationRule]) ->
     doc
 }
 
-/// The typed values the package-level rules see: each declared parameter's value (or default)
-/// decoded by its type; parameters without a usable value are absent (rules test them with
-/// `has(self.X)`).
+/// The typed values the package-level rules see: each declared parameter's effective value (as
+/// the templates see it: the value given, else the default) decoded by its type; parameters
+/// without one, or whose value does not decode (`""` for a number), are absent (rules test them
+/// with `has(self.X)`).
 pub fn typed_values(defs: &[Parameter], values: &BTreeMap<String, String>) -> Map<String, Value> {
     defs.iter()
         .filter_map(|p| {
-            let s = values
-                .get(&p.name)
-                .filter(|v| !v.is_empty())
-                .or(p.default.as_ref())?;
+            let s = values.get(&p.name).or(p.default.as_ref())?;
             Some((p.name.clone(), typed_value(p, s)?))
         })
         .collect()

@@ -85,7 +85,7 @@ fn a_keyword_of_the_wrong_type_is_a_read_error_naming_the_field() {
     let e = parse_params("parameters:\n  - name: A\n    maxLength: lots\n").unwrap_err();
     let msg = e.to_string();
     assert!(
-        msg.contains("params.yaml") && msg.contains("parameters[0]"),
+        msg.contains("params.yaml") && msg.contains("parameters[0].maxLength"),
         "{msg}"
     );
 }
@@ -213,7 +213,7 @@ fn kudo_rules_and_wording_come_first_and_unchanged() {
         message: String::new(),
     }];
     assert!(
-        check_rules(&[p.clone()], &[], &values(&[("REPLICAS", "4")])).is_empty(),
+        check_rules(std::slice::from_ref(&p), &[], &values(&[("REPLICAS", "4")])).is_empty(),
         "no rules, nothing to judge"
     );
     let errs = validate_all(&[p], &rules, &values(&[("REPLICAS", "x")]));
