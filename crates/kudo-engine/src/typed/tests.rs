@@ -100,7 +100,8 @@ fn a_new_object_gets_an_owned_instance_with_its_spec_as_strings() {
 
 #[test]
 fn parameter_changes_are_patched_and_removed_fields_unset() {
-    let cases: Vec<(Value, Vec<(&str, &str)>, InstanceAction)> = vec![
+    type Case<'a> = (Value, Vec<(&'a str, &'a str)>, InstanceAction);
+    let cases: Vec<Case> = vec![
         (
             json!({"NODE_COUNT": 3}),
             vec![("NODE_COUNT", "3")],
