@@ -424,6 +424,11 @@ fn typed_apis_rbac(namespace: &str, sa: &str) -> Vec<Manifest> {
     let mut role = cluster_role(TYPED_APIS_ROLE, labels.clone(), Vec::new(), REQUIREMENTS);
     role.object["aggregationRule"] = json!({"clusterRoleSelectors": [
         {"matchLabels": {kudo_package::typed_api::AGGREGATE_TO_MANAGER: "true"}}]});
+    // The cluster's aggregation controller owns the rules: applying `rules: []` again (`init
+    // --upgrade`) would empty them until it fills them back.
+    if let Some(o) = role.object.as_object_mut() {
+        o.remove("rules");
+    }
     let binding = Manifest {
         resource: known_resource("rbac.authorization.k8s.io", "ClusterRoleBinding"),
         namespaced: false,
@@ -802,11 +807,21 @@ mod tests {
         let binding = find(&ms, "ClusterRoleBinding", "kudo-manager-rolebinding").unwrap();
         assert_eq!(binding["roleRef"]["name"], "kudo-manager");
         assert_eq!(binding["subjects"][0]["name"], "kudo-manager");
+        let typed = find(&ms, "ClusterRole", "kudo-manager-typed-apis").unwrap();
+        assert_eq!(
+            typed["aggregationRule"]["clusterRoleSelectors"][0]["matchLabels"]["kudo-rs.dev/aggregate-to-manager"],
+            "true"
+        );
+        assert_eq!(
+            find(&ms, "ClusterRoleBinding", "kudo-manager-typed-apis").unwrap()["subjects"][0]["name"],
+            "kudo-manager"
+        );
         let role = find(&ms, "ClusterRole", "kudo-manager").unwrap();
         assert_eq!(role["rules"].as_array().unwrap().len(), MANAGER_RULES.len());
         // No "*" anywhere: verbs, resources, apiGroups, of every ClusterRole installed.
+        // (An aggregated ClusterRole has no rules of its own.)
         for m in ms.iter().filter(|m| m.object["kind"] == "ClusterRole") {
-            for rule in m.object["rules"].as_array().unwrap() {
+            for rule in m.object["rules"].as_array().into_iter().flatten() {
                 for field in ["apiGroups", "resources", "verbs"] {
                     let values = rule[field].as_array().unwrap();
                     assert!(!values.is_empty(), "{rule}");
