@@ -403,16 +403,21 @@ fn manager_rbac(args: &InitArgs, namespace: &str, sa: &str) -> Vec<Manifest> {
     } else {
         return out;
     };
-    out.push(Manifest {
+    out.push(manager_binding(MANAGER_BINDING, role, namespace, sa));
+    out
+}
+
+/// A ClusterRoleBinding of `role` to the manager's ServiceAccount.
+fn manager_binding(name: &str, role: &str, namespace: &str, sa: &str) -> Manifest {
+    Manifest {
         resource: known_resource("rbac.authorization.k8s.io", "ClusterRoleBinding"),
         namespaced: false,
         object: json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-            "metadata": {"name": MANAGER_BINDING, "labels": labels},
+            "metadata": {"name": name, "labels": {"app": "kudo-manager"}},
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
             "subjects": [{"kind": "ServiceAccount", "name": sa, "namespace": namespace}]}),
         group: REQUIREMENTS,
-    });
-    out
+    }
 }
 
 /// Under `--least-privilege`, what the manager may do with typed objects (issue 26): the rules of
@@ -421,7 +426,7 @@ fn manager_rbac(args: &InitArgs, namespace: &str, sa: &str) -> Vec<Manifest> {
 /// `kudo-manager-typed-apis` and bound to the manager. Empty until an operator declares one.
 fn typed_apis_rbac(namespace: &str, sa: &str) -> Vec<Manifest> {
     let labels = json!({"app": "kudo-manager"});
-    let mut role = cluster_role(TYPED_APIS_ROLE, labels.clone(), Vec::new(), REQUIREMENTS);
+    let mut role = cluster_role(TYPED_APIS_ROLE, labels, Vec::new(), REQUIREMENTS);
     role.object["aggregationRule"] = json!({"clusterRoleSelectors": [
         {"matchLabels": {kudo_package::typed_api::AGGREGATE_TO_MANAGER: "true"}}]});
     // The cluster's aggregation controller owns the rules: applying `rules: []` again (`init
@@ -429,16 +434,10 @@ fn typed_apis_rbac(namespace: &str, sa: &str) -> Vec<Manifest> {
     if let Some(o) = role.object.as_object_mut() {
         o.remove("rules");
     }
-    let binding = Manifest {
-        resource: known_resource("rbac.authorization.k8s.io", "ClusterRoleBinding"),
-        namespaced: false,
-        object: json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-            "metadata": {"name": TYPED_APIS_ROLE, "labels": labels},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": TYPED_APIS_ROLE},
-            "subjects": [{"kind": "ServiceAccount", "name": sa, "namespace": namespace}]}),
-        group: REQUIREMENTS,
-    };
-    vec![role, binding]
+    vec![
+        role,
+        manager_binding(TYPED_APIS_ROLE, TYPED_APIS_ROLE, namespace, sa),
+    ]
 }
 
 /// The three `kudo-rs:aggregate-to-ROLE` ClusterRoles (also installed by `kubectl kudo dev`).
