@@ -872,13 +872,27 @@ pub(crate) fn refuse_denied(
 
 pub async fn uninstall(opts: &ClusterOpts, args: UninstallArgs, io: &mut Io<'_>) -> Result<ExitCode> {
     let cluster = connect(opts).await?;
-    cluster.instance(&args.instance).await?;
-    cluster
-        .api(KudoKind::Instance)
-        .delete(&args.instance, &DeleteParams::background())
-        .await
-        .map_err(|e| api_error(e, KudoKind::Instance, &args.instance))?;
-    writeln!(io.out, "{} deleted", KudoKind::Instance.display(&args.instance))?;
+    let instance = cluster.instance(&args.instance).await?;
+    // An Instance a typed object owns goes with that object (issue 26).
+    let typed = match cluster.operator_version_of(&instance).await {
+        Ok(ov) => super::typed_api::delete_owner(&cluster, &instance, &ov).await?,
+        Err(_) => None,
+    };
+    match typed {
+        Some(owner) => writeln!(
+            io.out,
+            "{owner} deleted: the typed object that owns instance {}, which goes with it",
+            args.instance
+        )?,
+        None => {
+            cluster
+                .api(KudoKind::Instance)
+                .delete(&args.instance, &DeleteParams::background())
+                .await
+                .map_err(|e| api_error(e, KudoKind::Instance, &args.instance))?;
+            writeln!(io.out, "{} deleted", KudoKind::Instance.display(&args.instance))?;
+        }
+    }
     if args.wait.wait {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(args.wait.wait_time);
         while cluster

@@ -117,6 +117,24 @@ pub async fn apply(cluster: &Cluster, ov: &OperatorVersion, planned: Planned, io
     Ok(())
 }
 
+/// The typed object that owns `instance` (controller ownerReference of the OperatorVersion's typed
+/// kind): its API in the Instance's namespace and its name.
+fn owner(
+    cluster: &Cluster,
+    instance: &kudo_api::Instance,
+    ov: &OperatorVersion,
+) -> Option<(Api<DynamicObject>, String)> {
+    let api = ov.spec.api.as_ref()?;
+    let refs = instance.metadata.other.get("ownerReferences")?.as_array()?;
+    let owner = refs
+        .iter()
+        .find(|r| r["controller"] == true && r["kind"] == api.kind.as_str())?;
+    let gvk = GroupVersionKind::gvk(&api.group, api.version(), &api.kind);
+    let ar = ApiResource::from_gvk_with_plural(&gvk, &api.plural());
+    let objects = Api::namespaced_with(cluster.client.clone(), &cluster.namespace, &ar);
+    Some((objects, owner["name"].as_str()?.to_string()))
+}
+
 /// `kubectl kudo update` of an Instance that a typed object owns changes the typed object (its
 /// source of truth; the manager carries the change to the Instance), not the Instance behind its
 /// back. Returns false, writing nothing, for an Instance no typed object owns.
@@ -127,37 +145,38 @@ pub async fn update_owner(
     plain: &std::collections::BTreeMap<String, String>,
     sources: &Value,
 ) -> Result<bool> {
-    let Some(api) = &ov.spec.api else {
-        return Ok(false);
-    };
-    let owner = instance
-        .metadata
-        .other
-        .get("ownerReferences")
-        .and_then(Value::as_array)
-        .and_then(|refs| {
-            refs.iter()
-                .find(|r| r["controller"] == true && r["kind"] == api.kind.as_str())
-        });
-    let Some(owner) = owner else {
+    let Some((objects, name)) = owner(cluster, instance, ov) else {
         return Ok(false);
     };
     let mut spec = typed_api::spec_fields(ov, plain).map_err(anyhow::Error::msg)?;
     if sources.as_object().is_some_and(|m| !m.is_empty()) {
         spec.insert("parameterSources".into(), sources.clone());
     }
-    let gvk = GroupVersionKind::gvk(&api.group, api.version(), &api.kind);
-    let ar = ApiResource::from_gvk_with_plural(&gvk, &api.plural());
-    let objects: Api<DynamicObject> = Api::namespaced_with(cluster.client.clone(), &cluster.namespace, &ar);
-    let name = owner["name"].as_str().unwrap_or_default();
     let params = PatchParams {
         field_manager: Some(FIELD_MANAGER.into()),
         ..Default::default()
     };
     objects
-        .patch(name, &params, &Patch::Merge(&serde_json::json!({"spec": spec})))
+        .patch(&name, &params, &Patch::Merge(&serde_json::json!({"spec": spec})))
         .await?;
     Ok(true)
+}
+
+/// `kubectl kudo uninstall` of an Instance that a typed object owns deletes the typed object (the
+/// manager would otherwise make the Instance again); the garbage collector then deletes the
+/// Instance, whose cleanup plan runs. Returns the object's name, `None` when no typed object owns it.
+pub async fn delete_owner(
+    cluster: &Cluster,
+    instance: &kudo_api::Instance,
+    ov: &OperatorVersion,
+) -> Result<Option<String>> {
+    let Some((objects, name)) = owner(cluster, instance, ov) else {
+        return Ok(None);
+    };
+    objects
+        .delete(&name, &kube::api::DeleteParams::background())
+        .await?;
+    Ok(Some(name))
 }
 
 /// Waits (30 s at most) until the API server serves the CRD: objects applied right after `install`

@@ -283,6 +283,35 @@ fn a_typed_object_runs_as_its_instance_in(home: &Path, kc: &Path, ns: &str) {
         "{.items[*].metadata.name}",
         "",
     );
+    // `kubectl kudo uninstall` of a typed object's Instance deletes the object, or the manager
+    // would make the Instance again.
+    let other = object.replace("name: mine", "name: other");
+    let (ok, text) = kubectl(kc, &["apply", "-f", "-"], Some(&other));
+    assert!(ok, "{text}");
+    eventually(
+        kc,
+        &["-n", ns, "instances.kudo.dev", "other"],
+        "{.metadata.ownerReferences[0].name}",
+        "other",
+    );
+    let (code, out, err) = kudo_in(home, kc, ns, &["uninstall", "--instance", "other", "--wait"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("other deleted: the typed object that owns instance other"),
+        "{out}"
+    );
+    eventually(
+        kc,
+        &["-n", ns, "dbs", "--ignore-not-found"],
+        "{.items[*].metadata.name}",
+        "",
+    );
+    eventually(
+        kc,
+        &["-n", ns, "instances.kudo.dev", "--ignore-not-found"],
+        "{.items[*].metadata.name}",
+        "",
+    );
 }
 
 #[test]
