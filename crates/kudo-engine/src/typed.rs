@@ -71,7 +71,7 @@ pub fn instance_action(obj: &Value, ov: &OperatorVersion, existing: Option<&Inst
     }
     let mut patch = parameters_patch(ov, &inst.spec.parameters, &params);
     let have_sources = serde_json::to_value(&inst.spec.parameter_sources).unwrap_or_default();
-    if have_sources != sources && !(sources == json!({}) && have_sources == json!({})) {
+    if have_sources != sources {
         patch.insert("parameterSources".into(), sources);
     }
     if patch.is_empty() {
