@@ -126,15 +126,6 @@ pub struct ApiServer;
 impl ApiServer {
     /// Bind, load storage and start serving (plus the garbage collector) on the current tokio runtime.
     pub async fn start(config: Config) -> Result<RunningServer, StartError> {
-        let backend: Box<dyn Backend> = match &config.data_dir {
-            Some(d) => Box::new(FileBackend::open_with(d, config.data_dir_sync)?),
-            None => Box::new(MemoryBackend),
-        };
-        let faults = Faults::default();
-        faults.set(config.faults.clone())?;
-        let store = Store::open(Registry::new(), backend, config.history_capacity)?;
-        gc::ensure_namespace_defaults(&store);
-        rbac::ensure_bootstrap(&store);
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", config.port))
             .await
             .map_err(|source| StartError::Bind {
@@ -145,17 +136,9 @@ impl ApiServer {
             port: config.port,
             source,
         })?;
-        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-        let runtime: exec::RuntimeSlot = Default::default();
-        let state = Arc::new(http::AppState {
-            store: store.clone(),
-            addr: addr.to_string(),
-            shutdown: stop_rx.clone(),
-            faults: faults.clone(),
-            runtime: runtime.clone(),
-        });
-        let app = axum::Router::new().fallback(http::handle).with_state(state);
-        let mut stop_serve = stop_rx.clone();
+        let parts = Parts::new(&config, addr.to_string())?;
+        let mut stop_serve = parts.stop.subscribe();
+        let app = parts.router.clone();
         let serve = tokio::spawn(async move {
             let r = axum::serve(listener, app)
                 .with_graceful_shutdown(async move {
@@ -166,20 +149,122 @@ impl ApiServer {
                 tracing::error!("api server stopped: {e}");
             }
         });
+        Ok(parts.running(addr, serve))
+    }
+
+    /// The same server without a socket: requests go straight to its handler as a tower
+    /// `Service` ([`InProcess::service`]; a kube-rs `Client::new(service, ns)` talks to it), with
+    /// the garbage collector and RBAC aggregation running as with [`ApiServer::start`]. For tests
+    /// that step a controller one reconcile at a time: every request is a function call, the
+    /// semantics are the server's own (a fake would be more lenient than the real one).
+    pub fn in_process(config: Config) -> Result<InProcess, StartError> {
+        let parts = Parts::new(&config, "127.0.0.1:0".to_string())?;
+        Ok(InProcess {
+            router: parts.router.clone(),
+            store: parts.store.clone(),
+            faults: parts.faults.clone(),
+            stop: parts.stop,
+            tasks: parts.tasks,
+        })
+    }
+}
+
+/// Storage, handler and background tasks of a server, before it serves anywhere.
+struct Parts {
+    store: Store,
+    faults: Faults,
+    runtime: exec::RuntimeSlot,
+    stop: tokio::sync::watch::Sender<bool>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+    router: axum::Router,
+}
+
+impl Parts {
+    /// Opens the storage and starts the garbage collector and RBAC aggregation; `addr` is what
+    /// discovery reports as the server's address.
+    fn new(config: &Config, addr: String) -> Result<Parts, StartError> {
+        let backend: Box<dyn Backend> = match &config.data_dir {
+            Some(d) => Box::new(FileBackend::open_with(d, config.data_dir_sync)?),
+            None => Box::new(MemoryBackend),
+        };
+        let faults = Faults::default();
+        faults.set(config.faults.clone())?;
+        let store = Store::open(Registry::new(), backend, config.history_capacity)?;
+        gc::ensure_namespace_defaults(&store);
+        rbac::ensure_bootstrap(&store);
+        let (stop, stop_rx) = tokio::sync::watch::channel(false);
+        let runtime: exec::RuntimeSlot = Default::default();
+        let state = Arc::new(http::AppState {
+            store: store.clone(),
+            addr,
+            shutdown: stop_rx.clone(),
+            faults: faults.clone(),
+            runtime: runtime.clone(),
+        });
+        let router = axum::Router::new().fallback(http::handle).with_state(state);
         let gc = tokio::spawn(gc::run(
             store.clone(),
             config.namespace_termination_delay,
             stop_rx,
         ));
-        let aggregation = tokio::spawn(rbac::aggregate::run(store.clone(), stop_tx.subscribe()));
-        Ok(RunningServer {
-            addr,
+        let aggregation = tokio::spawn(rbac::aggregate::run(store.clone(), stop.subscribe()));
+        Ok(Parts {
             store,
             faults,
             runtime,
-            stop: stop_tx,
-            tasks: vec![serve, gc, aggregation],
+            stop,
+            tasks: vec![gc, aggregation],
+            router,
         })
+    }
+
+    fn running(mut self, addr: SocketAddr, serve: tokio::task::JoinHandle<()>) -> RunningServer {
+        self.tasks.insert(0, serve);
+        RunningServer {
+            addr,
+            store: self.store,
+            faults: self.faults,
+            runtime: self.runtime,
+            stop: self.stop,
+            tasks: self.tasks,
+        }
+    }
+}
+
+/// A server without a socket ([`ApiServer::in_process`]). Dropping it without
+/// [`InProcess::shutdown`] leaves its background tasks running until the runtime ends.
+#[derive(Debug)]
+pub struct InProcess {
+    router: axum::Router,
+    store: Store,
+    faults: Faults,
+    stop: tokio::sync::watch::Sender<bool>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl InProcess {
+    /// The server's handler as a tower `Service` of HTTP requests (paths as a client sends
+    /// them, e.g. `/api/v1/namespaces`).
+    pub fn service(&self) -> axum::Router {
+        self.router.clone()
+    }
+
+    /// The store behind it (see [`RunningServer::store`]).
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// The live fault-injection settings (see [`faults`]).
+    pub fn faults(&self) -> &Faults {
+        &self.faults
+    }
+
+    /// Ends open watches and the background tasks, and waits for them.
+    pub async fn shutdown(self) {
+        let _ = self.stop.send(true);
+        for t in self.tasks {
+            let _ = t.await;
+        }
     }
 }
 

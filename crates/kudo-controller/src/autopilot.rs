@@ -236,6 +236,28 @@ pub(crate) struct Evaluation {
 }
 
 impl Evaluation {
+    /// The firing was not admitted (`message`, the admission's answer): nothing starts, and the
+    /// message becomes the rule's error (one Warning Event per distinct message).
+    pub fn denied(&mut self, message: &str) {
+        let Some(init) = self.fire.take() else {
+            return;
+        };
+        let key = match &init.origin {
+            Origin::Autopilot { rule, .. } => rule.clone(),
+            Origin::Schedule { .. } | Origin::Rotation { .. } => init.plan.clone(),
+        };
+        let message = format!(
+            "autopilot rule {key}: plan {:?} not started: {message}",
+            init.plan
+        );
+        if let Some(st) = self.states.get_mut(&key)
+            && st.last_error != message
+        {
+            st.last_error = message.clone();
+            self.errors.push((key, message));
+        }
+    }
+
     /// Records what the engine decided for one rule: a firing (the first of a reconcile wins; it
     /// needs the rendered `setParameters` and what was observed) or when to look again.
     fn record(

@@ -83,19 +83,7 @@ pub use metrics::Metrics;
 pub use ops::OpsServer;
 pub use reconcile::ReconcileError;
 
-/// Annotation holding the Instance spec the controller last admitted (JSON). It replaces the
-/// "old object" an admission webhook would have seen.
-pub const ADMITTED_SPEC_ANNOTATION: &str = "kudo-rs.dev/admitted-spec";
-
-/// The last spec the manager admitted (annotation [`ADMITTED_SPEC_ANNOTATION`]); `None` before the
-/// first admission or when the annotation does not decode. The manager's admission and the CLI's
-/// pre-check of a change both start from it.
-pub fn admitted_spec(inst: &kudo_api::Instance) -> Option<kudo_api::InstanceSpec> {
-    inst.metadata
-        .annotations
-        .get(ADMITTED_SPEC_ANNOTATION)
-        .and_then(|s| serde_json::from_str(s).ok())
-}
+pub use kudo_engine::reconcile::{ADMITTED_SPEC_ANNOTATION, RETRY_ANNOTATION, admitted_spec};
 
 /// Annotation listing the cluster-scoped objects the Instance's plans applied (JSON list of
 /// `[apiVersion, kind, name]`), deleted by the controller on uninstall.
@@ -103,13 +91,6 @@ pub const CLUSTER_OBJECTS_ANNOTATION: &str = "kudo-rs.dev/cluster-objects";
 
 /// Finalizer holding an Instance until its recorded cluster-scoped objects are deleted.
 pub const CLUSTER_OBJECTS_FINALIZER: &str = "kudo-rs.dev/cluster-objects";
-
-/// Annotation written by `kubectl kudo plan retry` together with its plan trigger:
-/// `"<plan>/<uid of the failed run>"` ([`kudo_engine::retry::annotation_value`]). The run the
-/// trigger starts resumes at the failed step instead of restarting the plan, but only when the run
-/// it replaces is exactly that FATAL_ERROR run ([`kudo_engine::retry::is_retry_of`]); the manager
-/// removes it once that run was replaced ([`kudo_engine::retry::is_spent`]).
-pub const RETRY_ANNOTATION: &str = "kudo-rs.dev/retry";
 
 /// The one merge patch of `kubectl kudo plan trigger` and `plan retry`: the direct trigger of
 /// `plan` (`trigger_uid` is the CLI's; admission gives the run its own) and the retry annotation —

@@ -40,9 +40,7 @@ pub type SourcedValues = BTreeMap<String, String>;
 /// naming parameter and Secret, never a value).
 pub type Sourced = Result<SourcedValues, String>;
 
-/// Instance annotation holding the fingerprints of the sourced values last acted on (JSON map,
-/// see [`kudo_engine::rotation::Fingerprints`]).
-pub const FINGERPRINTS_ANNOTATION: &str = "kudo-rs.dev/parameter-fingerprints";
+pub use kudo_engine::reconcile::FINGERPRINTS_ANNOTATION;
 
 /// The Secret holding an Instance's fingerprint key.
 pub fn key_secret_name(instance: &str) -> String {

@@ -67,6 +67,7 @@ pub mod initiate;
 pub mod pass;
 pub mod pipe;
 pub mod readiness;
+pub mod reconcile;
 pub mod retry;
 pub mod revision;
 pub mod rollback;

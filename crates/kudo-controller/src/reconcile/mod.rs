@@ -11,23 +11,24 @@ use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kudo_api::{
     CLEANUP_FINALIZER, Condition, ExecutionStatus, Instance, InstanceSpec, InstanceStatus, OperatorVersion,
-    PlanExecution, PlanStatus, ScheduleStatus, TaskKind,
+    PlanExecution, PlanStatus, TaskKind,
 };
-use kudo_engine::initiate::{Initiation, Origin};
+use kudo_engine::initiate::Initiation;
 use kudo_engine::readiness::CHANGE_DENIED;
+use kudo_engine::reconcile::Admitted;
 use kudo_engine::retry;
-use kudo_engine::revision::{ROLLBACK_ANNOTATION, StartedBy};
 use kudo_engine::rollback::RollbackMark;
-use kudo_engine::schedule::{self, Schedule};
 use kudo_engine::{
-    Admission, Decision, EventType, InstanceChange, PlanPass, TIMING_ANNOTATION, TaskOutcome, Timestamp,
-    Timing, Wake, cleanup_finalizer_removable, cleanup_run, decide, ensure_plan_statuses, mark_plan_fatal,
-    mirror_run_status, needs_reset, not_ready_condition, pass_requeue_secs, plan_condition, ready_condition,
-    record_admission, reset_for_run, set_condition,
+    EventType, PlanPass, TIMING_ANNOTATION, TaskOutcome, Timestamp, Timing, Wake,
+    cleanup_finalizer_removable, ensure_plan_statuses, mark_plan_fatal, mirror_run_status, needs_reset,
+    not_ready_condition, pass_requeue_secs, plan_condition, ready_condition, record_admission, reset_for_run,
+    set_condition,
 };
-use kudo_package::render::{RenderContext, render_schedule};
+use kudo_package::render::RenderContext;
 use serde_json::{Value, json};
 use tracing::{Instrument, debug, info, info_span, warn};
+
+mod initiate;
 
 use crate::autopilot;
 use crate::drift;
@@ -36,7 +37,7 @@ use crate::param_sources;
 use crate::translate::API_VERSION_TRANSLATED;
 use crate::{
     ADMITTED_SPEC_ANNOTATION, CLUSTER_OBJECTS_ANNOTATION, CLUSTER_OBJECTS_FINALIZER, Context,
-    RETRY_ANNOTATION, admitted_spec, instance_resource, operator_version_resource,
+    RETRY_ANNOTATION, instance_resource, operator_version_resource,
 };
 
 /// Condition (policy `report`) listing managed objects changed outside a plan.
@@ -53,14 +54,6 @@ pub const INVALID_INSTANCE: &str = "InvalidInstance";
 /// `Ready=False` reason (and Event reason) of an Instance whose OperatorVersion exists but does not
 /// decode (wrong shape in the schema's free-form parts: plans, task specs).
 pub const INVALID_OPERATOR_VERSION: &str = "InvalidOperatorVersion";
-
-/// Event reason: an occurrence of a scheduled plan came while another plan ran (or the instance
-/// had a pending change) and was not run.
-pub const SCHEDULED_PLAN_SKIPPED: &str = "ScheduledPlanSkipped";
-/// Event reason: the value of a sensitive parameter changed in its Secret (rotation).
-pub const PARAMETER_ROTATED: &str = "ParameterRotated";
-/// Event reason: a plan's `schedule:` does not render or parse; the plan is not scheduled.
-pub const INVALID_SCHEDULE: &str = "InvalidSchedule";
 
 /// Unexpected failures of a reconcile (not plan errors, which live in the Instance status).
 #[derive(Debug, thiserror::Error)]
@@ -146,181 +139,6 @@ struct Reconciler<'c> {
     cluster: execute::ClusterObjects,
 }
 
-/// What admission decided for this reconcile.
-#[derive(Clone)]
-struct Admitted {
-    /// The spec to store (admission edits applied); equals the current spec for a denial.
-    spec: InstanceSpec,
-    finalizers: Vec<String>,
-    /// The spec whose plan and parameters are executed; `None` when nothing was ever admitted.
-    exec: Option<InstanceSpec>,
-    denial: Option<String>,
-    /// Spec the admitted-spec annotation should hold.
-    remember: Option<InstanceSpec>,
-    /// Other annotations to write with the admission (sensitive-parameter fingerprints).
-    annotations: BTreeMap<&'static str, Option<String>>,
-    /// Who started the run this admission scheduled (recorded as a revision once persisted);
-    /// `None` when no run was scheduled.
-    started: Option<StartedBy>,
-}
-
-impl Admitted {
-    /// The stored spec and finalizers stay as they are; `exec` is executed and remembered.
-    fn keeping(inst: &Instance, exec: Option<InstanceSpec>, denial: Option<String>) -> Admitted {
-        Admitted {
-            spec: inst.spec.clone(),
-            finalizers: inst.metadata.finalizers.clone(),
-            exec: exec.clone(),
-            denial,
-            remember: exec,
-            annotations: BTreeMap::new(),
-            started: None,
-        }
-    }
-
-    /// What the engine's admission of the change to `inst` (from the admitted `old_spec`) means
-    /// for this reconcile.
-    fn from_decision(inst: &Instance, admission: &Admission, old_spec: Option<InstanceSpec>) -> Admitted {
-        match &admission.decision {
-            Decision::Cancel { plan, uid } => {
-                // Execute the admitted spec (not a denied parameter change that may be stored
-                // too) with the run marked CANCELLED; the pass stops it.
-                let mut e = old_spec.unwrap_or_else(|| inst.spec.clone());
-                e.plan_execution = PlanExecution {
-                    plan_name: plan.clone(),
-                    uid: uid.clone(),
-                    status: Some(ExecutionStatus::Cancelled),
-                };
-                info!(plan = %plan, uid = %uid, "plan cancellation requested");
-                Admitted::keeping(inst, Some(e), None)
-            }
-            Decision::Deny { message } => Admitted::keeping(inst, old_spec, Some(message.clone())),
-            decision => {
-                let mut new = inst.clone();
-                let new_uid = uuid::Uuid::new_v4().to_string();
-                admission.apply(&mut new, &new_uid);
-                let mut annotations = BTreeMap::new();
-                if let Decision::Schedule { plan, reason } = decision {
-                    info!(plan = %plan, reason = ?reason, uid = %new_uid, "plan scheduled");
-                    if !retry::kept_through(reason)
-                        && inst.metadata.annotations.contains_key(RETRY_ANNOTATION)
-                    {
-                        // An install, upgrade or parameter change is never a retry.
-                        annotations.insert(RETRY_ANNOTATION, None);
-                    }
-                }
-                Admitted {
-                    spec: new.spec.clone(),
-                    finalizers: new.metadata.finalizers.clone(),
-                    exec: Some(new.spec.clone()),
-                    denial: None,
-                    remember: Some(new.spec),
-                    annotations,
-                    started: match decision {
-                        Decision::Schedule { plan, reason } => Some(started_by_user(inst, plan, reason)),
-                        _ => None,
-                    },
-                }
-            }
-        }
-    }
-
-    /// Admits a plan the manager starts on its own (a schedule's or a rotation's plan trigger)
-    /// on top of this admission, by the same rules as a user's change
-    /// ([`kudo_engine::initiate::admit`]): an admitted run replaces the spec to store and to
-    /// execute. Returns the decision.
-    fn propose(&mut self, inst: &Instance, ov: &OperatorVersion, init: &Initiation) -> Decision {
-        let mut old = inst.clone();
-        old.spec = self.spec.clone();
-        let (new, admission) = kudo_engine::initiate::admit(&old, ov, init);
-        if let Decision::Schedule { .. } = &admission.decision {
-            let a = Admitted::from_decision(&new, &admission, Some(self.spec.clone()));
-            self.spec = a.spec;
-            self.exec = a.exec;
-            self.remember = a.remember;
-            self.started = Some(StartedBy::from_origin(&init.origin));
-        }
-        admission.decision
-    }
-
-    /// A user's change that `kubectl kudo rollback` marked ([`RollbackMark::pending`]): the run
-    /// is the package's `rollback` plan when it has one, it is recorded as a rollback, and the
-    /// mark is stamped with the run's uid (so it is not taken again, and templates of that run
-    /// see `.Rollback`).
-    fn with_rollback(mut self, inst: &Instance, ov: &OperatorVersion) -> Admitted {
-        let Some(mark) = RollbackMark::pending(&inst.metadata.annotations) else {
-            return self;
-        };
-        if self.started != Some(StartedBy::User) {
-            return self;
-        }
-        let plan = kudo_engine::rollback::plan_for(&self.spec.plan_execution.plan_name, ov);
-        for spec in [Some(&mut self.spec), self.exec.as_mut(), self.remember.as_mut()]
-            .into_iter()
-            .flatten()
-        {
-            spec.plan_execution.plan_name = plan.clone();
-        }
-        let uid = self.spec.plan_execution.uid.clone();
-        info!(plan = %plan, uid = %uid, from = mark.from, to = mark.to, "rollback admitted");
-        self.started = Some(StartedBy::Rollback {
-            from: mark.from,
-            to: mark.to,
-        });
-        let stamped = RollbackMark {
-            uid: Some(uid),
-            ..mark
-        };
-        self.annotations
-            .insert(ROLLBACK_ANNOTATION, Some(stamped.to_annotation()));
-        self
-    }
-
-    /// On deletion, schedules the `cleanup` plan in the spec to store and to execute when the
-    /// engine says so ([`cleanup_run`]).
-    fn with_cleanup(mut self, inst: &Instance, ov: &OperatorVersion, deleting: bool) -> Admitted {
-        if deleting
-            && let Some(e) = &self.exec
-            && let Some(pe) = cleanup_run(inst, e, ov, true, || uuid::Uuid::new_v4().to_string())
-        {
-            info!(plan = "cleanup", uid = %pe.uid, "instance is being deleted, scheduling cleanup");
-            self.spec.plan_execution = pe.clone();
-            let mut e2 = e.clone();
-            e2.plan_execution = pe;
-            self.exec = Some(e2.clone());
-            self.remember = Some(e2);
-        }
-        self
-    }
-}
-
-/// Who started a run admitted from a user's change: a retry when `kubectl kudo plan retry` marked
-/// exactly the failed run this trigger replaces (the rule the run's reset follows too), else the
-/// user.
-fn started_by_user(inst: &Instance, plan: &str, reason: &kudo_engine::ScheduleReason) -> StartedBy {
-    let marked = inst
-        .metadata
-        .annotations
-        .get(RETRY_ANNOTATION)
-        .map(String::as_str);
-    match inst.status.as_ref().and_then(|s| s.plan_status.get(plan)) {
-        Some(ps) if retry::kept_through(reason) && retry::is_retry_of(marked, ps) => {
-            StartedBy::Retry { of: ps.uid.clone() }
-        }
-        _ => StartedBy::User,
-    }
-}
-
-/// The Event action of one occurrence of a scheduled plan: one Event series per occurrence (the
-/// recorder merges Events of one reason and action, keeping the first note).
-fn schedule_action(plan: &str, due: Timestamp) -> String {
-    let mut a = format!("Schedule {plan} {due}");
-    while a.len() > 128 {
-        a.pop();
-    }
-    a
-}
-
 /// What a reconcile read before deciding anything ([`Reconciler::read`]).
 struct Read {
     raw: DynamicObject,
@@ -330,49 +148,6 @@ struct Read {
     /// `namespace/name`, for messages.
     who: String,
     deleting: bool,
-}
-
-/// What the self-started changes of one reconcile produced ([`Reconciler::initiate`]).
-struct Initiated {
-    /// The autopilot rules' evaluation (`None` without rules, or while deleting).
-    auto: Option<autopilot::Evaluation>,
-    /// The autopilot firing admitted by this reconcile, if any.
-    fired: Option<(Initiation, Admitted)>,
-    /// The admission this reconcile persists.
-    admitted: Admitted,
-    /// The sensitive parameters' values, read once for the reconcile.
-    sourced: param_sources::Sourced,
-    /// The schedule check (`None` while deleting).
-    scheduled: Option<Scheduled>,
-}
-
-/// The outcome of the schedule check of one reconcile.
-struct Scheduled {
-    /// The new `status.schedules`.
-    statuses: BTreeMap<String, ScheduleStatus>,
-    /// When the next occurrence is due (the reconcile's requeue is shortened to it).
-    wake: Option<Duration>,
-}
-
-impl Scheduled {
-    /// Records a plan's occurrences in `status.schedules` and wakes the Instance for the next.
-    fn record(&mut self, plan: &str, last: Option<Timestamp>, next: Option<Timestamp>, now: Timestamp) {
-        self.statuses.insert(
-            plan.to_string(),
-            ScheduleStatus {
-                last_schedule_time: last.map(|t| t.to_string()),
-                next_schedule_time: next.map(|t| t.to_string()),
-            },
-        );
-        if let Some(n) = next {
-            self.wake_in(Duration::from_secs(n.seconds_since(now).max(1) as u64));
-        }
-    }
-
-    /// Shortens the reconcile's requeue to `d`.
-    fn wake_in(&mut self, d: Duration) {
-        self.wake = Some(self.wake.map_or(d, |w| w.min(d)));
-    }
 }
 
 /// What a reconcile writes back after its pass, besides the status.
@@ -638,12 +413,20 @@ impl<'c> Reconciler<'c> {
     async fn run(&self) -> Result<Action, ReconcileError> {
         let me =
             kube::runtime::reflector::ObjectRef::new_with(&self.name, instance_resource()).within(&self.ns);
-        let (raw, inst, mut ov, uid, who, deleting) = match self.read(&me).await? {
-            ControlFlow::Continue(r) => (r.raw, r.inst, r.ov, r.uid, r.who, r.deleting),
+        let read = match self.read(&me).await? {
+            ControlFlow::Continue(r) => r,
             ControlFlow::Break(action) => return Ok(action),
         };
         let now = now();
-        let init = self.initiate(&raw, &inst, &ov, &uid, &me, deleting, now).await?;
+        let init = self.initiate(&read, &me, now).await?;
+        let Read {
+            raw,
+            inst,
+            mut ov,
+            uid,
+            who,
+            deleting,
+        } = read;
         let (auto, fired, admitted, mut sourced, scheduled) =
             (init.auto, init.fired, init.admitted, init.sourced, init.scheduled);
         let (raw, inst) = self.persist_admission(raw, inst, &admitted, &who).await?;
@@ -670,7 +453,7 @@ impl<'c> Reconciler<'c> {
         }
         self.record_denial(&raw, &mut status, denial.as_deref(), generation, now)
             .await;
-        let fired = fired.as_ref().map(|(i, _)| i);
+        let fired = fired.as_ref();
         let auto_requeue = self
             .report_autopilot(&raw, auto, fired, &mut status, deleting)
             .await;
@@ -719,57 +502,6 @@ impl<'c> Reconciler<'c> {
         Ok(Action::requeue(requeue))
     }
 
-    /// Admits the stored spec and every self-started change, in order: an autopilot firing
-    /// (which replaces the admission of the stored spec), Secret rotation, then schedules.
-    #[allow(clippy::too_many_arguments)]
-    async fn initiate(
-        &self,
-        raw: &DynamicObject,
-        inst: &Instance,
-        ov: &OperatorVersion,
-        uid: &str,
-        me: &kube::runtime::reflector::ObjectRef<DynamicObject>,
-        deleting: bool,
-        now: Timestamp,
-    ) -> Result<Initiated, ReconcileError> {
-        let mut auto = if !deleting && autopilot::has_rules(ov) {
-            Some(self.evaluate_autopilot(inst, ov, now).await)
-        } else {
-            self.ctx.autopilot.forget(me);
-            None
-        };
-        let fired = match auto.as_mut() {
-            Some(a) => self.admit_autopilot(inst, ov, a),
-            None => None,
-        };
-        let mut admitted = match fired.as_ref() {
-            Some((_, admitted)) => admitted.clone(),
-            None => self
-                .admit(inst, ov, deleting)
-                .await?
-                .with_cleanup(inst, ov, deleting),
-        };
-        // Sensitive parameters are read once for this reconcile: the rotation check, the pass
-        // and the drift check share the values. An autopilot firing admitted above makes a plan
-        // run, so rotation and schedules see the Instance busy and wait.
-        let sourced = self.resolve_sources(ov, admitted.exec.as_ref()).await;
-        if !deleting {
-            self.rotation(raw, inst, ov, uid, &mut admitted, &sourced).await;
-        }
-        let scheduled = if deleting {
-            None
-        } else {
-            Some(self.schedules(raw, inst, ov, &mut admitted, now).await)
-        };
-        Ok(Initiated {
-            auto,
-            fired,
-            admitted,
-            sourced,
-            scheduled,
-        })
-    }
-
     /// Publishes the autopilot evaluation and keeps its rule states in `status`; returns when to
     /// evaluate again.
     async fn report_autopilot(
@@ -793,6 +525,38 @@ impl<'c> Reconciler<'c> {
                 }
                 None
             }
+        }
+    }
+
+    /// The Events of an autopilot evaluation: errors (once each) and a firing.
+    async fn publish_autopilot(
+        &self,
+        raw: &DynamicObject,
+        eval: &autopilot::Evaluation,
+        fired: Option<&Initiation>,
+    ) {
+        for (rule, msg) in &eval.errors {
+            warn!(rule = %rule, "{msg}");
+            self.event(
+                raw,
+                EventType::Warning,
+                autopilot::AUTOPILOT_RULE_ERROR,
+                rule,
+                msg,
+            )
+            .await;
+        }
+        if let Some(init) = fired {
+            let msg = autopilot::triggered_message(init);
+            info!("{msg}");
+            self.event(
+                raw,
+                EventType::Normal,
+                autopilot::AUTOPILOT_TRIGGERED,
+                &init.plan,
+                &msg,
+            )
+            .await;
         }
     }
 
@@ -1127,423 +891,6 @@ impl<'c> Reconciler<'c> {
             }
             _ => Ok(param_sources::SourcedValues::new()),
         }
-    }
-
-    /// Rotation of sensitive parameters ([`kudo_engine::rotation`], crate::param_sources): when
-    /// the data of a referenced Secret changed, the parameters' trigger plan is proposed like a
-    /// user's `plan trigger` and admitted by [`decide`]; the new fingerprints are written with
-    /// the admission (one patch), so a restart neither loses nor repeats the run.
-    async fn rotation(
-        &self,
-        raw: &DynamicObject,
-        inst: &Instance,
-        ov: &OperatorVersion,
-        instance_uid: &str,
-        admitted: &mut Admitted,
-        sourced: &param_sources::Sourced,
-    ) {
-        let Some(exec) = admitted.exec.clone() else {
-            return;
-        };
-        let Ok(values) = sourced else {
-            return;
-        };
-        let recorded_text = inst
-            .metadata
-            .annotations
-            .get(param_sources::FINGERPRINTS_ANNOTATION);
-        if exec.parameter_sources.is_empty() {
-            if recorded_text.is_some() {
-                admitted
-                    .annotations
-                    .insert(param_sources::FINGERPRINTS_ANNOTATION, None);
-            }
-            return;
-        }
-        let (key, fresh) =
-            match param_sources::fingerprint_key(self.ctx, &self.ns, &self.name, instance_uid).await {
-                Ok(k) => k,
-                Err(e) => {
-                    warn!(error = %e, "sensitive parameters: cannot check for rotation");
-                    return;
-                }
-            };
-        let current = param_sources::fingerprints(&key, &exec.parameter_sources, values);
-        let recorded: Option<kudo_engine::rotation::Fingerprints> = if fresh {
-            None
-        } else {
-            recorded_text.and_then(|t| serde_json::from_str(t).ok())
-        };
-        let clean = admitted.denial.is_none() && admitted.exec.as_ref() == Some(&admitted.spec);
-        let busy = !admitted.spec.plan_execution.plan_name.is_empty() || !clean;
-        let record = |fp: &kudo_engine::rotation::Fingerprints, admitted: &mut Admitted| {
-            admitted.annotations.insert(
-                param_sources::FINGERPRINTS_ANNOTATION,
-                Some(serde_json::to_string(fp).unwrap_or_default()),
-            );
-        };
-        match kudo_engine::rotation::decide(recorded.as_ref(), &current, busy, ov) {
-            kudo_engine::rotation::Decision::Keep => {}
-            kudo_engine::rotation::Decision::Record(fp) => record(&fp, admitted),
-            kudo_engine::rotation::Decision::Invalid { message, record: fp } => {
-                warn!(error = %message, "sensitive parameter rotation triggers no plan");
-                self.event(raw, EventType::Warning, PARAMETER_ROTATED, "Rotation", &message)
-                    .await;
-                record(&fp, admitted);
-            }
-            kudo_engine::rotation::Decision::Trigger {
-                plan,
-                parameters,
-                record: fp,
-            } => {
-                self.start_rotation(raw, inst, ov, admitted, &plan, &parameters.join(", "))
-                    .await;
-                record(&fp, admitted);
-            }
-        }
-    }
-
-    /// Proposes the trigger plan of rotated parameters `names` like a user's `plan trigger` and
-    /// reports what the admission answered.
-    async fn start_rotation(
-        &self,
-        raw: &DynamicObject,
-        inst: &Instance,
-        ov: &OperatorVersion,
-        admitted: &mut Admitted,
-        plan: &str,
-        names: &str,
-    ) {
-        let init = Initiation {
-            plan: plan.to_string(),
-            set_parameters: BTreeMap::new(),
-            origin: Origin::Rotation {
-                parameters: names.to_string(),
-            },
-        };
-        match &admitted.propose(inst, ov, &init) {
-            Decision::Schedule { .. } => {
-                let uid = admitted.spec.plan_execution.uid.clone();
-                let msg = format!(
-                    "The value of parameter(s) {names} changed in their Secret: plan {plan} (run {uid}) started"
-                );
-                info!(plan = %plan, uid = %uid, parameters = %names, "sensitive parameter rotated");
-                self.event(
-                    raw,
-                    EventType::Normal,
-                    PARAMETER_ROTATED,
-                    &format!("Rotation {uid}"),
-                    &msg,
-                )
-                .await;
-            }
-            Decision::Deny { message } => {
-                let msg = format!(
-                    "The value of parameter(s) {names} changed in their Secret, but plan {plan} cannot start: {message}"
-                );
-                warn!("{msg}");
-                self.event(raw, EventType::Warning, PARAMETER_ROTATED, "Rotation", &msg)
-                    .await;
-            }
-            other => debug!(decision = ?other, "rotation trigger not admitted"),
-        }
-    }
-
-    /// Scheduled plans (kudo-rs extension, [`kudo_engine::schedule`]): for each plan with a
-    /// `schedule:`, renders and parses it, asks the engine whether an occurrence is due, and when
-    /// it is, proposes the spec `kubectl kudo plan trigger` would write
-    /// ([`kudo_engine::initiate::proposed_spec`]) and passes it through the same admission
-    /// ([`decide`]) as a user's change; an admitted run replaces this reconcile's admission, so it
-    /// is persisted (with its new uid) before anything executes. Returns the new
-    /// `status.schedules` and when to look again.
-    ///
-    /// Restarts: the occurrence is recorded as `lastScheduleTime` in the status this reconcile
-    /// writes; a crash between the spec write (run scheduled) and the status write finds the plan
-    /// running on restart, so the same occurrence is only reported as skipped, never run twice.
-    async fn schedules(
-        &self,
-        raw: &DynamicObject,
-        inst: &Instance,
-        ov: &OperatorVersion,
-        admitted: &mut Admitted,
-        now: Timestamp,
-    ) -> Scheduled {
-        let prev = inst
-            .status
-            .as_ref()
-            .map(|s| s.schedules.clone())
-            .unwrap_or_default();
-        let mut out = Scheduled {
-            statuses: BTreeMap::new(),
-            wake: None,
-        };
-        let Some(exec) = admitted.exec.clone() else {
-            out.statuses = prev;
-            return out;
-        };
-        let rctx = RenderContext::offline(&self.name, &self.ns, exec.parameters.clone());
-        for (plan, p) in &ov.spec.plans {
-            if p.schedule.is_none() {
-                continue;
-            }
-            let Some(sched) = self.schedule_of(raw, ov, plan, &rctx).await else {
-                continue;
-            };
-            let recorded = |f: fn(&ScheduleStatus) -> Option<&String>| {
-                prev.get(plan).and_then(f).and_then(|t| Timestamp::parse(t).ok())
-            };
-            let history = schedule::History {
-                last: recorded(|s| s.last_schedule_time.as_ref()),
-                next: recorded(|s| s.next_schedule_time.as_ref()),
-            };
-            let last = history.last;
-            let pe = &admitted.spec.plan_execution;
-            // A pending denied change or a cancellation in flight: the stored spec is not the
-            // admitted one, and a trigger on top of it would smuggle the denied change in.
-            let clean = admitted.denial.is_none() && admitted.exec.as_ref() == Some(&admitted.spec);
-            let busy = !pe.plan_name.is_empty() || !clean;
-            let finishing = pe.status.is_some_and(|s| s.is_terminal());
-            match schedule::decide(&sched, history, now, busy) {
-                schedule::Decision::Wait { next } => out.record(plan, last, next, now),
-                schedule::Decision::Skip { .. } if finishing && clean => {
-                    // The last run just ended; its planExecution is cleared by the next
-                    // reconcile. Decide then rather than skip an occurrence nothing blocks.
-                    out.statuses
-                        .insert(plan.clone(), prev.get(plan).cloned().unwrap_or_default());
-                    out.wake_in(Duration::from_secs(1));
-                }
-                schedule::Decision::Skip { due, next } => {
-                    let why = if pe.plan_name.is_empty() {
-                        "a change of the instance is pending".to_string()
-                    } else {
-                        format!("plan '{}' is running", pe.plan_name)
-                    };
-                    self.skipped(raw, plan, &sched, due, &why).await;
-                    out.record(plan, Some(due), next, now);
-                }
-                schedule::Decision::Due { due, next } => {
-                    self.start_scheduled(raw, inst, ov, admitted, plan, &sched, due)
-                        .await;
-                    out.record(plan, Some(due), next, now);
-                }
-            }
-        }
-        out
-    }
-
-    /// The parsed `schedule:` of `plan`, rendered over the parameters; `None` when the plan is
-    /// not scheduled, or its schedule is invalid (reported with a Warning Event).
-    async fn schedule_of(
-        &self,
-        raw: &DynamicObject,
-        ov: &OperatorVersion,
-        plan: &str,
-        rctx: &RenderContext,
-    ) -> Option<Schedule> {
-        let parsed = render_schedule(ov, plan, rctx)
-            .map_err(|e| e.to_string())
-            .and_then(|expr| {
-                schedule::parse(expr.as_deref().unwrap_or(""))
-                    .map_err(|e| format!("schedule of plan {plan:?}: {e}"))
-            });
-        match parsed {
-            Ok(s) => s,
-            Err(msg) => {
-                warn!(plan = %plan, "{msg}");
-                self.event(raw, EventType::Warning, INVALID_SCHEDULE, "Schedule", &msg)
-                    .await;
-                None
-            }
-        }
-    }
-
-    /// Proposes the run of `plan` for the occurrence `due` like a user's `plan trigger` and
-    /// reports what the admission answered (a denial skips the occurrence).
-    #[allow(clippy::too_many_arguments)]
-    async fn start_scheduled(
-        &self,
-        raw: &DynamicObject,
-        inst: &Instance,
-        ov: &OperatorVersion,
-        admitted: &mut Admitted,
-        plan: &str,
-        sched: &Schedule,
-        due: Timestamp,
-    ) {
-        let init = Initiation {
-            plan: plan.to_string(),
-            set_parameters: BTreeMap::new(),
-            origin: Origin::Schedule { due: due.to_string() },
-        };
-        match &admitted.propose(inst, ov, &init) {
-            Decision::Schedule { .. } => {
-                let uid = admitted.spec.plan_execution.uid.clone();
-                let msg = format!(
-                    "Plan {plan} (run {uid}) started by schedule '{}' (due {due})",
-                    sched.expr()
-                );
-                info!(plan = %plan, uid = %uid, due = %due, "{msg}");
-                self.event(
-                    raw,
-                    EventType::Normal,
-                    kudo_engine::reasons::PLAN_STARTED,
-                    &schedule_action(plan, due),
-                    &msg,
-                )
-                .await;
-            }
-            Decision::Deny { message } => {
-                self.skipped(raw, plan, sched, due, message).await;
-            }
-            other => debug!(plan = %plan, decision = ?other, "scheduled trigger not admitted"),
-        }
-    }
-
-    /// The `ScheduledPlanSkipped` Event of an occurrence that could not run.
-    async fn skipped(&self, raw: &DynamicObject, plan: &str, sched: &Schedule, due: Timestamp, why: &str) {
-        let msg = format!(
-            "Scheduled run of plan {plan} (schedule '{}', due {due}) skipped: {why}",
-            sched.expr()
-        );
-        info!(plan = %plan, due = %due, "{msg}");
-        self.event(
-            raw,
-            EventType::Normal,
-            SCHEDULED_PLAN_SKIPPED,
-            &schedule_action(plan, due),
-            &msg,
-        )
-        .await;
-    }
-
-    /// Evaluates the OperatorVersion's autopilot rules (see [`crate::autopilot`]). Rules wait
-    /// while a plan is scheduled or running and while a change of the spec is not admitted yet.
-    async fn evaluate_autopilot(
-        &self,
-        inst: &Instance,
-        ov: &OperatorVersion,
-        now: Timestamp,
-    ) -> autopilot::Evaluation {
-        let admitted = admitted_spec(inst);
-        let idle = admitted.as_ref() == Some(&inst.spec) && inst.spec.plan_execution.plan_name.is_empty();
-        autopilot::evaluate_rules(self.ctx, inst, ov, !idle, now).await
-    }
-
-    /// A rule that fired, admitted like a user's `update -p` plus `plan trigger`
-    /// ([`kudo_engine::initiate::admit`]). A denial starts nothing: it becomes the
-    /// rule's error (one Warning Event per distinct message).
-    fn admit_autopilot(
-        &self,
-        inst: &Instance,
-        ov: &OperatorVersion,
-        eval: &mut autopilot::Evaluation,
-    ) -> Option<(Initiation, Admitted)> {
-        let init = eval.fire.clone()?;
-        let (proposed, admission) = kudo_engine::initiate::admit(inst, ov, &init);
-        let key = match &init.origin {
-            Origin::Autopilot { rule, .. } => rule.clone(),
-            Origin::Schedule { .. } | Origin::Rotation { .. } => init.plan.clone(),
-        };
-        match &admission.decision {
-            Decision::Schedule { .. } => {
-                let mut admitted = Admitted::from_decision(&proposed, &admission, Some(inst.spec.clone()));
-                admitted.started = Some(StartedBy::from_origin(&init.origin));
-                Some((init, admitted))
-            }
-            other => {
-                let message = match other {
-                    Decision::Deny { message } => message.clone(),
-                    d => format!("unexpected admission {d:?}"),
-                };
-                let message = format!(
-                    "autopilot rule {key}: plan {:?} not started: {message}",
-                    init.plan
-                );
-                if let Some(st) = eval.states.get_mut(&key)
-                    && st.last_error != message
-                {
-                    st.last_error = message.clone();
-                    eval.errors.push((key, message));
-                }
-                eval.fire = None;
-                None
-            }
-        }
-    }
-
-    /// The Events of an autopilot evaluation: errors (once each) and a firing.
-    async fn publish_autopilot(
-        &self,
-        raw: &DynamicObject,
-        eval: &autopilot::Evaluation,
-        fired: Option<&Initiation>,
-    ) {
-        for (rule, msg) in &eval.errors {
-            warn!(rule = %rule, "{msg}");
-            self.event(
-                raw,
-                EventType::Warning,
-                autopilot::AUTOPILOT_RULE_ERROR,
-                rule,
-                msg,
-            )
-            .await;
-        }
-        if let Some(init) = fired {
-            let msg = autopilot::triggered_message(init);
-            info!("{msg}");
-            self.event(
-                raw,
-                EventType::Normal,
-                autopilot::AUTOPILOT_TRIGGERED,
-                &init.plan,
-                &msg,
-            )
-            .await;
-        }
-    }
-
-    /// Runs KUDO's admission rules against the last admitted spec.
-    async fn admit(
-        &self,
-        inst: &Instance,
-        ov: &OperatorVersion,
-        deleting: bool,
-    ) -> Result<Admitted, ReconcileError> {
-        let (admission, old_spec) = match admitted_spec(inst) {
-            None if deleting => return Ok(Admitted::keeping(inst, None, None)),
-            None => (
-                decide(&InstanceChange {
-                    old: None,
-                    new: inst,
-                    old_ov: ov,
-                    new_ov: ov,
-                    deleting,
-                }),
-                None,
-            ),
-            Some(a) if a == inst.spec => return Ok(Admitted::keeping(inst, Some(a), None)),
-            Some(a) => {
-                let mut old = inst.clone();
-                old.spec = a.clone();
-                let old_ov = if a.operator_version == inst.spec.operator_version {
-                    None
-                } else {
-                    self.get_ov(&old, &a).await?
-                };
-                (
-                    decide(&InstanceChange {
-                        old: Some(&old),
-                        new: inst,
-                        old_ov: old_ov.as_deref().unwrap_or(ov),
-                        new_ov: ov,
-                        deleting,
-                    }),
-                    Some(a),
-                )
-            }
-        };
-        Ok(Admitted::from_decision(inst, &admission, old_spec).with_rollback(inst, ov))
     }
 
     /// One execution pass of the scheduled plan. Returns the plan's status after the pass, the
