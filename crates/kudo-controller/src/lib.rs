@@ -62,6 +62,7 @@ pub mod param_sources;
 mod pipe;
 mod reconcile;
 pub mod revisions;
+mod stepper;
 mod translate;
 mod typed;
 mod watches;
@@ -82,6 +83,7 @@ pub use leader::LeaderElection;
 pub use metrics::Metrics;
 pub use ops::OpsServer;
 pub use reconcile::ReconcileError;
+pub use stepper::Stepper;
 
 pub use kudo_engine::reconcile::{ADMITTED_SPEC_ANNOTATION, RETRY_ANNOTATION, admitted_spec};
 

@@ -16,6 +16,7 @@ mod ops_endpoints;
 mod revisions;
 mod schedule;
 mod sensitive;
+mod steps;
 mod translate;
 
 use std::collections::BTreeMap;

@@ -1,0 +1,605 @@
+//! Whole reconciles, one at a time, against the API server in-process
+//! (`kudo_apiserver::ApiServer::in_process`: no socket, the server's own semantics) driven by
+//! `kudo_controller::Stepper` (the manager's reconcile without watches or queue). Each case
+//! installs a small operator, steps the manager, changes the world between steps (a Deployment
+//! becomes ready, a user edits the spec, an object drifts, the server fails) and checks what the
+//! reconciles wrote. No kubelet runs: readiness is written by the test. Each case takes
+//! milliseconds; `cargo test -p kudo-controller --test e2e steps::` runs them.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use kube::api::{
+    Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
+};
+use kudo_apiserver::{ApiServer, Config, ErrorRule, FaultConfig, InProcess};
+use kudo_controller::{ControllerConfig, Stepper};
+use serde_json::{Value, json};
+
+use crate::harness::{Pkg, condition, metric, resources};
+
+const NS: &str = "default";
+const NAME: &str = "db";
+
+const OPERATOR: &str = r#"apiVersion: kudo.dev/v1beta1
+name: steps
+operatorVersion: "0.1.0"
+kubernetesVersion: 1.15.0
+maintainers:
+  - name: Test
+    email: test@example.com
+url: https://kudo.dev
+tasks:
+  - name: config
+    kind: Apply
+    spec:
+      resources: [config.yaml]
+  - name: app
+    kind: Apply
+    spec:
+      resources: [deployment.yaml]
+  - name: remove-config
+    kind: Delete
+    spec:
+      resources: [config.yaml]
+plans:
+  deploy:
+    strategy: serial
+    phases:
+      - name: main
+        strategy: serial
+        steps:
+          - name: config
+            tasks: [config]
+          - name: app
+            tasks: [app]
+  update:
+    strategy: serial
+    phases:
+      - name: main
+        strategy: serial
+        steps:
+          - name: all
+            tasks: [config, app]
+  backup:
+    strategy: serial
+    phases:
+      - name: main
+        strategy: serial
+        steps:
+          - name: config
+            tasks: [config]
+  cleanup:
+    strategy: serial
+    phases:
+      - name: main
+        strategy: serial
+        steps:
+          - name: remove
+            tasks: [remove-config]
+"#;
+
+const PARAMS: &str = r#"apiVersion: kudo.dev/v1beta1
+parameters:
+  - name: REPLICAS
+    default: 1
+    trigger: update
+  - name: STORAGE
+    default: 1Gi
+    immutable: true
+  - name: CONFIG_NAME
+    default: config
+"#;
+
+const CONFIG: &str = r#"apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Name }}-{{ .Params.CONFIG_NAME }}
+data:
+  replicas: "{{ .Params.REPLICAS }}"
+"#;
+
+const DEPLOYMENT: &str = r#"apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ .Name }}-app
+spec:
+  replicas: {{ .Params.REPLICAS }}
+  selector:
+    matchLabels:
+      app: steps
+  template:
+    metadata:
+      labels:
+        app: steps
+    spec:
+      containers:
+        - name: app
+          image: nginx:1.25
+"#;
+
+fn ar(api_version: &str, kind: &str) -> ApiResource {
+    let (g, v) = api_version.split_once('/').unwrap_or(("", api_version));
+    let plural = format!("{}s", kind.to_lowercase());
+    ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(g, v, kind), &plural)
+}
+
+/// One in-process cluster with the KUDO CRDs, a manager to step, and the test's package.
+struct World {
+    server: InProcess,
+    client: kube::Client,
+    mgr: Stepper,
+    pkg: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl World {
+    async fn new() -> World {
+        World::with_operator(OPERATOR).await
+    }
+
+    async fn with_operator(operator: &str) -> World {
+        let server = ApiServer::in_process(Config::default()).expect("in-process server");
+        let client = kube::Client::new(server.service(), NS);
+        kudo_controller::install_crds(&client, "steps", Duration::from_secs(10))
+            .await
+            .expect("CRDs installed");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let pkg = Pkg::new(dir.path(), "steps")
+            .operator(operator)
+            .params(PARAMS)
+            .template("config.yaml", CONFIG)
+            .template("deployment.yaml", DEPLOYMENT)
+            .write();
+        let mgr = Stepper::new(client.clone(), ControllerConfig::default());
+        World {
+            server,
+            client,
+            mgr,
+            pkg,
+            _dir: dir,
+        }
+    }
+
+    fn api(&self, api_version: &str, kind: &str) -> Api<DynamicObject> {
+        Api::namespaced_with(self.client.clone(), NS, &ar(api_version, kind))
+    }
+
+    async fn create(&self, obj: Value) {
+        let (av, kind) = (
+            obj["apiVersion"].as_str().unwrap().to_string(),
+            obj["kind"].as_str().unwrap().to_string(),
+        );
+        let d: DynamicObject = serde_json::from_value(obj).expect("object");
+        self.api(&av, &kind)
+            .create(&PostParams::default(), &d)
+            .await
+            .expect("created");
+    }
+
+    /// Creates Operator, OperatorVersion and Instance `db` as `kubectl kudo install` does.
+    async fn install(&self, params: &[(&str, &str)]) {
+        let values: BTreeMap<String, String> = params
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let res = resources(&self.pkg, NS, NAME, values);
+        self.create(serde_json::to_value(&res.operator).unwrap()).await;
+        self.create(serde_json::to_value(&res.operator_version).unwrap())
+            .await;
+        self.create(serde_json::to_value(&res.instance).unwrap()).await;
+    }
+
+    /// One reconcile of `db`.
+    async fn step(&self) -> Result<(), kudo_controller::ReconcileError> {
+        self.mgr.reconcile(NS, NAME).await
+    }
+
+    /// Reconciles until `pred` holds on the Instance (at most `n` reconciles).
+    async fn step_until(&self, n: usize, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
+        for _ in 0..n {
+            let _ = self.step().await;
+            let inst = self.instance().await;
+            if pred(&inst) {
+                return inst;
+            }
+        }
+        panic!(
+            "{what}: not reached in {n} reconciles: {:#}",
+            self.instance().await
+        );
+    }
+
+    async fn get(&self, api_version: &str, kind: &str, name: &str) -> Option<Value> {
+        let got = self.api(api_version, kind).get_opt(name).await.expect("get");
+        got.map(|o| serde_json::to_value(o).unwrap())
+    }
+
+    async fn instance(&self) -> Value {
+        self.get("kudo.dev/v1beta1", "Instance", NAME)
+            .await
+            .expect("instance exists")
+    }
+
+    async fn patch_instance(&self, patch: Value) {
+        self.api("kudo.dev/v1beta1", "Instance")
+            .patch(NAME, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .expect("instance patched");
+    }
+
+    /// The Deployment reports all its replicas ready (what the kubelet and controllers would do).
+    async fn ready(&self, name: &str) {
+        let d = self
+            .get("apps/v1", "Deployment", name)
+            .await
+            .expect("deployment exists");
+        let n = d["spec"]["replicas"].as_i64().unwrap_or(1);
+        let status = json!({"status": {
+            "observedGeneration": d["metadata"]["generation"], "replicas": n, "readyReplicas": n,
+            "updatedReplicas": n, "availableReplicas": n,
+        }});
+        self.api("apps/v1", "Deployment")
+            .patch_status(name, &PatchParams::default(), &Patch::Merge(&status))
+            .await
+            .expect("status patched");
+    }
+
+    /// `(type, reason)` of the Instance's Events, oldest first.
+    async fn events(&self) -> Vec<(String, String)> {
+        let api: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(self.client.clone(), NS);
+        let mut evs = api.list(&Default::default()).await.expect("events").items;
+        evs.sort_by_key(|e| e.metadata.creation_timestamp.clone().map(|t| t.0));
+        evs.into_iter()
+            .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(NAME))
+            .map(|e| (e.type_.unwrap_or_default(), e.reason.unwrap_or_default()))
+            .collect()
+    }
+
+    fn requests(&self, verb: &str) -> f64 {
+        metric(
+            &self.mgr.metrics().encode(),
+            &format!("kudo_api_requests_total{{verb=\"{verb}\"}}"),
+        )
+        .unwrap_or(0.0)
+    }
+}
+
+fn plan(inst: &Value, name: &str) -> String {
+    inst["status"]["planStatus"][name]["status"]
+        .as_str()
+        .unwrap_or("")
+        .to_string()
+}
+
+fn step_status(inst: &Value, plan: &str, step: &str) -> String {
+    let phases = inst["status"]["planStatus"][plan]["phases"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    phases
+        .iter()
+        .flat_map(|p| p["steps"].as_array().cloned().unwrap_or_default())
+        .find(|s| s["name"] == step)
+        .map(|s| s["status"].as_str().unwrap_or("").to_string())
+        .unwrap_or_default()
+}
+
+/// Installed and deployed: deploy COMPLETE.
+async fn deployed() -> World {
+    let w = World::new().await;
+    w.install(&[]).await;
+    w.step().await.expect("reconcile");
+    w.ready("db-app").await;
+    w.step_until(3, "deploy COMPLETE", |i| plan(i, "deploy") == "COMPLETE")
+        .await;
+    w
+}
+
+#[tokio::test]
+async fn first_deploy_applies_the_first_steps_objects_and_waits_for_the_deployment() {
+    let w = World::new().await;
+    w.install(&[]).await;
+    w.step().await.expect("reconcile");
+    let inst = w.instance().await;
+    assert_eq!(plan(&inst, "deploy"), "IN_PROGRESS");
+    assert_eq!(step_status(&inst, "deploy", "config"), "COMPLETE");
+    assert_eq!(step_status(&inst, "deploy", "app"), "IN_PROGRESS");
+    let cm = w
+        .get("v1", "ConfigMap", "db-config")
+        .await
+        .expect("config applied");
+    assert_eq!(cm["data"]["replicas"], "1");
+    assert_eq!(cm["metadata"]["labels"]["heritage"], "kudo");
+    let d = w
+        .get("apps/v1", "Deployment", "db-app")
+        .await
+        .expect("deployment applied");
+    assert_eq!(d["metadata"]["ownerReferences"][0]["kind"], "Instance");
+    assert!(
+        inst["metadata"]["finalizers"]
+            .to_string()
+            .contains("kudo.dev.instance.cleanup")
+    );
+}
+
+#[tokio::test]
+async fn the_plan_completes_when_the_deployment_is_ready_and_the_instance_becomes_ready() {
+    let w = deployed().await;
+    let inst = w.instance().await;
+    assert_eq!(step_status(&inst, "deploy", "app"), "COMPLETE");
+    let inst = w
+        .step_until(2, "Ready", |i| {
+            condition(i, "Ready").is_some_and(|c| c["status"] == "True")
+        })
+        .await;
+    assert_eq!(plan(&inst, "deploy"), "COMPLETE");
+    let reasons: Vec<String> = w.events().await.into_iter().map(|e| e.1).collect();
+    assert!(reasons.contains(&"PlanStarted".to_string()), "{reasons:?}");
+    assert!(reasons.contains(&"PlanFinished".to_string()), "{reasons:?}");
+}
+
+#[tokio::test]
+async fn a_deployment_that_is_not_ready_keeps_the_step_in_progress() {
+    let w = World::new().await;
+    w.install(&[]).await;
+    for _ in 0..3 {
+        w.step().await.expect("reconcile");
+    }
+    let inst = w.instance().await;
+    assert_eq!(step_status(&inst, "deploy", "app"), "IN_PROGRESS");
+    assert_eq!(plan(&inst, "deploy"), "IN_PROGRESS");
+}
+
+#[tokio::test]
+async fn a_parameter_update_runs_its_trigger_plan_with_the_new_value() {
+    let w = deployed().await;
+    w.patch_instance(json!({"spec": {"parameters": {"REPLICAS": "3"}}}))
+        .await;
+    w.step().await.expect("reconcile");
+    let inst = w.instance().await;
+    assert_eq!(plan(&inst, "update"), "IN_PROGRESS");
+    let d = w.get("apps/v1", "Deployment", "db-app").await.unwrap();
+    assert_eq!(d["spec"]["replicas"], 3);
+    w.ready("db-app").await;
+    w.step_until(3, "update COMPLETE", |i| plan(i, "update") == "COMPLETE")
+        .await;
+    let cm = w.get("v1", "ConfigMap", "db-config").await.unwrap();
+    assert_eq!(cm["data"]["replicas"], "3");
+}
+
+#[tokio::test]
+async fn an_immutable_parameter_change_is_refused_with_a_condition_and_an_event() {
+    let w = deployed().await;
+    w.patch_instance(json!({"spec": {"parameters": {"STORAGE": "5Gi"}}}))
+        .await;
+    w.step().await.expect("reconcile");
+    let inst = w.instance().await;
+    let c = condition(&inst, "ChangeAccepted").expect("ChangeAccepted condition");
+    assert_eq!(c["status"], "False");
+    assert!(c["message"].as_str().unwrap().contains("STORAGE"), "{c}");
+    assert!(
+        w.events()
+            .await
+            .contains(&("Warning".into(), "ChangeDenied".into()))
+    );
+    assert_eq!(plan(&inst, "update"), "NEVER_RUN");
+}
+
+#[tokio::test]
+async fn an_unknown_parameter_is_refused() {
+    let w = deployed().await;
+    w.patch_instance(json!({"spec": {"parameters": {"NOPE": "1"}}}))
+        .await;
+    w.step().await.expect("reconcile");
+    let c = condition(&w.instance().await, "ChangeAccepted")
+        .cloned()
+        .expect("condition");
+    assert_eq!(c["status"], "False");
+    assert!(c["message"].as_str().unwrap().contains("NOPE"), "{c}");
+}
+
+#[tokio::test]
+async fn an_object_the_server_refuses_fails_the_plan_fatally() {
+    let w = World::new().await;
+    w.install(&[("CONFIG_NAME", "Not_A_Name")]).await;
+    w.step().await.expect("reconcile");
+    let inst = w.instance().await;
+    assert_eq!(plan(&inst, "deploy"), "FATAL_ERROR");
+    // The step that failed says why (the server's 422 message names the bad name).
+    let msg = inst["status"]["planStatus"]["deploy"]["phases"].to_string();
+    assert!(msg.contains("Not_A_Name"), "{msg}");
+    assert!(
+        w.get("apps/v1", "Deployment", "db-app").await.is_none(),
+        "later steps do not run"
+    );
+}
+
+#[tokio::test]
+async fn server_errors_are_retried_and_the_plan_goes_on() {
+    let w = World::new().await;
+    w.install(&[]).await;
+    w.server
+        .faults()
+        .set(FaultConfig {
+            errors: vec!["patch:500:1".parse::<ErrorRule>().unwrap()],
+            ..Default::default()
+        })
+        .unwrap();
+    assert!(
+        w.step().await.is_err(),
+        "a failed status write fails the reconcile (retried)"
+    );
+    assert!(w.get("v1", "ConfigMap", "db-config").await.is_none());
+    w.server.faults().clear();
+    w.step().await.expect("reconcile");
+    let inst = w.instance().await;
+    assert_eq!(step_status(&inst, "deploy", "config"), "COMPLETE");
+    assert_ne!(plan(&inst, "deploy"), "FATAL_ERROR");
+}
+
+#[tokio::test]
+async fn a_drifted_object_is_applied_again_when_idle() {
+    let w = deployed().await;
+    w.step().await.expect("idle reconcile");
+    w.api("v1", "ConfigMap")
+        .patch(
+            "db-config",
+            &PatchParams::default(),
+            &Patch::Merge(&json!({"data": {"replicas": "99"}})),
+        )
+        .await
+        .unwrap();
+    w.step().await.expect("idle reconcile");
+    let cm = w.get("v1", "ConfigMap", "db-config").await.unwrap();
+    assert_eq!(cm["data"]["replicas"], "1");
+    assert!(
+        w.events()
+            .await
+            .contains(&("Normal".into(), "DriftRepaired".into()))
+    );
+}
+
+#[tokio::test]
+async fn drift_policy_ignore_leaves_changed_objects_alone() {
+    let w = deployed().await;
+    w.patch_instance(json!({"metadata": {"annotations": {"kudo-rs.dev/drift-policy": "ignore"}}}))
+        .await;
+    w.step().await.expect("idle reconcile");
+    w.api("v1", "ConfigMap")
+        .patch(
+            "db-config",
+            &PatchParams::default(),
+            &Patch::Merge(&json!({"data": {"replicas": "99"}})),
+        )
+        .await
+        .unwrap();
+    w.step().await.expect("idle reconcile");
+    let cm = w.get("v1", "ConfigMap", "db-config").await.unwrap();
+    assert_eq!(cm["data"]["replicas"], "99");
+}
+
+#[tokio::test]
+async fn drift_policy_report_says_what_drifted_and_repairs_nothing() {
+    let w = deployed().await;
+    w.patch_instance(json!({"metadata": {"annotations": {"kudo-rs.dev/drift-policy": "report"}}}))
+        .await;
+    w.step().await.expect("idle reconcile");
+    w.api("v1", "ConfigMap")
+        .patch(
+            "db-config",
+            &PatchParams::default(),
+            &Patch::Merge(&json!({"data": {"replicas": "99"}})),
+        )
+        .await
+        .unwrap();
+    w.step().await.expect("idle reconcile");
+    let inst = w.instance().await;
+    let c = condition(&inst, "Drifted").expect("Drifted condition");
+    assert!(c["message"].as_str().unwrap().contains("db-config"), "{c}");
+    assert_eq!(
+        w.get("v1", "ConfigMap", "db-config").await.unwrap()["data"]["replicas"],
+        "99"
+    );
+}
+
+#[tokio::test]
+async fn a_missing_operator_version_is_said_on_the_instance() {
+    let w = World::new().await;
+    let res = resources(&w.pkg, NS, NAME, BTreeMap::new());
+    w.create(serde_json::to_value(&res.instance).unwrap()).await;
+    w.step().await.expect("reconcile");
+    let inst = w.instance().await;
+    let c = condition(&inst, "Ready").expect("Ready condition");
+    assert_eq!(
+        (c["status"].as_str(), c["reason"].as_str()),
+        (Some("False"), Some("OperatorVersionNotFound"))
+    );
+    // Created later, it is picked up.
+    w.create(serde_json::to_value(&res.operator_version).unwrap())
+        .await;
+    w.step().await.expect("reconcile");
+    assert_eq!(plan(&w.instance().await, "deploy"), "IN_PROGRESS");
+}
+
+#[tokio::test]
+async fn a_restarted_manager_continues_the_plan_from_the_instance() {
+    let w = World::new().await;
+    w.install(&[]).await;
+    w.step().await.expect("reconcile");
+    let uid = w.instance().await["status"]["planStatus"]["deploy"]["uid"].clone();
+    // A fresh manager: no memory but the Instance.
+    let fresh = Stepper::new(w.client.clone(), ControllerConfig::default());
+    w.ready("db-app").await;
+    fresh.reconcile(NS, NAME).await.expect("reconcile");
+    let inst = w.instance().await;
+    assert_eq!(plan(&inst, "deploy"), "COMPLETE");
+    assert_eq!(
+        inst["status"]["planStatus"]["deploy"]["uid"], uid,
+        "the same run, not a new one"
+    );
+}
+
+#[tokio::test]
+async fn deletion_runs_the_cleanup_plan_then_releases_the_instance() {
+    let w = deployed().await;
+    w.api("kudo.dev/v1beta1", "Instance")
+        .delete(NAME, &DeleteParams::background())
+        .await
+        .unwrap();
+    for _ in 0..4 {
+        let _ = w.step().await;
+        if w.get("kudo.dev/v1beta1", "Instance", NAME).await.is_none() {
+            break;
+        }
+    }
+    assert!(
+        w.get("kudo.dev/v1beta1", "Instance", NAME).await.is_none(),
+        "released"
+    );
+    assert!(
+        w.get("v1", "ConfigMap", "db-config").await.is_none(),
+        "cleanup deleted it"
+    );
+}
+
+#[tokio::test]
+async fn deletion_without_a_cleanup_plan_holds_nothing() {
+    let w = World::with_operator(&OPERATOR.replace("  cleanup:", "  unused:")).await;
+    w.install(&[]).await;
+    w.step().await.expect("reconcile");
+    let inst = w.instance().await;
+    assert!(
+        !inst["metadata"]["finalizers"]
+            .to_string()
+            .contains("kudo.dev.instance.cleanup")
+    );
+    w.api("kudo.dev/v1beta1", "Instance")
+        .delete(NAME, &DeleteParams::background())
+        .await
+        .unwrap();
+    assert!(w.get("kudo.dev/v1beta1", "Instance", NAME).await.is_none());
+}
+
+#[tokio::test]
+async fn a_direct_plan_trigger_runs_that_plan() {
+    let w = deployed().await;
+    w.patch_instance(json!({"spec": {"planExecution": {"planName": "backup"}}}))
+        .await;
+    let inst = w
+        .step_until(3, "backup COMPLETE", |i| plan(i, "backup") == "COMPLETE")
+        .await;
+    assert_eq!(plan(&inst, "deploy"), "COMPLETE");
+}
+
+#[tokio::test]
+async fn first_deploy_request_budget() {
+    let w = World::new().await;
+    w.install(&[]).await;
+    w.step().await.expect("reconcile");
+    // Writes of the first reconcile: the admission, two server-side applies, the status, the
+    // spec (run state) — and Events. Pinned so a change in the request count is seen.
+    let writes = w.requests("patch") + w.requests("create") + w.requests("update");
+    assert!(writes <= 8.0, "writes {writes}: {}", w.mgr.metrics().encode());
+}
