@@ -90,6 +90,10 @@ parameters:
     immutable: true
   - name: CONFIG_NAME
     default: config
+  - name: PASSWORD
+    default: none
+    sensitive: true
+    trigger: backup
 "#;
 
 const CONFIG: &str = r#"apiVersion: v1
@@ -602,4 +606,196 @@ async fn first_deploy_request_budget() {
     // spec (run state) — and Events. Pinned so a change in the request count is seen.
     let writes = w.requests("patch") + w.requests("create") + w.requests("update");
     assert!(writes <= 8.0, "writes {writes}: {}", w.mgr.metrics().encode());
+}
+
+/// Writes `status.schedules.backup` as a previous reconcile would have: the last occurrence
+/// `ago` seconds back.
+async fn last_backup(w: &World, ago: i64) {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap();
+    let t = kudo_engine::Timestamp::from_unix(now.as_secs() as i64 - ago);
+    let st = json!({"status": {"schedules": {"backup": {
+        "lastScheduleTime": t.to_string()
+    }}}});
+    w.api("kudo.dev/v1beta1", "Instance")
+        .patch_status(NAME, &PatchParams::default(), &Patch::Merge(&st))
+        .await
+        .expect("status patched");
+}
+
+fn scheduled() -> String {
+    OPERATOR.replace("  backup:\n", "  backup:\n    schedule: \"@every 1m\"\n")
+}
+
+#[tokio::test]
+async fn a_due_schedule_starts_its_plan_with_an_event() {
+    let w = World::with_operator(&scheduled()).await;
+    w.install(&[]).await;
+    w.step().await.expect("reconcile");
+    w.ready("db-app").await;
+    w.step_until(3, "deploy COMPLETE", |i| plan(i, "deploy") == "COMPLETE")
+        .await;
+    w.step().await.expect("idle reconcile");
+    last_backup(&w, 120).await;
+    let inst = w
+        .step_until(3, "backup COMPLETE", |i| plan(i, "backup") == "COMPLETE")
+        .await;
+    assert!(
+        inst["status"]["schedules"]["backup"]["nextScheduleTime"].is_string(),
+        "{inst}"
+    );
+    assert!(
+        w.events()
+            .await
+            .contains(&("Normal".into(), "PlanStarted".into()))
+    );
+}
+
+#[tokio::test]
+async fn a_due_schedule_while_a_plan_runs_is_skipped_and_said() {
+    let w = World::with_operator(&scheduled()).await;
+    w.install(&[]).await;
+    w.step().await.expect("reconcile");
+    last_backup(&w, 120).await;
+    w.step().await.expect("reconcile");
+    let inst = w.instance().await;
+    assert_eq!(plan(&inst, "backup"), "NEVER_RUN");
+    assert!(
+        w.events()
+            .await
+            .contains(&("Normal".into(), "ScheduledPlanSkipped".into()))
+    );
+}
+
+#[tokio::test]
+async fn a_rotated_secret_runs_the_parameters_trigger_plan_once() {
+    let w = World::new().await;
+    let creds = |pw: &str| {
+        json!({"apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": "creds", "namespace": NS}, "stringData": {"pw": pw}})
+    };
+    w.create(creds("one")).await;
+    let res = resources(&w.pkg, NS, NAME, BTreeMap::new());
+    w.create(serde_json::to_value(&res.operator).unwrap()).await;
+    w.create(serde_json::to_value(&res.operator_version).unwrap())
+        .await;
+    let mut inst = serde_json::to_value(&res.instance).unwrap();
+    inst["spec"]["parameterSources"] = json!({"PASSWORD": {"secretKeyRef": {"name": "creds", "key": "pw"}}});
+    w.create(inst).await;
+    w.step().await.expect("reconcile");
+    w.ready("db-app").await;
+    w.step_until(3, "deploy COMPLETE", |i| plan(i, "deploy") == "COMPLETE")
+        .await;
+    w.step().await.expect("idle reconcile");
+    assert_eq!(plan(&w.instance().await, "backup"), "NEVER_RUN");
+    w.api("v1", "Secret")
+        .patch(
+            "creds",
+            &PatchParams::default(),
+            &Patch::Merge(&json!({"stringData": {"pw": "two"}})),
+        )
+        .await
+        .unwrap();
+    let done = w
+        .step_until(3, "backup COMPLETE", |i| plan(i, "backup") == "COMPLETE")
+        .await;
+    let uid = done["status"]["planStatus"]["backup"]["uid"].clone();
+    assert!(
+        w.events()
+            .await
+            .contains(&("Normal".into(), "ParameterRotated".into()))
+    );
+    for _ in 0..3 {
+        w.step().await.expect("idle reconcile");
+    }
+    assert_eq!(
+        w.instance().await["status"]["planStatus"]["backup"]["uid"],
+        uid,
+        "run once"
+    );
+}
+
+#[tokio::test]
+async fn an_upgrade_runs_against_the_new_operator_version() {
+    let w = deployed().await;
+    let upgraded = OPERATOR.replace("operatorVersion: \"0.1.0\"", "operatorVersion: \"0.2.0\"");
+    let dir = tempfile::tempdir().unwrap();
+    let pkg = Pkg::new(dir.path(), "steps")
+        .operator(&upgraded)
+        .params(&PARAMS.replace("default: config", "default: config2"))
+        .template("config.yaml", CONFIG)
+        .template("deployment.yaml", DEPLOYMENT)
+        .write();
+    let res = resources(&pkg, NS, NAME, BTreeMap::new());
+    let ov = serde_json::to_value(&res.operator_version).unwrap();
+    let ov_name = ov["metadata"]["name"].as_str().unwrap().to_string();
+    w.create(ov).await;
+    w.patch_instance(json!({"spec": {"operatorVersion": {"name": ov_name}}}))
+        .await;
+    w.step().await.expect("reconcile");
+    w.ready("db-app").await;
+    let inst = w
+        .step_until(3, "deploy COMPLETE again", |i| {
+            i["status"]["planStatus"]["deploy"]["status"] == "COMPLETE"
+                && i["spec"]["planExecution"]["planName"].is_null()
+        })
+        .await;
+    assert!(
+        w.get("v1", "ConfigMap", "db-config2").await.is_some(),
+        "rendered by 0.2.0: {inst}"
+    );
+}
+
+#[tokio::test]
+async fn a_cancelled_run_stops_at_its_next_task_boundary() {
+    let w = World::new().await;
+    w.install(&[]).await;
+    w.step().await.expect("reconcile");
+    w.patch_instance(kudo_controller::cancel_patch()).await;
+    w.step().await.expect("reconcile");
+    let inst = w.instance().await;
+    assert_eq!(plan(&inst, "deploy"), "CANCELLED");
+    w.ready("db-app").await;
+    w.step().await.expect("reconcile");
+    assert_eq!(
+        plan(&w.instance().await, "deploy"),
+        "CANCELLED",
+        "nothing resumes it"
+    );
+}
+
+#[tokio::test]
+async fn a_trigger_while_a_plan_runs_is_refused() {
+    let w = World::new().await;
+    w.install(&[]).await;
+    w.step().await.expect("reconcile");
+    w.patch_instance(kudo_controller::trigger_patch("backup", "t1", None))
+        .await;
+    w.step().await.expect("reconcile");
+    let inst = w.instance().await;
+    assert_eq!(condition(&inst, "ChangeAccepted").unwrap()["status"], "False");
+    assert_eq!(plan(&inst, "backup"), "NEVER_RUN");
+}
+
+#[tokio::test]
+async fn fixing_the_parameter_of_a_failed_run_runs_its_trigger_plan() {
+    let w = World::new().await;
+    w.install(&[("CONFIG_NAME", "Bad_Name")]).await;
+    w.step().await.expect("reconcile");
+    assert_eq!(plan(&w.instance().await, "deploy"), "FATAL_ERROR");
+    w.patch_instance(json!({"spec": {"parameters": {"CONFIG_NAME": "fixed"}}}))
+        .await;
+    w.step().await.expect("reconcile");
+    w.ready("db-app").await;
+    // KUDO's rule: a parameter without a trigger runs `update` when the operator has one.
+    let inst = w
+        .step_until(3, "update COMPLETE", |i| plan(i, "update") == "COMPLETE")
+        .await;
+    assert_eq!(
+        plan(&inst, "deploy"),
+        "FATAL_ERROR",
+        "the failed run stays as it ended"
+    );
+    assert!(w.get("v1", "ConfigMap", "db-fixed").await.is_some());
 }
