@@ -455,6 +455,35 @@ fn update_decision(
     })
 }
 
+/// The parameters an update changes or removes (judged immutable where they must not change) and
+/// the parameters to drop, with the new values validated; `Err` is KUDO's denial message.
+fn judge_parameters<'a>(
+    who: &str,
+    k: &UpdateKind<'_>,
+    old: &Instance,
+    new: &Instance,
+    old_ov: &OperatorVersion,
+    ov: &'a OperatorVersion,
+) -> Result<(Vec<&'a Parameter>, Vec<String>), String> {
+    let old_params = &with_sources(&old.spec);
+    let mut new_params = with_sources(&new.spec);
+    let (changed, removed) = changed_parameters(who, old_params, &new_params, old_ov, ov)?;
+    // Only changed values are judged immutable; removed ones still trigger their plans.
+    let removals = check_immutability(
+        who,
+        k.is_upgrade,
+        &changed,
+        old_params,
+        &mut new_params,
+        old_ov,
+        ov,
+    )?;
+    validate_parameters(&unsourced(&ov.spec.parameters, &new.spec), &new_params)
+        .and_then(|()| validate_rules(ov, &new.spec, &new_params))
+        .map_err(|e| format!("failed to validate parameters for Instance {}: {e}", ns_name(new)))?;
+    Ok(([changed, removed].concat(), removals))
+}
+
 fn admit_update(
     old: &Instance,
     new: &Instance,
@@ -479,34 +508,10 @@ fn admit_update(
     if !k.new_plan.is_empty() && !plan_exists(ov, k.new_plan) {
         return Admission::deny(format!("plan {} does not exist", k.new_plan));
     }
-    let old_params = &with_sources(&old.spec);
-    let mut new_params = with_sources(&new.spec);
-    let checked =
-        changed_parameters(&who, old_params, &new_params, old_ov, ov).and_then(|(changed, removed)| {
-            // Only changed values are judged immutable; removed ones still trigger their plans.
-            let removals = check_immutability(
-                &who,
-                k.is_upgrade,
-                &changed,
-                old_params,
-                &mut new_params,
-                old_ov,
-                ov,
-            )?;
-            Ok(([changed, removed].concat(), removals))
-        });
-    let (updated, remove_parameters) = match checked {
+    let (updated, remove_parameters) = match judge_parameters(&who, &k, old, new, old_ov, ov) {
         Ok(c) => c,
         Err(message) => return Admission::deny(message),
     };
-    if let Err(e) = validate_parameters(&unsourced(&ov.spec.parameters, &new.spec), &new_params)
-        .and_then(|()| validate_rules(ov, &new.spec, &new_params))
-    {
-        return Admission::deny(format!(
-            "failed to validate parameters for Instance {}: {e}",
-            ns_name(new)
-        ));
-    }
     let triggered = match triggered_by_parameter_update(&updated, ov) {
         Ok(t) => t,
         Err(e) => return Admission::deny(format!("failed to update Instance {who}: {e}")),
