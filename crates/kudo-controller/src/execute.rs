@@ -51,31 +51,7 @@ impl TaskKey {
     }
 }
 
-/// A cluster-scoped object applied by a plan: (apiVersion, kind, name). Serialised as the
-/// three-element array the Instance annotation has always held.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
-#[serde(from = "(String, String, String)", into = "(String, String, String)")]
-pub struct ClusterObject {
-    pub api_version: String,
-    pub kind: String,
-    pub name: String,
-}
-
-impl From<(String, String, String)> for ClusterObject {
-    fn from((api_version, kind, name): (String, String, String)) -> Self {
-        ClusterObject {
-            api_version,
-            kind,
-            name,
-        }
-    }
-}
-
-impl From<ClusterObject> for (String, String, String) {
-    fn from(o: ClusterObject) -> Self {
-        (o.api_version, o.kind, o.name)
-    }
-}
+pub use kudo_engine::reconcile::ClusterObject;
 
 /// Cluster-scoped objects applied during a reconcile. They get no owner reference (an owner
 /// must be in the same namespace), so the controller records them on the Instance and deletes

@@ -87,12 +87,7 @@ pub use stepper::Stepper;
 
 pub use kudo_engine::reconcile::{ADMITTED_SPEC_ANNOTATION, RETRY_ANNOTATION, admitted_spec};
 
-/// Annotation listing the cluster-scoped objects the Instance's plans applied (JSON list of
-/// `[apiVersion, kind, name]`), deleted by the controller on uninstall.
-pub const CLUSTER_OBJECTS_ANNOTATION: &str = "kudo-rs.dev/cluster-objects";
-
-/// Finalizer holding an Instance until its recorded cluster-scoped objects are deleted.
-pub const CLUSTER_OBJECTS_FINALIZER: &str = "kudo-rs.dev/cluster-objects";
+pub use kudo_engine::reconcile::{CLUSTER_OBJECTS_ANNOTATION, CLUSTER_OBJECTS_FINALIZER};
 
 /// The one merge patch of `kubectl kudo plan trigger` and `plan retry`: the direct trigger of
 /// `plan` (`trigger_uid` is the CLI's; admission gives the run its own) and the retry annotation —

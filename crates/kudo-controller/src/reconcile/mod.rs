@@ -1,7 +1,7 @@
 //! One reconcile of an Instance: admission of spec changes (KUDO's webhook rules, run here), plan
 //! status bookkeeping, one execution pass, then persisting status, spec and Events.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,14 +15,13 @@ use kudo_api::{
 };
 use kudo_engine::initiate::Initiation;
 use kudo_engine::readiness::CHANGE_DENIED;
-use kudo_engine::reconcile::Admitted;
+use kudo_engine::reconcile::{Admitted, Settle, stored_cluster_objects};
 use kudo_engine::retry;
 use kudo_engine::rollback::RollbackMark;
 use kudo_engine::{
-    EventType, PlanPass, TIMING_ANNOTATION, TaskOutcome, Timestamp, Timing, Wake,
-    cleanup_finalizer_removable, ensure_plan_statuses, mark_plan_fatal, mirror_run_status, needs_reset,
-    not_ready_condition, pass_requeue_secs, plan_condition, ready_condition, record_admission, reset_for_run,
-    set_condition,
+    EventType, PlanPass, TIMING_ANNOTATION, TaskOutcome, Timestamp, Timing, Wake, ensure_plan_statuses,
+    mark_plan_fatal, mirror_run_status, needs_reset, not_ready_condition, pass_requeue_secs, plan_condition,
+    ready_condition, record_admission, reset_for_run, set_condition,
 };
 use kudo_package::render::RenderContext;
 use serde_json::{Value, json};
@@ -45,8 +44,8 @@ use crate::execute::{self, reasons};
 use crate::param_sources;
 use crate::translate::API_VERSION_TRANSLATED;
 use crate::{
-    ADMITTED_SPEC_ANNOTATION, CLUSTER_OBJECTS_ANNOTATION, CLUSTER_OBJECTS_FINALIZER, Context,
-    RETRY_ANNOTATION, instance_resource, operator_version_resource,
+    ADMITTED_SPEC_ANNOTATION, CLUSTER_OBJECTS_FINALIZER, Context, RETRY_ANNOTATION, instance_resource,
+    operator_version_resource,
 };
 
 /// Condition (policy `report`) listing managed objects changed outside a plan.
@@ -324,7 +323,7 @@ impl<'c> Reconciler<'c> {
 #[cfg(test)]
 mod tests {
     use super::idle::last_failed_lifecycle_plan;
-    use super::persist::{plan_status_patch, stored_cluster_objects};
+    use super::persist::plan_status_patch;
     use super::*;
 
     fn ps(name: &str, status: ExecutionStatus, at: &str) -> PlanStatus {
@@ -380,33 +379,5 @@ mod tests {
             ps("backup", ExecutionStatus::FatalError, "2026-01-01T13:00:00Z"),
         );
         assert_eq!(last_failed_lifecycle_plan(&st), None);
-    }
-
-    #[test]
-    fn cluster_objects_annotation_round_trips() {
-        let mut inst: Instance = serde_json::from_value(json!({
-            "apiVersion": "kudo.dev/v1beta1", "kind": "Instance",
-            "metadata": {"name": "i"}, "spec": {}
-        }))
-        .unwrap();
-        assert!(stored_cluster_objects(&inst).is_empty());
-        let set = BTreeSet::from([execute::ClusterObject {
-            api_version: "rbac.authorization.k8s.io/v1".to_string(),
-            kind: "ClusterRole".to_string(),
-            name: "r".to_string(),
-        }]);
-        assert_eq!(
-            serde_json::to_string(&set).unwrap(),
-            r#"[["rbac.authorization.k8s.io/v1","ClusterRole","r"]]"#
-        );
-        inst.metadata.annotations.insert(
-            CLUSTER_OBJECTS_ANNOTATION.into(),
-            serde_json::to_string(&set).unwrap(),
-        );
-        assert_eq!(stored_cluster_objects(&inst), set);
-        inst.metadata
-            .annotations
-            .insert(CLUSTER_OBJECTS_ANNOTATION.into(), "not json".into());
-        assert!(stored_cluster_objects(&inst).is_empty());
     }
 }

@@ -80,29 +80,21 @@ impl Reconciler<'_> {
         inst: &Instance,
         ov: &OperatorVersion,
         deleting: bool,
-        mut writes: Writes,
+        writes: Writes,
         status: &InstanceStatus,
     ) -> Result<(), ReconcileError> {
-        if deleting {
-            let mut probe = inst.clone();
-            probe.status = Some(status.clone());
-            if cleanup_finalizer_removable(&probe, ov) {
-                info!("cleanup finished, removing finalizer");
-                writes.finalizers.retain(|f| f != CLEANUP_FINALIZER);
-            }
-        }
-        let mut extra = BTreeMap::from([(TIMING_ANNOTATION, writes.timing)]);
-        if inst
-            .metadata
-            .annotations
-            .get(RETRY_ANNOTATION)
-            .is_some_and(|a| retry::is_spent(a, status))
-        {
-            extra.insert(RETRY_ANNOTATION, None);
-        }
         let applied = self.cluster.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        if let Some(annotation) = record_cluster_objects(inst, &applied, deleting, &mut writes.finalizers) {
-            extra.insert(CLUSTER_OBJECTS_ANNOTATION, Some(annotation));
+        let settle = Settle {
+            inst,
+            ov,
+            status,
+            deleting,
+            timing: writes.timing,
+            applied: &applied,
+        };
+        let settled = kudo_engine::reconcile::settle(&settle, writes.finalizers);
+        if settled.cleanup_released {
+            info!("cleanup finished, removing finalizer");
         }
         let rv = self
             .write_status(&writes.old_status, status)
@@ -111,9 +103,9 @@ impl Reconciler<'_> {
         self.write_spec(
             inst,
             &writes.spec,
-            &writes.finalizers,
+            &settled.finalizers,
             writes.remember.as_ref(),
-            &extra,
+            &settled.annotations,
             rv,
         )
         .await?;
@@ -303,33 +295,6 @@ impl Reconciler<'_> {
 
 pub(super) fn resource_version(raw: &DynamicObject) -> Option<String> {
     raw.metadata.resource_version.clone()
-}
-
-/// Adds the cluster-scoped objects a pass applied to those recorded on the Instance: returns the
-/// new annotation value when the set grew, and adds the finalizer that releases them on uninstall
-/// (Kubernetes forbids adding finalizers to an Instance being deleted).
-pub(super) fn record_cluster_objects(
-    inst: &Instance,
-    applied: &BTreeSet<execute::ClusterObject>,
-    deleting: bool,
-    finalizers: &mut Vec<String>,
-) -> Option<String> {
-    let stored = stored_cluster_objects(inst);
-    let mut recorded = stored.clone();
-    recorded.extend(applied.iter().cloned());
-    if !recorded.is_empty() && !deleting && !finalizers.iter().any(|f| f == CLUSTER_OBJECTS_FINALIZER) {
-        finalizers.push(CLUSTER_OBJECTS_FINALIZER.to_string());
-    }
-    (recorded != stored).then(|| serde_json::to_string(&recorded).unwrap_or_default())
-}
-
-/// The cluster-scoped objects recorded on the Instance (see [`CLUSTER_OBJECTS_ANNOTATION`]).
-pub(super) fn stored_cluster_objects(inst: &Instance) -> BTreeSet<execute::ClusterObject> {
-    inst.metadata
-        .annotations
-        .get(CLUSTER_OBJECTS_ANNOTATION)
-        .and_then(|s| serde_json::from_str(s).ok())
-        .unwrap_or_default()
 }
 
 /// The `status.planStatus` of a merge patch. A plan status is an object, so a merge patch keeps

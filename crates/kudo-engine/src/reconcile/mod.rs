@@ -11,6 +11,7 @@
 
 mod admitted;
 pub mod initiators;
+mod settle;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -24,6 +25,10 @@ use crate::time::Timestamp;
 
 pub use admitted::{Admitted, started_by_user};
 pub use initiators::{INITIATORS, Initiator, Needs};
+pub use settle::{
+    CLUSTER_OBJECTS_ANNOTATION, CLUSTER_OBJECTS_FINALIZER, ClusterObject, Settle, Settled, settle,
+    stored_cluster_objects,
+};
 
 /// Annotation holding the Instance spec the manager last admitted (JSON). It replaces the
 /// "old object" an admission webhook would have seen.
