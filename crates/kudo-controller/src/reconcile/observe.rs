@@ -263,14 +263,7 @@ impl Reconciler<'_> {
         ready.observed_generation = raw.metadata.generation;
         set_condition(&mut new, ready);
         if new != old {
-            let body = json!({"status": {"conditions": new}});
-            let updated = self
-                .api
-                .patch_status(&self.name, &self.patch_params(), &Patch::Merge(&body))
-                .await?;
-            self.ctx
-                .caches
-                .saw_instance(&self.ns, &self.name, updated.metadata.resource_version.as_deref());
+            self.patch_status(&json!({"status": {"conditions": new}})).await?;
             self.event(raw, EventType::Warning, INVALID_INSTANCE, "Reconcile", msg)
                 .await;
         }

@@ -192,9 +192,15 @@ impl Reconciler<'_> {
             body["status"]["autopilot"] = autopilot::status_patch(&old.autopilot, &new.autopilot);
         }
         debug!(patch = %body, "writing instance status");
+        self.patch_status(&body).await
+    }
+
+    /// Merge-patches the status subresource with `body` and remembers the version written (so
+    /// the next reconcile may use the cache); returns the new resourceVersion.
+    pub(super) async fn patch_status(&self, body: &Value) -> Result<Option<String>, ReconcileError> {
         let updated = self
             .api
-            .patch_status(&self.name, &self.patch_params(), &Patch::Merge(&body))
+            .patch_status(&self.name, &self.patch_params(), &Patch::Merge(body))
             .await?;
         self.ctx
             .caches

@@ -226,6 +226,13 @@ impl World {
             .expect("instance exists")
     }
 
+    /// A user's change of the Instance, then one reconcile; the Instance after it.
+    async fn change(&self, patch: Value) -> Value {
+        self.patch_instance(patch).await;
+        self.step().await.expect("reconcile");
+        self.instance().await
+    }
+
     async fn patch_instance(&self, patch: Value) {
         self.api("kudo.dev/v1beta1", "Instance")
             .patch(NAME, &PatchParams::default(), &Patch::Merge(&patch))
@@ -261,6 +268,11 @@ impl World {
             .collect()
     }
 
+    /// Whether an Event of this type and reason was published on the Instance.
+    async fn saw_event(&self, type_: &str, reason: &str) -> bool {
+        self.events().await.iter().any(|(t, r)| t == type_ && r == reason)
+    }
+
     fn requests(&self, verb: &str) -> f64 {
         metric(
             &self.mgr.metrics().encode(),
@@ -290,9 +302,23 @@ fn step_status(inst: &Value, plan: &str, step: &str) -> String {
         .unwrap_or_default()
 }
 
+/// Installed with the defaults and reconciled once: deploy IN_PROGRESS, waiting for the
+/// Deployment.
+async fn installed() -> World {
+    let w = World::new().await;
+    w.install(&[]).await;
+    w.step().await.expect("reconcile");
+    w
+}
+
 /// Installed and deployed: deploy COMPLETE.
 async fn deployed() -> World {
-    let w = World::new().await;
+    deployed_with(OPERATOR).await
+}
+
+/// [`deployed`] with another operator.yaml.
+async fn deployed_with(operator: &str) -> World {
+    let w = World::with_operator(operator).await;
     w.install(&[]).await;
     w.step().await.expect("reconcile");
     w.ready("db-app").await;
@@ -303,9 +329,7 @@ async fn deployed() -> World {
 
 #[tokio::test]
 async fn first_deploy_applies_the_first_steps_objects_and_waits_for_the_deployment() {
-    let w = World::new().await;
-    w.install(&[]).await;
-    w.step().await.expect("reconcile");
+    let w = installed().await;
     let inst = w.instance().await;
     assert_eq!(plan(&inst, "deploy"), "IN_PROGRESS");
     assert_eq!(step_status(&inst, "deploy", "config"), "COMPLETE");
@@ -359,10 +383,7 @@ async fn a_deployment_that_is_not_ready_keeps_the_step_in_progress() {
 #[tokio::test]
 async fn a_parameter_update_runs_its_trigger_plan_with_the_new_value() {
     let w = deployed().await;
-    w.patch_instance(json!({"spec": {"parameters": {"REPLICAS": "3"}}}))
-        .await;
-    w.step().await.expect("reconcile");
-    let inst = w.instance().await;
+    let inst = w.change(json!({"spec": {"parameters": {"REPLICAS": "3"}}})).await;
     assert_eq!(plan(&inst, "update"), "IN_PROGRESS");
     let d = w.get("apps/v1", "Deployment", "db-app").await.unwrap();
     assert_eq!(d["spec"]["replicas"], 3);
@@ -376,30 +397,21 @@ async fn a_parameter_update_runs_its_trigger_plan_with_the_new_value() {
 #[tokio::test]
 async fn an_immutable_parameter_change_is_refused_with_a_condition_and_an_event() {
     let w = deployed().await;
-    w.patch_instance(json!({"spec": {"parameters": {"STORAGE": "5Gi"}}}))
+    let inst = w
+        .change(json!({"spec": {"parameters": {"STORAGE": "5Gi"}}}))
         .await;
-    w.step().await.expect("reconcile");
-    let inst = w.instance().await;
     let c = condition(&inst, "ChangeAccepted").expect("ChangeAccepted condition");
     assert_eq!(c["status"], "False");
     assert!(c["message"].as_str().unwrap().contains("STORAGE"), "{c}");
-    assert!(
-        w.events()
-            .await
-            .contains(&("Warning".into(), "ChangeDenied".into()))
-    );
+    assert!(w.saw_event("Warning", "ChangeDenied").await);
     assert_eq!(plan(&inst, "update"), "NEVER_RUN");
 }
 
 #[tokio::test]
 async fn an_unknown_parameter_is_refused() {
     let w = deployed().await;
-    w.patch_instance(json!({"spec": {"parameters": {"NOPE": "1"}}}))
-        .await;
-    w.step().await.expect("reconcile");
-    let c = condition(&w.instance().await, "ChangeAccepted")
-        .cloned()
-        .expect("condition");
+    let inst = w.change(json!({"spec": {"parameters": {"NOPE": "1"}}})).await;
+    let c = condition(&inst, "ChangeAccepted").expect("condition");
     assert_eq!(c["status"], "False");
     assert!(c["message"].as_str().unwrap().contains("NOPE"), "{c}");
 }
@@ -443,69 +455,48 @@ async fn server_errors_are_retried_and_the_plan_goes_on() {
     assert_ne!(plan(&inst, "deploy"), "FATAL_ERROR");
 }
 
-#[tokio::test]
-async fn a_drifted_object_is_applied_again_when_idle() {
+/// Deployed, with drift policy `policy` (none: the default, repair), idle once; then the
+/// ConfigMap's data is changed outside the plan and the manager reconciles once more.
+async fn drifted(policy: Option<&str>) -> World {
     let w = deployed().await;
+    if let Some(p) = policy {
+        w.patch_instance(json!({"metadata": {"annotations": {"kudo-rs.dev/drift-policy": p}}}))
+            .await;
+    }
     w.step().await.expect("idle reconcile");
+    let change = json!({"data": {"replicas": "99"}});
     w.api("v1", "ConfigMap")
-        .patch(
-            "db-config",
-            &PatchParams::default(),
-            &Patch::Merge(&json!({"data": {"replicas": "99"}})),
-        )
+        .patch("db-config", &PatchParams::default(), &Patch::Merge(&change))
         .await
         .unwrap();
     w.step().await.expect("idle reconcile");
-    let cm = w.get("v1", "ConfigMap", "db-config").await.unwrap();
-    assert_eq!(cm["data"]["replicas"], "1");
-    assert!(
-        w.events()
-            .await
-            .contains(&("Normal".into(), "DriftRepaired".into()))
-    );
+    w
+}
+
+async fn config_replicas(w: &World) -> Value {
+    w.get("v1", "ConfigMap", "db-config").await.unwrap()["data"]["replicas"].clone()
+}
+
+#[tokio::test]
+async fn a_drifted_object_is_applied_again_when_idle() {
+    let w = drifted(None).await;
+    assert_eq!(config_replicas(&w).await, "1");
+    assert!(w.saw_event("Normal", "DriftRepaired").await);
 }
 
 #[tokio::test]
 async fn drift_policy_ignore_leaves_changed_objects_alone() {
-    let w = deployed().await;
-    w.patch_instance(json!({"metadata": {"annotations": {"kudo-rs.dev/drift-policy": "ignore"}}}))
-        .await;
-    w.step().await.expect("idle reconcile");
-    w.api("v1", "ConfigMap")
-        .patch(
-            "db-config",
-            &PatchParams::default(),
-            &Patch::Merge(&json!({"data": {"replicas": "99"}})),
-        )
-        .await
-        .unwrap();
-    w.step().await.expect("idle reconcile");
-    let cm = w.get("v1", "ConfigMap", "db-config").await.unwrap();
-    assert_eq!(cm["data"]["replicas"], "99");
+    let w = drifted(Some("ignore")).await;
+    assert_eq!(config_replicas(&w).await, "99");
 }
 
 #[tokio::test]
 async fn drift_policy_report_says_what_drifted_and_repairs_nothing() {
-    let w = deployed().await;
-    w.patch_instance(json!({"metadata": {"annotations": {"kudo-rs.dev/drift-policy": "report"}}}))
-        .await;
-    w.step().await.expect("idle reconcile");
-    w.api("v1", "ConfigMap")
-        .patch(
-            "db-config",
-            &PatchParams::default(),
-            &Patch::Merge(&json!({"data": {"replicas": "99"}})),
-        )
-        .await
-        .unwrap();
-    w.step().await.expect("idle reconcile");
+    let w = drifted(Some("report")).await;
     let inst = w.instance().await;
     let c = condition(&inst, "Drifted").expect("Drifted condition");
     assert!(c["message"].as_str().unwrap().contains("db-config"), "{c}");
-    assert_eq!(
-        w.get("v1", "ConfigMap", "db-config").await.unwrap()["data"]["replicas"],
-        "99"
-    );
+    assert_eq!(config_replicas(&w).await, "99");
 }
 
 #[tokio::test]
@@ -529,9 +520,7 @@ async fn a_missing_operator_version_is_said_on_the_instance() {
 
 #[tokio::test]
 async fn a_restarted_manager_continues_the_plan_from_the_instance() {
-    let w = World::new().await;
-    w.install(&[]).await;
-    w.step().await.expect("reconcile");
+    let w = installed().await;
     let uid = w.instance().await["status"]["planStatus"]["deploy"]["uid"].clone();
     // A fresh manager: no memory but the Instance.
     let fresh = Stepper::new(w.client.clone(), ControllerConfig::default());
@@ -589,7 +578,7 @@ async fn deletion_without_a_cleanup_plan_holds_nothing() {
 #[tokio::test]
 async fn a_direct_plan_trigger_runs_that_plan() {
     let w = deployed().await;
-    w.patch_instance(json!({"spec": {"planExecution": {"planName": "backup"}}}))
+    w.change(json!({"spec": {"planExecution": {"planName": "backup"}}}))
         .await;
     let inst = w
         .step_until(3, "backup COMPLETE", |i| plan(i, "backup") == "COMPLETE")
@@ -599,9 +588,7 @@ async fn a_direct_plan_trigger_runs_that_plan() {
 
 #[tokio::test]
 async fn first_deploy_request_budget() {
-    let w = World::new().await;
-    w.install(&[]).await;
-    w.step().await.expect("reconcile");
+    let w = installed().await;
     // Writes of the first reconcile: the admission, two server-side applies, the status, the
     // spec (run state) — and Events. Pinned so a change in the request count is seen.
     let writes = w.requests("patch") + w.requests("create") + w.requests("update");
@@ -630,12 +617,7 @@ fn scheduled() -> String {
 
 #[tokio::test]
 async fn a_due_schedule_starts_its_plan_with_an_event() {
-    let w = World::with_operator(&scheduled()).await;
-    w.install(&[]).await;
-    w.step().await.expect("reconcile");
-    w.ready("db-app").await;
-    w.step_until(3, "deploy COMPLETE", |i| plan(i, "deploy") == "COMPLETE")
-        .await;
+    let w = deployed_with(&scheduled()).await;
     w.step().await.expect("idle reconcile");
     last_backup(&w, 120).await;
     let inst = w
@@ -645,11 +627,7 @@ async fn a_due_schedule_starts_its_plan_with_an_event() {
         inst["status"]["schedules"]["backup"]["nextScheduleTime"].is_string(),
         "{inst}"
     );
-    assert!(
-        w.events()
-            .await
-            .contains(&("Normal".into(), "PlanStarted".into()))
-    );
+    assert!(w.saw_event("Normal", "PlanStarted").await);
 }
 
 #[tokio::test]
@@ -661,11 +639,7 @@ async fn a_due_schedule_while_a_plan_runs_is_skipped_and_said() {
     w.step().await.expect("reconcile");
     let inst = w.instance().await;
     assert_eq!(plan(&inst, "backup"), "NEVER_RUN");
-    assert!(
-        w.events()
-            .await
-            .contains(&("Normal".into(), "ScheduledPlanSkipped".into()))
-    );
+    assert!(w.saw_event("Normal", "ScheduledPlanSkipped").await);
 }
 
 #[tokio::test]
@@ -701,11 +675,7 @@ async fn a_rotated_secret_runs_the_parameters_trigger_plan_once() {
         .step_until(3, "backup COMPLETE", |i| plan(i, "backup") == "COMPLETE")
         .await;
     let uid = done["status"]["planStatus"]["backup"]["uid"].clone();
-    assert!(
-        w.events()
-            .await
-            .contains(&("Normal".into(), "ParameterRotated".into()))
-    );
+    assert!(w.saw_event("Normal", "ParameterRotated").await);
     for _ in 0..3 {
         w.step().await.expect("idle reconcile");
     }
@@ -731,9 +701,8 @@ async fn an_upgrade_runs_against_the_new_operator_version() {
     let ov = serde_json::to_value(&res.operator_version).unwrap();
     let ov_name = ov["metadata"]["name"].as_str().unwrap().to_string();
     w.create(ov).await;
-    w.patch_instance(json!({"spec": {"operatorVersion": {"name": ov_name}}}))
+    w.change(json!({"spec": {"operatorVersion": {"name": ov_name}}}))
         .await;
-    w.step().await.expect("reconcile");
     w.ready("db-app").await;
     let inst = w
         .step_until(3, "deploy COMPLETE again", |i| {
@@ -749,12 +718,8 @@ async fn an_upgrade_runs_against_the_new_operator_version() {
 
 #[tokio::test]
 async fn a_cancelled_run_stops_at_its_next_task_boundary() {
-    let w = World::new().await;
-    w.install(&[]).await;
-    w.step().await.expect("reconcile");
-    w.patch_instance(kudo_controller::cancel_patch()).await;
-    w.step().await.expect("reconcile");
-    let inst = w.instance().await;
+    let w = installed().await;
+    let inst = w.change(kudo_controller::cancel_patch()).await;
     assert_eq!(plan(&inst, "deploy"), "CANCELLED");
     w.ready("db-app").await;
     w.step().await.expect("reconcile");
@@ -767,13 +732,10 @@ async fn a_cancelled_run_stops_at_its_next_task_boundary() {
 
 #[tokio::test]
 async fn a_trigger_while_a_plan_runs_is_refused() {
-    let w = World::new().await;
-    w.install(&[]).await;
-    w.step().await.expect("reconcile");
-    w.patch_instance(kudo_controller::trigger_patch("backup", "t1", None))
+    let w = installed().await;
+    let inst = w
+        .change(kudo_controller::trigger_patch("backup", "t1", None))
         .await;
-    w.step().await.expect("reconcile");
-    let inst = w.instance().await;
     assert_eq!(condition(&inst, "ChangeAccepted").unwrap()["status"], "False");
     assert_eq!(plan(&inst, "backup"), "NEVER_RUN");
 }
@@ -784,9 +746,8 @@ async fn fixing_the_parameter_of_a_failed_run_runs_its_trigger_plan() {
     w.install(&[("CONFIG_NAME", "Bad_Name")]).await;
     w.step().await.expect("reconcile");
     assert_eq!(plan(&w.instance().await, "deploy"), "FATAL_ERROR");
-    w.patch_instance(json!({"spec": {"parameters": {"CONFIG_NAME": "fixed"}}}))
+    w.change(json!({"spec": {"parameters": {"CONFIG_NAME": "fixed"}}}))
         .await;
-    w.step().await.expect("reconcile");
     w.ready("db-app").await;
     // KUDO's rule: a parameter without a trigger runs `update` when the operator has one.
     let inst = w
