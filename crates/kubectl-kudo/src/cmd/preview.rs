@@ -61,8 +61,6 @@ use kudo_package::render::{Action, RenderContext, RenderedObject, render_plan};
 use serde_json::{Value, json};
 
 use crate::Io;
-use kudo_client::cluster::Cluster;
-use kudo_client::sensitive::Redactor;
 
 /// The field manager the manager applies with (`ControllerConfig::field_manager`'s default), so
 /// a server-side preview merges exactly as the manager's apply will.
