@@ -167,8 +167,8 @@ pub enum Error {
     ManifestYaml {
         /// The file.
         file: String,
-        /// The YAML error.
-        source: serde_saphyr::Error,
+        /// The YAML error (boxed: it is large, and rare).
+        source: Box<serde_saphyr::Error>,
     },
     /// A malformed `--parameter-secret`.
     #[error("invalid --parameter-secret {0:?}: expected NAME=SECRET/KEY")]

@@ -379,7 +379,7 @@ fn render_namespace_manifest(
     let out = kudo_template::render(file, text, &data).map_err(|e| Error::ManifestTemplate(e.to_string()))?;
     let obj: serde_json::Value = serde_saphyr::from_str(&out).map_err(|source| Error::ManifestYaml {
         file: file.clone(),
-        source,
+        source: Box::new(source),
     })?;
     Ok(Some(obj))
 }

@@ -36,16 +36,19 @@ pub struct UpgradeRequest {
 /// writes it.
 pub enum PreparedUpgrade {
     /// The Instance already runs the version and its upgrade plan failed: run that plan again.
-    Retrigger {
-        /// The Instance as read.
-        instance: Instance,
-        /// The OperatorVersion it runs.
-        operator_version: OperatorVersion,
-        /// The plan to run again (upgrade, else update, else deploy).
-        plan: String,
-    },
+    Retrigger(Box<Retrigger>),
     /// A newer OperatorVersion.
     NewVersion(Box<NewVersion>),
+}
+
+/// The re-run of the failed upgrade plan of the version the Instance runs.
+pub struct Retrigger {
+    /// The Instance as read.
+    pub instance: Instance,
+    /// The OperatorVersion it runs.
+    pub operator_version: OperatorVersion,
+    /// The plan to run again (upgrade, else update, else deploy).
+    pub plan: String,
 }
 
 /// The upgrade to a newer OperatorVersion.
@@ -68,15 +71,11 @@ impl PreparedUpgrade {
     /// preview compares).
     pub fn change(&self) -> (&Instance, InstanceSpec, &OperatorVersion, &OperatorVersion) {
         match self {
-            PreparedUpgrade::Retrigger {
-                instance,
-                operator_version,
-                plan,
-            } => (
-                instance,
-                trigger_spec(instance, plan),
-                operator_version,
-                operator_version,
+            PreparedUpgrade::Retrigger(r) => (
+                &r.instance,
+                trigger_spec(&r.instance, &r.plan),
+                &r.operator_version,
+                &r.operator_version,
             ),
             PreparedUpgrade::NewVersion(n) => (&n.instance, n.proposed.clone(), &n.current, &n.new_ov),
         }
@@ -177,11 +176,11 @@ fn same_version(instance: Instance, current: OperatorVersion) -> Result<Prepared
         .and_then(|p| instance.status.as_ref()?.plan_status.get(p))
         .is_some_and(|s| s.status == ExecutionStatus::FatalError);
     match plan {
-        Some(plan) if failed => Ok(PreparedUpgrade::Retrigger {
+        Some(plan) if failed => Ok(PreparedUpgrade::Retrigger(Box::new(Retrigger {
             instance,
             operator_version: current,
             plan: plan.to_string(),
-        }),
+        }))),
         _ => Err(Error::NothingToUpgrade {
             instance: instance.metadata.name.clone(),
             current: current.metadata.name.clone(),
@@ -196,15 +195,11 @@ pub async fn apply(
     progress: &mut dyn Progress,
 ) -> Result<Upgraded> {
     match prepared {
-        PreparedUpgrade::Retrigger {
-            instance,
-            operator_version,
-            plan,
-        } => {
-            trigger_plan(cluster, &instance, &operator_version, &plan).await?;
+        PreparedUpgrade::Retrigger(r) => {
+            trigger_plan(cluster, &r.instance, &r.operator_version, &r.plan).await?;
             Ok(Upgraded::Retriggered {
-                plan,
-                previous: PreviousRuns::of(&instance),
+                plan: r.plan,
+                previous: PreviousRuns::of(&r.instance),
             })
         }
         PreparedUpgrade::NewVersion(n) => apply_new_version(cluster, *n, progress).await,
