@@ -61,12 +61,3 @@ pub trait Progress {
     /// Called once per event, in the order the objects were written.
     fn report(&mut self, event: Event<'_>) -> std::io::Result<()>;
 }
-
-/// A [`Progress`] that ignores every event, for callers that only want the outcome.
-pub struct Quiet;
-
-impl Progress for Quiet {
-    fn report(&mut self, _: Event<'_>) -> std::io::Result<()> {
-        Ok(())
-    }
-}

@@ -241,3 +241,67 @@ async fn apply_new_version(
         previous,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ov(operator: &str, version: &str, app: &str, plans: &[&str]) -> OperatorVersion {
+        let plans: serde_json::Map<String, serde_json::Value> = plans
+            .iter()
+            .map(|p| {
+                (
+                    p.to_string(),
+                    serde_json::json!({"strategy": "serial", "phases": []}),
+                )
+            })
+            .collect();
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "kudo.dev/v1beta1", "kind": "OperatorVersion",
+            "metadata": {"name": format!("{operator}-{app}-{version}")},
+            "spec": {"operator": {"name": operator}, "version": version, "appVersion": app, "plans": plans}
+        }))
+        .expect("operator version")
+    }
+
+    fn instance(plan_status: serde_json::Value) -> Instance {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "kudo.dev/v1beta1", "kind": "Instance", "metadata": {"name": "db"},
+            "spec": {"operatorVersion": {"name": "ov"}},
+            "status": {"planStatus": plan_status}
+        }))
+        .expect("instance")
+    }
+
+    #[test]
+    fn an_upgrade_is_refused_to_another_operator_or_an_older_version() {
+        let current = ov("galera", "0.2.0", "10.5", &[]);
+        let e = check_order("db", &current, &ov("mysql", "0.3.0", "10.5", &[])).unwrap_err();
+        assert_eq!(e.to_string(), "instance db runs operator galera, not mysql");
+        let e = check_order("db", &current, &ov("galera", "0.1.0", "11.0", &[])).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "upgraded version galera-11.0-0.1.0 is older than the current version galera-10.5-0.2.0"
+        );
+        // The appVersion only breaks a tie of operatorVersions.
+        assert!(check_order("db", &current, &ov("galera", "0.2.0", "10.4", &[])).is_err());
+        assert!(check_order("db", &current, &ov("galera", "0.2.0", "10.6", &[])).is_ok());
+        assert!(check_order("db", &current, &ov("galera", "0.3.0", "10.0", &[])).is_ok());
+    }
+
+    #[test]
+    fn the_same_version_reruns_only_a_failed_upgrade_plan() {
+        let current = ov("galera", "0.2.0", "10.5", &["deploy", "update"]);
+        let failed = instance(serde_json::json!({"update": {"name": "update", "status": "FATAL_ERROR"}}));
+        match same_version(failed, current.clone()) {
+            Ok(PreparedUpgrade::Retrigger(r)) => assert_eq!(r.plan, "update"),
+            _ => panic!("a failed update plan runs again"),
+        }
+        let complete = instance(serde_json::json!({"update": {"name": "update", "status": "COMPLETE"}}));
+        let e = same_version(complete, current).err().expect("nothing to upgrade");
+        assert_eq!(
+            e.to_string(),
+            "instance db already runs galera-10.5-0.2.0; nothing to upgrade"
+        );
+    }
+}

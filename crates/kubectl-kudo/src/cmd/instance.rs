@@ -238,6 +238,8 @@ impl Progress for Io<'_> {
     }
 }
 
+/// `kubectl kudo install`: reads the package, then `kudo_client::install` prints each object as it
+/// is written and the new Instance, then waits if asked.
 pub async fn install(opts: &ClusterOpts, args: InstallArgs, io: &mut Io<'_>) -> Result<ExitCode> {
     if args.in_cluster {
         return install_in_cluster(opts, args, io).await;
@@ -295,6 +297,8 @@ async fn install_in_cluster(opts: &ClusterOpts, args: InstallArgs, io: &mut Io<'
     created_instance(&cluster, created, &args.wait, io).await
 }
 
+/// `kubectl kudo update`: `kudo_client::update` prepares; `--dry-run` previews, else it writes and
+/// KUDO's message is printed from the outcome.
 pub async fn update(opts: &ClusterOpts, args: UpdateArgs, io: &mut Io<'_>) -> Result<ExitCode> {
     let values = args.params.values()?;
     if values.is_empty() && args.params.parameter_secrets.is_empty() && args.service_account.is_none() {
@@ -336,6 +340,8 @@ pub async fn update(opts: &ClusterOpts, args: UpdateArgs, io: &mut Io<'_>) -> Re
     }
 }
 
+/// `kubectl kudo upgrade`: reads the package, `kudo_client::upgrade` prepares; `--dry-run`
+/// previews, else it writes and the outcome is printed.
 pub async fn upgrade(opts: &ClusterOpts, args: UpgradeArgs, io: &mut Io<'_>) -> Result<ExitCode> {
     preview::refuse_wait(&args.dry_run, args.wait.wait)?;
     let (package, dependencies) = load_package(opts, &args.package, &args.source).await?;
@@ -378,6 +384,8 @@ async fn preview_upgrade(
     preview::preview(cluster, &change, opts, io).await
 }
 
+/// `kubectl kudo uninstall`: `kudo_client::uninstall`, its outcome printed, then the wait for the
+/// Instance to be gone if asked.
 pub async fn uninstall(opts: &ClusterOpts, args: UninstallArgs, io: &mut Io<'_>) -> Result<ExitCode> {
     let cluster = connect(opts).await?;
     match uninstall::uninstall(&cluster, &args.instance).await? {
