@@ -30,11 +30,12 @@ use anyhow::{Context, Result, anyhow, bail};
 use clap::{Args, Subcommand};
 use kube::Client;
 use kube::api::{Api, ApiResource, DynamicObject, ListParams, LogParams};
+use kudo_client::cluster::KudoKind;
+use kudo_client::sensitive::Redactor;
 use kudo_controller::known_resource;
 use serde_json::{Value, json};
 
-use super::cluster::{ClusterOpts, KudoKind, connect};
-use super::sensitive::Redactor;
+use super::cluster::{ClusterOpts, connect};
 
 /// Namespace the KUDO manager runs in.
 const KUDO_NAMESPACE: &str = "kudo-system";

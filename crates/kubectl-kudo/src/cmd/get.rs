@@ -5,8 +5,9 @@ use std::process::ExitCode;
 use anyhow::{Result, bail};
 use clap::{Args, ValueEnum};
 use kudo_api::{Instance, Operator, OperatorVersion};
+use kudo_client::cluster::KudoKind;
 
-use super::cluster::{ClusterOpts, KudoKind, connect};
+use super::cluster::{ClusterOpts, connect};
 use crate::Io;
 use crate::output::tree::{self, Node};
 

@@ -6,8 +6,11 @@ use std::time::Duration;
 use anyhow::{Result, bail};
 use clap::{Args, Subcommand, ValueEnum};
 use kudo_api::{Instance, OperatorVersion};
+use kudo_client::cluster::{Cluster, KudoKind};
+use kudo_client::plan::TriggerRequest;
+use kudo_client::wait::Settled;
 
-use super::cluster::{Cluster, ClusterOpts, KudoKind, connect};
+use super::cluster::{ClusterOpts, connect};
 use super::instance::{WaitOpts, finish_wait};
 use super::preview::{self, Change, DryRunOpts};
 use crate::Io;
@@ -92,35 +95,11 @@ pub enum PlanCommand {
 }
 
 async fn load(cluster: &Cluster, name: &str) -> Result<(Instance, OperatorVersion)> {
-    let instance = cluster.instance(name).await?;
-    let ov = cluster.operator_version_of(&instance).await?;
-    Ok((instance, ov))
+    Ok(cluster.instance_and_operator_version(name).await?)
 }
 
 fn local_offset() -> chrono::FixedOffset {
     *chrono::Local::now().offset()
-}
-
-/// The manager's verdict on a change it refused to run (condition `ChangeAccepted=False`).
-fn denied_change(instance: &Instance) -> Option<String> {
-    let status = instance.status.as_ref()?;
-    status
-        .conditions
-        .iter()
-        .find(|c| c.type_ == "ChangeAccepted" && c.status == "False")
-        .map(|c| c.message.clone())
-}
-
-/// True when the plan shown live has finished, or the manager refused the change. An Instance on
-/// which no plan ran yet is not settled: the manager may not have picked it up yet.
-fn settled(instance: &Instance) -> bool {
-    if denied_change(instance).is_some() {
-        return true;
-    }
-    if !instance.spec.plan_execution.plan_name.is_empty() {
-        return false;
-    }
-    plan_status::last_executed_plan(instance).is_some_and(|p| p.status.is_terminal())
 }
 
 pub async fn run(opts: &ClusterOpts, args: PlanArgs, io: &mut Io<'_>) -> Result<ExitCode> {
@@ -199,37 +178,27 @@ async fn trigger(
     io: &mut Io<'_>,
 ) -> Result<ExitCode> {
     preview::refuse_wait(dry_run, wait.wait)?;
-    let (inst, ov) = load(cluster, instance).await?;
-    if !ov.spec.plans.contains_key(name) {
-        let known: Vec<&str> = ov.spec.plans.keys().map(String::as_str).collect();
-        bail!(
-            "plan {name} does not exist in operator version {} (plans: {})",
-            ov.metadata.name,
-            known.join(", ")
-        );
-    }
+    let req = TriggerRequest {
+        instance: instance.to_string(),
+        plan: name.to_string(),
+    };
+    let prepared = kudo_client::plan::prepare_trigger(cluster, &req).await?;
     if dry_run.is_set() {
-        let proposed = trigger_spec(&inst, name);
-        let change = Change::new(&inst, &proposed, &ov, &ov);
+        let (inst, ov) = (&prepared.instance, &prepared.operator_version);
+        let proposed = prepared.proposed();
+        let change = Change::new(inst, &proposed, ov, ov);
         return preview::preview(cluster, &change, dry_run, io).await;
     }
-    trigger_plan(cluster, &inst, &ov, name).await?;
+    let triggered = kudo_client::plan::trigger(cluster, &prepared).await?;
     writeln!(
         io.out,
         "Triggered {name} plan for {}/{instance} instance",
         cluster.namespace
     )?;
-    finish_wait(
-        cluster,
-        instance,
-        Some(super::wait::PreviousRuns::of(&inst)),
-        wait,
-        io,
-    )
-    .await
+    finish_wait(cluster, instance, Some(triggered.previous), wait, io).await
 }
 
-/// `plan retry`: schedules the retry ([`retry_plan`]), then waits like `plan trigger`.
+/// `plan retry`: schedules the retry (`kudo_client::plan::retry`), then waits like `plan trigger`.
 async fn retry(
     cluster: &Cluster,
     instance: &str,
@@ -237,74 +206,13 @@ async fn retry(
     wait: &WaitOpts,
     io: &mut Io<'_>,
 ) -> Result<ExitCode> {
-    let (inst, ov) = load(cluster, instance).await?;
-    let target = retry_plan(cluster, &inst, &ov, plan).await?;
+    let retried = kudo_client::plan::retry(cluster, instance, plan).await?;
     writeln!(
         io.out,
         "Retrying {} plan for {}/{instance} instance from its first failed step (failed run {})",
-        target.plan, cluster.namespace, target.failed_uid
+        retried.target.plan, cluster.namespace, retried.target.failed_uid
     )?;
-    let previous = super::wait::PreviousRuns::of(&inst);
-    finish_wait(cluster, instance, Some(previous), wait, io).await
-}
-
-/// `plan retry`: picks the failed run ([`kudo_engine::retry::target`]), checks that the manager
-/// would admit the trigger (as `plan trigger` does), then writes the retry annotation and the
-/// trigger in one merge patch ([`write_trigger`]). A refusal writes nothing.
-pub async fn retry_plan(
-    cluster: &Cluster,
-    instance: &Instance,
-    ov: &OperatorVersion,
-    plan: Option<&str>,
-) -> Result<kudo_engine::retry::RetryTarget> {
-    let who = format!("{}/{}", cluster.namespace, instance.metadata.name);
-    let status = instance.status.clone().unwrap_or_default();
-    let target = kudo_engine::retry::target(&who, &instance.spec, &status, plan)?;
-    if !ov.spec.plans.contains_key(&target.plan) {
-        bail!(
-            "plan {} no longer exists in operator version {}: it cannot be retried",
-            target.plan,
-            ov.metadata.name
-        );
-    }
-    write_trigger(cluster, instance, ov, &target.plan, Some(&target.failed_uid)).await?;
-    Ok(target)
-}
-
-/// Schedules `plan` with a fresh uid (what KUDO's `plan trigger` wrote), unless KUDO's admission
-/// rules refuse it (e.g. another plan is running): then nothing is written.
-pub async fn trigger_plan(
-    cluster: &Cluster,
-    instance: &kudo_api::Instance,
-    ov: &kudo_api::OperatorVersion,
-    plan: &str,
-) -> Result<()> {
-    write_trigger(cluster, instance, ov, plan, None).await
-}
-
-/// Writes the direct trigger of `plan` ([`kudo_controller::trigger_patch`]; `retry_of`: the failed
-/// run a retry resumes) unless KUDO's admission rules refuse it.
-async fn write_trigger(
-    cluster: &Cluster,
-    instance: &Instance,
-    ov: &OperatorVersion,
-    plan: &str,
-    retry_of: Option<&str>,
-) -> Result<()> {
-    let proposed = trigger_spec(instance, plan);
-    super::instance::refuse_denied(instance, &proposed, ov, ov)?;
-    let patch = kudo_controller::trigger_patch(plan, &proposed.plan_execution.uid, retry_of);
-    cluster
-        .merge_patch(KudoKind::Instance, &instance.metadata.name, patch)
-        .await
-}
-
-/// The spec `plan trigger` writes: `planExecution` naming `plan` with a fresh uid.
-pub fn trigger_spec(instance: &kudo_api::Instance, plan: &str) -> kudo_api::InstanceSpec {
-    let mut proposed = instance.spec.clone();
-    proposed.plan_execution.plan_name = plan.to_string();
-    proposed.plan_execution.uid = uuid::Uuid::new_v4().to_string();
-    proposed
+    finish_wait(cluster, instance, Some(retried.previous), wait, io).await
 }
 
 /// `plan status --wait`: on a terminal, redraws the tree in place (cursor up + clear) each time it
@@ -316,14 +224,12 @@ pub async fn status_wait(
     io: &mut Io<'_>,
 ) -> Result<ExitCode> {
     let tty = io.out_is_terminal;
-    let deadline = tokio::time::Instant::now() + timeout;
+    let namespace = cluster.namespace.clone();
     let mut last = String::new();
-    loop {
-        let (inst, ov) = load(cluster, name).await?;
-        let text = plan_status::render(&inst, &ov, &cluster.namespace, &local_offset());
-        let done = settled(&inst);
+    let out = &mut *io.out;
+    let mut observe = |inst: &Instance, ov: &OperatorVersion, last_poll: bool| -> std::io::Result<()> {
+        let text = plan_status::render(inst, ov, &namespace, &local_offset());
         if tty && text != last {
-            let out = &mut *io.out;
             let previous_lines = last.lines().count() + usize::from(last.ends_with("\n\n"));
             if previous_lines > 0 {
                 write!(out, "\x1b[{previous_lines}A\x1b[J")?;
@@ -332,30 +238,17 @@ pub async fn status_wait(
             out.flush()?;
             last = text.clone();
         }
-        if done {
-            if !tty {
-                write!(io.out, "{text}")?;
-            }
-            if let Some(msg) = denied_change(&inst) {
-                writeln!(io.err, "the manager refused the change: {msg}")?;
-                return Ok(ExitCode::from(1));
-            }
-            let failed = plan_status::last_executed_plan(&inst).is_some_and(|p| !p.status.is_finished());
-            return Ok(if failed {
-                ExitCode::from(1)
-            } else {
-                ExitCode::SUCCESS
-            });
+        if last_poll && !tty {
+            write!(out, "{text}")?;
         }
-        if tokio::time::Instant::now() > deadline {
-            if !tty {
-                write!(io.out, "{text}")?;
-            }
-            bail!(
-                "timed out after {}s waiting for the plan of {name} to finish",
-                timeout.as_secs()
-            );
+        Ok(())
+    };
+    match kudo_client::wait::wait_until_settled(cluster, name, timeout, &mut observe).await? {
+        Settled::Denied(msg) => {
+            writeln!(io.err, "the manager refused the change: {msg}")?;
+            Ok(ExitCode::from(1))
         }
-        tokio::time::sleep(Duration::from_millis(500)).await;
+        Settled::Finished { failed: true } => Ok(ExitCode::from(1)),
+        Settled::Finished { failed: false } => Ok(ExitCode::SUCCESS),
     }
 }

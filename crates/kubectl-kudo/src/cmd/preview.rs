@@ -52,14 +52,14 @@ use anyhow::{Context as _, Result, anyhow};
 use clap::{Args, ValueEnum};
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kudo_api::{Instance, InstanceSpec, OperatorVersion};
+use kudo_client::cluster::Cluster;
+use kudo_client::sensitive::Redactor;
 use kudo_controller::discovery::{Cache, Resolved};
 use kudo_engine::triggers::{Decision, ScheduleReason};
 use kudo_package::deps_hash::Dependency;
 use kudo_package::render::{Action, RenderContext, RenderedObject, render_plan};
 use serde_json::{Value, json};
 
-use super::cluster::Cluster;
-use super::sensitive::Redactor;
 use crate::Io;
 
 /// The field manager the manager applies with (`ControllerConfig::field_manager`'s default), so
@@ -259,7 +259,7 @@ fn reason_text(reason: &ScheduleReason, old_ov: &str, new_ov: &str) -> String {
 /// KUDO's decision on `change` (the CLI's own admission call, `refuse_denied`), then the plan a
 /// rotation of sensitive values (`rotated`: parameters whose Secret data would change) triggers.
 pub fn verdict(change: &Change<'_>, rotated: &[String]) -> Verdict {
-    let decision = match super::instance::refuse_denied(
+    let decision = match kudo_client::checks::refuse_denied(
         change.instance,
         change.proposed,
         change.old_ov,

@@ -12,14 +12,15 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use clap::{Args, ValueEnum};
 use kudo_api::{Instance, OperatorVersion};
+use kudo_client::cluster::{Cluster, KudoKind};
+use kudo_client::wait::PreviousRuns;
 use kudo_engine::revision::{ROLLBACK_ANNOTATION, Revision};
 use kudo_engine::rollback::{self, Judged, RollbackMark};
 use serde::Serialize;
 
-use super::cluster::{Cluster, ClusterOpts, KudoKind, connect};
+use super::cluster::{ClusterOpts, connect};
 use super::instance::{WaitOpts, finish_wait};
 use super::preview::{self, Change, DryRunOpts};
-use super::wait::PreviousRuns;
 use crate::Io;
 
 #[derive(Copy, Clone, Debug, ValueEnum)]
@@ -314,7 +315,7 @@ async fn write_rollback(cluster: &Cluster, mut inst: Instance, mut plan: Plan) -
         match api
             .patch(
                 &name,
-                &super::cluster::patch_params(),
+                &kudo_client::cluster::patch_params(),
                 &kube::api::Patch::Merge(&patch),
             )
             .await
@@ -328,7 +329,7 @@ async fn write_rollback(cluster: &Cluster, mut inst: Instance, mut plan: Plan) -
                 }
                 plan = again;
             }
-            Err(e) => return Err(super::cluster::api_error(e, KudoKind::Instance, &name)),
+            Err(e) => return Err(kudo_client::cluster::api_error(e, KudoKind::Instance, &name).into()),
         }
     }
     bail!(

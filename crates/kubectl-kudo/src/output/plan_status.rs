@@ -1,25 +1,9 @@
 //! `kubectl kudo plan status` and `plan history` text output, in KUDO v0.19's format.
 
-use kudo_api::{ExecutionStatus, Instance, OperatorVersion, PlanStatus};
+use kudo_api::{ExecutionStatus, Instance, OperatorVersion};
+use kudo_client::wait::last_executed_plan;
 
 use super::tree::{self, Node};
-
-/// The plan whose statuses are shown live: the running one, else the most recently updated one.
-pub fn last_executed_plan(instance: &Instance) -> Option<&PlanStatus> {
-    let status = instance.status.as_ref()?;
-    let running = status
-        .plan_status
-        .values()
-        .filter(|p| p.status.is_running())
-        .max_by(|a, b| a.last_updated_timestamp.cmp(&b.last_updated_timestamp));
-    running.or_else(|| {
-        status
-            .plan_status
-            .values()
-            .filter(|p| p.status != ExecutionStatus::NeverRun && p.last_updated_timestamp.is_some())
-            .max_by(|a, b| a.last_updated_timestamp.cmp(&b.last_updated_timestamp))
-    })
-}
 
 /// Formats an RFC 3339 timestamp as KUDO did (`2006-01-02 15:04:05`, in the given offset).
 pub fn format_timestamp(rfc3339: &str, offset: &chrono::FixedOffset) -> String {

@@ -5,15 +5,15 @@
 
 use std::collections::BTreeMap;
 
-use anyhow::{Result, anyhow, bail};
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use kudo_api::{OperatorVersion, ParameterSource};
 
-use super::cluster::Cluster;
+use crate::cluster::{Cluster, FIELD_MANAGER};
+use crate::{Error, Result};
 
 /// Parses `--parameter-secret NAME=SECRET/KEY`.
 pub fn parse_parameter_secret(s: &str) -> Result<(String, ParameterSource)> {
-    let bad = || anyhow!("invalid --parameter-secret {s:?}: expected NAME=SECRET/KEY");
+    let bad = || Error::InvalidParameterSecret(s.to_string());
     let (name, rest) = s.split_once('=').ok_or_else(bad)?;
     let (secret, key) = rest.split_once('/').ok_or_else(bad)?;
     if name.is_empty() || secret.is_empty() || key.is_empty() || key.contains('/') {
@@ -40,6 +40,7 @@ pub struct Redactor {
 }
 
 impl Redactor {
+    /// A redactor of `values` (see [`Redactor::add`]).
     pub fn new(values: impl IntoIterator<Item = String>) -> Redactor {
         let mut r = Redactor::default();
         r.add(values);
@@ -56,6 +57,7 @@ impl Redactor {
         self.values.sort_by_key(|v| std::cmp::Reverse(v.len()));
     }
 
+    /// `text` with every value replaced by `(redacted)`.
     pub fn redact(&self, text: &str) -> String {
         let mut out = text.to_string();
         for v in &self.values {
@@ -127,13 +129,13 @@ pub fn split(
     for r in refs {
         let (name, src) = parse_parameter_secret(r)?;
         if !ov.spec.parameters.iter().any(|p| p.name == name) {
-            bail!(
-                "--parameter-secret {name}: operator version {} has no parameter {name:?}",
-                ov.metadata.name
-            );
+            return Err(Error::UnknownParameterSecret {
+                name,
+                operator_version: ov.metadata.name.clone(),
+            });
         }
         if values.contains_key(&name) {
-            bail!("parameter {name:?} is given both as a value and with --parameter-secret");
+            return Err(Error::ParameterGivenTwice { name });
         }
         out.sources.insert(name, src);
     }
@@ -184,24 +186,16 @@ pub async fn create_secret(
         "stringData": values,
     }))?;
     let pp = PostParams {
-        field_manager: Some("kubectl-kudo".into()),
+        field_manager: Some(FIELD_MANAGER.into()),
         ..Default::default()
     };
+    let secret = format!("{}/{name}", cluster.namespace);
     secrets(cluster).create(&pp, &obj).await.map_err(|e| match e {
-        kube::Error::Api(r) if r.code == 409 => anyhow!(
-            "cannot store the sensitive parameters: Secret {}/{name} already exists",
-            cluster.namespace
-        ),
-        kube::Error::Api(r) => anyhow!(
-            "cannot store the sensitive parameters in Secret {}/{name}: {} ({})",
-            cluster.namespace,
-            r.reason,
-            r.code
-        ),
-        other => anyhow!(
-            "cannot store the sensitive parameters in Secret {}/{name}: {other}",
-            cluster.namespace
-        ),
+        kube::Error::Api(r) if r.code == 409 => Error::SecretExists { secret },
+        other => Error::StoreSecret {
+            secret,
+            reason: short(&other),
+        },
     })?;
     Ok(())
 }
@@ -217,10 +211,10 @@ pub async fn store_values(
 ) -> Result<bool> {
     let name = secret_name(instance);
     let api = secrets(cluster);
-    let found = api
-        .get_opt(&name)
-        .await
-        .map_err(|e| anyhow!("reading Secret {}/{name}: {}", cluster.namespace, short(&e)))?;
+    let found = api.get_opt(&name).await.map_err(|e| Error::ReadSecret {
+        secret: format!("{}/{name}", cluster.namespace),
+        reason: short(&e),
+    })?;
     let Some(found) = found else {
         create_secret(cluster, instance, values).await?;
         own_secret(cluster, instance).await?;
@@ -235,7 +229,7 @@ pub async fn store_values(
     });
     if changed {
         let pp = PatchParams {
-            field_manager: Some("kubectl-kudo".into()),
+            field_manager: Some(FIELD_MANAGER.into()),
             ..Default::default()
         };
         api.patch(
@@ -244,12 +238,9 @@ pub async fn store_values(
             &Patch::Merge(serde_json::json!({"stringData": values})),
         )
         .await
-        .map_err(|e| {
-            anyhow!(
-                "cannot store the sensitive parameters in Secret {}/{name}: {}",
-                cluster.namespace,
-                short(&e)
-            )
+        .map_err(|e| Error::StoreSecret {
+            secret: format!("{}/{name}", cluster.namespace),
+            reason: short(&e),
         })?;
     }
     Ok(changed)
@@ -292,7 +283,10 @@ pub async fn own_secret(cluster: &Cluster, instance: &str) -> Result<()> {
     secrets(cluster)
         .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
         .await
-        .map_err(|e| anyhow!("setting the owner of Secret {}/{name}: {e}", cluster.namespace))?;
+        .map_err(|e| Error::OwnSecret {
+            secret: format!("{}/{name}", cluster.namespace),
+            reason: e.to_string(),
+        })?;
     Ok(())
 }
 

@@ -3,20 +3,29 @@
 //! something else owns, and refuse a new schema that existing typed objects would break, before
 //! anything is written.
 
-use anyhow::{Result, bail};
 use kube::api::{Api, ApiResource, DynamicObject, ListParams, Patch, PatchParams};
 use kube::core::GroupVersionKind;
 use kudo_api::OperatorVersion;
 use kudo_package::typed_api::{self, Ownership};
 use serde_json::Value;
 
-use super::cluster::{Cluster, FIELD_MANAGER};
-use crate::Io;
+use crate::cluster::{Cluster, FIELD_MANAGER};
+use crate::{Error, Event, Progress, Result};
 
 /// What [`check`] found: the CRD to write, if the OperatorVersion declares one.
 pub struct Planned {
     crd: Value,
     existed: bool,
+}
+
+/// The typed API's CRD as written: its name and whether it existed before (`configured` rather
+/// than `created`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AppliedCrd {
+    /// The CRD's name (`<plural>.<group>`).
+    pub name: String,
+    /// Whether the CRD existed and was updated.
+    pub existed: bool,
 }
 
 fn crd_api(cluster: &Cluster) -> Api<DynamicObject> {
@@ -36,22 +45,17 @@ pub async fn check(cluster: &Cluster, ov: &OperatorVersion, allow_breaking: bool
     let existing = crd_api(cluster).get_opt(&name).await?;
     let existing = existing.map(serde_json::to_value).transpose()?;
     match typed_api::ownership(existing.as_ref(), &ov.spec.operator.name) {
-        Ownership::Foreign(owner) => bail!(
-            "CustomResourceDefinition {name} exists and belongs to {owner}: kudo-rs does not overwrite it \
-             (choose another api.group or api.kind in operator.yaml)"
-        ),
+        Ownership::Foreign(owner) => return Err(Error::ForeignCrd { name, owner }),
         Ownership::Absent => return Ok(Some(Planned { crd, existed: false })),
         Ownership::Ours => {}
     }
     if !allow_breaking {
         let broken = breaking(cluster, ov, &crd).await?;
         if !broken.is_empty() {
-            bail!(
-                "the typed API of {} would make existing objects invalid:\n  {}\n\
-                 change them first, or pass --allow-breaking-changes",
-                ov.metadata.name,
-                broken.join("\n  ")
-            );
+            return Err(Error::BreakingTypedApi {
+                operator_version: ov.metadata.name.clone(),
+                objects: broken,
+            });
         }
     }
     Ok(Some(Planned { crd, existed: true }))
@@ -92,8 +96,13 @@ async fn breaking(cluster: &Cluster, ov: &OperatorVersion, crd: &Value) -> Resul
 }
 
 /// Creates or updates the CRD [`check`] planned and its ClusterRoles (server-side apply, the CLI's
-/// field manager).
-pub async fn apply(cluster: &Cluster, ov: &OperatorVersion, planned: Planned, io: &mut Io<'_>) -> Result<()> {
+/// field manager), reporting the CRD as soon as it is written.
+pub async fn apply(
+    cluster: &Cluster,
+    ov: &OperatorVersion,
+    planned: Planned,
+    progress: &mut dyn Progress,
+) -> Result<AppliedCrd> {
     let name = planned.crd["metadata"]["name"]
         .as_str()
         .unwrap_or_default()
@@ -102,11 +111,10 @@ pub async fn apply(cluster: &Cluster, ov: &OperatorVersion, planned: Planned, io
     crd_api(cluster)
         .patch(&name, &params, &Patch::Apply(&planned.crd))
         .await?;
-    let verb = if planned.existed { "configured" } else { "created" };
-    writeln!(
-        io.out,
-        "customresourcedefinition.apiextensions.k8s.io/{name} {verb}"
-    )?;
+    progress.report(Event::CrdApplied {
+        name: &name,
+        existed: planned.existed,
+    })?;
     established(cluster, &name).await?;
     let gvk = GroupVersionKind::gvk("rbac.authorization.k8s.io", "v1", "ClusterRole");
     let roles: Api<DynamicObject> = Api::all_with(cluster.client.clone(), &ApiResource::from_gvk(&gvk));
@@ -114,7 +122,10 @@ pub async fn apply(cluster: &Cluster, ov: &OperatorVersion, planned: Planned, io
         let role_name = role["metadata"]["name"].as_str().unwrap_or_default().to_string();
         roles.patch(&role_name, &params, &Patch::Apply(&role)).await?;
     }
-    Ok(())
+    Ok(AppliedCrd {
+        name,
+        existed: planned.existed,
+    })
 }
 
 /// The typed object that owns `instance` (controller ownerReference of the OperatorVersion's typed
@@ -148,7 +159,7 @@ pub async fn update_owner(
     let Some((objects, name)) = owner(cluster, instance, ov) else {
         return Ok(false);
     };
-    let mut spec = typed_api::spec_fields(ov, plain).map_err(anyhow::Error::msg)?;
+    let mut spec = typed_api::spec_fields(ov, plain).map_err(Error::TypedSpec)?;
     if sources.as_object().is_some_and(|m| !m.is_empty()) {
         spec.insert("parameterSources".into(), sources.clone());
     }
@@ -193,7 +204,9 @@ async fn established(cluster: &Cluster, name: &str) -> Result<()> {
             return Ok(());
         }
         if std::time::Instant::now() > deadline {
-            bail!("CustomResourceDefinition {name} was not Established within 30 s");
+            return Err(Error::CrdNotEstablished {
+                name: name.to_string(),
+            });
         }
         tokio::time::sleep(std::time::Duration::from_millis(250)).await;
     }

@@ -1,16 +1,24 @@
-//! Waiting for a plan run to finish, shared by `--wait` flags.
+//! Waiting for a plan run to finish, shared by `--wait` flags, and waiting for an Instance's plans
+//! to settle (`plan status --wait`), which reports every poll so the caller can redraw.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use anyhow::{Result, bail};
-use kudo_api::{ExecutionStatus, Instance};
+use kudo_api::{ExecutionStatus, Instance, OperatorVersion, PlanStatus};
 
-use super::cluster::Cluster;
+use crate::cluster::Cluster;
+use crate::{Error, Result};
 
 /// How a waited-for run ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum WaitOutcome {
-    Finished { plan: String, status: ExecutionStatus },
+    /// The run of `plan` reached the terminal `status` (COMPLETE or a failure).
+    Finished {
+        /// The plan that ran.
+        plan: String,
+        /// Its terminal status.
+        status: ExecutionStatus,
+    },
 }
 
 /// The plan runs an Instance knew before a change, so a wait after the change follows a run the
@@ -84,18 +92,103 @@ pub async fn wait_for_plan(
             });
         }
         if tokio::time::Instant::now() > deadline {
-            match run {
-                Some((plan, status)) => bail!(
-                    "timed out after {}s waiting for the {plan} plan of instance {name} to finish (it is {status})",
-                    timeout.as_secs()
-                ),
-                None => bail!(
-                    "timed out after {}s waiting for instance {name} to start a plan for the change",
-                    timeout.as_secs()
-                ),
-            }
+            let (seconds, instance) = (timeout.as_secs(), name.to_string());
+            return Err(match run {
+                Some((plan, status)) => Error::PlanTimeout {
+                    seconds,
+                    plan,
+                    instance,
+                    status,
+                },
+                None => Error::NoPlanStarted { seconds, instance },
+            });
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// How an Instance's plans settled ([`wait_until_settled`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Settled {
+    /// The manager refused the change (condition `ChangeAccepted=False`), with its message.
+    Denied(String),
+    /// The plan shown live finished; `failed` when it did not end COMPLETE.
+    Finished {
+        /// Whether the last executed plan did not finish successfully.
+        failed: bool,
+    },
+}
+
+/// The manager's verdict on a change it refused to run (condition `ChangeAccepted=False`).
+fn denied_change(instance: &Instance) -> Option<String> {
+    let status = instance.status.as_ref()?;
+    status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "ChangeAccepted" && c.status == "False")
+        .map(|c| c.message.clone())
+}
+
+/// True when the plan shown live has finished, or the manager refused the change. An Instance on
+/// which no plan ran yet is not settled: the manager may not have picked it up yet.
+fn settled(instance: &Instance) -> bool {
+    if denied_change(instance).is_some() {
+        return true;
+    }
+    if !instance.spec.plan_execution.plan_name.is_empty() {
+        return false;
+    }
+    last_executed_plan(instance).is_some_and(|p| p.status.is_terminal())
+}
+
+/// The plan shown live (`plan status`, and what [`wait_until_settled`] judges): the running plan
+/// updated last, else the plan that ran last.
+pub fn last_executed_plan(instance: &Instance) -> Option<&PlanStatus> {
+    let status = instance.status.as_ref()?;
+    let running = status
+        .plan_status
+        .values()
+        .filter(|p| p.status.is_running())
+        .max_by(|a, b| a.last_updated_timestamp.cmp(&b.last_updated_timestamp));
+    running.or_else(|| {
+        status
+            .plan_status
+            .values()
+            .filter(|p| p.status != ExecutionStatus::NeverRun && p.last_updated_timestamp.is_some())
+            .max_by(|a, b| a.last_updated_timestamp.cmp(&b.last_updated_timestamp))
+    })
+}
+
+/// Polls the Instance `name` (every 500 ms) until its plans settle ([`Settled`]), calling
+/// `observe` with each poll's Instance and OperatorVersion and whether it is the last poll (settled,
+/// or `timeout` passed), so the caller can redraw on each poll or print once at the end. An error
+/// once `timeout` has passed, after the last `observe`.
+pub async fn wait_until_settled(
+    cluster: &Cluster,
+    name: &str,
+    timeout: Duration,
+    observe: &mut dyn FnMut(&Instance, &OperatorVersion, bool) -> std::io::Result<()>,
+) -> Result<Settled> {
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        let (inst, ov) = cluster.instance_and_operator_version(name).await?;
+        let done = settled(&inst);
+        let timed_out = !done && tokio::time::Instant::now() > deadline;
+        observe(&inst, &ov, done || timed_out)?;
+        if done {
+            if let Some(msg) = denied_change(&inst) {
+                return Ok(Settled::Denied(msg));
+            }
+            let failed = last_executed_plan(&inst).is_some_and(|p| !p.status.is_finished());
+            return Ok(Settled::Finished { failed });
+        }
+        if timed_out {
+            return Err(Error::SettleTimeout {
+                seconds: timeout.as_secs(),
+                instance: name.to_string(),
+            });
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
     }
 }
 
