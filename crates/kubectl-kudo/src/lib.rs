@@ -4,9 +4,8 @@
 //! parses, sets up logging, calls [`run`] with the process's stdout/stderr and maps the result to
 //! the exit code ([`CliError::exit_code`]).
 //!
-//! Each command group lives in `cmd/<group>.rs` and writes through [`Io`], except `dev`, `manager`
-//! and `test`: they stream to a terminal for as long as they run and print to the process's
-//! stdout/stderr (see their module docs).
+//! Each command group lives in `cmd/<group>.rs` and writes through [`Io`], the long-running ones
+//! (`dev`, `manager`, `test`) included; the manager's own logs go through `tracing` (stderr).
 
 use std::io::Write;
 use std::process::ExitCode;

@@ -33,11 +33,6 @@ impl Log {
         }
     }
 
-    /// A logger printing to stdout.
-    pub fn stdout() -> Log {
-        Log::new(Arc::new(|l: &str| println!("{l}")))
-    }
-
     /// A logger whose lines are prefixed with `prefix` (appended to the current prefix with `/`)
     /// and captured separately.
     pub fn child(&self, prefix: &str) -> Log {

@@ -4,8 +4,8 @@
 //! shows its deploy plan until it finishes. `--fault-*` flags make the API server misbehave
 //! (errors, latency, cut watches, lost writes) to test how an operator copes.
 //!
-//! `dev` runs until stopped and streams to the terminal, so it writes to the process's stdout and
-//! stderr directly rather than through an [`Io`](crate::Io); so does its `--demo` install.
+//! Like every command it writes through the [`Io`](crate::Io) it is given (the process's stdout and
+//! stderr when run from the binary), its `--demo` install and plan view included.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -231,7 +231,7 @@ pub async fn run(opts: &ClusterOpts, args: DevArgs, io: &mut crate::Io<'_>) -> R
 
     let code = match &args.demo {
         Some(pkg) => {
-            let code = demo(&cluster_opts, pkg, &args).await?;
+            let code = demo(&cluster_opts, pkg, &args, io).await?;
             if args.keep_running {
                 wait_for_signal().await;
             }
@@ -253,7 +253,12 @@ pub async fn run(opts: &ClusterOpts, args: DevArgs, io: &mut crate::Io<'_>) -> R
 }
 
 /// Installs the package as `kubectl kudo install` would, then `plan status --wait`.
-async fn demo(opts: &ClusterOpts, pkg: &std::path::Path, args: &DevArgs) -> Result<ExitCode> {
+async fn demo(
+    opts: &ClusterOpts,
+    pkg: &std::path::Path,
+    args: &DevArgs,
+    io: &mut crate::Io<'_>,
+) -> Result<ExitCode> {
     use super::instance::{InstallArgs, ParamOpts, WaitOpts};
     let install = InstallArgs {
         package: pkg.display().to_string(),
@@ -271,20 +276,11 @@ async fn demo(opts: &ClusterOpts, pkg: &std::path::Path, args: &DevArgs) -> Resu
         wait: WaitOpts::default(),
         allow_breaking_changes: false,
     };
-    let (mut stdout, mut stderr) = (std::io::stdout(), std::io::stderr());
-    let mut io = crate::Io::new(&mut stdout, &mut stderr);
-    io.out_is_terminal = std::io::IsTerminal::is_terminal(&std::io::stdout());
-    super::instance::install(opts, install, &mut io).await?;
+    super::instance::install(opts, install, io).await?;
     let package = kudo_package::read_path(pkg)?;
     let instance = package.default_instance_name();
     let cluster = super::cluster::connect(opts).await?;
-    super::plan::status_wait(
-        &cluster,
-        &instance,
-        Duration::from_secs(args.demo_timeout),
-        &mut io,
-    )
-    .await
+    super::plan::status_wait(&cluster, &instance, Duration::from_secs(args.demo_timeout), io).await
 }
 
 pub async fn wait_for_signal() {

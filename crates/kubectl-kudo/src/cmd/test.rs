@@ -1,8 +1,7 @@
 //! `kubectl kudo test`: runs kuttl-format operator test suites (issue #9). The harness lives in
 //! the `kudo-kuttl` crate; this module maps kuttl's flags onto it.
 //!
-//! A suite runs for minutes and streams its log (`kudo_kuttl::Log::stdout`) to the terminal, so
-//! this command writes to the process's stdout/stderr rather than through an [`Io`](crate::Io).
+//! A suite runs for minutes; its log streams to `io.out` line by line as the harness writes it.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -177,7 +176,7 @@ pub async fn run(opts: &ClusterOpts, args: TestArgs, io: &mut crate::Io<'_>) -> 
         path_prepend,
         embedded: kudo_kuttl::EmbeddedOptions::default(),
     };
-    let summary = kudo_kuttl::run(run_opts, kudo_kuttl::Log::stdout()).await?;
+    let summary = run_logging_to(run_opts, io).await?;
     if let Some(p) = &summary.report_path {
         writeln!(io.out, "report written to {}", p.display())?;
     }
@@ -186,4 +185,28 @@ pub async fn run(opts: &ClusterOpts, args: TestArgs, io: &mut crate::Io<'_>) -> 
     } else {
         ExitCode::from(1)
     })
+}
+
+/// Runs the suite with its log lines written to `io.out` as they come: the harness logs through
+/// a `'static` sink, so lines travel over a channel drained here while the suite runs.
+async fn run_logging_to(
+    run_opts: kudo_kuttl::RunOptions,
+    io: &mut crate::Io<'_>,
+) -> anyhow::Result<kudo_kuttl::RunSummary> {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+    let log = kudo_kuttl::Log::new(std::sync::Arc::new(move |line: &str| {
+        let _ = tx.send(line.to_string());
+    }));
+    let run = kudo_kuttl::run(run_opts, log);
+    let mut run = std::pin::pin!(run);
+    let summary = loop {
+        tokio::select! {
+            Some(line) = rx.recv() => writeln!(io.out, "{line}")?,
+            done = &mut run => break done?,
+        }
+    };
+    while let Ok(line) = rx.try_recv() {
+        writeln!(io.out, "{line}")?;
+    }
+    Ok(summary)
 }
