@@ -574,29 +574,6 @@ pub(crate) fn has_rules(ov: &OperatorVersion) -> bool {
     ov.spec.plans.values().any(|p| !p.when.is_empty())
 }
 
-/// `status.autopilot` as a merge patch from `old` to `new`: absent fields and rules are nulled.
-pub(crate) fn status_patch(
-    old: &BTreeMap<String, AutopilotRuleStatus>,
-    new: &BTreeMap<String, AutopilotRuleStatus>,
-) -> Value {
-    let mut m = serde_json::Map::new();
-    for k in old.keys().filter(|k| !new.contains_key(*k)) {
-        m.insert(k.clone(), Value::Null);
-    }
-    for (k, s) in new {
-        let opt = |v: &Option<String>| v.clone().map_or(Value::Null, Value::String);
-        m.insert(
-            k.clone(),
-            serde_json::json!({
-                "holdingSince": opt(&s.holding_since),
-                "lastFired": opt(&s.last_fired),
-                "lastError": if s.last_error.is_empty() { Value::Null } else { Value::String(s.last_error.clone()) },
-            }),
-        );
-    }
-    Value::Object(m)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -664,34 +641,6 @@ mod tests {
                 "StatefulSet"
             ),
             "object.status.readyReplicas=1"
-        );
-    }
-
-    #[test]
-    fn status_patch_nulls_what_is_gone() {
-        let old = BTreeMap::from([
-            (
-                "a/0".to_string(),
-                AutopilotRuleStatus {
-                    holding_since: Some("2026-01-01T00:00:00Z".into()),
-                    ..Default::default()
-                },
-            ),
-            ("b/0".to_string(), AutopilotRuleStatus::default()),
-        ]);
-        let new = BTreeMap::from([(
-            "a/0".to_string(),
-            AutopilotRuleStatus {
-                last_fired: Some("2026-01-01T00:00:05Z".into()),
-                ..Default::default()
-            },
-        )]);
-        assert_eq!(
-            status_patch(&old, &new),
-            serde_json::json!({
-                "a/0": {"holdingSince": null, "lastFired": "2026-01-01T00:00:05Z", "lastError": null},
-                "b/0": null
-            })
         );
     }
 }

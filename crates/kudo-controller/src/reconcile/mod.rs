@@ -11,11 +11,11 @@ use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kudo_api::{
     CLEANUP_FINALIZER, Condition, ExecutionStatus, Instance, InstanceSpec, InstanceStatus, OperatorVersion,
-    PlanExecution, PlanStatus, TaskKind,
+    PlanStatus, TaskKind,
 };
 use kudo_engine::initiate::Initiation;
 use kudo_engine::readiness::CHANGE_DENIED;
-use kudo_engine::reconcile::{Admitted, Settle, stored_cluster_objects};
+use kudo_engine::reconcile::{Admitted, Settle, Stored, stored_cluster_objects};
 use kudo_engine::retry;
 use kudo_engine::rollback::RollbackMark;
 use kudo_engine::{
@@ -44,8 +44,7 @@ use crate::execute::{self, reasons};
 use crate::param_sources;
 use crate::translate::API_VERSION_TRANSLATED;
 use crate::{
-    ADMITTED_SPEC_ANNOTATION, CLUSTER_OBJECTS_FINALIZER, Context, RETRY_ANNOTATION, instance_resource,
-    operator_version_resource,
+    CLUSTER_OBJECTS_FINALIZER, Context, RETRY_ANNOTATION, instance_resource, operator_version_resource,
 };
 
 /// Condition (policy `report`) listing managed objects changed outside a plan.
@@ -323,7 +322,6 @@ impl<'c> Reconciler<'c> {
 #[cfg(test)]
 mod tests {
     use super::idle::last_failed_lifecycle_plan;
-    use super::persist::plan_status_patch;
     use super::*;
 
     fn ps(name: &str, status: ExecutionStatus, at: &str) -> PlanStatus {
@@ -333,25 +331,6 @@ mod tests {
             last_updated_timestamp: Some(at.into()),
             ..PlanStatus::default()
         }
-    }
-
-    /// Issue 14, bug 2: a merge patch keeps keys it does not mention, so a cleared plan message
-    /// must be sent as null.
-    #[test]
-    fn a_cleared_plan_message_is_patched_as_null() {
-        let mut st = InstanceStatus::default();
-        st.plan_status.insert(
-            "deploy".into(),
-            ps("deploy", ExecutionStatus::InProgress, "2026-01-01T00:00:00Z"),
-        );
-        let mut failed = ps("backup", ExecutionStatus::FatalError, "2026-01-01T00:00:00Z");
-        failed.message = "broken".into();
-        st.plan_status.insert("backup".into(), failed);
-        let patch = plan_status_patch(&st);
-        assert_eq!(patch["deploy"]["message"], Value::Null);
-        assert!(patch["deploy"].as_object().unwrap().contains_key("message"));
-        assert_eq!(patch["backup"]["message"], "broken");
-        assert_eq!(patch["deploy"]["status"], "IN_PROGRESS");
     }
 
     #[test]

@@ -178,19 +178,9 @@ impl Reconciler<'_> {
         old: &InstanceStatus,
         new: &InstanceStatus,
     ) -> Result<Option<String>, ReconcileError> {
-        if old == new {
+        let Some(body) = kudo_engine::reconcile::status_patch(old, new) else {
             return Ok(None);
-        }
-        let mut body = json!({
-            "status": {
-                "planStatus": plan_status_patch(new),
-                "conditions": serde_json::to_value(&new.conditions).unwrap_or(Value::Null),
-                "schedules": schedules_patch(old, new),
-            }
-        });
-        if old.autopilot != new.autopilot {
-            body["status"]["autopilot"] = autopilot::status_patch(&old.autopilot, &new.autopilot);
-        }
+        };
         debug!(patch = %body, "writing instance status");
         self.patch_status(&body).await
     }
@@ -219,65 +209,15 @@ impl Reconciler<'_> {
         extra_annotations: &BTreeMap<&str, Option<String>>,
         resource_version: Option<String>,
     ) -> Result<Option<DynamicObject>, ReconcileError> {
-        let mut patch = serde_json::Map::new();
-        let mut meta = serde_json::Map::new();
-        let mut annotations = serde_json::Map::new();
-
-        let mut spec_patch = serde_json::Map::new();
-        if spec.plan_execution != inst.spec.plan_execution {
-            let pe = if spec.plan_execution == PlanExecution::default() {
-                Value::Null
-            } else {
-                serde_json::to_value(&spec.plan_execution).unwrap_or(Value::Null)
-            };
-            spec_patch.insert("planExecution".into(), pe);
-        }
-        if spec.parameters != inst.spec.parameters {
-            let mut params = serde_json::Map::new();
-            for (k, v) in &spec.parameters {
-                if inst.spec.parameters.get(k) != Some(v) {
-                    params.insert(k.clone(), json!(v));
-                }
-            }
-            for k in inst.spec.parameters.keys() {
-                if !spec.parameters.contains_key(k) {
-                    params.insert(k.clone(), Value::Null);
-                }
-            }
-            spec_patch.insert("parameters".into(), Value::Object(params));
-        }
-        if !spec_patch.is_empty() {
-            patch.insert("spec".into(), Value::Object(spec_patch));
-        }
-        if finalizers != inst.metadata.finalizers.as_slice() {
-            meta.insert("finalizers".into(), json!(finalizers));
-        }
-        let cur = |k: &str| inst.metadata.annotations.get(k).map(String::as_str);
-        if let Some(r) = remember {
-            let text = serde_json::to_string(r).unwrap_or_default();
-            let same = cur(ADMITTED_SPEC_ANNOTATION)
-                .and_then(|s| serde_json::from_str::<InstanceSpec>(s).ok())
-                .is_some_and(|s| &s == r);
-            if !same {
-                annotations.insert(ADMITTED_SPEC_ANNOTATION.into(), json!(text));
-            }
-        }
-        for (k, v) in extra_annotations {
-            if cur(k) != v.as_deref() {
-                annotations.insert(k.to_string(), v.as_ref().map_or(Value::Null, |t| json!(t)));
-            }
-        }
-        if !annotations.is_empty() {
-            meta.insert("annotations".into(), Value::Object(annotations));
-        }
-        if patch.is_empty() && meta.is_empty() {
+        let stored = Stored {
+            spec,
+            finalizers,
+            remember,
+            annotations: extra_annotations,
+        };
+        let Some(body) = kudo_engine::reconcile::spec_patch(inst, &stored, resource_version) else {
             return Ok(None);
-        }
-        if let Some(rv) = resource_version {
-            meta.insert("resourceVersion".into(), json!(rv));
-        }
-        patch.insert("metadata".into(), Value::Object(meta));
-        let body = Value::Object(patch);
+        };
         debug!(patch = %body, "writing instance spec/metadata");
         let updated = self
             .api
@@ -301,38 +241,6 @@ impl Reconciler<'_> {
 
 pub(super) fn resource_version(raw: &DynamicObject) -> Option<String> {
     raw.metadata.resource_version.clone()
-}
-
-/// The `status.planStatus` of a merge patch. A plan status is an object, so a merge patch keeps
-/// every key it does not mention: an empty message (serialized as absent) is sent as `null`, or
-/// the previous run's message would stay on the server (issue 14, bug 2). Phases are a list and
-/// are replaced whole.
-pub(super) fn plan_status_patch(new: &InstanceStatus) -> Value {
-    let mut out = serde_json::Map::new();
-    for (name, ps) in &new.plan_status {
-        let mut v = serde_json::to_value(ps).unwrap_or(Value::Null);
-        if ps.message.is_empty()
-            && let Some(obj) = v.as_object_mut()
-        {
-            obj.insert("message".into(), Value::Null);
-        }
-        out.insert(name.clone(), v);
-    }
-    Value::Object(out)
-}
-
-/// The merge patch of `status.schedules`: entries of plans no longer scheduled are removed.
-pub(super) fn schedules_patch(old: &InstanceStatus, new: &InstanceStatus) -> Value {
-    let mut out = serde_json::Map::new();
-    for (name, st) in &new.schedules {
-        out.insert(name.clone(), serde_json::to_value(st).unwrap_or(Value::Null));
-    }
-    for name in old.schedules.keys() {
-        if !new.schedules.contains_key(name) {
-            out.insert(name.clone(), Value::Null);
-        }
-    }
-    Value::Object(out)
 }
 
 /// What a reconcile writes back after its pass, besides the status.

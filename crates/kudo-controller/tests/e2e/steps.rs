@@ -760,3 +760,90 @@ async fn fixing_the_parameter_of_a_failed_run_runs_its_trigger_plan() {
     );
     assert!(w.get("v1", "ConfigMap", "db-fixed").await.is_some());
 }
+
+#[tokio::test]
+async fn a_step_past_its_timeout_fails_the_plan() {
+    let with_timeout = OPERATOR.replacen(
+        "          - name: app\n            tasks: [app]",
+        "          - name: app\n            timeout: 10m\n            tasks: [app]",
+        1,
+    );
+    let w = World::with_operator(&with_timeout).await;
+    w.install(&[]).await;
+    w.step().await.expect("reconcile");
+    // The step started an hour ago, as a manager that ran then would have recorded it: the
+    // timing lives in the Instance, so this is what a restart mid-plan finds too.
+    let inst = w.instance().await;
+    let uid = inst["status"]["planStatus"]["deploy"]["uid"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap();
+    let hour_ago = kudo_engine::Timestamp::from_unix(now.as_secs() as i64 - 3600).to_string();
+    let timing = json!({"uid": uid, "planStarted": hour_ago, "steps": {"main": {"app": hour_ago}}});
+    let annotation = json!({"metadata": {"annotations": {"kudo-rs.dev/plan-timing": timing.to_string()}}});
+    let inst = w.change(annotation).await;
+    assert_eq!(plan(&inst, "deploy"), "FATAL_ERROR", "{inst}");
+    assert!(w.saw_event("Warning", "StepTimeout").await);
+}
+
+#[tokio::test]
+async fn a_kudo_operator_task_creates_the_child_instance() {
+    let parent = r#"apiVersion: kudo.dev/v1beta1
+name: parent
+operatorVersion: "0.1.0"
+kubernetesVersion: 1.15.0
+maintainers:
+  - name: Test
+    email: test@example.com
+url: https://kudo.dev
+tasks:
+  - name: child
+    kind: KudoOperator
+    spec:
+      package: steps
+      operatorVersion: "0.1.0"
+plans:
+  deploy:
+    strategy: serial
+    phases:
+      - name: main
+        strategy: serial
+        steps:
+          - name: child
+            tasks: [child]
+"#;
+    let w = World::with_operator(parent).await;
+    // The dependency as `kubectl kudo install` leaves it: Operator and OperatorVersion only.
+    let dir = tempfile::tempdir().unwrap();
+    let child_pkg = Pkg::new(dir.path(), "steps")
+        .operator(OPERATOR)
+        .params(PARAMS)
+        .template("config.yaml", CONFIG)
+        .template("deployment.yaml", DEPLOYMENT)
+        .write();
+    let child = resources(&child_pkg, NS, "unused", BTreeMap::new());
+    w.create(serde_json::to_value(&child.operator).unwrap()).await;
+    w.create(serde_json::to_value(&child.operator_version).unwrap())
+        .await;
+    w.install(&[]).await;
+    w.step().await.expect("reconcile");
+    let inst = w.instance().await;
+    assert_eq!(plan(&inst, "deploy"), "IN_PROGRESS", "{inst}");
+    let api = w.api("kudo.dev/v1beta1", "Instance");
+    let children: Vec<String> = api
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|i| i.metadata.name.as_deref() != Some(NAME))
+        .filter_map(|i| i.metadata.name)
+        .collect();
+    assert_eq!(children.len(), 1, "{children:?}");
+    let kid = w.get("kudo.dev/v1beta1", "Instance", &children[0]).await.unwrap();
+    assert_eq!(kid["metadata"]["ownerReferences"][0]["name"], NAME);
+    assert_eq!(kid["spec"]["operatorVersion"]["name"], "steps-0.1.0");
+}

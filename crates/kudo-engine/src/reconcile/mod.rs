@@ -11,6 +11,7 @@
 
 mod admitted;
 pub mod initiators;
+mod patch;
 mod settle;
 
 use std::collections::BTreeMap;
@@ -25,6 +26,7 @@ use crate::time::Timestamp;
 
 pub use admitted::{Admitted, started_by_user};
 pub use initiators::{INITIATORS, Initiator, Needs};
+pub use patch::{Stored, autopilot_patch, spec_patch, status_patch};
 pub use settle::{
     CLUSTER_OBJECTS_ANNOTATION, CLUSTER_OBJECTS_FINALIZER, ClusterObject, Settle, Settled, settle,
     stored_cluster_objects,
