@@ -78,33 +78,13 @@ impl Reconciler<'_> {
             )
             .await;
         }
-        if policy == drift::Policy::Report && !rep.drifted.is_empty() {
-            let msg = format!(
-                "objects changed outside a plan (policy report, not repaired): {}",
-                rep.drifted.join(", ")
-            );
-            let was = status
-                .conditions
-                .iter()
-                .any(|c| c.type_ == DRIFTED && c.status == "True" && c.message == msg);
-            if !was {
-                warn!("{msg}");
-                self.event(raw, EventType::Warning, DRIFT_DETECTED, "DriftRepair", &msg)
-                    .await;
-            }
-            set_condition(
-                &mut status.conditions,
-                Condition {
-                    type_: DRIFTED.into(),
-                    status: "True".into(),
-                    observed_generation: generation,
-                    last_transition_time: now.to_string(),
-                    reason: DRIFT_DETECTED.into(),
-                    message: msg,
-                },
-            );
-        } else if rep.errors.is_empty() {
-            status.conditions.retain(|c| c.type_ != DRIFTED);
+        let found = DriftFound {
+            report: policy == drift::Policy::Report,
+            drifted: &rep.drifted,
+            failed: !rep.errors.is_empty(),
+        };
+        for e in drift_condition(found, &mut status.conditions, generation, now) {
+            self.effect(raw, &e).await;
         }
     }
 

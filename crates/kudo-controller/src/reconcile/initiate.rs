@@ -146,7 +146,7 @@ impl Reconciler<'_> {
     }
 
     /// Executes one effect an initiator decided.
-    async fn effect(&self, raw: &DynamicObject, e: &Effect) {
+    pub(super) async fn effect(&self, raw: &DynamicObject, e: &Effect) {
         match e {
             Effect::Event {
                 type_,

@@ -15,7 +15,7 @@ use kudo_api::{
 };
 use kudo_engine::initiate::Initiation;
 use kudo_engine::readiness::CHANGE_DENIED;
-use kudo_engine::reconcile::{Admitted, Settle, Stored, stored_cluster_objects};
+use kudo_engine::reconcile::{Admitted, DriftFound, Settle, Stored, drift_condition, stored_cluster_objects};
 use kudo_engine::retry;
 use kudo_engine::rollback::RollbackMark;
 use kudo_engine::{
@@ -47,12 +47,9 @@ use crate::{
     CLUSTER_OBJECTS_FINALIZER, Context, RETRY_ANNOTATION, instance_resource, operator_version_resource,
 };
 
-/// Condition (policy `report`) listing managed objects changed outside a plan.
-pub const DRIFTED: &str = "Drifted";
+use kudo_engine::reconcile::DRIFTED;
 /// Event reason: drifted objects were applied again.
 pub const DRIFT_REPAIRED: &str = "DriftRepaired";
-/// Event reason: drifted objects were found and left alone (policy `report`).
-pub const DRIFT_DETECTED: &str = "DriftDetected";
 
 /// `Ready=False` reason (and Event reason) of an Instance that is not a valid kudo.dev/v1beta1
 /// Instance although the CRD schema admitted it, so a user of `kubectl get` sees why nothing runs.

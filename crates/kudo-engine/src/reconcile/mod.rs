@@ -10,6 +10,7 @@
 //! Run ids: the engine draws no random numbers; the caller hands a generator of fresh run uids.
 
 mod admitted;
+mod drift;
 pub mod initiators;
 mod patch;
 mod settle;
@@ -25,6 +26,7 @@ use crate::rotation::Fingerprints;
 use crate::time::Timestamp;
 
 pub use admitted::{Admitted, started_by_user};
+pub use drift::{DRIFT_DETECTED, DRIFTED, DriftFound, drift_condition};
 pub use initiators::{INITIATORS, Initiator, Needs};
 pub use patch::{Stored, autopilot_patch, spec_patch, status_patch};
 pub use settle::{
