@@ -151,7 +151,10 @@ pub const AGGREGATE_TO_MANAGER: &str = "kudo-rs.dev/aggregate-to-manager";
 
 /// The ClusterRoles of a typed API: the manager's (watch the objects, write their status; aggregated
 /// into its least-privilege role), and users' — the built-in `admin`/`edit` roles get full access
-/// to the objects and `view` reads them, as for the `kudo.dev` kinds.
+/// to the objects and `view` reads them, as for the `kudo.dev` kinds. `admin`/`edit` also read
+/// everything `view` reads (the status): Kubernetes refuses a binding that grants more than its
+/// author holds, so a namespace admin could otherwise no longer bind `view` once a typed API is
+/// installed.
 pub fn cluster_roles(ov: &OperatorVersion) -> Vec<Value> {
     let Some(api) = &ov.spec.api else {
         return Vec::new();
@@ -186,6 +189,7 @@ pub fn cluster_roles(ov: &OperatorVersion) -> Vec<Value> {
             json!([
                 {"apiGroups": [group], "resources": [plural],
                  "verbs": ["get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"]},
+                {"apiGroups": [group], "resources": [status], "verbs": ["get", "list", "watch"]},
             ]),
         ),
         role(

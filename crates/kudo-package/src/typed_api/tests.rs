@@ -328,3 +328,34 @@ fn breaking_fields_name_what_the_new_schema_refuses() {
         ]
     );
 }
+
+/// Found on the real cluster: with `view` reading `<plural>/status` and `edit` not, a namespace
+/// admin's `create rolebinding --clusterrole=view` was refused as an escalation.
+#[test]
+fn edit_and_admin_hold_everything_view_grants() {
+    let roles = cluster_roles(&galera());
+    let rules = |suffix: &str| -> Vec<(String, String)> {
+        let role = roles
+            .iter()
+            .find(|r| r["metadata"]["name"].as_str().unwrap().ends_with(suffix))
+            .unwrap();
+        let mut out = Vec::new();
+        for rule in role["rules"].as_array().unwrap() {
+            for res in rule["resources"].as_array().unwrap() {
+                for verb in rule["verbs"].as_array().unwrap() {
+                    out.push((
+                        res.as_str().unwrap().to_string(),
+                        verb.as_str().unwrap().to_string(),
+                    ));
+                }
+            }
+        }
+        out
+    };
+    let edit = rules(":edit");
+    let view = rules(":view");
+    assert!(!view.is_empty());
+    for grant in &view {
+        assert!(edit.contains(grant), "edit lacks {grant:?}");
+    }
+}
