@@ -28,9 +28,8 @@ impl Stepper {
         // Requests are counted by verb as the manager counts them.
         let client = crate::metrics::counting_client(client, metrics.clone());
         let health = ops::Health::new(metrics, false);
-        let empty = || Writer::new(instance_resource()).as_reader();
         let ovs = Writer::new(crate::operator_version_resource()).as_reader();
-        let caches = cache::Caches::new(empty(), ovs, HashMap::new());
+        let caches = cache::Caches::new(Writer::new(instance_resource()).as_reader(), ovs, HashMap::new());
         // Autopilot watches wake Instances through this channel; nobody listens when stepping.
         let (wake, _) = tokio::sync::mpsc::unbounded_channel();
         let autopilot = autopilot::Watches::new(client.clone(), wake);

@@ -48,7 +48,8 @@ fn init_tracing() {
         .try_init();
 }
 
-fn ar(api_version: &str, kind: &str) -> ApiResource {
+/// The resource of a kind the tests use (plural: the kind lower-cased plus `s`, KUDO's own).
+pub fn ar(api_version: &str, kind: &str) -> ApiResource {
     let (g, v) = api_version.split_once('/').unwrap_or(("", api_version));
     let plural = match kind {
         "Instance" => "instances".to_string(),

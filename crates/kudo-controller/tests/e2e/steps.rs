@@ -10,27 +10,33 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use kube::api::{
-    Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
-};
+use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use kudo_apiserver::{ApiServer, Config, ErrorRule, FaultConfig, InProcess};
 use kudo_controller::{ControllerConfig, Stepper};
 use serde_json::{Value, json};
 
-use crate::harness::{Pkg, condition, metric, resources};
+use crate::harness::{Pkg, ar, condition, metric, resources};
 
 const NS: &str = "default";
 const NAME: &str = "db";
 
-const OPERATOR: &str = r#"apiVersion: kudo.dev/v1beta1
-name: steps
-operatorVersion: "0.1.0"
+/// The fields every test operator.yaml starts with, after `name:`.
+macro_rules! header {
+    () => {
+        r#"operatorVersion: "0.1.0"
 kubernetesVersion: 1.15.0
 maintainers:
   - name: Test
     email: test@example.com
 url: https://kudo.dev
-tasks:
+"#
+    };
+}
+
+const OPERATOR: &str = concat!(
+    "apiVersion: kudo.dev/v1beta1\nname: steps\n",
+    header!(),
+    r#"tasks:
   - name: config
     kind: Apply
     spec:
@@ -78,7 +84,8 @@ plans:
         steps:
           - name: remove
             tasks: [remove-config]
-"#;
+"#
+);
 
 const PARAMS: &str = r#"apiVersion: kudo.dev/v1beta1
 parameters:
@@ -123,10 +130,14 @@ spec:
           image: nginx:1.25
 "#;
 
-fn ar(api_version: &str, kind: &str) -> ApiResource {
-    let (g, v) = api_version.split_once('/').unwrap_or(("", api_version));
-    let plural = format!("{}s", kind.to_lowercase());
-    ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(g, v, kind), &plural)
+/// The test package with this operator.yaml and params.yaml, written under `dir`.
+fn write_package(dir: &std::path::Path, operator: &str, params: &str) -> PathBuf {
+    Pkg::new(dir, "steps")
+        .operator(operator)
+        .params(params)
+        .template("config.yaml", CONFIG)
+        .template("deployment.yaml", DEPLOYMENT)
+        .write()
 }
 
 /// One in-process cluster with the KUDO CRDs, a manager to step, and the test's package.
@@ -150,12 +161,7 @@ impl World {
             .await
             .expect("CRDs installed");
         let dir = tempfile::tempdir().expect("tempdir");
-        let pkg = Pkg::new(dir.path(), "steps")
-            .operator(operator)
-            .params(PARAMS)
-            .template("config.yaml", CONFIG)
-            .template("deployment.yaml", DEPLOYMENT)
-            .write();
+        let pkg = write_package(dir.path(), operator, PARAMS);
         let mgr = Stepper::new(client.clone(), ControllerConfig::default());
         World {
             server,
@@ -691,12 +697,8 @@ async fn an_upgrade_runs_against_the_new_operator_version() {
     let w = deployed().await;
     let upgraded = OPERATOR.replace("operatorVersion: \"0.1.0\"", "operatorVersion: \"0.2.0\"");
     let dir = tempfile::tempdir().unwrap();
-    let pkg = Pkg::new(dir.path(), "steps")
-        .operator(&upgraded)
-        .params(&PARAMS.replace("default: config", "default: config2"))
-        .template("config.yaml", CONFIG)
-        .template("deployment.yaml", DEPLOYMENT)
-        .write();
+    let params = PARAMS.replace("default: config", "default: config2");
+    let pkg = write_package(dir.path(), &upgraded, &params);
     let res = resources(&pkg, NS, NAME, BTreeMap::new());
     let ov = serde_json::to_value(&res.operator_version).unwrap();
     let ov_name = ov["metadata"]["name"].as_str().unwrap().to_string();
@@ -791,15 +793,10 @@ async fn a_step_past_its_timeout_fails_the_plan() {
 
 #[tokio::test]
 async fn a_kudo_operator_task_creates_the_child_instance() {
-    let parent = r#"apiVersion: kudo.dev/v1beta1
-name: parent
-operatorVersion: "0.1.0"
-kubernetesVersion: 1.15.0
-maintainers:
-  - name: Test
-    email: test@example.com
-url: https://kudo.dev
-tasks:
+    let parent = concat!(
+        "apiVersion: kudo.dev/v1beta1\nname: parent\n",
+        header!(),
+        r#"tasks:
   - name: child
     kind: KudoOperator
     spec:
@@ -814,16 +811,12 @@ plans:
         steps:
           - name: child
             tasks: [child]
-"#;
+"#
+    );
     let w = World::with_operator(parent).await;
     // The dependency as `kubectl kudo install` leaves it: Operator and OperatorVersion only.
     let dir = tempfile::tempdir().unwrap();
-    let child_pkg = Pkg::new(dir.path(), "steps")
-        .operator(OPERATOR)
-        .params(PARAMS)
-        .template("config.yaml", CONFIG)
-        .template("deployment.yaml", DEPLOYMENT)
-        .write();
+    let child_pkg = write_package(dir.path(), OPERATOR, PARAMS);
     let child = resources(&child_pkg, NS, "unused", BTreeMap::new());
     w.create(serde_json::to_value(&child.operator).unwrap()).await;
     w.create(serde_json::to_value(&child.operator_version).unwrap())

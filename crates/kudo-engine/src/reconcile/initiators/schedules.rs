@@ -46,14 +46,14 @@ impl Initiator for Schedules {
             .map(|s| s.schedules.clone())
             .unwrap_or_default();
         let mut out = Scheduled::default();
-        let Some(exec) = admitted.exec.clone() else {
+        let Some(parameters) = admitted.exec.as_ref().map(|e| e.parameters.clone()) else {
             out.statuses = prev;
             adm.scheduled = Some(out);
             return;
         };
         let meta = &obs.inst.metadata;
         let (name, ns) = (meta.name.as_str(), meta.namespace.as_deref().unwrap_or(""));
-        let rctx = RenderContext::offline(name, ns, exec.parameters.clone());
+        let rctx = RenderContext::offline(name, ns, parameters);
         for (plan, p) in &obs.ov.spec.plans {
             if p.schedule.is_none() {
                 continue;
