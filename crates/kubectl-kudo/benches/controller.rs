@@ -13,8 +13,12 @@
 //!   deploy plan is COMPLETE: wall time, and the peak RSS of the manager, which runs as a separate
 //!   `kubectl-kudo manager` process so that its memory is not mixed with the server's.
 //!
+//!   With `shards N replicas R` (R ≥ 1), R manager processes share N shard Leases (`--shards`):
+//!   each replica's CPU, RSS and the Instances in its shards are printed.
+//!
 //! Run: `cargo bench -p kubectl-kudo --bench controller -- [latency [N]] [writes] [scale [N]]
-//! [concurrency N]` (`concurrency`: the manager's `--concurrency`, default 4)
+//! [concurrency N] [shards N] [replicas R]` (`concurrency`: the manager's `--concurrency`,
+//! default 4)
 //! (no argument: all three, latency 30, scale 1000). Results go to docs/benchmarks.md.
 
 use std::collections::BTreeMap;
@@ -431,37 +435,100 @@ fn cpu_seconds(pid: u32) -> f64 {
         .unwrap_or(0.0)
 }
 
-async fn scale(n: usize, concurrency: usize) {
-    let c = cluster().await;
-    let res = c.install_operator(&repo().join("examples/first-operator")).await;
-    let home = tempfile::tempdir().unwrap();
-    let mut manager = tokio::process::Command::new(BIN)
-        .args(manager_args())
-        .args(["--concurrency", &concurrency.to_string()])
+/// The scale bench's shape: Instances, the managers' `--concurrency`, and (sharded) how many
+/// manager processes share how many shards.
+struct Shape {
+    n: usize,
+    concurrency: usize,
+    replicas: usize,
+    shards: u32,
+}
+
+/// One manager process of the bench (killed when dropped).
+struct Manager {
+    child: tokio::process::Child,
+    pid: u32,
+    identity: String,
+}
+
+fn spawn_manager(c: &Cluster, shape: &Shape, r: usize, home: &Path) -> Manager {
+    let identity = format!("bench-{r}");
+    let mut cmd = tokio::process::Command::new(BIN);
+    cmd.args(manager_args(shape.shards))
+        .args(["--concurrency", &shape.concurrency.to_string()])
         .arg("--kubeconfig")
         .arg(&c.kubeconfig)
-        .env("HOME", home.path())
+        .env("HOME", home)
+        .env("KUDO_POD_NAME", &identity)
         .env("RUST_LOG", "warn")
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::inherit())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("start kubectl-kudo manager");
-    let pid = manager.id().expect("pid");
+        .kill_on_drop(true);
+    let child = cmd.spawn().expect("start kubectl-kudo manager");
+    let pid = child.id().expect("pid");
+    Manager { child, pid, identity }
+}
+
+async fn scale(shape: Shape) {
+    let n = shape.n;
+    let c = cluster().await;
+    let res = c.install_operator(&repo().join("examples/first-operator")).await;
+    let home = tempfile::tempdir().unwrap();
+    let mut managers: Vec<Manager> = (0..shape.replicas)
+        .map(|r| spawn_manager(&c, &shape, r, home.path()))
+        .collect();
     let start = Instant::now();
     futures::stream::iter(0..n)
         .map(|i| {
             let c = &c;
             let res = &res;
-            async move { c.create_instance(res, &format!("s-{i:04}"), &[]).await }
+            async move { c.create_instance(res, &format!("s-{i:05}"), &[]).await }
         })
         .buffer_unordered(16)
         .collect::<Vec<_>>()
         .await;
     let created = start.elapsed();
+    let done = wait_all_complete(&c, n, start).await;
+    let total = start.elapsed();
+    let split = shard_split(&c, &shape).await;
+    let mut cpu_total = 0.0;
+    let mut lines = Vec::new();
+    for m in &mut managers {
+        let (rss, cpu) = (peak_rss_kib(m.pid), cpu_seconds(m.pid));
+        cpu_total += cpu;
+        let mine = split.get(&m.identity).copied().unwrap_or(0);
+        lines.push(format!(
+            "  {}: peak RSS {:.1} MiB, {cpu:.1} CPU-s ({:.2} ms per Instance), {mine} Instances in its shards",
+            m.identity,
+            rss as f64 / 1024.0,
+            cpu * 1000.0 / n as f64
+        ));
+        let _ = m.child.start_kill();
+        let _ = m.child.wait().await;
+    }
+    c.stop().await;
+    println!(
+        "scale: {done}/{n} first-operator Instances COMPLETE in {:.1} s (created in {:.1} s); {} manager(s), --shards {}, --concurrency {}: {cpu_total:.1} CPU-s in all ({:.2} ms per Instance)",
+        total.as_secs_f64(),
+        created.as_secs_f64(),
+        shape.replicas,
+        shape.shards,
+        shape.concurrency,
+        cpu_total * 1000.0 / n as f64
+    );
+    println!("{}", lines.join("\n"));
+    assert_eq!(done, n, "not every Instance completed");
+}
+
+/// Polls until every Instance's deploy plan is COMPLETE (or 30 minutes): how many are.
+async fn wait_all_complete(c: &Cluster, n: usize, start: Instant) -> usize {
     let api = Api::<DynamicObject>::namespaced_with(c.client.clone(), NS, &kudo_ar("Instance"));
     let deadline = start + Duration::from_secs(1800);
-    let done = loop {
+    // The observer lists every Instance (large objects) on each poll; polling about once a second
+    // per 2,000 Instances keeps its cost out of the figures it measures (a 250 ms poll of 1,000
+    // Instances was a tenth of the API server's time).
+    let poll = Duration::from_secs((n as u64 / 2000).clamp(1, 5));
+    loop {
         let list = api.list(&ListParams::default()).await.expect("list");
         let done = list
             .items
@@ -469,39 +536,55 @@ async fn scale(n: usize, concurrency: usize) {
             .filter(|i| i.data["status"]["planStatus"]["deploy"]["status"] == "COMPLETE")
             .count();
         if done == n || Instant::now() > deadline {
-            break done;
+            return done;
         }
-        // The observer lists every Instance (large objects) on each poll; once a second keeps its
-        // cost out of the figures it measures (a 250 ms poll of 1,000 Instances was a tenth of
-        // the API server's time).
-        tokio::time::sleep(Duration::from_secs(1)).await;
-    };
-    let total = start.elapsed();
-    let rss = peak_rss_kib(pid);
-    let cpu = cpu_seconds(pid);
-    let _ = manager.start_kill();
-    let _ = manager.wait().await;
-    c.stop().await;
-    println!(
-        "scale: {done}/{n} first-operator Instances COMPLETE in {:.1} s (created in {:.1} s); manager (--concurrency {concurrency}) peak RSS {:.1} MiB, {cpu:.1} CPU-s (targets: 60 s, 64 MB)",
-        total.as_secs_f64(),
-        created.as_secs_f64(),
-        rss as f64 / 1024.0
-    );
-    assert_eq!(done, n, "not every Instance completed");
+        tokio::time::sleep(poll).await;
+    }
 }
 
-/// `kubectl-kudo manager` flags for a bench run: no leader election (a single manager), metrics on
-/// a free loopback port.
-fn manager_args() -> Vec<String> {
-    [
-        "manager",
-        "--leader-elect=false",
-        "--metrics-address",
-        "127.0.0.1:0",
-    ]
-    .map(String::from)
-    .to_vec()
+/// Sharded runs: how many of the bench's Instances fall in the shards each replica holds now.
+async fn shard_split(c: &Cluster, shape: &Shape) -> BTreeMap<String, usize> {
+    let mut split = BTreeMap::new();
+    if shape.shards < 2 {
+        return split;
+    }
+    let leases: Api<k8s_openapi::api::coordination::v1::Lease> = Api::namespaced(c.client.clone(), NS);
+    let lp = ListParams::default().labels("kudo.dev/lease-group=kudo-manager,kudo.dev/shard");
+    let mut holder = BTreeMap::new();
+    for l in leases.list(&lp).await.expect("list leases").items {
+        let shard = l
+            .metadata
+            .labels
+            .unwrap_or_default()
+            .get("kudo.dev/shard")
+            .and_then(|s| s.parse::<u32>().ok());
+        let who = l.spec.and_then(|s| s.holder_identity);
+        if let (Some(s), Some(w)) = (shard, who) {
+            holder.insert(s, w);
+        }
+    }
+    for i in 0..shape.n {
+        let s = kudo_engine::shard::shard_of(NS, &format!("s-{i:05}"), shape.shards);
+        if let Some(w) = holder.get(&s) {
+            *split.entry(w.clone()).or_default() += 1;
+        }
+    }
+    split
+}
+
+/// `kubectl-kudo manager` flags for a bench run: metrics on a free loopback port; one shard: no
+/// leader election (a single manager); more: shard Leases in the bench namespace.
+fn manager_args(shards: u32) -> Vec<String> {
+    let mut args: Vec<String> = ["manager", "--metrics-address", "127.0.0.1:0"]
+        .map(String::from)
+        .to_vec();
+    if shards > 1 {
+        let sharded = ["--shards", &shards.to_string(), "--lease-namespace", NS].map(String::from);
+        args.extend(sharded);
+    } else {
+        args.push("--leader-elect=false".into());
+    }
+    args
 }
 
 fn main() {
@@ -535,7 +618,13 @@ fn main() {
             writes().await;
         }
         if all || args.iter().any(|a| a == "scale") {
-            scale(arg_n("scale", 1000), arg_n("concurrency", 4)).await;
+            scale(Shape {
+                n: arg_n("scale", 1000),
+                concurrency: arg_n("concurrency", 4),
+                replicas: arg_n("replicas", 1).max(1),
+                shards: u32::try_from(arg_n("shards", 1).max(1)).unwrap_or(1),
+            })
+            .await;
         }
     });
 }

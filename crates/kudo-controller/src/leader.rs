@@ -108,9 +108,15 @@ impl Running {
     fn start(client: kube::Client, config: ControllerConfig, health: Arc<Health>) -> Running {
         let (stop, rx) = oneshot::channel::<()>();
         let task = tokio::spawn(async move {
-            crate::run_controller(client, config, health, async move {
-                let _ = rx.await;
-            })
+            crate::run_controller(
+                client,
+                config,
+                crate::shard::Sharding::none(),
+                health,
+                async move {
+                    let _ = rx.await;
+                },
+            )
             .await;
         });
         Running {

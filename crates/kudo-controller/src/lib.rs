@@ -62,6 +62,7 @@ pub mod param_sources;
 mod pipe;
 mod reconcile;
 pub mod revisions;
+pub mod shard;
 mod stepper;
 mod translate;
 mod typed;
@@ -171,6 +172,11 @@ pub struct ControllerConfig {
     /// How many revisions (`kubectl kudo history`) are kept per Instance; older ones are deleted
     /// when a new run is recorded. See [`revisions`].
     pub revision_history_limit: usize,
+    /// Split the Instances into this many shards, each a Lease (see [`shard`]); replicas share
+    /// them fairly. 1 (the default) is one acting replica, elected by [`Self::leader_election`]
+    /// if set. More than 1 needs [`Self::leader_election`] (its lease name, namespace, identity
+    /// and duration are the shard Leases').
+    pub shards: u32,
 }
 
 impl Default for ControllerConfig {
@@ -186,6 +192,7 @@ impl Default for ControllerConfig {
             namespace: None,
             default_service_account: None,
             revision_history_limit: kudo_engine::revision::DEFAULT_HISTORY_LIMIT,
+            shards: 1,
         }
     }
 }
@@ -285,6 +292,8 @@ pub(crate) struct Context {
     pub autopilot: autopilot::Watches,
     /// The ServiceAccounts Instances are applied as (see [`impersonation`]).
     pub identities: impersonation::Identities,
+    /// Which Instances this replica reconciles (see [`shard`]).
+    pub shards: Arc<shard::ShardGate>,
 }
 
 impl Context {
@@ -314,6 +323,14 @@ fn validate(config: &ControllerConfig) -> Result<(), Error> {
     }
     if let Some(le) = &config.leader_election {
         le.validate().map_err(|e| Error::InvalidConfig(e.to_string()))?;
+    }
+    if config.shards == 0 {
+        return Err(Error::InvalidConfig("shards must be at least 1".into()));
+    }
+    if config.shards > 1 && config.leader_election.is_none() {
+        return Err(Error::InvalidConfig(
+            "shards above 1 need leader election: each shard is a Lease".into(),
+        ));
     }
     Ok(())
 }
@@ -346,10 +363,11 @@ pub async fn run_with(
     let res = match config.leader_election.clone() {
         None => {
             health.set_acting(true);
-            run_controller(client, config, health.clone(), shutdown).await;
+            run_controller(client, config, shard::Sharding::none(), health.clone(), shutdown).await;
             health.set_acting(false);
             Ok(())
         }
+        Some(le) if config.shards > 1 => shard::run(client, config, le, health.clone(), shutdown).await,
         Some(le) => leader::run(client, config, le, health.clone(), shutdown).await,
     };
     let _ = ops_stop.send(());
@@ -365,11 +383,15 @@ pub async fn run_with(
 pub(crate) async fn run_controller(
     client: kube::Client,
     config: ControllerConfig,
+    sharding: shard::Sharding,
     health: Arc<ops::Health>,
     shutdown: impl Future,
 ) {
     let mut watches = watches::Watches::new(client.clone(), config.namespace.clone());
     let instances = watches.instances();
+    if let Some(granted) = sharding.granted {
+        watches.shards_granted(&instances, granted, sharding.gate.count());
+    }
     let operator_versions = watches.operator_versions(&instances);
     watches.secrets(&instances);
     let children = watches.children();
@@ -377,10 +399,11 @@ pub(crate) async fn run_controller(
     let caches = cache::Caches::new(instances.clone(), operator_versions, children);
     let concurrency = config.concurrency;
     let (client_for_typed, namespace_for_typed) = (client.clone(), config.namespace.clone());
-    let ctx = context(client, config, caches, autopilot, &health);
+    let gate = sharding.gate;
+    let ctx = context(client, config, caches, autopilot, gate.clone(), &health);
     tracing::info!("kudo controller started");
     // Typed APIs (issue 26): their own controllers, for as long as this incarnation runs.
-    let typed = tokio::spawn(typed::run(client_for_typed, namespace_for_typed));
+    let typed = tokio::spawn(typed::run(client_for_typed, namespace_for_typed, gate));
     reconcile_until(watches.triggers, instances, ctx, concurrency, &health, shutdown).await;
     typed.abort();
     tracing::info!("kudo controller stopped");
@@ -393,6 +416,7 @@ fn context(
     config: ControllerConfig,
     caches: cache::Caches,
     autopilot: autopilot::Watches,
+    shards: Arc<shard::ShardGate>,
     health: &ops::Health,
 ) -> Arc<Context> {
     let instance = config
@@ -412,6 +436,7 @@ fn context(
         applied: Default::default(),
         translations: Default::default(),
         autopilot,
+        shards,
     })
 }
 
@@ -438,11 +463,17 @@ async fn reconcile_until(
             |obj, ctx: Arc<Context>| {
                 kube::runtime::utils::CancelableJoinHandle::spawn(
                     async move {
+                        // Another replica's shard: nothing to do until this one holds it.
+                        let ns = obj.namespace().unwrap_or_default();
+                        let Some(pass) = ctx.shards.enter(&ns, &obj.name_any()) else {
+                            return Ok(kube::runtime::controller::Action::await_change());
+                        };
                         let metrics = ctx.metrics.clone();
                         let in_flight = metrics.reconcile_started();
-                        let res = reconcile::reconcile(obj, ctx).await;
-                        in_flight.finish(res.is_ok());
-                        res
+                        let res = pass.run(reconcile::reconcile(obj, ctx)).await;
+                        in_flight.finish(!matches!(res, Some(Err(_))));
+                        // Cancelled: the shard went to another replica.
+                        res.unwrap_or_else(|| Ok(kube::runtime::controller::Action::await_change()))
                     }
                     .in_current_span(),
                     &tokio::runtime::Handle::current(),

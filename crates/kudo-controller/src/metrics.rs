@@ -14,6 +14,7 @@
 //! | `kudo_drift_detected_total` | counter | | objects found changed or deleted outside a plan |
 //! | `kudo_drift_repaired_total` | counter | | of those, objects a re-apply actually changed |
 //! | `kudo_leader` | gauge | | 1 while this process acts (holds the lease, or leader election is off), 0 on standby |
+//! | `kudo_shards_held` | gauge | | with `--shards N` > 1: how many shard Leases this replica holds and acts on (see `shard`) |
 //! | `kudo_api_requests_total` | counter | `verb` = `get`/`list`/`watch`/`create`/`update`/`patch`/`delete` | requests the manager's client sent to the API server (leader election and Events included) |
 
 use std::collections::BTreeMap;
@@ -70,6 +71,7 @@ pub struct Metrics {
     drift_detected: Counter,
     drift_repaired: Counter,
     leader: Gauge,
+    shards_held: Gauge,
     api_requests: Family<VerbLabels, Counter>,
     /// When this process first saw each unfinished run (by plan uid), for sub-second durations.
     run_started: std::sync::Mutex<BTreeMap<String, std::time::Instant>>,
@@ -101,6 +103,7 @@ impl Metrics {
             drift_detected: Counter::default(),
             drift_repaired: Counter::default(),
             leader: Gauge::default(),
+            shards_held: Gauge::default(),
             api_requests: Family::default(),
             run_started: std::sync::Mutex::new(BTreeMap::new()),
         };
@@ -155,6 +158,11 @@ impl Metrics {
                 "leader",
                 "1 while this manager acts (holds the lease or runs without leader election)",
                 m.leader.clone(),
+            );
+            r.register(
+                "shards_held",
+                "Shard Leases this replica holds and acts on (sharded managers only)",
+                m.shards_held.clone(),
             );
         }
         m
@@ -256,6 +264,11 @@ impl Metrics {
     /// Whether this process currently acts as the leader.
     pub(crate) fn set_leader(&self, leader: bool) {
         self.leader.set(i64::from(leader));
+    }
+
+    /// How many shards this replica acts on now.
+    pub(crate) fn set_shards_held(&self, n: usize) {
+        self.shards_held.set(i64::try_from(n).unwrap_or(i64::MAX));
     }
 }
 

@@ -77,6 +77,13 @@ impl Health {
         self.metrics.set_leader(acting);
     }
 
+    /// A sharded replica acts while it holds a shard. Its controller runs throughout (crate::shard),
+    /// so whether its Instance watch is synced does not change with the shards it holds.
+    pub fn set_holding(&self, acting: bool) {
+        self.acting.store(acting, Ordering::SeqCst);
+        self.metrics.set_leader(acting);
+    }
+
     /// The running controller's Instance watch completed its first list.
     pub fn set_synced(&self) {
         self.synced.store(true, Ordering::SeqCst);

@@ -34,7 +34,14 @@ impl Stepper {
         let (wake, _) = tokio::sync::mpsc::unbounded_channel();
         let autopilot = autopilot::Watches::new(client.clone(), wake);
         Stepper {
-            ctx: context(client, config, caches, autopilot, &health),
+            ctx: context(
+                client,
+                config,
+                caches,
+                autopilot,
+                crate::shard::ShardGate::all(),
+                &health,
+            ),
         }
     }
 

@@ -22,6 +22,7 @@ use kudo_engine::typed::{
     InstanceAction, TYPED_LABEL, choose_operator_version, instance_action, status_patch,
 };
 
+use crate::shard::ShardGate;
 use crate::{instance_resource, operator_version_resource};
 
 /// Field manager of the manager's writes to typed objects and their Instances.
@@ -41,11 +42,17 @@ pub(crate) enum TypedError {
 struct Kind {
     client: kube::Client,
     api: TypedApi,
+    /// A typed object and its Instance share namespace and name, so they share a shard: only the
+    /// replica acting on the Instance writes either (crate::shard).
+    shards: Arc<ShardGate>,
 }
+
+/// How soon a typed object of a shard held elsewhere is looked at again (it may come here).
+const OTHER_SHARD_RECHECK: Duration = Duration::from_secs(15);
 
 /// Watches OperatorVersions (in the manager's scope) and starts one controller per typed kind
 /// they declare, for as long as this future runs (the controllers stop with it).
-pub(crate) async fn run(client: kube::Client, namespace: Option<String>) {
+pub(crate) async fn run(client: kube::Client, namespace: Option<String>, shards: Arc<ShardGate>) {
     let ovs = scoped(&client, &operator_version_resource(), namespace.as_deref());
     let mut started = HashSet::new();
     let mut kinds = tokio::task::JoinSet::new();
@@ -64,7 +71,7 @@ pub(crate) async fn run(client: kube::Client, namespace: Option<String>) {
         let Some(api) = ov.spec.api else { continue };
         if started.insert(api.crd_name()) {
             tracing::info!(crd = %api.crd_name(), "watching a typed API");
-            kinds.spawn(run_kind(client.clone(), api, namespace.clone()));
+            kinds.spawn(run_kind(client.clone(), api, namespace.clone(), shards.clone()));
         }
     }
 }
@@ -81,14 +88,14 @@ fn resource(api: &TypedApi) -> ApiResource {
     ApiResource::from_gvk_with_plural(&gvk, &api.plural())
 }
 
-async fn run_kind(client: kube::Client, api: TypedApi, namespace: Option<String>) {
+async fn run_kind(client: kube::Client, api: TypedApi, namespace: Option<String>, shards: Arc<ShardGate>) {
     let ar = resource(&api);
     let objects = scoped(&client, &ar, namespace.as_deref());
     let instances = scoped(&client, &instance_resource(), namespace.as_deref());
     let owned = watcher::Config::default().labels(&format!("{TYPED_LABEL}={}", api.crd_name()));
     Controller::new_with(objects, watcher::Config::default(), ar)
         .owns_with(instances, instance_resource(), owned)
-        .run(reconcile, error_policy, Arc::new(Kind { client, api }))
+        .run(reconcile, error_policy, Arc::new(Kind { client, api, shards }))
         .for_each(|_| futures::future::ready(()))
         .await;
 }
@@ -105,6 +112,9 @@ async fn reconcile(obj: Arc<DynamicObject>, kind: Arc<Kind>) -> Result<Action, T
     }
     let ns = obj.namespace().unwrap_or_default();
     let name = obj.name_any();
+    if !kind.shards.holds(&ns, &name) {
+        return Ok(Action::requeue(OTHER_SHARD_RECHECK));
+    }
     let instances: Api<DynamicObject> = Api::namespaced_with(kind.client.clone(), &ns, &instance_resource());
     let existing = match instances.get_opt(&name).await? {
         Some(o) => Some(serde_json::from_value::<Instance>(serde_json::to_value(o)?)?),

@@ -155,6 +155,37 @@ impl Watches {
         children
     }
 
+    /// Shards a sharded replica just acquired (crate::shard): each wakes the cached Instances of
+    /// that shard, which the gate turned away while another replica held it.
+    pub fn shards_granted(
+        &mut self,
+        instances: &Store<DynamicObject>,
+        granted: tokio::sync::mpsc::UnboundedReceiver<u32>,
+        count: u32,
+    ) {
+        let instances = instances.clone();
+        let trigger =
+            futures::stream::unfold(granted, |mut rx| async move { rx.recv().await.map(|s| (s, rx)) })
+                .flat_map(move |shard| {
+                    let woken: Vec<_> = instances
+                        .state()
+                        .iter()
+                        .filter(|i| {
+                            let ns = i.namespace().unwrap_or_default();
+                            kudo_engine::shard::shard_of(&ns, &i.name_any(), count) == shard
+                        })
+                        .map(|i| {
+                            Ok(ReconcileRequest::from(ObjectRef::from_obj_with(
+                                i.as_ref(),
+                                instance_resource(),
+                            )))
+                        })
+                        .collect();
+                    futures::stream::iter(woken)
+                });
+        self.triggers.push(trigger.boxed());
+    }
+
     /// Autopilot rules: their watches (started on demand by the reconciles) wake Instances
     /// through a channel, which is one more trigger.
     pub fn autopilot(&mut self) -> autopilot::Watches {

@@ -73,6 +73,7 @@ pub mod revision;
 pub mod rollback;
 pub mod rotation;
 pub mod schedule;
+pub mod shard;
 pub mod status;
 pub mod tasks;
 pub mod time;

@@ -97,10 +97,17 @@ pub struct InitArgs {
     #[arg(long, value_name = "NAME")]
     pub service_account: Option<String>,
     /// Manager replicas: one leads (holds the Lease and reconciles), the others stand by and take
-    /// over within the lease duration when its pod goes.
+    /// over within the lease duration when its pod goes. With --shards above 1 they all act,
+    /// each on its share of the shards.
     #[arg(long, default_value_t = 1, value_name = "N",
           value_parser = clap::value_parser!(i32).range(1..))]
     pub replicas: i32,
+    /// Split the Instances into N shards (the manager's --shards): the replicas share them, each
+    /// reconciling only its shards' Instances; a replica's shards move to the others within the
+    /// lease duration when it goes. 1 keeps one acting replica.
+    #[arg(long, default_value_t = 1, value_name = "N",
+          value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub shards: u32,
     /// Bind the manager to the ClusterRole `kudo-manager` (no wildcards: kudo.dev objects, Events,
     /// its Lease, impersonating ServiceAccounts, reading what it watches) instead of cluster-admin,
     /// and start it with --default-service-account: every Instance is then applied as a
@@ -172,11 +179,14 @@ const RULE_EVENTS: Rule = Rule {
     verbs: &["create", "patch"],
 };
 /// Leader election (`kudo_controller::leader`): the lease manager gets, creates and patches the
-/// Lease; standbys watch it (a list and watch with a name field selector). Nothing deletes it.
+/// Lease; standbys watch it (a list and watch with a name field selector). Sharded replicas
+/// (`--shards`, `kudo_controller::shard`) list their group's Leases, create and update (with a
+/// resourceVersion precondition) shard and member Leases, and delete member Leases of replicas
+/// long gone and their own on shutdown.
 const RULE_LEASES: Rule = Rule {
     api_groups: &["coordination.k8s.io"],
     resources: &["leases"],
-    verbs: &["get", "list", "watch", "create", "patch"],
+    verbs: &["get", "list", "watch", "create", "update", "patch", "delete"],
 };
 /// Acting as an Instance's ServiceAccount (`spec.serviceAccountName` or the
 /// `--default-service-account`): `impersonate`, and `get` to check that the account exists
@@ -480,6 +490,10 @@ fn deployment(args: &InitArgs, namespace: &str, sa: &str) -> Manifest {
     ];
     if args.least_privilege {
         manager_args.extend(["--default-service-account", args.default_service_account.as_str()]);
+    }
+    let shards = args.shards.to_string();
+    if args.shards > 1 {
+        manager_args.extend(["--shards", shards.as_str()]);
     }
     Manifest {
         resource: known_resource("apps", "Deployment"),
@@ -944,6 +958,20 @@ mod tests {
         assert_eq!(c["capabilities"]["drop"], json!(["ALL"]));
         let ms = manifests(&T::parse_from(["init", "--replicas", "2"]).init, "kudo-system").unwrap();
         assert_eq!(deploy(&ms)["spec"]["replicas"], 2);
+        let ms = manifests(
+            &T::parse_from(["init", "--replicas", "2", "--shards", "4"]).init,
+            "kudo-system",
+        )
+        .unwrap();
+        let args = &deploy(&ms)["spec"]["template"]["spec"]["containers"][0]["args"];
+        let args: Vec<&str> = args
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|a| a.as_str())
+            .collect();
+        assert!(args.windows(2).any(|w| w == ["--shards", "4"]), "{args:?}");
+        assert!(T::try_parse_from(["init", "--shards", "0"]).is_err());
         assert!(T::try_parse_from(["init", "--replicas", "0"]).is_err());
     }
 

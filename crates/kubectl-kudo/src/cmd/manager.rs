@@ -18,7 +18,7 @@ const IN_CLUSTER_NAMESPACE_FILE: &str = "/var/run/secrets/kubernetes.io/servicea
 
 #[derive(Args, Debug)]
 #[command(
-    after_help = "Examples:\n  kubectl kudo manager                       # in a pod: uses the service account\n  kubectl kudo manager --kubeconfig ~/.kube/config --leader-elect=false\n  kubectl kudo manager --metrics-address 0.0.0.0:8080 --lease-duration 30"
+    after_help = "Examples:\n  kubectl kudo manager                       # in a pod: uses the service account\n  kubectl kudo manager --kubeconfig ~/.kube/config --leader-elect=false\n  kubectl kudo manager --metrics-address 0.0.0.0:8080 --lease-duration 30\n  kubectl kudo manager --shards 4            # run 2+ replicas: each reconciles its share"
 )]
 pub struct ManagerArgs {
     /// Field manager name used for server-side apply.
@@ -66,6 +66,13 @@ pub struct ManagerArgs {
     #[arg(long, default_value_t = kudo_engine::revision::DEFAULT_HISTORY_LIMIT, value_name = "N",
           value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     pub revision_history_limit: usize,
+    /// Split the Instances into N shards, each a Lease `<lease-name>-shard-<n>`: every replica
+    /// holds a fair share of them (rebalanced as replicas come and go) and reconciles only the
+    /// Instances of its shards. An Instance's shard is FNV-1a(namespace/name) mod N. 1 keeps one
+    /// acting replica (leader election); above 1 needs --leader-elect.
+    #[arg(long, default_value_t = 1, value_name = "N",
+          value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub shards: u32,
 }
 
 /// The Lease namespace: flag, `$KUDO_POD_NAMESPACE`, the in-cluster namespace file, `kudo-system`.
@@ -98,6 +105,10 @@ fn identity(pod_name: Option<&str>, hostname: Option<&str>) -> String {
 /// The line the manager prints on stderr when it starts.
 fn startup_line(config: &kudo_controller::ControllerConfig, metrics: SocketAddr) -> String {
     let election = match &config.leader_election {
+        Some(le) if config.shards > 1 => format!(
+            "{} shards as {:?} on leases {}/{}-shard-*",
+            config.shards, le.identity, le.namespace, le.lease_name
+        ),
         Some(le) => format!(
             "leader election as {:?} on lease {}/{}",
             le.identity, le.namespace, le.lease_name
@@ -116,6 +127,12 @@ fn startup_line(config: &kudo_controller::ControllerConfig, metrics: SocketAddr)
 
 pub async fn run(opts: &ClusterOpts, args: ManagerArgs, io: &mut crate::Io<'_>) -> Result<ExitCode> {
     kudo_controller::init_tracing(args.json_logs).context("cannot set up logging")?;
+    if args.shards > 1 && !args.leader_elect {
+        anyhow::bail!(
+            "--shards {} needs leader election: each shard is a Lease (drop --leader-elect=false)",
+            args.shards
+        );
+    }
     let cluster = connect(opts).await?;
     let leader_election = args.leader_elect.then(|| {
         let env_ns = std::env::var("KUDO_POD_NAMESPACE").ok();
@@ -142,6 +159,7 @@ pub async fn run(opts: &ClusterOpts, args: ManagerArgs, io: &mut crate::Io<'_>) 
         namespace: args.watch_namespace.filter(|ns| !ns.is_empty()),
         default_service_account: args.default_service_account.filter(|sa| !sa.is_empty()),
         revision_history_limit: args.revision_history_limit,
+        shards: args.shards,
         ..Default::default()
     };
     if let Some(ns) = &config.namespace {
@@ -205,6 +223,29 @@ mod tests {
         assert!(T::try_parse_from(["manager", "--lease-duration", "1"]).is_err());
         assert!(T::try_parse_from(["manager", "--metrics-address", "localhost"]).is_err());
         assert!(T::try_parse_from(["manager", "--leader-elect=maybe"]).is_err());
+        assert!(T::try_parse_from(["manager", "--shards", "0"]).is_err());
+        assert!(T::try_parse_from(["manager", "--shards", "1025"]).is_err());
+    }
+
+    #[test]
+    fn shards_default_to_one_and_are_named_in_the_startup_line() {
+        assert_eq!(T::parse_from(["manager"]).m.shards, 1);
+        assert_eq!(T::parse_from(["manager", "--shards", "4"]).m.shards, 4);
+        let config = kudo_controller::ControllerConfig {
+            shards: 4,
+            leader_election: Some(kudo_controller::LeaderElection {
+                lease_name: "kudo-manager".into(),
+                namespace: "kudo-system".into(),
+                identity: "pod-a".into(),
+                lease_duration: Duration::from_secs(15),
+            }),
+            ..Default::default()
+        };
+        let line = startup_line(&config, "127.0.0.1:8080".parse().unwrap());
+        assert!(
+            line.contains("4 shards as \"pod-a\" on leases kudo-system/kudo-manager-shard-*"),
+            "{line}"
+        );
     }
 
     #[test]

@@ -177,6 +177,17 @@ impl Env {
     /// Starts a controller with `config` (any number may run against one server); with
     /// `metrics`, its /metrics, /healthz and /readyz are served on a free loopback port.
     pub async fn spawn_controller(&self, config: ControllerConfig, metrics: bool) -> Controller {
+        self.spawn_controller_with(self.client.clone(), config, metrics)
+            .await
+    }
+
+    /// [`Env::spawn_controller`] talking through `client` (e.g. one that records its requests).
+    pub async fn spawn_controller_with(
+        &self,
+        client: kube::Client,
+        config: ControllerConfig,
+        metrics: bool,
+    ) -> Controller {
         let ops = if metrics {
             Some(
                 kudo_controller::OpsServer::bind("127.0.0.1:0".parse().unwrap())
@@ -188,14 +199,9 @@ impl Env {
         };
         let metrics_addr = ops.as_ref().map(|o| o.local_addr());
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        let task = tokio::spawn(kudo_controller::run_with(
-            self.client.clone(),
-            config,
-            ops,
-            async move {
-                let _ = rx.await;
-            },
-        ));
+        let task = tokio::spawn(kudo_controller::run_with(client, config, ops, async move {
+            let _ = rx.await;
+        }));
         Controller {
             stop: Some(tx),
             task: Some(task),

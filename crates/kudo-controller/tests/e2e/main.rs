@@ -16,6 +16,7 @@ mod ops_endpoints;
 mod revisions;
 mod schedule;
 mod sensitive;
+mod shards;
 mod steps;
 mod translate;
 

@@ -1,0 +1,505 @@
+//! Sharded managers (`--shards N`, issue 28): several replicas share the Instances, each acting
+//! only on the shards whose Lease it holds. The decisions (which shard an Instance is in, what a
+//! replica acquires, renews, releases or has lost) are [`kudo_engine::shard`]'s; this module
+//! keeps the Leases and the gate every reconcile passes.
+//!
+//! * **The gate** ([`ShardGate`]): a reconcile of an Instance whose shard this replica does not
+//!   hold returns at once, without a request. A held shard carries a cancellation token: losing
+//!   or releasing the shard cancels the reconciles in flight for it (safe: a run's progress lives
+//!   in the Instance), and a release waits until they are gone before freeing the Lease, so the
+//!   next holder never overlaps with this one. Acquiring a shard wakes its Instances from the
+//!   cache.
+//! * **The Leases** ([`run`]): `<lease>-shard-<n>` per shard and `<lease>-member-<identity>` per
+//!   replica, in the lease namespace, labelled `kudo.dev/lease-group=<lease>`. Every third of the
+//!   lease duration a replica lists them (one LIST), renews its member Lease and carries out
+//!   [`kudo_engine::shard::decide`]. Acquiring writes with the resourceVersion the replica saw (or
+//!   creates), so only one of two racing replicas wins. Member Leases of replicas gone for ten
+//!   lease durations are deleted by whoever sees them.
+//! * Every replica watches and caches every Instance (the watches are not filtered by shard), so a
+//!   replica taking over a shard starts from a warm cache.
+//!
+//! kube-lease-manager (what [`crate::leader`] uses) keeps one Lease per manager with its own
+//! timers; N shard Leases and a member count need one coordinated view per tick, hence the
+//! hand-written loop here.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::future::Future;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use kudo_engine::shard::{LeaseView, ShardMove, Survey, decide, shard_of};
+use tokio_util::sync::CancellationToken;
+use tracing::{debug, info, warn};
+
+use crate::ops::Health;
+use crate::{ControllerConfig, Error, LeaderElection};
+
+/// Label naming the lease group (the `--lease-name`) of shard and member Leases.
+pub const LEASE_GROUP_LABEL: &str = "kudo.dev/lease-group";
+/// Label on shard Leases: the shard number.
+pub const SHARD_LABEL: &str = "kudo.dev/shard";
+/// How long a release waits for the shard's reconciles to be gone before freeing the Lease.
+const DRAIN: Duration = Duration::from_secs(5);
+
+/// A shard this replica acts on.
+struct Held {
+    cancel: CancellationToken,
+    in_flight: AtomicUsize,
+}
+
+/// Which Instances this replica may reconcile now (see the module docs).
+pub(crate) struct ShardGate {
+    /// The shard count; 1 means unsharded: every Instance passes, nothing is ever revoked.
+    count: u32,
+    held: Mutex<HashMap<u32, Arc<Held>>>,
+    /// Shards just acquired, for the trigger that wakes their Instances.
+    granted: Option<tokio::sync::mpsc::UnboundedSender<u32>>,
+}
+
+/// Permission to run one reconcile of a held shard; counts it in flight until dropped.
+pub(crate) struct Pass(Option<Arc<Held>>);
+
+impl Drop for Pass {
+    fn drop(&mut self) {
+        if let Some(h) = &self.0 {
+            h.in_flight.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+}
+
+impl Pass {
+    /// Runs `f` unless the shard is lost or released first (`None`: `f` was dropped).
+    pub async fn run<T>(self, f: impl Future<Output = T>) -> Option<T> {
+        match &self.0 {
+            None => Some(f.await),
+            Some(h) => {
+                let cancel = h.cancel.clone();
+                tokio::select! {
+                    biased;
+                    _ = cancel.cancelled() => None,
+                    out = f => Some(out),
+                }
+            }
+        }
+    }
+}
+
+impl ShardGate {
+    /// The gate of an unsharded manager: everything passes.
+    pub fn all() -> Arc<ShardGate> {
+        Arc::new(ShardGate {
+            count: 1,
+            held: Mutex::default(),
+            granted: None,
+        })
+    }
+
+    /// The gate of one of `count` shards' replicas, holding nothing yet, and the stream of the
+    /// shards it acquires.
+    pub fn sharded(count: u32) -> (Arc<ShardGate>, tokio::sync::mpsc::UnboundedReceiver<u32>) {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let gate = ShardGate {
+            count: count.max(1),
+            held: Mutex::default(),
+            granted: Some(tx),
+        };
+        (Arc::new(gate), rx)
+    }
+
+    pub fn count(&self) -> u32 {
+        self.count
+    }
+
+    fn held_map(&self) -> std::sync::MutexGuard<'_, HashMap<u32, Arc<Held>>> {
+        self.held.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A pass for a reconcile of `namespace/name`, if this replica acts on its shard.
+    pub fn enter(&self, namespace: &str, name: &str) -> Option<Pass> {
+        if self.count == 1 {
+            return Some(Pass(None));
+        }
+        let held = self
+            .held_map()
+            .get(&shard_of(namespace, name, self.count))
+            .cloned()?;
+        held.in_flight.fetch_add(1, Ordering::SeqCst);
+        Some(Pass(Some(held)))
+    }
+
+    /// Whether this replica acts on the shard of `namespace/name`.
+    pub fn holds(&self, namespace: &str, name: &str) -> bool {
+        self.count == 1
+            || self
+                .held_map()
+                .contains_key(&shard_of(namespace, name, self.count))
+    }
+
+    /// The shards acted on.
+    pub fn held(&self) -> BTreeSet<u32> {
+        self.held_map().keys().copied().collect()
+    }
+
+    /// Starts acting on `shard` and wakes its Instances.
+    fn grant(&self, shard: u32) {
+        let held = Held {
+            cancel: CancellationToken::new(),
+            in_flight: AtomicUsize::new(0),
+        };
+        self.held_map().insert(shard, Arc::new(held));
+        if let Some(tx) = &self.granted {
+            let _ = tx.send(shard);
+        }
+    }
+
+    /// Stops acting on `shard`: no new reconcile passes, the running ones are cancelled; waits up
+    /// to `drain` for them to be gone.
+    async fn revoke(&self, shard: u32, drain: Duration) {
+        let Some(held) = self.held_map().remove(&shard) else {
+            return;
+        };
+        held.cancel.cancel();
+        let gone = async {
+            while held.in_flight.load(Ordering::SeqCst) > 0 {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        };
+        if tokio::time::timeout(drain, gone).await.is_err() {
+            warn!(shard, "reconciles of a released shard did not stop in time");
+        }
+    }
+}
+
+/// The Lease names of one lease group.
+struct Names<'a>(&'a str);
+
+impl Names<'_> {
+    fn shard(&self, n: u32) -> String {
+        format!("{}-shard-{n}", self.0)
+    }
+
+    /// A member Lease's name: the identity made a valid object name (lower case, `[a-z0-9.-]`).
+    fn member(&self, identity: &str) -> String {
+        let id: String = identity
+            .to_ascii_lowercase()
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '.' || c == '-' {
+                    c
+                } else {
+                    '-'
+                }
+            })
+            .collect();
+        format!("{}-member-{}", self.0, id.trim_matches('-'))
+    }
+}
+
+/// The Leases of the group as one tick saw them.
+#[derive(Default)]
+struct Seen {
+    shards: BTreeMap<u32, Lease>,
+    members: Vec<Lease>,
+}
+
+fn view(lease: &Lease) -> LeaseView {
+    let spec = lease.spec.as_ref();
+    let renewed = spec
+        .and_then(|s| s.renew_time.as_ref().or(s.acquire_time.as_ref()))
+        .map_or(0, |t| t.0.as_millisecond());
+    let secs = spec.and_then(|s| s.lease_duration_seconds).unwrap_or(0);
+    LeaseView {
+        holder: spec
+            .and_then(|s| s.holder_identity.clone())
+            .filter(|h| !h.is_empty()),
+        valid_until_ms: renewed + i64::from(secs) * 1000,
+    }
+}
+
+/// One replica's side of the shard Leases.
+struct Replica {
+    api: Api<Lease>,
+    le: LeaderElection,
+    shards: u32,
+    gate: Arc<ShardGate>,
+    health: Arc<Health>,
+}
+
+impl Replica {
+    fn group(&self) -> Names<'_> {
+        Names(&self.le.lease_name)
+    }
+
+    fn duration_secs(&self) -> i32 {
+        i32::try_from(self.le.lease_duration.as_secs()).unwrap_or(i32::MAX)
+    }
+
+    /// The tick period: a third of the lease duration, at least one second.
+    fn period(&self) -> Duration {
+        (self.le.lease_duration / 3).max(Duration::from_secs(1))
+    }
+
+    async fn list(&self) -> Result<Seen, kube::Error> {
+        let lp = ListParams::default().labels(&format!("{LEASE_GROUP_LABEL}={}", self.le.lease_name));
+        let mut seen = Seen::default();
+        let members_prefix = format!("{}-member-", self.le.lease_name);
+        for l in self.api.list(&lp).await?.items {
+            let name = l.metadata.name.clone().unwrap_or_default();
+            let shard = l.metadata.labels.as_ref().and_then(|m| m.get(SHARD_LABEL));
+            match shard.and_then(|s| s.parse::<u32>().ok()) {
+                Some(n) if name == self.group().shard(n) => {
+                    seen.shards.insert(n, l);
+                }
+                _ if name.starts_with(&members_prefix) => seen.members.push(l),
+                _ => {}
+            }
+        }
+        Ok(seen)
+    }
+
+    /// A Lease of the group held by this replica from now on.
+    fn fresh(&self, name: String, shard: Option<u32>, transitions: i32) -> Lease {
+        let mut labels = BTreeMap::from([(LEASE_GROUP_LABEL.to_string(), self.le.lease_name.clone())]);
+        if let Some(n) = shard {
+            labels.insert(SHARD_LABEL.to_string(), n.to_string());
+        }
+        let now = MicroTime(Timestamp::now());
+        Lease {
+            metadata: ObjectMeta {
+                name: Some(name),
+                namespace: Some(self.le.namespace.clone()),
+                labels: Some(labels),
+                ..ObjectMeta::default()
+            },
+            spec: Some(LeaseSpec {
+                holder_identity: Some(self.le.identity.clone()),
+                lease_duration_seconds: Some(self.duration_secs()),
+                acquire_time: Some(now.clone()),
+                renew_time: Some(now),
+                lease_transitions: Some(transitions),
+                ..LeaseSpec::default()
+            }),
+        }
+    }
+
+    /// Takes `existing` (as seen, so the write fails if anyone changed it since) or creates it.
+    async fn take(
+        &self,
+        name: String,
+        shard: Option<u32>,
+        existing: Option<&Lease>,
+    ) -> Result<(), kube::Error> {
+        let spec = existing.and_then(|l| l.spec.as_ref());
+        let same_holder = spec.and_then(|s| s.holder_identity.as_deref()) == Some(self.le.identity.as_str());
+        let transitions = spec.and_then(|s| s.lease_transitions).unwrap_or(0) + i32::from(!same_holder);
+        let mut lease = self.fresh(name.clone(), shard, transitions);
+        match existing {
+            None => self.api.create(&PostParams::default(), &lease).await.map(|_| ()),
+            Some(old) => {
+                lease.metadata.resource_version = old.metadata.resource_version.clone();
+                if same_holder && let (Some(s), Some(o)) = (lease.spec.as_mut(), spec) {
+                    s.acquire_time = o.acquire_time.clone();
+                }
+                self.api
+                    .replace(&name, &PostParams::default(), &lease)
+                    .await
+                    .map(|_| ())
+            }
+        }
+    }
+
+    /// Frees `lease` (still as seen): no holder, so others may take it at once.
+    async fn free(&self, lease: &Lease) -> Result<(), kube::Error> {
+        let mut l = lease.clone();
+        if let Some(s) = l.spec.as_mut() {
+            s.holder_identity = None;
+        }
+        let name = l.metadata.name.clone().unwrap_or_default();
+        self.api
+            .replace(&name, &PostParams::default(), &l)
+            .await
+            .map(|_| ())
+    }
+}
+
+impl Replica {
+    /// One tick: list, keep the member Lease, carry out the decided moves.
+    async fn tick(&self) {
+        let seen = match self.list().await {
+            Ok(s) => s,
+            Err(e) => {
+                warn!(error = %e, "cannot list the shard leases; acting on nothing until they are seen again");
+                for n in self.gate.held() {
+                    self.gate.revoke(n, DRAIN).await;
+                }
+                return self.publish();
+            }
+        };
+        self.keep_member(&seen).await;
+        let leases: BTreeMap<u32, LeaseView> = seen.shards.iter().map(|(n, l)| (*n, view(l))).collect();
+        let members: Vec<LeaseView> = seen.members.iter().map(view).collect();
+        let held = self.gate.held();
+        let survey = Survey {
+            me: &self.le.identity,
+            now_ms: Timestamp::now().as_millisecond(),
+            shards: self.shards,
+            leases: &leases,
+            members: &members,
+            held: &held,
+        };
+        for m in decide(&survey) {
+            self.carry_out(&m, &seen).await;
+        }
+        self.publish();
+    }
+
+    async fn carry_out(&self, m: &ShardMove, seen: &Seen) {
+        let name = |n: u32| self.group().shard(n);
+        match *m {
+            ShardMove::Lost(n) => {
+                warn!(shard = n, "lost the shard lease: stopping its reconciles");
+                self.gate.revoke(n, Duration::ZERO).await;
+            }
+            ShardMove::Release(n) => {
+                self.gate.revoke(n, DRAIN).await;
+                if let Some(l) = seen.shards.get(&n) {
+                    match self.free(l).await {
+                        Ok(()) => info!(shard = n, "released the shard (above this replica's fair share)"),
+                        Err(e) => {
+                            debug!(shard = n, error = %e, "releasing a shard failed; it expires by itself")
+                        }
+                    }
+                }
+            }
+            ShardMove::Renew(n) => {
+                if let Err(e) = self.take(name(n), Some(n), seen.shards.get(&n)).await {
+                    warn!(shard = n, error = %e, "renewing the shard lease failed: stopping its reconciles");
+                    self.gate.revoke(n, Duration::ZERO).await;
+                }
+            }
+            ShardMove::Acquire(n) => match self.take(name(n), Some(n), seen.shards.get(&n)).await {
+                Ok(()) => {
+                    info!(shard = n, "acquired the shard: reconciling its Instances");
+                    self.gate.grant(n);
+                }
+                Err(e) => debug!(shard = n, error = %e, "another replica took the shard first"),
+            },
+        }
+    }
+
+    /// Renews (or creates) this replica's member Lease; deletes member Leases long expired.
+    async fn keep_member(&self, seen: &Seen) {
+        let mine = self.group().member(&self.le.identity);
+        let existing = seen
+            .members
+            .iter()
+            .find(|l| l.metadata.name.as_deref() == Some(mine.as_str()));
+        if let Err(e) = self.take(mine.clone(), None, existing).await {
+            debug!(error = %e, "renewing the member lease failed (retried at the next tick)");
+        }
+        let now = Timestamp::now().as_millisecond();
+        let forgotten = i64::from(self.duration_secs()) * 10_000;
+        for l in &seen.members {
+            let name = l.metadata.name.clone().unwrap_or_default();
+            if name != mine && view(l).valid_until_ms + forgotten < now {
+                let _ = self.api.delete(&name, &DeleteParams::default()).await;
+            }
+        }
+    }
+
+    fn publish(&self) {
+        let n = self.gate.held().len();
+        self.health.metrics.set_shards_held(n);
+        self.health.set_holding(n > 0);
+    }
+
+    /// A clean shutdown: stop acting, free every shard and the member Lease.
+    async fn leave(&self) {
+        let held = self.gate.held();
+        for n in &held {
+            self.gate.revoke(*n, DRAIN).await;
+        }
+        if let Ok(seen) = self.list().await {
+            for n in held {
+                if let Some(l) = seen.shards.get(&n) {
+                    let _ = self.free(l).await;
+                }
+            }
+        }
+        let mine = self.group().member(&self.le.identity);
+        let _ = self.api.delete(&mine, &DeleteParams::default()).await;
+        self.publish();
+    }
+}
+
+/// Runs a sharded replica until `shutdown` completes: the controller (its reconciles gated by the
+/// shards held) and the Lease ticks.
+pub(crate) async fn run(
+    client: kube::Client,
+    config: ControllerConfig,
+    le: LeaderElection,
+    health: Arc<Health>,
+    shutdown: impl Future,
+) -> Result<(), Error> {
+    let (gate, granted) = ShardGate::sharded(config.shards);
+    let me = Replica {
+        api: Api::namespaced(client.clone(), &le.namespace),
+        shards: config.shards,
+        le: le.clone(),
+        gate: gate.clone(),
+        health: health.clone(),
+    };
+    info!(identity = %le.identity, shards = config.shards, group = %le.lease_name, "joining the shard leases");
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    // Its own task, so a tick waiting for a shard to drain never stalls the watches; aborted
+    // with this future (a killed replica acts no more).
+    let mut controller = crate::ops::AbortOnDrop(Some(tokio::spawn(crate::run_controller(
+        client,
+        config,
+        Sharding {
+            gate,
+            granted: Some(granted),
+        },
+        health.clone(),
+        async move {
+            let _ = stop_rx.await;
+        },
+    ))));
+    let mut shutdown = std::pin::pin!(shutdown);
+    let mut ticks = tokio::time::interval(me.period());
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = &mut shutdown => break,
+            _ = ticks.tick() => me.tick().await,
+        }
+    }
+    me.leave().await;
+    let _ = stop_tx.send(());
+    if let Some(task) = controller.0.take() {
+        let _ = tokio::time::timeout(DRAIN, task).await;
+    }
+    Ok(())
+}
+
+/// How a controller incarnation is gated: its [`ShardGate`] and, for a sharded replica, the
+/// shards it acquires (whose Instances are then woken).
+pub(crate) struct Sharding {
+    pub gate: Arc<ShardGate>,
+    pub granted: Option<tokio::sync::mpsc::UnboundedReceiver<u32>>,
+}
+
+impl Sharding {
+    /// Unsharded: every Instance is this manager's.
+    pub fn none() -> Sharding {
+        Sharding {
+            gate: ShardGate::all(),
+            granted: None,
+        }
+    }
+}
