@@ -43,19 +43,24 @@ use crate::{ControllerConfig, Error, LeaderElection};
 pub const LEASE_GROUP_LABEL: &str = "kudo.dev/lease-group";
 /// Label on shard Leases: the shard number.
 pub const SHARD_LABEL: &str = "kudo.dev/shard";
-/// How long a release waits for the shard's reconciles to be gone before freeing the Lease.
-const DRAIN: Duration = Duration::from_secs(5);
+/// How long a clean shutdown waits for the reconciles to stop, and then for the controller.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
 /// A shard this replica acts on.
 struct Held {
     cancel: CancellationToken,
     in_flight: AtomicUsize,
+    /// When this replica last wrote the shard's Lease: past the lease duration another replica
+    /// may hold it, so no reconcile of it starts (a replica stalled between ticks).
+    renewed: Mutex<std::time::Instant>,
 }
 
 /// Which Instances this replica may reconcile now (see the module docs).
 pub(crate) struct ShardGate {
     /// The shard count; 1 means unsharded: every Instance passes, nothing is ever revoked.
     count: u32,
+    /// The lease duration: how long a shard is ours after its last renewal.
+    valid_for: Duration,
     held: Mutex<HashMap<u32, Arc<Held>>>,
     /// Shards just acquired, for the trigger that wakes their Instances.
     granted: Option<tokio::sync::mpsc::UnboundedSender<u32>>,
@@ -94,6 +99,7 @@ impl ShardGate {
     pub fn all() -> Arc<ShardGate> {
         Arc::new(ShardGate {
             count: 1,
+            valid_for: Duration::MAX,
             held: Mutex::default(),
             granted: None,
         })
@@ -101,9 +107,13 @@ impl ShardGate {
 
     /// The gate of one of `count` shards' replicas, holding nothing yet, and the stream of the
     /// shards it acquires.
-    pub fn sharded(count: u32) -> (Arc<ShardGate>, tokio::sync::mpsc::UnboundedReceiver<u32>) {
+    pub fn sharded(
+        count: u32,
+        valid_for: Duration,
+    ) -> (Arc<ShardGate>, tokio::sync::mpsc::UnboundedReceiver<u32>) {
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
         let gate = ShardGate {
+            valid_for,
             count: count.max(1),
             held: Mutex::default(),
             granted: Some(tx),
@@ -128,6 +138,10 @@ impl ShardGate {
             .held_map()
             .get(&shard_of(namespace, name, self.count))
             .cloned()?;
+        let renewed = *held.renewed.lock().unwrap_or_else(|e| e.into_inner());
+        if renewed.elapsed() >= self.valid_for {
+            return None;
+        }
         held.in_flight.fetch_add(1, Ordering::SeqCst);
         Some(Pass(Some(held)))
     }
@@ -150,6 +164,7 @@ impl ShardGate {
         let held = Held {
             cancel: CancellationToken::new(),
             in_flight: AtomicUsize::new(0),
+            renewed: Mutex::new(std::time::Instant::now()),
         };
         self.held_map().insert(shard, Arc::new(held));
         if let Some(tx) = &self.granted {
@@ -157,21 +172,29 @@ impl ShardGate {
         }
     }
 
-    /// Stops acting on `shard`: no new reconcile passes, the running ones are cancelled; waits up
-    /// to `drain` for them to be gone.
-    async fn revoke(&self, shard: u32, drain: Duration) {
-        let Some(held) = self.held_map().remove(&shard) else {
-            return;
+    /// Its Lease was just written by this replica.
+    fn renewed(&self, shard: u32) {
+        if let Some(h) = self.held_map().get(&shard) {
+            *h.renewed.lock().unwrap_or_else(|e| e.into_inner()) = std::time::Instant::now();
+        }
+    }
+
+    /// Stops acting on `shards`: no new reconcile passes, the running ones are cancelled (dropped
+    /// at their next await point). Waits up to `drain` for all of them to be gone; whether they are.
+    async fn revoke(&self, shards: &[u32], drain: Duration) -> bool {
+        let revoked: Vec<Arc<Held>> = {
+            let mut map = self.held_map();
+            shards.iter().filter_map(|n| map.remove(n)).collect()
         };
-        held.cancel.cancel();
+        for h in &revoked {
+            h.cancel.cancel();
+        }
         let gone = async {
-            while held.in_flight.load(Ordering::SeqCst) > 0 {
+            while revoked.iter().any(|h| h.in_flight.load(Ordering::SeqCst) > 0) {
                 tokio::time::sleep(Duration::from_millis(10)).await;
             }
         };
-        if tokio::time::timeout(drain, gone).await.is_err() {
-            warn!(shard, "reconciles of a released shard did not stop in time");
-        }
+        tokio::time::timeout(drain, gone).await.is_ok()
     }
 }
 
@@ -328,19 +351,19 @@ impl Replica {
 }
 
 impl Replica {
-    /// One tick: list, keep the member Lease, carry out the decided moves.
+    /// One tick: list; stop on lost shards (at once: someone else holds them), renew what is kept
+    /// (before any wait: nothing in a tick may delay a renewal past the lease), keep the member
+    /// Lease, then release and acquire.
     async fn tick(&self) {
         let seen = match self.list().await {
             Ok(s) => s,
             Err(e) => {
                 warn!(error = %e, "cannot list the shard leases; acting on nothing until they are seen again");
-                for n in self.gate.held() {
-                    self.gate.revoke(n, DRAIN).await;
-                }
+                let held: Vec<u32> = self.gate.held().into_iter().collect();
+                self.gate.revoke(&held, Duration::ZERO).await;
                 return self.publish();
             }
         };
-        self.keep_member(&seen).await;
         let leases: BTreeMap<u32, LeaseView> = seen.shards.iter().map(|(n, l)| (*n, view(l))).collect();
         let members: Vec<LeaseView> = seen.members.iter().map(view).collect();
         let held = self.gate.held();
@@ -352,43 +375,70 @@ impl Replica {
             members: &members,
             held: &held,
         };
-        for m in decide(&survey) {
-            self.carry_out(&m, &seen).await;
+        let moves = decide(&survey);
+        let of = |kind: fn(&ShardMove) -> bool| -> Vec<u32> {
+            moves.iter().filter(|m| kind(m)).map(ShardMove::shard).collect()
+        };
+        let lost = of(|m| matches!(m, ShardMove::Lost(_)));
+        if !lost.is_empty() {
+            warn!(shards = ?lost, "shard leases lost: stopping their reconciles");
+            self.gate.revoke(&lost, Duration::ZERO).await;
+        }
+        for n in of(|m| matches!(m, ShardMove::Renew(_))) {
+            self.renew(n, &seen).await;
+        }
+        self.keep_member(&seen).await;
+        self.release(&of(|m| matches!(m, ShardMove::Release(_))), &seen)
+            .await;
+        for n in of(|m| matches!(m, ShardMove::Acquire(_))) {
+            self.acquire(n, &seen).await;
         }
         self.publish();
     }
 
-    async fn carry_out(&self, m: &ShardMove, seen: &Seen) {
-        let name = |n: u32| self.group().shard(n);
-        match *m {
-            ShardMove::Lost(n) => {
-                warn!(shard = n, "lost the shard lease: stopping its reconciles");
-                self.gate.revoke(n, Duration::ZERO).await;
+    async fn renew(&self, n: u32, seen: &Seen) {
+        match self
+            .take(self.group().shard(n), Some(n), seen.shards.get(&n))
+            .await
+        {
+            Ok(()) => self.gate.renewed(n),
+            Err(e) => {
+                warn!(shard = n, error = %e, "renewing the shard lease failed: stopping its reconciles");
+                self.gate.revoke(&[n], Duration::ZERO).await;
             }
-            ShardMove::Release(n) => {
-                self.gate.revoke(n, DRAIN).await;
-                if let Some(l) = seen.shards.get(&n) {
-                    match self.free(l).await {
-                        Ok(()) => info!(shard = n, "released the shard (above this replica's fair share)"),
-                        Err(e) => {
-                            debug!(shard = n, error = %e, "releasing a shard failed; it expires by itself")
-                        }
-                    }
-                }
+        }
+    }
+
+    async fn acquire(&self, n: u32, seen: &Seen) {
+        match self
+            .take(self.group().shard(n), Some(n), seen.shards.get(&n))
+            .await
+        {
+            Ok(()) => {
+                info!(shard = n, "acquired the shard: reconciling its Instances");
+                self.gate.grant(n);
             }
-            ShardMove::Renew(n) => {
-                if let Err(e) = self.take(name(n), Some(n), seen.shards.get(&n)).await {
-                    warn!(shard = n, error = %e, "renewing the shard lease failed: stopping its reconciles");
-                    self.gate.revoke(n, Duration::ZERO).await;
-                }
+            Err(e) => debug!(shard = n, error = %e, "another replica took the shard first"),
+        }
+    }
+
+    /// Stops acting on `shards` and frees their Leases once their reconciles are gone (waiting at
+    /// most a tick period, so the next renewals stay on time); still running, the Leases are
+    /// left to expire instead, which keeps any successor out until then.
+    async fn release(&self, shards: &[u32], seen: &Seen) {
+        if shards.is_empty() {
+            return;
+        }
+        if !self.gate.revoke(shards, self.period()).await {
+            warn!(shards = ?shards, "reconciles of released shards did not stop in time: their leases expire instead");
+            return;
+        }
+        for n in shards {
+            let Some(l) = seen.shards.get(n) else { continue };
+            match self.free(l).await {
+                Ok(()) => info!(shard = n, "released the shard (above this replica's fair share)"),
+                Err(e) => debug!(shard = n, error = %e, "releasing a shard failed; it expires by itself"),
             }
-            ShardMove::Acquire(n) => match self.take(name(n), Some(n), seen.shards.get(&n)).await {
-                Ok(()) => {
-                    info!(shard = n, "acquired the shard: reconciling its Instances");
-                    self.gate.grant(n);
-                }
-                Err(e) => debug!(shard = n, error = %e, "another replica took the shard first"),
-            },
         }
     }
 
@@ -420,9 +470,10 @@ impl Replica {
 
     /// A clean shutdown: stop acting, free every shard and the member Lease.
     async fn leave(&self) {
-        let held = self.gate.held();
-        for n in &held {
-            self.gate.revoke(*n, DRAIN).await;
+        let held: Vec<u32> = self.gate.held().into_iter().collect();
+        if !self.gate.revoke(&held, SHUTDOWN_GRACE).await {
+            warn!("reconciles did not stop in time: the shard leases expire instead of being freed");
+            return self.publish();
         }
         if let Ok(seen) = self.list().await {
             for n in held {
@@ -446,7 +497,7 @@ pub(crate) async fn run(
     health: Arc<Health>,
     shutdown: impl Future,
 ) -> Result<(), Error> {
-    let (gate, granted) = ShardGate::sharded(config.shards);
+    let (gate, granted) = ShardGate::sharded(config.shards, le.lease_duration);
     let me = Replica {
         api: Api::namespaced(client.clone(), &le.namespace),
         shards: config.shards,
@@ -482,7 +533,7 @@ pub(crate) async fn run(
     me.leave().await;
     let _ = stop_tx.send(());
     if let Some(task) = controller.0.take() {
-        let _ = tokio::time::timeout(DRAIN, task).await;
+        let _ = tokio::time::timeout(SHUTDOWN_GRACE, task).await;
     }
     Ok(())
 }
@@ -501,5 +552,47 @@ impl Sharding {
             gate: ShardGate::all(),
             granted: None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An Instance name in `shard` of 4.
+    fn name_in(shard: u32) -> String {
+        (0..)
+            .map(|i| format!("i-{i}"))
+            .find(|n| shard_of("ns", n, 4) == shard)
+            .unwrap_or_default()
+    }
+
+    #[tokio::test]
+    async fn only_held_and_recently_renewed_shards_pass_the_gate() {
+        let (gate, mut granted) = ShardGate::sharded(4, Duration::from_millis(200));
+        let (a, b) = (name_in(1), name_in(2));
+        assert!(gate.enter("ns", &a).is_none());
+        gate.grant(1);
+        assert_eq!(granted.recv().await, Some(1));
+        assert!(gate.enter("ns", &a).is_some());
+        assert!(gate.holds("ns", &a) && !gate.holds("ns", &b));
+        // A replica that has not renewed for a lease duration starts nothing more.
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        assert!(gate.enter("ns", &a).is_none());
+        gate.renewed(1);
+        assert!(gate.enter("ns", &a).is_some());
+        assert!(ShardGate::all().enter("ns", &b).is_some());
+    }
+
+    #[tokio::test]
+    async fn revoking_cancels_the_running_reconciles_and_waits_for_them() {
+        let (gate, _granted) = ShardGate::sharded(4, Duration::from_secs(60));
+        gate.grant(3);
+        let pass = gate.enter("ns", &name_in(3)).expect("held");
+        let running = tokio::spawn(pass.run(std::future::pending::<()>()));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert!(gate.revoke(&[3], Duration::from_secs(5)).await, "drained");
+        assert_eq!(running.await.unwrap(), None, "the reconcile was dropped");
+        assert!(gate.enter("ns", &name_in(3)).is_none());
     }
 }

@@ -77,8 +77,8 @@ pub struct Survey<'a> {
     pub held: &'a BTreeSet<u32>,
 }
 
-/// One step of a tick, in the order [`decide`] lists them: losses first (stop acting at once),
-/// then releases, renewals and acquisitions.
+/// One step of a tick. The manager carries them out by kind: losses first (stop acting at once),
+/// then renewals (before anything that may wait), releases and acquisitions.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ShardMove {
     /// The Lease of a shard this replica acts on names someone else, or is gone: stop now.
@@ -89,6 +89,15 @@ pub enum ShardMove {
     Renew(u32),
     /// Free, expired, or ours but not acted on: take the Lease, then act on the shard.
     Acquire(u32),
+}
+
+impl ShardMove {
+    /// The shard the move is about.
+    pub fn shard(&self) -> u32 {
+        match *self {
+            ShardMove::Lost(n) | ShardMove::Release(n) | ShardMove::Renew(n) | ShardMove::Acquire(n) => n,
+        }
+    }
 }
 
 /// Live replicas: the distinct identities of live member Leases, this replica always counted.
