@@ -549,14 +549,15 @@ async fn shard_split(c: &Cluster, shape: &Shape) -> BTreeMap<String, usize> {
         return split;
     }
     let leases: Api<k8s_openapi::api::coordination::v1::Lease> = Api::namespaced(c.client.clone(), NS);
-    let lp = ListParams::default().labels("kudo.dev/lease-group=kudo-manager,kudo.dev/shard");
+    use kudo_controller::shard::{LEASE_GROUP_LABEL, SHARD_LABEL};
+    let lp = ListParams::default().labels(&format!("{LEASE_GROUP_LABEL}=kudo-manager,{SHARD_LABEL}"));
     let mut holder = BTreeMap::new();
     for l in leases.list(&lp).await.expect("list leases").items {
         let shard = l
             .metadata
             .labels
             .unwrap_or_default()
-            .get("kudo.dev/shard")
+            .get(SHARD_LABEL)
             .and_then(|s| s.parse::<u32>().ok());
         let who = l.spec.and_then(|s| s.holder_identity);
         if let (Some(s), Some(w)) = (shard, who) {

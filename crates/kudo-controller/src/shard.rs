@@ -6,9 +6,9 @@
 //! * **The gate** ([`ShardGate`]): a reconcile of an Instance whose shard this replica does not
 //!   hold returns at once, without a request. A held shard carries a cancellation token: losing
 //!   or releasing the shard cancels the reconciles in flight for it (safe: a run's progress lives
-//!   in the Instance), and a release waits until they are gone before freeing the Lease, so the
-//!   next holder never overlaps with this one. Acquiring a shard wakes its Instances from the
-//!   cache.
+//!   in the Instance), and a release frees the Lease only once they are gone (else it lets the
+//!   Lease expire), so the next holder never overlaps with this one. Acquiring a shard wakes its
+//!   Instances from the cache.
 //! * **The Leases** ([`run`]): `<lease>-shard-<n>` per shard and `<lease>-member-<identity>` per
 //!   replica, in the lease namespace, labelled `kudo.dev/lease-group=<lease>`. Every third of the
 //!   lease duration a replica lists them (one LIST), renews its member Lease and carries out
@@ -219,7 +219,11 @@ impl Names<'_> {
                 }
             })
             .collect();
-        format!("{}-member-{}", self.0, id.trim_matches('-'))
+        format!("{}{}", self.member_prefix(), id.trim_matches('-'))
+    }
+
+    fn member_prefix(&self) -> String {
+        format!("{}-member-", self.0)
     }
 }
 
@@ -248,7 +252,6 @@ fn view(lease: &Lease) -> LeaseView {
 struct Replica {
     api: Api<Lease>,
     le: LeaderElection,
-    shards: u32,
     gate: Arc<ShardGate>,
     health: Arc<Health>,
 }
@@ -270,7 +273,7 @@ impl Replica {
     async fn list(&self) -> Result<Seen, kube::Error> {
         let lp = ListParams::default().labels(&format!("{LEASE_GROUP_LABEL}={}", self.le.lease_name));
         let mut seen = Seen::default();
-        let members_prefix = format!("{}-member-", self.le.lease_name);
+        let members_prefix = self.group().member_prefix();
         for l in self.api.list(&lp).await?.items {
             let name = l.metadata.name.clone().unwrap_or_default();
             let shard = l.metadata.labels.as_ref().and_then(|m| m.get(SHARD_LABEL));
@@ -370,7 +373,7 @@ impl Replica {
         let survey = Survey {
             me: &self.le.identity,
             now_ms: Timestamp::now().as_millisecond(),
-            shards: self.shards,
+            shards: self.gate.count(),
             leases: &leases,
             members: &members,
             held: &held,
@@ -500,7 +503,6 @@ pub(crate) async fn run(
     let (gate, granted) = ShardGate::sharded(config.shards, le.lease_duration);
     let me = Replica {
         api: Api::namespaced(client.clone(), &le.namespace),
-        shards: config.shards,
         le: le.clone(),
         gate: gate.clone(),
         health: health.clone(),

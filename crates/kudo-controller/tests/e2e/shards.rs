@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::{Api, ListParams};
+use kudo_controller::shard::{LEASE_GROUP_LABEL, SHARD_LABEL};
 use kudo_controller::{ControllerConfig, LeaderElection};
 
 use crate::first_operator;
@@ -65,7 +66,7 @@ async fn wait_shards(ctl: &Controller, who: &str, n: f64) {
 /// Holder of each shard Lease.
 async fn holders(env: &Env) -> BTreeMap<String, Option<String>> {
     let leases: Api<Lease> = Api::namespaced(env.client.clone(), harness::NS);
-    let lp = ListParams::default().labels("kudo.dev/lease-group=kudo-manager,kudo.dev/shard");
+    let lp = ListParams::default().labels(&format!("{LEASE_GROUP_LABEL}=kudo-manager,{SHARD_LABEL}"));
     leases
         .list(&lp)
         .await
