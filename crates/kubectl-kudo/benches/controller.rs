@@ -17,8 +17,8 @@
 //!   each replica's CPU, RSS and the Instances in its shards are printed.
 //!
 //! Run: `cargo bench -p kubectl-kudo --bench controller -- [latency [N]] [writes] [scale [N]]
-//! [concurrency N] [shards N] [replicas R]` (`concurrency`: the manager's `--concurrency`,
-//! default 4)
+//! [concurrency N] [debounce MS] [shards N] [replicas R]` (`concurrency`, `debounce`: the
+//! manager's `--concurrency`, default 4, and `--debounce-ms`, default 0)
 //! (no argument: all three, latency 30, scale 1000). Results go to docs/benchmarks.md.
 
 use std::collections::BTreeMap;
@@ -440,6 +440,8 @@ fn cpu_seconds(pid: u32) -> f64 {
 struct Shape {
     n: usize,
     concurrency: usize,
+    /// `manager --debounce-ms`.
+    debounce_ms: usize,
     replicas: usize,
     shards: u32,
 }
@@ -456,6 +458,7 @@ fn spawn_manager(c: &Cluster, shape: &Shape, r: usize, home: &Path) -> Manager {
     let mut cmd = tokio::process::Command::new(BIN);
     cmd.args(manager_args(shape.shards))
         .args(["--concurrency", &shape.concurrency.to_string()])
+        .args(["--debounce-ms", &shape.debounce_ms.to_string()])
         .arg("--kubeconfig")
         .arg(&c.kubeconfig)
         .env("HOME", home)
@@ -508,12 +511,13 @@ async fn scale(shape: Shape) {
     }
     c.stop().await;
     println!(
-        "scale: {done}/{n} first-operator Instances COMPLETE in {:.1} s (created in {:.1} s); {} manager(s), --shards {}, --concurrency {}: {cpu_total:.1} CPU-s in all ({:.2} ms per Instance)",
+        "scale: {done}/{n} first-operator Instances COMPLETE in {:.1} s (created in {:.1} s); {} manager(s), --shards {}, --concurrency {}, --debounce-ms {}: {cpu_total:.1} CPU-s in all ({:.2} ms per Instance)",
         total.as_secs_f64(),
         created.as_secs_f64(),
         shape.replicas,
         shape.shards,
         shape.concurrency,
+        shape.debounce_ms,
         cpu_total * 1000.0 / n as f64
     );
     println!("{}", lines.join("\n"));
@@ -622,6 +626,7 @@ fn main() {
             scale(Shape {
                 n: arg_n("scale", 1000),
                 concurrency: arg_n("concurrency", 4),
+                debounce_ms: arg_n("debounce", 0),
                 replicas: arg_n("replicas", 1).max(1),
                 shards: u32::try_from(arg_n("shards", 1).max(1)).unwrap_or(1),
             })

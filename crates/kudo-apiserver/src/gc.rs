@@ -37,6 +37,11 @@ impl Terminations {
         since.elapsed() >= self.delay
     }
 
+    /// Whether a terminating namespace's delay has ended (its contents may still be going).
+    fn any_due(&self) -> bool {
+        self.seen.values().any(|s| s.elapsed() >= self.delay)
+    }
+
     /// How long until the earliest pending namespace is due, if any.
     fn next_due(&self) -> Option<Duration> {
         self.seen
@@ -47,45 +52,110 @@ impl Terminations {
     }
 }
 
-/// Run until `shutdown` flips; wakes on relevant store changes, when a terminating namespace's
-/// delay ends, and at least once a second.
+/// When the collector sweeps on its own, without a change asking for it.
+///
+/// A full sweep reads every object, so its cost grows with the store: on a store of 10,000
+/// Instances and their objects a sweep a second was the server's largest cost (issue 28). So a
+/// sweep runs only when a change asks for one (something went or started going, owner references
+/// changed, a new dependent's owner is missing, a namespace appeared), when time-driven work
+/// falls due (a pod whose graceful deletion expires, a terminating namespace's delay), and as a
+/// safety net every [`Cadence::IDLE`]; and two sweeps are at least [`Cadence::COST_FACTOR`]
+/// times the last one's duration apart, so a busy large store spends at most about a fifth of a
+/// core collecting garbage.
+struct Cadence {
+    last_full: Instant,
+    cost: Duration,
+    /// When the earliest pod whose graceful deletion is pending expires.
+    pod_expiry: Option<Instant>,
+}
+
+impl Cadence {
+    const IDLE: Duration = Duration::from_secs(10);
+    const COST_FACTOR: u32 = 4;
+    const MAX_GAP: Duration = Duration::from_secs(2);
+
+    fn new() -> Self {
+        Cadence {
+            last_full: Instant::now(),
+            cost: Duration::ZERO,
+            pod_expiry: None,
+        }
+    }
+
+    /// How long to sleep unless a change wakes the loop first.
+    fn wait(&self, terms: &Terminations) -> Duration {
+        let now = Instant::now();
+        let idle = (self.last_full + Self::IDLE).saturating_duration_since(now);
+        let pods = self.pod_expiry.map(|t| t.saturating_duration_since(now));
+        [Some(idle), pods, terms.next_due()]
+            .into_iter()
+            .flatten()
+            .min()
+            .unwrap_or(idle)
+    }
+
+    /// Whether time-driven work (or the safety net) wants a sweep now.
+    fn due(&self, terms: &Terminations) -> bool {
+        let now = Instant::now();
+        self.pod_expiry.is_some_and(|t| t <= now) || self.last_full + Self::IDLE <= now || terms.any_due()
+    }
+
+    /// How long to hold back the next sweep after the last one's cost.
+    fn gap(&self) -> Duration {
+        let earliest = self.last_full + (self.cost * Self::COST_FACTOR).min(Self::MAX_GAP);
+        earliest.saturating_duration_since(Instant::now())
+    }
+
+    fn swept(&mut self, started: Instant, pod_expiry: Option<Duration>) {
+        self.last_full = Instant::now();
+        self.cost = self.last_full - started;
+        self.pod_expiry = pod_expiry.map(|d| self.last_full + d);
+    }
+}
+
+/// Run until `shutdown` flips; wakes on relevant store changes and when time-driven work falls
+/// due (see [`Cadence`]).
 pub(crate) async fn run(
     store: Store,
     namespace_delay: Duration,
     mut shutdown: tokio::sync::watch::Receiver<bool>,
 ) {
     let mut terms = Terminations::new(namespace_delay);
-    let mut last_full = Instant::now();
+    let mut cadence = Cadence::new();
     loop {
-        let wait = terms
-            .next_due()
-            .map_or(Duration::from_secs(1), |d| d.min(Duration::from_secs(1)));
         tokio::select! {
             _ = store.gc_wakeup().notified() => {}
-            _ = tokio::time::sleep(wait) => {}
+            _ = tokio::time::sleep(cadence.wait(&terms)) => {}
             _ = shutdown.changed() => return,
         }
         // Let a burst of writes settle into one sweep.
         tokio::time::sleep(Duration::from_millis(5)).await;
         let pending = store.take_gc_pending();
-        // A timer wake (pods whose graceful deletion expired, namespace delays) or anything
-        // but new dependents whose owners all exist needs the whole sweep.
-        // A busy server wakes this loop before the timer ends: the time-driven work still gets
-        // a sweep at least once a second.
-        if !pending.full
-            && !pending.new_dependents.is_empty()
-            && last_full.elapsed() < Duration::from_secs(1)
-            && owners_exist(&store, &pending.new_dependents)
-        {
+        // New dependents whose owners all exist (most creations on a busy cluster) need no sweep.
+        let asked = pending.full
+            || !pending.new_dependents.is_empty() && !owners_exist(&store, &pending.new_dependents);
+        if !asked && !cadence.due(&terms) {
             continue;
         }
-        last_full = Instant::now();
+        let gap = cadence.gap();
+        if !gap.is_zero() {
+            tokio::select! {
+                _ = tokio::time::sleep(gap) => {}
+                _ = shutdown.changed() => return,
+            }
+        }
+        // Changes made meanwhile are seen by this sweep; their wake-up only costs a cheap check.
+        let _ = store.take_gc_pending();
+        let started = Instant::now();
         // Repeat while a sweep changes something, so cascades finish promptly.
+        let mut last = Swept::default();
         for _ in 0..50 {
-            if !sweep(&store, &mut terms) {
+            last = sweep(&store, &mut terms);
+            if !last.changed {
                 break;
             }
         }
+        cadence.swept(started, last.pod_expiry);
     }
 }
 
@@ -148,8 +218,17 @@ fn remove_finalizer(store: &Store, key: &ObjKey, fin: &str) {
     }
 }
 
-/// One pass; returns whether anything changed.
-pub(crate) fn sweep(store: &Store, terms: &mut Terminations) -> bool {
+/// What one sweep did.
+#[derive(Default)]
+pub(crate) struct Swept {
+    /// Something changed (another sweep may find more to do).
+    pub(crate) changed: bool,
+    /// How long until the earliest pod whose graceful deletion is pending expires.
+    pub(crate) pod_expiry: Option<Duration>,
+}
+
+/// One pass over every object.
+pub(crate) fn sweep(store: &Store, terms: &mut Terminations) -> Swept {
     let all = store.snapshot_all();
     let mut changed = false;
     let by_uid: HashMap<&str, &(ObjKey, Arc<Value>)> = all.iter().map(|e| (meta::uid(&e.1), e)).collect();
@@ -235,29 +314,8 @@ pub(crate) fn sweep(store: &Store, terms: &mut Terminations) -> bool {
             changed = true;
         }
     }
-    // Pods whose graceful deletion expired more than a second ago: no kubelet answered, so remove
-    // them as kube-controller-manager's pod GC does for an unresponsive node.
-    let now = chrono::Utc::now();
-    for (key, obj) in &all {
-        if !(key.gr.group.is_empty() && key.gr.resource == "pods" && meta::is_deleting(obj)) {
-            continue;
-        }
-        if !meta::finalizers(obj).is_empty() {
-            continue;
-        }
-        let expired = obj
-            .pointer("/metadata/deletionTimestamp")
-            .and_then(|v| v.as_str())
-            .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
-            .is_some_and(|t| now > t + chrono::Duration::seconds(1));
-        if expired {
-            match store.force_remove(key) {
-                Ok(Some(_)) => changed = true,
-                Ok(None) => {}
-                Err(e) => tracing::warn!("pod garbage collector: removing {key:?}: {e}"),
-            }
-        }
-    }
+    let (expired, pod_expiry) = expire_pods(store, &all);
+    changed |= expired;
     // Terminating namespaces: after the delay, delete contents, then the namespace.
     let terminating: HashSet<&str> = all
         .iter()
@@ -290,7 +348,44 @@ pub(crate) fn sweep(store: &Store, terms: &mut Terminations) -> bool {
         }
     }
     changed |= namespace_defaults(store, &all);
-    changed
+    Swept { changed, pod_expiry }
+}
+
+/// Removes pods whose graceful deletion expired more than a second ago: no kubelet answered, so
+/// they go as kube-controller-manager's pod GC removes them for an unresponsive node. Returns
+/// whether one went and how long until the next one expires.
+fn expire_pods(store: &Store, all: &[(ObjKey, Arc<Value>)]) -> (bool, Option<Duration>) {
+    let now = chrono::Utc::now();
+    let mut changed = false;
+    let mut next: Option<Duration> = None;
+    for (key, obj) in all {
+        if !(key.gr.group.is_empty() && key.gr.resource == "pods" && meta::is_deleting(obj)) {
+            continue;
+        }
+        if !meta::finalizers(obj).is_empty() {
+            continue;
+        }
+        let Some(expiry) = obj
+            .pointer("/metadata/deletionTimestamp")
+            .and_then(|v| v.as_str())
+            .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+            .map(|t| t.with_timezone(&chrono::Utc) + chrono::Duration::seconds(1))
+        else {
+            continue;
+        };
+        if now <= expiry {
+            // Whole seconds: the timestamp has no fraction; wake just after it passed.
+            let left = (expiry - now).to_std().unwrap_or_default() + Duration::from_millis(20);
+            next = Some(next.map_or(left, |n| n.min(left)));
+            continue;
+        }
+        match store.force_remove(key) {
+            Ok(Some(_)) => changed = true,
+            Ok(None) => {}
+            Err(e) => tracing::warn!("pod garbage collector: removing {key:?}: {e}"),
+        }
+    }
+    (changed, next)
 }
 
 /// What kube-controller-manager's service-account and root-CA publisher controllers keep in every
@@ -307,11 +402,17 @@ fn namespace_defaults(store: &Store, all: &[(ObjKey, Arc<Value>)]) -> bool {
     let (Some(sa_def), Some(cm_def)) = (core("serviceaccounts"), core("configmaps")) else {
         return false;
     };
-    let exists = |resource: &str, ns: &str, name: &str| {
-        all.iter().any(|(k, _)| {
-            k.gr.group.is_empty() && k.gr.resource == resource && k.namespace == ns && k.name == name
+    // One pass over the objects, not one per namespace.
+    let present: HashSet<(&str, &str, &str)> = all
+        .iter()
+        .filter(|(k, _)| k.gr.group.is_empty())
+        .filter(|(k, _)| {
+            (k.gr.resource == "serviceaccounts" && k.name == "default")
+                || (k.gr.resource == "configmaps" && k.name == ROOT_CA_CONFIGMAP)
         })
-    };
+        .map(|(k, _)| (k.gr.resource.as_str(), k.namespace.as_str(), k.name.as_str()))
+        .collect();
+    let exists = |resource: &str, ns: &str, name: &str| present.contains(&(resource, ns, name));
     let opts = crate::store::WriteOptions {
         field_manager: Some("kube-controller-manager".into()),
         ..Default::default()

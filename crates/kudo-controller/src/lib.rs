@@ -154,6 +154,9 @@ pub struct ControllerConfig {
     /// Maximum number of Instances reconciled at the same time (0 = unbounded). One Instance is
     /// never reconciled concurrently with itself.
     pub concurrency: u16,
+    /// How long a triggered reconcile waits for more triggers of the same Instance (each one
+    /// restarts the wait; kube-runtime's debounce). Zero runs at once.
+    pub debounce: Duration,
     /// Address of the `/metrics`, `/healthz`, `/readyz` server; `None` serves nothing (the
     /// in-process `kubectl kudo dev` manager and most tests). Use [`run_with`] and an
     /// [`OpsServer`] bound beforehand to learn the address of port 0.
@@ -187,6 +190,7 @@ impl Default for ControllerConfig {
             idle_resync: Duration::from_secs(300),
             error_requeue: Duration::from_secs(5),
             concurrency: 4,
+            debounce: Duration::ZERO,
             metrics_addr: None,
             leader_election: None,
             namespace: None,
@@ -294,6 +298,8 @@ pub(crate) struct Context {
     pub identities: impersonation::Identities,
     /// Which Instances this replica reconciles (see [`shard`]).
     pub shards: Arc<shard::ShardGate>,
+    /// The revision recorded for each run still going (see [`revisions`]).
+    pub revisions: revisions::Recorded,
 }
 
 impl Context {
@@ -397,14 +403,14 @@ pub(crate) async fn run_controller(
     let children = watches.children();
     let autopilot = watches.autopilot();
     let caches = cache::Caches::new(instances.clone(), operator_versions, children);
-    let concurrency = config.concurrency;
+    let limits = (config.concurrency, config.debounce);
     let (client_for_typed, namespace_for_typed) = (client.clone(), config.namespace.clone());
     let gate = sharding.gate;
     let ctx = context(client, config, caches, autopilot, gate.clone(), &health);
     tracing::info!("kudo controller started");
     // Typed APIs (issue 26): their own controllers, for as long as this incarnation runs.
     let typed = tokio::spawn(typed::run(client_for_typed, namespace_for_typed, gate));
-    reconcile_until(watches.triggers, instances, ctx, concurrency, &health, shutdown).await;
+    reconcile_until(watches.triggers, instances, ctx, limits, &health, shutdown).await;
     typed.abort();
     tracing::info!("kudo controller stopped");
 }
@@ -437,16 +443,18 @@ fn context(
         translations: Default::default(),
         autopilot,
         shards,
+        revisions: Default::default(),
     })
 }
 
 /// Reconciles the Instances the triggers name until `shutdown` completes, `concurrency` at a
-/// time; ready once the first list of Instances is in `store`.
+/// time, each after `debounce` without a further trigger; ready once the first list of Instances
+/// is in `store`.
 async fn reconcile_until(
     triggers: Vec<watches::Trigger>,
     store: Store<DynamicObject>,
     ctx: Arc<Context>,
-    concurrency: u16,
+    (concurrency, debounce): (u16, Duration),
     health: &ops::Health,
     shutdown: impl Future,
 ) {
@@ -483,7 +491,9 @@ async fn reconcile_until(
             ctx,
             store.clone(),
             queue,
-            kube::runtime::controller::Config::default().concurrency(concurrency),
+            kube::runtime::controller::Config::default()
+                .concurrency(concurrency)
+                .debounce(debounce),
         )
         .for_each(|res| async move {
             match res {

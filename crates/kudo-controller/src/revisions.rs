@@ -5,6 +5,15 @@
 //! (`Context::client`), never the Instance's ServiceAccount. A failed write is logged (warn) but
 //! never fails the reconcile: history is a record of the plan runs, not a condition for running
 //! them.
+//!
+//! Each LIST of the history scans every ControllerRevision of the namespace on the API server, so
+//! the common cases go without one: an Instance's first run is revision 1 with nothing before it
+//! ([`revision::first_run`]), and the run's outcome is patched on the revision this manager
+//! recorded for it ([`Recorded`]); only a run recorded by another manager (or before a restart)
+//! and later runs read the history.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
 
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kudo_api::{Instance, InstanceSpec, OperatorVersion};
@@ -39,6 +48,28 @@ pub async fn list(
     Ok(revision::history(&values, uid))
 }
 
+/// The revision this manager recorded for each run still going, by the run's uid: where its
+/// outcome goes without a LIST. Bounded: past [`Recorded::CAP`] runs (Instances deleted while
+/// running never finish) it starts over, and the outcome is found by a LIST as after a restart.
+#[derive(Default)]
+pub(crate) struct Recorded(Mutex<HashMap<String, String>>);
+
+impl Recorded {
+    const CAP: usize = 100_000;
+
+    fn remember(&self, run_uid: &str, revision: &str) {
+        let mut map = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if map.len() >= Self::CAP {
+            map.clear();
+        }
+        map.insert(run_uid.to_string(), revision.to_string());
+    }
+
+    fn take(&self, run_uid: &str) -> Option<String> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).remove(run_uid)
+    }
+}
+
 /// What a revision is recorded for: the Instance (and its uid, for the owner reference), the
 /// admitted spec whose `planExecution` names the run, and the OperatorVersion it runs.
 pub(crate) struct Run<'a> {
@@ -60,24 +91,20 @@ async fn try_record(ctx: &Context, run: &Run<'_>, by: StartedBy, now: Timestamp)
     let (inst, uid) = (run.inst, run.uid);
     let ns = inst.metadata.namespace.as_deref().unwrap_or_default();
     let api = api(&ctx.client, ns);
+    if revision::first_run(inst.status.as_ref()) {
+        let data = revision::snapshot(run.spec, run.ov, by.clone(), None);
+        match create(ctx, &api, run, 1, &data).await {
+            Err(kube::Error::Api(s)) if s.code == 409 => {}
+            other => return other.map(|_| ()),
+        }
+    }
     let mut revs = list(&ctx.client, ns, &inst.metadata.name, uid).await?;
     let data = revision::snapshot(run.spec, run.ov, by, revs.last().map(|r| &r.data));
     for old in revision::replaced(&revs, &data.plan_uid) {
         set_outcome(&api, &old.name, Outcome::Replaced, now).await?;
     }
-    let number = revision::next_number(&revs);
-    let cr: DynamicObject =
-        serde_json::from_value(revision::manifest(ns, &inst.metadata.name, uid, number, &data))
-            .map_err(kube::Error::SerdeError)?;
-    let created = api.create(&PostParams::default(), &cr).await?;
-    info!(revision = number, plan = %data.plan, change = %data.change, "revision recorded");
-    if let Some(r) = serde_json::to_value(&created)
-        .ok()
-        .as_ref()
-        .and_then(revision::parse)
-    {
-        revs.push(r);
-    }
+    let created = create(ctx, &api, run, revision::next_number(&revs), &data).await?;
+    revs.extend(created);
     for name in revision::to_prune(&revs, ctx.config.revision_history_limit) {
         match api.delete(&name, &DeleteParams::background()).await {
             Err(kube::Error::Api(s)) if s.code == 404 => {}
@@ -88,6 +115,30 @@ async fn try_record(ctx: &Context, run: &Run<'_>, by: StartedBy, now: Timestamp)
     Ok(())
 }
 
+/// Creates revision `number` of the run and remembers it for the run's outcome.
+async fn create(
+    ctx: &Context,
+    api: &Api<DynamicObject>,
+    run: &Run<'_>,
+    number: u64,
+    data: &revision::RevisionData,
+) -> Result<Option<Revision>, kube::Error> {
+    let (inst, uid) = (run.inst, run.uid);
+    let ns = inst.metadata.namespace.as_deref().unwrap_or_default();
+    let cr: DynamicObject =
+        serde_json::from_value(revision::manifest(ns, &inst.metadata.name, uid, number, data))
+            .map_err(kube::Error::SerdeError)?;
+    let created = api.create(&PostParams::default(), &cr).await?;
+    info!(revision = number, plan = %data.plan, change = %data.change, "revision recorded");
+    if let Some(name) = created.metadata.name.as_deref() {
+        ctx.revisions.remember(&data.plan_uid, name);
+    }
+    Ok(serde_json::to_value(&created)
+        .ok()
+        .as_ref()
+        .and_then(revision::parse))
+}
+
 /// Records the outcome of the run `uid` on its revision (the run's plan status just became
 /// terminal in this reconcile's status write).
 pub(crate) async fn finish(ctx: &Context, inst: &Instance, uid: &str, outcome: Outcome, now: Timestamp) {
@@ -95,9 +146,21 @@ pub(crate) async fn finish(ctx: &Context, inst: &Instance, uid: &str, outcome: O
     let api = api(&ctx.client, ns);
     let selector = format!("{}={}", revision::RUN_LABEL, revision::label_value(uid));
     let result = async {
-        for cr in api.list(&ListParams::default().labels(&selector)).await?.items {
-            if let Some(name) = cr.metadata.name.as_deref() {
-                set_outcome(&api, name, outcome, now).await?;
+        let names = match ctx.revisions.take(uid) {
+            Some(name) => vec![name],
+            None => api
+                .list(&ListParams::default().labels(&selector))
+                .await?
+                .items
+                .into_iter()
+                .filter_map(|cr| cr.metadata.name)
+                .collect(),
+        };
+        for name in names {
+            match set_outcome(&api, &name, outcome, now).await {
+                // Pruned or gone with its Instance meanwhile: nothing to record on.
+                Err(kube::Error::Api(s)) if s.code == 404 => {}
+                other => other?,
             }
         }
         Ok::<(), kube::Error>(())

@@ -86,7 +86,7 @@ pub use health::{Health, health};
 pub use initiate::{Initiation, Origin, proposed_spec};
 pub use pass::{
     Event, EventType, Fatal, PassError, PassSummary, PlanPass, TIMING_ANNOTATION, TaskCall, TaskOutcome,
-    Timing, reasons,
+    Timing, WAITING_GRACE_SECS, reasons,
 };
 pub use readiness::{not_ready_condition, plan_condition, ready_condition, record_admission, set_condition};
 pub use status::{

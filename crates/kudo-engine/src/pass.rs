@@ -163,8 +163,9 @@ pub struct PassSummary {
     pub waiting: Vec<(String, String)>,
     /// Timing to persist (see [`Timing::to_annotation`]); empty once the plan is terminal.
     pub timing: Timing,
-    /// Earliest instant at which a step or plan timeout expires, so the controller can requeue no
-    /// later than that. `None` when terminal or no timeout applies.
+    /// Earliest instant at which a step or plan timeout expires or a waiting step's grace ends
+    /// ([`WAITING_GRACE_SECS`]), so the controller can requeue no later than that. `None` when
+    /// terminal or nothing is timed.
     pub next_deadline: Option<Timestamp>,
 }
 
@@ -221,7 +222,17 @@ pub struct PlanPass<'a> {
     /// What the tasks of the current step reported waiting for, one line per object; written
     /// to the step's `waiting_for` when the step ends the pass unfinished.
     step_waiting: Vec<String>,
+    /// When the earliest step that waits without lines yet ([`WAITING_GRACE_SECS`]) gets them.
+    grace_ends: Option<Timestamp>,
 }
+
+/// How long a step waits before its `waiting_for` lines are written (kudo-rs; issue 28). Most
+/// waits are a rollout progressing normally and end within seconds; writing each passing state
+/// of its pods (`0 of 2 updated replicas are available`, then `1 of 2`, …) doubled the status
+/// writes of a deploy. A step still waiting after this long gets its lines at once (the pass
+/// asks for a reconcile then through [`PassSummary::next_deadline`]), and from then on they
+/// follow every change as before.
+pub const WAITING_GRACE_SECS: u64 = 5;
 
 impl<'a> PlanPass<'a> {
     /// Begins a pass over `plan_name` of `spec`, starting from `status` (the plan's entry in
@@ -270,6 +281,7 @@ impl<'a> PlanPass<'a> {
             transient_errors: Vec::new(),
             waiting: Vec::new(),
             step_waiting: Vec::new(),
+            grace_ends: None,
         })
     }
 
@@ -686,8 +698,18 @@ impl<'a> PlanPass<'a> {
                 return Move::Stop;
             }
         }
+        let grace_ends = self
+            .timing
+            .step_started(&phase.name, &step.name)
+            .map(|started| started.plus_seconds(WAITING_GRACE_SECS))
+            .filter(|ends| self.now < *ends);
         let st = &mut self.status.phases[self.phase_status_idx].steps[self.step_status_idx];
-        st.waiting_for = bounded_waiting(&self.step_waiting);
+        match grace_ends {
+            Some(ends) if st.waiting_for.is_empty() && !self.step_waiting.is_empty() => {
+                self.grace_ends = Some(self.grace_ends.map_or(ends, |e| e.min(ends)));
+            }
+            _ => st.waiting_for = bounded_waiting(&self.step_waiting),
+        }
         self.pos = if phase.strategy.is_serial() {
             Pos::PhaseEnd(i)
         } else {
@@ -820,6 +842,9 @@ impl<'a> PlanPass<'a> {
     fn next_deadline(&self) -> Option<Timestamp> {
         let mut best: Option<Timestamp> = None;
         let mut consider = |t: Timestamp| best = Some(best.map_or(t, |b| b.min(t)));
+        if let Some(t) = self.grace_ends {
+            consider(t);
+        }
         if let (Some(t), Some(started)) = (
             &self.plan.timeout,
             self.timing

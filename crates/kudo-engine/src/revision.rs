@@ -391,6 +391,16 @@ pub fn history(items: &[serde_json::Value], instance_uid: &str) -> Vec<Revision>
     revs
 }
 
+/// Whether the Instance whose status is `status` has no run before the one just admitted (no plan
+/// status carries a run uid yet): its revision is number 1 and no earlier revision is to be marked
+/// or pruned, so recording it needs no LIST of the history (issue 28: one LIST per Instance
+/// creation scanned every revision of the namespace). Should a revision of this uid exist after
+/// all (a run admitted while the status write of an earlier one had failed), its create answers
+/// 409 and the manager records the run the long way.
+pub fn first_run(status: Option<&kudo_api::InstanceStatus>) -> bool {
+    status.is_none_or(|s| s.plan_status.values().all(|p| p.uid.is_empty()))
+}
+
 /// The number the next revision gets.
 pub fn next_number(revs: &[Revision]) -> u64 {
     revs.iter().map(|r| r.number).max().unwrap_or(0) + 1

@@ -1448,6 +1448,74 @@ fn waiting(lines: &[&str]) -> TaskOutcome {
     TaskOutcome::InProgress(Some(lines.join("\n")))
 }
 
+/// The timing of a run whose step `phase.step` started `secs` seconds before [`now`].
+fn step_started(phase: &str, step: &str, secs: i64) -> Timing {
+    let started = (chrono::DateTime::parse_from_rfc3339("2024-01-01T12:00:00Z").unwrap()
+        - chrono::Duration::seconds(secs))
+    .to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    Timing {
+        uid: "uid-1".into(),
+        plan_started: Some(started.clone()),
+        steps: [(phase.to_string(), [(step.to_string(), started)].into())].into(),
+    }
+}
+
+/// One pass at [`now`] of a run whose step `phase.step` has waited a minute (past the grace).
+fn run_waited(
+    spec: &OperatorVersionSpec,
+    status: PlanStatus,
+    outcome: impl Fn(&str) -> TaskOutcome,
+) -> (PlanStatus, PassSummary, Vec<String>) {
+    run_with(spec, status, step_started("phase", "step", 60), now(), outcome)
+}
+
+#[test]
+fn a_step_gets_its_waiting_lines_only_after_the_grace() {
+    let spec = ov(
+        "serial",
+        vec![phase("phase", "serial", vec![step("step", &["a"])])],
+        &["a"],
+    );
+    let status = plan_status(
+        InProgress,
+        vec![ps("phase", InProgress, vec![ss("step", InProgress)])],
+    );
+    let line = || waiting(&["Deployment default/web: 0 of 2 updated replicas are available"]);
+    let grace = i64::try_from(WAITING_GRACE_SECS).unwrap();
+    // Within the grace: no lines, and the pass asks to look again when the grace ends.
+    let (st, sum, _) = run_with(
+        &spec,
+        status.clone(),
+        step_started("phase", "step", 2),
+        now(),
+        |_| line(),
+    );
+    assert!(st.phases[0].steps[0].waiting_for.is_empty(), "{st:?}");
+    assert!(!sum.changed, "a young wait is no status write");
+    assert_eq!(sum.next_deadline, Some(t("2024-01-01T12:00:03Z")));
+    // A step that completes within the grace never wrote a line.
+    let (done, _, _) = run_with(&spec, st.clone(), step_started("phase", "step", 4), now(), |_| {
+        TaskOutcome::Done
+    });
+    assert_eq!(done.phases[0].steps[0].status, Complete);
+    assert!(done.phases[0].steps[0].waiting_for.is_empty());
+    // At the grace's end the lines are written; from then on they follow every change.
+    let (st, sum, _) = run_with(&spec, st, step_started("phase", "step", grace), now(), |_| line());
+    assert_eq!(
+        st.phases[0].steps[0].waiting_for,
+        ["Deployment default/web: 0 of 2 updated replicas are available"]
+    );
+    assert!(sum.changed);
+    let (st, sum, _) = run_with(&spec, st, step_started("phase", "step", grace + 1), now(), |_| {
+        waiting(&["Deployment default/web: 1 of 2 updated replicas are available"])
+    });
+    assert_eq!(
+        st.phases[0].steps[0].waiting_for,
+        ["Deployment default/web: 1 of 2 updated replicas are available"]
+    );
+    assert!(sum.changed);
+}
+
 #[test]
 fn a_waiting_step_keeps_one_line_per_object_it_waits_for() {
     let spec = ov(
@@ -1459,7 +1527,7 @@ fn a_waiting_step_keeps_one_line_per_object_it_waits_for() {
         InProgress,
         vec![ps("phase", InProgress, vec![ss("step", InProgress)])],
     );
-    let (st, sum, _) = run(&spec, status, |task| match task {
+    let (st, sum, _) = run_waited(&spec, status, |task| match task {
         "a" => waiting(&[
             "StatefulSet default/db: Waiting for 2 pods to be ready...",
             "Service default/db: no endpoints",
@@ -1495,10 +1563,10 @@ fn the_same_wait_again_is_no_change() {
         InProgress,
         vec![ps("phase", InProgress, vec![ss("step", InProgress)])],
     );
-    let (st, _, _) = run(&spec, status, |_| {
+    let (st, _, _) = run_waited(&spec, status, |_| {
         waiting(&["Deployment default/web: 1 of 3 updated"])
     });
-    let (again, sum, _) = run(&spec, st.clone(), |_| {
+    let (again, sum, _) = run_waited(&spec, st.clone(), |_| {
         waiting(&["Deployment default/web: 1 of 3 updated"])
     });
     assert!(!sum.changed, "no new status write for the same wait");

@@ -458,3 +458,24 @@ fn the_rollback_mark_names_its_run_once_admitted() {
     );
     assert_eq!(rollback::plan_for("update", &ov("x", "1", &["deploy"])), "update");
 }
+
+#[test]
+fn only_an_instance_that_never_ran_a_plan_records_its_first_run_without_a_list() {
+    let status = |plans: serde_json::Value| -> kudo_api::InstanceStatus {
+        serde_json::from_value(json!({ "planStatus": plans })).unwrap()
+    };
+    let never = status(json!({"deploy": {"name": "deploy", "status": "NEVER_RUN"}}));
+    let ran = status(json!({
+        "deploy": {"name": "deploy", "status": "COMPLETE", "uid": "u-1"},
+        "backup": {"name": "backup", "status": "NEVER_RUN"},
+    }));
+    let cases: [(Option<&kudo_api::InstanceStatus>, bool); 4] = [
+        (None, true),
+        (Some(&kudo_api::InstanceStatus::default()), true),
+        (Some(&never), true),
+        (Some(&ran), false),
+    ];
+    for (given, first) in cases {
+        assert_eq!(revision::first_run(given), first, "{given:?}");
+    }
+}

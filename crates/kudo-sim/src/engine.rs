@@ -11,7 +11,7 @@ use std::fmt::Debug;
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet, Deployment, ReplicaSet, StatefulSet};
@@ -518,6 +518,9 @@ impl InvolvedObject {
     }
 }
 
+/// The longest a change waits for the next pass after a slow one.
+const MAX_EVENT_GAP: Duration = Duration::from_millis(500);
+
 pub async fn run(client: Client, cfg: SimConfig, shutdown: impl Future<Output = ()>) {
     let notify = Arc::new(Notify::new());
     let mut tasks = JoinSet::new();
@@ -563,7 +566,9 @@ pub async fn run(client: Client, cfg: SimConfig, shutdown: impl Future<Output = 
             started = true;
         }
         let snap = stores.snapshot();
+        let began = Instant::now();
         pass(&mut sim, &snap).await;
+        let took = began.elapsed();
         let mut sleep_for = resync;
         if let Some(w) = sim.wake {
             let now = sim.cfg.clock.now_ms();
@@ -573,8 +578,13 @@ pub async fn run(client: Client, cfg: SimConfig, shutdown: impl Future<Output = 
         tokio::select! {
             _ = &mut shutdown => break,
             _ = notify.notified() => {
-                // Let a burst of watch events land before the next pass.
-                tokio::time::sleep(Duration::from_millis(3)).await;
+                // Let a burst of watch events land before the next pass, and at least as long as
+                // the last pass took: a pass looks at every object (each does all that is due),
+                // so on a large cluster passes back to back after every event were quadratic
+                // (issue 28, `scale 10000`); spaced by their own duration, one pass takes in
+                // all the events that arrived meanwhile. A small cluster's pass takes a
+                // millisecond, so its timing is unchanged.
+                tokio::time::sleep(took.clamp(Duration::from_millis(3), MAX_EVENT_GAP)).await;
             }
             _ = tokio::time::sleep(sleep_for) => {}
         }

@@ -27,6 +27,12 @@ pub struct ManagerArgs {
     /// How many Instances are reconciled in parallel.
     #[arg(long, default_value_t = 4)]
     pub concurrency: u16,
+    /// Milliseconds an Instance's reconcile waits for more changes after a watch event (each
+    /// new event of that Instance restarts the wait): a rollout's burst of Pod, ReplicaSet,
+    /// Deployment and status events becomes one reconcile. 0 reconciles at every event.
+    #[arg(long, default_value_t = 0, value_name = "MS",
+          value_parser = clap::value_parser!(u64).range(0..=10_000))]
+    pub debounce_ms: u64,
     /// Log as JSON lines (with instance/plan/step fields) instead of text; filter with RUST_LOG.
     #[arg(long)]
     pub json_logs: bool,
@@ -154,6 +160,7 @@ pub async fn run(opts: &ClusterOpts, args: ManagerArgs, io: &mut crate::Io<'_>) 
     let config = kudo_controller::ControllerConfig {
         field_manager: args.field_manager,
         concurrency: args.concurrency,
+        debounce: Duration::from_millis(args.debounce_ms),
         metrics_addr: Some(args.metrics_address),
         leader_election,
         namespace: args.watch_namespace.filter(|ns| !ns.is_empty()),
