@@ -403,14 +403,13 @@ pub(crate) async fn run_controller(
     let children = watches.children();
     let autopilot = watches.autopilot();
     let caches = cache::Caches::new(instances.clone(), operator_versions, children);
-    let limits = (config.concurrency, config.debounce);
     let (client_for_typed, namespace_for_typed) = (client.clone(), config.namespace.clone());
     let gate = sharding.gate;
     let ctx = context(client, config, caches, autopilot, gate.clone(), &health);
     tracing::info!("kudo controller started");
     // Typed APIs (issue 26): their own controllers, for as long as this incarnation runs.
     let typed = tokio::spawn(typed::run(client_for_typed, namespace_for_typed, gate));
-    reconcile_until(watches.triggers, instances, ctx, limits, &health, shutdown).await;
+    reconcile_until(watches.triggers, instances, ctx, &health, shutdown).await;
     typed.abort();
     tracing::info!("kudo controller stopped");
 }
@@ -448,19 +447,21 @@ fn context(
 }
 
 /// Reconciles the Instances the triggers name until `shutdown` completes, `concurrency` at a
-/// time, each after `debounce` without a further trigger; ready once the first list of Instances
-/// is in `store`.
+/// time, each after `debounce` without a further trigger (both from the context's config); ready
+/// once the first list of Instances is in `store`.
 async fn reconcile_until(
     triggers: Vec<watches::Trigger>,
     store: Store<DynamicObject>,
     ctx: Arc<Context>,
-    (concurrency, debounce): (u16, Duration),
     health: &ops::Health,
     shutdown: impl Future,
 ) {
     // The caller's shutdown future need not be Send: it is awaited here, and a oneshot relays it
     // to kube-runtime's graceful shutdown (running reconciles finish, no new ones start).
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let limits = kube::runtime::controller::Config::default()
+        .concurrency(ctx.config.concurrency)
+        .debounce(ctx.config.debounce);
     // kube-runtime's applier (what `Controller::run` is built on) with our own trigger streams:
     // each reconcile runs on its own task, cancelled if this future is dropped.
     let queue = futures::stream::select_all(triggers).take_until(async move {
@@ -491,9 +492,7 @@ async fn reconcile_until(
             ctx,
             store.clone(),
             queue,
-            kube::runtime::controller::Config::default()
-                .concurrency(concurrency)
-                .debounce(debounce),
+            limits,
         )
         .for_each(|res| async move {
             match res {

@@ -144,12 +144,15 @@ async fn create(
 pub(crate) async fn finish(ctx: &Context, inst: &Instance, uid: &str, outcome: Outcome, now: Timestamp) {
     let ns = inst.metadata.namespace.as_deref().unwrap_or_default();
     let api = api(&ctx.client, ns);
-    let selector = format!("{}={}", revision::RUN_LABEL, revision::label_value(uid));
     let result = async {
         let names = match ctx.revisions.take(uid) {
             Some(name) => vec![name],
             None => api
-                .list(&ListParams::default().labels(&selector))
+                .list(&ListParams::default().labels(&format!(
+                    "{}={}",
+                    revision::RUN_LABEL,
+                    revision::label_value(uid)
+                )))
                 .await?
                 .items
                 .into_iter()

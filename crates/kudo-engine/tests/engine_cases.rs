@@ -100,6 +100,21 @@ fn plan_status(status: ExecutionStatus, phases: Vec<PhaseStatus>) -> PlanStatus 
     }
 }
 
+/// A serial plan of one phase `phase` with one step `step` running `tasks`, and its status with
+/// that step already IN_PROGRESS.
+fn one_running_step(tasks: &[&str]) -> (OperatorVersionSpec, PlanStatus) {
+    let spec = ov(
+        "serial",
+        vec![phase("phase", "serial", vec![step("step", tasks)])],
+        tasks,
+    );
+    let status = plan_status(
+        InProgress,
+        vec![ps("phase", InProgress, vec![ss("step", InProgress)])],
+    );
+    (spec, status)
+}
+
 /// Runs one pass, answering each task from `outcome(task_name)`; returns the new status, the
 /// summary and the task paths in the order they were handed out.
 fn run(
@@ -177,15 +192,7 @@ fn k01_finished_plan_is_unchanged() {
 
 #[test]
 fn k02_step_not_completed_keeps_plan_in_progress() {
-    let spec = ov(
-        "serial",
-        vec![phase("phase", "serial", vec![step("step", &["task"])])],
-        &["task"],
-    );
-    let status = plan_status(
-        InProgress,
-        vec![ps("phase", InProgress, vec![ss("step", InProgress)])],
-    );
+    let (spec, status) = one_running_step(&["task"]);
     let (st, sum, calls) = run(&spec, status.clone(), |_| not_done());
     assert_eq!(calls, ["test.phase.step.task"]);
     assert_eq!(strip_ts(st), status);
@@ -229,15 +236,7 @@ fn k04_errored_step_is_retried_and_completes() {
 
 #[test]
 fn k05_transient_error_puts_step_in_error() {
-    let spec = ov(
-        "serial",
-        vec![phase("phase", "serial", vec![step("step", &["task"])])],
-        &["task"],
-    );
-    let status = plan_status(
-        InProgress,
-        vec![ps("phase", InProgress, vec![ss("step", InProgress)])],
-    );
+    let (spec, status) = one_running_step(&["task"]);
     let (st, sum, _) = run(&spec, status, |_| transient("dummy error"));
     assert_eq!(
         strip_ts(st),
@@ -255,15 +254,7 @@ fn k05_transient_error_puts_step_in_error() {
 
 #[test]
 fn k06_fatal_error_fails_plan_phase_and_step() {
-    let spec = ov(
-        "serial",
-        vec![phase("phase", "serial", vec![step("step", &["task"])])],
-        &["task"],
-    );
-    let status = plan_status(
-        InProgress,
-        vec![ps("phase", InProgress, vec![ss("step", InProgress)])],
-    );
+    let (spec, status) = one_running_step(&["task"]);
     let (st, sum, _) = run(&spec, status, |_| fatal("dummy error"));
     let msg = "Error during execution: fatal error: default/test-instance failed in test.phase.step.task: dummy error";
     assert_eq!(
@@ -1471,15 +1462,7 @@ fn run_waited(
 
 #[test]
 fn a_step_gets_its_waiting_lines_only_after_the_grace() {
-    let spec = ov(
-        "serial",
-        vec![phase("phase", "serial", vec![step("step", &["a"])])],
-        &["a"],
-    );
-    let status = plan_status(
-        InProgress,
-        vec![ps("phase", InProgress, vec![ss("step", InProgress)])],
-    );
+    let (spec, status) = one_running_step(&["a"]);
     let line = || waiting(&["Deployment default/web: 0 of 2 updated replicas are available"]);
     let grace = i64::try_from(WAITING_GRACE_SECS).unwrap();
     // Within the grace: no lines, and the pass asks to look again when the grace ends.
@@ -1518,15 +1501,7 @@ fn a_step_gets_its_waiting_lines_only_after_the_grace() {
 
 #[test]
 fn a_waiting_step_keeps_one_line_per_object_it_waits_for() {
-    let spec = ov(
-        "serial",
-        vec![phase("phase", "serial", vec![step("step", &["a", "b"])])],
-        &["a", "b"],
-    );
-    let status = plan_status(
-        InProgress,
-        vec![ps("phase", InProgress, vec![ss("step", InProgress)])],
-    );
+    let (spec, status) = one_running_step(&["a", "b"]);
     let (st, sum, _) = run_waited(&spec, status, |task| match task {
         "a" => waiting(&[
             "StatefulSet default/db: Waiting for 2 pods to be ready...",
@@ -1554,15 +1529,7 @@ fn a_waiting_step_keeps_one_line_per_object_it_waits_for() {
 
 #[test]
 fn the_same_wait_again_is_no_change() {
-    let spec = ov(
-        "serial",
-        vec![phase("phase", "serial", vec![step("step", &["a"])])],
-        &["a"],
-    );
-    let status = plan_status(
-        InProgress,
-        vec![ps("phase", InProgress, vec![ss("step", InProgress)])],
-    );
+    let (spec, status) = one_running_step(&["a"]);
     let (st, _, _) = run_waited(&spec, status, |_| {
         waiting(&["Deployment default/web: 1 of 3 updated"])
     });
