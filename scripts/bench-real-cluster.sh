@@ -2,7 +2,7 @@
 # Scale bench on the real control plane (issue 28 item 4): N first-operator Instances created at once
 # against ../shared/real-cluster (kube-apiserver + kube-controller-manager v1.28.7, etcd, the fake
 # kubelet), one kubectl-kudo manager out of cluster. Prints the time until all are COMPLETE, the
-# manager's CPU and peak RSS, kube-apiserver's CPU over the same window, the manager's requests by
+# manager's CPU, peak RSS and reconciles, kube-apiserver's CPU over the same window, the manager's requests by
 # verb (its `kudo_api_requests_total`) and the API server's 429 answers (`apiserver_request_total`).
 #
 #   bash scripts/bench-real-cluster.sh [N]          # N defaults to 1000
@@ -36,7 +36,7 @@ trap cleanup EXIT
 # /proc/PID/stat fields 14 and 15 (utime, stime) in clock ticks.
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 hz="$(getconf CLK_TCK)"
-requests() { curl -fsS "http://127.0.0.1:$PORT/metrics" | awk '/^kudo_api_requests_total/ {print}'; }
+requests() { curl -fsS "http://127.0.0.1:$PORT/metrics" | awk '/^kudo_api_requests_total|^kudo_reconciles_total/ {print}'; }
 throttled() {
   kubectl get --raw /metrics | awk '/^apiserver_request_total\{/ && /code="429"/ {n += $NF} END {print n + 0}'
 }
@@ -99,12 +99,17 @@ def verbs(path):
         if m:
             out[m.group(1)] = float(m.group(2))
     return out
+def reconciles(path):
+    return sum(float(m.group(1)) for line in open(path)
+               if (m := re.match(r'kudo_reconciles_total\{[^}]*\} (\S+)', line)))
 b, a = verbs(before), verbs(after)
+recs = reconciles(after) - reconciles(before)
 mgr = (float(m1) - float(m0)) / hz
 api = (float(a1) - float(a0)) / hz
 print(f"bench-real-cluster: {n} first-operator Instances COMPLETE in {float(t1) - float(t0):.1f} s "
       f"(created in {float(created) - float(t0):.1f} s); binary {binary}")
-print(f"  manager: {mgr:.1f} CPU-s ({1000 * mgr / int(n):.1f} ms per Instance), peak RSS {rss} MiB")
+print(f"  manager: {mgr:.1f} CPU-s ({1000 * mgr / int(n):.1f} ms per Instance), peak RSS {rss} MiB, "
+      f"{int(recs)} reconciles ({recs / int(n):.1f} per Instance)")
 print(f"  kube-apiserver: {api:.1f} CPU-s; manager / kube-apiserver CPU = {100 * mgr / api:.1f}%")
 reqs = {v: a.get(v, 0) - b.get(v, 0) for v in sorted(set(a) | set(b))}
 print("  manager requests: " + ", ".join(f"{v} {int(c)}" for v, c in reqs.items() if c)

@@ -451,12 +451,18 @@ struct Manager {
     child: tokio::process::Child,
     pid: u32,
     identity: String,
+    /// Where its `/metrics` are served.
+    metrics: std::net::SocketAddr,
 }
 
 fn spawn_manager(c: &Cluster, shape: &Shape, r: usize, home: &Path) -> Manager {
     let identity = format!("bench-{r}");
+    // A free loopback port for its metrics (taken back by the manager a moment later).
+    let metrics = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port");
     let mut cmd = tokio::process::Command::new(BIN);
-    cmd.args(manager_args(shape.shards))
+    cmd.args(manager_args(shape.shards, metrics))
         .args(["--concurrency", &shape.concurrency.to_string()])
         .args(["--debounce-ms", &shape.debounce_ms.to_string()])
         .arg("--kubeconfig")
@@ -469,7 +475,41 @@ fn spawn_manager(c: &Cluster, shape: &Shape, r: usize, home: &Path) -> Manager {
         .kill_on_drop(true);
     let child = cmd.spawn().expect("start kubectl-kudo manager");
     let pid = child.id().expect("pid");
-    Manager { child, pid, identity }
+    Manager {
+        child,
+        pid,
+        identity,
+        metrics,
+    }
+}
+
+/// The manager's reconciles and API requests by verb, from its `/metrics` (a plain HTTP/1.0 GET:
+/// the bench needs no HTTP client for one page).
+async fn reconciles_and_requests(addr: std::net::SocketAddr) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let Ok(mut conn) = tokio::net::TcpStream::connect(addr).await else {
+        return "metrics unreachable".into();
+    };
+    let mut page = String::new();
+    let asked = conn
+        .write_all(b"GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n")
+        .await;
+    if asked.is_err() || conn.read_to_string(&mut page).await.is_err() {
+        return "metrics unreadable".into();
+    }
+    let sum = |prefix: &str| -> f64 {
+        page.lines()
+            .filter(|l| l.starts_with(prefix))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .fold(0.0, |a, b| a + b)
+    };
+    let verbs = ["get", "list", "watch", "create", "patch", "delete"]
+        .map(|v| format!("{v} {}", sum(&format!("kudo_api_requests_total{{verb=\"{v}\""))));
+    format!(
+        "{} reconciles; requests {}",
+        sum("kudo_reconciles_total{"),
+        verbs.join(", ")
+    )
 }
 
 async fn scale(shape: Shape) {
@@ -500,8 +540,9 @@ async fn scale(shape: Shape) {
         let (rss, cpu) = (peak_rss_kib(m.pid), cpu_seconds(m.pid));
         cpu_total += cpu;
         let mine = split.get(&m.identity).copied().unwrap_or(0);
+        let work = reconciles_and_requests(m.metrics).await;
         lines.push(format!(
-            "  {}: peak RSS {:.1} MiB, {cpu:.1} CPU-s ({:.2} ms per Instance), {mine} Instances in its shards",
+            "  {}: peak RSS {:.1} MiB, {cpu:.1} CPU-s ({:.2} ms per Instance), {mine} Instances in its shards; {work}",
             m.identity,
             rss as f64 / 1024.0,
             cpu * 1000.0 / n as f64
@@ -579,8 +620,8 @@ async fn shard_split(c: &Cluster, shape: &Shape) -> BTreeMap<String, usize> {
 
 /// `kubectl-kudo manager` flags for a bench run: metrics on a free loopback port; one shard: no
 /// leader election (a single manager); more: shard Leases in the bench namespace.
-fn manager_args(shards: u32) -> Vec<String> {
-    let mut args: Vec<String> = ["manager", "--metrics-address", "127.0.0.1:0"]
+fn manager_args(shards: u32, metrics: std::net::SocketAddr) -> Vec<String> {
+    let mut args: Vec<String> = ["manager", "--metrics-address", &metrics.to_string()]
         .map(String::from)
         .to_vec();
     if shards > 1 {

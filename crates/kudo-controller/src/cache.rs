@@ -289,6 +289,8 @@ pub(crate) struct ChildCache {
 /// deletion timestamp, or the object appeared or went away. The `scale 1000` bench's 2000 Pods
 /// change about four times each (scheduled, IPs, container statuses, ready) while their health
 /// changes once or twice; every wake costs a reconcile with a readiness and drift check (issue 14).
+/// While the owning Instance runs a plan, such a change wakes it only when it is a pod's problem a
+/// step's waiting line shows (see [`crate::running`]).
 #[derive(Default)]
 pub(crate) struct Wakes(Mutex<HashMap<(String, String), u64>>);
 
@@ -299,6 +301,7 @@ impl Wakes {
         api_version: &str,
         kind: &str,
         ev: watcher::Event<DynamicObject>,
+        running: &crate::running::Running,
     ) -> Option<ObjectRef<DynamicObject>> {
         let key = |o: &DynamicObject| {
             (
@@ -314,6 +317,10 @@ impl Wakes {
                     if seen.insert(key(&o), digest) == Some(digest) {
                         return None;
                     }
+                    let owner = crate::owner_of(o.clone())?;
+                    let quiet = running.contains(owner.namespace.as_deref().unwrap_or(""), &owner.name)
+                        && !shows_a_problem(api_version, kind, &o);
+                    return (!quiet).then_some(owner);
                 }
                 crate::owner_of(o)
             }
@@ -333,6 +340,11 @@ fn applied_by_plan(o: &DynamicObject) -> bool {
         refs.iter()
             .any(|r| r.kind == "Instance" && r.api_version.starts_with("kudo.dev/"))
     })
+}
+
+/// Whether a step's waiting line would show something of this object: a pod's problem.
+fn shows_a_problem(api_version: &str, kind: &str, o: &DynamicObject) -> bool {
+    kind == "Pod" && kudo_engine::waiting::pod_problem(&with_type(o, api_version, kind)).is_some()
 }
 
 /// A hash of what readiness and health can see of an object (see [`Wakes`]).
@@ -675,7 +687,8 @@ mod tests {
     #[test]
     fn pods_wake_their_instance_only_when_health_changes() {
         let wakes = Wakes::default();
-        let wake = |ev| wakes.owner_to_wake("v1", "Pod", ev).map(|r| r.name);
+        let idle = crate::running::Running::default();
+        let wake = |ev| wakes.owner_to_wake("v1", "Pod", ev, &idle).map(|r| r.name);
         assert_eq!(
             wake(watcher::Event::Apply(pod("Pending", "False", ""))),
             Some("i".into())
@@ -706,6 +719,38 @@ mod tests {
             Some("i".into())
         );
         assert_eq!(wake(watcher::Event::Init), None);
+    }
+
+    #[test]
+    fn pods_wake_an_instance_running_a_plan_only_with_a_problem_to_show() {
+        let wakes = Wakes::default();
+        let running = crate::running::Running::default();
+        let mut inst = obj(json!({"apiVersion": "kudo.dev/v1beta1", "kind": "Instance",
+            "metadata": {"name": "i", "namespace": "ns"},
+            "spec": {"planExecution": {"planName": "deploy", "uid": "u"}}}));
+        running.observe(&inst, true);
+        let wake = |ev| wakes.owner_to_wake("v1", "Pod", ev, &running).map(|r| r.name);
+        assert_eq!(wake(watcher::Event::Apply(pod("Pending", "False", ""))), None);
+        assert_eq!(
+            wake(watcher::Event::Apply(pod("Running", "True", "1.2.3.4"))),
+            None
+        );
+        let mut stuck = pod("Pending", "False", "");
+        stuck.data["status"]["containerStatuses"][0]["state"] =
+            json!({"waiting": {"reason": "ImagePullBackOff", "message": "no such image"}});
+        assert_eq!(wake(watcher::Event::Apply(stuck)), Some("i".into()));
+        assert_eq!(
+            wake(watcher::Event::Delete(pod("Running", "True", "1.2.3.4"))),
+            Some("i".into()),
+            "a deletion always wakes"
+        );
+        // unscheduled: idle again, readiness reads pods
+        inst.data["spec"]["planExecution"] = json!({});
+        running.observe(&inst, true);
+        assert_eq!(
+            wake(watcher::Event::Apply(pod("Running", "False", "1.2.3.4"))),
+            Some("i".into())
+        );
     }
 
     #[test]

@@ -805,7 +805,26 @@ pub(crate) async fn apply_for_task(
     tracing::debug!(object = %describe(obj), "applied");
     ctx.metrics.object_applied();
     ctx.applied.record(obj, &live);
+    applied_echo(ctx, obj, &name, &live);
     judge(ctx, with_type(live, obj))
+}
+
+/// The watch event of a plan's own apply wakes nobody: the pass judged the object from the
+/// apply's answer, which is what that event carries (see [`crate::echoes`]). Only for the kinds
+/// the manager watches (any other version would never be taken back).
+fn applied_echo(ctx: &Context, obj: &Value, name: &str, live: &Value) {
+    let (av, kind) = (
+        obj["apiVersion"].as_str().unwrap_or(""),
+        obj["kind"].as_str().unwrap_or(""),
+    );
+    let ns = obj["metadata"]["namespace"].as_str().unwrap_or("");
+    if let Some(rv) = live["metadata"]["resourceVersion"].as_str()
+        && !ns.is_empty()
+        && ctx.caches.watches(av, kind)
+    {
+        ctx.child_echoes
+            .wrote(ns, &crate::echoes::child_key(kind, name), rv);
+    }
 }
 
 /// The live object with `apiVersion`/`kind` filled in from what we sent (servers always name the

@@ -52,6 +52,7 @@ mod autopilot;
 mod cache;
 pub mod discovery;
 pub mod drift;
+mod echoes;
 mod events;
 mod execute;
 pub mod impersonation;
@@ -62,8 +63,10 @@ pub mod param_sources;
 mod pipe;
 mod reconcile;
 pub mod revisions;
+mod running;
 pub mod shard;
 mod stepper;
+mod timings;
 mod translate;
 mod typed;
 mod watches;
@@ -300,6 +303,12 @@ pub(crate) struct Context {
     pub shards: Arc<shard::ShardGate>,
     /// The revision recorded for each run still going (see [`revisions`]).
     pub revisions: revisions::Recorded,
+    /// The versions of this manager's own Instance writes (see [`echoes`]).
+    pub echoes: Arc<echoes::Echoes>,
+    /// The versions of the objects plans applied (see [`echoes`]).
+    pub child_echoes: Arc<echoes::Echoes>,
+    /// Plan timing not yet stored in the Instances (see [`timings`]).
+    pub timings: timings::Timings,
 }
 
 impl Context {
@@ -394,18 +403,28 @@ pub(crate) async fn run_controller(
     shutdown: impl Future,
 ) {
     let mut watches = watches::Watches::new(client.clone(), config.namespace.clone());
-    let instances = watches.instances();
+    let echoes = Arc::new(echoes::Echoes::default());
+    let child_echoes = Arc::new(echoes::Echoes::default());
+    let running = Arc::new(running::Running::default());
+    let instances = watches.instances(echoes.clone(), running.clone());
     if let Some(granted) = sharding.granted {
         watches.shards_granted(&instances, granted, sharding.gate.count());
     }
     let operator_versions = watches.operator_versions(&instances);
     watches.secrets(&instances);
-    let children = watches.children();
+    let children = watches.children(running, child_echoes.clone());
     let autopilot = watches.autopilot();
     let caches = cache::Caches::new(instances.clone(), operator_versions, children);
     let (client_for_typed, namespace_for_typed) = (client.clone(), config.namespace.clone());
     let gate = sharding.gate;
-    let ctx = context(client, config, caches, autopilot, gate.clone(), &health);
+    let ctx = context(
+        client,
+        config,
+        (caches, echoes, child_echoes),
+        autopilot,
+        gate.clone(),
+        &health,
+    );
     tracing::info!("kudo controller started");
     // Typed APIs (issue 26): their own controllers, for as long as this incarnation runs.
     let typed = tokio::spawn(typed::run(client_for_typed, namespace_for_typed, gate));
@@ -419,7 +438,7 @@ pub(crate) async fn run_controller(
 fn context(
     client: kube::Client,
     config: ControllerConfig,
-    caches: cache::Caches,
+    (caches, echoes, child_echoes): (cache::Caches, Arc<echoes::Echoes>, Arc<echoes::Echoes>),
     autopilot: autopilot::Watches,
     shards: Arc<shard::ShardGate>,
     health: &ops::Health,
@@ -443,6 +462,9 @@ fn context(
         autopilot,
         shards,
         revisions: Default::default(),
+        echoes,
+        child_echoes,
+        timings: Default::default(),
     })
 }
 

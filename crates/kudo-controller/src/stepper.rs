@@ -37,7 +37,7 @@ impl Stepper {
             ctx: context(
                 client,
                 config,
-                caches,
+                (caches, Default::default(), Default::default()),
                 autopilot,
                 crate::shard::ShardGate::all(),
                 &health,

@@ -20,6 +20,8 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher::{self, watcher};
 use serde::Deserialize;
 
+use crate::echoes::Echoes;
+use crate::running::Running;
 use crate::{autopilot, cache, instance_resource, known_resource, operator_version_resource, owner_of};
 
 /// A stream of reconcile requests, one per watch.
@@ -63,23 +65,42 @@ impl Watches {
         }
     }
 
-    /// Instances: a change reconciles the Instance itself and, for a child Instance (a
-    /// KudoOperator task's, label `heritage=kudo`), its parent. Returns their cache.
-    pub fn instances(&mut self) -> Store<DynamicObject> {
+    /// Instances: a change reconciles the Instance itself (unless it is the echo of this
+    /// manager's own write, see [`crate::echoes`]) and, for a child Instance (a KudoOperator
+    /// task's, label `heritage=kudo`), its parent. Returns their cache.
+    pub fn instances(&mut self, echoes: Arc<Echoes>, running: Arc<Running>) -> Store<DynamicObject> {
         let iar = instance_resource();
         let writer = Writer::new(iar.clone());
         let store = writer.as_reader();
         let events = watcher(self.scoped(&iar), watcher::Config::default())
             .default_backoff()
             .modify(slim_instance)
-            .reflect(writer)
-            .touched_objects();
-        let trigger = trigger_with(events, |i: DynamicObject| {
+            .reflect(writer);
+        let trigger = trigger_with(events, move |ev: watcher::Event<DynamicObject>| {
+            let (i, wake_me) = match ev {
+                watcher::Event::Apply(i) => {
+                    running.observe(&i, true);
+                    let (ns, name) = (i.namespace().unwrap_or_default(), i.name_any());
+                    let rv = i.resource_version().unwrap_or_default();
+                    let echo = echoes.is_echo(&ns, &name, &rv);
+                    (i, !echo)
+                }
+                watcher::Event::Delete(i) => {
+                    running.observe(&i, false);
+                    echoes.forget(&i.namespace().unwrap_or_default(), &i.name_any());
+                    (i, true)
+                }
+                watcher::Event::InitApply(i) => {
+                    running.observe(&i, true);
+                    (i, true)
+                }
+                watcher::Event::Init | watcher::Event::InitDone => return Vec::new(),
+            };
             let me = ObjectRef::from_obj_with(&i, instance_resource());
             let parent = (i.labels().get("heritage").map(String::as_str) == Some("kudo"))
                 .then(|| owner_of(i))
                 .flatten();
-            std::iter::once(me).chain(parent)
+            wake_me.then_some(me).into_iter().chain(parent).collect()
         });
         self.triggers.push(trigger.boxed());
         store
@@ -124,8 +145,13 @@ impl Watches {
     }
 
     /// Children: anything KUDO applied carries `heritage=kudo` and `kudo.dev/instance`; a change
-    /// wakes the owning Instance. Returns the cache of each child kind.
-    pub fn children(&mut self) -> HashMap<(String, String), cache::ChildCache> {
+    /// wakes the owning Instance (see [`cache::Wakes`] for which changes). Returns the cache of
+    /// each child kind.
+    pub fn children(
+        &mut self,
+        running: Arc<Running>,
+        echoes: Arc<Echoes>,
+    ) -> HashMap<(String, String), cache::ChildCache> {
         let mut children = HashMap::new();
         for (g, v, k, plural) in cache::CHILD_KINDS {
             let ar = cache::child_resource(g, v, k, plural);
@@ -139,6 +165,7 @@ impl Watches {
             children.insert((ar.api_version.clone(), ar.kind.clone()), child);
             let wakes = cache::Wakes::default();
             let av = ar.api_version.clone();
+            let (running, echoes) = (running.clone(), echoes.clone());
             let events = watcher(
                 self.scoped(&ar),
                 watcher::Config::default().labels("heritage=kudo"),
@@ -148,7 +175,21 @@ impl Watches {
             .reflect(writer);
             let trigger = trigger_with(events, move |ev| {
                 index.observe(&ev);
-                wakes.owner_to_wake(&av, k, ev)
+                match &ev {
+                    watcher::Event::Apply(o) => {
+                        let key = crate::echoes::child_key(k, &o.name_any());
+                        let rv = o.resource_version().unwrap_or_default();
+                        if echoes.is_echo(&o.namespace().unwrap_or_default(), &key, &rv) {
+                            return None;
+                        }
+                    }
+                    watcher::Event::Delete(o) => echoes.forget(
+                        &o.namespace().unwrap_or_default(),
+                        &crate::echoes::child_key(k, &o.name_any()),
+                    ),
+                    _ => {}
+                }
+                wakes.owner_to_wake(&av, k, ev, &running)
             });
             self.triggers.push(trigger.boxed());
         }

@@ -352,11 +352,16 @@ fn instance(obj: &Value) -> Health {
         if !uid.is_empty() && ps.get("uid").and_then(Value::as_str) != Some(uid) {
             return Health::Progressing(format!("instance {who}: plan {scheduled} is scheduled"));
         }
-        return verdict(
-            scheduled,
-            s(ps, &["status"]).unwrap_or(""),
-            s(ps, &["message"]).unwrap_or(""),
-        );
+        let status = s(ps, &["status"]).unwrap_or("");
+        if status == "COMPLETE" {
+            // KUDO: a child is healthy once no plan is scheduled. Until the unscheduling lands,
+            // a spec change written meanwhile (by this parent) may not have been admitted yet,
+            // although the status's observedGeneration already counts the unscheduling.
+            return Health::Progressing(format!(
+                "instance {who}: plan {scheduled} is COMPLETE, not unscheduled yet"
+            ));
+        }
+        return verdict(scheduled, status, s(ps, &["message"]).unwrap_or(""));
     }
     // no plan scheduled: judge by the most recently updated plan run
     let latest = plans
@@ -706,7 +711,10 @@ mod tests {
             json!({"planName": "deploy", "uid": "u2"}),
             json!({"deploy": {"status": "COMPLETE", "uid": "u2"}}),
         );
-        assert_eq!(health(&finished_scheduled), Health::Healthy);
+        assert_eq!(
+            progressing(health(&finished_scheduled)),
+            "instance ns/child: plan deploy is COMPLETE, not unscheduled yet"
+        );
         assert!(!health(&inst(json!({}), json!({}))).is_healthy());
         // spec change not yet observed by the controller
         let mut unobserved = done.clone();

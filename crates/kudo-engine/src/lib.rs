@@ -88,7 +88,9 @@ pub use pass::{
     Event, EventType, Fatal, PassError, PassSummary, PlanPass, TIMING_ANNOTATION, TaskCall, TaskOutcome,
     Timing, WAITING_GRACE_SECS, reasons,
 };
-pub use readiness::{not_ready_condition, plan_condition, ready_condition, record_admission, set_condition};
+pub use readiness::{
+    not_ready_condition, plan_condition, ready_condition, record_admission, reobserve, set_condition,
+};
 pub use status::{
     Wake, ensure_plan_statuses, mark_plan_fatal, mirror_run_status, needs_reset, pass_requeue_secs,
     requeue_after_secs, reset_for_run,

@@ -161,6 +161,16 @@ pub fn set_condition(conditions: &mut Vec<Condition>, new: Condition) -> bool {
     }
 }
 
+/// Moves every condition that says it observed generation `from` to `to`: a reconcile that is
+/// about to change the spec itself (unscheduling a finished run) writes its status first with the
+/// generation that spec write produces, so no second status write has to follow. Conditions of
+/// older generations are left alone.
+pub fn reobserve(conditions: &mut [Condition], from: Option<i64>, to: Option<i64>) {
+    for c in conditions.iter_mut().filter(|c| c.observed_generation == from) {
+        c.observed_generation = to;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -173,6 +183,16 @@ mod tests {
     fn deploy(name: &str, available: i64) -> Value {
         json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "generation": 1},
             "spec": {"replicas": 2}, "status": {"observedGeneration": 1, "replicas": 2, "updatedReplicas": 2, "availableReplicas": available}})
+    }
+
+    #[test]
+    fn reobserve_moves_only_the_conditions_of_the_generation_read() {
+        let mut conds = vec![ready_condition(&[], now())];
+        record_admission(&mut conds, Some("no"), Some(3), now());
+        conds[0].observed_generation = Some(2);
+        reobserve(&mut conds, Some(3), Some(4));
+        let gens: Vec<_> = conds.iter().map(|c| c.observed_generation).collect();
+        assert_eq!(gens, vec![Some(2), Some(4)]);
     }
 
     #[test]

@@ -8,7 +8,10 @@ use kudo_api::{
     AutopilotRuleStatus, ExecutionStatus, Instance, InstanceSpec, InstanceStatus, PlanExecution, PlanStatus,
     ScheduleStatus,
 };
-use kudo_engine::reconcile::{ADMITTED_SPEC_ANNOTATION, Stored, autopilot_patch, spec_patch, status_patch};
+use kudo_engine::reconcile::{
+    ADMITTED_SPEC_ANNOTATION, Stored, autopilot_patch, bumps_generation, spec_patch, spec_patch_along,
+    status_patch,
+};
 use serde_json::{Value, json};
 
 fn ps(name: &str, status: ExecutionStatus, message: &str) -> PlanStatus {
@@ -197,4 +200,58 @@ fn finalizers_are_replaced_whole() {
     };
     let patch = spec_patch(&i, &stored, None).unwrap();
     assert_eq!(patch, json!({"metadata": {"finalizers": ["a", "b"]}}));
+}
+
+#[test]
+fn lazy_annotations_ride_along_with_another_change_only() {
+    let i = inst();
+    let lazy = BTreeMap::from([("t", Some("x".to_string()))]);
+    let none = BTreeMap::new();
+    let same = Stored {
+        spec: &i.spec,
+        finalizers: &i.metadata.finalizers,
+        remember: None,
+        annotations: &none,
+    };
+    assert_eq!(spec_patch_along(&i, &same, &lazy, Some("7".into())), None);
+    let mut unscheduled = i.spec.clone();
+    unscheduled.parameters.insert("A".into(), "2".into());
+    let changed = Stored {
+        spec: &unscheduled,
+        ..same
+    };
+    assert_eq!(
+        spec_patch_along(&i, &changed, &lazy, Some("7".into())),
+        Some(json!({"spec": {"parameters": {"A": "2"}},
+            "metadata": {"annotations": {"t": "x"}, "resourceVersion": "7"}}))
+    );
+    assert_eq!(
+        spec_patch_along(&i, &changed, &none, None),
+        spec_patch(&i, &changed, None)
+    );
+}
+
+#[test]
+fn only_a_change_of_the_spec_proper_bumps_the_generation() {
+    let i = inst();
+    let none = BTreeMap::new();
+    let fins = vec!["a".to_string(), "b".to_string()];
+    let meta_only = Stored {
+        spec: &i.spec,
+        finalizers: &fins,
+        remember: Some(&i.spec),
+        annotations: &none,
+    };
+    assert!(!bumps_generation(&i, &meta_only));
+    let mut running = i.spec.clone();
+    running.plan_execution = PlanExecution {
+        plan_name: "deploy".into(),
+        uid: "u".into(),
+        status: Some(ExecutionStatus::InProgress),
+    };
+    let spec = Stored {
+        spec: &running,
+        ..meta_only
+    };
+    assert!(bumps_generation(&i, &spec));
 }

@@ -284,6 +284,38 @@ fn first_deploy_schedules_deploy_with_a_fresh_uid_and_the_cleanup_finalizer() {
 }
 
 #[test]
+fn a_new_run_is_stored_in_progress_with_its_plan_start() {
+    let r = run(&created(), World::default());
+    let mut a = admitted(&r).clone();
+    a.begin(at(NOW));
+    for spec in [Some(&a.spec), a.exec.as_ref(), a.remember.as_ref()] {
+        let pe = &spec.expect("stored, executed and remembered").plan_execution;
+        assert_eq!(
+            (pe.plan_name.as_str(), pe.uid.as_str(), pe.status),
+            ("deploy", "uid-1", Some(ExecutionStatus::InProgress))
+        );
+    }
+    let timing =
+        kudo_engine::Timing::from_annotation(a.annotations[kudo_engine::TIMING_ANNOTATION].as_deref());
+    assert_eq!(
+        (timing.uid.as_str(), timing.plan_started.as_deref()),
+        ("uid-1", Some(NOW))
+    );
+    assert!(timing.steps.is_empty());
+}
+
+#[test]
+fn a_run_already_going_or_no_run_is_left_as_admitted() {
+    for inst in [running("update"), idle()] {
+        let r = run(&inst, World::default());
+        let before = admitted(&r).clone();
+        let mut a = before.clone();
+        a.begin(at(NOW));
+        assert_eq!(a, before);
+    }
+}
+
+#[test]
 fn an_unchanged_idle_instance_admits_nothing_new() {
     let r = run(
         &with_schedule(idle(), None, Some("2026-01-03T03:00:00Z")),

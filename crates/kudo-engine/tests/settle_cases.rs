@@ -112,12 +112,56 @@ fn the_cleanup_finalizer_stays_while_not_deleting() {
 }
 
 #[test]
-fn the_timing_annotation_is_what_the_pass_produced() {
-    let s = run(&inst(), &ov(&["deploy"]), &InstanceStatus::default(), false, &[]);
-    assert_eq!(
-        s.annotations[TIMING_ANNOTATION].as_deref(),
-        Some("{\"uid\":\"u\"}")
+fn the_timing_of_a_run_without_timeouts_waits_for_another_write() {
+    let s = run(
+        &inst(),
+        &ov(&["deploy"]),
+        &status("deploy", "u", ExecutionStatus::InProgress),
+        false,
+        &[],
     );
+    assert_eq!(s.lazy[TIMING_ANNOTATION].as_deref(), Some("{\"uid\":\"u\"}"));
+    assert!(!s.annotations.contains_key(TIMING_ANNOTATION));
+}
+
+#[test]
+fn the_timing_of_a_run_with_a_timeout_is_stored_at_once() {
+    for timed in ["plan", "step"] {
+        let mut o = ov(&["deploy"]);
+        let plan = o.spec.plans.get_mut("deploy").unwrap();
+        if timed == "plan" {
+            plan.timeout = Some("10m".into());
+        } else {
+            plan.phases = vec![serde_json::from_value(serde_json::json!(
+                {"name": "p", "strategy": "serial", "steps": [{"name": "s", "tasks": ["t"], "timeout": "1m"}]}
+            ))
+            .unwrap()];
+        }
+        let s = run(
+            &inst(),
+            &o,
+            &status("deploy", "u", ExecutionStatus::InProgress),
+            false,
+            &[],
+        );
+        assert_eq!(
+            s.annotations[TIMING_ANNOTATION].as_deref(),
+            Some("{\"uid\":\"u\"}"),
+            "{timed} timeout"
+        );
+        assert!(s.lazy.is_empty(), "{timed} timeout");
+    }
+    // the timing of another run than the plan's: nothing to time out
+    let mut o = ov(&["deploy"]);
+    o.spec.plans.get_mut("deploy").unwrap().timeout = Some("10m".into());
+    let s = run(
+        &inst(),
+        &o,
+        &status("deploy", "other", ExecutionStatus::InProgress),
+        false,
+        &[],
+    );
+    assert!(s.lazy.contains_key(TIMING_ANNOTATION));
 }
 
 #[test]

@@ -158,8 +158,9 @@ impl<'c> Reconciler<'c> {
             who,
             deleting,
         } = read;
-        let (auto, fired, admitted, sourced, scheduled) =
+        let (auto, fired, mut admitted, sourced, scheduled) =
             (init.auto, init.fired, init.admitted, init.sourced, init.scheduled);
+        admitted.begin(now);
         let (raw, inst) = self.persist_admission(raw, inst, &admitted, &who).await?;
         self.record_revision(&inst, &uid, &admitted, &ov, now).await;
         let generation = raw.metadata.generation;
@@ -181,13 +182,17 @@ impl<'c> Reconciler<'c> {
             .report_autopilot(&raw, auto, fired, &mut status, deleting)
             .await;
 
-        let annotations = inst.metadata.annotations.clone();
         let Some(exec) = exec else {
             // A creation KUDO would have rejected: nothing runs until the spec is fixed.
             self.write_status(&old_status, &status).await?;
             let requeue = self.ctx.config.idle_resync;
             return Ok(Action::requeue(auto_requeue.map_or(requeue, |r| r.min(requeue))));
         };
+        let run = &exec.plan_execution;
+        let mut annotations = inst.metadata.annotations.clone();
+        self.ctx
+            .timings
+            .overlay(&self.ns, &self.name, &run.uid, &mut annotations);
         let (ov, sourced) = self.executed_ov(&inst, &exec, ov, sourced).await?;
         let mut writes = Writes::new(&inst, remember, old_status);
         let input = PassInput {
@@ -209,10 +214,12 @@ impl<'c> Reconciler<'c> {
             .into_iter()
             .flatten()
             .fold(requeue, Duration::min);
-        let run = &exec.plan_execution;
         let ended = kudo_engine::revision::ended(&writes.old_status, &status, &run.plan_name, &run.uid);
-        self.persist_run(&raw, &inst, &ov, deleting, writes, &status)
-            .await?;
+        let timing = self
+            .persist_run(&raw, &inst, &ov, deleting, writes, &status)
+            .await?
+            .filter(|_| !run.plan_name.is_empty());
+        self.ctx.timings.keep(&self.ns, &self.name, timing.as_deref());
         if let Some(outcome) = ended {
             crate::revisions::finish(self.ctx, &inst, &run.uid, outcome, now).await;
         }

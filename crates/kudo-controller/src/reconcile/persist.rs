@@ -2,6 +2,8 @@
 //! status and spec (guarded by the resourceVersion), finalizers and the cluster-scoped objects to
 //! release on uninstall.
 
+use kudo_engine::reobserve;
+
 use super::*;
 
 impl Reconciler<'_> {
@@ -34,18 +36,19 @@ impl Reconciler<'_> {
         admitted: &Admitted,
         who: &str,
     ) -> Result<(DynamicObject, Instance), ReconcileError> {
+        let stored = Stored {
+            spec: &admitted.spec,
+            finalizers: &admitted.finalizers,
+            remember: admitted.remember.as_ref(),
+            annotations: &admitted.annotations,
+        };
         let written = self
-            .write_spec(
-                &inst,
-                &admitted.spec,
-                &admitted.finalizers,
-                admitted.remember.as_ref(),
-                &admitted.annotations,
-                resource_version(&raw),
-            )
+            .write_spec(&inst, &stored, &BTreeMap::new(), resource_version(&raw))
             .await?;
         Ok(match written {
             Some(updated) => {
+                // The pass below continues from exactly this version: its event is an echo.
+                self.echo(&updated);
                 let i = decode_instance(&updated, who)?;
                 (updated, i)
             }
@@ -73,7 +76,8 @@ impl Reconciler<'_> {
     /// Writes what the pass decided: the cleanup finalizer goes once cleanup COMPLETED (or
     /// there is no cleanup plan), cluster-scoped objects the pass applied are recorded for
     /// uninstall, then status and spec are written (status first: a crash before the spec write
-    /// re-runs a terminal pass, which is a no-op).
+    /// re-runs a terminal pass, which is a no-op). Returns the timing the pass produced when it was
+    /// not stored, for the manager to keep in memory (see [`crate::timings`]).
     pub(super) async fn persist_run(
         &self,
         raw: &DynamicObject,
@@ -82,34 +86,43 @@ impl Reconciler<'_> {
         deleting: bool,
         writes: Writes,
         status: &InstanceStatus,
-    ) -> Result<(), ReconcileError> {
+    ) -> Result<Option<String>, ReconcileError> {
         let applied = self.cluster.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let settle = Settle {
             inst,
             ov,
             status,
             deleting,
-            timing: writes.timing,
+            timing: writes.timing.clone(),
             applied: &applied,
         };
         let settled = kudo_engine::reconcile::settle(&settle, writes.finalizers);
         if settled.cleanup_released {
             info!("cleanup finished, removing finalizer");
         }
+        let stored = Stored {
+            spec: &writes.spec,
+            finalizers: &settled.finalizers,
+            remember: writes.remember.as_ref(),
+            annotations: &settled.annotations,
+        };
+        let observed = Observed::of(raw, kudo_engine::reconcile::bumps_generation(inst, &stored));
+        let mut status = status.clone();
+        reobserve(&mut status.conditions, observed.read, observed.after);
         let rv = self
-            .write_status(&writes.old_status, status)
+            .write_status_guarded(&writes.old_status, &status, observed.guard.clone())
             .await?
             .or_else(|| resource_version(raw));
-        self.write_spec(
-            inst,
-            &writes.spec,
-            &settled.finalizers,
-            writes.remember.as_ref(),
-            &settled.annotations,
-            rv,
-        )
-        .await?;
-        Ok(())
+        let written = self.write_spec(inst, &stored, &settled.lazy, rv).await?;
+        let timing_kept = written.is_none() && !settled.lazy.is_empty();
+        let generation = written.and_then(|w| w.metadata.generation);
+        if observed.guard.is_some() && generation.is_some() && generation != observed.after {
+            // Not the generation our own spec change should have produced: say what was seen.
+            let mut fixed = status.clone();
+            reobserve(&mut fixed.conditions, observed.after, generation);
+            self.write_status(&status, &fixed).await?;
+        }
+        Ok(writes.timing.filter(|_| timing_kept))
     }
 
     /// Uninstall of an Instance whose plans created cluster-scoped objects: delete them, then
@@ -160,15 +173,14 @@ impl Reconciler<'_> {
             .filter(|f| *f != finalizer)
             .cloned()
             .collect();
-        self.write_spec(
-            inst,
-            &inst.spec,
-            &finalizers,
-            None,
-            &BTreeMap::new(),
-            resource_version(raw),
-        )
-        .await?;
+        let stored = Stored {
+            spec: &inst.spec,
+            finalizers: &finalizers,
+            remember: None,
+            annotations: &BTreeMap::new(),
+        };
+        self.write_spec(inst, &stored, &BTreeMap::new(), resource_version(raw))
+            .await?;
         Ok(())
     }
 
@@ -178,9 +190,23 @@ impl Reconciler<'_> {
         old: &InstanceStatus,
         new: &InstanceStatus,
     ) -> Result<Option<String>, ReconcileError> {
-        let Some(body) = kudo_engine::reconcile::status_patch(old, new) else {
+        self.write_status_guarded(old, new, None).await
+    }
+
+    /// [`Self::write_status`], failing with a conflict unless the Instance is still at
+    /// `resource_version` (when given).
+    pub(super) async fn write_status_guarded(
+        &self,
+        old: &InstanceStatus,
+        new: &InstanceStatus,
+        resource_version: Option<String>,
+    ) -> Result<Option<String>, ReconcileError> {
+        let Some(mut body) = kudo_engine::reconcile::status_patch(old, new) else {
             return Ok(None);
         };
+        if let Some(rv) = resource_version {
+            body["metadata"] = json!({ "resourceVersion": rv });
+        }
         debug!(patch = %body, "writing instance status");
         self.patch_status(&body).await
     }
@@ -192,30 +218,25 @@ impl Reconciler<'_> {
             .api
             .patch_status(&self.name, &self.patch_params(), &Patch::Merge(body))
             .await?;
-        self.ctx
-            .caches
-            .saw_instance(&self.ns, &self.name, updated.metadata.resource_version.as_deref());
+        self.wrote(&updated);
+        // A status change decides nothing a fresh reconcile would decide differently (admission
+        // reads the spec): its event is an echo.
+        self.echo(&updated);
         Ok(updated.metadata.resource_version)
     }
 
     /// Writes spec and metadata changes with one merge patch guarded by the resourceVersion, so a
-    /// concurrent user edit is never overwritten (the conflict is retried with fresh data).
+    /// concurrent user edit is never overwritten (the conflict is retried with fresh data); the
+    /// `lazy` annotations go along when anything else is written.
     pub(super) async fn write_spec(
         &self,
         inst: &Instance,
-        spec: &InstanceSpec,
-        finalizers: &[String],
-        remember: Option<&InstanceSpec>,
-        extra_annotations: &BTreeMap<&str, Option<String>>,
+        stored: &Stored<'_>,
+        lazy: &BTreeMap<&str, Option<String>>,
         resource_version: Option<String>,
     ) -> Result<Option<DynamicObject>, ReconcileError> {
-        let stored = Stored {
-            spec,
-            finalizers,
-            remember,
-            annotations: extra_annotations,
-        };
-        let Some(body) = kudo_engine::reconcile::spec_patch(inst, &stored, resource_version) else {
+        let Some(body) = kudo_engine::reconcile::spec_patch_along(inst, stored, lazy, resource_version)
+        else {
             return Ok(None);
         };
         debug!(patch = %body, "writing instance spec/metadata");
@@ -223,10 +244,24 @@ impl Reconciler<'_> {
             .api
             .patch(&self.name, &self.patch_params(), &Patch::Merge(&body))
             .await?;
-        self.ctx
-            .caches
-            .saw_instance(&self.ns, &self.name, updated.metadata.resource_version.as_deref());
+        self.wrote(&updated);
         Ok(Some(updated))
+    }
+
+    /// Remembers a version of the Instance this reconcile wrote: the next reconcile may read it
+    /// from the cache.
+    fn wrote(&self, updated: &DynamicObject) {
+        let rv = updated.metadata.resource_version.as_deref();
+        self.ctx.caches.saw_instance(&self.ns, &self.name, rv);
+    }
+
+    /// Marks a version this reconcile wrote and acted on as an echo: its watch event wakes
+    /// nobody (see [`crate::echoes`]). Not for a spec write that ends the reconcile: unscheduling
+    /// a run may make a change that waited for it admissible, which the next reconcile admits.
+    fn echo(&self, updated: &DynamicObject) {
+        if let Some(rv) = updated.metadata.resource_version.as_deref() {
+            self.ctx.echoes.wrote(&self.ns, &self.name, rv);
+        }
     }
 
     /// Our own writes to the Instance carry the configured field manager too, so
@@ -241,6 +276,39 @@ impl Reconciler<'_> {
 
 pub(super) fn resource_version(raw: &DynamicObject) -> Option<String> {
     raw.metadata.resource_version.clone()
+}
+
+/// The generations a pass's status speaks of. When the reconcile's own spec write will bump the
+/// generation (unscheduling a finished run, mirroring a status change), the status is written
+/// first, already saying it observed the generation that write produces, and guarded by the
+/// resourceVersion read, as the spec write is by the status write's: no change of anyone else can
+/// fall in between unnoticed (a conflict retries the reconcile), and no second status write has
+/// to follow the spec write (issue 28).
+struct Observed {
+    /// The generation this reconcile read (and its conditions say they observed).
+    read: Option<i64>,
+    /// The generation once this reconcile's writes are done.
+    after: Option<i64>,
+    /// The resourceVersion the status write requires (`None`: unguarded, nothing bumps).
+    guard: Option<String>,
+}
+
+impl Observed {
+    fn of(raw: &DynamicObject, bumps: bool) -> Observed {
+        let read = raw.metadata.generation;
+        if !bumps {
+            return Observed {
+                read,
+                after: read,
+                guard: None,
+            };
+        }
+        Observed {
+            read,
+            after: read.map(|g| g + 1),
+            guard: resource_version(raw),
+        }
+    }
 }
 
 /// What a reconcile writes back after its pass, besides the status.

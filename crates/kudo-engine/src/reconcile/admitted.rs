@@ -146,6 +146,37 @@ impl Admitted {
         admission.decision
     }
 
+    /// Stores the run this admission scheduled as already IN_PROGRESS, with its plan start in the
+    /// timing annotation: the pass that follows in the same reconcile would mirror exactly that
+    /// into the spec a moment later, so the admission write carries it and the pass writes no spec
+    /// (one Instance write and its echo fewer per run; KUDO showed NEVER_RUN until its first
+    /// reconcile). A spec whose run is not new is left alone.
+    pub fn begin(&mut self, now: crate::time::Timestamp) {
+        let Some(uid) = self
+            .exec
+            .as_ref()
+            .map(|e| &e.plan_execution)
+            .filter(|pe| pe.status == Some(ExecutionStatus::NeverRun) && !pe.plan_name.is_empty())
+            .map(|pe| pe.uid.clone())
+        else {
+            return;
+        };
+        for spec in [Some(&mut self.spec), self.exec.as_mut(), self.remember.as_mut()]
+            .into_iter()
+            .flatten()
+            .filter(|s| s.plan_execution.uid == uid)
+        {
+            spec.plan_execution.status = Some(ExecutionStatus::InProgress);
+        }
+        let timing = crate::pass::Timing {
+            uid,
+            plan_started: Some(now.to_string()),
+            ..Default::default()
+        };
+        self.annotations
+            .insert(crate::pass::TIMING_ANNOTATION, timing.to_annotation());
+    }
+
     /// A user's change that `kubectl kudo rollback` marked ([`RollbackMark::pending`]): the run
     /// is the package's `rollback` plan when it has one, it is recorded as a rollback, and the
     /// mark is stamped with the run's uid (so it is not taken again, and templates of that run

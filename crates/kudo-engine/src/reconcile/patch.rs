@@ -66,6 +66,33 @@ pub fn spec_patch(inst: &Instance, to: &Stored<'_>, resource_version: Option<Str
     Some(Value::Object(patch))
 }
 
+/// [`spec_patch`], carrying the `lazy` annotations too when something else is written anyway
+/// (see [`super::Settled::lazy`]); `None` when only lazy annotations changed.
+pub fn spec_patch_along(
+    inst: &Instance,
+    to: &Stored<'_>,
+    lazy: &BTreeMap<&str, Option<String>>,
+    resource_version: Option<String>,
+) -> Option<Value> {
+    let alone = spec_patch(inst, to, resource_version.clone())?;
+    if lazy.is_empty() {
+        return Some(alone);
+    }
+    let mut annotations = to.annotations.clone();
+    annotations.extend(lazy.iter().map(|(k, v)| (*k, v.clone())));
+    let along = Stored {
+        annotations: &annotations,
+        ..*to
+    };
+    spec_patch(inst, &along, resource_version)
+}
+
+/// Whether storing `to` changes the spec proper, which makes the API server bump
+/// `metadata.generation` (metadata-only changes do not).
+pub fn bumps_generation(inst: &Instance, to: &Stored<'_>) -> bool {
+    spec_fields(&inst.spec, to.spec).is_some()
+}
+
 /// The changed spec fields: `planExecution` (null when cleared) and the changed or removed
 /// parameters.
 fn spec_fields(old: &InstanceSpec, new: &InstanceSpec) -> Option<Value> {

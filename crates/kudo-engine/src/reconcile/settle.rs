@@ -2,13 +2,18 @@
 //! finalizer goes once cleanup completed, the cluster-objects finalizer comes with the first
 //! cluster-scoped object) and the bookkeeping annotations (plan timing, a spent retry mark, the
 //! cluster-scoped objects to delete on uninstall).
+//!
+//! The plan timing is stored on its own only when the run's plan has a timeout (losing it would
+//! make the timeout later): otherwise it rides along with the next write of the spec or metadata
+//! ([`Settled::lazy`]) and the manager keeps it in memory meanwhile. A step start alone used to
+//! cost an Instance write (and its echo) per step.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use kudo_api::{CLEANUP_FINALIZER, Instance, InstanceStatus, OperatorVersion};
 
 use super::RETRY_ANNOTATION;
-use crate::pass::TIMING_ANNOTATION;
+use crate::pass::{TIMING_ANNOTATION, Timing};
 use crate::retry;
 use crate::triggers::cleanup_finalizer_removable;
 
@@ -68,6 +73,9 @@ pub struct Settled {
     pub finalizers: Vec<String>,
     /// `None`: remove the annotation.
     pub annotations: BTreeMap<&'static str, Option<String>>,
+    /// Annotations stored only together with another change of the spec or metadata (`None`:
+    /// remove): the plan timing of a run without timeouts.
+    pub lazy: BTreeMap<&'static str, Option<String>>,
     /// The cleanup finalizer was released (cleanup completed, or there is none to run).
     pub cleanup_released: bool,
 }
@@ -83,7 +91,12 @@ pub fn settle(s: &Settle<'_>, mut finalizers: Vec<String>) -> Settled {
             cleanup_released = true;
         }
     }
-    let mut annotations = BTreeMap::from([(TIMING_ANNOTATION, s.timing.clone())]);
+    let timing = BTreeMap::from([(TIMING_ANNOTATION, s.timing.clone())]);
+    let (mut annotations, lazy) = if timing_is_durable(s) {
+        (timing, BTreeMap::new())
+    } else {
+        (BTreeMap::new(), timing)
+    };
     let marked = s.inst.metadata.annotations.get(RETRY_ANNOTATION);
     if marked.is_some_and(|a| retry::is_spent(a, s.status)) {
         annotations.insert(RETRY_ANNOTATION, None);
@@ -94,8 +107,30 @@ pub fn settle(s: &Settle<'_>, mut finalizers: Vec<String>) -> Settled {
     Settled {
         finalizers,
         annotations,
+        lazy,
         cleanup_released,
     }
+}
+
+/// Whether the timing must be stored now: its run's plan (found by the run uid in the status) has
+/// a plan or step timeout.
+fn timing_is_durable(s: &Settle<'_>) -> bool {
+    let Some(timing) = s.timing.as_deref().map(|t| Timing::from_annotation(Some(t))) else {
+        return false;
+    };
+    s.status
+        .plan_status
+        .iter()
+        .filter(|(_, ps)| !timing.uid.is_empty() && ps.uid == timing.uid)
+        .filter_map(|(name, _)| s.ov.spec.plans.get(name))
+        .any(|plan| {
+            plan.timeout.is_some()
+                || plan
+                    .phases
+                    .iter()
+                    .flat_map(|ph| &ph.steps)
+                    .any(|st| st.timeout.is_some())
+        })
 }
 
 /// Adds the cluster-scoped objects a pass applied to those recorded on the Instance: returns the
