@@ -282,8 +282,8 @@ pub(crate) struct ChildCache {
 
 /// Which watch events of a child kind wake the owning Instance (one per watched kind).
 ///
-/// Objects a plan applied (owned by their Instance) wake it at every change, as drift detection
-/// and the running plan's health checks need. The other children — ReplicaSets and Pods of a
+/// Objects a plan applied (owned by their Instance) wake it when something drift detection, the
+/// running plan's health checks or readiness read changed ([`applied_digest`]). The other children — ReplicaSets and Pods of a
 /// Deployment — are only read by readiness and health, so their events wake the Instance only when
 /// something those can see changed: the health verdict (with its message), the generation, the
 /// deletion timestamp, or the object appeared or went away. The `scale 1000` bench's 2000 Pods
@@ -312,17 +312,23 @@ impl Wakes {
         let mut seen = self.0.lock().unwrap_or_else(|e| e.into_inner());
         match ev {
             watcher::Event::Apply(o) | watcher::Event::InitApply(o) => {
-                if !applied_by_plan(&o) {
-                    let digest = visible_digest(api_version, kind, &o);
+                if applied_by_plan(&o) {
+                    let owner = crate::owner_of(o.clone())?;
+                    let busy = running.contains(owner.namespace.as_deref().unwrap_or(""), &owner.name);
+                    let digest = applied_digest(api_version, kind, &o, busy);
                     if seen.insert(key(&o), digest) == Some(digest) {
                         return None;
                     }
-                    let owner = crate::owner_of(o.clone())?;
-                    let quiet = running.contains(owner.namespace.as_deref().unwrap_or(""), &owner.name)
-                        && !shows_a_problem(api_version, kind, &o);
-                    return (!quiet).then_some(owner);
+                    return Some(owner);
                 }
-                crate::owner_of(o)
+                let digest = visible_digest(api_version, kind, &o);
+                if seen.insert(key(&o), digest) == Some(digest) {
+                    return None;
+                }
+                let quiet = crate::owner_of(o.clone())
+                    .is_some_and(|r| running.contains(r.namespace.as_deref().unwrap_or(""), &r.name))
+                    && !shows_a_problem(api_version, kind, &o);
+                if quiet { None } else { crate::owner_of(o) }
             }
             watcher::Event::Delete(o) => {
                 seen.remove(&key(&o));
@@ -340,6 +346,35 @@ fn applied_by_plan(o: &DynamicObject) -> bool {
         refs.iter()
             .any(|r| r.kind == "Instance" && r.api_version.starts_with("kudo.dev/"))
     })
+}
+
+/// What of an object a plan applied can make a difference to its Instance: what drift detection
+/// compares (everything but the status and the server's bookkeeping), the generation, and its
+/// health — while a plan runs only the verdict's kind (progressing, healthy, failed), since the
+/// step waiting on it moves only then; idle, the verdict with its message, which readiness shows.
+/// A rollout's replica counts therefore no longer wake a running plan at every step (issue 28):
+/// the waiting line written after the grace keeps the counts it saw.
+fn applied_digest(api_version: &str, kind: &str, o: &DynamicObject, running: bool) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    let verdict = kudo_engine::health(&with_type(o, api_version, kind));
+    if running {
+        std::mem::discriminant(&verdict).hash(&mut h);
+    } else {
+        format!("{verdict:?}").hash(&mut h);
+    }
+    let mut content = body(o);
+    if let Some(m) = content.as_object_mut() {
+        m.remove("status");
+    }
+    content.to_string().hash(&mut h);
+    let m = &o.metadata;
+    (&m.labels, &m.annotations, &m.finalizers).hash(&mut h);
+    serde_json::to_string(&m.owner_references)
+        .unwrap_or_default()
+        .hash(&mut h);
+    (m.generation, m.deletion_timestamp.is_some(), &m.uid).hash(&mut h);
+    h.finish()
 }
 
 /// Whether a step's waiting line would show something of this object: a pod's problem.
@@ -751,6 +786,55 @@ mod tests {
             wake(watcher::Event::Apply(pod("Running", "False", "1.2.3.4"))),
             Some("i".into())
         );
+    }
+
+    #[test]
+    fn an_applied_deployment_wakes_a_running_plan_when_its_verdict_or_content_changes() {
+        let deploy = |available: i64, replicas: i64| {
+            obj(json!({"apiVersion": "apps/v1", "kind": "Deployment",
+                "metadata": {"name": "web", "namespace": "ns", "generation": 1,
+                    "labels": {"heritage": "kudo", "kudo.dev/instance": "i"},
+                    "ownerReferences": [{"apiVersion": "kudo.dev/v1beta1", "kind": "Instance", "name": "i", "uid": "iu", "controller": true}]},
+                "spec": {"replicas": replicas},
+                "status": {"observedGeneration": 1, "replicas": replicas, "updatedReplicas": replicas,
+                    "readyReplicas": available, "availableReplicas": available}}))
+        };
+        let wakes = Wakes::default();
+        let running = crate::running::Running::default();
+        let mut inst = obj(json!({"apiVersion": "kudo.dev/v1beta1", "kind": "Instance",
+            "metadata": {"name": "i", "namespace": "ns"},
+            "spec": {"planExecution": {"planName": "deploy", "uid": "u"}}}));
+        running.observe(&inst, true);
+        let wake = |ev| {
+            wakes
+                .owner_to_wake("apps/v1", "Deployment", ev, &running)
+                .map(|r| r.name)
+        };
+        assert_eq!(wake(watcher::Event::Apply(deploy(0, 3))), Some("i".into()));
+        assert_eq!(
+            wake(watcher::Event::Apply(deploy(1, 3))),
+            None,
+            "still progressing"
+        );
+        assert_eq!(
+            wake(watcher::Event::Apply(deploy(3, 3))),
+            Some("i".into()),
+            "healthy now"
+        );
+        assert_eq!(
+            wake(watcher::Event::Apply(deploy(3, 4))),
+            Some("i".into()),
+            "its spec changed"
+        );
+        inst.data["spec"]["planExecution"] = json!({});
+        running.observe(&inst, true);
+        assert_eq!(
+            wake(watcher::Event::Apply(deploy(3, 4))),
+            Some("i".into()),
+            "idle: the message counts"
+        );
+        assert_eq!(wake(watcher::Event::Apply(deploy(4, 4))), Some("i".into()));
+        assert_eq!(wake(watcher::Event::Apply(deploy(4, 4))), None, "nothing changed");
     }
 
     #[test]
