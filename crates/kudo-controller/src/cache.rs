@@ -756,14 +756,20 @@ mod tests {
         assert_eq!(wake(watcher::Event::Init), None);
     }
 
-    #[test]
-    fn pods_wake_an_instance_running_a_plan_only_with_a_problem_to_show() {
-        let wakes = Wakes::default();
+    /// Instance `ns/i` running its deploy plan, and the set that knows it.
+    fn running_instance() -> (DynamicObject, crate::running::Running) {
         let running = crate::running::Running::default();
-        let mut inst = obj(json!({"apiVersion": "kudo.dev/v1beta1", "kind": "Instance",
+        let inst = obj(json!({"apiVersion": "kudo.dev/v1beta1", "kind": "Instance",
             "metadata": {"name": "i", "namespace": "ns"},
             "spec": {"planExecution": {"planName": "deploy", "uid": "u"}}}));
         running.observe(&inst, true);
+        (inst, running)
+    }
+
+    #[test]
+    fn pods_wake_an_instance_running_a_plan_only_with_a_problem_to_show() {
+        let wakes = Wakes::default();
+        let (mut inst, running) = running_instance();
         let wake = |ev| wakes.owner_to_wake("v1", "Pod", ev, &running).map(|r| r.name);
         assert_eq!(wake(watcher::Event::Apply(pod("Pending", "False", ""))), None);
         assert_eq!(
@@ -800,11 +806,7 @@ mod tests {
                     "readyReplicas": available, "availableReplicas": available}}))
         };
         let wakes = Wakes::default();
-        let running = crate::running::Running::default();
-        let mut inst = obj(json!({"apiVersion": "kudo.dev/v1beta1", "kind": "Instance",
-            "metadata": {"name": "i", "namespace": "ns"},
-            "spec": {"planExecution": {"planName": "deploy", "uid": "u"}}}));
-        running.observe(&inst, true);
+        let (mut inst, running) = running_instance();
         let wake = |ev| {
             wakes
                 .owner_to_wake("apps/v1", "Deployment", ev, &running)
