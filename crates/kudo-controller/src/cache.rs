@@ -283,10 +283,10 @@ pub(crate) struct ChildCache {
 /// Which watch events of a child kind wake the owning Instance (one per watched kind).
 ///
 /// Objects a plan applied (owned by their Instance) wake it when something drift detection, the
-/// running plan's health checks or readiness read changed ([`applied_digest`]). The other children — ReplicaSets and Pods of a
-/// Deployment — are only read by readiness and health, so their events wake the Instance only when
-/// something those can see changed: the health verdict (with its message), the generation, the
-/// deletion timestamp, or the object appeared or went away. The `scale 1000` bench's 2000 Pods
+/// running plan's health checks or readiness read changed ([`applied_digest`]). The other
+/// children — ReplicaSets and Pods of a Deployment — are only read by readiness and health, so
+/// their events wake the Instance only when something those can see changed: the health verdict
+/// (with its message), the generation, the deletion timestamp, or the object appeared or went away. The `scale 1000` bench's 2000 Pods
 /// change about four times each (scheduled, IPs, container statuses, ready) while their health
 /// changes once or twice; every wake costs a reconcile with a readiness and drift check (issue 14).
 /// While the owning Instance runs a plan, such a change wakes it only when it is a pod's problem a
@@ -312,27 +312,23 @@ impl Wakes {
         let mut seen = self.0.lock().unwrap_or_else(|e| e.into_inner());
         match ev {
             watcher::Event::Apply(o) | watcher::Event::InitApply(o) => {
-                if applied_by_plan(&o) {
-                    let owner = crate::owner_of(o.clone())?;
-                    let busy = running.contains(owner.namespace.as_deref().unwrap_or(""), &owner.name);
-                    let digest = applied_digest(api_version, kind, &o, busy);
-                    if seen.insert(key(&o), digest) == Some(digest) {
-                        return None;
-                    }
-                    return Some(owner);
-                }
-                let digest = visible_digest(api_version, kind, &o);
-                if seen.insert(key(&o), digest) == Some(digest) {
+                let owner = crate::owner_of(&o)?;
+                let busy = running.runs(&owner);
+                let typed = with_type(&o, api_version, kind);
+                let (digest, quiet) = if applied_by_plan(&o) {
+                    (applied_digest(typed, busy), false)
+                } else {
+                    let problem = busy && shows_a_problem(kind, &typed);
+                    (visible_digest(&typed, &o), busy && !problem)
+                };
+                if seen.insert(key(&o), digest) == Some(digest) || quiet {
                     return None;
                 }
-                let quiet = crate::owner_of(o.clone())
-                    .is_some_and(|r| running.contains(r.namespace.as_deref().unwrap_or(""), &r.name))
-                    && !shows_a_problem(api_version, kind, &o);
-                if quiet { None } else { crate::owner_of(o) }
+                Some(owner)
             }
             watcher::Event::Delete(o) => {
                 seen.remove(&key(&o));
-                crate::owner_of(o)
+                crate::owner_of(&o)
             }
             watcher::Event::Init | watcher::Event::InitDone => None,
         }
@@ -348,45 +344,44 @@ fn applied_by_plan(o: &DynamicObject) -> bool {
     })
 }
 
-/// What of an object a plan applied can make a difference to its Instance: what drift detection
-/// compares (everything but the status and the server's bookkeeping), the generation, and its
+/// What of an object a plan applied (`typed` as [`with_type`] gives it) can make a difference to
+/// its Instance: what drift detection compares (everything but the status and the
+/// resourceVersion; metadata with the generation, labels, annotations, owners), and its
 /// health — while a plan runs only the verdict's kind (progressing, healthy, failed), since the
 /// step waiting on it moves only then; idle, the verdict with its message, which readiness shows.
 /// A rollout's replica counts therefore no longer wake a running plan at every step (issue 28):
 /// the waiting line written after the grace keeps the counts it saw.
-fn applied_digest(api_version: &str, kind: &str, o: &DynamicObject, running: bool) -> u64 {
+fn applied_digest(mut typed: Value, running: bool) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut h = std::collections::hash_map::DefaultHasher::new();
-    let verdict = kudo_engine::health(&with_type(o, api_version, kind));
+    let verdict = kudo_engine::health(&typed);
     if running {
         std::mem::discriminant(&verdict).hash(&mut h);
     } else {
         format!("{verdict:?}").hash(&mut h);
     }
-    let mut content = body(o);
-    if let Some(m) = content.as_object_mut() {
+    if let Some(m) = typed.as_object_mut() {
         m.remove("status");
     }
-    content.to_string().hash(&mut h);
-    let m = &o.metadata;
-    (&m.labels, &m.annotations, &m.finalizers).hash(&mut h);
-    serde_json::to_string(&m.owner_references)
-        .unwrap_or_default()
-        .hash(&mut h);
-    (m.generation, m.deletion_timestamp.is_some(), &m.uid).hash(&mut h);
+    if let Some(meta) = typed["metadata"].as_object_mut() {
+        meta.remove("resourceVersion");
+    }
+    typed.to_string().hash(&mut h);
     h.finish()
 }
 
-/// Whether a step's waiting line would show something of this object: a pod's problem.
-fn shows_a_problem(api_version: &str, kind: &str, o: &DynamicObject) -> bool {
-    kind == "Pod" && kudo_engine::waiting::pod_problem(&with_type(o, api_version, kind)).is_some()
+/// Whether a step's waiting line would show something of this object (typed as [`with_type`]
+/// gives it): a pod's problem.
+fn shows_a_problem(kind: &str, typed: &Value) -> bool {
+    kind == "Pod" && kudo_engine::waiting::pod_problem(typed).is_some()
 }
 
-/// A hash of what readiness and health can see of an object (see [`Wakes`]).
-fn visible_digest(api_version: &str, kind: &str, o: &DynamicObject) -> u64 {
+/// A hash of what readiness and health can see of an object (see [`Wakes`]); `typed` is the
+/// object as [`with_type`] gives it.
+fn visible_digest(typed: &Value, o: &DynamicObject) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut h = std::collections::hash_map::DefaultHasher::new();
-    format!("{:?}", kudo_engine::health(&with_type(o, api_version, kind))).hash(&mut h);
+    format!("{:?}", kudo_engine::health(typed)).hash(&mut h);
     o.metadata.generation.hash(&mut h);
     o.metadata.deletion_timestamp.is_some().hash(&mut h);
     o.metadata.uid.hash(&mut h);

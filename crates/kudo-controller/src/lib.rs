@@ -542,7 +542,7 @@ async fn reconcile_until(
 
 /// Maps a child object back to its Instance through the `kudo.dev/instance` label (namespaced
 /// children live in the Instance's namespace).
-pub(crate) fn owner_of<K: Resource>(obj: K) -> Option<ObjectRef<DynamicObject>> {
+pub(crate) fn owner_of<K: Resource>(obj: &K) -> Option<ObjectRef<DynamicObject>> {
     let name = obj.labels().get(kudo_api::labels::INSTANCE)?.clone();
     let ns = obj.namespace()?;
     Some(ObjectRef::new_with(&name, instance_resource()).within(&ns))

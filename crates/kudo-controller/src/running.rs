@@ -13,6 +13,7 @@ use std::sync::Mutex;
 
 use kube::ResourceExt;
 use kube::api::DynamicObject;
+use kube::runtime::reflector::ObjectRef;
 use serde::Deserialize;
 
 /// `(namespace, name)` of the Instances whose `spec.planExecution.planName` is set.
@@ -61,10 +62,11 @@ impl Running {
         }
     }
 
-    /// Whether Instance `ns/name` has a plan scheduled.
-    pub fn contains(&self, ns: &str, name: &str) -> bool {
+    /// Whether the Instance `r` names has a plan scheduled.
+    pub fn runs(&self, r: &ObjectRef<DynamicObject>) -> bool {
         let set = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        set.contains(&(ns.to_string(), name.to_string()))
+        let ns = r.namespace.clone().unwrap_or_default();
+        set.contains(&(ns, r.name.clone()))
     }
 }
 
@@ -83,16 +85,20 @@ mod tests {
         o
     }
 
+    fn at(name: &str) -> ObjectRef<DynamicObject> {
+        ObjectRef::new_with(name, crate::instance_resource()).within("ns")
+    }
+
     #[test]
     fn an_instance_runs_from_its_scheduling_until_it_is_unscheduled_or_gone() {
         let r = Running::default();
         r.observe(&inst("a", "deploy"), true);
-        assert!(r.contains("ns", "a"));
-        assert!(!r.contains("ns", "b"));
+        assert!(r.runs(&at("a")));
+        assert!(!r.runs(&at("b")));
         r.observe(&inst("a", ""), true);
-        assert!(!r.contains("ns", "a"));
+        assert!(!r.runs(&at("a")));
         r.observe(&inst("a", "update"), true);
         r.observe(&inst("a", "update"), false);
-        assert!(!r.contains("ns", "a"));
+        assert!(!r.runs(&at("a")));
     }
 }

@@ -98,7 +98,7 @@ impl Watches {
             };
             let me = ObjectRef::from_obj_with(&i, instance_resource());
             let parent = (i.labels().get("heritage").map(String::as_str) == Some("kudo"))
-                .then(|| owner_of(i))
+                .then(|| owner_of(&i))
                 .flatten();
             wake_me.then_some(me).into_iter().chain(parent).collect()
         });

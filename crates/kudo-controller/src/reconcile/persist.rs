@@ -296,17 +296,10 @@ struct Observed {
 impl Observed {
     fn of(raw: &DynamicObject, bumps: bool) -> Observed {
         let read = raw.metadata.generation;
-        if !bumps {
-            return Observed {
-                read,
-                after: read,
-                guard: None,
-            };
-        }
         Observed {
             read,
-            after: read.map(|g| g + 1),
-            guard: resource_version(raw),
+            after: if bumps { read.map(|g| g + 1) } else { read },
+            guard: if bumps { resource_version(raw) } else { None },
         }
     }
 }
