@@ -288,7 +288,7 @@ pub(crate) async fn check(
 /// apply), so the server confirms the drift.
 async fn drift_of(
     ctx: &Context,
-    api: &kube::Api<kube::api::DynamicObject>,
+    api: &kube::Api<crate::lean::Lean>,
     want: &Value,
     kind: &str,
     ns: &str,
@@ -301,7 +301,7 @@ async fn drift_of(
         return Ok(None);
     }
     let live = api.get_opt(name).await?;
-    let before_rv = live.as_ref().and_then(|l| l.metadata.resource_version.clone());
+    let before_rv = live.as_ref().and_then(|l| l.0.metadata.resource_version.clone());
     let why = match &live {
         None => "deleted",
         Some(l) => {

@@ -16,6 +16,7 @@ use serde_json::Value;
 
 use crate::Context;
 use crate::discovery::Resolved;
+use crate::lean::Lean;
 
 /// Event/fatal reasons used by the controller in addition to the engine's.
 pub mod reasons {
@@ -623,7 +624,7 @@ async fn check_dependencies(
 }
 
 /// The dynamic API for an object, or the task outcome when its kind cannot be used.
-pub async fn api_for(ctx: &Context, obj: &Value) -> Result<(Api<DynamicObject>, String, bool), TaskOutcome> {
+pub async fn api_for(ctx: &Context, obj: &Value) -> Result<(Api<Lean>, String, bool), TaskOutcome> {
     let av = obj["apiVersion"].as_str().unwrap_or("");
     let kind = obj["kind"].as_str().unwrap_or("");
     let Some(name) = obj["metadata"]["name"].as_str().filter(|n| !n.is_empty()) else {
@@ -891,7 +892,7 @@ pub async fn apply_object(
         .patch(&name, &pp, &Patch::Apply(obj))
         .await
         .map_err(ApplyObjectError::Api)?;
-    Ok(live.metadata.resource_version)
+    Ok(live.0.metadata.resource_version)
 }
 
 /// Deletes one object (foreground propagation) and reports it done once it is gone.
@@ -923,7 +924,7 @@ pub async fn delete(ctx: &Context, obj: &Value) -> Result<Option<String>, TaskOu
         Some(false) => {}
         None => match api.get_opt(&name).await {
             Ok(None) => return gone(),
-            Ok(Some(live)) if live.metadata.deletion_timestamp.is_some() => return going(),
+            Ok(Some(live)) if live.0.metadata.deletion_timestamp.is_some() => return going(),
             Ok(Some(_)) => {}
             Err(e) => return Err(api_error("get of", obj, e)),
         },

@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use futures::StreamExt;
+use futures::{StreamExt, TryStreamExt};
 use kube::ResourceExt;
 use kube::api::{Api, ApiResource, DynamicObject};
 use kube::runtime::WatchStreamExt;
@@ -21,6 +21,7 @@ use kube::runtime::watcher::{self, watcher};
 use serde::Deserialize;
 
 use crate::echoes::Echoes;
+use crate::lean::Lean;
 use crate::running::Running;
 use crate::{autopilot, cache, instance_resource, known_resource, operator_version_resource, owner_of};
 
@@ -34,6 +35,15 @@ pub(crate) struct Watches {
     namespace: Option<String>,
     /// The reconcile requests of every watch, merged into the queue by the caller.
     pub triggers: Vec<Trigger>,
+}
+
+/// A watch of `api`'s kind whose objects are decoded in one pass without managedFields
+/// ([`Lean`]), as the `DynamicObject` events the caches store.
+fn lean_watcher(
+    api: Api<Lean>,
+    config: watcher::Config,
+) -> impl futures::Stream<Item = Result<watcher::Event<DynamicObject>, watcher::Error>> + Send {
+    watcher(api, config).map_ok(Lean::unwrap_event)
 }
 
 fn slim(o: &mut DynamicObject) {
@@ -58,7 +68,7 @@ impl Watches {
     }
 
     /// The API of `ar` in the watches' scope.
-    fn scoped(&self, ar: &ApiResource) -> Api<DynamicObject> {
+    fn scoped(&self, ar: &ApiResource) -> Api<Lean> {
         match &self.namespace {
             Some(ns) => Api::namespaced_with(self.client.clone(), ns, ar),
             None => Api::all_with(self.client.clone(), ar),
@@ -72,7 +82,7 @@ impl Watches {
         let iar = instance_resource();
         let writer = Writer::new(iar.clone());
         let store = writer.as_reader();
-        let events = watcher(self.scoped(&iar), watcher::Config::default())
+        let events = lean_watcher(self.scoped(&iar), watcher::Config::default())
             .default_backoff()
             .modify(slim_instance)
             .reflect(writer);
@@ -111,11 +121,11 @@ impl Watches {
     /// cache.
     pub fn operator_versions(&mut self, instances: &Store<DynamicObject>) -> Store<DynamicObject> {
         let ovar = operator_version_resource();
-        let ovs: Api<DynamicObject> = Api::all_with(self.client.clone(), &ovar);
+        let ovs: Api<Lean> = Api::all_with(self.client.clone(), &ovar);
         let writer = Writer::new(ovar.clone());
         let cache = writer.as_reader();
         let instances = instances.clone();
-        let events = watcher(ovs, watcher::Config::default())
+        let events = lean_watcher(ovs, watcher::Config::default())
             .default_backoff()
             .modify(slim)
             .reflect(writer)
@@ -131,7 +141,7 @@ impl Watches {
     pub fn secrets(&mut self, instances: &Store<DynamicObject>) {
         let sar = known_resource("", "Secret");
         let instances = instances.clone();
-        let events = watcher(self.scoped(&sar), watcher::Config::default())
+        let events = lean_watcher(self.scoped(&sar), watcher::Config::default())
             .default_backoff()
             .modify(|o: &mut DynamicObject| {
                 o.data = serde_json::Value::Null;
@@ -166,7 +176,7 @@ impl Watches {
             let wakes = cache::Wakes::default();
             let av = ar.api_version.clone();
             let (running, echoes) = (running.clone(), echoes.clone());
-            let events = watcher(
+            let events = lean_watcher(
                 self.scoped(&ar),
                 watcher::Config::default().labels("heritage=kudo"),
             )

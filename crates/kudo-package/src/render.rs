@@ -77,6 +77,9 @@ pub struct RenderContext {
     /// `(from, to)` revisions when the run is a `kubectl kudo rollback` (kudo-rs extension):
     /// templates see them as `.Rollback.FromRevision` / `.Rollback.ToRevision`, both 0 otherwise.
     pub rollback: Option<(u64, u64)>,
+    /// Parsed documents of texts rendered before (the controller keeps one for all its renders);
+    /// `None` parses every time.
+    pub parse_memo: Option<Arc<crate::split::ParseMemo>>,
 }
 
 impl std::fmt::Debug for RenderContext {
@@ -90,11 +93,24 @@ impl std::fmt::Debug for RenderContext {
             .field("is_namespaced", &self.is_namespaced.is_some())
             .field("live_dependency", &self.live_dependency.is_some())
             .field("rollback", &self.rollback)
+            .field("parse_memo", &self.parse_memo.is_some())
             .finish()
     }
 }
 
 impl RenderContext {
+    /// The objects of rendered template `file`, through the memo when there is one.
+    fn parse(
+        &self,
+        file: &str,
+        text: &str,
+    ) -> Result<Vec<crate::split::Document>, crate::split::ObjectsError> {
+        match &self.parse_memo {
+            Some(memo) => memo.parse(file, text),
+            None => crate::split::parse_objects(file, text),
+        }
+    }
+
     /// An offline context: placeholder UIDs, built-in namespacedness.
     pub fn offline(
         instance_name: &str,
@@ -110,6 +126,7 @@ impl RenderContext {
             is_namespaced: None,
             live_dependency: None,
             rollback: None,
+            parse_memo: None,
         }
     }
 }
@@ -441,7 +458,7 @@ fn render_task(
         |action: Action, templates: &mut Templates, push: &mut dyn FnMut(&str, Action, serde_json::Value)| {
             for r in &task.spec.resources {
                 let text = templates.render(r, &data, &ctx.plan_uid)?;
-                for doc in crate::split::parse_objects(r, &text).map_err(|e| e.to_string())? {
+                for doc in ctx.parse(r, &text).map_err(|e| e.to_string())? {
                     let mut obj = doc.object;
                     let ns = namespaced(&obj);
                     enhance::enhance(&mut obj, &meta, ns);
@@ -471,7 +488,7 @@ fn render_task(
         }
         TaskKind::Pipe => {
             let text = templates.render(&task.spec.pod, &data, &ctx.plan_uid)?;
-            let docs = crate::split::parse_objects(&task.spec.pod, &text).map_err(|e| e.to_string())?;
+            let docs = ctx.parse(&task.spec.pod, &text).map_err(|e| e.to_string())?;
             let [doc] = docs.as_slice() else {
                 return Err(format!(
                     "pipe pod template {} must render exactly one Pod",

@@ -14,6 +14,72 @@ pub struct Document {
     pub object: serde_json::Value,
 }
 
+/// The documents of rendered texts parsed lately, by a fingerprint of the file name and text.
+///
+/// A running plan renders its templates again at every pass, and the text is the same until a
+/// parameter or the OperatorVersion changes; parsing it as YAML was most of a render (three
+/// quarters of it in the real-cluster scale bench, issue 28). The documents are kept as compact
+/// JSON text (a parsed tree is ~5× larger; decoding JSON is many times cheaper than parsing YAML).
+/// The fingerprint is two SipHashes with per-process random keys (128 bits no one outside the
+/// process can aim at), so two different texts are never taken for each other in practice. Only
+/// successful parses are kept; beyond [`Self::MAX_ENTRIES`] the memo starts over (no LRU: a
+/// plan's passes come close together).
+#[derive(Default)]
+pub struct ParseMemo {
+    keys: (std::hash::RandomState, std::hash::RandomState),
+    parsed: std::sync::Mutex<Remembered>,
+}
+
+/// Fingerprint → each document's index and all the objects as one JSON array.
+type Remembered = std::collections::HashMap<(u64, u64), (Vec<usize>, Box<str>)>;
+
+impl ParseMemo {
+    /// Bound on remembered texts (one per template and Instance in a steady state).
+    pub const MAX_ENTRIES: usize = 4096;
+
+    /// How many texts are remembered.
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// Whether nothing is remembered.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Remembered> {
+        self.parsed.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// [`parse_objects`], answered from the memo when this text was parsed before.
+    pub fn parse(&self, file: &str, text: &str) -> Result<Vec<Document>, ObjectsError> {
+        use std::hash::BuildHasher;
+        let key = (
+            self.keys.0.hash_one((file, text)),
+            self.keys.1.hash_one((file, text)),
+        );
+        let remembered = self.lock().get(&key).and_then(|(indices, json)| {
+            let objects: Vec<serde_json::Value> = serde_json::from_str(json).ok()?;
+            let docs = indices.iter().zip(objects);
+            Some(docs.map(|(&index, object)| Document { index, object }).collect())
+        });
+        if let Some(docs) = remembered {
+            return Ok(docs);
+        }
+        let docs = parse_objects(file, text)?;
+        let objects: Vec<&serde_json::Value> = docs.iter().map(|d| &d.object).collect();
+        if let Ok(json) = serde_json::to_string(&objects) {
+            let mut parsed = self.lock();
+            if parsed.len() >= Self::MAX_ENTRIES {
+                parsed.clear();
+            }
+            let indices = docs.iter().map(|d| d.index).collect();
+            parsed.insert(key, (indices, json.into_boxed_str()));
+        }
+        Ok(docs)
+    }
+}
+
 /// Splits `text` into the non-empty documents (raw text), KUDO's way.
 pub fn split_documents(text: &str) -> Vec<&str> {
     text.split("\n---")
@@ -94,5 +160,41 @@ mod tests {
                 .to_string()
                 .contains("x.yaml")
         );
+    }
+
+    #[test]
+    fn the_memo_answers_like_a_fresh_parse_and_keeps_no_errors() {
+        let memo = ParseMemo::default();
+        let a = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\nspec: {n: 3, f: 1.5, e: 1.0e+3, b: true, z: ~, big: 12345678901234567, l: [a, -1]}\n---\n# c\n---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: s\n";
+        let b = a.replace("name: a", "name: b");
+        for _ in 0..2 {
+            assert_eq!(
+                memo.parse("x.yaml", a).unwrap(),
+                parse_objects("x.yaml", a).unwrap()
+            );
+            assert_eq!(
+                memo.parse("x.yaml", &b).unwrap(),
+                parse_objects("x.yaml", &b).unwrap()
+            );
+        }
+        assert_ne!(
+            memo.parse("x.yaml", a).unwrap(),
+            memo.parse("x.yaml", &b).unwrap()
+        );
+        for _ in 0..2 {
+            let err = memo.parse("bad.yaml", "kind: [").unwrap_err().to_string();
+            assert!(err.contains("bad.yaml"), "{err}");
+        }
+        assert_eq!(memo.len(), 2);
+    }
+
+    #[test]
+    fn the_memo_starts_over_when_full() {
+        let memo = ParseMemo::default();
+        for i in 0..=ParseMemo::MAX_ENTRIES {
+            let text = format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c{i}\n");
+            memo.parse("x.yaml", &text).unwrap();
+        }
+        assert_eq!(memo.len(), 1);
     }
 }

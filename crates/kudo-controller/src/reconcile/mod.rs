@@ -124,7 +124,8 @@ struct Reconciler<'c> {
     ctx: &'c Context,
     ns: String,
     name: String,
-    api: Api<DynamicObject>,
+    /// Decoded without managedFields (crate::lean): nothing here reads them.
+    api: Api<crate::lean::Lean>,
     /// Cluster-scoped objects applied by this reconcile's pass.
     cluster: execute::ClusterObjects,
 }

@@ -37,7 +37,7 @@ impl Reconciler<'_> {
         match self.ctx.caches.instance(&self.ns, &self.name) {
             Ok(cached) => Ok(cached),
             Err(()) => {
-                let got = self.api.get_opt(&self.name).await?;
+                let got = self.api.get_opt(&self.name).await?.map(|l| l.0);
                 self.ctx.caches.saw_instance(
                     &self.ns,
                     &self.name,

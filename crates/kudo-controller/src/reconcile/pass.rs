@@ -120,6 +120,7 @@ impl Reconciler<'_> {
             is_namespaced: None,
             live_dependency: None,
             rollback: RollbackMark::of_run(input.annotations, plan_uid).map(|m| (m.from, m.to)),
+            parse_memo: Some(self.ctx.parse_memo.clone()),
         };
         let mut rendered = execute::render(self.ctx, input.ov, plan, rctx, input.sourced).await?;
         if let Ok(values) = input.sourced {

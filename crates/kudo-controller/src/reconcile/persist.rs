@@ -217,7 +217,8 @@ impl Reconciler<'_> {
         let updated = self
             .api
             .patch_status(&self.name, &self.patch_params(), &Patch::Merge(body))
-            .await?;
+            .await?
+            .0;
         self.wrote(&updated);
         // A status change decides nothing a fresh reconcile would decide differently (admission
         // reads the spec): its event is an echo.
@@ -243,7 +244,8 @@ impl Reconciler<'_> {
         let updated = self
             .api
             .patch(&self.name, &self.patch_params(), &Patch::Merge(&body))
-            .await?;
+            .await?
+            .0;
         self.wrote(&updated);
         Ok(Some(updated))
     }

@@ -21,6 +21,7 @@ fn galera_deploy_objects(instance: &str) -> usize {
         is_namespaced: None,
         live_dependency: None,
         rollback: None,
+        parse_memo: None,
     };
     render_plan(&res.operator_version, "deploy", &ctx)
         .expect("deploy renders")
