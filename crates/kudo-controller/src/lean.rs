@@ -1,4 +1,4 @@
-//! Watch events decoded in one pass, without managedFields.
+//! Objects from the API server decoded in one pass, without managedFields.
 //!
 //! kube's `DynamicObject` derives its decoder with two `#[serde(flatten)]` fields, so serde first
 //! buffers the whole object into an intermediate tree and then decodes the metadata and the rest

@@ -46,15 +46,9 @@ fn lean_watcher(
     watcher(api, config).map_ok(Lean::unwrap_event)
 }
 
-fn slim(o: &mut DynamicObject) {
-    o.metadata.managed_fields = None;
-}
-
-/// Instances are also kept packed (their body as JSON text; cache::pack): the manager reads one
-/// per reconcile, unpacked, and the parsed trees of 1,000 Instances were a fifth of its heap
-/// (issue 14).
+/// Instances are kept packed (their body as JSON text; cache::pack): the manager reads one per
+/// reconcile, unpacked, and the parsed trees of 1,000 Instances were a fifth of its heap (issue 14).
 fn slim_instance(o: &mut DynamicObject) {
-    slim(o);
     cache::pack(o);
 }
 
@@ -127,7 +121,6 @@ impl Watches {
         let instances = instances.clone();
         let events = lean_watcher(ovs, watcher::Config::default())
             .default_backoff()
-            .modify(slim)
             .reflect(writer)
             .touched_objects();
         let trigger = trigger_with(events, move |ov: DynamicObject| instances_of_ov(&instances, &ov));
@@ -143,10 +136,7 @@ impl Watches {
         let instances = instances.clone();
         let events = lean_watcher(self.scoped(&sar), watcher::Config::default())
             .default_backoff()
-            .modify(|o: &mut DynamicObject| {
-                o.data = serde_json::Value::Null;
-                o.metadata.managed_fields = None;
-            })
+            .modify(|o: &mut DynamicObject| o.data = serde_json::Value::Null)
             .touched_objects();
         let trigger = trigger_with(events, move |s: DynamicObject| {
             instances_referencing_secret(&instances, &s)
