@@ -8,7 +8,8 @@
 #   bash scripts/bench-real-cluster.sh [N]          # N defaults to 1000
 #
 # Environment: KUDO (the binary; default target/release/kubectl-kudo, else target/debug), CONCURRENCY
-# (the manager's --concurrency, default 4), KUDO_SHARED (default ../shared), BENCH_DIR (the cluster's
+# (the manager's --concurrency, default 4), MANAGER_ARGS (more manager flags, split on spaces, e.g.
+# "--worker-threads 2"), KUDO_SHARED (default ../shared), BENCH_DIR (the cluster's
 # state, default target/bench-real-cluster; started FRESH and stopped at the end). The figures go to
 # docs/benchmarks.md ("Scale on the real control plane").
 set -euo pipefail
@@ -51,7 +52,7 @@ kubectl create namespace "$NS" >/dev/null
 ov="$(kubectl -n "$NS" get operatorversions -o jsonpath='{.items[0].metadata.name}')"
 
 RUST_LOG=warn "$KUDO" manager --leader-elect=false --metrics-address "127.0.0.1:$PORT" \
-  --concurrency "${CONCURRENCY:-4}" >"$REAL_CLUSTER_DIR/bench-manager.log" 2>&1 &
+  --concurrency "${CONCURRENCY:-4}" ${MANAGER_ARGS:-} >"$REAL_CLUSTER_DIR/bench-manager.log" 2>&1 &
 MANAGER_PID=$!
 until curl -fsS "http://127.0.0.1:$PORT/readyz" >/dev/null 2>&1; do
   kill -0 "$MANAGER_PID" || { cat "$REAL_CLUSTER_DIR/bench-manager.log" >&2; exit 1; }

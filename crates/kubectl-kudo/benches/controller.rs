@@ -619,7 +619,8 @@ async fn shard_split(c: &Cluster, shape: &Shape) -> BTreeMap<String, usize> {
 }
 
 /// `kubectl-kudo manager` flags for a bench run: metrics on a free loopback port; one shard: no
-/// leader election (a single manager); more: shard Leases in the bench namespace.
+/// leader election (a single manager); more: shard Leases in the bench namespace. More flags come
+/// from `$KUDO_BENCH_MANAGER_ARGS`, split on spaces (e.g. `--worker-threads 2`, for A/B runs).
 fn manager_args(shards: u32, metrics: std::net::SocketAddr) -> Vec<String> {
     let mut args: Vec<String> = ["manager", "--metrics-address", &metrics.to_string()]
         .map(String::from)
@@ -630,6 +631,8 @@ fn manager_args(shards: u32, metrics: std::net::SocketAddr) -> Vec<String> {
     } else {
         args.push("--leader-elect=false".into());
     }
+    let extra = std::env::var("KUDO_BENCH_MANAGER_ARGS").unwrap_or_default();
+    args.extend(extra.split_whitespace().map(String::from));
     args
 }
 

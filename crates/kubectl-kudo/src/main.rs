@@ -27,8 +27,13 @@ fn main() -> ExitCode {
     let mut io = Io::new(&mut stdout, &mut stderr);
     io.out_is_terminal = std::io::IsTerminal::is_terminal(&std::io::stdout());
     let result = if cli.command.needs_runtime() {
-        // Commands that talk to a cluster run on a tokio runtime.
-        match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        // Commands that talk to a cluster run on a tokio runtime; the manager's has as many
+        // worker threads as it is told (one by default).
+        let mut runtime = tokio::runtime::Builder::new_multi_thread();
+        if let Command::Manager(m) = &cli.command {
+            runtime.worker_threads(usize::from(m.worker_threads));
+        }
+        match runtime.enable_all().build() {
             Ok(runtime) => runtime.block_on(kubectl_kudo::run(cli, &mut io)),
             Err(e) => Err(kubectl_kudo::CliError::Failed(e.into())),
         }

@@ -43,7 +43,7 @@ pub(crate) const CHILD_KINDS: &[(&str, &str, &str, &str)] = &[
 ];
 
 /// Top-level `spec` fields health rules read ([`kudo_engine::health`]); the only part of the spec
-/// kept by [`slim_child`] for objects no plan applied.
+/// kept by [`slim`] for objects no plan applied.
 const HEALTH_SPEC_FIELDS: &[&str] = &[
     "replicas",
     "updateStrategy",
@@ -53,8 +53,9 @@ const HEALTH_SPEC_FIELDS: &[&str] = &[
     "externalIPs",
 ];
 
-/// Strips a watched child before it is cached, and packs what is left: what the manager never
-/// reads is not kept, and what it keeps takes as little room as it can.
+/// Strips a watched child before it is cached, and (with [`pack`], once the watch has decided whom
+/// the event wakes) packs what is left: what the manager never reads is not kept, and what it
+/// keeps takes as little room as it can.
 ///
 /// * `managedFields` of every object (never read, and the bulk of a small object).
 /// * For objects no plan applied — those without a controller owner reference to an Instance,
@@ -73,45 +74,68 @@ const HEALTH_SPEC_FIELDS: &[&str] = &[
 /// them with the rendered templates. A stripped copy is never wrong, only incomplete: every reader
 /// that compares contents (drift, the cached-apply check) falls back to a GET when the cached copy
 /// does not show what it needs.
-pub(crate) fn slim_child(kind: &str, o: &mut DynamicObject) {
+pub(crate) fn slim(kind: &str, o: &mut DynamicObject) {
     o.metadata.managed_fields = None;
-    if !applied_by_plan(o) {
-        let m = &mut o.metadata;
-        if let Some(labels) = &mut m.labels {
-            labels.retain(|k, _| k == kudo_api::labels::INSTANCE || k == "heritage");
-        }
-        m.annotations = None;
-        // Pods and ReplicaSets keep their owners: which workload a pod belongs to is what a
-        // step's `waitingFor` needs to name the pods of a workload that is not healthy.
-        if !matches!(kind, "Pod" | "ReplicaSet") {
-            m.owner_references = None;
-        }
-        m.creation_timestamp = None;
-        m.generate_name = None;
-        if let Value::Object(data) = &mut o.data {
-            data.retain(|k, _| k == "spec" || k == "status");
-            if let Some(Value::Object(spec)) = data.get_mut("spec") {
-                spec.retain(|k, _| HEALTH_SPEC_FIELDS.contains(&k.as_str()));
+    if owned_by_instance(&o.metadata) {
+        return;
+    }
+    let m = &mut o.metadata;
+    if let Some(labels) = &mut m.labels {
+        labels.retain(|k, _| k == kudo_api::labels::INSTANCE || k == "heritage");
+    }
+    m.annotations = None;
+    // Pods and ReplicaSets keep their owners: which workload a pod belongs to is what a
+    // step's `waitingFor` needs to name the pods of a workload that is not healthy.
+    if !matches!(kind, "Pod" | "ReplicaSet") {
+        m.owner_references = None;
+    }
+    m.creation_timestamp = None;
+    m.generate_name = None;
+    if let Value::Object(data) = &mut o.data {
+        data.retain(|k, v| match unapplied_keep(Some(kind), k) {
+            Keep::All => true,
+            Keep::Nothing => false,
+            Keep::Only(fields) => {
+                if let Value::Object(kept) = v {
+                    kept.retain(|k, _| fields.contains(&k.as_str()));
+                }
+                true
             }
-            if kind == "Pod"
-                && let Some(Value::Object(status)) = data.get_mut("status")
-            {
-                status.retain(|k, _| {
-                    matches!(
-                        k.as_str(),
-                        "phase"
-                            | "conditions"
-                            | "reason"
-                            | "message"
-                            | "containerStatuses"
-                            | "initContainerStatuses"
-                    )
-                });
-                slim_container_statuses(status);
-            }
+        });
+        if kind == "Pod"
+            && let Some(Value::Object(status)) = data.get_mut("status")
+        {
+            slim_container_statuses(status);
         }
     }
-    pack(o);
+}
+
+/// What of a top-level body field (`spec`, `status`, `data`…) of an object no plan applied the
+/// child cache keeps (see [`slim`]); `kind` is `None` when it is not known yet.
+pub(crate) enum Keep {
+    All,
+    Only(&'static [&'static str]),
+    Nothing,
+}
+
+/// The status fields kept of a pod no plan applied: what health and a waiting line read.
+const POD_STATUS_FIELDS: &[&str] = &[
+    "phase",
+    "conditions",
+    "reason",
+    "message",
+    "containerStatuses",
+    "initContainerStatuses",
+];
+
+/// See [`Keep`]; [`crate::lean`] applies the same rule while it decodes a watch event.
+pub(crate) fn unapplied_keep(kind: Option<&str>, field: &str) -> Keep {
+    match field {
+        "spec" => Keep::Only(HEALTH_SPEC_FIELDS),
+        "status" if kind == Some("Pod") => Keep::Only(POD_STATUS_FIELDS),
+        "status" => Keep::All,
+        _ => Keep::Nothing,
+    }
 }
 
 /// Of a pod's container statuses, only the containers that wait or ended (their name, reason,
@@ -150,7 +174,7 @@ fn slim_container_statuses(status: &mut serde_json::Map<String, Value>) {
 }
 
 /// Keeps an object's body (everything but its metadata: spec, status, data…) as compact JSON
-/// text in `data`, a JSON string: the form the caches hold objects in (see [`slim_child`]).
+/// text in `data`, a JSON string: the form the caches hold objects in (see [`slim`]).
 /// [`body`] and [`unpacked`] read it back.
 pub(crate) fn pack(o: &mut DynamicObject) {
     if o.data.is_object() {
@@ -295,12 +319,13 @@ pub(crate) struct ChildCache {
 pub(crate) struct Wakes(Mutex<HashMap<(String, String), u64>>);
 
 impl Wakes {
-    /// The Instance to reconcile for this watch event of a `kind` object, if any.
+    /// The Instance to reconcile for this watch event of a `kind` object, if any. The object is
+    /// slim ([`slim`]) and not packed yet, so its body is read without a parse.
     pub fn owner_to_wake(
         &self,
         api_version: &str,
         kind: &str,
-        ev: watcher::Event<DynamicObject>,
+        ev: &watcher::Event<DynamicObject>,
         running: &crate::running::Running,
     ) -> Option<ObjectRef<DynamicObject>> {
         let key = |o: &DynamicObject| {
@@ -312,33 +337,33 @@ impl Wakes {
         let mut seen = self.0.lock().unwrap_or_else(|e| e.into_inner());
         match ev {
             watcher::Event::Apply(o) | watcher::Event::InitApply(o) => {
-                let owner = crate::owner_of(&o)?;
+                let owner = crate::owner_of(o)?;
                 let busy = running.runs(&owner);
-                let typed = with_type(&o, api_version, kind);
-                let (digest, quiet) = if applied_by_plan(&o) {
-                    (applied_digest(typed, busy), false)
+                let (digest, quiet) = if owned_by_instance(&o.metadata) {
+                    (applied_digest(&with_type(o, api_version, kind), busy), false)
                 } else {
-                    let problem = busy && shows_a_problem(kind, &typed);
-                    (visible_digest(&typed, &o), busy && !problem)
+                    let seen_by_health = health_view(o, api_version, kind);
+                    let problem = busy && shows_a_problem(kind, &seen_by_health);
+                    (visible_digest(&seen_by_health, o), busy && !problem)
                 };
-                if seen.insert(key(&o), digest) == Some(digest) || quiet {
+                if seen.insert(key(o), digest) == Some(digest) || quiet {
                     return None;
                 }
                 Some(owner)
             }
             watcher::Event::Delete(o) => {
-                seen.remove(&key(&o));
-                crate::owner_of(&o)
+                seen.remove(&key(o));
+                crate::owner_of(o)
             }
             watcher::Event::Init | watcher::Event::InitDone => None,
         }
     }
 }
 
-/// Whether a plan applied the object: it has a controller owner reference to an Instance (the
-/// enhancer sets one on every namespaced object it renders).
-fn applied_by_plan(o: &DynamicObject) -> bool {
-    o.metadata.owner_references.as_ref().is_some_and(|refs| {
+/// Whether a plan applied the object: it has an owner reference to an Instance (the enhancer
+/// sets one on every namespaced object it renders).
+pub(crate) fn owned_by_instance(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> bool {
+    meta.owner_references.as_ref().is_some_and(|refs| {
         refs.iter()
             .any(|r| r.kind == "Instance" && r.api_version.starts_with("kudo.dev/"))
     })
@@ -351,33 +376,55 @@ fn applied_by_plan(o: &DynamicObject) -> bool {
 /// step waiting on it moves only then; idle, the verdict with its message, which readiness shows.
 /// A rollout's replica counts therefore no longer wake a running plan at every step (issue 28):
 /// the waiting line written after the grace keeps the counts it saw.
-fn applied_digest(mut typed: Value, running: bool) -> u64 {
+fn applied_digest(typed: &Value, running: bool) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut h = std::collections::hash_map::DefaultHasher::new();
-    let verdict = kudo_engine::health(&typed);
+    let verdict = kudo_engine::health(typed);
     if running {
         std::mem::discriminant(&verdict).hash(&mut h);
     } else {
         format!("{verdict:?}").hash(&mut h);
     }
-    if let Some(m) = typed.as_object_mut() {
-        m.remove("status");
+    for (k, v) in typed.as_object().into_iter().flatten() {
+        if k == "status" {
+            continue;
+        }
+        k.hash(&mut h);
+        match v.as_object().filter(|_| k == "metadata") {
+            Some(meta) => meta
+                .iter()
+                .filter(|(f, _)| *f != "resourceVersion")
+                .for_each(|(f, x)| hash_json(&mut h, f, x)),
+            None => hash_json(&mut h, k, v),
+        }
     }
-    if let Some(meta) = typed["metadata"].as_object_mut() {
-        meta.remove("resourceVersion");
-    }
-    typed.to_string().hash(&mut h);
     h.finish()
 }
 
-/// Whether a step's waiting line would show something of this object (typed as [`with_type`]
+/// Feeds a field's name and JSON text to a hasher, without building the text.
+fn hash_json(h: &mut impl std::hash::Hasher, name: &str, v: &Value) {
+    struct Feed<'a, H>(&'a mut H);
+    impl<H: std::hash::Hasher> std::io::Write for Feed<'_, H> {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.write(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    h.write(name.as_bytes());
+    let _ = serde_json::to_writer(Feed(h), v);
+}
+
+/// Whether a step's waiting line would show something of this object (as [`health_view`]
 /// gives it): a pod's problem.
 fn shows_a_problem(kind: &str, typed: &Value) -> bool {
     kind == "Pod" && kudo_engine::waiting::pod_problem(typed).is_some()
 }
 
 /// A hash of what readiness and health can see of an object (see [`Wakes`]); `typed` is the
-/// object as [`with_type`] gives it.
+/// object as [`health_view`] gives it.
 fn visible_digest(typed: &Value, o: &DynamicObject) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut h = std::collections::hash_map::DefaultHasher::new();
@@ -386,6 +433,23 @@ fn visible_digest(typed: &Value, o: &DynamicObject) -> u64 {
     o.metadata.deletion_timestamp.is_some().hash(&mut h);
     o.metadata.uid.hash(&mut h);
     h.finish()
+}
+
+/// What [`kudo_engine::health`] and a waiting line's pod problem read of an object: its type,
+/// the name, namespace and generation of its metadata, its body (unpacked).
+fn health_view(o: &DynamicObject, api_version: &str, kind: &str) -> Value {
+    let m = &o.metadata;
+    let mut v = serde_json::Map::new();
+    v.insert("apiVersion".into(), Value::String(api_version.to_string()));
+    v.insert("kind".into(), Value::String(kind.to_string()));
+    v.insert(
+        "metadata".into(),
+        serde_json::json!({"name": m.name, "namespace": m.namespace, "generation": m.generation}),
+    );
+    if let Value::Object(body) = body(o) {
+        v.extend(body);
+    }
+    Value::Object(v)
 }
 
 /// The API resource of a child kind of [`CHILD_KINDS`].
@@ -560,7 +624,7 @@ impl Caches {
     /// The cached objects of a kind in `ns` labelled for `instance` (`kudo.dev/instance`), with
     /// apiVersion/kind set; `None` when the kind is not cached. Every cached child carries
     /// `heritage=kudo` (the watch selects it); objects no plan applied keep no other labels (see
-    /// [`slim_child`]), so the instance label is the only one to select by.
+    /// [`slim`]), so the instance label is the only one to select by.
     pub fn children_of_instance(
         &self,
         api_version: &str,
@@ -581,7 +645,7 @@ impl Caches {
 }
 
 /// A cached object as JSON with its type filled in (watch events of typed lists may omit it),
-/// its body unpacked (see [`slim_child`]).
+/// its body unpacked (see [`slim`]).
 fn with_type(obj: &DynamicObject, api_version: &str, kind: &str) -> Value {
     let mut v = serde_json::Map::new();
     v.insert("apiVersion".into(), Value::String(api_version.to_string()));
@@ -604,6 +668,12 @@ fn with_type(obj: &DynamicObject, api_version: &str, kind: &str) -> Value {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// What the child watches cache of an object.
+    fn slim_child(kind: &str, o: &mut DynamicObject) {
+        slim(kind, o);
+        pack(o);
+    }
 
     fn obj(v: Value) -> DynamicObject {
         serde_json::from_value(v).unwrap()
@@ -718,7 +788,7 @@ mod tests {
     fn pods_wake_their_instance_only_when_health_changes() {
         let wakes = Wakes::default();
         let idle = crate::running::Running::default();
-        let wake = |ev| wakes.owner_to_wake("v1", "Pod", ev, &idle).map(|r| r.name);
+        let wake = |ev| wakes.owner_to_wake("v1", "Pod", &ev, &idle).map(|r| r.name);
         assert_eq!(
             wake(watcher::Event::Apply(pod("Pending", "False", ""))),
             Some("i".into())
@@ -765,7 +835,7 @@ mod tests {
     fn pods_wake_an_instance_running_a_plan_only_with_a_problem_to_show() {
         let wakes = Wakes::default();
         let (mut inst, running) = running_instance();
-        let wake = |ev| wakes.owner_to_wake("v1", "Pod", ev, &running).map(|r| r.name);
+        let wake = |ev| wakes.owner_to_wake("v1", "Pod", &ev, &running).map(|r| r.name);
         assert_eq!(wake(watcher::Event::Apply(pod("Pending", "False", ""))), None);
         assert_eq!(
             wake(watcher::Event::Apply(pod("Running", "True", "1.2.3.4"))),
@@ -804,7 +874,7 @@ mod tests {
         let (mut inst, running) = running_instance();
         let wake = |ev| {
             wakes
-                .owner_to_wake("apps/v1", "Deployment", ev, &running)
+                .owner_to_wake("apps/v1", "Deployment", &ev, &running)
                 .map(|r| r.name)
         };
         assert_eq!(wake(watcher::Event::Apply(deploy(0, 3))), Some("i".into()));

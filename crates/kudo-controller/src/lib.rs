@@ -281,7 +281,11 @@ pub(crate) fn with_request_hook(
 /// The `kudo.dev/v1beta1` resources as dynamic API resources (the kudo-api types are plain serde
 /// structs, converted with serde_json).
 pub(crate) fn instance_resource() -> ApiResource {
-    known_resource(kudo_api::GROUP, "Instance")
+    // Every watch event of a child names its Instance with one: looked up once.
+    static INSTANCE: std::sync::OnceLock<ApiResource> = std::sync::OnceLock::new();
+    INSTANCE
+        .get_or_init(|| known_resource(kudo_api::GROUP, "Instance"))
+        .clone()
 }
 
 pub(crate) fn operator_version_resource() -> ApiResource {

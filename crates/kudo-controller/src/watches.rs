@@ -3,7 +3,7 @@
 //! Every watch feeds a cache (crate::cache) and yields reconcile requests: one connection per
 //! kind, in one scope (the whole cluster, or the configured namespace). The caches hold no
 //! managedFields (never read, and the bulk of a small object); children no plan applied keep
-//! only what readiness reads, and wake their Instance only when that changed (cache::slim_child,
+//! only what readiness reads, and wake their Instance only when that changed (cache::slim,
 //! cache::Wakes). A new watched kind is one more method here and one line in
 //! [`crate::run_controller`].
 
@@ -21,7 +21,7 @@ use kube::runtime::watcher::{self, watcher};
 use serde::Deserialize;
 
 use crate::echoes::Echoes;
-use crate::lean::Lean;
+use crate::lean::{Child, Lean, Shape, Whole};
 use crate::running::Running;
 use crate::{autopilot, cache, instance_resource, known_resource, operator_version_resource, owner_of};
 
@@ -39,8 +39,8 @@ pub(crate) struct Watches {
 
 /// A watch of `api`'s kind whose objects are decoded in one pass without managedFields
 /// ([`Lean`]), as the `DynamicObject` events the caches store.
-fn lean_watcher(
-    api: Api<Lean>,
+fn lean_watcher<S: Shape>(
+    api: Api<Lean<S>>,
     config: watcher::Config,
 ) -> impl futures::Stream<Item = Result<watcher::Event<DynamicObject>, watcher::Error>> + Send {
     watcher(api, config).map_ok(Lean::unwrap_event)
@@ -62,7 +62,7 @@ impl Watches {
     }
 
     /// The API of `ar` in the watches' scope.
-    fn scoped(&self, ar: &ApiResource) -> Api<Lean> {
+    fn scoped<S: Shape>(&self, ar: &ApiResource) -> Api<Lean<S>> {
         match &self.namespace {
             Some(ns) => Api::namespaced_with(self.client.clone(), ns, ar),
             None => Api::all_with(self.client.clone(), ar),
@@ -76,7 +76,7 @@ impl Watches {
         let iar = instance_resource();
         let writer = Writer::new(iar.clone());
         let store = writer.as_reader();
-        let events = lean_watcher(self.scoped(&iar), watcher::Config::default())
+        let events = lean_watcher::<Whole>(self.scoped(&iar), watcher::Config::default())
             .default_backoff()
             .modify(slim_instance)
             .reflect(writer);
@@ -115,7 +115,7 @@ impl Watches {
     /// cache.
     pub fn operator_versions(&mut self, instances: &Store<DynamicObject>) -> Store<DynamicObject> {
         let ovar = operator_version_resource();
-        let ovs: Api<Lean> = Api::all_with(self.client.clone(), &ovar);
+        let ovs: Api<Lean<Whole>> = Api::all_with(self.client.clone(), &ovar);
         let writer = Writer::new(ovar.clone());
         let cache = writer.as_reader();
         let instances = instances.clone();
@@ -134,7 +134,7 @@ impl Watches {
     pub fn secrets(&mut self, instances: &Store<DynamicObject>) {
         let sar = known_resource("", "Secret");
         let instances = instances.clone();
-        let events = lean_watcher(self.scoped(&sar), watcher::Config::default())
+        let events = lean_watcher::<Whole>(self.scoped(&sar), watcher::Config::default())
             .default_backoff()
             .modify(|o: &mut DynamicObject| o.data = serde_json::Value::Null)
             .touched_objects();
@@ -155,7 +155,7 @@ impl Watches {
         let mut children = HashMap::new();
         for (g, v, k, plural) in cache::CHILD_KINDS {
             let ar = cache::child_resource(g, v, k, plural);
-            let writer = Writer::new(ar.clone());
+            let mut writer = Writer::new(ar.clone());
             let index = Arc::new(cache::InstanceIndex::default());
             let child = cache::ChildCache {
                 ar: ar.clone(),
@@ -166,31 +166,39 @@ impl Watches {
             let wakes = cache::Wakes::default();
             let av = ar.api_version.clone();
             let (running, echoes) = (running.clone(), echoes.clone());
-            let events = lean_watcher(
+            // Slim, decide whom the event wakes from the slim body, pack, store: the decision
+            // reads the body before it is packed into text (it parsed the text again before).
+            let wakes_of = lean_watcher::<Child>(
                 self.scoped(&ar),
                 watcher::Config::default().labels("heritage=kudo"),
             )
             .default_backoff()
-            .modify(move |o| cache::slim_child(k, o))
-            .reflect(writer);
-            let trigger = trigger_with(events, move |ev| {
+            .map_ok(move |ev| {
+                let ev = ev.modify(|o| cache::slim(k, o));
                 index.observe(&ev);
-                match &ev {
-                    watcher::Event::Apply(o) => {
-                        let key = crate::echoes::child_key(k, &o.name_any());
-                        let rv = o.resource_version().unwrap_or_default();
-                        if echoes.is_echo(&o.namespace().unwrap_or_default(), &key, &rv) {
-                            return None;
-                        }
+                let wake = match &ev {
+                    watcher::Event::Apply(o)
+                        if echoes.is_echo(
+                            &o.namespace().unwrap_or_default(),
+                            &crate::echoes::child_key(k, &o.name_any()),
+                            &o.resource_version().unwrap_or_default(),
+                        ) =>
+                    {
+                        None
                     }
-                    watcher::Event::Delete(o) => echoes.forget(
-                        &o.namespace().unwrap_or_default(),
-                        &crate::echoes::child_key(k, &o.name_any()),
-                    ),
-                    _ => {}
-                }
-                wakes.owner_to_wake(&av, k, ev, &running)
+                    watcher::Event::Delete(o) => {
+                        echoes.forget(
+                            &o.namespace().unwrap_or_default(),
+                            &crate::echoes::child_key(k, &o.name_any()),
+                        );
+                        wakes.owner_to_wake(&av, k, &ev, &running)
+                    }
+                    _ => wakes.owner_to_wake(&av, k, &ev, &running),
+                };
+                writer.apply_watcher_event(&ev.modify(cache::pack));
+                wake
             });
+            let trigger = trigger_with(wakes_of, |wake| wake);
             self.triggers.push(trigger.boxed());
         }
         children

@@ -30,6 +30,8 @@ async fn json_logs_carry_instance_plan_and_step_fields() {
         .args([
             "manager",
             "--json-logs",
+            "--worker-threads",
+            "2",
             "--leader-elect=false",
             "--metrics-address",
             "127.0.0.1:0",
@@ -152,4 +154,15 @@ async fn text_logs_to_a_pipe_have_no_colour_codes() {
     server.shutdown().await;
     assert!(out.lines().count() > 0, "no log lines");
     assert!(!out.contains('\u{1b}'), "ANSI escape codes in piped logs:\n{out}");
+}
+
+#[test]
+fn worker_threads_below_one_are_refused_naming_the_flag() {
+    let out = std::process::Command::new(BIN)
+        .args(["manager", "--worker-threads", "0"])
+        .output()
+        .expect("run the manager");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--worker-threads"), "{err}");
 }
