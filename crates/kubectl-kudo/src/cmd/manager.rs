@@ -80,7 +80,7 @@ pub struct ManagerArgs {
           value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub shards: u32,
     /// Threads running the manager's work. It mostly waits on the API server, and one thread
-    /// spends less CPU than several (no hand-offs of tasks between threads: 8 % less than two in
+    /// spends less CPU than several (no hand-offs of tasks between threads: 6–8 % less than two in
     /// the `scale 1000` bench, docs/benchmarks.md); raise it when rendering large packages keeps
     /// one thread busy.
     #[arg(long, default_value_t = 1, value_name = "N",
