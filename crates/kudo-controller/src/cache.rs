@@ -439,17 +439,8 @@ fn visible_digest(typed: &Value, o: &DynamicObject) -> u64 {
 /// the name, namespace and generation of its metadata, its body (unpacked).
 fn health_view(o: &DynamicObject, api_version: &str, kind: &str) -> Value {
     let m = &o.metadata;
-    let mut v = serde_json::Map::new();
-    v.insert("apiVersion".into(), Value::String(api_version.to_string()));
-    v.insert("kind".into(), Value::String(kind.to_string()));
-    v.insert(
-        "metadata".into(),
-        serde_json::json!({"name": m.name, "namespace": m.namespace, "generation": m.generation}),
-    );
-    if let Value::Object(body) = body(o) {
-        v.extend(body);
-    }
-    Value::Object(v)
+    let metadata = serde_json::json!({"name": m.name, "namespace": m.namespace, "generation": m.generation});
+    typed_view(o, api_version, kind, metadata)
 }
 
 /// The API resource of a child kind of [`CHILD_KINDS`].
@@ -647,13 +638,17 @@ impl Caches {
 /// A cached object as JSON with its type filled in (watch events of typed lists may omit it),
 /// its body unpacked (see [`slim`]).
 fn with_type(obj: &DynamicObject, api_version: &str, kind: &str) -> Value {
+    let metadata = serde_json::to_value(&obj.metadata).unwrap_or(Value::Null);
+    typed_view(obj, api_version, kind, metadata)
+}
+
+/// `obj`'s body (unpacked) under the given type and `metadata`: the views of [`with_type`] and
+/// [`health_view`].
+fn typed_view(obj: &DynamicObject, api_version: &str, kind: &str, metadata: Value) -> Value {
     let mut v = serde_json::Map::new();
     v.insert("apiVersion".into(), Value::String(api_version.to_string()));
     v.insert("kind".into(), Value::String(kind.to_string()));
-    v.insert(
-        "metadata".into(),
-        serde_json::to_value(&obj.metadata).unwrap_or(Value::Null),
-    );
+    v.insert("metadata".into(), metadata);
     if let Value::Object(body) = body(obj) {
         for (k, val) in body {
             if k != "apiVersion" && k != "kind" && k != "metadata" {

@@ -176,24 +176,27 @@ impl Watches {
             .map_ok(move |ev| {
                 let ev = ev.modify(|o| cache::slim(k, o));
                 index.observe(&ev);
-                let wake = match &ev {
-                    watcher::Event::Apply(o)
-                        if echoes.is_echo(
-                            &o.namespace().unwrap_or_default(),
-                            &crate::echoes::child_key(k, &o.name_any()),
-                            &o.resource_version().unwrap_or_default(),
-                        ) =>
-                    {
-                        None
+                // Where the echoes file this object: its namespace and its key there.
+                let at = |o: &DynamicObject| {
+                    let key = crate::echoes::child_key(k, &o.name_any());
+                    (o.namespace().unwrap_or_default(), key)
+                };
+                let echo = match &ev {
+                    watcher::Event::Apply(o) => {
+                        let (ns, key) = at(o);
+                        echoes.is_echo(&ns, &key, &o.resource_version().unwrap_or_default())
                     }
                     watcher::Event::Delete(o) => {
-                        echoes.forget(
-                            &o.namespace().unwrap_or_default(),
-                            &crate::echoes::child_key(k, &o.name_any()),
-                        );
-                        wakes.owner_to_wake(&av, k, &ev, &running)
+                        let (ns, key) = at(o);
+                        echoes.forget(&ns, &key);
+                        false
                     }
-                    _ => wakes.owner_to_wake(&av, k, &ev, &running),
+                    _ => false,
+                };
+                let wake = if echo {
+                    None
+                } else {
+                    wakes.owner_to_wake(&av, k, &ev, &running)
                 };
                 writer.apply_watcher_event(&ev.modify(cache::pack));
                 wake
