@@ -620,7 +620,7 @@ impl Ctx {
         };
         let (group, plural) = (self.def.group.clone(), self.def.plural.clone());
         self.store()
-            .modify(&self.def, &self.ns, name, Subresource::Main, &opts, |cur| {
+            .modify(&self.def, &self.ns, name, Subresource::Binding, &opts, |cur| {
                 let Some(cur) = cur else {
                     return Err(ApiError::not_found(&group, &plural, name));
                 };
@@ -648,6 +648,7 @@ impl Ctx {
                 if let Some(spec) = new.get_mut("spec").and_then(|s| s.as_object_mut()) {
                     spec.insert("nodeName".into(), json!(node));
                 }
+                mark_scheduled(&mut new);
                 Ok(new)
             })?;
         Ok((
@@ -1409,4 +1410,26 @@ fn patch_type_error(patched: &Value, e: &crate::validate::TypeError) -> ApiError
             &e.message(),
         )],
     )
+}
+
+/// Sets a bound pod's `PodScheduled` condition to True, as kube-apiserver's binding does: a new
+/// condition (or one whose status changes) gets the current time as its transition time.
+fn mark_scheduled(pod: &mut Value) {
+    let Some(obj) = pod.as_object_mut() else { return };
+    let status = obj.entry("status").or_insert_with(|| json!({}));
+    let Some(status) = status.as_object_mut() else {
+        return;
+    };
+    let conds = status.entry("conditions").or_insert_with(|| json!([]));
+    let Some(conds) = conds.as_array_mut() else { return };
+    let scheduled = json!({
+        "type": "PodScheduled", "status": "True", "lastProbeTime": null,
+        "lastTransitionTime": crate::meta::now_rfc3339(),
+    });
+    match conds.iter_mut().find(|c| c["type"] == "PodScheduled") {
+        Some(c) if c["status"] == "True" => {}
+        // An Unschedulable condition is replaced whole (its reason and message go).
+        Some(c) => *c = scheduled,
+        None => conds.push(scheduled),
+    }
 }

@@ -61,6 +61,10 @@ pub enum Subresource {
     Main,
     /// Only `.status`.
     Status,
+    /// A pod's `binding`: kube-apiserver sets `spec.nodeName` and the `PodScheduled` condition in
+    /// one write straight to storage, so status is taken as written and no `managedFields` entry
+    /// is recorded (checked against kube-apiserver 1.28).
+    Binding,
 }
 
 /// Options common to writes.
@@ -788,6 +792,7 @@ impl Store {
                     restore_field(&mut new, old, "status");
                 }
             }
+            Subresource::Binding => {}
             Subresource::Status => {
                 let status = new.get("status").cloned();
                 let mut n = old.clone();
@@ -894,10 +899,10 @@ impl Store {
             meta::meta_mut(&mut new).insert("generation".into(), json!(g + 1));
         }
         let subname = match sub {
-            Subresource::Main => None,
+            Subresource::Main | Subresource::Binding => None,
             Subresource::Status => Some("status"),
         };
-        if &new != old && !opts.applied {
+        if &new != old && !opts.applied && sub != Subresource::Binding {
             new = crate::patch::record_update(Some(old), &new, opts.field_manager.as_deref(), def, subname);
         }
         let is_crd = def.group == "apiextensions.k8s.io" && def.plural == "customresourcedefinitions";

@@ -18,6 +18,7 @@ use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet, Deployment, Repl
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::core::v1::{Endpoints, Node, PersistentVolume, PersistentVolumeClaim, Pod, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{
     Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams, Preconditions,
 };
@@ -65,9 +66,17 @@ where
     /// Objects ordered by namespace and name, so passes are deterministic.
     fn sorted(&self) -> Vec<Arc<K>> {
         let mut v = self.store.state();
-        v.sort_by_key(|o| (o.namespace(), o.name_any()));
+        v.sort_by(|a, b| sort_key(a.meta()).cmp(&sort_key(b.meta())));
         v
     }
+}
+
+/// The order of a snapshot's lists: by namespace, then name (borrowed, so sorting clones nothing).
+fn sort_key(meta: &ObjectMeta) -> (Option<&str>, &str) {
+    (
+        meta.namespace.as_deref(),
+        meta.name.as_deref().unwrap_or_default(),
+    )
 }
 
 fn watch<K>(api: Api<K>, cfg: watcher::Config, notify: Arc<Notify>, tasks: &mut JoinSet<()>) -> Watched<K>
@@ -112,6 +121,79 @@ pub struct Snapshot {
     pub endpointslices: Vec<Arc<EndpointSlice>>,
     /// Kinds whose initial list has completed; controllers only act on complete views.
     pub ready: ReadyKinds,
+    /// Pods, ReplicaSets, Jobs and ControllerRevisions by the uid of their controller.
+    pub owned: Owned,
+}
+
+/// Positions (in a [`Snapshot`]'s sorted lists) of objects by the uid of their controlling
+/// owner, so a workload controller finds what it owns without scanning every object of the
+/// kind: one scan per owner made each pass quadratic (`scale 10000`: 10,000 Deployments times
+/// 10,000 ReplicaSets, and as many ReplicaSets times 20,000 pods, every pass).
+#[derive(Debug, Default)]
+pub struct ByController(HashMap<String, Vec<usize>>);
+
+impl ByController {
+    fn of<K: Resource>(objs: &[Arc<K>]) -> Self {
+        let mut by: HashMap<String, Vec<usize>> = HashMap::new();
+        for (i, o) in objs.iter().enumerate() {
+            if let Some(uid) = crate::util::controller_uid(o.meta()) {
+                by.entry(uid.to_string()).or_default().push(i);
+            }
+        }
+        ByController(by)
+    }
+
+    /// The objects of `objs` (the list this index was built from) whose controller is `owner`,
+    /// in the list's order.
+    pub fn of_owner<'a, K: Resource>(&self, objs: &'a [Arc<K>], owner: &ObjectMeta) -> Vec<&'a K> {
+        let uid = owner.uid.as_deref().unwrap_or_default();
+        self.0
+            .get(uid)
+            .into_iter()
+            .flatten()
+            .map(|&i| objs[i].as_ref())
+            .filter(|o| o.meta().namespace == owner.namespace)
+            .collect()
+    }
+}
+
+/// The owner indexes of a [`Snapshot`].
+#[derive(Debug, Default)]
+pub struct Owned {
+    pub pods: ByController,
+    pub replicasets: ByController,
+    pub jobs: ByController,
+    pub revisions: ByController,
+}
+
+impl Snapshot {
+    /// Whether a pod of this name exists, by binary search: the pods are sorted by namespace and
+    /// name (a set of names built for each owner creating pods made passes quadratic).
+    pub fn has_pod(&self, namespace: Option<&str>, name: &str) -> bool {
+        self.pods
+            .binary_search_by(|p| sort_key(&p.metadata).cmp(&(namespace, name)))
+            .is_ok()
+    }
+
+    /// Pods whose controller is `owner`.
+    pub fn pods_of(&self, owner: &ObjectMeta) -> Vec<&Pod> {
+        self.owned.pods.of_owner(&self.pods, owner)
+    }
+
+    /// ReplicaSets whose controller is `owner`.
+    pub fn replicasets_of(&self, owner: &ObjectMeta) -> Vec<&ReplicaSet> {
+        self.owned.replicasets.of_owner(&self.replicasets, owner)
+    }
+
+    /// Jobs whose controller is `owner`.
+    pub fn jobs_of(&self, owner: &ObjectMeta) -> Vec<&Job> {
+        self.owned.jobs.of_owner(&self.jobs, owner)
+    }
+
+    /// ControllerRevisions whose controller is `owner`.
+    pub fn revisions_of(&self, owner: &ObjectMeta) -> Vec<&ControllerRevision> {
+        self.owned.revisions.of_owner(&self.revisions, owner)
+    }
 }
 
 /// Which stores are complete.
@@ -152,15 +234,23 @@ struct Stores {
 
 impl Stores {
     fn snapshot(&self) -> Snapshot {
+        let (pods, replicasets) = (self.pods.sorted(), self.replicasets.sorted());
+        let (jobs, revisions) = (self.jobs.sorted(), self.revisions.sorted());
+        let owned = Owned {
+            pods: ByController::of(&pods),
+            replicasets: ByController::of(&replicasets),
+            jobs: ByController::of(&jobs),
+            revisions: ByController::of(&revisions),
+        };
         Snapshot {
             nodes: self.nodes.sorted(),
-            pods: self.pods.sorted(),
-            replicasets: self.replicasets.sorted(),
+            pods,
+            replicasets,
             deployments: self.deployments.sorted(),
             statefulsets: self.statefulsets.sorted(),
             daemonsets: self.daemonsets.sorted(),
-            revisions: self.revisions.sorted(),
-            jobs: self.jobs.sorted(),
+            revisions,
+            jobs,
             cronjobs: self.cronjobs.sorted(),
             pvcs: self.pvcs.sorted(),
             pvs: self.pvs.sorted(),
@@ -183,6 +273,7 @@ impl Stores {
                 endpoints: self.endpoints.ready(),
                 endpointslices: self.endpointslices.ready(),
             },
+            owned,
         }
     }
 }

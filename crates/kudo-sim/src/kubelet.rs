@@ -185,34 +185,11 @@ pub async fn schedule(sim: &mut Sim, snap: &Snapshot) {
                 Err(_) => continue,
             }
         }
-        if !bound
-            && !sim
-                .merge(
-                    &ar::<Pod>(),
-                    Some(&ns),
-                    &name,
-                    false,
-                    json!({"spec": {"nodeName": node}}),
-                )
-                .await
-        {
+        // A binding sets the PodScheduled condition itself (as kube-apiserver's does); only
+        // a server without the subresource needs the node and the condition written here.
+        if !bound && !schedule_without_binding(sim, pod, &node).await {
             continue;
         }
-        let conds = merge_conditions(
-            status_json(pod).get("conditions"),
-            &[Cond::new("PodScheduled", "True", "", "")],
-            &[],
-            &sim.now_s,
-            false,
-        );
-        sim.merge(
-            &ar::<Pod>(),
-            Some(&ns),
-            &name,
-            true,
-            json!({"status": {"conditions": conds}}),
-        )
-        .await;
         sim.event(
             &InvolvedObject::of(pod),
             "Normal",
@@ -224,6 +201,27 @@ pub async fn schedule(sim: &mut Sim, snap: &Snapshot) {
         )
         .await;
     }
+}
+
+/// Assigns a pod to `node` by writing `spec.nodeName` and then its PodScheduled condition;
+/// false when the pod could not be assigned.
+async fn schedule_without_binding(sim: &mut Sim, pod: &Pod, node: &str) -> bool {
+    let ns = pod.metadata.namespace.as_deref();
+    let name = pod.metadata.name.as_deref().unwrap_or_default();
+    let node_name = json!({"spec": {"nodeName": node}});
+    if !sim.merge(&ar::<Pod>(), ns, name, false, node_name).await {
+        return false;
+    }
+    let conds = merge_conditions(
+        status_json(pod).get("conditions"),
+        &[Cond::new("PodScheduled", "True", "", "")],
+        &[],
+        &sim.now_s,
+        false,
+    );
+    let status = json!({"status": {"conditions": conds}});
+    sim.merge(&ar::<Pod>(), ns, name, true, status).await;
+    true
 }
 
 fn status_json(pod: &Pod) -> Value {
@@ -282,6 +280,7 @@ pub async fn pods(sim: &mut Sim, snap: &Snapshot) {
     if !snap.ready.pods {
         return;
     }
+    let mut ips = PodIps::new(&snap.pods);
     for pod in &snap.pods {
         let node = pod
             .spec
@@ -296,7 +295,7 @@ pub async fn pods(sim: &mut Sim, snap: &Snapshot) {
             continue;
         }
         if ours {
-            advance(sim, &snap.pods, pod, &node).await;
+            advance(sim, &mut ips, pod, &node).await;
         }
     }
     // Filesystems and logs of pods that are gone.
@@ -516,27 +515,50 @@ fn container_status(
 }
 
 /// IP for a pod on node `i`: the lowest host number not used by another live pod there.
-fn allocate_ip(sim: &mut Sim, snap_pods: &[std::sync::Arc<Pod>], uid: &str, node: &str) -> String {
+fn allocate_ip(sim: &mut Sim, ips: &mut PodIps<'_>, uid: &str, node: &str) -> String {
     if let Some(ip) = sim.mem.pods.get(uid).and_then(|m| m.ip.clone()) {
         return ip;
     }
     let i = node_index(node).unwrap_or(0);
     let prefix = format!("10.244.{i}.");
-    let mut used: std::collections::HashSet<String> = snap_pods
-        .iter()
-        .filter(|p| p.metadata.uid.as_deref() != Some(uid) && !matches!(pod_phase(p), "Succeeded" | "Failed"))
-        .filter_map(|p| p.status.as_ref().and_then(|s| s.pod_ip.clone()))
-        .collect();
-    used.extend(sim.mem.pods.values().filter_map(|m| m.ip.clone()));
+    let used = ips.used(sim);
     let ip = (2..=254)
         .map(|n| format!("{prefix}{n}"))
         .find(|ip| !used.contains(ip))
         .unwrap_or_else(|| format!("{prefix}254"));
+    used.insert(ip.clone());
     sim.mem.pods.entry(uid.to_string()).or_default().ip = Some(ip.clone());
     ip
 }
 
-async fn advance(sim: &mut Sim, all_pods: &[std::sync::Arc<Pod>], pod: &Pod, node: &str) {
+/// The pod IPs in use during one pass: gathered from the snapshot and the kubelet's memory on
+/// the first allocation of the pass, then kept up to date by each allocation (gathering them
+/// for every allocation made a pass that starts many pods quadratic).
+struct PodIps<'a> {
+    pods: &'a [std::sync::Arc<Pod>],
+    used: Option<std::collections::HashSet<String>>,
+}
+
+impl<'a> PodIps<'a> {
+    fn new(pods: &'a [std::sync::Arc<Pod>]) -> Self {
+        PodIps { pods, used: None }
+    }
+
+    fn used(&mut self, sim: &Sim) -> &mut std::collections::HashSet<String> {
+        self.used.get_or_insert_with(|| {
+            let mut used: std::collections::HashSet<String> = self
+                .pods
+                .iter()
+                .filter(|p| !matches!(pod_phase(p), "Succeeded" | "Failed"))
+                .filter_map(|p| p.status.as_ref().and_then(|s| s.pod_ip.clone()))
+                .collect();
+            used.extend(sim.mem.pods.values().filter_map(|m| m.ip.clone()));
+            used
+        })
+    }
+}
+
+async fn advance(sim: &mut Sim, ips: &mut PodIps<'_>, pod: &Pod, node: &str) {
     let stage = stage_of(pod);
     if stage == Stage::Done {
         return;
@@ -685,7 +707,7 @@ async fn advance(sim: &mut Sim, all_pods: &[std::sync::Arc<Pod>], pod: &Pod, nod
             let pod_ip = if host_net {
                 host_ip.clone()
             } else {
-                allocate_ip(sim, all_pods, &uid, node)
+                allocate_ip(sim, ips, &uid, node)
             };
             status["podIP"] = json!(pod_ip);
             status["podIPs"] = json!([{"ip": pod_ip}]);

@@ -2,7 +2,6 @@
 //! DaemonSet, Job and CronJob.
 
 use std::collections::{BTreeMap, HashSet};
-use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet, Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::batch::v1::{CronJob, Job};
@@ -14,9 +13,9 @@ use crate::cron::Schedule;
 use crate::engine::{InvolvedObject, Sim, Snapshot, ar};
 use crate::rollout::{OldRs, fenceposts, scale_down_old, scale_up_new};
 use crate::util::{
-    Cond, controller_uid, created_ms, equiv, fmt_time, merge_conditions, merge_patch_changes, name_suffix,
-    owner_ref, pod_active, pod_available, pod_available_at, pod_phase, pod_ready, scaled_int_or_percent,
-    template_hash, time_ms,
+    Cond, created_ms, equiv, fmt_time, merge_conditions, merge_patch_changes, name_suffix, owner_ref,
+    pod_active, pod_available, pod_available_at, pod_phase, pod_ready, scaled_int_or_percent, template_hash,
+    time_ms,
 };
 
 const HASH_LABEL: &str = "pod-template-hash";
@@ -31,15 +30,6 @@ fn ns(meta: &ObjectMeta) -> String {
 }
 fn uid(meta: &ObjectMeta) -> String {
     meta.uid.clone().unwrap_or_default()
-}
-
-fn owned_pods<'a>(snap: &'a Snapshot, meta: &ObjectMeta) -> Vec<&'a Pod> {
-    let u = uid(meta);
-    snap.pods
-        .iter()
-        .map(Arc::as_ref)
-        .filter(|p| p.metadata.namespace == meta.namespace && controller_uid(&p.metadata) == Some(u.as_str()))
-        .collect()
 }
 
 fn to_value<T: serde::Serialize>(t: &T) -> Value {
@@ -95,18 +85,12 @@ async fn create_named_pods(
     count: i32,
     mut build: impl FnMut(&str) -> Value,
 ) {
-    let taken: HashSet<String> = snap
-        .pods
-        .iter()
-        .filter(|p| p.metadata.namespace == owner.namespace)
-        .map(|p| name(&p.metadata))
-        .collect();
     let mut created = 0;
     let mut n = 0u32;
     while created < count && n < 10_000 {
         let pod_name = format!("{}-{}", owner.name, name_suffix(&owner.uid, n));
         n += 1;
-        if taken.contains(&pod_name) {
+        if snap.has_pod(owner.namespace.as_deref(), &pod_name) {
             continue;
         }
         let obj = build(&pod_name);
@@ -173,7 +157,7 @@ pub async fn replicasets(sim: &mut Sim, snap: &Snapshot) {
         let spec = &rs.spec;
         let owner = InvolvedObject::of(rs.as_ref());
         let namespace = ns(&rs.metadata);
-        let owned = owned_pods(snap, &rs.metadata);
+        let owned = snap.pods_of(&rs.metadata);
         let mut active: Vec<&Pod> = owned.iter().copied().filter(|p| pod_active(p)).collect();
         let want = spec.replicas.unwrap_or(1).max(0);
         let have = i32::try_from(active.len()).unwrap_or(i32::MAX);
@@ -283,18 +267,9 @@ pub async fn deployments(sim: &mut Sim, snap: &Snapshot) {
         let spec = &d.spec;
         let owner = InvolvedObject::of(d.as_ref());
         let namespace = ns(&d.metadata);
-        let d_uid = uid(&d.metadata);
         let desired = spec.replicas.unwrap_or(1).max(0);
         let template = to_value(&spec.template);
-        let mut rss: Vec<&ReplicaSet> = snap
-            .replicasets
-            .iter()
-            .map(Arc::as_ref)
-            .filter(|r| {
-                r.metadata.namespace == d.metadata.namespace
-                    && controller_uid(&r.metadata) == Some(d_uid.as_str())
-            })
-            .collect();
+        let mut rss: Vec<&ReplicaSet> = snap.replicasets_of(&d.metadata);
         rss.sort_by_key(|r| (created_ms(&r.metadata), name(&r.metadata)));
         let new_rs = rss.iter().copied().find(|r| {
             let t = r.spec.template.as_ref().map(to_value).unwrap_or(Value::Null);
@@ -704,7 +679,7 @@ pub async fn statefulsets(sim: &mut Sim, snap: &Snapshot) {
         };
         let monotonic = spec.pod_management_policy.as_deref() != Some("Parallel");
         let min_ready = spec.min_ready_seconds.unwrap_or(0);
-        let owned = owned_pods(snap, &sts.metadata);
+        let owned = snap.pods_of(&sts.metadata);
         let by_ord: BTreeMap<i32, &Pod> = owned
             .iter()
             .filter_map(|p| sts_ordinal(&sts_name, &name(&p.metadata)).map(|o| (o, *p)))
@@ -946,14 +921,7 @@ async fn ensure_revision<K: kube::Resource<DynamicType = ()>>(
     if !snap.ready.revisions {
         return;
     }
-    let mine: Vec<&ControllerRevision> = snap
-        .revisions
-        .iter()
-        .map(Arc::as_ref)
-        .filter(|r| {
-            r.metadata.namespace == meta.namespace && controller_uid(&r.metadata) == meta.uid.as_deref()
-        })
-        .collect();
+    let mine: Vec<&ControllerRevision> = snap.revisions_of(meta);
     if mine.iter().any(|r| r.metadata.name.as_deref() == Some(rev_name)) {
         return;
     }
@@ -1169,7 +1137,7 @@ pub async fn daemonsets(sim: &mut Sim, snap: &Snapshot) {
             })
             .map(|n| name(&n.metadata))
             .collect();
-        let owned = owned_pods(snap, &ds.metadata);
+        let owned = snap.pods_of(&ds.metadata);
         let node_of = |p: &Pod| {
             p.spec
                 .as_ref()
@@ -1427,7 +1395,7 @@ pub async fn jobs(sim: &mut Sim, snap: &Snapshot) {
         if job.metadata.deletion_timestamp.is_some() {
             continue;
         }
-        let owned = owned_pods(snap, &job.metadata);
+        let owned = snap.pods_of(&job.metadata);
         let active: Vec<&Pod> = owned.iter().copied().filter(|p| pod_active(p)).collect();
         let ok_pods: Vec<&Pod> = owned
             .iter()
@@ -1735,16 +1703,7 @@ pub async fn cronjobs(sim: &mut Sim, snap: &Snapshot) {
             )
             .await;
         }
-        let cj_uid = owner.uid.clone();
-        let mut mine: Vec<&Job> = snap
-            .jobs
-            .iter()
-            .map(Arc::as_ref)
-            .filter(|j| {
-                j.metadata.namespace == cj.metadata.namespace
-                    && controller_uid(&j.metadata) == Some(cj_uid.as_str())
-            })
-            .collect();
+        let mut mine: Vec<&Job> = snap.jobs_of(&cj.metadata);
         mine.sort_by_key(|j| (created_ms(&j.metadata), name(&j.metadata)));
         let finished = |j: &Job| job_finished(&status_of(&j.status));
         let active: Vec<&Job> = mine

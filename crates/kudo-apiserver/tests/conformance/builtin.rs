@@ -292,6 +292,23 @@ async fn pod_binding_subresource() {
     let status: Value = client.request(req(&binding)).await.expect("binding accepted");
     assert_eq!(status["status"], "Success");
     let p = api.get("p").await.unwrap();
+    // As kube-apiserver 1.28 does (observed on ../shared/real-cluster): the binding sets the
+    // PodScheduled condition in the same write and records no managedFields entry of its own.
+    let managers: Vec<String> = p
+        .metadata
+        .managed_fields
+        .iter()
+        .flatten()
+        .filter_map(|m| m.manager.clone())
+        .collect();
+    assert_eq!(managers.len(), 1, "only the creator manages fields: {managers:?}");
+    let conds = p.status.and_then(|s| s.conditions).unwrap_or_default();
+    let scheduled = conds
+        .iter()
+        .find(|c| c.type_ == "PodScheduled")
+        .expect("PodScheduled condition");
+    assert_eq!(scheduled.status, "True");
+    assert!(scheduled.last_transition_time.is_some());
     assert_eq!(p.spec.unwrap().node_name.as_deref(), Some("node-7"));
     let err = client.request::<Value>(req(&binding)).await.unwrap_err();
     match err {
