@@ -17,8 +17,10 @@
 //!   each replica's CPU, RSS and the Instances in its shards are printed.
 //!
 //! Run: `cargo bench -p kubectl-kudo --bench controller -- [latency [N]] [writes] [scale [N]]
-//! [concurrency N] [debounce MS] [shards N] [replicas R]` (`concurrency`, `debounce`: the
-//! manager's `--concurrency`, default 4, and `--debounce-ms`, default 0)
+//! [concurrency N] [debounce MS] [shards N] [replicas R] [deadline S]` (`concurrency`,
+//! `debounce`: the manager's `--concurrency`, default 4, and `--debounce-ms`, default 0;
+//! `deadline`: how long `scale` waits, default 1800 s; a long run prints its progress and the
+//! managers' CPU and peak RSS so far on stderr every 30 s)
 //! (no argument: all three, latency 30, scale 1000). Results go to docs/benchmarks.md.
 
 use std::collections::BTreeMap;
@@ -444,6 +446,9 @@ struct Shape {
     debounce_ms: usize,
     replicas: usize,
     shards: u32,
+    /// How long to wait for every Instance to complete (`deadline S`, default 1800 s); a run
+    /// cut short still prints its figures, then fails.
+    deadline: Duration,
 }
 
 /// One manager process of the bench (killed when dropped).
@@ -531,7 +536,8 @@ async fn scale(shape: Shape) {
         .collect::<Vec<_>>()
         .await;
     let created = start.elapsed();
-    let done = wait_all_complete(&c, n, start).await;
+    let pids: Vec<u32> = managers.iter().map(|m| m.pid).collect();
+    let done = wait_all_complete(&c, n, start, shape.deadline, &pids).await;
     let total = start.elapsed();
     let split = shard_split(&c, &shape).await;
     let mut cpu_total = 0.0;
@@ -565,13 +571,13 @@ async fn scale(shape: Shape) {
     assert_eq!(done, n, "not every Instance completed");
 }
 
-/// Watches the Instances until every one's deploy plan is COMPLETE (or 30 minutes): how many are.
-/// A watch, not a poll: listing 10,000 Instances (large objects) every few seconds was a sixth of
-/// the embedded server's time in `scale 10000`, which is what the bench measures.
-async fn wait_all_complete(c: &Cluster, n: usize, start: Instant) -> usize {
+/// Watches the Instances until every one's deploy plan is COMPLETE (or the deadline passes): how
+/// many are. A watch, not a poll: listing 10,000 Instances (large objects) every few seconds was a
+/// sixth of the embedded server's time in `scale 10000`, which is what the bench measures.
+async fn wait_all_complete(c: &Cluster, n: usize, start: Instant, wait: Duration, managers: &[u32]) -> usize {
     use kube::runtime::{WatchStreamExt, watcher};
     let api = Api::<DynamicObject>::namespaced_with(c.client.clone(), NS, &kudo_ar("Instance"));
-    let deadline = start + Duration::from_secs(1800);
+    let deadline = start + wait;
     let mut complete = std::collections::HashSet::new();
     let events = watcher(api, watcher::Config::default())
         .default_backoff()
@@ -581,10 +587,13 @@ async fn wait_all_complete(c: &Cluster, n: usize, start: Instant) -> usize {
     while complete.len() < n && Instant::now() < deadline {
         // A long run says how far it is every 30 s (on stderr, apart from the results).
         if told.elapsed() >= Duration::from_secs(30) {
+            let cpu: f64 = managers.iter().map(|p| cpu_seconds(*p)).sum();
+            let rss = managers.iter().map(|p| peak_rss_kib(*p)).max().unwrap_or(0);
             eprintln!(
-                "scale: {}/{n} COMPLETE after {:.0} s",
+                "scale: {}/{n} COMPLETE after {:.0} s; manager(s) {cpu:.1} CPU-s, peak RSS {:.1} MiB",
                 complete.len(),
-                start.elapsed().as_secs_f64()
+                start.elapsed().as_secs_f64(),
+                rss as f64 / 1024.0
             );
             told = Instant::now();
         }
@@ -687,6 +696,7 @@ fn main() {
                 debounce_ms: arg_n("debounce", 0),
                 replicas: arg_n("replicas", 1).max(1),
                 shards: u32::try_from(arg_n("shards", 1).max(1)).unwrap_or(1),
+                deadline: Duration::from_secs(arg_n("deadline", 1800) as u64),
             })
             .await;
         }

@@ -59,7 +59,9 @@ impl Terminations {
 /// sweep runs only when a change asks for one (something went or started going, owner references
 /// changed, a new dependent's owner is missing, a namespace appeared), when time-driven work
 /// falls due (a pod whose graceful deletion expires, a terminating namespace's delay), and as a
-/// safety net every [`Cadence::IDLE`]; and two sweeps are at least [`Cadence::COST_FACTOR`]
+/// safety net every [`Cadence::IDLE`] (or [`Cadence::IDLE_FACTOR`] times the last sweep's
+/// duration, when that is longer: at 10,000 Instances a sweep reads ~150,000 objects and took
+/// over a second, so the net alone was an eighth of the server's CPU); and two sweeps are at least [`Cadence::COST_FACTOR`]
 /// times the last one's duration apart, so a busy large store spends at most about a fifth of a
 /// core collecting garbage.
 struct Cadence {
@@ -71,6 +73,7 @@ struct Cadence {
 
 impl Cadence {
     const IDLE: Duration = Duration::from_secs(10);
+    const IDLE_FACTOR: u32 = 50;
     const COST_FACTOR: u32 = 4;
     const MAX_GAP: Duration = Duration::from_secs(2);
 
@@ -85,7 +88,7 @@ impl Cadence {
     /// How long to sleep unless a change wakes the loop first.
     fn wait(&self, terms: &Terminations) -> Duration {
         let now = Instant::now();
-        let idle = (self.last_full + Self::IDLE).saturating_duration_since(now);
+        let idle = (self.last_full + self.idle()).saturating_duration_since(now);
         let pods = self.pod_expiry.map(|t| t.saturating_duration_since(now));
         [Some(idle), pods, terms.next_due()]
             .into_iter()
@@ -97,7 +100,12 @@ impl Cadence {
     /// Whether time-driven work (or the safety net) wants a sweep now.
     fn due(&self, terms: &Terminations) -> bool {
         let now = Instant::now();
-        self.pod_expiry.is_some_and(|t| t <= now) || self.last_full + Self::IDLE <= now || terms.any_due()
+        self.pod_expiry.is_some_and(|t| t <= now) || self.last_full + self.idle() <= now || terms.any_due()
+    }
+
+    /// The safety net's interval: it grows with the store, like the sweep's cost.
+    fn idle(&self) -> Duration {
+        Self::IDLE.max(self.cost * Self::IDLE_FACTOR)
     }
 
     /// How long to hold back the next sweep after the last one's cost.

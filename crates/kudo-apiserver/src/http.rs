@@ -947,7 +947,7 @@ impl Ctx {
             };
             let patched = match kind {
                 PatchKind::Json => patch::json_patch(&base, &p)?,
-                PatchKind::Merge => patch::merge_patch(&base, &p),
+                PatchKind::Merge => patch::merge_patch(base, &p),
                 PatchKind::Strategic => patch::strategic(&base, &p, &def)?,
                 PatchKind::Apply => {
                     let applied_name = meta::name(&p);

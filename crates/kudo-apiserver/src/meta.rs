@@ -108,13 +108,19 @@ pub fn json_path<'a>(obj: &'a Value, path: &str) -> Option<&'a Value> {
     Some(cur)
 }
 
-/// Everything except `metadata` and `status`: what a `generation` bump is about.
-pub fn spec_part(obj: &Value) -> Value {
-    let mut m = obj.as_object().cloned().unwrap_or_default();
-    for k in ["metadata", "status", "apiVersion", "kind"] {
-        m.remove(k);
-    }
-    Value::Object(m)
+/// Whether two versions differ outside `metadata`, `status`, `apiVersion` and `kind`: what a
+/// `generation` bump is about. Compared in place (copying both objects to compare them was a
+/// thirtieth of the embedded server's CPU at 10,000 Instances).
+pub fn spec_differs(a: &Value, b: &Value) -> bool {
+    const NOT_SPEC: [&str; 4] = ["metadata", "status", "apiVersion", "kind"];
+    let empty = serde_json::Map::new();
+    let (a, b) = (a.as_object().unwrap_or(&empty), b.as_object().unwrap_or(&empty));
+    let spec_keys =
+        |m: &serde_json::Map<String, Value>| m.keys().filter(|k| !NOT_SPEC.contains(&k.as_str())).count();
+    spec_keys(a) != spec_keys(b)
+        || a.iter()
+            .filter(|(k, _)| !NOT_SPEC.contains(&k.as_str()))
+            .any(|(k, v)| b.get(k) != Some(v))
 }
 
 /// Go's `duration.HumanDuration`, used for the AGE column.
@@ -177,4 +183,29 @@ pub fn age_secs(ts: &str) -> i64 {
     chrono::DateTime::parse_from_rfc3339(ts)
         .map(|t| (chrono::Utc::now() - t.with_timezone(&chrono::Utc)).num_seconds())
         .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::spec_differs;
+    use serde_json::json;
+
+    #[test]
+    fn spec_differs_ignores_metadata_status_and_type_and_key_order() {
+        let a = json!({"apiVersion": "v1", "kind": "X", "metadata": {"name": "a"}, "spec": {"r": 1}, "data": {"k": "v"}});
+        let cases = [
+            (
+                json!({"apiVersion": "v2", "kind": "Y", "metadata": {"name": "b"}, "status": {"s": 1}, "spec": {"r": 1}, "data": {"k": "v"}}),
+                false,
+            ),
+            (json!({"data": {"k": "v"}, "spec": {"r": 1}}), false),
+            (json!({"spec": {"r": 2}, "data": {"k": "v"}}), true),
+            (json!({"spec": {"r": 1}}), true),
+            (json!({"spec": {"r": 1}, "data": {"k": "v"}, "extra": 0}), true),
+        ];
+        for (b, want) in cases {
+            assert_eq!(spec_differs(&a, &b), want, "{b}");
+            assert_eq!(spec_differs(&b, &a), want, "{b} (reversed)");
+        }
+    }
 }

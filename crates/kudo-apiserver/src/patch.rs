@@ -67,8 +67,8 @@ pub fn json_patch(doc: &Value, patch: &Value) -> Result<Value, ApiError> {
 }
 
 /// RFC 7386.
-pub fn merge_patch(doc: &Value, patch: &Value) -> Value {
-    kudo_patch::merge::apply(doc, patch)
+pub fn merge_patch(doc: Value, patch: &Value) -> Value {
+    kudo_patch::merge::apply_owned(doc, patch)
 }
 
 /// Strategic merge patch for built-in kinds.

@@ -771,7 +771,7 @@ impl Store {
                 return self.modify_unsynced(def, &ns, name, sub, opts, f);
             }
         };
-        let cur_presented = present(def, &cur);
+        let cur_presented = present_ref(def, &cur);
         let mut new = f(Some(&cur_presented))?;
         if !new.is_object() {
             return Err(ApiError::bad_request(
@@ -794,7 +794,7 @@ impl Store {
             }
             Subresource::Binding => {}
             Subresource::Status => {
-                let status = new.get("status").cloned();
+                let status = new.as_object_mut().and_then(|m| m.remove("status"));
                 let mut n = old.clone();
                 match status {
                     Some(s) => n["status"] = s,
@@ -891,7 +891,7 @@ impl Store {
         };
         let deployment_annotations =
             def.group == "apps" && def.plural == "deployments" && annotations(&new) != annotations(old);
-        if def.generation && (meta::spec_part(&new) != meta::spec_part(old) || deployment_annotations) {
+        if def.generation && (meta::spec_differs(&new, old) || deployment_annotations) {
             let g = old
                 .pointer("/metadata/generation")
                 .and_then(|v| v.as_i64())
@@ -1207,7 +1207,7 @@ impl Store {
         let def = self.resolve(api_version, kind)?;
         let sub = if def.status { sub } else { Subresource::Main };
         self.modify(&def, ns, name, sub, &WriteOptions::default(), |cur| match cur {
-            Some(c) => Ok(crate::patch::merge_patch(c, patch)),
+            Some(c) => Ok(crate::patch::merge_patch(c.clone(), patch)),
             None => Err(ApiError::not_found(&def.group, &def.plural, name)),
         })
         .map(|(v, _)| v)

@@ -1048,6 +1048,14 @@ fn compare_node(
     pe: &PathElement,
     out: &mut Comparison,
 ) {
+    // Equal versions differ nowhere below: most writes change one part of an object (a status
+    // patch leaves spec and metadata alone), and walking the unchanged parts was most of the
+    // cost of recording a write's managed fields.
+    if let (Some(l), Some(r)) = (lhs, rhs)
+        && l == r
+    {
+        return;
+    }
     let lg = lhs.is_some_and(|v| granular(v, node));
     let rg = rhs.is_some_and(|v| granular(v, node));
     let same_kind = match (lhs, rhs) {

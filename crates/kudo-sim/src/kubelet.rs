@@ -255,6 +255,18 @@ enum Stage {
     Done,
 }
 
+impl Stage {
+    fn name(self) -> &'static str {
+        match self {
+            Stage::New => "New",
+            Stage::Pending => "Pending",
+            Stage::Running => "Running",
+            Stage::Ready => "Ready",
+            Stage::Done => "Done",
+        }
+    }
+}
+
 fn stage_of(pod: &Pod) -> Stage {
     match pod_phase(pod) {
         "Succeeded" | "Failed" => Stage::Done,
@@ -378,7 +390,8 @@ async fn terminate(sim: &mut Sim, pod: &Pod, node: &str) {
 
 /// How the containers of a pod end up: decided by running their commands once in the simulated
 /// runtime (see [`crate::shell`]) and by the failure convention.
-struct Outcome {
+#[derive(Debug)]
+pub(crate) struct Outcome {
     /// Index and exit code of the first failing init container.
     failing_init: Option<(usize, i32)>,
     /// Per container: the exit code once its command finished (`None`: runs until stopped).
@@ -403,7 +416,19 @@ impl Outcome {
     }
 }
 
-fn outcome(sim: &Sim, pod: &Pod) -> Outcome {
+/// The pod's [`Outcome`], worked out once per pod (its containers start once and a pod's spec
+/// does not change) and remembered with the kubelet's other per-pod state.
+fn outcome(sim: &mut Sim, pod: &Pod) -> std::sync::Arc<Outcome> {
+    let uid = pod.metadata.uid.as_deref().unwrap_or_default();
+    if let Some(o) = sim.mem.pods.get(uid).and_then(|m| m.outcome.clone()) {
+        return o;
+    }
+    let o = std::sync::Arc::new(work_out(sim, pod));
+    sim.mem.pods.entry(uid.to_string()).or_default().outcome = Some(o.clone());
+    o
+}
+
+fn work_out(sim: &Sim, pod: &Pod) -> Outcome {
     let spec = pod.spec.as_ref();
     let restart = spec.and_then(|s| s.restart_policy.as_deref()).unwrap_or("Always");
     let runs = sim.cfg.runtime.start_pod(pod, container_fails);
@@ -558,26 +583,60 @@ impl<'a> PodIps<'a> {
     }
 }
 
+/// Since when (ms) the pod has been in `stage`, as this kubelet first saw it there.
+fn stage_since(sim: &mut Sim, uid: &str, stage: Stage) -> i64 {
+    let now = sim.now;
+    let m = match sim.mem.pods.get_mut(uid) {
+        Some(m) => m,
+        None => sim.mem.pods.entry(uid.to_string()).or_default(),
+    };
+    if m.stage != stage.name() {
+        m.stage = stage.name();
+        m.since = now;
+    }
+    m.since
+}
+
+/// Whether the pod's next step is due now (arming the wake-up timer when it is not). Every
+/// pass visits every pod, so this runs before anything is cloned or serialised: at 10,000
+/// Instances most pods are Ready and stay so, and the work of building their status only to
+/// find it unchanged was most of a pass.
+fn step_due(sim: &mut Sim, stage: Stage, since: i64, out: &Outcome) -> bool {
+    let d = &sim.cfg.delays;
+    match stage {
+        Stage::New => true,
+        Stage::Pending => {
+            let wait = d.pending_to_running;
+            sim.elapsed(since, wait)
+        }
+        Stage::Running => {
+            let wait = d.running_to_ready;
+            let crashing = !out.runs_to_completion && out.any_fail();
+            !crashing && sim.elapsed(since, wait)
+        }
+        Stage::Ready => {
+            let sleep = std::time::Duration::from_millis(u64::try_from(out.sleep_ms).unwrap_or(0));
+            let run_for = d.job_completion.max(sleep);
+            out.completes() && sim.elapsed(since, run_for)
+        }
+        Stage::Done => false,
+    }
+}
+
 async fn advance(sim: &mut Sim, ips: &mut PodIps<'_>, pod: &Pod, node: &str) {
     let stage = stage_of(pod);
     if stage == Stage::Done {
         return;
     }
-    let uid = pod.metadata.uid.clone().unwrap_or_default();
+    let uid = pod.metadata.uid.as_deref().unwrap_or_default();
+    let since = stage_since(sim, uid, stage);
+    let out = outcome(sim, pod);
+    if !step_due(sim, stage, since, &out) {
+        return;
+    }
+    let uid = uid.to_string();
     let ns = pod.metadata.namespace.clone().unwrap_or_default();
     let name = pod.metadata.name.clone().unwrap_or_default();
-    let stage_name = format!("{stage:?}");
-    let now = sim.now;
-    let since = {
-        let m = sim.mem.pods.entry(uid.clone()).or_default();
-        if m.stage != stage_name {
-            m.stage = stage_name;
-            m.since = now;
-        }
-        m.since
-    };
-    let d = sim.cfg.delays.clone();
-    let out = outcome(sim, pod);
     let spec = pod.spec.clone().unwrap_or_default();
     let inits = spec.init_containers.clone().unwrap_or_default();
     let containers = spec.containers.clone();
@@ -701,9 +760,6 @@ async fn advance(sim: &mut Sim, ips: &mut PodIps<'_>, pod: &Pod, node: &str) {
             );
         }
         Stage::Pending => {
-            if !sim.elapsed(since, d.pending_to_running) {
-                return;
-            }
             let pod_ip = if host_net {
                 host_ip.clone()
             } else {
@@ -884,10 +940,6 @@ async fn advance(sim: &mut Sim, ips: &mut PodIps<'_>, pod: &Pod, node: &str) {
             }
         }
         Stage::Running => {
-            let crashing = !out.runs_to_completion && out.any_fail();
-            if crashing || !sim.elapsed(since, d.running_to_ready) {
-                return;
-            }
             status["phase"] = json!("Running");
             status["containerStatuses"] = Value::Array(
                 containers
@@ -910,12 +962,6 @@ async fn advance(sim: &mut Sim, ips: &mut PodIps<'_>, pod: &Pod, node: &str) {
             );
         }
         Stage::Ready => {
-            let run_for = d.job_completion.max(std::time::Duration::from_millis(
-                u64::try_from(out.sleep_ms).unwrap_or(0),
-            ));
-            if !out.completes() || !sim.elapsed(since, run_for) {
-                return;
-            }
             let any_fail = out.any_fail();
             let codes: Vec<i32> = out.exits.iter().map(|e| e.unwrap_or(0)).collect();
             status["containerStatuses"] = terminated_all(&uid, &containers, &codes, &started_at, &now_s);
