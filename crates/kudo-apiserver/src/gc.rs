@@ -61,9 +61,9 @@ impl Terminations {
 /// falls due (a pod whose graceful deletion expires, a terminating namespace's delay), and as a
 /// safety net every [`Cadence::IDLE`] (or [`Cadence::IDLE_FACTOR`] times the last sweep's
 /// duration, when that is longer: at 10,000 Instances a sweep reads ~150,000 objects and took
-/// over a second, so the net alone was an eighth of the server's CPU); and two sweeps are at least [`Cadence::COST_FACTOR`]
-/// times the last one's duration apart, so a busy large store spends at most about a fifth of a
-/// core collecting garbage.
+/// over a second, so the net alone was an eighth of the server's CPU); and two sweeps are at
+/// least [`Cadence::COST_FACTOR`] times the last one's duration apart, so a busy large store
+/// spends at most about a fifth of a core collecting garbage.
 struct Cadence {
     last_full: Instant,
     cost: Duration,

@@ -540,16 +540,19 @@ fn container_status(
 }
 
 /// IP for a pod on node `i`: the lowest host number not used by another live pod there.
-fn allocate_ip(sim: &mut Sim, ips: &mut PodIps<'_>, uid: &str, node: &str) -> String {
+/// The pod's own IP (from its status, after a restart of the simulator) counts as free for it.
+fn allocate_ip(sim: &mut Sim, ips: &mut PodIps<'_>, pod: &Pod, node: &str) -> String {
+    let uid = pod.metadata.uid.as_deref().unwrap_or_default();
     if let Some(ip) = sim.mem.pods.get(uid).and_then(|m| m.ip.clone()) {
         return ip;
     }
+    let own = pod.status.as_ref().and_then(|s| s.pod_ip.as_deref());
     let i = node_index(node).unwrap_or(0);
     let prefix = format!("10.244.{i}.");
     let used = ips.used(sim);
     let ip = (2..=254)
         .map(|n| format!("{prefix}{n}"))
-        .find(|ip| !used.contains(ip))
+        .find(|ip| own == Some(ip.as_str()) || !used.contains(ip))
         .unwrap_or_else(|| format!("{prefix}254"));
     used.insert(ip.clone());
     sim.mem.pods.entry(uid.to_string()).or_default().ip = Some(ip.clone());
@@ -763,7 +766,7 @@ async fn advance(sim: &mut Sim, ips: &mut PodIps<'_>, pod: &Pod, node: &str) {
             let pod_ip = if host_net {
                 host_ip.clone()
             } else {
-                allocate_ip(sim, ips, &uid, node)
+                allocate_ip(sim, ips, pod, node)
             };
             status["podIP"] = json!(pod_ip);
             status["podIPs"] = json!([{"ip": pod_ip}]);
