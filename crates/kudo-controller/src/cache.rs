@@ -2,9 +2,10 @@
 //! (issue 14, bug 8: a first-operator deploy cost ~36 GETs and LISTs; controller-runtime, KUDO's
 //! base, reads from informer caches too).
 //!
-//! One reflector per watched kind: Instances and OperatorVersions (all of them, in the manager's
-//! scope) and the child kinds KUDO applies (label `heritage=kudo`). The same watch streams trigger
-//! the reconciles, so caching costs no extra connection.
+//! One cache per watched kind: Instances and OperatorVersions (all of them, in the manager's
+//! scope; kube-runtime reflector stores) and the child kinds KUDO applies (label `heritage=kudo`;
+//! [`crate::child_store`], kept as text). The same watch streams trigger the reconciles, so
+//! caching costs no extra connection.
 //!
 //! A cache can lag behind the server, most visibly right after our own write. Where a stale read
 //! would be wrong, the callers fall back to a GET:
@@ -24,6 +25,8 @@ use std::sync::{Arc, Mutex};
 use futures::FutureExt;
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
 use kube::runtime::reflector::{ObjectRef, Store};
+
+use crate::child_store::ChildStore;
 use kube::runtime::watcher;
 use serde_json::Value;
 
@@ -53,9 +56,9 @@ const HEALTH_SPEC_FIELDS: &[&str] = &[
     "externalIPs",
 ];
 
-/// Strips a watched child before it is cached, and (with [`pack`], once the watch has decided whom
-/// the event wakes) packs what is left: what the manager never reads is not kept, and what it
-/// keeps takes as little room as it can.
+/// Strips a watched child before it is cached ([`crate::child_store`] then keeps what is left as
+/// text, once the watch has decided whom the event wakes): what the manager never reads is not
+/// kept, and what it keeps takes as little room as it can.
 ///
 /// * `managedFields` of every object (never read, and the bulk of a small object).
 /// * For objects no plan applied — those without a controller owner reference to an Instance,
@@ -64,11 +67,10 @@ const HEALTH_SPEC_FIELDS: &[&str] = &[
 ///   name, namespace, uid, labels, generation, deletion timestamp and finalizers of the
 ///   metadata, `status`, and the few spec fields health reads. Pods keep only the status fields
 ///   health reads (phase, conditions, reason, message).
-/// * Everything but the metadata (spec, status, data…) is kept as compact JSON text in `data`
-///   (a JSON string), unpacked by [`with_type`], the only reader of cached children. A parsed
-///   JSON tree took about five times the room of its text; the cached children were most of the
-///   manager's heap in the `scale 1000` bench (issue 14; docs/benchmarks.md). Reading a cached
-///   copy costs a parse where it cost a conversion of the tree before.
+/// * The store keeps the object as compact JSON text, metadata included. A parsed JSON tree took
+///   about five times the room of its text, and the cached children were most of the manager's
+///   heap in the `scale 1000` bench (issue 14; docs/benchmarks.md). Reading a cached copy costs
+///   a parse.
 ///
 /// Objects a plan applied (owned by their Instance) are kept whole: drift detection compares
 /// them with the rendered templates. A stripped copy is never wrong, only incomplete: every reader
@@ -211,99 +213,6 @@ pub(crate) fn unpacked(o: &DynamicObject) -> DynamicObject {
     }
 }
 
-/// The names of the cached objects of one child kind by (namespace, `kudo.dev/instance` label),
-/// kept from the same watch events as the store (and, like the store, rebuilt in a buffer during
-/// a re-list and swapped in when it is done). Readiness lists an Instance's workloads at every
-/// idle reconcile; scanning every cached object of five kinds for that was 11 % of the manager's
-/// CPU at `scale 400` and grows with the square of the number of Instances (issue 14).
-#[derive(Default)]
-pub(crate) struct InstanceIndex(Mutex<IndexState>);
-
-#[derive(Default)]
-struct IndexState {
-    live: Names,
-    relisting: Option<Names>,
-}
-
-#[derive(Default)]
-struct Names {
-    /// (namespace, instance) → object names.
-    by_instance: HashMap<(String, String), std::collections::BTreeSet<String>>,
-    /// (namespace, name) → instance.
-    instance_of: HashMap<(String, String), String>,
-}
-
-impl Names {
-    fn remove(&mut self, ns: &str, name: &str) {
-        if let Some(i) = self.instance_of.remove(&(ns.to_string(), name.to_string())) {
-            let key = (ns.to_string(), i);
-            if let Some(names) = self.by_instance.get_mut(&key) {
-                names.remove(name);
-                if names.is_empty() {
-                    self.by_instance.remove(&key);
-                }
-            }
-        }
-    }
-
-    fn insert(&mut self, o: &DynamicObject) {
-        let ns = o.metadata.namespace.as_deref().unwrap_or_default();
-        let name = o.metadata.name.as_deref().unwrap_or_default();
-        self.remove(ns, name);
-        if let Some(i) = o
-            .metadata
-            .labels
-            .as_ref()
-            .and_then(|l| l.get(kudo_api::labels::INSTANCE))
-        {
-            self.by_instance
-                .entry((ns.to_string(), i.clone()))
-                .or_default()
-                .insert(name.to_string());
-            self.instance_of
-                .insert((ns.to_string(), name.to_string()), i.clone());
-        }
-    }
-}
-
-impl InstanceIndex {
-    /// Follows one watch event (the same the store was given).
-    pub fn observe(&self, ev: &watcher::Event<DynamicObject>) {
-        let mut st = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        match ev {
-            watcher::Event::Apply(o) => st.live.insert(o),
-            watcher::Event::Delete(o) => st.live.remove(
-                o.metadata.namespace.as_deref().unwrap_or_default(),
-                o.metadata.name.as_deref().unwrap_or_default(),
-            ),
-            watcher::Event::Init => st.relisting = Some(Names::default()),
-            watcher::Event::InitApply(o) => st.relisting.get_or_insert_with(Names::default).insert(o),
-            watcher::Event::InitDone => {
-                if let Some(names) = st.relisting.take() {
-                    st.live = names;
-                }
-            }
-        }
-    }
-
-    /// The names of the objects labelled for `instance` in `ns`.
-    fn names(&self, ns: &str, instance: &str) -> Vec<String> {
-        let st = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        st.live
-            .by_instance
-            .get(&(ns.to_string(), instance.to_string()))
-            .map(|n| n.iter().cloned().collect())
-            .unwrap_or_default()
-    }
-}
-
-/// One cached child kind: its resource, the store and the index by Instance.
-pub(crate) struct ChildCache {
-    pub ar: ApiResource,
-    pub store: Store<DynamicObject>,
-    pub index: Arc<InstanceIndex>,
-}
-
 /// Which watch events of a child kind wake the owning Instance (one per watched kind).
 ///
 /// Objects a plan applied (owned by their Instance) wake it when something drift detection, the
@@ -315,12 +224,17 @@ pub(crate) struct ChildCache {
 /// changes once or twice; every wake costs a reconcile with a readiness and drift check (issue 14).
 /// While the owning Instance runs a plan, such a change wakes it only when it is a pod's problem a
 /// step's waiting line shows (see [`crate::running`]).
+///
+/// The digests are filed by a 64-bit fingerprint of the object's namespace and name rather than by
+/// the two strings: one entry per cached child (50,000 at `scale 10000`) is 16 bytes instead of
+/// two strings' ~100, and two objects sharing a fingerprint (odds about 2⁻⁶⁴ a pair) would at
+/// worst cost or save one reconcile.
 #[derive(Default)]
-pub(crate) struct Wakes(Mutex<HashMap<(String, String), u64>>);
+pub(crate) struct Wakes(Mutex<HashMap<u64, u64>>);
 
 impl Wakes {
     /// The Instance to reconcile for this watch event of a `kind` object, if any. The object is
-    /// slim ([`slim`]) and not packed yet, so its body is read without a parse.
+    /// slim ([`slim`]) and its body not text yet, so it is read without a parse.
     pub fn owner_to_wake(
         &self,
         api_version: &str,
@@ -329,10 +243,10 @@ impl Wakes {
         running: &crate::running::Running,
     ) -> Option<ObjectRef<DynamicObject>> {
         let key = |o: &DynamicObject| {
-            (
-                o.metadata.namespace.clone().unwrap_or_default(),
-                o.metadata.name.clone().unwrap_or_default(),
-            )
+            use std::hash::{Hash, Hasher};
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            (o.metadata.namespace.as_deref(), o.metadata.name.as_deref()).hash(&mut h);
+            h.finish()
         };
         let mut seen = self.0.lock().unwrap_or_else(|e| e.into_inner());
         match ev {
@@ -457,8 +371,8 @@ pub(crate) struct Caches {
     pub instances: Store<DynamicObject>,
     /// Every OperatorVersion (cluster-wide: an Instance may reference another namespace).
     pub operator_versions: Store<DynamicObject>,
-    /// `(apiVersion, kind)` → resource and store of the `heritage=kudo` objects of that kind.
-    children: HashMap<(String, String), ChildCache>,
+    /// `(apiVersion, kind)` → store of the `heritage=kudo` objects of that kind.
+    children: HashMap<(String, String), Arc<ChildStore>>,
     /// `(namespace, name)` → resourceVersion of the newest copy of the Instance we have seen.
     instance_versions: Mutex<HashMap<(String, String), String>>,
     /// `(namespace, name)` → a cached OperatorVersion decoded, with the resourceVersion it was
@@ -480,7 +394,7 @@ impl Caches {
     pub fn new(
         instances: Store<DynamicObject>,
         operator_versions: Store<DynamicObject>,
-        children: HashMap<(String, String), ChildCache>,
+        children: HashMap<(String, String), Arc<ChildStore>>,
     ) -> Caches {
         Caches {
             instances,
@@ -598,18 +512,17 @@ impl Caches {
     }
 
     /// The ready store of a child kind, `None` when the kind is not cached (or not synced yet).
-    fn child_store(&self, api_version: &str, kind: &str) -> Option<&ChildCache> {
+    fn child_store(&self, api_version: &str, kind: &str) -> Option<&ChildStore> {
         self.children
             .get(&(api_version.to_string(), kind.to_string()))
-            .filter(|c| ready(&c.store))
+            .map(Arc::as_ref)
+            .filter(|c| c.ready())
     }
 
     /// Whether objects of this kind are cached: `Some(cached copy or None)` — `None` meaning "not
     /// in the cache", which the caller confirms with the server before acting on it.
     pub fn child(&self, api_version: &str, kind: &str, ns: &str, name: &str) -> Option<Option<Value>> {
-        let c = self.child_store(api_version, kind)?;
-        let obj = c.store.get(&ObjectRef::new_with(name, c.ar.clone()).within(ns));
-        Some(obj.map(|o| with_type(&o, api_version, kind)))
+        Some(self.child_store(api_version, kind)?.get(ns, name))
     }
 
     /// The cached objects of a kind in `ns` labelled for `instance` (`kudo.dev/instance`), with
@@ -623,15 +536,7 @@ impl Caches {
         ns: &str,
         instance: &str,
     ) -> Option<Vec<Value>> {
-        let c = self.child_store(api_version, kind)?;
-        Some(
-            c.index
-                .names(ns, instance)
-                .iter()
-                .filter_map(|n| c.store.get(&ObjectRef::new_with(n, c.ar.clone()).within(ns)))
-                .map(|o| with_type(&o, api_version, kind))
-                .collect(),
-        )
+        Some(self.child_store(api_version, kind)?.of_instance(ns, instance))
     }
 }
 
@@ -897,31 +802,5 @@ mod tests {
         );
         assert_eq!(wake(watcher::Event::Apply(deploy(4, 4))), Some("i".into()));
         assert_eq!(wake(watcher::Event::Apply(deploy(4, 4))), None, "nothing changed");
-    }
-
-    #[test]
-    fn the_index_follows_applies_deletes_relabels_and_relists() {
-        let o = |name: &str, instance: &str| {
-            obj(json!({"apiVersion": "v1", "kind": "Pod",
-                "metadata": {"name": name, "namespace": "ns", "labels": {"kudo.dev/instance": instance}}}))
-        };
-        let index = InstanceIndex::default();
-        index.observe(&watcher::Event::Apply(o("a", "i")));
-        index.observe(&watcher::Event::Apply(o("b", "i")));
-        index.observe(&watcher::Event::Apply(o("c", "j")));
-        assert_eq!(index.names("ns", "i"), ["a", "b"]);
-        assert!(index.names("other", "i").is_empty());
-        index.observe(&watcher::Event::Apply(o("b", "j")));
-        assert_eq!(index.names("ns", "i"), ["a"]);
-        assert_eq!(index.names("ns", "j"), ["b", "c"]);
-        index.observe(&watcher::Event::Delete(o("a", "i")));
-        assert!(index.names("ns", "i").is_empty());
-        // a re-list: the old names stay until it is complete, then only the listed ones remain
-        index.observe(&watcher::Event::Init);
-        index.observe(&watcher::Event::InitApply(o("d", "i")));
-        assert_eq!(index.names("ns", "j"), ["b", "c"]);
-        index.observe(&watcher::Event::InitDone);
-        assert_eq!(index.names("ns", "i"), ["d"]);
-        assert!(index.names("ns", "j").is_empty());
     }
 }

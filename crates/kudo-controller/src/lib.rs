@@ -50,6 +50,7 @@
 
 mod autopilot;
 mod cache;
+mod child_store;
 pub mod discovery;
 pub mod drift;
 mod echoes;

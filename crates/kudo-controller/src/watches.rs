@@ -20,6 +20,7 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher::{self, watcher};
 use serde::Deserialize;
 
+use crate::child_store::ChildStore;
 use crate::echoes::Echoes;
 use crate::lean::{Child, Lean, Shape, Whole};
 use crate::running::Running;
@@ -151,23 +152,16 @@ impl Watches {
         &mut self,
         running: Arc<Running>,
         echoes: Arc<Echoes>,
-    ) -> HashMap<(String, String), cache::ChildCache> {
+    ) -> HashMap<(String, String), Arc<ChildStore>> {
         let mut children = HashMap::new();
         for (g, v, k, plural) in cache::CHILD_KINDS {
             let ar = cache::child_resource(g, v, k, plural);
-            let mut writer = Writer::new(ar.clone());
-            let index = Arc::new(cache::InstanceIndex::default());
-            let child = cache::ChildCache {
-                ar: ar.clone(),
-                store: writer.as_reader(),
-                index: index.clone(),
-            };
-            children.insert((ar.api_version.clone(), ar.kind.clone()), child);
+            let store = Arc::new(ChildStore::new(&ar.api_version, k));
+            children.insert((ar.api_version.clone(), ar.kind.clone()), store.clone());
             let wakes = cache::Wakes::default();
             let av = ar.api_version.clone();
             let (running, echoes) = (running.clone(), echoes.clone());
-            // Slim, decide whom the event wakes from the slim body, pack, store: the decision
-            // reads the body before it is packed into text (it parsed the text again before).
+            // Slim, decide whom the event wakes from the slim body, store it as text.
             let wakes_of = lean_watcher::<Child>(
                 self.scoped(&ar),
                 watcher::Config::default().labels("heritage=kudo"),
@@ -175,7 +169,6 @@ impl Watches {
             .default_backoff()
             .map_ok(move |ev| {
                 let ev = ev.modify(|o| cache::slim(k, o));
-                index.observe(&ev);
                 // Where the echoes file this object: its namespace and its key there.
                 let at = |o: &DynamicObject| {
                     let key = crate::echoes::child_key(k, &o.name_any());
@@ -198,7 +191,7 @@ impl Watches {
                 } else {
                     wakes.owner_to_wake(&av, k, &ev, &running)
                 };
-                writer.apply_watcher_event(&ev.modify(cache::pack));
+                store.observe(&ev);
                 wake
             });
             let trigger = trigger_with(wakes_of, |wake| wake);

@@ -22,24 +22,48 @@ pub struct Document {
 /// JSON text (a parsed tree is ~5× larger; decoding JSON is many times cheaper than parsing YAML).
 /// The fingerprint is two SipHashes with per-process random keys (128 bits no one outside the
 /// process can aim at), so two different texts are never taken for each other in practice. Only
-/// successful parses are kept; beyond [`Self::MAX_ENTRIES`] the memo starts over (no LRU: a
-/// plan's passes come close together).
-#[derive(Default)]
+/// successful parses are kept; beyond its budget of bytes ([`Self::MAX_BYTES`] by default) the
+/// memo starts over (no LRU). The budget is in bytes rather than entries because one entry per
+/// template and Instance must fit: at `scale 10000` a bound of 4,096 entries was reached every
+/// few seconds and the memo answered almost nothing (an Instance's passes are minutes apart when
+/// 10,000 plans run at once), so every pass parsed YAML again.
 pub struct ParseMemo {
     keys: (std::hash::RandomState, std::hash::RandomState),
+    budget: usize,
     parsed: std::sync::Mutex<Remembered>,
 }
 
-/// Fingerprint → each document's index and all the objects as one JSON array.
-type Remembered = std::collections::HashMap<(u64, u64), (Vec<usize>, Box<str>)>;
+/// Fingerprint → each document's index and all the objects as one JSON array; and the bytes
+/// the entries take, roughly.
+#[derive(Default)]
+struct Remembered {
+    entries: std::collections::HashMap<(u64, u64), (Vec<usize>, Box<str>)>,
+    bytes: usize,
+}
+
+impl Default for ParseMemo {
+    fn default() -> ParseMemo {
+        ParseMemo::with_budget(Self::MAX_BYTES)
+    }
+}
 
 impl ParseMemo {
-    /// Bound on remembered texts (one per template and Instance in a steady state).
-    pub const MAX_ENTRIES: usize = 4096;
+    /// Default bound on the remembered texts' size: ~45,000 renders of first-operator's
+    /// Deployment (~370 bytes each), all of `scale 10000`'s.
+    pub const MAX_BYTES: usize = 16 << 20;
+
+    /// A memo that starts over once its entries take more than `budget` bytes.
+    pub fn with_budget(budget: usize) -> ParseMemo {
+        ParseMemo {
+            keys: Default::default(),
+            budget,
+            parsed: Default::default(),
+        }
+    }
 
     /// How many texts are remembered.
     pub fn len(&self) -> usize {
-        self.lock().len()
+        self.lock().entries.len()
     }
 
     /// Whether nothing is remembered.
@@ -58,7 +82,7 @@ impl ParseMemo {
             self.keys.0.hash_one((file, text)),
             self.keys.1.hash_one((file, text)),
         );
-        let remembered = self.lock().get(&key).and_then(|(indices, json)| {
+        let remembered = self.lock().entries.get(&key).and_then(|(indices, json)| {
             let objects: Vec<serde_json::Value> = serde_json::from_str(json).ok()?;
             let docs = indices.iter().zip(objects);
             Some(docs.map(|(&index, object)| Document { index, object }).collect())
@@ -69,12 +93,20 @@ impl ParseMemo {
         let docs = parse_objects(file, text)?;
         let objects: Vec<&serde_json::Value> = docs.iter().map(|d| &d.object).collect();
         if let Ok(json) = serde_json::to_string(&objects) {
+            // the text, the indices, the key and the table's own slot
+            let size = json.len() + docs.len() * 8 + 64;
             let mut parsed = self.lock();
-            if parsed.len() >= Self::MAX_ENTRIES {
-                parsed.clear();
+            if parsed.bytes + size > self.budget {
+                *parsed = Remembered::default();
             }
             let indices = docs.iter().map(|d| d.index).collect();
-            parsed.insert(key, (indices, json.into_boxed_str()));
+            if parsed
+                .entries
+                .insert(key, (indices, json.into_boxed_str()))
+                .is_none()
+            {
+                parsed.bytes += size;
+            }
         }
         Ok(docs)
     }
@@ -190,11 +222,15 @@ mod tests {
 
     #[test]
     fn the_memo_starts_over_when_full() {
-        let memo = ParseMemo::default();
-        for i in 0..=ParseMemo::MAX_ENTRIES {
-            let text = format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c{i}\n");
-            memo.parse("x.yaml", &text).unwrap();
+        let memo = ParseMemo::with_budget(1000);
+        let text = |i| format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c{i:03}\n");
+        // each entry counts its JSON (67 bytes), one index (8) and 64: 139 bytes, 7 fit
+        for i in 0..7 {
+            memo.parse("x.yaml", &text(i)).unwrap();
         }
+        memo.parse("x.yaml", &text(0)).unwrap();
+        assert_eq!(memo.len(), 7, "a repeat takes no room");
+        memo.parse("x.yaml", &text(7)).unwrap();
         assert_eq!(memo.len(), 1);
     }
 }
