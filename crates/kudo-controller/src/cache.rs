@@ -25,10 +25,10 @@ use std::sync::{Arc, Mutex};
 use futures::FutureExt;
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
 use kube::runtime::reflector::{ObjectRef, Store};
-
-use crate::child_store::ChildStore;
 use kube::runtime::watcher;
 use serde_json::Value;
+
+use crate::child_store::ChildStore;
 
 /// The namespaced child kinds KUDO applies that are watched and cached: (group, version, kind,
 /// plural). ReplicaSets are KUDO's readiness input (KEP-34) though never applied by a plan.

@@ -25,7 +25,12 @@ use crate::Context;
 use crate::discovery::known_resource;
 use crate::lean::Lean;
 
-fn api(client: &kube::Client, ns: &str) -> Api<DynamicObject> {
+/// The ControllerRevisions of `ns`, decoded as `K` (`DynamicObject`, or [`Lean`] where the answer
+/// is decoded on a hot path).
+fn api<K>(client: &kube::Client, ns: &str) -> Api<K>
+where
+    K: kube::Resource<DynamicType = kube::api::ApiResource, Scope = kube::core::DynamicResourceScope>,
+{
     Api::namespaced_with(client.clone(), ns, &known_resource("apps", "ControllerRevision"))
 }
 
@@ -38,7 +43,7 @@ pub async fn list(
     uid: &str,
 ) -> Result<Vec<Revision>, kube::Error> {
     let selector = format!("{}={}", kudo_api::labels::INSTANCE, revision::label_value(name));
-    let items = api(client, ns)
+    let items = api::<DynamicObject>(client, ns)
         .list(&ListParams::default().labels(&selector))
         .await?;
     let values: Vec<serde_json::Value> = items
@@ -91,7 +96,7 @@ pub(crate) async fn record(ctx: &Context, run: &Run<'_>, by: StartedBy, now: Tim
 async fn try_record(ctx: &Context, run: &Run<'_>, by: StartedBy, now: Timestamp) -> Result<(), kube::Error> {
     let (inst, uid) = (run.inst, run.uid);
     let ns = inst.metadata.namespace.as_deref().unwrap_or_default();
-    let api = api(&ctx.client, ns);
+    let api: Api<DynamicObject> = api(&ctx.client, ns);
     if revision::first_run(inst.status.as_ref()) {
         let data = revision::snapshot(run.spec, run.ov, by.clone(), None);
         match create(ctx, run, 1, &data).await {
@@ -133,11 +138,7 @@ async fn create(
 ) -> Result<DynamicObject, kube::Error> {
     let (inst, uid) = (run.inst, run.uid);
     let ns = inst.metadata.namespace.as_deref().unwrap_or_default();
-    let api: Api<Lean> = Api::namespaced_with(
-        ctx.client.clone(),
-        ns,
-        &known_resource("apps", "ControllerRevision"),
-    );
+    let api: Api<Lean> = api(&ctx.client, ns);
     let cr: Lean = serde_json::from_value(revision::manifest(ns, &inst.metadata.name, uid, number, data))
         .map_err(kube::Error::SerdeError)?;
     let created = api.create(&PostParams::default(), &cr).await?.0;
@@ -152,7 +153,7 @@ async fn create(
 /// terminal in this reconcile's status write).
 pub(crate) async fn finish(ctx: &Context, inst: &Instance, uid: &str, outcome: Outcome, now: Timestamp) {
     let ns = inst.metadata.namespace.as_deref().unwrap_or_default();
-    let api = api(&ctx.client, ns);
+    let api: Api<DynamicObject> = api(&ctx.client, ns);
     let result = async {
         let names = match ctx.revisions.take(uid) {
             Some(name) => vec![name],
