@@ -89,13 +89,21 @@ pub fn is_subset(want: &Value, live: &Value) -> bool {
 }
 
 /// Fields compared for drift: everything we render except metadata (the server and other
-/// controllers legitimately add labels/annotations), status and write-only `stringData`.
+/// controllers legitimately add labels/annotations), status and write-only `stringData`; nor a
+/// sharded manager's bucket label on a pod template (crate::views::label_bucket): a workload
+/// applied before it gets it with its next plan run, not with a restart for drift.
 fn comparable(obj: &Value) -> Value {
     let mut o = obj.clone();
     if let Some(m) = o.as_object_mut() {
         for k in ["metadata", "status", "stringData", "apiVersion", "kind"] {
             m.remove(k);
         }
+    }
+    if let Some(labels) = o
+        .pointer_mut("/spec/template/metadata/labels")
+        .and_then(Value::as_object_mut)
+    {
+        labels.remove(kudo_engine::shard::BUCKET_LABEL);
     }
     o
 }

@@ -238,6 +238,7 @@ pub async fn render(
         }
     };
     base.parameters = param_sources::merged(&base.parameters, values);
+    let (ns, instance) = (base.namespace.clone(), base.instance_name.clone());
     let mut rendered = render_namespaced(ctx, ov, plan, base)
         .await
         .map_err(|e| param_sources::redact_error(e, values))?;
@@ -253,6 +254,11 @@ pub async fn render(
             .or_insert(err);
     }
     rendered.translations = done;
+    let applied = rendered
+        .objects
+        .iter_mut()
+        .filter(|o| matches!(o.action, Action::Apply));
+    crate::views::label_bucket(&ctx.shards, &ns, &instance, applied.map(|o| &mut o.object));
     Ok(rendered)
 }
 

@@ -71,6 +71,7 @@ mod stepper;
 mod timings;
 mod translate;
 mod typed;
+mod views;
 mod watches;
 
 use std::future::Future;
@@ -354,6 +355,12 @@ fn validate(config: &ControllerConfig) -> Result<(), Error> {
     if config.shards == 0 {
         return Err(Error::InvalidConfig("shards must be at least 1".into()));
     }
+    if config.shards > kudo_engine::shard::BUCKETS {
+        return Err(Error::InvalidConfig(format!(
+            "shards must be at most {} (a shard is a set of the Instances' hash buckets)",
+            kudo_engine::shard::BUCKETS
+        )));
+    }
     if config.shards > 1 && config.leader_election.is_none() {
         return Err(Error::InvalidConfig(
             "shards above 1 need leader election: each shard is a Lease".into(),
@@ -414,7 +421,7 @@ pub(crate) async fn run_controller(
     health: Arc<ops::Health>,
     shutdown: impl Future,
 ) {
-    let mut watches = watches::Watches::new(client.clone(), config.namespace.clone());
+    let mut watches = watches::Watches::new(client.clone(), config.namespace.clone(), &sharding.gate);
     let echoes = Arc::new(echoes::Echoes::default());
     let child_echoes = Arc::new(echoes::Echoes::default());
     let running = Arc::new(running::Running::default());

@@ -15,8 +15,12 @@
 //!   [`kudo_engine::shard::decide`]. Acquiring writes with the resourceVersion the replica saw (or
 //!   creates), so only one of two racing replicas wins. Member Leases of replicas gone for ten
 //!   lease durations are deleted by whoever sees them.
-//! * Every replica watches and caches every Instance (the watches are not filtered by shard), so a
-//!   replica taking over a shard starts from a warm cache.
+//! * **What a replica watches** ([`crate::views`]): the Instances and children labelled with the
+//!   buckets of its shards (`kudo.dev/bucket`, [`kudo_engine::shard::bucket_of`]), the Instances
+//!   not labelled yet, and every child Instance. The gate publishes the held set ([`HeldSet`]);
+//!   each change restarts the labelled watches, and a shard just acquired passes the gate, and has
+//!   its Instances woken, only once every one of those watches has listed it
+//!   ([`ShardGate::listed`]): no reconcile reads a cache without that shard's objects.
 //!
 //! kube-lease-manager (what [`crate::leader`] uses) keeps one Lease per manager with its own
 //! timers; N shard Leases and a member count need one coordinated view per tick, hence the
@@ -48,6 +52,11 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
 /// A shard this replica acts on.
 struct Held {
+    /// The held-set version that first included the shard: its reconciles wait until every
+    /// labelled watch has listed at least that version.
+    since: u64,
+    /// Its Instances were woken (once listed).
+    woken: std::sync::atomic::AtomicBool,
     cancel: CancellationToken,
     in_flight: AtomicUsize,
     /// When this replica last wrote the shard's Lease: past the lease duration another replica
@@ -62,8 +71,19 @@ pub(crate) struct ShardGate {
     /// The lease duration: how long a shard is ours after its last renewal.
     valid_for: Duration,
     held: Mutex<HashMap<u32, Arc<Held>>>,
-    /// Shards just acquired, for the trigger that wakes their Instances.
+    /// Shards just acquired and listed, for the trigger that wakes their Instances.
     granted: Option<tokio::sync::mpsc::UnboundedSender<u32>>,
+    /// The held set, for the labelled watches (crate::views).
+    published: tokio::sync::watch::Sender<HeldSet>,
+    /// Per labelled watch, the held-set version it last listed (its objects are in the caches).
+    listed: Mutex<Vec<u64>>,
+}
+
+/// The shards a replica holds, numbered: every grant or revocation is a new version.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct HeldSet {
+    pub version: u64,
+    pub shards: BTreeSet<u32>,
 }
 
 /// Permission to run one reconcile of a held shard; counts it in flight until dropped.
@@ -102,14 +122,17 @@ impl ShardGate {
             valid_for: Duration::MAX,
             held: Mutex::default(),
             granted: None,
+            published: tokio::sync::watch::Sender::new(HeldSet::default()),
+            listed: Mutex::default(),
         })
     }
 
     /// The gate of one of `count` shards' replicas, holding nothing yet, and the stream of the
-    /// shards it acquires.
+    /// shards it acquires (each once `views` labelled watches have listed it).
     pub fn sharded(
         count: u32,
         valid_for: Duration,
+        views: usize,
     ) -> (Arc<ShardGate>, tokio::sync::mpsc::UnboundedReceiver<u32>) {
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
         let gate = ShardGate {
@@ -117,6 +140,8 @@ impl ShardGate {
             count: count.max(1),
             held: Mutex::default(),
             granted: Some(tx),
+            published: tokio::sync::watch::Sender::new(HeldSet::default()),
+            listed: Mutex::new(vec![0; views]),
         };
         (Arc::new(gate), rx)
     }
@@ -138,6 +163,9 @@ impl ShardGate {
             .held_map()
             .get(&shard_of(namespace, name, self.count))
             .cloned()?;
+        if self.listed_version() < held.since {
+            return None;
+        }
         let renewed = *held.renewed.lock().unwrap_or_else(|e| e.into_inner());
         if renewed.elapsed() >= self.valid_for {
             return None;
@@ -159,17 +187,73 @@ impl ShardGate {
         self.held_map().keys().copied().collect()
     }
 
-    /// Starts acting on `shard` and wakes its Instances.
-    fn grant(&self, shard: u32) {
-        let held = Held {
-            cancel: CancellationToken::new(),
-            in_flight: AtomicUsize::new(0),
-            renewed: Mutex::new(std::time::Instant::now()),
-        };
-        self.held_map().insert(shard, Arc::new(held));
-        if let Some(tx) = &self.granted {
-            let _ = tx.send(shard);
+    /// Whether `bucket` belongs to a held shard.
+    pub fn holds_bucket(&self, bucket: u32) -> bool {
+        self.count == 1 || self.held_map().contains_key(&(bucket % self.count))
+    }
+
+    /// The held set as the labelled watches follow it.
+    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<HeldSet> {
+        self.published.subscribe()
+    }
+
+    /// The oldest held-set version every labelled watch has listed.
+    fn listed_version(&self) -> u64 {
+        let listed = self.listed.lock().unwrap_or_else(|e| e.into_inner());
+        listed.iter().copied().min().unwrap_or(u64::MAX)
+    }
+
+    /// Labelled watch `view` has listed held-set `version` into its cache: shards every watch has
+    /// now listed pass the gate, and their Instances are woken.
+    pub fn listed(&self, view: usize, version: u64) {
+        if let Some(v) = self
+            .listed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get_mut(view)
+        {
+            *v = (*v).max(version);
         }
+        let done = self.listed_version();
+        let map = self.held_map();
+        for (shard, h) in map.iter() {
+            if h.since <= done && !h.woken.swap(true, Ordering::SeqCst) {
+                if let Some(tx) = &self.granted {
+                    let _ = tx.send(*shard);
+                }
+            }
+        }
+    }
+
+    /// A new version of the held set, published while `map` (the held shards) is locked.
+    fn publish(&self, map: &HashMap<u32, Arc<Held>>) -> u64 {
+        let mut version = 0;
+        self.published.send_modify(|h| {
+            h.version += 1;
+            h.shards = map.keys().copied().collect();
+            version = h.version;
+        });
+        version
+    }
+
+    /// Starts acting on `shard`: its Instances are woken, and pass the gate, once every labelled
+    /// watch has listed it.
+    fn grant(&self, shard: u32) {
+        {
+            let mut map = self.held_map();
+            map.remove(&shard);
+            let version = self.published.borrow().version + 1;
+            let held = Held {
+                since: version,
+                woken: std::sync::atomic::AtomicBool::new(false),
+                cancel: CancellationToken::new(),
+                in_flight: AtomicUsize::new(0),
+                renewed: Mutex::new(std::time::Instant::now()),
+            };
+            map.insert(shard, Arc::new(held));
+            self.publish(&map);
+        }
+        self.listed(usize::MAX, 0);
     }
 
     /// Its Lease was just written by this replica.
@@ -184,7 +268,11 @@ impl ShardGate {
     async fn revoke(&self, shards: &[u32], drain: Duration) -> bool {
         let revoked: Vec<Arc<Held>> = {
             let mut map = self.held_map();
-            shards.iter().filter_map(|n| map.remove(n)).collect()
+            let gone: Vec<Arc<Held>> = shards.iter().filter_map(|n| map.remove(n)).collect();
+            if !gone.is_empty() {
+                self.publish(&map);
+            }
+            gone
         };
         for h in &revoked {
             h.cancel.cancel();
@@ -500,7 +588,7 @@ pub(crate) async fn run(
     health: Arc<Health>,
     shutdown: impl Future,
 ) -> Result<(), Error> {
-    let (gate, granted) = ShardGate::sharded(config.shards, le.lease_duration);
+    let (gate, granted) = ShardGate::sharded(config.shards, le.lease_duration, crate::views::LABELLED_VIEWS);
     let me = Replica {
         api: Api::namespaced(client.clone(), &le.namespace),
         le: le.clone(),
@@ -571,7 +659,7 @@ mod tests {
 
     #[tokio::test]
     async fn only_held_and_recently_renewed_shards_pass_the_gate() {
-        let (gate, mut granted) = ShardGate::sharded(4, Duration::from_millis(200));
+        let (gate, mut granted) = ShardGate::sharded(4, Duration::from_millis(200), 0);
         let (a, b) = (name_in(1), name_in(2));
         assert!(gate.enter("ns", &a).is_none());
         gate.grant(1);
@@ -587,8 +675,30 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn an_acquired_shard_waits_until_every_labelled_watch_has_listed_it() {
+        let (gate, mut granted) = ShardGate::sharded(4, Duration::from_secs(60), 2);
+        let mut held = gate.subscribe();
+        let a = name_in(1);
+        gate.grant(1);
+        assert!(held.has_changed().unwrap_or(false));
+        let published = held.borrow_and_update().clone();
+        assert_eq!(published.shards, BTreeSet::from([1]));
+        assert!(gate.enter("ns", &a).is_none(), "no watch has listed it yet");
+        gate.listed(0, published.version);
+        assert!(gate.enter("ns", &a).is_none(), "one of two watches has");
+        assert!(granted.try_recv().is_err(), "not woken yet");
+        gate.listed(1, published.version);
+        assert!(gate.enter("ns", &a).is_some());
+        assert_eq!(granted.recv().await, Some(1));
+        assert!(gate.holds_bucket(kudo_engine::shard::bucket_of("ns", &a)));
+        // Revoking publishes a new held set too.
+        gate.revoke(&[1], Duration::from_secs(1)).await;
+        assert!(held.borrow_and_update().shards.is_empty());
+    }
+
+    #[tokio::test]
     async fn revoking_cancels_the_running_reconciles_and_waits_for_them() {
-        let (gate, _granted) = ShardGate::sharded(4, Duration::from_secs(60));
+        let (gate, _granted) = ShardGate::sharded(4, Duration::from_secs(60), 0);
         gate.grant(3);
         let pass = gate.enter("ns", &name_in(3)).expect("held");
         let running = tokio::spawn(pass.run(std::future::pending::<()>()));

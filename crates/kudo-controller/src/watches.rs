@@ -20,10 +20,14 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher::{self, watcher};
 use serde::Deserialize;
 
+use kudo_engine::shard::BUCKET_LABEL;
+
 use crate::child_store::ChildStore;
 use crate::echoes::Echoes;
 use crate::lean::{Child, Lean, Shape, Whole};
 use crate::running::Running;
+use crate::shard::ShardGate;
+use crate::views::{self, ViewStream};
 use crate::{autopilot, cache, instance_resource, known_resource, operator_version_resource, owner_of};
 
 /// A stream of reconcile requests, one per watch.
@@ -34,6 +38,9 @@ pub(crate) type Trigger =
 pub(crate) struct Watches {
     client: kube::Client,
     namespace: Option<String>,
+    /// A sharded replica's gate: Instances and children are then watched through label-selected
+    /// views, only the held shards' buckets among the labelled ones (crate::views).
+    sharded: Option<Arc<ShardGate>>,
     /// The reconcile requests of every watch, merged into the queue by the caller.
     pub triggers: Vec<Trigger>,
 }
@@ -54,12 +61,48 @@ fn slim_instance(o: &mut DynamicObject) {
 }
 
 impl Watches {
-    pub fn new(client: kube::Client, namespace: Option<String>) -> Watches {
+    pub fn new(client: kube::Client, namespace: Option<String>, gate: &Arc<ShardGate>) -> Watches {
         Watches {
             client,
             namespace,
+            sharded: (gate.count() > 1).then(|| gate.clone()),
             triggers: Vec::new(),
         }
+    }
+
+    /// The events of `ar`'s objects matching `labels`: one watch, or for a sharded replica the
+    /// union of the unlabelled view, the view of the held buckets (`view`, see
+    /// [`crate::shard::ShardGate::listed`]) and `also` (more selectors, e.g. child Instances).
+    fn events<S: Shape>(&self, ar: &ApiResource, labels: &str, view: usize, also: &[&str]) -> ViewStream {
+        let config = |sel: &str| watcher::Config::default().labels(sel);
+        let Some(gate) = &self.sharded else {
+            return lean_watcher::<S>(self.scoped(ar), config(labels))
+                .default_backoff()
+                .boxed();
+        };
+        let and = |sel: &str| {
+            [labels, sel]
+                .iter()
+                .filter(|s| !s.is_empty())
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        let unlabelled = and(&format!("!{BUCKET_LABEL}"));
+        let mut views = vec![
+            lean_watcher::<S>(self.scoped(ar), config(&unlabelled))
+                .default_backoff()
+                .boxed(),
+            views::held_watch::<S>(self.scoped(ar), labels, gate.clone(), view),
+        ];
+        for sel in also {
+            views.push(
+                lean_watcher::<S>(self.scoped(ar), config(sel))
+                    .default_backoff()
+                    .boxed(),
+            );
+        }
+        views::merged(views, 1, gate.clone()).boxed()
     }
 
     /// The API of `ar` in the watches' scope.
@@ -77,8 +120,8 @@ impl Watches {
         let iar = instance_resource();
         let writer = Writer::new(iar.clone());
         let store = writer.as_reader();
-        let events = lean_watcher::<Whole>(self.scoped(&iar), watcher::Config::default())
-            .default_backoff()
+        let events = self
+            .events::<Whole>(&iar, "", 0, &["heritage=kudo"])
             .modify(slim_instance)
             .reflect(writer);
         let trigger = trigger_with(events, move |ev: watcher::Event<DynamicObject>| {
@@ -154,7 +197,7 @@ impl Watches {
         echoes: Arc<Echoes>,
     ) -> HashMap<(String, String), Arc<ChildStore>> {
         let mut children = HashMap::new();
-        for (g, v, k, plural) in cache::CHILD_KINDS {
+        for (i, (g, v, k, plural)) in cache::CHILD_KINDS.iter().enumerate() {
             let ar = cache::child_resource(g, v, k, plural);
             let store = Arc::new(ChildStore::new(&ar.api_version, k));
             children.insert((ar.api_version.clone(), ar.kind.clone()), store.clone());
@@ -162,38 +205,35 @@ impl Watches {
             let av = ar.api_version.clone();
             let (running, echoes) = (running.clone(), echoes.clone());
             // Slim, decide whom the event wakes from the slim body, store it as text.
-            let wakes_of = lean_watcher::<Child>(
-                self.scoped(&ar),
-                watcher::Config::default().labels("heritage=kudo"),
-            )
-            .default_backoff()
-            .map_ok(move |ev| {
-                let ev = ev.modify(|o| cache::slim(k, o));
-                // Where the echoes file this object: its namespace and its key there.
-                let at = |o: &DynamicObject| {
-                    let key = crate::echoes::child_key(k, &o.name_any());
-                    (o.namespace().unwrap_or_default(), key)
-                };
-                let echo = match &ev {
-                    watcher::Event::Apply(o) => {
-                        let (ns, key) = at(o);
-                        echoes.is_echo(&ns, &key, &o.resource_version().unwrap_or_default())
-                    }
-                    watcher::Event::Delete(o) => {
-                        let (ns, key) = at(o);
-                        echoes.forget(&ns, &key);
-                        false
-                    }
-                    _ => false,
-                };
-                let wake = if echo {
-                    None
-                } else {
-                    wakes.owner_to_wake(&av, k, &ev, &running)
-                };
-                store.observe(&ev);
-                wake
-            });
+            let wakes_of = self
+                .events::<Child>(&ar, "heritage=kudo", 1 + i, &[])
+                .map_ok(move |ev| {
+                    let ev = ev.modify(|o| cache::slim(k, o));
+                    // Where the echoes file this object: its namespace and its key there.
+                    let at = |o: &DynamicObject| {
+                        let key = crate::echoes::child_key(k, &o.name_any());
+                        (o.namespace().unwrap_or_default(), key)
+                    };
+                    let echo = match &ev {
+                        watcher::Event::Apply(o) => {
+                            let (ns, key) = at(o);
+                            echoes.is_echo(&ns, &key, &o.resource_version().unwrap_or_default())
+                        }
+                        watcher::Event::Delete(o) => {
+                            let (ns, key) = at(o);
+                            echoes.forget(&ns, &key);
+                            false
+                        }
+                        _ => false,
+                    };
+                    let wake = if echo {
+                        None
+                    } else {
+                        wakes.owner_to_wake(&av, k, &ev, &running)
+                    };
+                    store.observe(&ev);
+                    wake
+                });
             let trigger = trigger_with(wakes_of, |wake| wake);
             self.triggers.push(trigger.boxed());
         }

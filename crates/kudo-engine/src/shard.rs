@@ -3,7 +3,8 @@
 //! the writes ([`ShardMove`]) itself.
 //!
 //! * **Shards.** `--shards N` splits the Instances into N shards by [`shard_of`]; each shard is a
-//!   Lease, and only its holder reconciles the shard's Instances.
+//!   Lease, and only its holder reconciles the shard's Instances. A shard is a set of the 1,024
+//!   [`bucket_of`] buckets, which label what the replicas watch (so they receive only their own).
 //! * **Members.** Every replica keeps a Lease of its own (a member Lease, renewed like the shard
 //!   Leases), so the replicas know how many of them are alive even while one holds no shard.
 //! * **Fair share.** With M live members each replica holds at most ⌈N / M⌉ shards
@@ -19,13 +20,46 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-/// The shard of Instance `namespace/name` among `shards` (at least 1): FNV-1a (64-bit) of the UTF-8
-/// bytes of `namespace/name`, modulo `shards`. Stable across versions and platforms — a changed
-/// hash would move Instances between running replicas — and documented in docs/architecture.md so
-/// an operator can tell where an Instance is handled.
-pub fn shard_of(namespace: &str, name: &str, shards: u32) -> u32 {
+/// How many buckets the Instances are hashed into, whatever the shard count: an Instance's bucket
+/// is a label on it and on what its plans apply (pod templates included), so it must never change
+/// with `--shards`; a shard is a set of buckets. `--shards` is capped at this.
+pub const BUCKETS: u32 = 1024;
+
+/// The label carrying [`bucket_of`] on a sharded manager's Instances and applied objects, for
+/// the label-selected watches of each replica (only the buckets of its shards reach it).
+pub const BUCKET_LABEL: &str = "kudo.dev/bucket";
+
+/// The bucket of Instance `namespace/name`: FNV-1a (64-bit) of the UTF-8 bytes of
+/// `namespace/name`, modulo [`BUCKETS`]. Stable across versions and platforms (a changed hash
+/// would relabel every workload) and documented in docs/architecture.md.
+pub fn bucket_of(namespace: &str, name: &str) -> u32 {
     let h = fnv1a64(namespace.bytes().chain(std::iter::once(b'/')).chain(name.bytes()));
-    u32::try_from(h % u64::from(shards.max(1))).unwrap_or(0)
+    u32::try_from(h % u64::from(BUCKETS)).unwrap_or(0)
+}
+
+/// The shard of Instance `namespace/name` among `shards` (at least 1, at most [`BUCKETS`]): its
+/// [`bucket_of`] modulo `shards` — the FNV-1a hash modulo `shards` itself whenever `shards`
+/// divides 1024. Stable across versions and platforms, so an operator can tell where an Instance
+/// is handled.
+pub fn shard_of(namespace: &str, name: &str, shards: u32) -> u32 {
+    bucket_of(namespace, name) % shards.clamp(1, BUCKETS)
+}
+
+/// The buckets of `held` shards among `shards`, ascending.
+pub fn buckets_of(held: &BTreeSet<u32>, shards: u32) -> Vec<u32> {
+    let n = shards.clamp(1, BUCKETS);
+    (0..BUCKETS).filter(|b| held.contains(&(b % n))).collect()
+}
+
+/// The label selector requirement matching the objects of `held` shards among `shards`
+/// (`kudo.dev/bucket in (…)`); `None` when nothing is held (an empty set is no valid selector).
+pub fn bucket_selector(held: &BTreeSet<u32>, shards: u32) -> Option<String> {
+    let buckets = buckets_of(held, shards);
+    if buckets.is_empty() {
+        return None;
+    }
+    let list: Vec<String> = buckets.iter().map(u32::to_string).collect();
+    Some(format!("{BUCKET_LABEL} in ({})", list.join(",")))
 }
 
 /// FNV-1a, 64-bit (the published algorithm: offset basis 0xcbf29ce484222325, prime 2^40 + 0x1b3).

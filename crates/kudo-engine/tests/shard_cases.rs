@@ -2,7 +2,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use kudo_engine::shard::{LeaseView, ShardMove, Survey, decide, fair_share, fnv1a64, live_members, shard_of};
+use kudo_engine::shard::{
+    BUCKETS, LeaseView, ShardMove, Survey, bucket_of, bucket_selector, buckets_of, decide, fair_share,
+    fnv1a64, live_members, shard_of,
+};
 
 #[test]
 fn the_hash_is_fnv1a_64_as_published() {
@@ -16,15 +19,40 @@ fn the_hash_is_fnv1a_64_as_published() {
 fn an_instance_shard_is_the_hash_of_namespace_slash_name_modulo_the_count() {
     for (ns, name) in [("default", "galera"), ("team-a", "db-1"), ("", "x")] {
         let h = fnv1a64(format!("{ns}/{name}").into_bytes());
-        for n in [1u32, 2, 4, 7, 64] {
+        assert_eq!(u64::from(bucket_of(ns, name)), h % 1024);
+        // Whenever the count divides 1024, the shard is the hash modulo the count itself.
+        for n in [1u32, 2, 4, 64, 1024] {
             assert_eq!(u64::from(shard_of(ns, name, n)), h % u64::from(n));
         }
+        // Otherwise it is the bucket modulo the count (the bucket label never changes with it).
+        assert_eq!(shard_of(ns, name, 7), bucket_of(ns, name) % 7);
     }
     // One shard (or a nonsensical 0) puts everything in shard 0.
     assert_eq!(shard_of("a", "b", 1), 0);
     assert_eq!(shard_of("a", "b", 0), 0);
     // The separator matters: "a/bc" and "ab/c" may land apart, and never collide by construction.
     assert_ne!(fnv1a64(*b"a/bc"), fnv1a64(*b"ab/c"));
+}
+
+#[test]
+fn a_shard_is_the_set_of_buckets_congruent_to_it() {
+    let held = BTreeSet::from([1, 3]);
+    let buckets = buckets_of(&held, 4);
+    assert_eq!(buckets.len(), 512);
+    assert!(buckets.iter().all(|b| b % 4 == 1 || b % 4 == 3));
+    assert_eq!(&buckets[..4], &[1, 3, 5, 7]);
+    let sel = bucket_selector(&BTreeSet::from([2]), 1024).unwrap_or_default();
+    assert_eq!(sel, "kudo.dev/bucket in (2)");
+    assert_eq!(bucket_selector(&BTreeSet::new(), 4), None);
+    assert_eq!(buckets_of(&BTreeSet::from([0]), 1).len(), BUCKETS as usize);
+    // Every Instance is in exactly the shard whose buckets contain its bucket.
+    for i in 0..100 {
+        let (ns, name) = ("team", format!("db-{i}"));
+        for n in [2u32, 3, 4, 1000] {
+            let s = shard_of(ns, &name, n);
+            assert!(buckets_of(&BTreeSet::from([s]), n).contains(&bucket_of(ns, &name)));
+        }
+    }
 }
 
 #[test]

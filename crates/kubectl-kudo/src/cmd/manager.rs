@@ -74,8 +74,10 @@ pub struct ManagerArgs {
     pub revision_history_limit: usize,
     /// Split the Instances into N shards, each a Lease `<lease-name>-shard-<n>`: every replica
     /// holds a fair share of them (rebalanced as replicas come and go) and reconciles only the
-    /// Instances of its shards. An Instance's shard is FNV-1a(namespace/name) mod N. 1 keeps one
-    /// acting replica (leader election); above 1 needs --leader-elect.
+    /// Instances of its shards, watching only theirs. An Instance's shard is its bucket
+    /// (FNV-1a(namespace/name) mod 1024, label kudo.dev/bucket on it and on what its plans apply)
+    /// mod N. 1 keeps one acting replica (leader election) and adds no label; above 1 needs
+    /// --leader-elect.
     #[arg(long, default_value_t = 1, value_name = "N",
           value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub shards: u32,

@@ -236,10 +236,15 @@ impl Reconciler<'_> {
         lazy: &BTreeMap<&str, Option<String>>,
         resource_version: Option<String>,
     ) -> Result<Option<DynamicObject>, ReconcileError> {
-        let Some(body) = kudo_engine::reconcile::spec_patch_along(inst, stored, lazy, resource_version)
+        let Some(mut body) = kudo_engine::reconcile::spec_patch_along(inst, stored, lazy, resource_version)
         else {
             return Ok(None);
         };
+        if let Some(bucket) = crate::views::bucket_to_label(&self.ctx.shards, inst, &self.ns, &self.name) {
+            // Rides along with a write made anyway (the admission, first of all): the replica
+            // holding the Instance's shard watches it by this label from then on.
+            body["metadata"]["labels"][kudo_engine::shard::BUCKET_LABEL] = serde_json::json!(bucket);
+        }
         debug!(patch = %body, "writing instance spec/metadata");
         let updated = self
             .api

@@ -33,10 +33,50 @@ fn sharded(identity: &str) -> ControllerConfig {
 /// Instance writes in the order the API server was asked: (replica, Instance name).
 type Writes = Arc<Mutex<Vec<(&'static str, String)>>>;
 
-/// `inner`, recording every write it sends to an Instance (the object or its status) as `who`.
-fn recording(inner: kube::Client, who: &'static str, writes: Writes) -> kube::Client {
+/// Watches opened, in order: (replica, resource plural, label selector).
+type Watched = Arc<Mutex<Vec<(&'static str, String, String)>>>;
+
+/// A query parameter's value, decoded (`+` and `%XX`).
+fn query_param(query: &str, key: &str) -> Option<String> {
+    let raw = query
+        .split('&')
+        .find_map(|kv| kv.strip_prefix(&format!("{key}=")))?;
+    let bytes = raw.replace('+', " ").into_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes.get(i + 1..i + 3).and_then(|h| std::str::from_utf8(h).ok());
+        match (bytes[i], hex.and_then(|h| u8::from_str_radix(h, 16).ok())) {
+            (b'%', Some(b)) => {
+                out.push(b);
+                i += 3;
+            }
+            (c, _) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// `inner`, recording every write it sends to an Instance (the object or its status) and every
+/// watch it opens as `who`.
+fn recording(inner: kube::Client, who: &'static str, writes: Writes, watched: Watched) -> kube::Client {
     let ns = inner.default_namespace().to_string();
     let svc = tower::service_fn(move |req: http::Request<kube::client::Body>| {
+        let query = req.uri().query().unwrap_or_default();
+        if req.method() == http::Method::GET && query_param(query, "watch").as_deref() == Some("true") {
+            let plural = req
+                .uri()
+                .path()
+                .rsplit('/')
+                .next()
+                .unwrap_or_default()
+                .to_string();
+            let selector = query_param(query, "labelSelector").unwrap_or_default();
+            watched.lock().unwrap().push((who, plural, selector));
+        }
         if req.method() != http::Method::GET
             && let Some(rest) = req.uri().path().split("/instances/").nth(1)
             && req.uri().path().starts_with("/apis/kudo.dev/")
@@ -103,7 +143,8 @@ async fn replicas_split_the_shards_take_over_a_dead_ones_and_never_write_one_ins
     let dir = tempfile::tempdir().unwrap();
     let pkg = first_operator(dir.path());
     let writes: Writes = Arc::default();
-    let client = |who| recording(env.client.clone(), who, writes.clone());
+    let watched: Watched = Arc::default();
+    let client = |who| recording(env.client.clone(), who, writes.clone(), watched.clone());
 
     // One replica alone holds every shard.
     let a = env
@@ -178,6 +219,8 @@ async fn replicas_split_the_shards_take_over_a_dead_ones_and_never_write_one_ins
     let touched_by_a: BTreeSet<_> = runs.iter().filter(|(_, s)| s[0] == "a").map(|(n, _)| n).collect();
     assert!(!touched_by_a.is_empty(), "{runs:?}");
 
+    labelled_and_watched_by_bucket(&env, &watched).await;
+
     // A clean shutdown frees every shard and the member Lease.
     b.stop().await;
     let after = holders(&env).await;
@@ -197,6 +240,10 @@ async fn sharding_needs_leader_election_and_at_least_one_shard() {
             shards: 0,
             ..sharded("x")
         },
+        ControllerConfig {
+            shards: 1025,
+            ..sharded("x")
+        },
     ] {
         let err = kudo_controller::run(env.client.clone(), config, std::future::pending::<()>())
             .await
@@ -205,4 +252,76 @@ async fn sharding_needs_leader_election_and_at_least_one_shard() {
         assert!(err.contains("shard"), "{err}");
     }
     env.stop().await;
+}
+
+/// Every Instance, its Deployment's pod template and its pods carry the Instance's bucket; each
+/// replica watched Pods through the unlabelled view and the buckets of the shards it held (b:
+/// first its two shards, then all four).
+async fn labelled_and_watched_by_bucket(env: &Env, watched: &Watched) {
+    use kudo_engine::shard::{BUCKET_LABEL, bucket_of};
+    let pods: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(env.client.clone(), harness::NS);
+    for i in 0..16 {
+        let name = format!("sh-{i}");
+        let bucket = bucket_of(harness::NS, &name).to_string();
+        let inst = env
+            .get("kudo.dev/v1beta1", "Instance", &name)
+            .await
+            .expect("instance");
+        assert_eq!(
+            inst["metadata"]["labels"][BUCKET_LABEL],
+            bucket.as_str(),
+            "{name}"
+        );
+        let dep = env
+            .get("apps/v1", "Deployment", &format!("{name}-nginx"))
+            .await
+            .expect("deployment");
+        assert_eq!(dep["metadata"]["labels"][BUCKET_LABEL], bucket.as_str(), "{name}");
+        assert_eq!(
+            dep["spec"]["template"]["metadata"]["labels"][BUCKET_LABEL],
+            bucket.as_str()
+        );
+        let lp = ListParams::default().labels(&format!("kudo.dev/instance={name}"));
+        let listed = pods.list(&lp).await.expect("pods").items;
+        assert!(!listed.is_empty(), "{name} has pods");
+        for p in listed {
+            assert_eq!(
+                p.metadata.labels.unwrap_or_default().get(BUCKET_LABEL),
+                Some(&bucket)
+            );
+        }
+    }
+    let pod_selectors = |who: &str| -> Vec<String> {
+        let w = watched.lock().unwrap();
+        w.iter()
+            .filter(|(by, plural, _)| *by == who && plural == "pods")
+            .map(|(_, _, sel)| sel.clone())
+            .collect()
+    };
+    let buckets = |sel: &str| -> Option<Vec<u32>> {
+        let list = sel
+            .split_once(&format!("{BUCKET_LABEL} in ("))?
+            .1
+            .trim_end_matches(')');
+        Some(list.split(',').filter_map(|b| b.parse().ok()).collect())
+    };
+    let b = pod_selectors("b");
+    assert!(
+        b.iter().any(|s| s == &format!("heritage=kudo,!{BUCKET_LABEL}")),
+        "{b:?}"
+    );
+    let held: Vec<Vec<u32>> = b.iter().filter_map(|s| buckets(s)).collect();
+    assert!(
+        held.iter().any(|l| l.len() == 512),
+        "b watched its two shards' buckets: {held:?}"
+    );
+    assert_eq!(
+        held.last().map(Vec::len),
+        Some(1024),
+        "b watched all four shards at last"
+    );
+    for l in &held {
+        let shards: BTreeSet<u32> = l.iter().map(|b| b % SHARDS).collect();
+        assert_eq!(l.len(), shards.len() * 256, "whole shards only: {shards:?}");
+    }
 }

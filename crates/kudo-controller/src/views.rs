@@ -1,0 +1,520 @@
+//! A sharded replica's watches (issue 28): each kind is watched through several label selectors
+//! ("views"), and their events are merged into the one stream a cache expects.
+//!
+//! Every replica of a sharded manager used to receive every event of every Instance, Pod and
+//! ReplicaSet and to decode and store it, so two replicas spent 1.49× one manager's CPU
+//! (docs/benchmarks.md, session 22). Now the manager labels each Instance and what its plans
+//! apply with the Instance's bucket (`kudo.dev/bucket`, [`kudo_engine::shard::bucket_of`]), and a
+//! replica watches:
+//!
+//! * the objects labelled with the buckets of its shards ([`held_watch`]), restarted (a re-list)
+//!   whenever the held set changes;
+//! * the objects with no bucket label (Instances not admitted yet; objects applied before the
+//!   label, or by a pod template the label does not reach, e.g. a Job's);
+//! * for Instances, every child Instance (`heritage=kudo`): a parent's KudoOperator step waits for
+//!   a child that may be in another replica's shard.
+//!
+//! A view's events cannot go straight into a cache: a re-list of one would replace what the others
+//! listed, and an Instance the admission labels leaves the unlabelled view (a DELETED event) before
+//! it arrives in the labelled one. [`Merge`] keeps, for each object, which views have it, and turns
+//! their events into the events of their union: one initial list once every view has listed, then
+//! applies, and a delete only when no view has the object any more. An object leaving the
+//! unlabelled view with a bucket of a held shard is kept: the labelled view will bring it.
+//! kube-runtime has no merged reflector (its stores are fed by one watcher each), hence this
+//! module.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::pin::Pin;
+use std::sync::Arc;
+
+use futures::{Stream, StreamExt};
+use kube::api::{Api, DynamicObject, ObjectMeta};
+use kube::runtime::WatchStreamExt;
+use kube::runtime::watcher::{self, Event, watcher};
+
+use crate::lean::{Lean, Shape};
+use crate::shard::{HeldSet, ShardGate};
+
+/// How many labelled watches a sharded replica runs: the Instances' and one per child kind. A
+/// shard just acquired waits for all of them (crate::shard::ShardGate::listed).
+pub(crate) const LABELLED_VIEWS: usize = 1 + crate::cache::CHILD_KINDS.len();
+
+/// The labels a deleted object's stand-in keeps: what the triggers read of a deletion
+/// (crate::owner_of, the parent of a child Instance).
+const KEPT_LABELS: &[&str] = &[kudo_api::labels::HERITAGE, kudo_api::labels::INSTANCE];
+
+type Key = (String, String);
+
+/// Which views have an object, and its stand-in for a delete the views only imply.
+struct Entry {
+    views: u32,
+    stub: DynamicObject,
+}
+
+/// The union of several views of one kind (see the module docs). Sans-IO: [`Merge::on`] takes
+/// one view's event and returns the union's events.
+pub(crate) struct Merge {
+    /// The view that will bring an object leaving another one, if `moves` says it does.
+    labelled: usize,
+    moves: Box<dyn Fn(&DynamicObject) -> bool + Send>,
+    entries: HashMap<Key, Entry>,
+    /// Per view, the keys of the re-list in progress.
+    relisting: Vec<Option<HashSet<Key>>>,
+    listed: Vec<bool>,
+    /// Until every view has listed once: the union so far, sent as one initial list.
+    initial: Option<BTreeMap<Key, DynamicObject>>,
+}
+
+fn key_of(o: &DynamicObject) -> Key {
+    (
+        o.metadata.namespace.clone().unwrap_or_default(),
+        o.metadata.name.clone().unwrap_or_default(),
+    )
+}
+
+fn stub_of(o: &DynamicObject) -> DynamicObject {
+    let labels = o.metadata.labels.as_ref().map(|l| {
+        l.iter()
+            .filter(|(k, _)| KEPT_LABELS.contains(&k.as_str()))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    });
+    DynamicObject {
+        types: o.types.clone(),
+        metadata: ObjectMeta {
+            name: o.metadata.name.clone(),
+            namespace: o.metadata.namespace.clone(),
+            labels,
+            ..ObjectMeta::default()
+        },
+        data: serde_json::Value::Null,
+    }
+}
+
+impl Merge {
+    /// The union of `views` views; an object leaving one for which `moves` holds is expected in
+    /// view `labelled` next.
+    pub fn new(
+        views: usize,
+        labelled: usize,
+        moves: impl Fn(&DynamicObject) -> bool + Send + 'static,
+    ) -> Merge {
+        Merge {
+            labelled,
+            moves: Box::new(moves),
+            entries: HashMap::new(),
+            relisting: vec![None; views],
+            listed: vec![false; views],
+            initial: Some(BTreeMap::new()),
+        }
+    }
+
+    /// View `view`'s event, as the union's events.
+    pub fn on(&mut self, view: usize, ev: Event<DynamicObject>) -> Vec<Event<DynamicObject>> {
+        let bit = 1u32 << view;
+        match ev {
+            Event::Init => {
+                self.relisting[view] = Some(HashSet::new());
+                Vec::new()
+            }
+            Event::InitApply(o) => {
+                if let Some(keys) = self.relisting[view].as_mut() {
+                    keys.insert(key_of(&o));
+                }
+                self.present(bit, o)
+            }
+            Event::Apply(o) => self.present(bit, o),
+            Event::Delete(o) => self.absent(view, o),
+            Event::InitDone => self.relisted(view),
+        }
+    }
+
+    fn present(&mut self, bit: u32, o: DynamicObject) -> Vec<Event<DynamicObject>> {
+        let key = key_of(&o);
+        let entry = self.entries.entry(key.clone()).or_insert_with(|| Entry {
+            views: 0,
+            stub: stub_of(&o),
+        });
+        entry.views |= bit;
+        match self.initial.as_mut() {
+            Some(initial) => {
+                initial.insert(key, o);
+                Vec::new()
+            }
+            None => vec![Event::Apply(o)],
+        }
+    }
+
+    fn absent(&mut self, view: usize, o: DynamicObject) -> Vec<Event<DynamicObject>> {
+        let key = key_of(&o);
+        let Some(entry) = self.entries.get_mut(&key) else {
+            return Vec::new();
+        };
+        entry.views &= !(1u32 << view);
+        if entry.views != 0 {
+            return Vec::new();
+        }
+        if view != self.labelled && (self.moves)(&o) {
+            // Relabelled into a held shard: the labelled view brings it next.
+            entry.views = 1u32 << self.labelled;
+            return self.present(0, o);
+        }
+        self.entries.remove(&key);
+        match self.initial.as_mut() {
+            Some(initial) => {
+                initial.remove(&key);
+                Vec::new()
+            }
+            None => vec![Event::Delete(o)],
+        }
+    }
+
+    fn relisted(&mut self, view: usize) -> Vec<Event<DynamicObject>> {
+        let bit = 1u32 << view;
+        let listed = self.relisting[view].take().unwrap_or_default();
+        let gone: Vec<Key> = self
+            .entries
+            .iter()
+            .filter(|(k, e)| e.views & bit != 0 && !listed.contains(*k))
+            .map(|(k, _)| k.clone())
+            .collect();
+        let mut out = Vec::new();
+        for k in gone {
+            let Some(e) = self.entries.get_mut(&k) else {
+                continue;
+            };
+            e.views &= !bit;
+            if e.views == 0 {
+                let stub = e.stub.clone();
+                self.entries.remove(&k);
+                match self.initial.as_mut() {
+                    Some(initial) => {
+                        initial.remove(&k);
+                    }
+                    None => out.push(Event::Delete(stub)),
+                }
+            }
+        }
+        self.listed[view] = true;
+        if self.listed.iter().all(|l| *l)
+            && let Some(initial) = self.initial.take()
+        {
+            out.push(Event::Init);
+            out.extend(initial.into_values().map(Event::InitApply));
+            out.push(Event::InitDone);
+        }
+        out
+    }
+}
+
+/// A view's stream of events.
+pub(crate) type ViewStream = Pin<Box<dyn Stream<Item = Result<Event<DynamicObject>, watcher::Error>> + Send>>;
+
+/// The union of `views` (see [`Merge`]) as one stream; view `labelled` is the one objects of held
+/// shards move to.
+pub(crate) fn merged(
+    views: Vec<ViewStream>,
+    labelled: usize,
+    gate: Arc<ShardGate>,
+) -> impl Stream<Item = Result<Event<DynamicObject>, watcher::Error>> + Send {
+    let mut merge = Merge::new(views.len(), labelled, move |o: &DynamicObject| {
+        o.metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(kudo_engine::shard::BUCKET_LABEL))
+            .and_then(|b| b.parse::<u32>().ok())
+            .is_some_and(|b| gate.holds_bucket(b))
+    });
+    let tagged = views
+        .into_iter()
+        .enumerate()
+        .map(|(i, s)| s.map(move |ev| (i, ev)).boxed());
+    futures::stream::select_all(tagged).flat_map(move |(i, ev)| {
+        let out: Vec<Result<Event<DynamicObject>, watcher::Error>> = match ev {
+            Ok(ev) => merge.on(i, ev).into_iter().map(Ok).collect(),
+            Err(e) => vec![Err(e)],
+        };
+        futures::stream::iter(out)
+    })
+}
+
+/// The state of a [`held_watch`].
+struct HeldWatch<S: Shape> {
+    api: Api<Lean<S>>,
+    labels: String,
+    gate: Arc<ShardGate>,
+    rx: tokio::sync::watch::Receiver<HeldSet>,
+    view: usize,
+    /// The watch of the held set's version it was started for.
+    current: Option<(u64, ViewStream)>,
+    queued: std::collections::VecDeque<Event<DynamicObject>>,
+    /// A version whose re-list was handed downstream: reported at the next poll, when the
+    /// caches behind the stream have taken it.
+    report: Option<u64>,
+    /// The held set changed since the current watch started (or none has).
+    stale: bool,
+}
+
+impl<S: Shape> HeldWatch<S> {
+    /// A new watch for `held`; nothing held is an empty list at once.
+    fn restart(&mut self, held: HeldSet) {
+        let selector = kudo_engine::shard::bucket_selector(&held.shards, self.gate.count());
+        self.current = selector.map(|sel| {
+            let labels = if self.labels.is_empty() {
+                sel
+            } else {
+                format!("{},{sel}", self.labels)
+            };
+            let config = watcher::Config::default().labels(&labels);
+            let events = watcher(self.api.clone(), config)
+                .map(|r| r.map(Lean::unwrap_event))
+                .default_backoff();
+            (held.version, events.boxed())
+        });
+        if self.current.is_none() {
+            self.queued.extend([Event::Init, Event::InitDone]);
+            self.report = None;
+            self.gate.listed(self.view, held.version);
+        }
+    }
+
+    /// The next event: of the current watch, or of a restart when the held set changed.
+    async fn next(mut self) -> Option<(Result<Event<DynamicObject>, watcher::Error>, Self)> {
+        loop {
+            if let Some(v) = self.report.take() {
+                self.gate.listed(self.view, v);
+            }
+            if let Some(ev) = self.queued.pop_front() {
+                return Some((Ok(ev), self));
+            }
+            if self.stale {
+                self.stale = false;
+                let held = self.rx.borrow_and_update().clone();
+                self.restart(held);
+                continue;
+            }
+            let Some((version, stream)) = self.current.as_mut() else {
+                self.rx.changed().await.ok()?;
+                self.stale = true;
+                continue;
+            };
+            let version = *version;
+            tokio::select! {
+                changed = self.rx.changed() => {
+                    changed.ok()?;
+                    self.stale = true;
+                }
+                item = stream.next() => {
+                    let item = item?;
+                    if matches!(item, Ok(Event::InitDone)) {
+                        self.report = Some(version);
+                    }
+                    return Some((item, self));
+                }
+            }
+        }
+    }
+}
+
+/// The watch of `api`'s objects in the buckets of the shards `gate` holds (`labels`, then the
+/// bucket requirement), restarted whenever the held set changes. Once a re-list has passed
+/// downstream, `gate` hears that view `view` has listed that held-set version.
+pub(crate) fn held_watch<S: Shape>(
+    api: Api<Lean<S>>,
+    labels: &str,
+    gate: Arc<ShardGate>,
+    view: usize,
+) -> ViewStream {
+    let state = HeldWatch {
+        api,
+        labels: labels.to_string(),
+        rx: gate.subscribe(),
+        gate,
+        view,
+        current: None,
+        queued: Default::default(),
+        report: None,
+        stale: true,
+    };
+    futures::stream::unfold(state, HeldWatch::next).boxed()
+}
+
+/// The bucket label `namespace/name` lacks, for a sharded manager's next write of the Instance.
+pub(crate) fn bucket_to_label(
+    gate: &ShardGate,
+    inst: &kudo_api::Instance,
+    namespace: &str,
+    name: &str,
+) -> Option<String> {
+    if gate.count() == 1 {
+        return None;
+    }
+    let bucket = kudo_engine::shard::bucket_of(namespace, name).to_string();
+    let has = inst.metadata.labels.get(kudo_engine::shard::BUCKET_LABEL);
+    (has != Some(&bucket)).then_some(bucket)
+}
+
+/// Labels `objects` (rendered for Instance `namespace/name`) and the pod templates of their
+/// long-running workloads with the Instance's bucket, for a sharded manager: its replicas watch
+/// only their own buckets, and the Pods and ReplicaSets (most of what they receive) get the label
+/// from the template. Not a Job's template (immutable: a re-run would be refused) nor a
+/// StatefulSet's volumeClaimTemplates (immutable too): those objects reach the replicas through
+/// the unlabelled view. Drift repair ignores the template label (crate::drift), so a workload
+/// applied before it gets it with its next plan run instead of a restart.
+pub(crate) fn label_bucket<'a>(
+    gate: &ShardGate,
+    namespace: &str,
+    name: &str,
+    objects: impl Iterator<Item = &'a mut serde_json::Value>,
+) {
+    if gate.count() == 1 {
+        return;
+    }
+    let bucket = serde_json::Value::String(kudo_engine::shard::bucket_of(namespace, name).to_string());
+    for o in objects {
+        let templated = o["kind"].as_str().is_some_and(|k| TEMPLATE_LABELLED.contains(&k));
+        if let Some(labels) = labels_at(o, "/metadata") {
+            labels.insert(kudo_engine::shard::BUCKET_LABEL.into(), bucket.clone());
+        }
+        if templated && let Some(labels) = labels_at(o, "/spec/template/metadata") {
+            labels.insert(kudo_engine::shard::BUCKET_LABEL.into(), bucket.clone());
+        }
+    }
+}
+
+/// Kinds whose pod template carries the bucket label.
+const TEMPLATE_LABELLED: &[&str] = &[
+    "Deployment",
+    "StatefulSet",
+    "DaemonSet",
+    "ReplicaSet",
+    "ReplicationController",
+];
+
+/// The `labels` map of the metadata at `pointer`, created if missing (`None`: no such metadata).
+fn labels_at<'a>(
+    o: &'a mut serde_json::Value,
+    pointer: &str,
+) -> Option<&'a mut serde_json::Map<String, serde_json::Value>> {
+    let meta = o.pointer_mut(pointer)?.as_object_mut()?;
+    let labels = meta.entry("labels").or_insert_with(|| serde_json::json!({}));
+    labels.as_object_mut()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn obj(name: &str, bucket: Option<u32>) -> DynamicObject {
+        let mut labels = serde_json::json!({"heritage": "kudo", "kudo.dev/instance": "i", "app": "x"});
+        if let Some(b) = bucket {
+            labels["kudo.dev/bucket"] = b.to_string().into();
+        }
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": "ns", "labels": labels},
+            "data": {"k": "v"}
+        }))
+        .expect("object")
+    }
+
+    /// What a union event says, compactly: `+name`, `-name`, `init`, `init+name`, `done`.
+    fn said(evs: &[Event<DynamicObject>]) -> Vec<String> {
+        let name = |o: &DynamicObject| o.metadata.name.clone().unwrap_or_default();
+        evs.iter()
+            .map(|e| match e {
+                Event::Apply(o) => format!("+{}", name(o)),
+                Event::Delete(o) => format!("-{}", name(o)),
+                Event::Init => "init".into(),
+                Event::InitApply(o) => format!("init+{}", name(o)),
+                Event::InitDone => "done".into(),
+            })
+            .collect()
+    }
+
+    /// Views: 0 unlabelled, 1 labelled (held bucket 1), 2 a third selector.
+    fn merge() -> Merge {
+        Merge::new(3, 1, |o: &DynamicObject| {
+            o.metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get("kudo.dev/bucket"))
+                .map(String::as_str)
+                == Some("1")
+        })
+    }
+
+    fn listed(m: &mut Merge, view: usize, objs: &[DynamicObject]) -> Vec<String> {
+        let mut out = m.on(view, Event::Init);
+        for o in objs {
+            out.extend(m.on(view, Event::InitApply(o.clone())));
+        }
+        out.extend(m.on(view, Event::InitDone));
+        said(&out)
+    }
+
+    #[test]
+    fn the_union_is_listed_once_every_view_has_listed() {
+        let mut m = merge();
+        assert!(listed(&mut m, 0, &[obj("a", None)]).is_empty());
+        assert!(listed(&mut m, 1, &[obj("b", Some(1))]).is_empty());
+        // A delete before the union's first list just drops the object from it.
+        assert!(said(&m.on(0, Event::Delete(obj("a", None)))).is_empty());
+        assert_eq!(
+            listed(&mut m, 2, &[obj("b", Some(1)), obj("c", Some(3))]),
+            ["init", "init+b", "init+c", "done"]
+        );
+    }
+
+    #[test]
+    fn an_object_leaves_the_union_only_when_no_view_has_it() {
+        let mut m = merge();
+        for v in 0..3 {
+            listed(&mut m, v, &[]);
+        }
+        assert_eq!(said(&m.on(1, Event::Apply(obj("b", Some(1))))), ["+b"]);
+        assert_eq!(said(&m.on(2, Event::Apply(obj("b", Some(1))))), ["+b"]);
+        assert!(said(&m.on(2, Event::Delete(obj("b", Some(1))))).is_empty());
+        assert_eq!(said(&m.on(1, Event::Delete(obj("b", Some(1))))), ["-b"]);
+    }
+
+    #[test]
+    fn an_object_relabelled_into_a_held_bucket_is_kept_until_the_labelled_view_brings_it() {
+        let mut m = merge();
+        for v in 0..3 {
+            listed(&mut m, v, &[]);
+        }
+        assert_eq!(said(&m.on(0, Event::Apply(obj("new", None)))), ["+new"]);
+        // The admission labelled it: the unlabelled view's DELETED carries the new labels.
+        assert_eq!(said(&m.on(0, Event::Delete(obj("new", Some(1))))), ["+new"]);
+        assert_eq!(said(&m.on(1, Event::Apply(obj("new", Some(1))))), ["+new"]);
+        // Labelled into another replica's bucket: gone from this one.
+        assert_eq!(said(&m.on(0, Event::Apply(obj("other", None)))), ["+other"]);
+        assert_eq!(said(&m.on(0, Event::Delete(obj("other", Some(2))))), ["-other"]);
+    }
+
+    #[test]
+    fn a_relist_deletes_what_it_no_longer_lists_unless_another_view_has_it() {
+        let mut m = merge();
+        listed(&mut m, 0, &[]);
+        listed(
+            &mut m,
+            1,
+            &[obj("b", Some(1)), obj("c", Some(1)), obj("d", Some(1))],
+        );
+        listed(&mut m, 2, &[obj("d", Some(1))]);
+        // The held set changed: the labelled view lists again, without c and d.
+        let out = listed(&mut m, 1, &[obj("b", Some(1))]);
+        assert_eq!(out, ["+b", "-c"]);
+        // The stand-in of a deleted object keeps what the triggers read.
+        let mut out = m.on(2, Event::Init);
+        out.extend(m.on(2, Event::InitDone));
+        let Some(Event::Delete(stub)) = out.first() else {
+            panic!("expected a delete: {:?}", said(&out));
+        };
+        let labels = stub.metadata.labels.clone().unwrap_or_default();
+        assert_eq!(stub.metadata.namespace.as_deref(), Some("ns"));
+        assert_eq!(labels.get("kudo.dev/instance").map(String::as_str), Some("i"));
+        assert!(!labels.contains_key("app"));
+    }
+}
