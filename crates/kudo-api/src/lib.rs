@@ -754,6 +754,9 @@ pub mod labels {
     pub const OPERATOR_VERSION: &str = "kudo.dev/operator-version";
     pub const DEPENDENCIES_HASH: &str = "kudo.dev/dependencies-hash";
     pub const SKIP_HASH: &str = "kudo.dev/skip-hash-calculation";
+    /// A sharded manager's hash bucket of the Instance (`kudo_engine::shard::bucket_of`), on the
+    /// Instance and on what its plans apply.
+    pub const BUCKET: &str = "kudo.dev/bucket";
 }
 
 #[cfg(test)]

@@ -1276,7 +1276,13 @@ impl Watcher {
             EventType::Added if now => "ADDED",
             EventType::Modified if now && before => "MODIFIED",
             EventType::Modified if now => "ADDED",
-            EventType::Modified if before => "DELETED",
+            EventType::Modified if before => {
+                // Stopped matching: kube-apiserver's watch cache sends the object as it was
+                // (the state that matched) with the change's resourceVersion (checked on 1.28).
+                let mut was = ev.old.as_deref().cloned().unwrap_or_default();
+                was["metadata"]["resourceVersion"] = Value::String(ev.rv.to_string());
+                return Some(self.line("DELETED", &was));
+            }
             EventType::Deleted if before || now => "DELETED",
             _ => return None,
         };

@@ -26,7 +26,7 @@
 //! timers; N shard Leases and a member count need one coordinated view per tick, hence the
 //! hand-written loop here.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -77,6 +77,9 @@ pub(crate) struct ShardGate {
     published: tokio::sync::watch::Sender<HeldSet>,
     /// Per labelled watch, the held-set version it last listed (its objects are in the caches).
     listed: Mutex<Vec<u64>>,
+    /// Instances (namespace, name) this replica is labelling with their bucket: their leaving the
+    /// unlabelled watch is a move to the labelled one (crate::views::Merge), not a deletion.
+    labelling: Mutex<HashSet<(String, String)>>,
 }
 
 /// The shards a replica holds, numbered: every grant or revocation is a new version.
@@ -124,6 +127,7 @@ impl ShardGate {
             granted: None,
             published: tokio::sync::watch::Sender::new(HeldSet::default()),
             listed: Mutex::default(),
+            labelling: Mutex::default(),
         })
     }
 
@@ -142,6 +146,7 @@ impl ShardGate {
             granted: Some(tx),
             published: tokio::sync::watch::Sender::new(HeldSet::default()),
             listed: Mutex::new(vec![0; views]),
+            labelling: Mutex::default(),
         };
         (Arc::new(gate), rx)
     }
@@ -187,9 +192,27 @@ impl ShardGate {
         self.held_map().keys().copied().collect()
     }
 
-    /// Whether `bucket` belongs to a held shard.
-    pub fn holds_bucket(&self, bucket: u32) -> bool {
-        self.count == 1 || self.held_map().contains_key(&(bucket % self.count))
+    /// This replica is about to write the bucket label on Instance `namespace/name` (`false`:
+    /// the write failed).
+    pub fn labelling(&self, namespace: &str, name: &str, writing: bool) {
+        let mut set = self.labelling.lock().unwrap_or_else(|e| e.into_inner());
+        let key = (namespace.to_string(), name.to_string());
+        if writing {
+            set.insert(key);
+        } else {
+            set.remove(&key);
+        }
+    }
+
+    /// Whether `o` (an Instance leaving the unlabelled watch) is one this replica labelled; asks
+    /// once per labelling.
+    pub fn labelled(&self, o: &kube::api::DynamicObject) -> bool {
+        let key = (
+            o.metadata.namespace.clone().unwrap_or_default(),
+            o.metadata.name.clone().unwrap_or_default(),
+        );
+        let mut set = self.labelling.lock().unwrap_or_else(|e| e.into_inner());
+        set.remove(&key)
     }
 
     /// The held set as the labelled watches follow it.
@@ -690,7 +713,6 @@ mod tests {
         gate.listed(1, published.version);
         assert!(gate.enter("ns", &a).is_some());
         assert_eq!(granted.recv().await, Some(1));
-        assert!(gate.holds_bucket(kudo_engine::shard::bucket_of("ns", &a)));
         // Revoking publishes a new held set too.
         gate.revoke(&[1], Duration::from_secs(1)).await;
         assert!(held.borrow_and_update().shards.is_empty());

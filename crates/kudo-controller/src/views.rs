@@ -18,8 +18,11 @@
 //! listed, and an Instance the admission labels leaves the unlabelled view (a DELETED event) before
 //! it arrives in the labelled one. [`Merge`] keeps, for each object, which views have it, and turns
 //! their events into the events of their union: one initial list once every view has listed, then
-//! applies, and a delete only when no view has the object any more. An object leaving the
-//! unlabelled view with a bucket of a held shard is kept: the labelled view will bring it.
+//! applies, and a delete only when no view has the object any more. An Instance this replica has
+//! just labelled is kept as it was when it leaves the unlabelled view: the labelled view brings
+//! the labelled version. (That DELETED carries the object as it was before the label, with the
+//! label write's resourceVersion — kube-apiserver's way — so it cannot tell by itself where the
+//! object went, and must not be stored: it would look as new as the write.)
 //! kube-runtime has no merged reflector (its stores are fed by one watcher each), hence this
 //! module.
 
@@ -56,6 +59,7 @@ struct Entry {
 pub(crate) struct Merge {
     /// The view that will bring an object leaving another one, if `moves` says it does.
     labelled: usize,
+    /// Whether an object leaving a view is on its way to view `labelled`.
     moves: Box<dyn Fn(&DynamicObject) -> bool + Send>,
     entries: HashMap<Key, Entry>,
     /// Per view, the keys of the re-list in progress.
@@ -155,9 +159,9 @@ impl Merge {
             return Vec::new();
         }
         if view != self.labelled && (self.moves)(&o) {
-            // Relabelled into a held shard: the labelled view brings it next.
+            // Labelled into a held shard: the labelled view brings it next.
             entry.views = 1u32 << self.labelled;
-            return self.present(0, o);
+            return Vec::new();
         }
         self.entries.remove(&key);
         match self.initial.as_mut() {
@@ -210,21 +214,14 @@ impl Merge {
 /// A view's stream of events.
 pub(crate) type ViewStream = Pin<Box<dyn Stream<Item = Result<Event<DynamicObject>, watcher::Error>> + Send>>;
 
-/// The union of `views` (see [`Merge`]) as one stream; view `labelled` is the one objects of held
-/// shards move to.
+/// The union of `views` (see [`Merge`]) as one stream; view `labelled` is the one an object
+/// leaving another view moves to when `moves` says so.
 pub(crate) fn merged(
     views: Vec<ViewStream>,
     labelled: usize,
-    gate: Arc<ShardGate>,
+    moves: impl Fn(&DynamicObject) -> bool + Send + 'static,
 ) -> impl Stream<Item = Result<Event<DynamicObject>, watcher::Error>> + Send {
-    let mut merge = Merge::new(views.len(), labelled, move |o: &DynamicObject| {
-        o.metadata
-            .labels
-            .as_ref()
-            .and_then(|l| l.get(kudo_engine::shard::BUCKET_LABEL))
-            .and_then(|b| b.parse::<u32>().ok())
-            .is_some_and(|b| gate.holds_bucket(b))
-    });
+    let mut merge = Merge::new(views.len(), labelled, moves);
     let tagged = views
         .into_iter()
         .enumerate()
@@ -339,7 +336,8 @@ pub(crate) fn held_watch<S: Shape>(
     futures::stream::unfold(state, HeldWatch::next).boxed()
 }
 
-/// The bucket label `namespace/name` lacks, for a sharded manager's next write of the Instance.
+/// The bucket label `namespace/name` lacks, for a sharded manager's next write of the Instance
+/// (which then tells the gate: [`ShardGate::labelling`]).
 pub(crate) fn bucket_to_label(
     gate: &ShardGate,
     inst: &kudo_api::Instance,
@@ -354,13 +352,12 @@ pub(crate) fn bucket_to_label(
     (has != Some(&bucket)).then_some(bucket)
 }
 
-/// Labels `objects` (rendered for Instance `namespace/name`) and the pod templates of their
-/// long-running workloads with the Instance's bucket, for a sharded manager: its replicas watch
-/// only their own buckets, and the Pods and ReplicaSets (most of what they receive) get the label
-/// from the template. Not a Job's template (immutable: a re-run would be refused) nor a
-/// StatefulSet's volumeClaimTemplates (immutable too): those objects reach the replicas through
-/// the unlabelled view. Drift repair ignores the template label (crate::drift), so a workload
-/// applied before it gets it with its next plan run instead of a restart.
+/// Labels `objects` (rendered for Instance `namespace/name`) with the Instance's bucket, for a
+/// sharded manager ([`kudo_package::enhance::add_bucket_label`]): its replicas watch only their
+/// own buckets, and the Pods and ReplicaSets (most of what they receive) get the label from the
+/// pod template. Objects the label does not reach (a Job's pods, PVCs of volumeClaimTemplates)
+/// come through the unlabelled view. Drift repair ignores the template label (crate::drift), so a
+/// workload applied before it gets it with its next plan run instead of a restart.
 pub(crate) fn label_bucket<'a>(
     gate: &ShardGate,
     namespace: &str,
@@ -370,35 +367,10 @@ pub(crate) fn label_bucket<'a>(
     if gate.count() == 1 {
         return;
     }
-    let bucket = serde_json::Value::String(kudo_engine::shard::bucket_of(namespace, name).to_string());
+    let bucket = kudo_engine::shard::bucket_of(namespace, name).to_string();
     for o in objects {
-        let templated = o["kind"].as_str().is_some_and(|k| TEMPLATE_LABELLED.contains(&k));
-        if let Some(labels) = labels_at(o, "/metadata") {
-            labels.insert(kudo_engine::shard::BUCKET_LABEL.into(), bucket.clone());
-        }
-        if templated && let Some(labels) = labels_at(o, "/spec/template/metadata") {
-            labels.insert(kudo_engine::shard::BUCKET_LABEL.into(), bucket.clone());
-        }
+        kudo_package::enhance::add_bucket_label(o, &bucket);
     }
-}
-
-/// Kinds whose pod template carries the bucket label.
-const TEMPLATE_LABELLED: &[&str] = &[
-    "Deployment",
-    "StatefulSet",
-    "DaemonSet",
-    "ReplicaSet",
-    "ReplicationController",
-];
-
-/// The `labels` map of the metadata at `pointer`, created if missing (`None`: no such metadata).
-fn labels_at<'a>(
-    o: &'a mut serde_json::Value,
-    pointer: &str,
-) -> Option<&'a mut serde_json::Map<String, serde_json::Value>> {
-    let meta = o.pointer_mut(pointer)?.as_object_mut()?;
-    let labels = meta.entry("labels").or_insert_with(|| serde_json::json!({}));
-    labels.as_object_mut()
 }
 
 #[cfg(test)]
@@ -432,15 +404,10 @@ mod tests {
             .collect()
     }
 
-    /// Views: 0 unlabelled, 1 labelled (held bucket 1), 2 a third selector.
+    /// Views: 0 unlabelled, 1 labelled, 2 a third selector; this replica labelled `new`.
     fn merge() -> Merge {
         Merge::new(3, 1, |o: &DynamicObject| {
-            o.metadata
-                .labels
-                .as_ref()
-                .and_then(|l| l.get("kudo.dev/bucket"))
-                .map(String::as_str)
-                == Some("1")
+            o.metadata.name.as_deref() == Some("new")
         })
     }
 
@@ -479,18 +446,20 @@ mod tests {
     }
 
     #[test]
-    fn an_object_relabelled_into_a_held_bucket_is_kept_until_the_labelled_view_brings_it() {
+    fn an_instance_this_replica_labelled_is_kept_until_the_labelled_view_brings_it() {
         let mut m = merge();
         for v in 0..3 {
             listed(&mut m, v, &[]);
         }
         assert_eq!(said(&m.on(0, Event::Apply(obj("new", None)))), ["+new"]);
-        // The admission labelled it: the unlabelled view's DELETED carries the new labels.
-        assert_eq!(said(&m.on(0, Event::Delete(obj("new", Some(1))))), ["+new"]);
+        // This replica's admission labelled it: the unlabelled view's DELETED (the object as it
+        // was) changes nothing; the labelled view brings the new version.
+        assert!(said(&m.on(0, Event::Delete(obj("new", None)))).is_empty());
         assert_eq!(said(&m.on(1, Event::Apply(obj("new", Some(1))))), ["+new"]);
-        // Labelled into another replica's bucket: gone from this one.
+        assert_eq!(said(&m.on(1, Event::Delete(obj("new", Some(1))))), ["-new"]);
+        // Labelled by another replica: gone from this one.
         assert_eq!(said(&m.on(0, Event::Apply(obj("other", None)))), ["+other"]);
-        assert_eq!(said(&m.on(0, Event::Delete(obj("other", Some(2))))), ["-other"]);
+        assert_eq!(said(&m.on(0, Event::Delete(obj("other", None)))), ["-other"]);
     }
 
     #[test]

@@ -102,7 +102,10 @@ impl Watches {
                     .boxed(),
             );
         }
-        views::merged(views, 1, gate.clone()).boxed()
+        let gate = gate.clone();
+        let instances = ar.kind == "Instance";
+        // An Instance this replica just labelled moves to the labelled view (crate::views).
+        views::merged(views, 1, move |o| instances && gate.labelled(o)).boxed()
     }
 
     /// The API of `ar` in the watches' scope.

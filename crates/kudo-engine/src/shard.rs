@@ -27,7 +27,7 @@ pub const BUCKETS: u32 = 1024;
 
 /// The label carrying [`bucket_of`] on a sharded manager's Instances and applied objects, for
 /// the label-selected watches of each replica (only the buckets of its shards reach it).
-pub const BUCKET_LABEL: &str = "kudo.dev/bucket";
+pub const BUCKET_LABEL: &str = kudo_api::labels::BUCKET;
 
 /// The bucket of Instance `namespace/name`: FNV-1a (64-bit) of the UTF-8 bytes of
 /// `namespace/name`, modulo [`BUCKETS`]. Stable across versions and platforms (a changed hash

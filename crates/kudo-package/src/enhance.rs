@@ -141,6 +141,32 @@ fn merge_into_meta(obj: &mut Map<String, Value>, field: &str, pairs: &[(&str, &s
     }
 }
 
+/// Kinds whose pod template carries the bucket label ([`add_bucket_label`]): not a Job's
+/// (immutable: a re-run would be refused), nor a StatefulSet's volumeClaimTemplates (immutable too).
+const BUCKET_TEMPLATE_KINDS: &[&str] = &[
+    "Deployment",
+    "StatefulSet",
+    "DaemonSet",
+    "ReplicaSet",
+    "ReplicationController",
+];
+
+/// A sharded manager's addition to the enhancement: the Instance's hash bucket as the label
+/// `kudo.dev/bucket` on the object and on the pod template of its long-running workloads, so
+/// their Pods and ReplicaSets carry it too (each replica watches only its own buckets). Used by
+/// the manager when sharded, and by previews of an Instance that carries the label.
+pub fn add_bucket_label(obj: &mut Value, bucket: &str) {
+    let templated = obj
+        .get("kind")
+        .and_then(Value::as_str)
+        .is_some_and(|k| BUCKET_TEMPLATE_KINDS.contains(&k));
+    let Some(root) = obj.as_object_mut() else { return };
+    merge_into_meta(root, "labels", &[(labels::BUCKET, bucket)]);
+    if templated && let Some(tpl) = root.get_mut("spec").and_then(|s| child_obj(s, "template")) {
+        merge_into_meta(tpl, "labels", &[(labels::BUCKET, bucket)]);
+    }
+}
+
 /// Enhances one rendered object in place. `namespaced` comes from discovery (controller) or
 /// [`builtin_is_namespaced`] (offline).
 pub fn enhance(obj: &mut Value, meta: &Metadata, namespaced: bool) {
@@ -288,6 +314,25 @@ mod tests {
         );
         assert_eq!(o["metadata"]["ownerReferences"][0]["uid"], "iuid");
         assert_eq!(o["metadata"]["ownerReferences"][0]["controller"], true);
+    }
+
+    #[test]
+    fn the_bucket_label_reaches_long_running_pod_templates_only() {
+        let mut d =
+            json!({"kind": "Deployment", "metadata": {"name": "d"}, "spec": {"template": {"spec": {}}}});
+        let mut j = json!({"kind": "Job", "metadata": {"name": "j", "labels": {"a": "b"}}, "spec": {"template": {"metadata": {}}}});
+        add_bucket_label(&mut d, "17");
+        add_bucket_label(&mut j, "17");
+        assert_eq!(d["metadata"]["labels"]["kudo.dev/bucket"], "17");
+        assert_eq!(
+            d["spec"]["template"]["metadata"]["labels"]["kudo.dev/bucket"],
+            "17"
+        );
+        assert_eq!(
+            j["metadata"]["labels"],
+            json!({"a": "b", "kudo.dev/bucket": "17"})
+        );
+        assert_eq!(j["spec"]["template"]["metadata"], json!({}));
     }
 
     #[test]

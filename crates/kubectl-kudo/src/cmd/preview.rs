@@ -499,6 +499,12 @@ async fn render(
                 .object;
         }
     }
+    // A sharded manager labels what it applies with the Instance's bucket: so does the preview.
+    if let Some(bucket) = change.instance.metadata.labels.get(kudo_api::labels::BUCKET) {
+        for o in objects.iter_mut().filter(|o| matches!(o.action, Action::Apply)) {
+            kudo_package::enhance::add_bucket_label(&mut o.object, bucket);
+        }
+    }
     Ok(objects)
 }
 

@@ -7,5 +7,6 @@ mod faults;
 mod fidelity;
 mod kubectl;
 mod kuberust;
+mod selectors;
 mod store;
 mod strict;

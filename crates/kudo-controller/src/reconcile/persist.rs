@@ -240,17 +240,22 @@ impl Reconciler<'_> {
         else {
             return Ok(None);
         };
-        if let Some(bucket) = crate::views::bucket_to_label(&self.ctx.shards, inst, &self.ns, &self.name) {
+        let bucket = crate::views::bucket_to_label(&self.ctx.shards, inst, &self.ns, &self.name);
+        if let Some(bucket) = &bucket {
             // Rides along with a write made anyway (the admission, first of all): the replica
             // holding the Instance's shard watches it by this label from then on.
             body["metadata"]["labels"][kudo_engine::shard::BUCKET_LABEL] = serde_json::json!(bucket);
+            self.ctx.shards.labelling(&self.ns, &self.name, true);
         }
         debug!(patch = %body, "writing instance spec/metadata");
-        let updated = self
+        let written = self
             .api
             .patch(&self.name, &self.patch_params(), &Patch::Merge(&body))
-            .await?
-            .0;
+            .await;
+        if written.is_err() && bucket.is_some() {
+            self.ctx.shards.labelling(&self.ns, &self.name, false);
+        }
+        let updated = written?.0;
         self.wrote(&updated);
         Ok(Some(updated))
     }
