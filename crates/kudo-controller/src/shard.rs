@@ -240,10 +240,11 @@ impl ShardGate {
         let done = self.listed_version();
         let map = self.held_map();
         for (shard, h) in map.iter() {
-            if h.since <= done && !h.woken.swap(true, Ordering::SeqCst) {
-                if let Some(tx) = &self.granted {
-                    let _ = tx.send(*shard);
-                }
+            if h.since <= done
+                && !h.woken.swap(true, Ordering::SeqCst)
+                && let Some(tx) = &self.granted
+            {
+                let _ = tx.send(*shard);
             }
         }
     }

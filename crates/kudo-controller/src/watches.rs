@@ -74,11 +74,14 @@ impl Watches {
     /// union of the unlabelled view, the view of the held buckets (`view`, see
     /// [`crate::shard::ShardGate::listed`]) and `also` (more selectors, e.g. child Instances).
     fn events<S: Shape>(&self, ar: &ApiResource, labels: &str, view: usize, also: &[&str]) -> ViewStream {
-        let config = |sel: &str| watcher::Config::default().labels(sel);
-        let Some(gate) = &self.sharded else {
-            return lean_watcher::<S>(self.scoped(ar), config(labels))
+        let watch = |sel: &str| -> ViewStream {
+            let config = watcher::Config::default().labels(sel);
+            lean_watcher::<S>(self.scoped(ar), config)
                 .default_backoff()
-                .boxed();
+                .boxed()
+        };
+        let Some(gate) = &self.sharded else {
+            return watch(labels);
         };
         let and = |sel: &str| {
             [labels, sel]
@@ -90,18 +93,10 @@ impl Watches {
         };
         let unlabelled = and(&format!("!{BUCKET_LABEL}"));
         let mut views = vec![
-            lean_watcher::<S>(self.scoped(ar), config(&unlabelled))
-                .default_backoff()
-                .boxed(),
+            watch(&unlabelled),
             views::held_watch::<S>(self.scoped(ar), labels, gate.clone(), view),
         ];
-        for sel in also {
-            views.push(
-                lean_watcher::<S>(self.scoped(ar), config(sel))
-                    .default_backoff()
-                    .boxed(),
-            );
-        }
+        views.extend(also.iter().map(|sel| watch(sel)));
         let gate = gate.clone();
         let instances = ar.kind == "Instance";
         // An Instance this replica just labelled moves to the labelled view (crate::views).
