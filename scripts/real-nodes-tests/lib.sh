@@ -32,7 +32,8 @@ rn_check() { local what=$1; shift; if "$@"; then rn_log "ok: $what"; else rn_fai
 # rn_eq DESCRIPTION WANT GOT
 rn_eq() { if [[ "$2" == "$3" ]]; then rn_log "ok: $1 ($3)"; else rn_fail "$1: want '$2', got '$3'"; fi; }
 
-# rn_until SECONDS DESCRIPTION COMMAND…: polls the command every second until it succeeds.
+# rn_until SECONDS DESCRIPTION COMMAND…: polls the command every second until it succeeds. The
+# words are expanded once, by the caller: a check that reads the cluster must be a function.
 rn_until() {
   local limit=$1 what=$2; shift 2
   local end=$(( $(date +%s) + limit ))

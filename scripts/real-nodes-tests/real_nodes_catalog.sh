@@ -76,4 +76,7 @@ rn_eq "redis GET through redis-redis-5" real-pods "$(rn_exec redis-redis-5 -- re
 rn_log "uninstall"
 "$KUDO" uninstall --instance zk -n "$RN_NS" >&2
 "$KUDO" uninstall --instance redis -n "$RN_NS" >&2
-rn_until 120 "the StatefulSets are gone" test -z "$(kubectl -n "$RN_NS" get statefulsets -o name)"
+# A function, so rn_until asks again at each try (a "$(…)" argument is expanded once, before:
+# the StatefulSets the garbage collector removed a moment after the uninstall stayed "there").
+no_statefulsets() { test -z "$(kubectl -n "$RN_NS" get statefulsets -o name)"; }
+rn_until 120 "the StatefulSets are gone" no_statefulsets

@@ -24,8 +24,10 @@ ready_pods() {
     awk '$2 == "True"' | wc -l
 }
 holder() { kubectl -n kudo-system get lease kudo-manager -o jsonpath='{.spec.holderIdentity}'; }
+# A function, so rn_until asks again at each try (a "$(…)" argument is expanded once, before).
+two_ready() { test "$(ready_pods)" -eq 2; }
 
-rn_until 120 "2 manager pods Ready" test "$(ready_pods)" -eq 2
+rn_until 120 "2 manager pods Ready" two_ready
 rn_eq "the manager's ClusterRoleBinding names its ServiceAccount" "kudo-manager" \
   "$(kubectl get clusterrolebinding kudo-manager-rolebinding -o jsonpath='{.subjects[0].name}')"
 # init --least-privilege (the stage's): the manager itself may not create what a package could abuse;

@@ -75,7 +75,10 @@ impl Watches {
     /// [`crate::shard::ShardGate::listed`]) and `also` (more selectors, e.g. child Instances).
     fn events<S: Shape>(&self, ar: &ApiResource, labels: &str, view: usize, also: &[&str]) -> ViewStream {
         let watch = |sel: &str| -> ViewStream {
-            let config = watcher::Config::default().labels(sel);
+            let config = match sel {
+                "" => watcher::Config::default(),
+                sel => watcher::Config::default().labels(sel),
+            };
             lean_watcher::<S>(self.scoped(ar), config)
                 .default_backoff()
                 .boxed()
