@@ -28,7 +28,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::future::Future;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -56,7 +56,7 @@ struct Held {
     /// labelled watch has listed at least that version.
     since: u64,
     /// Its Instances were woken (once listed).
-    woken: std::sync::atomic::AtomicBool,
+    woken: AtomicBool,
     cancel: CancellationToken,
     in_flight: AtomicUsize,
     /// When this replica last wrote the shard's Lease: past the lease duration another replica
@@ -237,6 +237,11 @@ impl ShardGate {
         {
             *v = (*v).max(version);
         }
+        self.wake_listed();
+    }
+
+    /// Wakes the Instances of held shards every labelled watch has listed, once per shard.
+    fn wake_listed(&self) {
         let done = self.listed_version();
         let map = self.held_map();
         for (shard, h) in map.iter() {
@@ -250,14 +255,11 @@ impl ShardGate {
     }
 
     /// A new version of the held set, published while `map` (the held shards) is locked.
-    fn publish(&self, map: &HashMap<u32, Arc<Held>>) -> u64 {
-        let mut version = 0;
+    fn publish(&self, map: &HashMap<u32, Arc<Held>>) {
         self.published.send_modify(|h| {
             h.version += 1;
             h.shards = map.keys().copied().collect();
-            version = h.version;
         });
-        version
     }
 
     /// Starts acting on `shard`: its Instances are woken, and pass the gate, once every labelled
@@ -265,11 +267,11 @@ impl ShardGate {
     fn grant(&self, shard: u32) {
         {
             let mut map = self.held_map();
-            map.remove(&shard);
+            // The version `publish` below makes (every publish holds this lock).
             let version = self.published.borrow().version + 1;
             let held = Held {
                 since: version,
-                woken: std::sync::atomic::AtomicBool::new(false),
+                woken: AtomicBool::new(false),
                 cancel: CancellationToken::new(),
                 in_flight: AtomicUsize::new(0),
                 renewed: Mutex::new(std::time::Instant::now()),
@@ -277,7 +279,8 @@ impl ShardGate {
             map.insert(shard, Arc::new(held));
             self.publish(&map);
         }
-        self.listed(usize::MAX, 0);
+        // Nothing to wait for when there are no labelled watches (unit tests).
+        self.wake_listed();
     }
 
     /// Its Lease was just written by this replica.

@@ -32,8 +32,7 @@ use std::sync::Arc;
 
 use futures::{Stream, StreamExt};
 use kube::api::{Api, DynamicObject, ObjectMeta};
-use kube::runtime::WatchStreamExt;
-use kube::runtime::watcher::{self, Event, watcher};
+use kube::runtime::watcher::{self, Event};
 
 use crate::lean::{Lean, Shape};
 use crate::shard::{HeldSet, ShardGate};
@@ -220,6 +219,14 @@ impl Merge {
     }
 }
 
+/// The label selector requiring both `a` and `b` (either may be empty: no requirement).
+pub(crate) fn all_of(a: &str, b: &str) -> String {
+    match (a, b) {
+        ("", s) | (s, "") => s.to_string(),
+        (a, b) => format!("{a},{b}"),
+    }
+}
+
 /// A view's stream of events.
 pub(crate) type ViewStream = Pin<Box<dyn Stream<Item = Result<Event<DynamicObject>, watcher::Error>> + Send>>;
 
@@ -266,20 +273,12 @@ impl<S: Shape> HeldWatch<S> {
     fn restart(&mut self, held: HeldSet) {
         let selector = kudo_engine::shard::bucket_selector(&held.shards, self.gate.count());
         self.current = selector.map(|sel| {
-            let labels = if self.labels.is_empty() {
-                sel
-            } else {
-                format!("{},{sel}", self.labels)
-            };
-            let config = watcher::Config::default().labels(&labels);
-            let events = watcher(self.api.clone(), config)
-                .map(|r| r.map(Lean::unwrap_event))
-                .default_backoff();
-            (held.version, events.boxed())
+            let api = self.api.clone();
+            let watch = crate::watches::labelled_watch(api, &all_of(&self.labels, &sel));
+            (held.version, watch)
         });
         if self.current.is_none() {
             self.queued.extend([Event::Init, Event::InitDone]);
-            self.report = None;
             self.gate.listed(self.view, held.version);
         }
     }
@@ -345,6 +344,12 @@ pub(crate) fn held_watch<S: Shape>(
     futures::stream::unfold(state, HeldWatch::next).boxed()
 }
 
+/// The bucket label value of Instance `namespace/name` for a sharded manager; `None` unsharded
+/// (no label at all).
+fn sharded_bucket(gate: &ShardGate, namespace: &str, name: &str) -> Option<String> {
+    (gate.count() > 1).then(|| kudo_engine::shard::bucket_of(namespace, name).to_string())
+}
+
 /// The bucket label `namespace/name` lacks, for a sharded manager's next write of the Instance
 /// (which then tells the gate: [`ShardGate::labelling`]).
 pub(crate) fn bucket_to_label(
@@ -353,10 +358,7 @@ pub(crate) fn bucket_to_label(
     namespace: &str,
     name: &str,
 ) -> Option<String> {
-    if gate.count() == 1 {
-        return None;
-    }
-    let bucket = kudo_engine::shard::bucket_of(namespace, name).to_string();
+    let bucket = sharded_bucket(gate, namespace, name)?;
     let has = inst.metadata.labels.get(kudo_engine::shard::BUCKET_LABEL);
     (has != Some(&bucket)).then_some(bucket)
 }
@@ -373,10 +375,9 @@ pub(crate) fn label_bucket<'a>(
     name: &str,
     objects: impl Iterator<Item = &'a mut serde_json::Value>,
 ) {
-    if gate.count() == 1 {
+    let Some(bucket) = sharded_bucket(gate, namespace, name) else {
         return;
-    }
-    let bucket = kudo_engine::shard::bucket_of(namespace, name).to_string();
+    };
     for o in objects {
         kudo_package::enhance::add_bucket_label(o, &bucket);
     }

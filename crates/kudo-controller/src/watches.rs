@@ -54,6 +54,16 @@ fn lean_watcher<S: Shape>(
     watcher(api, config).map_ok(Lean::unwrap_event)
 }
 
+/// [`lean_watcher`] of the objects matching the label selector `labels` (all of them when it is
+/// empty), retrying with kube-runtime's default backoff: one view of a kind (crate::views).
+pub(crate) fn labelled_watch<S: Shape>(api: Api<Lean<S>>, labels: &str) -> ViewStream {
+    let config = match labels {
+        "" => watcher::Config::default(),
+        sel => watcher::Config::default().labels(sel),
+    };
+    lean_watcher(api, config).default_backoff().boxed()
+}
+
 /// Instances are kept packed (their body as JSON text; cache::pack): the manager reads one per
 /// reconcile, unpacked, and the parsed trees of 1,000 Instances were a fifth of its heap (issue 14).
 fn slim_instance(o: &mut DynamicObject) {
@@ -74,29 +84,12 @@ impl Watches {
     /// union of the unlabelled view, the view of the held buckets (`view`, see
     /// [`crate::shard::ShardGate::listed`]) and `also` (more selectors, e.g. child Instances).
     fn events<S: Shape>(&self, ar: &ApiResource, labels: &str, view: usize, also: &[&str]) -> ViewStream {
-        let watch = |sel: &str| -> ViewStream {
-            let config = match sel {
-                "" => watcher::Config::default(),
-                sel => watcher::Config::default().labels(sel),
-            };
-            lean_watcher::<S>(self.scoped(ar), config)
-                .default_backoff()
-                .boxed()
-        };
+        let watch = |sel: &str| labelled_watch::<S>(self.scoped(ar), sel);
         let Some(gate) = &self.sharded else {
             return watch(labels);
         };
-        let and = |sel: &str| {
-            [labels, sel]
-                .iter()
-                .filter(|s| !s.is_empty())
-                .cloned()
-                .collect::<Vec<_>>()
-                .join(",")
-        };
-        let unlabelled = and(&format!("!{BUCKET_LABEL}"));
         let mut views = vec![
-            watch(&unlabelled),
+            watch(&views::all_of(labels, &format!("!{BUCKET_LABEL}"))),
             views::held_watch::<S>(self.scoped(ar), labels, gate.clone(), view),
         ];
         views.extend(also.iter().map(|sel| watch(sel)));
