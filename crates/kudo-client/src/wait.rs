@@ -141,6 +141,33 @@ fn settled(instance: &Instance) -> bool {
     last_executed_plan(instance).is_some_and(|p| p.status.is_terminal())
 }
 
+/// The run `spec.planExecution` schedules while the Instance's status does not show it yet (a
+/// manager writes a run's status with its first waiting lines, or when it ends sooner): as the
+/// manager will write it, every phase and step PENDING, the plan IN_PROGRESS once the manager
+/// admitted it (else PENDING). `None` when no run is scheduled or the status shows it.
+pub fn scheduled_run(instance: &Instance, ov: &OperatorVersion) -> Option<PlanStatus> {
+    let pe = &instance.spec.plan_execution;
+    if pe.plan_name.is_empty() || pe.uid.is_empty() {
+        return None;
+    }
+    let mut status = instance.status.clone().unwrap_or_default();
+    if status
+        .plan_status
+        .get(&pe.plan_name)
+        .is_some_and(|p| p.uid == pe.uid)
+    {
+        return None;
+    }
+    kudo_engine::status::ensure_plan_statuses(&ov.spec, &mut status);
+    let mut ps = status.plan_status.remove(&pe.plan_name)?;
+    kudo_engine::status::reset_for_run(&mut ps, &pe.uid, kudo_engine::Timestamp::from_unix(0));
+    ps.last_updated_timestamp = None;
+    if pe.status == Some(ExecutionStatus::InProgress) {
+        ps.status = ExecutionStatus::InProgress;
+    }
+    Some(ps)
+}
+
 /// The plan shown live (`plan status`, and what [`wait_until_settled`] judges): the running plan
 /// updated last, else the plan that ran last.
 pub fn last_executed_plan(instance: &Instance) -> Option<&PlanStatus> {

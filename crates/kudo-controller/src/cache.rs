@@ -31,12 +31,13 @@ use serde_json::Value;
 use crate::child_store::ChildStore;
 
 /// The namespaced child kinds KUDO applies that are watched and cached: (group, version, kind,
-/// plural). ReplicaSets are KUDO's readiness input (KEP-34) though never applied by a plan.
+/// plural). Not ReplicaSets: KUDO's readiness (KEP-34) listed them but judged them all healthy,
+/// and a step's waiting line finds a Deployment's pods without them
+/// ([`kudo_engine::waiting::owned_pods`]); their watch was a third of what a rollout sent.
 pub(crate) const CHILD_KINDS: &[(&str, &str, &str, &str)] = &[
     ("apps", "v1", "Deployment", "deployments"),
     ("apps", "v1", "StatefulSet", "statefulsets"),
     ("apps", "v1", "DaemonSet", "daemonsets"),
-    ("apps", "v1", "ReplicaSet", "replicasets"),
     ("batch", "v1", "Job", "jobs"),
     ("", "v1", "Pod", "pods"),
     ("", "v1", "Service", "services"),
@@ -62,10 +63,10 @@ const HEALTH_SPEC_FIELDS: &[&str] = &[
 ///
 /// * `managedFields` of every object (never read, and the bulk of a small object).
 /// * For objects no plan applied — those without a controller owner reference to an Instance,
-///   e.g. the ReplicaSets and Pods of a Deployment, two thirds of the cached objects of the
-///   `scale 1000` bench — only what readiness and health (KEP-34's workloads) read is kept: the
-///   name, namespace, uid, labels, generation, deletion timestamp and finalizers of the
-///   metadata, `status`, and the few spec fields health reads. Pods keep only the status fields
+///   e.g. the Pods of a Deployment, half of the cached objects of the `scale 1000` bench — only
+///   what readiness and health (KEP-34's workloads) read is kept: the name, namespace, uid,
+///   labels (KUDO's two, and a pod's `pod-template-hash`), generation, deletion timestamp and
+///   finalizers of the metadata, `status`, and the few spec fields health reads. Pods keep only the status fields
 ///   health reads (phase, conditions, reason, message).
 /// * The store keeps the object as compact JSON text, metadata included. A parsed JSON tree took
 ///   about five times the room of its text, and the cached children were most of the manager's
@@ -83,12 +84,17 @@ pub(crate) fn slim(kind: &str, o: &mut DynamicObject) {
     }
     let m = &mut o.metadata;
     if let Some(labels) = &mut m.labels {
-        labels.retain(|k, _| k == kudo_api::labels::INSTANCE || k == "heritage");
+        let pod = kind == "Pod";
+        labels.retain(|k, _| {
+            k == kudo_api::labels::INSTANCE
+                || k == "heritage"
+                || (pod && k == kudo_engine::waiting::POD_TEMPLATE_HASH)
+        });
     }
     m.annotations = None;
-    // Pods and ReplicaSets keep their owners: which workload a pod belongs to is what a
+    // Pods keep their owners and template hash: which workload a pod belongs to is what a
     // step's `waitingFor` needs to name the pods of a workload that is not healthy.
-    if !matches!(kind, "Pod" | "ReplicaSet") {
+    if kind != "Pod" {
         m.owner_references = None;
     }
     m.creation_timestamp = None;
@@ -217,7 +223,7 @@ pub(crate) fn unpacked(o: &DynamicObject) -> DynamicObject {
 ///
 /// Objects a plan applied (owned by their Instance) wake it when something drift detection, the
 /// running plan's health checks or readiness read changed ([`applied_digest`]). The other
-/// children — ReplicaSets and Pods of a Deployment — are only read by readiness and health, so
+/// children — the Pods of a Deployment — are only read by readiness and health, so
 /// their events wake the Instance only when something those can see changed: the health verdict
 /// (with its message), the generation, the deletion timestamp, or the object appeared or went away. The `scale 1000` bench's 2000 Pods
 /// change about four times each (scheduled, IPs, container statuses, ready) while their health
@@ -605,7 +611,7 @@ mod tests {
             cached,
             json!({"apiVersion": "v1", "kind": "Pod",
                 "metadata": {"name": "p", "namespace": "ns", "uid": "u1",
-                    "labels": {"heritage": "kudo", "kudo.dev/instance": "i"},
+                    "labels": {"heritage": "kudo", "kudo.dev/instance": "i", "pod-template-hash": "5d8f"},
                     // which workload the pod belongs to (a step's waitingFor names its pods)
                     "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": "r", "controller": true}]},
                 "spec": {},
@@ -631,14 +637,19 @@ mod tests {
             Some("pod p: ImagePullBackOff (Back-off pulling image)")
         );
 
-        let mut rs = obj(json!({
-            "apiVersion": "apps/v1", "kind": "ReplicaSet",
-            "metadata": {"name": "rs", "namespace": "ns", "generation": 2},
+        // a workload no plan applied (e.g. made by an operator's own controller)
+        let mut sts = obj(json!({
+            "apiVersion": "apps/v1", "kind": "StatefulSet",
+            "metadata": {"name": "s", "namespace": "ns", "generation": 2,
+                "labels": {"heritage": "kudo", "pod-template-hash": "x"},
+                "ownerReferences": [{"apiVersion": "example.com/v1", "kind": "Db", "name": "db", "uid": "o"}]},
             "spec": {"replicas": 2, "template": {"spec": {"containers": []}}},
             "status": {"replicas": 2, "observedGeneration": 2}
         }));
-        slim_child("ReplicaSet", &mut rs);
-        let cached = with_type(&rs, "apps/v1", "ReplicaSet");
+        slim_child("StatefulSet", &mut sts);
+        let cached = with_type(&sts, "apps/v1", "StatefulSet");
+        assert_eq!(cached["metadata"]["labels"], json!({"heritage": "kudo"}));
+        assert!(cached["metadata"].get("ownerReferences").is_none());
         assert_eq!(cached["spec"], json!({"replicas": 2}));
         assert_eq!(cached["status"], json!({"replicas": 2, "observedGeneration": 2}));
         assert_eq!(cached["metadata"]["generation"], 2);

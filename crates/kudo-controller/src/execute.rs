@@ -685,7 +685,7 @@ fn record_cluster_scoped(cluster: &ClusterObjects, obj: &Value, name: &str) {
 }
 
 /// What this manager last applied, by object identity: a hash of the applied content. A step
-/// waiting for a Deployment is passed once per watch event of its pods and ReplicaSets; applying
+/// waiting for a Deployment is passed again at every watch event that wakes it; applying
 /// identical content each time costs the server a full server-side-apply merge for nothing (the
 /// controller bench measured 10 applies for a one-object plan). Identical content is therefore
 /// read instead of re-applied; new content (another run — the plan-uid label differs — or changed
@@ -862,21 +862,14 @@ fn waiting_line(ctx: &Context, live: &Value, verdict: &str) -> String {
     let instance = live["metadata"]["labels"][kudo_api::labels::INSTANCE]
         .as_str()
         .unwrap_or("");
-    let mut pods = Vec::new();
-    let mut replica_sets = Vec::new();
-    if matches!(kind, "Deployment" | "StatefulSet" | "DaemonSet" | "Job") && !instance.is_empty() {
-        pods = ctx
-            .caches
+    let pods = if matches!(kind, "Deployment" | "StatefulSet" | "DaemonSet" | "Job") && !instance.is_empty() {
+        ctx.caches
             .children_of_instance("v1", "Pod", ns, instance)
-            .unwrap_or_default();
-        if kind == "Deployment" {
-            replica_sets = ctx
-                .caches
-                .children_of_instance("apps/v1", "ReplicaSet", ns, instance)
-                .unwrap_or_default();
-        }
-    }
-    let owned = kudo_engine::waiting::owned_pods(live, &pods, &replica_sets);
+            .unwrap_or_default()
+    } else {
+        Vec::new()
+    };
+    let owned = kudo_engine::waiting::owned_pods(live, &pods);
     kudo_engine::waiting::waiting_line(live, verdict, &owned)
 }
 

@@ -198,10 +198,10 @@ const RULE_SERVICE_ACCOUNTS: Rule = Rule {
 };
 /// The workload caches (`kudo_controller::cache::CHILD_KINDS`, watched with `heritage=kudo`) that
 /// health checks and drift detection read, and the lists of health checks while a cache is not
-/// synced yet.
+/// synced yet. Not ReplicaSets: nothing of the manager reads them (see `CHILD_KINDS`).
 const RULE_READ_WORKLOADS: Rule = Rule {
     api_groups: &["apps"],
-    resources: &["deployments", "statefulsets", "daemonsets", "replicasets"],
+    resources: &["deployments", "statefulsets", "daemonsets"],
     verbs: READ,
 };
 /// Jobs: a `CHILD_KINDS` cache too (a Job's completion is its health).

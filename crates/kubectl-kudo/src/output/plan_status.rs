@@ -1,7 +1,7 @@
 //! `kubectl kudo plan status` and `plan history` text output, in KUDO v0.19's format.
 
 use kudo_api::{ExecutionStatus, Instance, OperatorVersion};
-use kudo_client::wait::last_executed_plan;
+use kudo_client::wait::{last_executed_plan, scheduled_run};
 
 use super::tree::{self, Node};
 
@@ -47,7 +47,8 @@ pub fn render(
     offset: &chrono::FixedOffset,
 ) -> String {
     let name = &instance.metadata.name;
-    let Some(active) = last_executed_plan(instance) else {
+    let scheduled = scheduled_run(instance, ov);
+    let Some(active) = scheduled.as_ref().or_else(|| last_executed_plan(instance)) else {
         return format!("No plan ever run for instance - nothing to show for instance {name}\n");
     };
     let phase_strategy = |plan: &str, phase: &str| -> String {
@@ -272,6 +273,39 @@ mod tests {
             render(&inst, &ov, "default", &utc()),
             "No plan ever run for instance - nothing to show for instance galera-instance\n"
         );
+    }
+
+    /// A run the manager admitted (`spec.planExecution`) whose status it has not written yet (it
+    /// does with the first waiting lines, or at the end): shown as it will be written, not the
+    /// previous run.
+    #[test]
+    fn an_admitted_run_not_in_the_status_yet() {
+        let (mut inst, ov) = galera();
+        inst.spec.plan_execution = kudo_api::PlanExecution {
+            plan_name: "deploy".into(),
+            uid: "u2".into(),
+            status: Some(ExecutionStatus::InProgress),
+        };
+        let expected = "Plan(s) for \"galera-instance\" in namespace \"default\":\n\
+.\n\
+└── galera-instance (Operator-Version: \"galera-0.1.0\" Active-Plan: \"deploy\")\n\
+\x20   └── Plan deploy (serial strategy) [IN_PROGRESS]\n\
+\x20       └── Phase deploy (serial strategy) [PENDING]\n\
+\x20           ├── Step bootstrap_config [PENDING]\n\
+\x20           ├── Step bootstrap_service [PENDING]\n\
+\x20           ├── Step bootstrap_deploy [PENDING]\n\
+\x20           └── Step firstboot_config [PENDING]\n\n";
+        assert_eq!(render(&inst, &ov, "default", &utc()), expected);
+        // A fresh Instance the manager has not admitted yet shows the run PENDING.
+        inst.status = None;
+        inst.spec.plan_execution.status = None;
+        let out = render(&inst, &ov, "default", &utc());
+        assert!(out.contains("Plan deploy (serial strategy) [PENDING]\n"), "{out}");
+        // Once the status holds the run, the status is shown.
+        let (mut inst, ov) = galera();
+        inst.spec.plan_execution.plan_name = "deploy".into();
+        inst.spec.plan_execution.uid = "u1".into();
+        assert!(render(&inst, &ov, "default", &utc()).contains("[COMPLETE], last updated"));
     }
 
     #[test]

@@ -40,6 +40,7 @@ impl Reconciler<'_> {
             now,
             generation,
             sourced,
+            ..
         } = *input;
         let (policy, bad) = drift::Policy::from_annotations(annotations);
         if let Some(msg) = bad {
@@ -89,13 +90,14 @@ impl Reconciler<'_> {
         }
     }
 
-    /// The workloads KUDO's readiness looks at (KEP-34), as JSON with apiVersion/kind.
+    /// The workloads KUDO's readiness looks at (KEP-34), as JSON with apiVersion/kind. KUDO
+    /// listed ReplicaSets too, but judged every ReplicaSet healthy: they cannot change the
+    /// verdict nor its message, so they are neither read nor watched.
     pub(super) async fn workloads(&self) -> Result<Vec<Value>, ReconcileError> {
         let selector = format!("{}={},heritage=kudo", kudo_api::labels::INSTANCE, self.name);
         let kinds = [
             ("apps", "Deployment"),
             ("apps", "StatefulSet"),
-            ("apps", "ReplicaSet"),
             ("apps", "DaemonSet"),
             ("", "Pod"),
         ];

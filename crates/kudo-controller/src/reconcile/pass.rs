@@ -201,17 +201,6 @@ impl Reconciler<'_> {
             .metrics
             .plan_pass(ov, plan_uid, annotations, &summary, now);
         log_pass(&summary);
-        for ev in &summary.events {
-            // A series keeps its first note: a retry's PlanStarted, which says where the run
-            // resumes, gets a series of its own (one per failed run).
-            let action = match retry_of {
-                Some(failed) if ev.reason == kudo_engine::reasons::PLAN_STARTED => {
-                    format!("{plan} retry of {failed}")
-                }
-                _ => plan.to_string(),
-            };
-            self.event(raw, ev.type_, &ev.reason, &action, &ev.message).await;
-        }
         let st = new_ps.status;
         let wake = if !polled && summary.transient_errors.is_empty() {
             Wake::Watch {
@@ -224,7 +213,27 @@ impl Reconciler<'_> {
             .map(|secs| Duration::from_secs(secs).min(self.ctx.config.requeue_backstop));
         status.plan_status.insert(plan.to_string(), new_ps);
         self.plan_ready(status, plan, st, now, generation);
-        (st, requeue, summary.timing.to_annotation())
+        let timing = summary.timing.to_annotation();
+        if let Some(by) = start_unwritten(input, status, &summary) {
+            // Only the start happened: the status stays as stored, and so do its Events (the
+            // next pass starts the run again and announces it with the status it writes).
+            debug!(until = %by, "the run's start is written with its first waiting lines");
+            *status = input.stored.cloned().unwrap_or_default();
+            let by = Duration::from_secs(by.seconds_since(now).max(1) as u64);
+            return (st, Some(requeue.map_or(by, |r| r.min(by))), timing);
+        }
+        for ev in &summary.events {
+            // A series keeps its first note: a retry's PlanStarted, which says where the run
+            // resumes, gets a series of its own (one per failed run).
+            let action = match retry_of {
+                Some(failed) if ev.reason == kudo_engine::reasons::PLAN_STARTED => {
+                    format!("{plan} retry of {failed}")
+                }
+                _ => plan.to_string(),
+            };
+            self.event(raw, ev.type_, &ev.reason, &action, &ev.message).await;
+        }
+        (st, requeue, timing)
     }
 
     /// Runs every task the engine hands out in this pass; returns whether some task waits for
@@ -306,11 +315,41 @@ pub(super) fn start_run(
     Some(failed)
 }
 
+/// When the status `status` a pass left may stay unwritten because it only says that the run
+/// started ([`kudo_engine::reconcile::start_unwritten`]); the instant to write it by.
+fn start_unwritten(
+    input: &PassInput<'_>,
+    status: &InstanceStatus,
+    summary: &kudo_engine::PassSummary,
+) -> Option<Timestamp> {
+    let run = &input.exec.plan_execution;
+    let starting = kudo_engine::reconcile::Starting {
+        plan: &run.plan_name,
+        uid: &run.uid,
+        started: summary
+            .timing
+            .plan_started
+            .as_deref()
+            .and_then(|t| Timestamp::parse(t).ok()),
+        durable: input
+            .raw
+            .data
+            .pointer("/spec/planExecution/uid")
+            .and_then(Value::as_str)
+            == Some(run.uid.as_str()),
+        now: input.now,
+    };
+    let stored = input.stored.cloned().unwrap_or_default();
+    kudo_engine::reconcile::start_unwritten(&stored, status, &starting)
+}
+
 /// What one pass over an Instance works from, shared by plan execution and the idle step
 /// (readiness, drift repair).
 #[derive(Clone, Copy)]
 pub(super) struct PassInput<'a> {
     pub(super) raw: &'a DynamicObject,
+    /// The status as stored (what a status write would change).
+    pub(super) stored: Option<&'a InstanceStatus>,
     /// The OperatorVersion the admitted spec runs.
     pub(super) ov: &'a OperatorVersion,
     /// The admitted spec being executed.

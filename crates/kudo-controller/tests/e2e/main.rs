@@ -1053,10 +1053,11 @@ async fn pipe_pod_breaking_kudo_constraints_is_fatal() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn restarted_controller_resumes_the_running_plan() {
-    // Slow pods, so the deploy plan is still waiting when the controller goes away.
+    // Slow pods, so the deploy plan is still waiting when the controller goes away, and past
+    // the grace after which a waiting run's status is written (`WAITING_GRACE_SECS`).
     let sim = kudo_sim::SimConfig {
         delays: kudo_sim::Delays {
-            running_to_ready: std::time::Duration::from_secs(2),
+            running_to_ready: std::time::Duration::from_secs(kudo_engine::pass::WAITING_GRACE_SECS + 4),
             ..Default::default()
         },
         ..Default::default()

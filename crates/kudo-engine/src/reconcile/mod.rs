@@ -14,6 +14,7 @@ mod drift;
 pub mod initiators;
 mod patch;
 mod settle;
+mod start;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -33,6 +34,7 @@ pub use settle::{
     CLUSTER_OBJECTS_ANNOTATION, CLUSTER_OBJECTS_FINALIZER, ClusterObject, Settle, Settled, settle,
     stored_cluster_objects,
 };
+pub use start::{Starting, start_unwritten};
 
 /// Annotation holding the Instance spec the manager last admitted (JSON). It replaces the
 /// "old object" an admission webhook would have seen.
