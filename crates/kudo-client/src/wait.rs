@@ -150,14 +150,16 @@ pub fn scheduled_run(instance: &Instance, ov: &OperatorVersion) -> Option<PlanSt
     if pe.plan_name.is_empty() || pe.uid.is_empty() {
         return None;
     }
-    let mut status = instance.status.clone().unwrap_or_default();
-    if status
-        .plan_status
-        .get(&pe.plan_name)
-        .is_some_and(|p| p.uid == pe.uid)
-    {
+    let shown = instance
+        .status
+        .as_ref()
+        .and_then(|s| s.plan_status.get(&pe.plan_name));
+    if shown.is_some_and(|p| p.uid == pe.uid) {
         return None;
     }
+    // The run's tree from the OperatorVersion alone: the reset below overwrites everything a
+    // previous run left in it.
+    let mut status = kudo_api::InstanceStatus::default();
     kudo_engine::status::ensure_plan_statuses(&ov.spec, &mut status);
     let mut ps = status.plan_status.remove(&pe.plan_name)?;
     kudo_engine::status::reset_for_run(&mut ps, &pe.uid, kudo_engine::Timestamp::from_unix(0));

@@ -97,19 +97,16 @@ pub fn owned_pods<'p>(obj: &Value, pods: &'p [Value]) -> Vec<&'p Value> {
         .then(|| str_at(obj, &["metadata", "name"]))
         .flatten();
     let runs = |p: &Value| {
-        let through_replica_set = |r: &Value| {
-            let (Some(d), Some(hash)) = (deployment, str_at(p, &["metadata", "labels", POD_TEMPLATE_HASH]))
-            else {
-                return false;
-            };
-            r["kind"] == "ReplicaSet"
-                && r["name"]
-                    .as_str()
-                    .is_some_and(|n| n.strip_prefix(d).and_then(|n| n.strip_prefix('-')) == Some(hash))
+        let replica_set = deployment
+            .zip(str_at(p, &["metadata", "labels", POD_TEMPLATE_HASH]))
+            .map(|(d, hash)| format!("{d}-{hash}"));
+        let owner = |r: &Value| {
+            r["uid"] == uid
+                || (r["kind"] == "ReplicaSet" && replica_set.as_deref().is_some_and(|n| r["name"] == n))
         };
         p["metadata"]["ownerReferences"]
             .as_array()
-            .is_some_and(|refs| refs.iter().any(|r| r["uid"] == uid || through_replica_set(r)))
+            .is_some_and(|refs| refs.iter().any(owner))
     };
     pods.iter().filter(|p| runs(p)).collect()
 }

@@ -339,8 +339,8 @@ fn start_unwritten(
             == Some(run.uid.as_str()),
         now: input.now,
     };
-    let stored = input.stored.cloned().unwrap_or_default();
-    kudo_engine::reconcile::start_unwritten(&stored, status, &starting)
+    let none = InstanceStatus::default();
+    kudo_engine::reconcile::start_unwritten(input.stored.unwrap_or(&none), status, &starting)
 }
 
 /// What one pass over an Instance works from, shared by plan execution and the idle step

@@ -72,15 +72,13 @@ fn nothing_else(old: &InstanceStatus, new: &InstanceStatus, plan: &str) -> bool 
                 .plan_status
                 .keys()
                 .all(|p| p == plan || new.plan_status.contains_key(p));
-    let conditions = |s: &InstanceStatus| -> Vec<_> {
-        s.conditions
-            .iter()
-            .filter(|c| c.type_ != READY)
-            .cloned()
-            .collect()
-    };
+    let not_ready = |c: &&kudo_api::Condition| c.type_ != READY;
     other_plans
-        && conditions(old) == conditions(new)
+        && old
+            .conditions
+            .iter()
+            .filter(not_ready)
+            .eq(new.conditions.iter().filter(not_ready))
         && old.autopilot == new.autopilot
         && old.schedules == new.schedules
 }
