@@ -28,11 +28,17 @@ fn main() -> ExitCode {
     io.out_is_terminal = std::io::IsTerminal::is_terminal(&std::io::stdout());
     let result = if cli.command.needs_runtime() {
         // Commands that talk to a cluster run on a tokio runtime; the manager's has as many
-        // worker threads as it is told (one by default).
-        let mut runtime = tokio::runtime::Builder::new_multi_thread();
-        if let Command::Manager(m) = &cli.command {
-            runtime.worker_threads(usize::from(m.worker_threads));
-        }
+        // worker threads as it is told. One (the default) is the calling thread itself: nothing
+        // is handed between threads (see `manager --worker-threads`).
+        let mut runtime = match &cli.command {
+            Command::Manager(m) if m.worker_threads > 1 => {
+                let mut b = tokio::runtime::Builder::new_multi_thread();
+                b.worker_threads(usize::from(m.worker_threads));
+                b
+            }
+            Command::Manager(_) => tokio::runtime::Builder::new_current_thread(),
+            _ => tokio::runtime::Builder::new_multi_thread(),
+        };
         match runtime.enable_all().build() {
             Ok(runtime) => runtime.block_on(kubectl_kudo::run(cli, &mut io)),
             Err(e) => Err(kubectl_kudo::CliError::Failed(e.into())),

@@ -82,9 +82,10 @@ pub struct ManagerArgs {
           value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub shards: u32,
     /// Threads running the manager's work. It mostly waits on the API server, and one thread
-    /// spends less CPU than several (no hand-offs of tasks between threads: 6–8 % less than two in
-    /// the `scale 1000` bench, docs/benchmarks.md); raise it when rendering large packages keeps
-    /// one thread busy.
+    /// spends less CPU than several: with 1 the manager runs on tokio's single-threaded runtime,
+    /// where no task or wake-up is handed between threads (a sixth less CPU than one worker
+    /// thread on the real cluster, docs/benchmarks.md); raise it when rendering large packages
+    /// keeps one thread busy.
     #[arg(long, default_value_t = 1, value_name = "N",
           value_parser = clap::value_parser!(u16).range(1..=256))]
     pub worker_threads: u16,
