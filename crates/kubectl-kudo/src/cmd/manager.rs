@@ -83,7 +83,7 @@ pub struct ManagerArgs {
     pub shards: u32,
     /// Threads running the manager's work. It mostly waits on the API server, and one thread
     /// spends less CPU than several: with 1 the manager runs on tokio's single-threaded runtime,
-    /// where no task or wake-up is handed between threads (a sixth less CPU than one worker
+    /// where no task or wake-up is handed between threads (13 % less CPU than one worker
     /// thread on the real cluster, docs/benchmarks.md); raise it when rendering large packages
     /// keeps one thread busy.
     #[arg(long, default_value_t = 1, value_name = "N",
