@@ -66,8 +66,8 @@ const HEALTH_SPEC_FIELDS: &[&str] = &[
 ///   e.g. the Pods of a Deployment, half of the cached objects of the `scale 1000` bench — only
 ///   what readiness and health (KEP-34's workloads) read is kept: the name, namespace, uid,
 ///   labels (KUDO's two, and a pod's `pod-template-hash`), generation, deletion timestamp and
-///   finalizers of the metadata, `status`, and the few spec fields health reads. Pods keep only the status fields
-///   health reads (phase, conditions, reason, message).
+///   finalizers of the metadata, `status`, and the few spec fields health reads. Pods keep only
+///   the status fields health reads (phase, conditions, reason, message).
 /// * The store keeps the object as compact JSON text, metadata included. A parsed JSON tree took
 ///   about five times the room of its text, and the cached children were most of the manager's
 ///   heap in the `scale 1000` bench (issue 14; docs/benchmarks.md). Reading a cached copy costs

@@ -1,9 +1,9 @@
 //! Which Instances have a plan scheduled, as the Instance watch last showed them.
 //!
 //! While a plan runs, a pass looks at the objects it applied; the other children of an Instance
-//! (the Pods of a Deployment or a StatefulSet; ReplicaSets are not watched) are read only for the step's
-//! waiting lines (their problems) and, once idle, by readiness. Their events therefore wake a
-//! running Instance only when a pod has a problem to show ([`crate::cache::Wakes`]): a rollout's
+//! (the Pods of a Deployment or a StatefulSet; ReplicaSets are not watched) are read only for the
+//! step's waiting lines (their problems) and, once idle, by readiness. Their events therefore wake
+//! a running Instance only when a pod has a problem to show ([`crate::cache::Wakes`]): a rollout's
 //! ordinary progress reaches the pass through the applied workload's own status. The reconcile
 //! that follows the unscheduling computes readiness from the cache as it is then. At `scale 1000`
 //! the Pod and ReplicaSet events were about a third of the reconciles (issue 28).

@@ -365,8 +365,9 @@ pub(crate) fn bucket_to_label(
 
 /// Labels `objects` (rendered for Instance `namespace/name`) with the Instance's bucket, for a
 /// sharded manager ([`kudo_package::enhance::add_bucket_label`]): its replicas watch only their
-/// own buckets, and the Pods (most of what they receive) get the label from the pod template. Objects the label does not reach (a Job's pods, PVCs of volumeClaimTemplates)
-/// come through the unlabelled view. Drift repair ignores the template label (crate::drift), so a
+/// own buckets, and the Pods (most of what they receive) get the label from the pod template.
+/// Objects the label does not reach (a Job's pods, PVCs of volumeClaimTemplates) come through
+/// the unlabelled view. Drift repair ignores the template label (crate::drift), so a
 /// workload applied before it gets it with its next plan run instead of a restart.
 pub(crate) fn label_bucket<'a>(
     gate: &ShardGate,

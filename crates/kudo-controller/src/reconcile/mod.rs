@@ -198,7 +198,7 @@ impl<'c> Reconciler<'c> {
         let mut writes = Writes::new(&inst, remember, old_status);
         let input = PassInput {
             raw: &raw,
-            stored: inst.status.as_ref(),
+            stored: &inst,
             ov: &ov,
             exec: &exec,
             instance_uid: &uid,

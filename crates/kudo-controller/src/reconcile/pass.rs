@@ -218,7 +218,7 @@ impl Reconciler<'_> {
             // Only the start happened: the status stays as stored, and so do its Events (the
             // next pass starts the run again and announces it with the status it writes).
             debug!(until = %by, "the run's start is written with its first waiting lines");
-            *status = input.stored.cloned().unwrap_or_default();
+            *status = input.stored.status.clone().unwrap_or_default();
             let by = Duration::from_secs(by.seconds_since(now).max(1) as u64);
             return (st, Some(requeue.map_or(by, |r| r.min(by))), timing);
         }
@@ -331,16 +331,12 @@ fn start_unwritten(
             .plan_started
             .as_deref()
             .and_then(|t| Timestamp::parse(t).ok()),
-        durable: input
-            .raw
-            .data
-            .pointer("/spec/planExecution/uid")
-            .and_then(Value::as_str)
-            == Some(run.uid.as_str()),
+        durable: input.stored.spec.plan_execution.uid == run.uid,
         now: input.now,
     };
     let none = InstanceStatus::default();
-    kudo_engine::reconcile::start_unwritten(input.stored.unwrap_or(&none), status, &starting)
+    let stored = input.stored.status.as_ref().unwrap_or(&none);
+    kudo_engine::reconcile::start_unwritten(stored, status, &starting)
 }
 
 /// What one pass over an Instance works from, shared by plan execution and the idle step
@@ -348,8 +344,9 @@ fn start_unwritten(
 #[derive(Clone, Copy)]
 pub(super) struct PassInput<'a> {
     pub(super) raw: &'a DynamicObject,
-    /// The status as stored (what a status write would change).
-    pub(super) stored: Option<&'a InstanceStatus>,
+    /// The Instance as stored, `raw` decoded: its status is what a status write would change,
+    /// its `spec.planExecution` the run a next reconcile would find.
+    pub(super) stored: &'a Instance,
     /// The OperatorVersion the admitted spec runs.
     pub(super) ov: &'a OperatorVersion,
     /// The admitted spec being executed.
