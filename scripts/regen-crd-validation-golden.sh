@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Records (or, with --check, verifies) kube-apiserver's answers to the custom-object validation
-# cases of crates/kudo-apiserver/tests/crd_validation/cases.json into
-# crates/kudo-apiserver/tests/golden/crd-validation.json (issue 26's differential test).
+# cases of crates/lab/kudo-apiserver/tests/crd_validation/cases.json into
+# crates/lab/kudo-apiserver/tests/golden/crd-validation.json.
 #
 #   scripts/regen-crd-validation-golden.sh          write the golden from the real control plane
 #   scripts/regen-crd-validation-golden.sh --check  fail when the golden differs from its answers

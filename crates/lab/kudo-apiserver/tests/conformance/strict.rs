@@ -616,7 +616,7 @@ async fn instance_ready_column_evaluates_its_filter() {
     require_kubectl!();
     let env = Env::start().await;
     let crd = std::fs::read_to_string(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../kudo-api/crds/instances.yaml"),
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../kudo-api/crds/instances.yaml"),
     )
     .expect("Instance CRD");
     env.apply(&crd, &[]);

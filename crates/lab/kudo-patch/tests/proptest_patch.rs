@@ -4,7 +4,7 @@
 //! with an HTTP status, never a panic, bounded heap. `PROPTEST_CASES=N` for a longer local run.
 //! (`tests/robustness.rs` keeps its own fixed-seed generator; this adds shrinking and text input.)
 
-#[path = "../../kudo-template/tests/support/bounded_fuzz.rs"]
+#[path = "../../../kudo-template/tests/support/bounded_fuzz.rs"]
 mod bounded_fuzz;
 
 use bounded_fuzz::{MAX_PEAK, bounded, config, mutated};

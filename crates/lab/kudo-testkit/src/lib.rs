@@ -25,10 +25,10 @@ pub mod real_cluster {
             .map(PathBuf::from)
     }
 
-    /// The workspace root (this crate lives in `<root>/crates/kudo-testkit`).
+    /// The workspace root (this crate lives in `<root>/crates/lab/kudo-testkit`).
     pub fn workspace_root() -> PathBuf {
         Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../..")
+            .join("../../..")
             .canonicalize()
             .expect("workspace root")
     }

@@ -3,7 +3,7 @@
 //! objects), and step file names. Mutated real files: a value or an error, never a panic, bounded
 //! heap. `PROPTEST_CASES=N` for a longer local run.
 
-#[path = "../../kudo-template/tests/support/bounded_fuzz.rs"]
+#[path = "../../../kudo-template/tests/support/bounded_fuzz.rs"]
 mod bounded_fuzz;
 
 use std::path::Path;
@@ -13,9 +13,9 @@ use kudo_kuttl::TestSuite;
 use kudo_kuttl::load::{describe_object, parse_documents, parse_file_name};
 use proptest::prelude::*;
 
-const SUITE: &str = include_str!("../../../examples/galera/kuttl-test.yaml");
-const STEP: &str = include_str!("../../../examples/wordpress-on-mysql/tests/install/00-install.yaml");
-const ASSERT: &str = include_str!("../../../examples/wordpress-on-mysql/tests/install/00-assert.yaml");
+const SUITE: &str = include_str!("../../../../examples/galera/kuttl-test.yaml");
+const STEP: &str = include_str!("../../../../examples/wordpress-on-mysql/tests/install/00-install.yaml");
+const ASSERT: &str = include_str!("../../../../examples/wordpress-on-mysql/tests/install/00-assert.yaml");
 
 proptest! {
     #![proptest_config(config(1000))]
