@@ -44,8 +44,8 @@ use kudo_package::render::{RenderContext, render_string};
 use serde_json::Value;
 use tokio::sync::mpsc::UnboundedSender;
 
-use crate::discovery::Resolved;
 use crate::{Context, instance_resource};
+use kudo_kube::discovery::Resolved;
 
 /// Event reason: a rule fired and started its plan.
 pub const AUTOPILOT_TRIGGERED: &str = "AutopilotTriggered";

@@ -575,6 +575,20 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// The watched child kinds (kept as a literal list in [`CHILD_KINDS`]) agree with the shared
+    /// kind table.
+    #[test]
+    fn child_kinds_agree_with_the_kind_table() {
+        for (g, v, k, plural) in CHILD_KINDS {
+            let known = kudo_api::kinds::known(g, k);
+            assert_eq!(
+                (known.version, known.plural, known.namespaced),
+                (*v, *plural, true),
+                "{k}"
+            );
+        }
+    }
+
     /// What the child watches cache of an object.
     fn slim_child(kind: &str, o: &mut DynamicObject) {
         slim(kind, o);

@@ -15,8 +15,8 @@ use kudo_package::render::{Action, RenderContext, RenderError, RenderedObject, r
 use serde_json::Value;
 
 use crate::Context;
-use crate::discovery::Resolved;
 use crate::lean::Lean;
+use kudo_kube::discovery::Resolved;
 
 /// Event/fatal reasons used by the controller in addition to the engine's.
 pub mod reasons {

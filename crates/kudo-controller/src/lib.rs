@@ -20,7 +20,7 @@
 //!   could be stale in a way that matters); writes are unchanged.
 //!
 //! * **Plan control** (KUDO had none): a running or scheduled plan is cancelled by setting
-//!   `spec.planExecution.status: CANCELLED` on the Instance (the merge patch [`cancel_patch`], which
+//!   `spec.planExecution.status: CANCELLED` on the Instance (the merge patch [`kudo_engine::reconcile::cancel_patch`], which
 //!   `kubectl kudo plan cancel` sends) or by clearing `spec.planExecution.planName`. The controller
 //!   stops the run at the next task boundary — tasks already applied stay applied, nothing after
 //!   them runs — marks the plan, its running phases and steps CANCELLED, publishes a
@@ -51,7 +51,6 @@
 mod autopilot;
 mod cache;
 mod child_store;
-pub mod discovery;
 pub mod drift;
 mod echoes;
 mod events;
@@ -85,7 +84,6 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Resource, ResourceExt};
 use tracing::Instrument;
 
-pub use discovery::known_resource;
 pub use leader::LeaderElection;
 pub use metrics::Metrics;
 pub use ops::OpsServer;
@@ -95,18 +93,6 @@ pub use stepper::Stepper;
 pub use kudo_engine::reconcile::{ADMITTED_SPEC_ANNOTATION, RETRY_ANNOTATION, admitted_spec};
 
 pub use kudo_engine::reconcile::{CLUSTER_OBJECTS_ANNOTATION, CLUSTER_OBJECTS_FINALIZER};
-
-/// The one merge patch of `kubectl kudo plan trigger` and `plan retry`: the direct trigger of
-/// `plan` (`trigger_uid` is the CLI's; admission gives the run its own) and the retry annotation —
-/// naming the failed run `retry_of` for a retry, removed for a trigger (which restarts from the
-/// top, so a pending retry must not turn it into a resume).
-pub fn trigger_patch(plan: &str, trigger_uid: &str, retry_of: Option<&str>) -> serde_json::Value {
-    let retry = retry_of.map(|failed| kudo_engine::retry::annotation_value(plan, failed));
-    serde_json::json!({
-        "metadata": {"annotations": {RETRY_ANNOTATION: retry}},
-        "spec": {"planExecution": {"planName": plan, "uid": trigger_uid}},
-    })
-}
 
 /// Reporting controller name of the Events we publish (KUDO's manager name).
 pub const REPORTER: &str = "kudo-manager";
@@ -133,14 +119,6 @@ pub fn init_tracing(json: bool) -> Result<(), Error> {
         builder.try_init()
     };
     res.map_err(|e| Error::Logging(e.to_string()))
-}
-
-/// The JSON merge patch (`application/merge-patch+json`) that cancels the plan currently
-/// scheduled on an Instance. Sent by `kubectl kudo plan cancel`; the controller accepts it at its
-/// next reconcile (see the crate docs). Patching an Instance with no plan scheduled is harmless:
-/// the terminal status is simply cleared.
-pub fn cancel_patch() -> serde_json::Value {
-    serde_json::json!({"spec": {"planExecution": {"status": "CANCELLED"}}})
 }
 
 /// Tunables of the controller. The defaults suit both tests and a real cluster.
@@ -286,12 +264,12 @@ pub(crate) fn instance_resource() -> ApiResource {
     // Every watch event of a child names its Instance with one: looked up once.
     static INSTANCE: std::sync::OnceLock<ApiResource> = std::sync::OnceLock::new();
     INSTANCE
-        .get_or_init(|| known_resource(kudo_api::GROUP, "Instance"))
+        .get_or_init(|| kudo_kube::known_resource(kudo_api::GROUP, "Instance"))
         .clone()
 }
 
 pub(crate) fn operator_version_resource() -> ApiResource {
-    known_resource(kudo_api::GROUP, "OperatorVersion")
+    kudo_kube::known_resource(kudo_api::GROUP, "OperatorVersion")
 }
 
 /// Shared state of all reconciles.
@@ -301,7 +279,7 @@ pub(crate) struct Context {
     pub client: kube::Client,
     pub config: ControllerConfig,
     pub recorder: events::Recorder,
-    pub discovery: discovery::Cache,
+    pub discovery: kudo_kube::discovery::Cache,
     pub metrics: Arc<Metrics>,
     pub applied: execute::AppliedCache,
     /// Translations of removed API versions already announced by an Event.
@@ -470,7 +448,7 @@ fn context(
     let recorder = events::Recorder::new(client.clone(), REPORTER, instance);
     Arc::new(Context {
         caches,
-        discovery: discovery::Cache::new(client.clone()),
+        discovery: kudo_kube::discovery::Cache::new(client.clone()),
         identities: impersonation::Identities::new(client.clone()),
         client,
         config,

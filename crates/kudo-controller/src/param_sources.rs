@@ -51,7 +51,7 @@ pub fn key_secret_name(instance: &str) -> String {
 const KEY_FIELD: &str = "hmac-sha256-key";
 
 fn secrets(ctx: &Context, ns: &str) -> Api<DynamicObject> {
-    Api::namespaced_with(ctx.acting_client(), ns, &crate::known_resource("", "Secret"))
+    Api::namespaced_with(ctx.acting_client(), ns, &kudo_kube::known_resource("", "Secret"))
 }
 
 /// The Instance's fingerprint key, created (random, owned by the Instance) when missing; the

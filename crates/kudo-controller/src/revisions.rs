@@ -22,8 +22,8 @@ use kudo_engine::revision::{self, Outcome, Revision, StartedBy};
 use tracing::{info, warn};
 
 use crate::Context;
-use crate::discovery::known_resource;
 use crate::lean::Lean;
+use kudo_kube::discovery::known_resource;
 
 /// The ControllerRevisions of `ns`, decoded as `K` (`DynamicObject`, or [`Lean`] where the answer
 /// is decoded on a hot path).

@@ -10,7 +10,7 @@ use kudo_package::render::RenderedObject;
 use kudo_package::translate::{mapping, translate};
 
 use crate::Context;
-use crate::discovery::Resolved;
+use kudo_kube::discovery::Resolved;
 
 /// Event reason published when an object was translated.
 pub const API_VERSION_TRANSLATED: &str = "APIVersionTranslated";

@@ -28,7 +28,9 @@ use crate::lean::{Child, Lean, Shape, Whole};
 use crate::running::Running;
 use crate::shard::ShardGate;
 use crate::views::{self, ViewStream};
-use crate::{autopilot, cache, instance_resource, known_resource, operator_version_resource, owner_of};
+use kudo_kube::known_resource;
+
+use crate::{autopilot, cache, instance_resource, operator_version_resource, owner_of};
 
 /// A stream of reconcile requests, one per watch.
 pub(crate) type Trigger =

@@ -103,7 +103,7 @@ impl Reconciler<'_> {
         ];
         let mut out = Vec::new();
         for (g, k) in kinds {
-            let ar = crate::known_resource(g, k);
+            let ar = kudo_kube::known_resource(g, k);
             // From the watch cache; a LIST only while that cache is not synced.
             if let Some(cached) =
                 self.ctx

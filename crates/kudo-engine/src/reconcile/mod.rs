@@ -29,7 +29,10 @@ use crate::time::Timestamp;
 pub use admitted::{Admitted, started_by_user};
 pub use drift::{DRIFT_DETECTED, DRIFTED, DriftFound, drift_condition};
 pub use initiators::{INITIATORS, Initiator, Needs};
-pub use patch::{Stored, autopilot_patch, bumps_generation, spec_patch, spec_patch_along, status_patch};
+pub use patch::{
+    Stored, autopilot_patch, bumps_generation, cancel_patch, spec_patch, spec_patch_along, status_patch,
+    trigger_patch,
+};
 pub use settle::{
     CLUSTER_OBJECTS_ANNOTATION, CLUSTER_OBJECTS_FINALIZER, ClusterObject, Settle, Settled, settle,
     stored_cluster_objects,
