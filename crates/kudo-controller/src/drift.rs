@@ -15,7 +15,8 @@ use kudo_package::render::{Action, RenderContext, RenderedObject};
 use serde_json::Value;
 
 use crate::Context;
-use crate::execute::{self, ClusterObjects};
+use crate::apply::{self, ClusterObjects};
+use crate::render;
 
 /// Annotation choosing what happens to drifted objects: `repair` (default), `report`, `ignore`.
 pub const DRIFT_POLICY_ANNOTATION: &str = "kudo.dev/drift-policy";
@@ -180,7 +181,7 @@ async fn desired_objects(
     for (plan, uid) in completed_plans(status) {
         let mut rctx = base.clone();
         rctx.plan_uid = uid;
-        let rendered = match execute::render(ctx, ov, &plan, rctx, sourced).await {
+        let rendered = match render::render(ctx, ov, &plan, rctx, sourced).await {
             Ok(r) => r,
             Err(e) => {
                 report.errors.push(format!("rendering plan {plan}: {e}"));
@@ -247,7 +248,7 @@ pub(crate) async fn check(
         } else {
             format!("{kind} {ns}/{name}")
         };
-        let (api, name, _) = match execute::api_for(ctx, &want).await {
+        let (api, name, _) = match apply::api_for(ctx, &want).await {
             Ok(a) => a,
             Err(e) => {
                 report.errors.push(format!("{what}: {e:?}"));
@@ -272,7 +273,7 @@ pub(crate) async fn check(
         if confirmed != Some(Policy::Repair) {
             continue;
         }
-        match execute::apply_object(ctx, &want, cluster).await {
+        match apply::apply_object(ctx, &want, cluster).await {
             Ok(after_rv) if after_rv != before_rv => report.repaired.push(Repaired {
                 what: format!("{what} ({why})"),
                 object: k8s_openapi::api::core::v1::ObjectReference {

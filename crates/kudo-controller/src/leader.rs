@@ -111,7 +111,7 @@ impl Running {
             crate::run_controller(
                 client,
                 config,
-                crate::shard::Sharding::none(),
+                crate::gate::Sharding::none(),
                 health,
                 async move {
                     let _ = rx.await;

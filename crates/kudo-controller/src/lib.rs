@@ -48,13 +48,16 @@
 //! With [`ControllerConfig::leader_election`] set, only the replica holding the Lease reconciles
 //! (see [`leader`]).
 
+mod applied;
+mod apply;
 mod autopilot;
 mod cache;
 mod child_store;
+mod dependencies;
 pub mod drift;
 mod echoes;
 mod events;
-mod execute;
+mod gate;
 pub mod impersonation;
 pub mod leader;
 mod lean;
@@ -62,11 +65,14 @@ pub mod metrics;
 pub mod ops;
 pub mod param_sources;
 mod pipe;
+mod reasons;
 mod reconcile;
+mod render;
 pub mod revisions;
 mod running;
 pub mod shard;
 mod stepper;
+mod task;
 mod timings;
 mod translate;
 mod typed;
@@ -281,7 +287,7 @@ pub(crate) struct Context {
     pub recorder: events::Recorder,
     pub discovery: kudo_kube::discovery::Cache,
     pub metrics: Arc<Metrics>,
-    pub applied: execute::AppliedCache,
+    pub applied: applied::AppliedCache,
     /// Translations of removed API versions already announced by an Event.
     pub translations: translate::Announced,
     /// Watches of the objects autopilot rules look at (see [`autopilot`]).
@@ -289,7 +295,7 @@ pub(crate) struct Context {
     /// The ServiceAccounts Instances are applied as (see [`impersonation`]).
     pub identities: impersonation::Identities,
     /// Which Instances this replica reconciles (see [`shard`]).
-    pub shards: Arc<shard::ShardGate>,
+    pub shards: Arc<gate::ShardGate>,
     /// The revision recorded for each run still going (see [`revisions`]).
     pub revisions: revisions::Recorded,
     /// The versions of this manager's own Instance writes (see [`echoes`]).
@@ -375,7 +381,7 @@ pub async fn run_with(
     let res = match config.leader_election.clone() {
         None => {
             health.set_acting(true);
-            run_controller(client, config, shard::Sharding::none(), health.clone(), shutdown).await;
+            run_controller(client, config, gate::Sharding::none(), health.clone(), shutdown).await;
             health.set_acting(false);
             Ok(())
         }
@@ -395,7 +401,7 @@ pub async fn run_with(
 pub(crate) async fn run_controller(
     client: kube::Client,
     config: ControllerConfig,
-    sharding: shard::Sharding,
+    sharding: gate::Sharding,
     health: Arc<ops::Health>,
     shutdown: impl Future,
 ) {
@@ -437,7 +443,7 @@ fn context(
     config: ControllerConfig,
     (caches, echoes, child_echoes): (cache::Caches, Arc<echoes::Echoes>, Arc<echoes::Echoes>),
     autopilot: autopilot::Watches,
-    shards: Arc<shard::ShardGate>,
+    shards: Arc<gate::ShardGate>,
     health: &ops::Health,
 ) -> Arc<Context> {
     let instance = config

@@ -28,8 +28,6 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
-use crate::drift::DriftReport;
-
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ResultLabels {
     result: String,
@@ -255,10 +253,11 @@ impl Metrics {
         self.objects_applied.inc();
     }
 
-    /// The result of one drift check.
-    pub(crate) fn drift(&self, report: &DriftReport) {
-        self.drift_detected.inc_by(report.drifted.len() as u64);
-        self.drift_repaired.inc_by(report.repaired.len() as u64);
+    /// The result of one drift check: how many objects it found drifted, and how many of those a
+    /// re-apply changed.
+    pub(crate) fn drift(&self, detected: usize, repaired: usize) {
+        self.drift_detected.inc_by(detected as u64);
+        self.drift_repaired.inc_by(repaired as u64);
     }
 
     /// Whether this process currently acts as the leader.

@@ -305,20 +305,6 @@ pub fn source_child_parameters(
     Ok(())
 }
 
-/// [`redact`] for a plan render error: the error itself when it quotes no sourced value.
-pub fn redact_error(
-    e: crate::execute::PlanRenderError,
-    values: &SourcedValues,
-) -> crate::execute::PlanRenderError {
-    let text = e.to_string();
-    let red = redact(&text, values);
-    if red == text {
-        e
-    } else {
-        crate::execute::PlanRenderError::Redacted(red)
-    }
-}
-
 /// Replaces every sourced value in `message` (a render error could quote one).
 pub fn redact(message: &str, values: &SourcedValues) -> String {
     let mut out = message.to_string();

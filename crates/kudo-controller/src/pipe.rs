@@ -11,7 +11,8 @@ use serde_json::{Value, json};
 use tokio::io::AsyncReadExt;
 
 use crate::Context;
-use crate::execute::{ClusterObjects, apply_for_task, reasons};
+use crate::apply::{ClusterObjects, apply_for_task};
+use crate::reasons;
 
 fn fatal(message: impl Into<String>) -> TaskOutcome {
     TaskOutcome::Fatal {

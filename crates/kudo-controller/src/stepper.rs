@@ -39,7 +39,7 @@ impl Stepper {
                 config,
                 (caches, Default::default(), Default::default()),
                 autopilot,
-                crate::shard::ShardGate::all(),
+                crate::gate::ShardGate::all(),
                 &health,
             ),
         }

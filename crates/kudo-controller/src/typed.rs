@@ -22,7 +22,7 @@ use kudo_engine::typed::{
     InstanceAction, TYPED_LABEL, choose_operator_version, instance_action, status_patch,
 };
 
-use crate::shard::ShardGate;
+use crate::gate::ShardGate;
 use crate::{instance_resource, operator_version_resource};
 
 /// Field manager of the manager's writes to typed objects and their Instances.

@@ -37,6 +37,24 @@ pub fn bucket_of(namespace: &str, name: &str) -> u32 {
     u32::try_from(h % u64::from(BUCKETS)).unwrap_or(0)
 }
 
+/// The [`BUCKET_LABEL`] value of Instance `namespace/name` (and of what its plans apply) for a
+/// manager split into `shards`; `None` unsharded (`shards` ≤ 1: no label at all).
+pub fn bucket_label(shards: u32, namespace: &str, name: &str) -> Option<String> {
+    (shards > 1).then(|| bucket_of(namespace, name).to_string())
+}
+
+/// The [`bucket_label`] an Instance with `labels` still lacks, for the manager's next write of it;
+/// `None` when it carries the right one or the manager is not sharded.
+pub fn missing_bucket_label(
+    shards: u32,
+    labels: &BTreeMap<String, String>,
+    namespace: &str,
+    name: &str,
+) -> Option<String> {
+    let bucket = bucket_label(shards, namespace, name)?;
+    (labels.get(BUCKET_LABEL) != Some(&bucket)).then_some(bucket)
+}
+
 /// The shard of Instance `namespace/name` among `shards` (at least 1, at most [`BUCKETS`]): its
 /// [`bucket_of`] modulo `shards` — the FNV-1a hash modulo `shards` itself whenever `shards`
 /// divides 1024. Stable across versions and platforms, so an operator can tell where an Instance

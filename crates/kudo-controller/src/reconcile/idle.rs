@@ -62,7 +62,7 @@ impl Reconciler<'_> {
             parse_memo: Some(self.ctx.parse_memo.clone()),
         };
         let rep = drift::check(self.ctx, ov, &base, sourced, status, policy, &self.cluster).await;
-        self.ctx.metrics.drift(&rep);
+        self.ctx.metrics.drift(rep.drifted.len(), rep.repaired.len());
         for e in &rep.errors {
             warn!(error = %e, "drift check");
         }

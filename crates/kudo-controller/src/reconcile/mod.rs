@@ -40,12 +40,13 @@ use persist::Writes;
 
 use crate::autopilot;
 use crate::drift;
-use crate::execute::{self, reasons};
 use crate::param_sources;
+use crate::reasons;
 use crate::translate::API_VERSION_TRANSLATED;
 use crate::{
     CLUSTER_OBJECTS_FINALIZER, Context, RETRY_ANNOTATION, instance_resource, operator_version_resource,
 };
+use crate::{apply, render, task};
 
 use kudo_engine::reconcile::DRIFTED;
 /// Event reason: drifted objects were applied again.
@@ -127,7 +128,7 @@ struct Reconciler<'c> {
     /// Decoded without managedFields (crate::lean): nothing here reads them.
     api: Api<crate::lean::Lean>,
     /// Cluster-scoped objects applied by this reconcile's pass.
-    cluster: execute::ClusterObjects,
+    cluster: apply::ClusterObjects,
 }
 
 impl<'c> Reconciler<'c> {

@@ -108,7 +108,7 @@ impl Reconciler<'_> {
     pub(super) async fn render(
         &self,
         input: &PassInput<'_>,
-    ) -> Result<execute::Rendered, execute::PlanRenderError> {
+    ) -> Result<render::Rendered, render::PlanRenderError> {
         let plan = input.exec.plan_execution.plan_name.as_str();
         let plan_uid = input.exec.plan_execution.uid.as_str();
         let rctx = RenderContext {
@@ -122,7 +122,7 @@ impl Reconciler<'_> {
             rollback: RollbackMark::of_run(input.annotations, plan_uid).map(|m| (m.from, m.to)),
             parse_memo: Some(self.ctx.parse_memo.clone()),
         };
-        let mut rendered = execute::render(self.ctx, input.ov, plan, rctx, input.sourced).await?;
+        let mut rendered = render::render(self.ctx, input.ov, plan, rctx, input.sourced).await?;
         if let Ok(values) = input.sourced {
             rendered.source_child_parameters(&input.exec.parameter_sources, values);
         }
@@ -156,7 +156,7 @@ impl Reconciler<'_> {
         input: &PassInput<'_>,
         status: &mut InstanceStatus,
         mut ps: PlanStatus,
-        rendered: execute::Rendered,
+        rendered: render::Rendered,
         retry_of: Option<&str>,
     ) -> PassResult {
         let PassInput {
@@ -246,12 +246,12 @@ impl Reconciler<'_> {
         &self,
         input: &PassInput<'_>,
         pass: &mut PlanPass<'_>,
-        mut rendered: execute::Rendered,
+        mut rendered: render::Rendered,
         params: &BTreeMap<String, String>,
     ) -> bool {
         let mut polled = false;
         while let Some(call) = pass.next_task() {
-            let outcome = execute::run_task(self.ctx, &call, input.ov, &rendered, params, &self.cluster)
+            let outcome = task::run_task(self.ctx, &call, input.ov, &rendered, params, &self.cluster)
                 .instrument(info_span!(
                     "task",
                     phase = call.phase,
@@ -260,8 +260,7 @@ impl Reconciler<'_> {
                 ))
                 .await;
             self.ctx.metrics.task_outcome(&outcome);
-            polled |=
-                !execute::wait_ends_on_watch(self.ctx, &call, &rendered, &outcome, &self.ns, &self.name);
+            polled |= !task::wait_ends_on_watch(self.ctx, &call, &rendered, &outcome, &self.ns, &self.name);
             debug!(phase = call.phase, step = call.step, task = call.task_name, outcome = ?outcome, "task ran");
             let piped = call.task.kind == TaskKind::Pipe && outcome == TaskOutcome::Done;
             pass.report(outcome);

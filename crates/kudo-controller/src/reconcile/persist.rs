@@ -133,14 +133,14 @@ impl Reconciler<'_> {
         inst: &Instance,
     ) -> Result<Action, ReconcileError> {
         let mut pending = Vec::new();
-        for execute::ClusterObject {
+        for apply::ClusterObject {
             api_version,
             kind,
             name,
         } in stored_cluster_objects(inst)
         {
             let obj = json!({"apiVersion": api_version, "kind": kind, "metadata": {"name": name}});
-            match execute::delete(self.ctx, &obj).await {
+            match apply::delete(self.ctx, &obj).await {
                 Ok(None) => {}
                 Ok(Some(waiting)) => pending.push(waiting),
                 Err(TaskOutcome::Transient(e)) => pending.push(e),
@@ -240,7 +240,9 @@ impl Reconciler<'_> {
         else {
             return Ok(None);
         };
-        let bucket = crate::views::bucket_to_label(&self.ctx.shards, inst, &self.ns, &self.name);
+        let shards = self.ctx.shards.count();
+        let bucket =
+            kudo_engine::shard::missing_bucket_label(shards, &inst.metadata.labels, &self.ns, &self.name);
         if let Some(bucket) = &bucket {
             // Rides along with a write made anyway (the admission, first of all): the replica
             // holding the Instance's shard watches it by this label from then on.
