@@ -11,7 +11,7 @@ use kudo_engine::{ErrorClass, Health, TaskOutcome, classify_api_error, health};
 use kudo_kube::discovery::Resolved;
 use serde_json::Value;
 
-use crate::Context;
+use crate::context::Context;
 use crate::lean::Lean;
 use crate::reasons::{self, fatal};
 
@@ -42,7 +42,7 @@ pub async fn api_for(ctx: &Context, obj: &Value) -> Result<(Api<Lean>, String, b
             format!("{kind} without metadata.name cannot be applied (generateName is not supported)"),
         ));
     };
-    match ctx.discovery.resolve(av, kind).await {
+    match ctx.cluster.discovery.resolve(av, kind).await {
         Ok(Resolved::Found { resource, namespaced }) => {
             let api = if namespaced {
                 let ns = obj["metadata"]["namespace"].as_str().unwrap_or("default");
@@ -98,7 +98,7 @@ pub(crate) async fn apply_for_task(
     if !namespaced {
         record_cluster_scoped(cluster, obj, &name);
     }
-    if let Some(applied) = ctx.applied.already_applied(obj) {
+    if let Some(applied) = ctx.memory.applied.already_applied(obj) {
         // The watch cache's copy when it is no older than our apply; else ask the server.
         let av = obj["apiVersion"].as_str().unwrap_or("");
         let kind = obj["kind"].as_str().unwrap_or("");
@@ -126,7 +126,7 @@ pub(crate) async fn apply_for_task(
     let live = serde_json::to_value(&live).map_err(|e| TaskOutcome::Transient(e.to_string()))?;
     tracing::debug!(object = %describe(obj), "applied");
     ctx.metrics.object_applied();
-    ctx.applied.record(obj, &live);
+    ctx.memory.applied.record(obj, &live);
     applied_echo(ctx, obj, &name, &live);
     judge(ctx, with_type(live, obj))
 }
@@ -144,7 +144,8 @@ fn applied_echo(ctx: &Context, obj: &Value, name: &str, live: &Value) {
         && !ns.is_empty()
         && ctx.caches.watches(av, kind)
     {
-        ctx.child_echoes
+        ctx.memory
+            .child_echoes
             .wrote(ns, &crate::echoes::child_key(kind, name), rv);
     }
 }

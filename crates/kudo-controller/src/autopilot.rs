@@ -44,8 +44,9 @@ use kudo_package::render::{RenderContext, render_string};
 use serde_json::Value;
 use tokio::sync::mpsc::UnboundedSender;
 
-use crate::{Context, instance_resource};
-use kudo_kube::discovery::Resolved;
+use kudo_kube::discovery::{self, Resolved};
+
+use crate::resources::instance_resource;
 
 /// Event reason: a rule fired and started its plan.
 pub const AUTOPILOT_TRIGGERED: &str = "AutopilotTriggered";
@@ -395,10 +396,18 @@ fn observed(condition: &str, object: Option<&Value>, kind: &str) -> String {
     out.join(", ")
 }
 
+/// What evaluating rules reads through: discovery, the client acting for the Instance, and the
+/// watches whose caches answer first (and which the evaluation keeps up to date).
+pub(crate) struct Reads<'a> {
+    pub discovery: &'a discovery::Cache,
+    pub client: kube::Client,
+    pub watches: &'a Watches,
+}
+
 /// Evaluates every rule of the OperatorVersion for `inst` at `now`. `plan_running`: a plan is
 /// scheduled or running, or a change of the Instance waits for admission (rules then wait).
 pub(crate) async fn evaluate_rules(
-    ctx: &Context,
+    reads: &Reads<'_>,
     inst: &Instance,
     ov: &OperatorVersion,
     plan_running: bool,
@@ -422,7 +431,7 @@ pub(crate) async fn evaluate_rules(
             let windows = durations(ov, plan_name, index, rule, &rctx);
             let (for_, cooldown) = windows.clone().unwrap_or((0, 0));
             let outcome = match windows {
-                Ok(_) => evaluate_rule(ctx, ov, plan_name, index, rule, &rctx, &ns, &mut watched).await,
+                Ok(_) => evaluate_rule(reads, ov, plan_name, index, rule, &rctx, &ns, &mut watched).await,
                 Err(e) => Err(e),
             };
             let (condition, detail) = match outcome {
@@ -456,7 +465,7 @@ pub(crate) async fn evaluate_rules(
         }
     }
     let me = ObjectRef::new_with(&name, instance_resource()).within(&ns);
-    ctx.autopilot.watch(me, watched);
+    reads.watches.watch(me, watched);
     ev
 }
 
@@ -483,7 +492,7 @@ fn durations(
 /// One rule: `Ok((condition, Some((rendered setParameters, observed values))))`, or the error.
 #[allow(clippy::too_many_arguments)]
 async fn evaluate_rule(
-    ctx: &Context,
+    reads: &Reads<'_>,
     ov: &OperatorVersion,
     plan: &str,
     index: usize,
@@ -499,7 +508,7 @@ async fn evaluate_rule(
     let av = render("resource.apiVersion", &rule.resource.api_version)?;
     let kind = render("resource.kind", &rule.resource.kind)?;
     let obj_name = render("resource.name", &rule.resource.name)?;
-    let (ar, namespaced) = match ctx.discovery.resolve(&av, &kind).await {
+    let (ar, namespaced) = match reads.discovery.resolve(&av, &kind).await {
         Ok(Resolved::Found { resource, namespaced }) => (resource, namespaced),
         Ok(Resolved::Unknown(msg)) => {
             return Err(format!("{at}: unknown resource kind {kind} ({av}): {msg}"));
@@ -508,16 +517,16 @@ async fn evaluate_rule(
     };
     let obj_ns = if namespaced { ns.to_string() } else { String::new() };
     let w: Watched = (av.clone(), kind.clone(), obj_ns.clone(), obj_name.clone());
-    let cached = ctx.autopilot.cached(&ar, &w);
+    let cached = reads.watches.cached(&ar, &w);
     // Watched even when the read below fails: the watch's event is what retries it.
     watched.push((ar.clone(), w));
     let object = match cached {
         Some(cached) => cached.map(|o| serde_json::to_value(&*o).unwrap_or(Value::Null)),
         None => {
             let api: Api<DynamicObject> = if namespaced {
-                Api::namespaced_with(ctx.acting_client(), ns, &ar)
+                Api::namespaced_with(reads.client.clone(), ns, &ar)
             } else {
-                Api::all_with(ctx.acting_client(), &ar)
+                Api::all_with(reads.client.clone(), &ar)
             };
             match api.get_opt(&obj_name).await {
                 Ok(o) => o.map(|mut o| {
@@ -598,7 +607,7 @@ mod tests {
                 ),
             )
         };
-        let inst = |n: &str| ObjectRef::new_with(n, crate::instance_resource()).within("ns");
+        let inst = |n: &str| ObjectRef::new_with(n, crate::resources::instance_resource()).within("ns");
         watches.watch(inst("a"), vec![w(&cm, "x"), w(&sts, "db")]);
         watches.watch(inst("b"), vec![w(&sts, "db2")]);
         let key = |ar: &ApiResource| (ar.api_version.clone(), ar.kind.clone(), "ns".to_string());

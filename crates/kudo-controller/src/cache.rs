@@ -257,7 +257,7 @@ impl Wakes {
         let mut seen = self.0.lock().unwrap_or_else(|e| e.into_inner());
         match ev {
             watcher::Event::Apply(o) | watcher::Event::InitApply(o) => {
-                let owner = crate::owner_of(o)?;
+                let owner = crate::resources::owner_of(o)?;
                 let busy = running.runs(&owner);
                 let (digest, quiet) = if owned_by_instance(&o.metadata) {
                     (applied_digest(&with_type(o, api_version, kind), busy), false)
@@ -273,7 +273,7 @@ impl Wakes {
             }
             watcher::Event::Delete(o) => {
                 seen.remove(&key(o));
-                crate::owner_of(o)
+                crate::resources::owner_of(o)
             }
             watcher::Event::Init | watcher::Event::InitDone => None,
         }
@@ -420,7 +420,7 @@ impl Caches {
         let key = (ns.to_string(), name.to_string());
         let cached = self
             .instances
-            .get(&ObjectRef::new_with(name, crate::instance_resource()).within(ns));
+            .get(&ObjectRef::new_with(name, crate::resources::instance_resource()).within(ns));
         let mut seen = self.instance_versions.lock().unwrap_or_else(|e| e.into_inner());
         match cached {
             None => {
@@ -455,7 +455,7 @@ impl Caches {
             return None;
         }
         self.operator_versions
-            .get(&ObjectRef::new_with(name, crate::operator_version_resource()).within(ns))
+            .get(&ObjectRef::new_with(name, crate::resources::operator_version_resource()).within(ns))
     }
 
     /// The cached OperatorVersion decoded with `decode`, reusing the previous decoding while the

@@ -6,7 +6,7 @@ use kube::api::{Api, DynamicObject};
 use kudo_api::OperatorVersion;
 use kudo_engine::{TaskCall, TaskOutcome};
 
-use crate::Context;
+use crate::context::Context;
 use crate::reasons::{self, fatal};
 use crate::render::Rendered;
 
@@ -43,8 +43,11 @@ pub(crate) async fn check(
     let installed = match cached {
         Some(installed) => installed,
         None => {
-            let api: Api<DynamicObject> =
-                Api::namespaced_with(ctx.client.clone(), ns, &crate::operator_version_resource());
+            let api: Api<DynamicObject> = Api::namespaced_with(
+                ctx.cluster.client.clone(),
+                ns,
+                &crate::resources::operator_version_resource(),
+            );
             let list = api.list(&Default::default()).await.map_err(|e| {
                 TaskOutcome::Transient(format!("listing operator versions in {ns} failed: {e}"))
             })?;

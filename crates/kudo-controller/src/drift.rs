@@ -14,8 +14,8 @@ use kudo_engine::Timestamp;
 use kudo_package::render::{Action, RenderContext, RenderedObject};
 use serde_json::Value;
 
-use crate::Context;
 use crate::apply::{self, ClusterObjects};
+use crate::context::Context;
 use crate::render;
 
 /// Annotation choosing what happens to drifted objects: `repair` (default), `report`, `ignore`.
@@ -332,7 +332,7 @@ pub(crate) async fn namespace_terminating(ctx: &Context, ns: &str) -> bool {
     if ns.is_empty() {
         return false;
     }
-    let api: kube::Api<k8s_openapi::api::core::v1::Namespace> = kube::Api::all(ctx.client.clone());
+    let api: kube::Api<k8s_openapi::api::core::v1::Namespace> = kube::Api::all(ctx.cluster.client.clone());
     match api.get_opt(ns).await {
         Ok(Some(n)) => {
             n.metadata.deletion_timestamp.is_some()
@@ -353,8 +353,11 @@ pub(crate) async fn namespace_terminating(ctx: &Context, ns: &str) -> bool {
 /// overridden by a repair decided on the stale copy. The next reconcile (the annotation change
 /// queues one) then reports with the new policy. A deleted Instance repairs nothing.
 async fn live_policy(ctx: &Context, base: &RenderContext) -> Result<Policy, String> {
-    let api: kube::Api<kube::api::DynamicObject> =
-        kube::Api::namespaced_with(ctx.client.clone(), &base.namespace, &crate::instance_resource());
+    let api: kube::Api<kube::api::DynamicObject> = kube::Api::namespaced_with(
+        ctx.cluster.client.clone(),
+        &base.namespace,
+        &crate::resources::instance_resource(),
+    );
     match api.get_opt(&base.instance_name).await {
         Ok(Some(i)) => Ok(Policy::from_annotations(&i.metadata.annotations.unwrap_or_default()).0),
         Ok(None) => Ok(Policy::Ignore),

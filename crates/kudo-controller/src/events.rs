@@ -19,6 +19,9 @@ use kube::Client;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kudo_engine::EventType;
 
+/// Reporting controller name of the Events the manager publishes (KUDO's manager name).
+pub const REPORTER: &str = "kudo-manager";
+
 /// How long a series stays open after its last occurrence (client-go and kube-runtime: 6 min).
 const SERIES_TTL: SignedDuration = SignedDuration::from_mins(6);
 

@@ -341,7 +341,7 @@ pub fn request_verb(method: &http::Method, path: &str, query: Option<&str>) -> &
 /// A client that counts every request by verb in `kudo_api_requests_total` before handing it to
 /// `inner` (which keeps its authentication, base URL and timeouts).
 pub(crate) fn counting_client(inner: kube::Client, metrics: std::sync::Arc<Metrics>) -> kube::Client {
-    crate::with_request_hook(inner, move |req| {
+    crate::hook::with_request_hook(inner, move |req| {
         let verb = request_verb(req.method(), req.uri().path(), req.uri().query());
         metrics.api_requests.get_or_create(&VerbLabels { verb }).inc();
     })

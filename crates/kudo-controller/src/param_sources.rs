@@ -31,7 +31,7 @@ use kube::api::{Api, DynamicObject};
 use kudo_api::{OperatorVersion, ParameterSource};
 use serde_json::Value;
 
-use crate::Context;
+use crate::context::Context;
 
 /// Parameter values read from their sources, by parameter name.
 pub type SourcedValues = BTreeMap<String, String>;

@@ -10,8 +10,8 @@ use kudo_engine::pipe::{MAX_PIPE_FILE_SIZE, WAITER, artifact, init_command, rewr
 use serde_json::{Value, json};
 use tokio::io::AsyncReadExt;
 
-use crate::Context;
 use crate::apply::{ClusterObjects, apply_for_task};
+use crate::context::Context;
 use crate::reasons;
 
 fn fatal(message: impl Into<String>) -> TaskOutcome {

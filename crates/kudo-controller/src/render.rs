@@ -16,7 +16,7 @@ use kudo_package::enhance::builtin_is_namespaced;
 use kudo_package::render::{Action, RenderContext, RenderError, RenderedObject, render_plan};
 use serde_json::Value;
 
-use crate::Context;
+use crate::context::Context;
 use crate::param_sources::{self, SourcedValues};
 use crate::translate::{self, Translation};
 
@@ -229,7 +229,7 @@ pub async fn render(
     for e in rendered.errors.values_mut() {
         *e = param_sources::redact(e, values);
     }
-    let (done, failed) = translate::translate_unserved(&ctx.discovery, &mut rendered.objects).await;
+    let (done, failed) = translate::translate_unserved(&ctx.cluster.discovery, &mut rendered.objects).await;
     for (i, err) in failed {
         let o = &rendered.objects[i];
         rendered
@@ -261,7 +261,7 @@ async fn render_namespaced(
     let misses: Arc<Mutex<BTreeSet<GvkKey>>> = Arc::default();
     let wanted: Arc<Mutex<BTreeSet<Dependency>>> = Arc::default();
     let make = |misses: Arc<Mutex<BTreeSet<GvkKey>>>, live: Arc<Live>| {
-        let cache = ctx.discovery.clone();
+        let cache = ctx.cluster.discovery.clone();
         let mut rctx = base.clone();
         rctx.is_namespaced = Some(Arc::new(move |av: &str, kind: &str| {
             cache.cached_namespaced(av, kind).unwrap_or_else(|| {
@@ -291,7 +291,8 @@ async fn render_namespaced(
         .collect();
     let mut rerender = false;
     for GvkKey { api_version, kind } in missed {
-        if let Ok(Resolved::Found { namespaced, .. }) = ctx.discovery.resolve(&api_version, &kind).await
+        if let Ok(Resolved::Found { namespaced, .. }) =
+            ctx.cluster.discovery.resolve(&api_version, &kind).await
             && namespaced != builtin_is_namespaced(&api_version, &kind)
         {
             rerender = true;

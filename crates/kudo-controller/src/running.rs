@@ -86,7 +86,7 @@ mod tests {
     }
 
     fn at(name: &str) -> ObjectRef<DynamicObject> {
-        ObjectRef::new_with(name, crate::instance_resource()).within("ns")
+        ObjectRef::new_with(name, crate::resources::instance_resource()).within("ns")
     }
 
     #[test]

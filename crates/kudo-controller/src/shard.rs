@@ -32,9 +32,10 @@ use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use kudo_engine::shard::{LeaseView, ShardMove, Survey, decide};
 use tracing::{debug, info, warn};
 
+use crate::config::{ControllerConfig, LeaderElection};
+use crate::error::Error;
 use crate::gate::{ShardGate, Sharding};
 use crate::ops::Health;
-use crate::{ControllerConfig, Error, LeaderElection};
 
 /// Label naming the lease group (the `--lease-name`) of shard and member Leases.
 pub const LEASE_GROUP_LABEL: &str = "kudo.dev/lease-group";
@@ -356,7 +357,7 @@ pub(crate) async fn run(
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     // Its own task, so a tick waiting for a shard to drain never stalls the watches; aborted
     // with this future (a killed replica acts no more).
-    let mut controller = crate::ops::AbortOnDrop(Some(tokio::spawn(crate::run_controller(
+    let mut controller = crate::ops::AbortOnDrop(Some(tokio::spawn(crate::controllers::run(
         client,
         config,
         Sharding {

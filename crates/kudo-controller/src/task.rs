@@ -8,8 +8,8 @@ use kudo_api::{OperatorVersion, TaskKind};
 use kudo_engine::{TaskCall, TaskOutcome};
 use kudo_package::render::{Action, RenderedObject};
 
-use crate::Context;
 use crate::apply::{self, ClusterObjects};
+use crate::context::Context;
 use crate::reasons::{self, fatal};
 use crate::render::Rendered;
 

@@ -30,7 +30,8 @@ use crate::running::Running;
 use crate::views::{self, ViewStream, labelled_watch, lean_watcher};
 use kudo_kube::known_resource;
 
-use crate::{autopilot, cache, instance_resource, operator_version_resource, owner_of};
+use crate::resources::{instance_resource, operator_version_resource, owner_of};
+use crate::{autopilot, cache};
 
 /// A stream of reconcile requests, one per watch.
 pub(crate) type Trigger =

@@ -39,7 +39,8 @@ fn only_a_sharded_manager_labels_and_only_what_lacks_the_label() {
     let bucket = bucket_of("ns", "db").to_string();
     let labelled = BTreeMap::from([(BUCKET_LABEL.to_string(), bucket.clone())]);
     let wrong = BTreeMap::from([(BUCKET_LABEL.to_string(), "9999".to_string())]);
-    let cases: [(&str, u32, &BTreeMap<String, String>, Option<&str>); 5] = [
+    type Labels = BTreeMap<String, String>;
+    let cases: [(&str, u32, &Labels, Option<&str>); 5] = [
         ("unsharded: no label", 1, &BTreeMap::new(), None),
         ("sharded, unlabelled", 4, &BTreeMap::new(), Some(&bucket)),
         ("sharded, labelled", 4, &labelled, None),

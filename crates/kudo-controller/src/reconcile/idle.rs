@@ -59,7 +59,7 @@ impl Reconciler<'_> {
             is_namespaced: None,
             live_dependency: None,
             rollback: None,
-            parse_memo: Some(self.ctx.parse_memo.clone()),
+            parse_memo: Some(self.ctx.memory.parse_memo.clone()),
         };
         let rep = drift::check(self.ctx, ov, &base, sourced, status, policy, &self.cluster).await;
         self.ctx.metrics.drift(rep.drifted.len(), rep.repaired.len());

@@ -172,6 +172,11 @@ impl Reconciler<'_> {
     ) -> autopilot::Evaluation {
         let admitted = admitted_spec(inst);
         let idle = admitted.as_ref() == Some(&inst.spec) && inst.spec.plan_execution.plan_name.is_empty();
-        autopilot::evaluate_rules(self.ctx, inst, ov, !idle, now).await
+        let reads = autopilot::Reads {
+            discovery: &self.ctx.cluster.discovery,
+            client: self.ctx.acting_client(),
+            watches: &self.ctx.autopilot,
+        };
+        autopilot::evaluate_rules(&reads, inst, ov, !idle, now).await
     }
 }

@@ -39,14 +39,14 @@ use pass::PassInput;
 use persist::Writes;
 
 use crate::autopilot;
+use crate::context::Context;
 use crate::drift;
 use crate::param_sources;
 use crate::reasons;
+use crate::resources::{instance_resource, operator_version_resource};
 use crate::translate::API_VERSION_TRANSLATED;
-use crate::{
-    CLUSTER_OBJECTS_FINALIZER, Context, RETRY_ANNOTATION, instance_resource, operator_version_resource,
-};
 use crate::{apply, render, task};
+use kudo_engine::reconcile::{CLUSTER_OBJECTS_FINALIZER, RETRY_ANNOTATION};
 
 use kudo_engine::reconcile::DRIFTED;
 /// Event reason: drifted objects were applied again.
@@ -64,7 +64,7 @@ pub const INVALID_OPERATOR_VERSION: &str = "InvalidOperatorVersion";
 #[derive(Debug, thiserror::Error)]
 pub enum ReconcileError {
     /// A request to the API server failed; the reconcile is retried after
-    /// [`crate::ControllerConfig::error_requeue`].
+    /// [`crate::config::ControllerConfig::error_requeue`].
     #[error("API request failed: {0}")]
     Api(#[from] kube::Error),
     /// An Instance or OperatorVersion does not match the kudo.dev/v1beta1 schema.
@@ -104,8 +104,26 @@ pub fn error_policy(obj: Arc<DynamicObject>, err: &ReconcileError, ctx: Arc<Cont
     Action::requeue(ctx.config.error_requeue)
 }
 
-/// Entry point called by the kube-runtime controller.
-pub async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
+/// One reconcile as the queue runs it (and [`crate::Stepper`]): only for an Instance of a shard
+/// this replica holds, cancelled if the shard goes to another replica meanwhile, and counted in the
+/// metrics.
+pub(crate) async fn gated(obj: Arc<DynamicObject>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
+    // Another replica's shard: nothing to do until this one holds it.
+    let ns = obj.metadata.namespace.as_deref().unwrap_or_default();
+    let name = obj.metadata.name.as_deref().unwrap_or_default();
+    let Some(pass) = ctx.shards.enter(ns, name) else {
+        return Ok(Action::await_change());
+    };
+    let metrics = ctx.metrics.clone();
+    let in_flight = metrics.reconcile_started();
+    let res = pass.run(reconcile(obj, ctx)).await;
+    in_flight.finish(!matches!(res, Some(Err(_))));
+    // Cancelled: the shard went to another replica.
+    res.unwrap_or_else(|| Ok(Action::await_change()))
+}
+
+/// One reconcile of the Instance `obj` names (see the module docs).
+async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
     let ns = obj.metadata.namespace.clone().unwrap_or_default();
     let name = obj.metadata.name.clone().unwrap_or_default();
     let span = info_span!("reconcile", instance = %format!("{ns}/{name}"));
@@ -138,7 +156,7 @@ impl<'c> Reconciler<'c> {
             ctx,
             ns: ns.to_string(),
             name: name.to_string(),
-            api: Api::namespaced_with(ctx.client.clone(), ns, &iar),
+            api: Api::namespaced_with(ctx.cluster.client.clone(), ns, &iar),
             cluster: Default::default(),
         }
     }
@@ -193,6 +211,7 @@ impl<'c> Reconciler<'c> {
         let run = &exec.plan_execution;
         let mut annotations = inst.metadata.annotations.clone();
         self.ctx
+            .memory
             .timings
             .overlay(&self.ns, &self.name, &run.uid, &mut annotations);
         let (ov, sourced) = self.executed_ov(&inst, &exec, ov, sourced).await?;
@@ -222,9 +241,16 @@ impl<'c> Reconciler<'c> {
             .persist_run(&raw, &inst, &ov, deleting, writes, &status)
             .await?
             .filter(|_| !run.plan_name.is_empty());
-        self.ctx.timings.keep(&self.ns, &self.name, timing.as_deref());
+        self.ctx
+            .memory
+            .timings
+            .keep(&self.ns, &self.name, timing.as_deref());
         if let Some(outcome) = ended {
-            crate::revisions::finish(self.ctx, &inst, &run.uid, outcome, now).await;
+            self.ctx
+                .cluster
+                .revisions
+                .finish(&inst, &run.uid, outcome, now)
+                .await;
         }
         Ok(Action::requeue(requeue))
     }
@@ -245,7 +271,7 @@ impl<'c> Reconciler<'c> {
                 spec: exec,
                 ov,
             };
-            crate::revisions::record(self.ctx, &run, by.clone(), now).await;
+            self.ctx.cluster.revisions.record(&run, by.clone(), now).await;
         }
     }
 

@@ -23,8 +23,11 @@ impl Reconciler<'_> {
         if let Some(ov) = self.ctx.caches.decoded_operator_version(ov_ns, name, decode_ov) {
             return ov.map(Some);
         }
-        let api: Api<DynamicObject> =
-            Api::namespaced_with(self.ctx.client.clone(), ov_ns, &operator_version_resource());
+        let api: Api<DynamicObject> = Api::namespaced_with(
+            self.ctx.cluster.client.clone(),
+            ov_ns,
+            &operator_version_resource(),
+        );
         match api.get_opt(name).await? {
             Some(raw) => Ok(Some(Arc::new(decode_ov(&raw)?))),
             None => Ok(None),
@@ -136,7 +139,12 @@ impl Reconciler<'_> {
     pub(super) async fn establish_identity(&self, raw: &DynamicObject) {
         let spec_account = raw.data["spec"]["serviceAccountName"].as_str().unwrap_or("");
         let default = self.ctx.config.default_service_account.as_deref();
-        let acting = self.ctx.identities.acting(&self.ns, spec_account, default).await;
+        let acting = self
+            .ctx
+            .cluster
+            .identities
+            .acting(&self.ns, spec_account, default)
+            .await;
         crate::impersonation::establish(acting);
     }
 

@@ -120,14 +120,14 @@ impl Reconciler<'_> {
             is_namespaced: None,
             live_dependency: None,
             rollback: RollbackMark::of_run(input.annotations, plan_uid).map(|m| (m.from, m.to)),
-            parse_memo: Some(self.ctx.parse_memo.clone()),
+            parse_memo: Some(self.ctx.memory.parse_memo.clone()),
         };
         let mut rendered = render::render(self.ctx, input.ov, plan, rctx, input.sourced).await?;
         if let Ok(values) = input.sourced {
             rendered.source_child_parameters(&input.exec.parameter_sources, values);
         }
         for t in rendered.translations() {
-            if self.ctx.translations.first(plan_uid, t) {
+            if self.ctx.memory.translations.first(plan_uid, t) {
                 let msg = t.message();
                 info!("{msg}");
                 // One Event series per object (the recorder merges by reason and action).

@@ -274,7 +274,7 @@ impl Reconciler<'_> {
     /// a run may make a change that waited for it admissible, which the next reconcile admits.
     fn echo(&self, updated: &DynamicObject) {
         if let Some(rv) = updated.metadata.resource_version.as_deref() {
-            self.ctx.echoes.wrote(&self.ns, &self.name, rv);
+            self.ctx.memory.echoes.wrote(&self.ns, &self.name, rv);
         }
     }
 

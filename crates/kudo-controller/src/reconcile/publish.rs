@@ -61,7 +61,7 @@ impl Reconciler<'_> {
         // (5xx, 429): plan events are how users follow a run, and one 500 should not lose one.
         let mut backoff = Duration::from_millis(50);
         for attempt in 1..=EVENT_TRIES {
-            match self.ctx.recorder.publish(&ev, &reference).await {
+            match self.ctx.cluster.recorder.publish(&ev, &reference).await {
                 Ok(()) => return,
                 Err(e) if attempt < EVENT_TRIES && is_transient(&e) => {
                     tokio::time::sleep(backoff).await;
