@@ -11,46 +11,13 @@
 
 use kudo_api::{ExecutionStatus, InstanceStatus, OperatorVersion};
 use kudo_engine::Timestamp;
+use kudo_engine::reconcile::Policy;
 use kudo_package::render::{Action, RenderContext, RenderedObject};
 use serde_json::Value;
 
 use crate::apply::{self, ClusterObjects};
 use crate::context::Context;
 use crate::render;
-
-/// Annotation choosing what happens to drifted objects: `repair` (default), `report`, `ignore`.
-pub const DRIFT_POLICY_ANNOTATION: &str = "kudo.dev/drift-policy";
-/// Same as [`DRIFT_POLICY_ANNOTATION`] under our own prefix (checked when the former is absent).
-pub const DRIFT_POLICY_ANNOTATION_RS: &str = "kudo-rs.dev/drift-policy";
-
-/// What to do about drift.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Policy {
-    Repair,
-    Report,
-    Ignore,
-}
-
-impl Policy {
-    /// The policy from the Instance annotations; an unknown value falls back to `repair` and is
-    /// returned as the error message to report.
-    pub fn from_annotations(a: &std::collections::BTreeMap<String, String>) -> (Policy, Option<String>) {
-        let v = a
-            .get(DRIFT_POLICY_ANNOTATION)
-            .or_else(|| a.get(DRIFT_POLICY_ANNOTATION_RS));
-        match v.map(|s| s.trim()) {
-            None | Some("") | Some("repair") => (Policy::Repair, None),
-            Some("report") => (Policy::Report, None),
-            Some("ignore") => (Policy::Ignore, None),
-            Some(other) => (
-                Policy::Repair,
-                Some(format!(
-                    "unknown drift policy {other:?} (expected repair, report or ignore): repairing"
-                )),
-            ),
-        }
-    }
-}
 
 /// Result of a drift check.
 #[derive(Debug, Default)]
@@ -419,19 +386,5 @@ mod tests {
             &json!({"cpu": "300m", "memory": "1Gi"})
         ));
         assert!(!is_subset(&json!({"cpu": 0.3}), &json!({"cpu": "200m"})));
-    }
-
-    #[test]
-    fn policy_from_annotations() {
-        let mut a = std::collections::BTreeMap::new();
-        assert_eq!(Policy::from_annotations(&a), (Policy::Repair, None));
-        a.insert(DRIFT_POLICY_ANNOTATION_RS.to_string(), "report".to_string());
-        assert_eq!(Policy::from_annotations(&a), (Policy::Report, None));
-        a.insert(DRIFT_POLICY_ANNOTATION.to_string(), "ignore".to_string());
-        assert_eq!(Policy::from_annotations(&a), (Policy::Ignore, None));
-        a.insert(DRIFT_POLICY_ANNOTATION.to_string(), "fix".to_string());
-        let (p, err) = Policy::from_annotations(&a);
-        assert_eq!(p, Policy::Repair);
-        assert!(err.unwrap().contains("unknown drift policy"));
     }
 }

@@ -12,8 +12,6 @@ pub const TOGGLE_TASK_ERROR: &str = "ToggleTaskError";
 pub const DUMMY_TASK_ERROR: &str = "DummyTaskError";
 pub const PIPE_TASK_ERROR: &str = "PipeTaskError";
 pub const KUDO_OPERATOR_TASK_ERROR: &str = "KudoOperatorTaskError";
-pub const INVALID_PARAMS: &str = "InvalidParams";
-pub const INVALID_PLAN: &str = "InvalidPlan";
 pub const SERVICE_ACCOUNT_NOT_FOUND: &str = "ServiceAccountNotFound";
 
 /// A task outcome that fails the plan with `reason` and `message`.

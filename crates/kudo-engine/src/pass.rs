@@ -31,6 +31,10 @@ pub mod reasons {
     pub const PLAN_TIMEOUT: &str = "PlanTimeout";
     /// Ours: the run was cancelled on request.
     pub const PLAN_CANCELLED: &str = "PlanCancelled";
+    /// The scheduled plan does not exist in the OperatorVersion.
+    pub const INVALID_PLAN: &str = "InvalidPlan";
+    /// The plan could not be rendered (invalid parameters, a plan-level template error).
+    pub const INVALID_PARAMS: &str = "InvalidParams";
 }
 
 /// Annotation under which the controller persists [`Timing`] on the Instance (JSON).

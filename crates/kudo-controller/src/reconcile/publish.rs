@@ -1,6 +1,13 @@
 //! Events on the Instance, retried when the refusal is transient.
 
-use super::*;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::ObjectReference;
+use kube::api::DynamicObject;
+use kudo_engine::EventType;
+use tracing::warn;
+
+use super::Reconciler;
 
 impl Reconciler<'_> {
     pub(super) fn reference(&self, raw: &DynamicObject) -> ObjectReference {

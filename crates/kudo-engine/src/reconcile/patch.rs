@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use kudo_api::{AutopilotRuleStatus, Instance, InstanceSpec, InstanceStatus, PlanExecution};
 use serde_json::{Value, json};
 
-use super::{ADMITTED_SPEC_ANNOTATION, RETRY_ANNOTATION};
+use super::annotations::{ADMITTED_SPEC_ANNOTATION, RETRY_ANNOTATION};
 
 /// What a reconcile wants stored in the Instance's spec and metadata.
 #[derive(Debug, Clone, Copy)]
