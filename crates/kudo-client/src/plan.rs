@@ -130,8 +130,8 @@ pub async fn trigger_plan(
     write_trigger(cluster, instance, ov, plan, None).await
 }
 
-/// Writes the direct trigger of `plan` ([`kudo_engine::reconcile::trigger_patch`]; `retry_of`: the failed
-/// run a retry resumes) unless KUDO's admission rules refuse it.
+/// Writes the direct trigger of `plan` ([`kudo_engine::reconcile::trigger_patch`]; `retry_of`: the
+/// failed run a retry resumes) unless KUDO's admission rules refuse it.
 async fn write_trigger(
     cluster: &Cluster,
     instance: &Instance,

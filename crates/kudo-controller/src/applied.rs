@@ -9,9 +9,9 @@ use serde_json::Value;
 /// waiting for a Deployment is passed again at every watch event that wakes it; applying
 /// identical content each time costs the server a full server-side-apply merge for nothing (the
 /// controller bench measured 10 applies for a one-object plan). Identical content is therefore
-/// read instead of re-applied; new content (another run — the plan-uid label differs — or changed
-/// parameters) is applied, and so is an object found deleted. Only an optimisation: a restarted
-/// manager starts empty and applies everything once.
+/// read instead of re-applied; new content (another run — the plan-uid label differs — or
+/// changed parameters) is applied, and so is an object found deleted. Only an optimisation: a
+/// restarted manager starts empty and applies everything once.
 ///
 /// Each entry also keeps the uid and generation of the object the apply answered with: the
 /// watch cache's copy may only be judged instead of a GET when it is that object at that

@@ -28,7 +28,7 @@ use kube::runtime::WatchStreamExt;
 use kube::runtime::reflector::store::Writer;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher::{self, watcher};
-use kudo_engine::autopilot::{Evaluation, RuleRead, Rules};
+use kudo_engine::autopilot::{Evaluation, ReadError, RuleRead, Rules};
 use serde_json::Value;
 use tokio::sync::mpsc::UnboundedSender;
 
@@ -232,19 +232,29 @@ async fn read_object(
     read: &RuleRead,
     ns: &str,
     watched: &mut Vec<(ApiResource, Watched)>,
-) -> Result<Option<Value>, String> {
+) -> Result<Option<Value>, ReadError> {
     let RuleRead {
-        at,
         api_version: av,
         kind,
         name,
+        ..
     } = read;
     let (ar, namespaced) = match reads.discovery.resolve(av, kind).await {
         Ok(Resolved::Found { resource, namespaced }) => (resource, namespaced),
-        Ok(Resolved::Unknown(msg)) => {
-            return Err(format!("{at}: unknown resource kind {kind} ({av}): {msg}"));
+        Ok(Resolved::Unknown(message)) => {
+            return Err(ReadError::UnknownKind {
+                api_version: av.clone(),
+                kind: kind.clone(),
+                message,
+            });
         }
-        Err(e) => return Err(format!("{at}: discovery of {kind} ({av}) failed: {e}")),
+        Err(e) => {
+            return Err(ReadError::Discovery {
+                api_version: av.clone(),
+                kind: kind.clone(),
+                message: e.to_string(),
+            });
+        }
     };
     let obj_ns = if namespaced { ns.to_string() } else { String::new() };
     let w: Watched = (av.clone(), kind.clone(), obj_ns, name.clone());
@@ -264,7 +274,11 @@ async fn read_object(
             o.metadata.managed_fields = None;
             serde_json::to_value(o).unwrap_or(Value::Null)
         })),
-        Err(e) => Err(format!("{at}: reading {kind} {name} failed: {e}")),
+        Err(e) => Err(ReadError::Read {
+            kind: kind.clone(),
+            name: name.clone(),
+            message: e.to_string(),
+        }),
     }
 }
 

@@ -1,6 +1,6 @@
 //! Watch-fed caches the manager reads from instead of asking the API server at every reconcile
-//! (issue 14, bug 8: a first-operator deploy cost ~36 GETs and LISTs; controller-runtime, KUDO's
-//! base, reads from informer caches too).
+//! (reading everything from the server, a first-operator deploy cost ~36 GETs and LISTs;
+//! controller-runtime, KUDO's base, reads from informer caches too).
 //!
 //! One cache per watched kind: Instances and OperatorVersions (all of them, in the manager's
 //! scope; kube-runtime reflector stores) and the child kinds KUDO applies (label `heritage=kudo`;
@@ -70,7 +70,7 @@ const HEALTH_SPEC_FIELDS: &[&str] = &[
 ///   the status fields health reads (phase, conditions, reason, message).
 /// * The store keeps the object as compact JSON text, metadata included. A parsed JSON tree took
 ///   about five times the room of its text, and the cached children were most of the manager's
-///   heap in the `scale 1000` bench (issue 14; docs/benchmarks.md). Reading a cached copy costs
+///   heap in the `scale 1000` bench (docs/benchmarks.md). Reading a cached copy costs
 ///   a parse.
 ///
 /// Objects a plan applied (owned by their Instance) are kept whole: drift detection compares
@@ -223,11 +223,12 @@ pub(crate) fn unpacked(o: &DynamicObject) -> DynamicObject {
 ///
 /// Objects a plan applied (owned by their Instance) wake it when something drift detection, the
 /// running plan's health checks or readiness read changed ([`applied_digest`]). The other
-/// children — the Pods of a Deployment — are only read by readiness and health, so
-/// their events wake the Instance only when something those can see changed: the health verdict
-/// (with its message), the generation, the deletion timestamp, or the object appeared or went away. The `scale 1000` bench's 2000 Pods
-/// change about four times each (scheduled, IPs, container statuses, ready) while their health
-/// changes once or twice; every wake costs a reconcile with a readiness and drift check (issue 14).
+/// children — the Pods of a Deployment — are only read by readiness and health, so their events
+/// wake the Instance only when something those can see changed: the health verdict (with its
+/// message), the generation, the deletion timestamp, or the object appeared or went away. The
+/// `scale 1000` bench's 2000 Pods change about four times each (scheduled, IPs, container
+/// statuses, ready) while their health changes once or twice; every wake costs a reconcile with a
+/// readiness and drift check.
 /// While the owning Instance runs a plan, such a change wakes it only when it is a pod's problem a
 /// step's waiting line shows (see [`crate::running`]).
 ///
@@ -294,7 +295,7 @@ pub(crate) fn owned_by_instance(meta: &k8s_openapi::apimachinery::pkg::apis::met
 /// resourceVersion; metadata with the generation, labels, annotations, owners), and its
 /// health — while a plan runs only the verdict's kind (progressing, healthy, failed), since the
 /// step waiting on it moves only then; idle, the verdict with its message, which readiness shows.
-/// A rollout's replica counts therefore no longer wake a running plan at every step (issue 28):
+/// A rollout's replica counts therefore do not wake a running plan at every step:
 /// the waiting line written after the grace keeps the counts it saw.
 fn applied_digest(typed: &Value, running: bool) -> u64 {
     use std::hash::{Hash, Hasher};
@@ -383,7 +384,7 @@ pub(crate) struct Caches {
     instance_versions: Mutex<HashMap<(String, String), String>>,
     /// `(namespace, name)` → a cached OperatorVersion decoded, with the resourceVersion it was
     /// decoded at: every reconcile needs the typed OperatorVersion, and decoding it (to JSON and
-    /// back) was 6 % of the manager's CPU in the `scale 1000` bench (issue 14).
+    /// back) was 6 % of the manager's CPU in the `scale 1000` bench.
     decoded_ovs: Mutex<HashMap<(String, String), DecodedOv>>,
 }
 

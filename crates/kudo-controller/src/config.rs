@@ -17,8 +17,8 @@ pub struct ControllerConfig {
     /// long unless an event comes first; other waits keep KUDO's 1–60 s backoff, capped by this.
     /// Five minutes, like [`Self::idle_resync`]: the watches re-list after any break, so the timer
     /// only guards against a wake rule that missed a change; at 60 s a rollout of a few minutes on
-    /// a busy cluster got a pass each minute that found nothing new (issue 28: ~3 of 7.8
-    /// reconciles per Instance in the real-cluster bench).
+    /// a busy cluster got a pass each minute that found nothing new (~3 of 7.8 reconciles per
+    /// Instance in the real-cluster bench).
     pub requeue_backstop: Duration,
     /// How often idle Instances re-check their readiness without a watch event.
     pub idle_resync: Duration,
@@ -48,8 +48,8 @@ pub struct ControllerConfig {
     /// How many revisions (`kubectl kudo history`) are kept per Instance; older ones are deleted
     /// when a new run is recorded. See [`crate::revisions`].
     pub revision_history_limit: usize,
-    /// Split the Instances into this many shards, each a Lease (see [`crate::shard`]); replicas share
-    /// them fairly. 1 (the default) is one acting replica, elected by [`Self::leader_election`]
+    /// Split the Instances into this many shards, each a Lease (see [`crate::shard`]); replicas
+    /// share them fairly. 1 (the default) is one acting replica, elected by [`Self::leader_election`]
     /// if set. More than 1 needs [`Self::leader_election`] (its lease name, namespace, identity
     /// and duration are the shard Leases').
     pub shards: u32,

@@ -37,7 +37,7 @@ pub struct Repaired {
     pub what: String,
     /// The object, as an Event's `related` object: the Event recorder merges Events with the same
     /// reason, action, regarding and related object into one series keeping the first note, so
-    /// each repaired object needs its own (issue 14, bug 3).
+    /// each repaired object needs its own (else only the first repair's note would be seen).
     pub object: k8s_openapi::api::core::v1::ObjectReference,
 }
 
@@ -293,7 +293,7 @@ async fn drift_of(
 
 /// Whether namespace `ns` is being deleted. Nothing can be created in it any more (403 "being
 /// terminated") and its objects, the Instance's OperatorVersion included, are going away on
-/// purpose: drift repair and reports of missing objects would only be noise (issue 14, bug 6).
+/// purpose: drift repair and reports of missing objects would only be noise.
 /// An unreadable namespace (e.g. a manager without the permission) counts as not terminating.
 pub(crate) async fn namespace_terminating(ctx: &Context, ns: &str) -> bool {
     if ns.is_empty() {

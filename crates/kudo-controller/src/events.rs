@@ -4,7 +4,7 @@
 //!
 //! kube-runtime's `Recorder` does the same, but keeps every Event it published, whole and inline
 //! in its hash table, for six minutes, and scans them all at every publish. In the `scale 1000`
-//! bench that table was 8.9 MB, a sixth of the manager's heap (issue 14, docs/benchmarks.md).
+//! bench that table was 8.9 MB, a sixth of the manager's heap (docs/benchmarks.md).
 //! This one keeps, per series, its key, the Event's name and its count.
 
 use std::collections::HashMap;

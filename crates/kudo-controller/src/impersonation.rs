@@ -1,4 +1,4 @@
-//! Least privilege (issue 25): the manager performs the requests it makes *for* an Instance as
+//! Least privilege: the manager performs the requests it makes *for* an Instance as
 //! that Instance's ServiceAccount, so an Instance can do no more in the cluster than the account
 //! may, whatever its package's templates say.
 //!

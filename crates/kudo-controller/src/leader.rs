@@ -335,8 +335,8 @@ enum Freed {
 }
 
 /// Tells a released lease from an expired one by the holder's last renewal (`before`, the Lease
-/// spec while it was still held) and the time now (Unix seconds). Issue 14, bug 7: the log called
-/// every freed lease "released".
+/// spec while it was still held) and the time now (Unix seconds), so the log says which it was
+/// instead of calling every freed lease "released".
 fn how_freed(before: Option<&k8s_openapi::api::coordination::v1::LeaseSpec>, now_unix: i64) -> Freed {
     let renewed = before
         .and_then(|s| s.renew_time.as_ref())

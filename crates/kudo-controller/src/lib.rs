@@ -123,8 +123,8 @@ pub use kudo_engine::reconcile::{
 pub fn init_tracing(json: bool) -> Result<(), Error> {
     use tracing_subscriber::EnvFilter;
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    // Colours only on a terminal: in files, pipes and log collectors escape codes are noise
-    // (issue 14, bug 7). The log goes to stdout, so that is the stream that decides.
+    // Colours only on a terminal: in files, pipes and log collectors escape codes are noise. The
+    // log goes to stdout, so that is the stream that decides.
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stdout());
     let builder = tracing_subscriber::fmt().with_env_filter(filter).with_ansi(ansi);
     let res = if json {

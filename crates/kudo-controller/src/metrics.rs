@@ -226,7 +226,7 @@ impl Metrics {
             .filter(|_| timing.uid == plan_uid)
             .and_then(|t| Timestamp::parse(&t).ok())
             .unwrap_or(now);
-        // Issue 14, bug 7: whole seconds hid every plan under a second.
+        // Measured here when possible: whole seconds would hide every plan under a second.
         let secs = match seen {
             Some(t) => t.elapsed().as_secs_f64(),
             None => now.seconds_since(started).max(0) as f64,

@@ -99,7 +99,7 @@ impl Rendered {
             if let Err(e) = param_sources::source_child_parameters(&mut o.object, sources, values) {
                 self.errors
                     .entry(TaskKey::new(&o.phase, &o.step, &o.task))
-                    .or_insert(e);
+                    .or_insert(e.to_string());
             }
         }
     }
@@ -217,7 +217,7 @@ pub async fn render(
                 errors: HashMap::new(),
                 transient: None,
                 translations: Vec::new(),
-                unresolved: Some(msg.clone()),
+                unresolved: Some(msg.to_string()),
             });
         }
     };

@@ -2,8 +2,8 @@
 //! requests behind [`kudo_engine::revision`], which decides what is written.
 //!
 //! Revisions are the manager's own bookkeeping, so they are written with the manager's identity
-//! ([`Revisions`] holds its client), never the Instance's ServiceAccount. A failed write is logged (warn) but
-//! never fails the reconcile: history is a record of the plan runs, not a condition for running
+//! ([`Revisions`] holds its client), never the Instance's ServiceAccount. A failed write is logged
+//! (warn) but never fails the reconcile: history is a record of the plan runs, not a condition for running
 //! them.
 //!
 //! Each LIST of the history scans every ControllerRevision of the namespace on the API server, so

@@ -1,4 +1,4 @@
-//! Sharded managers (`--shards N`, issue 28): several replicas share the Instances, each acting
+//! Sharded managers (`--shards N`): several replicas share the Instances, each acting
 //! only on the shards whose Lease it holds. The decisions (which shard an Instance is in, what a
 //! replica acquires, renews, releases or has lost) are [`kudo_engine::shard`]'s; this module
 //! keeps the Leases and the gate every reconcile passes.

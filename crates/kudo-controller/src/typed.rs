@@ -1,5 +1,5 @@
-//! Typed APIs on the manager's side (issue 26 item 3): every OperatorVersion with an `api:` section
-//! gets a controller for its kind, which keeps an Instance of the same name and namespace for each
+//! Typed APIs on the manager's side (a kudo-rs extension): every OperatorVersion with an `api:`
+//! section gets a controller for its kind, which keeps an Instance of the same name and namespace for each
 //! typed object (owned by it, so deleting the object deletes the Instance and runs its cleanup) and
 //! mirrors that Instance's run into the object's `status`. The decisions are
 //! [`kudo_engine::typed`]'s; this module reads and writes.

@@ -1,10 +1,10 @@
-//! A sharded replica's watches (issue 28): each kind is watched through several label selectors
+//! A sharded replica's watches: each kind is watched through several label selectors
 //! ("views"), and their events are merged into the one stream a cache expects.
 //!
-//! Every replica of a sharded manager used to receive every event of every Instance, Pod and
-//! ReplicaSet and to decode and store it, so two replicas spent 1.49× one manager's CPU
-//! (docs/benchmarks.md, session 22). Now the manager labels each Instance and what its plans
-//! apply with the Instance's bucket (`kudo.dev/bucket`, [`kudo_engine::shard::bucket_of`]), and a
+//! Were every kind watched whole, every replica of a sharded manager would receive every event of
+//! every Instance, Pod and ReplicaSet and decode and store it: two replicas spent 1.49× one
+//! manager's CPU that way (docs/benchmarks.md). So the manager labels each Instance and what its
+//! plans apply with the Instance's bucket (`kudo.dev/bucket`, [`kudo_engine::shard::bucket_of`]), and a
 //! replica watches:
 //!
 //! * the objects labelled with the buckets of its shards ([`held_watch`]), restarted (a re-list)

@@ -49,7 +49,7 @@ pub(crate) struct Watches {
 }
 
 /// Instances are kept packed (their body as JSON text; cache::pack): the manager reads one per
-/// reconcile, unpacked, and the parsed trees of 1,000 Instances were a fifth of its heap (issue 14).
+/// reconcile, unpacked, and the parsed trees of 1,000 Instances were a fifth of its heap.
 fn slim_instance(o: &mut DynamicObject) {
     cache::pack(o);
 }

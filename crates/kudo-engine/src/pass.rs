@@ -230,7 +230,7 @@ pub struct PlanPass<'a> {
     grace_ends: Option<Timestamp>,
 }
 
-/// How long a step waits before its `waiting_for` lines are written (kudo-rs; issue 28). Most
+/// How long a step waits before its `waiting_for` lines are written (kudo-rs). Most
 /// waits are a rollout progressing normally and end within seconds; writing each passing state
 /// of its pods (`0 of 2 updated replicas are available`, then `1 of 2`, …) doubled the status
 /// writes of a deploy. A step still waiting after this long gets its lines at once (the pass

@@ -1,4 +1,4 @@
-//! Sharded managers (issue 28): which shard an Instance belongs to, and what one replica does with
+//! Sharded managers: which shard an Instance belongs to, and what one replica does with
 //! the shard Leases at each tick. Pure: the manager lists the Leases, asks [`decide`], and sends
 //! the writes ([`ShardMove`]) itself.
 //!

@@ -10,7 +10,7 @@ use kudo_api::{
     OperatorVersion, Parameter,
 };
 use kudo_engine::Timestamp;
-use kudo_engine::autopilot::{Evaluation, RuleRead, Rules};
+use kudo_engine::autopilot::{Evaluation, ReadError, RuleRead, Rules};
 use kudo_engine::initiate::Origin;
 use serde_json::{Value, json};
 
@@ -80,7 +80,7 @@ fn evaluate(
     inst: &Instance,
     ov: &OperatorVersion,
     waiting: bool,
-    object: Result<Option<Value>, String>,
+    object: Result<Option<Value>, ReadError>,
 ) -> (Vec<RuleRead>, Evaluation) {
     let mut rules = Rules::new(inst, ov, waiting, now());
     let mut reads = Vec::new();
@@ -153,11 +153,19 @@ fn a_cooldown_holds_and_wakes_when_it_is_over() {
 
 #[test]
 fn a_read_error_is_reported_once() {
-    let failed = Err("plan \"update\" when[0]: reading StatefulSet db-db failed: 500".to_string());
+    let failed = Err(ReadError::Read {
+        kind: "StatefulSet".into(),
+        name: "db-db".into(),
+        message: "500".into(),
+    });
     let (_, ev) = evaluate(&inst(None), &ov(rule("")), false, failed.clone());
     assert_eq!(ev.errors.len(), 1);
     let state = ev.states["update/0"].clone();
-    assert_eq!(state.last_error, failed.clone().unwrap_err());
+    // The error says which rule, then what failed.
+    assert_eq!(
+        state.last_error,
+        "plan \"update\" when[0]: reading StatefulSet db-db failed: 500"
+    );
     let (_, again) = evaluate(&inst(Some(state)), &ov(rule("")), false, failed);
     assert!(again.errors.is_empty(), "the same error is not reported twice");
     let (_, fixed) = evaluate(

@@ -114,6 +114,33 @@ pub struct RuleRead {
     pub name: String,
 }
 
+/// Why the manager could not read a rule's object ([`Rules::report`]); the rule's error says so
+/// after where the rule is.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReadError {
+    /// The server serves no such kind.
+    #[error("unknown resource kind {kind} ({api_version}): {message}")]
+    UnknownKind {
+        api_version: String,
+        kind: String,
+        message: String,
+    },
+    /// Discovery could not be asked.
+    #[error("discovery of {kind} ({api_version}) failed: {message}")]
+    Discovery {
+        api_version: String,
+        kind: String,
+        message: String,
+    },
+    /// The object could not be read.
+    #[error("reading {kind} {name} failed: {message}")]
+    Read {
+        kind: String,
+        name: String,
+        message: String,
+    },
+}
+
 /// A fired rule's rendered `setParameters` and the values its condition looked at.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Fired {
@@ -146,11 +173,12 @@ struct Reading<'a> {
 ///
 /// ```
 /// # use kudo_engine::autopilot::Rules;
-/// # fn demo(inst: &kudo_api::Instance, ov: &kudo_api::OperatorVersion, now: kudo_engine::Timestamp) {
+/// # use kudo_api::{Instance, OperatorVersion};
+/// # fn demo(inst: &Instance, ov: &OperatorVersion, now: kudo_engine::Timestamp) {
 /// let mut rules = Rules::new(inst, ov, false, now);
 /// while let Some(read) = rules.next_read() {
 ///     // The manager reads `read.kind` `read.name` (a watch's cache, else a GET)…
-///     let object: Result<Option<serde_json::Value>, String> = Ok(None);
+///     let object: Result<Option<serde_json::Value>, kudo_engine::autopilot::ReadError> = Ok(None);
 ///     rules.report(object);
 /// }
 /// let evaluation = rules.finish(); // new rule states, the rule that fires, errors, requeue
@@ -235,11 +263,12 @@ impl<'a> Rules<'a> {
     }
 
     /// The object the rule of the last [`Self::next_read`] reads: `Ok(None)` when it does not
-    /// exist, `Err` when it could not be read (the message names the rule).
-    pub fn report(&mut self, object: Result<Option<Value>, String>) {
+    /// exist, `Err` when it could not be read.
+    pub fn report(&mut self, object: Result<Option<Value>, ReadError>) {
         let Some(Reading { at, windows, read }) = self.reading.take() else {
             return;
         };
+        let object = object.map_err(|e| format!("{}: {e}", read.at));
         let outcome = object.and_then(|o| match o {
             Some(obj) => condition(self.ov, &at, &self.rctx, &read, &obj),
             None => Ok(None),

@@ -20,7 +20,7 @@ use crate::time::Timestamp;
 mod evaluation;
 
 pub use evaluation::{
-    AUTOPILOT_RULE_ERROR, AUTOPILOT_TRIGGERED, Evaluation, RuleRead, Rules, has_rules, rule_key,
+    AUTOPILOT_RULE_ERROR, AUTOPILOT_TRIGGERED, Evaluation, ReadError, RuleRead, Rules, has_rules, rule_key,
     triggered_message,
 };
 

@@ -110,7 +110,8 @@ pub(super) fn admission_effects(denial: Option<&str>) -> Vec<Effect> {
 /// r.within(None);
 /// r.within(Some(Duration::from_secs(5)));
 /// assert_eq!(r.or(Duration::from_secs(300)), Duration::from_secs(5));
-/// assert_eq!(kudo_engine::reconcile::Requeue::default().or(Duration::from_secs(300)), Duration::from_secs(300));
+/// let nothing = kudo_engine::reconcile::Requeue::default();
+/// assert_eq!(nothing.or(Duration::from_secs(300)), Duration::from_secs(300));
 /// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Requeue(Option<Duration>);

@@ -14,7 +14,8 @@ use super::observed::{Admitting, Needs, Observation, Observed, Provided};
 ///
 /// ```
 /// # use kudo_engine::reconcile::*;
-/// # fn demo(inst: &kudo_api::Instance, ov: &kudo_api::OperatorVersion, now: kudo_engine::Timestamp) {
+/// # use kudo_api::{Instance, OperatorVersion};
+/// # fn demo(inst: &Instance, ov: &OperatorVersion, now: kudo_engine::Timestamp) {
 /// let mut uids = || "a-fresh-uid".to_string();
 /// let mut run = Initiating::new(Observed::new(inst, ov, None, false, now));
 /// while let Some(needs) = run.advance(&mut uids) {

@@ -150,8 +150,8 @@ pub struct Admitting {
     pub stored: Vec<Effect>,
 }
 
-/// One thing an initiator needs read before it decides ([`super::Initiator::needs`]). The manager reads
-/// every one an [`super::Initiating`] asks for in one `observe` and hands each back with
+/// One thing an initiator needs read before it decides ([`super::Initiator::needs`]). The manager
+/// reads every one an [`super::Initiating`] asks for in one `observe` and hands each back with
 /// [`super::Initiating::provide`]; a new kind of reading is a new variant here, its field in
 /// [`Observed`] and its branch in the manager's `observe`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -169,7 +169,7 @@ fn annotations_patch(inst: &Instance, to: &Stored<'_>) -> serde_json::Map<String
 
 /// The `status.planStatus` of a merge patch. A plan status is an object, so a merge patch keeps
 /// every key it does not mention: an empty message (serialized as absent) is sent as `null`, or
-/// the previous run's message would stay on the server (issue 14, bug 2). Phases are a list and
+/// the previous run's message would stay on the server. Phases are a list and
 /// are replaced whole.
 fn plan_status_patch(new: &InstanceStatus) -> Value {
     let mut out = serde_json::Map::new();
