@@ -12,7 +12,7 @@
 //! **Why a task-local and not a parameter.** The identity is a property of one Instance's
 //! reconcile, established once, right after the reconcile read the Instance ([`scope`], [`establish`]); every path underneath — apply,
 //! delete, the health GETs that miss the cache, Pipe pods and exec, Secret reads of parameter
-//! sources, KudoOperator children — asks [`crate::Context::acting_client`], which cannot
+//! sources, KudoOperator children — asks [`crate::context::Context::acting_client`], which cannot
 //! forget it. The manager's own identity stays explicit (`ctx.cluster.client`) and is used only for the
 //! manager's bookkeeping: the Instance itself and its status, OperatorVersions, Events, Leases,
 //! discovery and the watch caches.

@@ -109,6 +109,12 @@ fn input<'a>(
     }
 }
 
+/// The step of the run `e` names over `status`, without annotations.
+fn step(e: &InstanceSpec, status: &mut InstanceStatus) -> Step {
+    let (ov, none) = (ov(), BTreeMap::new());
+    plan_step(&input(&ov, e, &none), status)
+}
+
 fn events(effects: &[Effect]) -> Vec<(EventType, String, String)> {
     effects
         .iter()
@@ -138,23 +144,21 @@ fn logs(effects: &[Effect]) -> Vec<String> {
 
 #[test]
 fn no_plan_scheduled_is_the_idle_step_and_touches_nothing() {
-    let (ov, none) = (ov(), BTreeMap::new());
     let e = exec("", "", None);
     let mut status = InstanceStatus::default();
-    assert_eq!(plan_step(&input(&ov, &e, &none), &mut status), Step::Idle);
+    assert_eq!(step(&e, &mut status), Step::Idle);
     assert_eq!(status, InstanceStatus::default());
 }
 
 #[test]
 fn a_plan_the_operator_version_lacks_fails_the_run_once() {
-    let (ov, none) = (ov(), BTreeMap::new());
     let e = exec("nope", "r1", Some(InProgress));
     let mut status = InstanceStatus::default();
     let Step::Ended {
         plan_status,
         cancelled,
         effects,
-    } = plan_step(&input(&ov, &e, &none), &mut status)
+    } = step(&e, &mut status)
     else {
         panic!("the run ends without a pass");
     };
@@ -173,7 +177,7 @@ fn a_plan_the_operator_version_lacks_fails_the_run_once() {
     assert!(status.plan_status.contains_key("deploy") && status.plan_status.contains_key("backup"));
     // Already failed: said once, not at every reconcile.
     let mut failed = with_plan(plan_status);
-    let Step::Ended { effects, .. } = plan_step(&input(&ov, &e, &none), &mut failed) else {
+    let Step::Ended { effects, .. } = step(&e, &mut failed) else {
         panic!("still ended");
     };
     assert!(effects.is_empty());
@@ -181,14 +185,13 @@ fn a_plan_the_operator_version_lacks_fails_the_run_once() {
 
 #[test]
 fn a_cancellation_marks_the_unfinished_run_cancelled_without_a_task() {
-    let (ov, none) = (ov(), BTreeMap::new());
     let e = exec("deploy", "r1", Some(Cancelled));
     let mut status = with_plan(plan_status("deploy", "r1", InProgress));
     let Step::Ended {
         plan_status,
         cancelled,
         effects,
-    } = plan_step(&input(&ov, &e, &none), &mut status)
+    } = step(&e, &mut status)
     else {
         panic!("a cancellation runs no task");
     };
@@ -204,17 +207,16 @@ fn a_cancellation_marks_the_unfinished_run_cancelled_without_a_task() {
 
 #[test]
 fn a_terminal_run_runs_nothing_and_says_nothing() {
-    let (ov, none) = (ov(), BTreeMap::new());
     let e = exec("deploy", "r1", Some(Complete));
     let mut status = with_plan(plan_status("deploy", "r1", Complete));
-    let step = plan_step(&input(&ov, &e, &none), &mut status);
+    let decided = step(&e, &mut status);
     let Step::Ended {
         plan_status,
         cancelled: None,
         effects,
-    } = step
+    } = decided
     else {
-        panic!("ended: {step:?}");
+        panic!("ended: {decided:?}");
     };
     assert_eq!(plan_status.status, Complete);
     assert!(effects.is_empty());
@@ -222,14 +224,13 @@ fn a_terminal_run_runs_nothing_and_says_nothing() {
 
 #[test]
 fn a_new_run_restarts_its_plan_and_passes() {
-    let (ov, none) = (ov(), BTreeMap::new());
     let e = exec("deploy", "r2", Some(InProgress));
     let mut status = with_plan(plan_status("deploy", "r1", Complete));
     let Step::Pass {
         plan_status,
         retry_of,
         effects,
-    } = plan_step(&input(&ov, &e, &none), &mut status)
+    } = step(&e, &mut status)
     else {
         panic!("a pass");
     };
