@@ -43,7 +43,7 @@ fn repo() -> PathBuf {
 }
 
 fn kudo_ar(kind: &str) -> ApiResource {
-    kudo_controller::known_resource(kudo_api::GROUP, kind)
+    kudo_kube::known_resource(kudo_api::GROUP, kind)
 }
 
 struct Cluster {

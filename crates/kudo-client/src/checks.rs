@@ -53,7 +53,7 @@ pub fn refuse_denied(
     old_ov: &OperatorVersion,
     new_ov: &OperatorVersion,
 ) -> Result<kudo_engine::triggers::Decision> {
-    let admitted = kudo_controller::admitted_spec(stored);
+    let admitted = kudo_engine::reconcile::admitted_spec(stored);
     kudo_engine::triggers::judge_client_change(stored, admitted.as_ref(), proposed, old_ov, new_ov).map_err(
         |denied| Error::Denied {
             instance: stored.metadata.name.clone(),
@@ -84,7 +84,7 @@ fn refuse_rules(ov: &OperatorVersion, errors: Vec<String>) -> Result<()> {
 /// (a typo, or a CRD not installed yet): the manager could never evaluate them. Rules whose
 /// apiVersion or kind is a template are checked by the manager once rendered.
 pub async fn check_autopilot_kinds(cluster: &Cluster, ov: &OperatorVersion) -> Result<()> {
-    use kudo_controller::discovery::{Cache, Resolved};
+    use kudo_kube::discovery::{Cache, Resolved};
     let discovery = Cache::new(cluster.client.clone());
     let mut errors = Vec::new();
     for (plan, p) in &ov.spec.plans {

@@ -110,7 +110,7 @@ impl KudoKind {
     }
     /// The kind as kube's dynamic API resource (the manager's table, so both agree).
     pub fn resource(self) -> ApiResource {
-        kudo_controller::known_resource(kudo_api::GROUP, self.kind())
+        kudo_kube::known_resource(kudo_api::GROUP, self.kind())
     }
 }
 

@@ -130,8 +130,8 @@ pub async fn trigger_plan(
     write_trigger(cluster, instance, ov, plan, None).await
 }
 
-/// Writes the direct trigger of `plan` ([`kudo_controller::trigger_patch`]; `retry_of`: the failed
-/// run a retry resumes) unless KUDO's admission rules refuse it.
+/// Writes the direct trigger of `plan` ([`kudo_engine::reconcile::trigger_patch`]; `retry_of`: the
+/// failed run a retry resumes) unless KUDO's admission rules refuse it.
 async fn write_trigger(
     cluster: &Cluster,
     instance: &Instance,
@@ -141,7 +141,7 @@ async fn write_trigger(
 ) -> Result<()> {
     let proposed = trigger_spec(instance, plan);
     refuse_denied(instance, &proposed, ov, ov)?;
-    let patch = kudo_controller::trigger_patch(plan, &proposed.plan_execution.uid, retry_of);
+    let patch = kudo_engine::reconcile::trigger_patch(plan, &proposed.plan_execution.uid, retry_of);
     cluster
         .merge_patch(KudoKind::Instance, &instance.metadata.name, patch)
         .await

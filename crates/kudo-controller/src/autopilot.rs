@@ -1,31 +1,24 @@
-//! Autopilot rules (plan field `when`, kudo-rs extension, issue 16): the manager's side.
+//! Autopilot rules (plan field `when`, a kudo-rs extension): the manager's side. What a rule
+//! decides is [`kudo_engine::autopilot`]'s ([`Rules`]); this module reads what rules look at.
 //!
 //! The objects rules look at are **watched, not polled**: [`Watches`] keeps one watch per
 //! (apiVersion, kind, namespace) that some rule references, started the first time a reconcile
 //! evaluates such a rule, and a change of a watched object wakes every Instance whose rules name
-//! it (by the rendered resource names). A reconcile then evaluates the rules
-//! ([`evaluate_rules`]): it renders the resource and `setParameters` templates with the
-//! Instance's parameters, reads the object, evaluates the CEL condition and lets
-//! [`kudo_engine::autopilot::decide_rule`] decide. Rule state lives in `status.autopilot`, so a
-//! restarted manager neither re-fires within a cooldown nor restarts a `for` window. The timed
-//! requeue at the end of a `for` window or cooldown is the only timer.
+//! it (by the rendered resource names). A reconcile then evaluates the rules ([`evaluate`]),
+//! reading each object. Rule state lives in `status.autopilot`, so a restarted manager neither
+//! re-fires within a cooldown nor restarts a `for` window. The timed requeue at the end of a `for`
+//! window or cooldown is the only timer.
 //!
-//! * A missing object makes the condition false.
-//! * An evaluation error (no such key, wrong type, unknown kind, a template that fails) makes it
-//!   false too, with a Warning Event `AutopilotRuleError` once per distinct error (the last one
-//!   is kept in the rule's `lastError`).
-//! * Sensitive parameters (`sensitive: true` or given through `parameterSources`) are not in the
-//!   rules' `params` nor in their template data, so no rule can copy one into an Event.
 //! * A watch stops once no Instance's rules name an object of its (apiVersion, kind, namespace)
 //!   any more (the Instance went, or its rules changed).
 //! * Each watch feeds a cache (a kube-runtime reflector store, managedFields dropped) that the
-//!   rules read once it has its first list: a reconcile of an Instance with rules costs no GET
-//!   (issue 14's read budget). Before that, or for a kind not watched yet, a GET reads the
-//!   object. A cached copy can lag behind the server; the watch event that brings the newer copy
-//!   wakes the Instance again, so a rule never decides on a stale copy for long (and `for`
-//!   windows are what guard a firing anyway).
+//!   rules read once it has its first list: a reconcile of an Instance with rules costs no GET.
+//!   Before that, or for a kind not watched yet, a GET reads the object. A cached copy can lag
+//!   behind the server; the watch event that brings the newer copy wakes the Instance again, so a
+//!   rule never decides on a stale copy for long (and `for` windows are what guard a firing
+//!   anyway).
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use futures::StreamExt;
@@ -35,22 +28,11 @@ use kube::runtime::WatchStreamExt;
 use kube::runtime::reflector::store::Writer;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher::{self, watcher};
-use kudo_api::{AutopilotRuleStatus, Instance, OperatorVersion};
-use kudo_engine::Timestamp;
-use kudo_engine::autopilot::{RuleDecision, RuleInput, decide_rule, evaluate};
-use kudo_engine::initiate::{Initiation, Origin};
-use kudo_package::autopilot::parse_rule_duration;
-use kudo_package::render::{RenderContext, render_string};
+use kudo_engine::autopilot::{Evaluation, ReadError, RuleRead, Rules};
 use serde_json::Value;
 use tokio::sync::mpsc::UnboundedSender;
 
-use crate::discovery::Resolved;
-use crate::{Context, instance_resource};
-
-/// Event reason: a rule fired and started its plan.
-pub const AUTOPILOT_TRIGGERED: &str = "AutopilotTriggered";
-/// Event reason: a rule could not be evaluated (reported once per distinct error).
-pub const AUTOPILOT_RULE_ERROR: &str = "AutopilotRuleError";
+use kudo_kube::discovery::{self, Resolved};
 
 /// An object a rule watches: (apiVersion, kind, namespace, name); namespace "" when
 /// cluster-scoped.
@@ -217,361 +199,87 @@ impl Watches {
     }
 }
 
-/// The key of a rule in `status.autopilot`: `PLAN/INDEX`.
-pub(crate) fn rule_key(plan: &str, index: usize) -> String {
-    format!("{plan}/{index}")
+/// What evaluating rules reads through: discovery, the client acting for the Instance, and the
+/// watches whose caches answer first (and which the evaluation keeps up to date).
+pub(crate) struct Reads<'a> {
+    pub discovery: &'a discovery::Cache,
+    pub client: kube::Client,
+    pub watches: &'a Watches,
 }
 
-/// What the evaluation of an Instance's rules decided.
-#[derive(Default)]
-pub(crate) struct Evaluation {
-    /// New `status.autopilot`.
-    pub states: BTreeMap<String, AutopilotRuleStatus>,
-    /// The first rule (in plan-name, then rule order) that fires, as an initiation.
-    pub fire: Option<Initiation>,
-    /// Warning Events to publish: (rule key, message).
-    pub errors: Vec<(String, String)>,
-    /// When to evaluate again without a watch event (end of a `for` window or cooldown).
-    pub requeue: Option<std::time::Duration>,
-}
-
-impl Evaluation {
-    /// The firing was not admitted (`message`, the admission's answer): nothing starts, and the
-    /// message becomes the rule's error (one Warning Event per distinct message).
-    pub fn denied(&mut self, message: &str) {
-        let Some(init) = self.fire.take() else {
-            return;
-        };
-        let key = match &init.origin {
-            Origin::Autopilot { rule, .. } => rule.clone(),
-            Origin::Schedule { .. } | Origin::Rotation { .. } => init.plan.clone(),
-        };
-        let message = format!(
-            "autopilot rule {key}: plan {:?} not started: {message}",
-            init.plan
-        );
-        if let Some(st) = self.states.get_mut(&key)
-            && st.last_error != message
-        {
-            st.last_error = message.clone();
-            self.errors.push((key, message));
-        }
-    }
-
-    /// Records what the engine decided for one rule: a firing (the first of a reconcile wins; it
-    /// needs the rendered `setParameters` and what was observed) or when to look again.
-    fn record(
-        &mut self,
-        decision: RuleDecision,
-        detail: Option<(BTreeMap<String, String>, String)>,
-        st: &mut AutopilotRuleStatus,
-        plan: &str,
-        key: &str,
-        now: Timestamp,
-    ) {
-        match decision {
-            RuleDecision::Fire => {
-                if let Some((set_parameters, observed)) = detail {
-                    st.last_fired = Some(now.to_string());
-                    self.fire = Some(Initiation {
-                        plan: plan.to_string(),
-                        set_parameters,
-                        origin: Origin::Autopilot {
-                            rule: key.to_string(),
-                            observed,
-                        },
-                    });
-                }
-            }
-            RuleDecision::Hold { until: Some(t) } => {
-                let secs = u64::try_from(t.seconds_since(now)).unwrap_or(0).max(1);
-                let d = std::time::Duration::from_secs(secs);
-                self.requeue = Some(self.requeue.map_or(d, |r| r.min(d)));
-            }
-            RuleDecision::Hold { until: None } | RuleDecision::Idle => {}
-        }
-    }
-}
-
-/// The parameters a rule sees: declared, non-sensitive, not from a Secret; defaults filled in.
-fn rule_params(inst: &Instance, ov: &OperatorVersion) -> BTreeMap<String, String> {
-    ov.spec
-        .parameters
-        .iter()
-        .filter(|p| p.sensitive != Some(true) && !inst.spec.parameter_sources.contains_key(&p.name))
-        .filter_map(|p| {
-            inst.spec
-                .parameters
-                .get(&p.name)
-                .or(p.default.as_ref())
-                .map(|v| (p.name.clone(), v.clone()))
-        })
-        .collect()
-}
-
-fn secs_ceil(d: std::time::Duration) -> u64 {
-    d.as_secs() + u64::from(d.subsec_nanos() > 0)
-}
-
-fn ts(s: &Option<String>) -> Option<Timestamp> {
-    s.as_deref().and_then(|s| Timestamp::parse(s).ok())
-}
-
-/// The values of the `object.a.b` paths a condition names, for the Event (at most 8, each
-/// cut to 64 characters). A Secret's values are never shown.
-fn observed(condition: &str, object: Option<&Value>, kind: &str) -> String {
-    let Some(object) = object else {
-        return "object missing".into();
-    };
-    let mut seen = Vec::new();
-    let mut out = Vec::new();
-    let bytes = condition.as_bytes();
-    let mut i = 0;
-    while let Some(pos) = condition[i..].find("object.") {
-        let start = i + pos;
-        let before_ok = start == 0 || !(bytes[start - 1].is_ascii_alphanumeric() || bytes[start - 1] == b'_');
-        let mut end = start + "object".len();
-        while end < bytes.len() && bytes[end] == b'.' {
-            let seg_start = end + 1;
-            let mut j = seg_start;
-            while j < bytes.len() && (bytes[j].is_ascii_alphanumeric() || bytes[j] == b'_') {
-                j += 1;
-            }
-            if j == seg_start {
-                break;
-            }
-            end = j;
-        }
-        i = end.max(start + 1);
-        if !before_ok {
-            continue;
-        }
-        let path = &condition[start..end];
-        if !seen.contains(&path) {
-            seen.push(path);
-        }
-    }
-    // `has(object.status) && … object.status.readyReplicas`: the deepest paths say more.
-    let shown: Vec<&str> = seen
-        .iter()
-        .copied()
-        .filter(|p| {
-            !seen
-                .iter()
-                .any(|q| q.len() > p.len() && q.starts_with(p) && q.as_bytes()[p.len()] == b'.')
-        })
-        .take(8)
-        .collect();
-    for path in shown {
-        let mut v = object;
-        let mut found = true;
-        for seg in path.split('.').skip(1) {
-            match v.get(seg) {
-                Some(x) => v = x,
-                None => {
-                    found = false;
-                    break;
-                }
-            }
-        }
-        let shown = if !found {
-            "<absent>".to_string()
-        } else if kind == "Secret" {
-            "<redacted>".to_string()
-        } else {
-            let mut s = v.to_string();
-            if s.len() > 64 {
-                let mut cut = 61;
-                while !s.is_char_boundary(cut) {
-                    cut -= 1;
-                }
-                s.truncate(cut);
-                s.push_str("...");
-            }
-            s
-        };
-        out.push(format!("{path}={shown}"));
-    }
-    out.join(", ")
-}
-
-/// Evaluates every rule of the OperatorVersion for `inst` at `now`. `plan_running`: a plan is
-/// scheduled or running, or a change of the Instance waits for admission (rules then wait).
-pub(crate) async fn evaluate_rules(
-    ctx: &Context,
-    inst: &Instance,
-    ov: &OperatorVersion,
-    plan_running: bool,
-    now: Timestamp,
+/// Evaluates the rules of `instance` (in namespace `ns`) that `rules` hands out, reading each
+/// object they name through `reads`, and watches those objects from now on (replacing what its
+/// rules watched before).
+pub(crate) async fn evaluate(
+    reads: &Reads<'_>,
+    instance: &ObjectRef<DynamicObject>,
+    mut rules: Rules<'_>,
+    ns: &str,
 ) -> Evaluation {
-    let ns = inst.metadata.namespace.clone().unwrap_or_default();
-    let name = inst.metadata.name.clone();
-    let old = inst
-        .status
-        .as_ref()
-        .map(|s| s.autopilot.clone())
-        .unwrap_or_default();
-    let params = rule_params(inst, ov);
-    let rctx = RenderContext::offline(&name, &ns, params.clone());
-    let mut ev = Evaluation::default();
     let mut watched = Vec::new();
-    for (plan_name, plan) in &ov.spec.plans {
-        for (index, rule) in plan.when.iter().enumerate() {
-            let key = rule_key(plan_name, index);
-            let mut st = old.get(&key).cloned().unwrap_or_default();
-            let windows = durations(ov, plan_name, index, rule, &rctx);
-            let (for_, cooldown) = windows.clone().unwrap_or((0, 0));
-            let outcome = match windows {
-                Ok(_) => evaluate_rule(ctx, ov, plan_name, index, rule, &rctx, &ns, &mut watched).await,
-                Err(e) => Err(e),
-            };
-            let (condition, detail) = match outcome {
-                Ok(r) => {
-                    st.last_error.clear();
-                    r
-                }
-                Err(msg) => {
-                    if st.last_error != msg {
-                        ev.errors.push((key.clone(), msg.clone()));
-                        st.last_error = msg;
-                    }
-                    (false, None)
-                }
-            };
-            let out = decide_rule(&RuleInput {
-                condition,
-                holding_since: ts(&st.holding_since),
-                last_fired: ts(&st.last_fired),
-                for_secs: for_,
-                cooldown_secs: cooldown,
-                now,
-                // One firing per reconcile: a second ready rule waits for that plan.
-                plan_running: plan_running || ev.fire.is_some(),
-            });
-            st.holding_since = out.holding_since.map(|t| t.to_string());
-            ev.record(out.decision, detail, &mut st, plan_name, &key, now);
-            if st != AutopilotRuleStatus::default() {
-                ev.states.insert(key, st);
-            }
-        }
+    while let Some(read) = rules.next_read() {
+        let object = read_object(reads, &read, ns, &mut watched).await;
+        rules.report(object);
     }
-    let me = ObjectRef::new_with(&name, instance_resource()).within(&ns);
-    ctx.autopilot.watch(me, watched);
-    ev
+    reads.watches.watch(instance.clone(), watched);
+    rules.finish()
 }
 
-/// A rule's `for` and `cooldown` in whole seconds (rounded up), rendered first: both may be
-/// templates over the parameters.
-fn durations(
-    ov: &OperatorVersion,
-    plan: &str,
-    index: usize,
-    rule: &kudo_api::AutopilotRule,
-    rctx: &RenderContext,
-) -> Result<(u64, u64), String> {
-    let at = format!("plan {plan:?} when[{index}]");
-    let one = |field: &str, text: &str| -> Result<u64, String> {
-        let what = format!("{at}.{field}");
-        let rendered = render_string(ov, plan, rctx, &what, text).map_err(|e| e.to_string())?;
-        parse_rule_duration(&rendered)
-            .map(secs_ceil)
-            .map_err(|e| format!("{what}: {e}"))
-    };
-    Ok((one("for", &rule.for_)?, one("cooldown", &rule.cooldown)?))
-}
-
-/// One rule: `Ok((condition, Some((rendered setParameters, observed values))))`, or the error.
-#[allow(clippy::too_many_arguments)]
-async fn evaluate_rule(
-    ctx: &Context,
-    ov: &OperatorVersion,
-    plan: &str,
-    index: usize,
-    rule: &kudo_api::AutopilotRule,
-    rctx: &RenderContext,
+/// The object one rule reads: from its watch's cache once that has listed, else a GET. `Ok(None)`:
+/// it does not exist.
+async fn read_object(
+    reads: &Reads<'_>,
+    read: &RuleRead,
     ns: &str,
     watched: &mut Vec<(ApiResource, Watched)>,
-) -> Result<(bool, Option<(BTreeMap<String, String>, String)>), String> {
-    let at = format!("plan {plan:?} when[{index}]");
-    let render = |field: &str, text: &str| {
-        render_string(ov, plan, rctx, &format!("{at}.{field}"), text).map_err(|e| e.to_string())
-    };
-    let av = render("resource.apiVersion", &rule.resource.api_version)?;
-    let kind = render("resource.kind", &rule.resource.kind)?;
-    let obj_name = render("resource.name", &rule.resource.name)?;
-    let (ar, namespaced) = match ctx.discovery.resolve(&av, &kind).await {
+) -> Result<Option<Value>, ReadError> {
+    let RuleRead {
+        api_version: av,
+        kind,
+        name,
+        ..
+    } = read;
+    let (ar, namespaced) = match reads.discovery.resolve(av, kind).await {
         Ok(Resolved::Found { resource, namespaced }) => (resource, namespaced),
-        Ok(Resolved::Unknown(msg)) => {
-            return Err(format!("{at}: unknown resource kind {kind} ({av}): {msg}"));
+        Ok(Resolved::Unknown(message)) => {
+            return Err(ReadError::UnknownKind {
+                api_version: av.clone(),
+                kind: kind.clone(),
+                message,
+            });
         }
-        Err(e) => return Err(format!("{at}: discovery of {kind} ({av}) failed: {e}")),
+        Err(e) => {
+            return Err(ReadError::Discovery {
+                api_version: av.clone(),
+                kind: kind.clone(),
+                message: e.to_string(),
+            });
+        }
     };
     let obj_ns = if namespaced { ns.to_string() } else { String::new() };
-    let w: Watched = (av.clone(), kind.clone(), obj_ns.clone(), obj_name.clone());
-    let cached = ctx.autopilot.cached(&ar, &w);
+    let w: Watched = (av.clone(), kind.clone(), obj_ns, name.clone());
+    let cached = reads.watches.cached(&ar, &w);
     // Watched even when the read below fails: the watch's event is what retries it.
     watched.push((ar.clone(), w));
-    let object = match cached {
-        Some(cached) => cached.map(|o| serde_json::to_value(&*o).unwrap_or(Value::Null)),
-        None => {
-            let api: Api<DynamicObject> = if namespaced {
-                Api::namespaced_with(ctx.acting_client(), ns, &ar)
-            } else {
-                Api::all_with(ctx.acting_client(), &ar)
-            };
-            match api.get_opt(&obj_name).await {
-                Ok(o) => o.map(|mut o| {
-                    o.metadata.managed_fields = None;
-                    serde_json::to_value(o).unwrap_or(Value::Null)
-                }),
-                Err(e) => return Err(format!("{at}: reading {kind} {obj_name} failed: {e}")),
-            }
-        }
-    };
-    let Some(object) = object else {
-        return Ok((false, None));
-    };
-    let condition = evaluate(&rule.condition, &object, &rctx.parameters)
-        .map_err(|e| format!("{at}: condition {:?} on {kind} {obj_name}: {e}", rule.condition))?;
-    if !condition {
-        return Ok((false, None));
+    if let Some(cached) = cached {
+        return Ok(cached.map(|o| serde_json::to_value(&*o).unwrap_or(Value::Null)));
     }
-    let mut set = BTreeMap::new();
-    for (k, v) in &rule.set_parameters {
-        set.insert(k.clone(), render(&format!("setParameters.{k}"), v)?);
-    }
-    let observed = format!(
-        "{kind} {obj_name}: {}",
-        observed(&rule.condition, Some(&object), &kind)
-    );
-    Ok((true, Some((set, observed))))
-}
-
-/// The Event message of a firing (no sensitive value: rules never see one).
-pub(crate) fn triggered_message(init: &Initiation) -> String {
-    let (rule, observed) = match &init.origin {
-        Origin::Autopilot { rule, observed } => (rule.as_str(), observed.as_str()),
-        Origin::Schedule { due } => ("schedule", due.as_str()),
-        Origin::Rotation { parameters } => ("rotation", parameters.as_str()),
+    let api: Api<DynamicObject> = if namespaced {
+        Api::namespaced_with(reads.client.clone(), ns, &ar)
+    } else {
+        Api::all_with(reads.client.clone(), &ar)
     };
-    let mut msg = format!(
-        "autopilot rule {rule} fired: running plan {:?} ({observed})",
-        init.plan
-    );
-    if !init.set_parameters.is_empty() {
-        let set: Vec<String> = init
-            .set_parameters
-            .iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect();
-        msg.push_str(&format!("; set {}", set.join(", ")));
+    match api.get_opt(name).await {
+        Ok(o) => Ok(o.map(|mut o| {
+            o.metadata.managed_fields = None;
+            serde_json::to_value(o).unwrap_or(Value::Null)
+        })),
+        Err(e) => Err(ReadError::Read {
+            kind: kind.clone(),
+            name: name.clone(),
+            message: e.to_string(),
+        }),
     }
-    msg
-}
-
-/// Whether any plan of the OperatorVersion has rules.
-pub(crate) fn has_rules(ov: &OperatorVersion) -> bool {
-    ov.spec.plans.values().any(|p| !p.when.is_empty())
 }
 
 #[cfg(test)]
@@ -598,7 +306,7 @@ mod tests {
                 ),
             )
         };
-        let inst = |n: &str| ObjectRef::new_with(n, crate::instance_resource()).within("ns");
+        let inst = |n: &str| ObjectRef::new_with(n, crate::resources::instance_resource()).within("ns");
         watches.watch(inst("a"), vec![w(&cm, "x"), w(&sts, "db")]);
         watches.watch(inst("b"), vec![w(&sts, "db2")]);
         let key = |ar: &ApiResource| (ar.api_version.clone(), ar.kind.clone(), "ns".to_string());
@@ -611,36 +319,5 @@ mod tests {
         assert_eq!(watches.running(), vec![key(&sts)]);
         watches.forget(&inst("b"));
         assert!(watches.running().is_empty());
-    }
-
-    #[test]
-    fn observed_values_name_the_paths_and_hide_secrets() {
-        let obj =
-            serde_json::json!({"status": {"readyReplicas": 1}, "spec": {"replicas": 3}, "data": {"k": "v"}});
-        assert_eq!(
-            observed(
-                "object.status.readyReplicas < object.spec.replicas",
-                Some(&obj),
-                "StatefulSet"
-            ),
-            "object.status.readyReplicas=1, object.spec.replicas=3"
-        );
-        assert_eq!(
-            observed("object.data.k == 'v'", Some(&obj), "Secret"),
-            "object.data.k=<redacted>"
-        );
-        assert_eq!(
-            observed("has(object.data.x)", Some(&obj), "ConfigMap"),
-            "object.data.x=<absent>"
-        );
-        assert_eq!(observed("myobject.a == 1", Some(&obj), "ConfigMap"), "");
-        assert_eq!(
-            observed(
-                "has(object.status) && object.status.readyReplicas > 0",
-                Some(&obj),
-                "StatefulSet"
-            ),
-            "object.status.readyReplicas=1"
-        );
     }
 }

@@ -1,6 +1,6 @@
 //! Watch-fed caches the manager reads from instead of asking the API server at every reconcile
-//! (issue 14, bug 8: a first-operator deploy cost ~36 GETs and LISTs; controller-runtime, KUDO's
-//! base, reads from informer caches too).
+//! (reading everything from the server, a first-operator deploy cost ~36 GETs and LISTs;
+//! controller-runtime, KUDO's base, reads from informer caches too).
 //!
 //! One cache per watched kind: Instances and OperatorVersions (all of them, in the manager's
 //! scope; kube-runtime reflector stores) and the child kinds KUDO applies (label `heritage=kudo`;
@@ -70,7 +70,7 @@ const HEALTH_SPEC_FIELDS: &[&str] = &[
 ///   the status fields health reads (phase, conditions, reason, message).
 /// * The store keeps the object as compact JSON text, metadata included. A parsed JSON tree took
 ///   about five times the room of its text, and the cached children were most of the manager's
-///   heap in the `scale 1000` bench (issue 14; docs/benchmarks.md). Reading a cached copy costs
+///   heap in the `scale 1000` bench (docs/benchmarks.md). Reading a cached copy costs
 ///   a parse.
 ///
 /// Objects a plan applied (owned by their Instance) are kept whole: drift detection compares
@@ -223,11 +223,12 @@ pub(crate) fn unpacked(o: &DynamicObject) -> DynamicObject {
 ///
 /// Objects a plan applied (owned by their Instance) wake it when something drift detection, the
 /// running plan's health checks or readiness read changed ([`applied_digest`]). The other
-/// children — the Pods of a Deployment — are only read by readiness and health, so
-/// their events wake the Instance only when something those can see changed: the health verdict
-/// (with its message), the generation, the deletion timestamp, or the object appeared or went away. The `scale 1000` bench's 2000 Pods
-/// change about four times each (scheduled, IPs, container statuses, ready) while their health
-/// changes once or twice; every wake costs a reconcile with a readiness and drift check (issue 14).
+/// children — the Pods of a Deployment — are only read by readiness and health, so their events
+/// wake the Instance only when something those can see changed: the health verdict (with its
+/// message), the generation, the deletion timestamp, or the object appeared or went away. The
+/// `scale 1000` bench's 2000 Pods change about four times each (scheduled, IPs, container
+/// statuses, ready) while their health changes once or twice; every wake costs a reconcile with a
+/// readiness and drift check.
 /// While the owning Instance runs a plan, such a change wakes it only when it is a pod's problem a
 /// step's waiting line shows (see [`crate::running`]).
 ///
@@ -257,7 +258,7 @@ impl Wakes {
         let mut seen = self.0.lock().unwrap_or_else(|e| e.into_inner());
         match ev {
             watcher::Event::Apply(o) | watcher::Event::InitApply(o) => {
-                let owner = crate::owner_of(o)?;
+                let owner = crate::resources::owner_of(o)?;
                 let busy = running.runs(&owner);
                 let (digest, quiet) = if owned_by_instance(&o.metadata) {
                     (applied_digest(&with_type(o, api_version, kind), busy), false)
@@ -273,7 +274,7 @@ impl Wakes {
             }
             watcher::Event::Delete(o) => {
                 seen.remove(&key(o));
-                crate::owner_of(o)
+                crate::resources::owner_of(o)
             }
             watcher::Event::Init | watcher::Event::InitDone => None,
         }
@@ -294,7 +295,7 @@ pub(crate) fn owned_by_instance(meta: &k8s_openapi::apimachinery::pkg::apis::met
 /// resourceVersion; metadata with the generation, labels, annotations, owners), and its
 /// health — while a plan runs only the verdict's kind (progressing, healthy, failed), since the
 /// step waiting on it moves only then; idle, the verdict with its message, which readiness shows.
-/// A rollout's replica counts therefore no longer wake a running plan at every step (issue 28):
+/// A rollout's replica counts therefore do not wake a running plan at every step:
 /// the waiting line written after the grace keeps the counts it saw.
 fn applied_digest(typed: &Value, running: bool) -> u64 {
     use std::hash::{Hash, Hasher};
@@ -383,7 +384,7 @@ pub(crate) struct Caches {
     instance_versions: Mutex<HashMap<(String, String), String>>,
     /// `(namespace, name)` → a cached OperatorVersion decoded, with the resourceVersion it was
     /// decoded at: every reconcile needs the typed OperatorVersion, and decoding it (to JSON and
-    /// back) was 6 % of the manager's CPU in the `scale 1000` bench (issue 14).
+    /// back) was 6 % of the manager's CPU in the `scale 1000` bench.
     decoded_ovs: Mutex<HashMap<(String, String), DecodedOv>>,
 }
 
@@ -420,7 +421,7 @@ impl Caches {
         let key = (ns.to_string(), name.to_string());
         let cached = self
             .instances
-            .get(&ObjectRef::new_with(name, crate::instance_resource()).within(ns));
+            .get(&ObjectRef::new_with(name, crate::resources::instance_resource()).within(ns));
         let mut seen = self.instance_versions.lock().unwrap_or_else(|e| e.into_inner());
         match cached {
             None => {
@@ -455,7 +456,7 @@ impl Caches {
             return None;
         }
         self.operator_versions
-            .get(&ObjectRef::new_with(name, crate::operator_version_resource()).within(ns))
+            .get(&ObjectRef::new_with(name, crate::resources::operator_version_resource()).within(ns))
     }
 
     /// The cached OperatorVersion decoded with `decode`, reusing the previous decoding while the
@@ -574,6 +575,20 @@ fn typed_view(obj: &DynamicObject, api_version: &str, kind: &str, metadata: Valu
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// The watched child kinds (kept as a literal list in [`CHILD_KINDS`]) agree with the shared
+    /// kind table.
+    #[test]
+    fn child_kinds_agree_with_the_kind_table() {
+        for (g, v, k, plural) in CHILD_KINDS {
+            let known = kudo_api::kinds::known(g, k);
+            assert_eq!(
+                (known.version, known.plural, known.namespaced),
+                (*v, *plural, true),
+                "{k}"
+            );
+        }
+    }
 
     /// What the child watches cache of an object.
     fn slim_child(kind: &str, o: &mut DynamicObject) {

@@ -2,7 +2,7 @@
 //! the manager's scope, as compact JSON text, found by name or by the Instance it is labelled for.
 //!
 //! Written here rather than taken from kube-runtime's reflector `Store`, which the child caches
-//! used until issue 28: that store keys every object by an `ObjectRef` repeating the kind's
+//! used before: that store keys every object by an `ObjectRef` repeating the kind's
 //! `ApiResource` (five strings) and the object's resourceVersion and uid, and keeps each object
 //! decoded (an `ObjectMeta` with its label map — a B-tree node of eleven slots even for two
 //! labels) beside the body; a second map by Instance label sat next to it for readiness. At

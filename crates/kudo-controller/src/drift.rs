@@ -11,45 +11,13 @@
 
 use kudo_api::{ExecutionStatus, InstanceStatus, OperatorVersion};
 use kudo_engine::Timestamp;
+use kudo_engine::reconcile::Policy;
 use kudo_package::render::{Action, RenderContext, RenderedObject};
 use serde_json::Value;
 
-use crate::Context;
-use crate::execute::{self, ClusterObjects};
-
-/// Annotation choosing what happens to drifted objects: `repair` (default), `report`, `ignore`.
-pub const DRIFT_POLICY_ANNOTATION: &str = "kudo.dev/drift-policy";
-/// Same as [`DRIFT_POLICY_ANNOTATION`] under our own prefix (checked when the former is absent).
-pub const DRIFT_POLICY_ANNOTATION_RS: &str = "kudo-rs.dev/drift-policy";
-
-/// What to do about drift.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Policy {
-    Repair,
-    Report,
-    Ignore,
-}
-
-impl Policy {
-    /// The policy from the Instance annotations; an unknown value falls back to `repair` and is
-    /// returned as the error message to report.
-    pub fn from_annotations(a: &std::collections::BTreeMap<String, String>) -> (Policy, Option<String>) {
-        let v = a
-            .get(DRIFT_POLICY_ANNOTATION)
-            .or_else(|| a.get(DRIFT_POLICY_ANNOTATION_RS));
-        match v.map(|s| s.trim()) {
-            None | Some("") | Some("repair") => (Policy::Repair, None),
-            Some("report") => (Policy::Report, None),
-            Some("ignore") => (Policy::Ignore, None),
-            Some(other) => (
-                Policy::Repair,
-                Some(format!(
-                    "unknown drift policy {other:?} (expected repair, report or ignore): repairing"
-                )),
-            ),
-        }
-    }
-}
+use crate::apply::{self, ClusterObjects};
+use crate::context::Context;
+use crate::render;
 
 /// Result of a drift check.
 #[derive(Debug, Default)]
@@ -69,7 +37,7 @@ pub struct Repaired {
     pub what: String,
     /// The object, as an Event's `related` object: the Event recorder merges Events with the same
     /// reason, action, regarding and related object into one series keeping the first note, so
-    /// each repaired object needs its own (issue 14, bug 3).
+    /// each repaired object needs its own (else only the first repair's note would be seen).
     pub object: k8s_openapi::api::core::v1::ObjectReference,
 }
 
@@ -180,7 +148,7 @@ async fn desired_objects(
     for (plan, uid) in completed_plans(status) {
         let mut rctx = base.clone();
         rctx.plan_uid = uid;
-        let rendered = match execute::render(ctx, ov, &plan, rctx, sourced).await {
+        let rendered = match render::render(ctx, ov, &plan, rctx, sourced).await {
             Ok(r) => r,
             Err(e) => {
                 report.errors.push(format!("rendering plan {plan}: {e}"));
@@ -247,7 +215,7 @@ pub(crate) async fn check(
         } else {
             format!("{kind} {ns}/{name}")
         };
-        let (api, name, _) = match execute::api_for(ctx, &want).await {
+        let (api, name, _) = match apply::api_for(ctx, &want).await {
             Ok(a) => a,
             Err(e) => {
                 report.errors.push(format!("{what}: {e:?}"));
@@ -272,7 +240,7 @@ pub(crate) async fn check(
         if confirmed != Some(Policy::Repair) {
             continue;
         }
-        match execute::apply_object(ctx, &want, cluster).await {
+        match apply::apply_object(ctx, &want, cluster).await {
             Ok(after_rv) if after_rv != before_rv => report.repaired.push(Repaired {
                 what: format!("{what} ({why})"),
                 object: k8s_openapi::api::core::v1::ObjectReference {
@@ -325,13 +293,13 @@ async fn drift_of(
 
 /// Whether namespace `ns` is being deleted. Nothing can be created in it any more (403 "being
 /// terminated") and its objects, the Instance's OperatorVersion included, are going away on
-/// purpose: drift repair and reports of missing objects would only be noise (issue 14, bug 6).
+/// purpose: drift repair and reports of missing objects would only be noise.
 /// An unreadable namespace (e.g. a manager without the permission) counts as not terminating.
 pub(crate) async fn namespace_terminating(ctx: &Context, ns: &str) -> bool {
     if ns.is_empty() {
         return false;
     }
-    let api: kube::Api<k8s_openapi::api::core::v1::Namespace> = kube::Api::all(ctx.client.clone());
+    let api: kube::Api<k8s_openapi::api::core::v1::Namespace> = kube::Api::all(ctx.cluster.client.clone());
     match api.get_opt(ns).await {
         Ok(Some(n)) => {
             n.metadata.deletion_timestamp.is_some()
@@ -352,8 +320,11 @@ pub(crate) async fn namespace_terminating(ctx: &Context, ns: &str) -> bool {
 /// overridden by a repair decided on the stale copy. The next reconcile (the annotation change
 /// queues one) then reports with the new policy. A deleted Instance repairs nothing.
 async fn live_policy(ctx: &Context, base: &RenderContext) -> Result<Policy, String> {
-    let api: kube::Api<kube::api::DynamicObject> =
-        kube::Api::namespaced_with(ctx.client.clone(), &base.namespace, &crate::instance_resource());
+    let api: kube::Api<kube::api::DynamicObject> = kube::Api::namespaced_with(
+        ctx.cluster.client.clone(),
+        &base.namespace,
+        &crate::resources::instance_resource(),
+    );
     match api.get_opt(&base.instance_name).await {
         Ok(Some(i)) => Ok(Policy::from_annotations(&i.metadata.annotations.unwrap_or_default()).0),
         Ok(None) => Ok(Policy::Ignore),
@@ -415,19 +386,5 @@ mod tests {
             &json!({"cpu": "300m", "memory": "1Gi"})
         ));
         assert!(!is_subset(&json!({"cpu": 0.3}), &json!({"cpu": "200m"})));
-    }
-
-    #[test]
-    fn policy_from_annotations() {
-        let mut a = std::collections::BTreeMap::new();
-        assert_eq!(Policy::from_annotations(&a), (Policy::Repair, None));
-        a.insert(DRIFT_POLICY_ANNOTATION_RS.to_string(), "report".to_string());
-        assert_eq!(Policy::from_annotations(&a), (Policy::Report, None));
-        a.insert(DRIFT_POLICY_ANNOTATION.to_string(), "ignore".to_string());
-        assert_eq!(Policy::from_annotations(&a), (Policy::Ignore, None));
-        a.insert(DRIFT_POLICY_ANNOTATION.to_string(), "fix".to_string());
-        let (p, err) = Policy::from_annotations(&a);
-        assert_eq!(p, Policy::Repair);
-        assert!(err.unwrap().contains("unknown drift policy"));
     }
 }

@@ -3,8 +3,8 @@
 //! A reconcile that writes an Instance's status, or admits a change and runs the pass on what it
 //! admitted, has already acted on what it wrote (the write is the outcome of its pass, and the
 //! requeue it returns covers the time-driven work), so the watch event of that write only woke
-//! the same Instance again to find nothing to do — about a third of the reconciles of a deploy
-//! (issue 28). The manager remembers the resourceVersions those writes produced and the Instance
+//! the same Instance again to find nothing to do — about a third of the reconciles of a deploy.
+//! The manager remembers the resourceVersions those writes produced and the Instance
 //! watch does not wake an Instance for an event carrying one of them. The spec write that ends a
 //! reconcile (unscheduling a finished run) is not an echo: a change that waited for the run is
 //! admissible now, and the next reconcile admits it.

@@ -4,7 +4,7 @@
 //!
 //! kube-runtime's `Recorder` does the same, but keeps every Event it published, whole and inline
 //! in its hash table, for six minutes, and scans them all at every publish. In the `scale 1000`
-//! bench that table was 8.9 MB, a sixth of the manager's heap (issue 14, docs/benchmarks.md).
+//! bench that table was 8.9 MB, a sixth of the manager's heap (docs/benchmarks.md).
 //! This one keeps, per series, its key, the Event's name and its count.
 
 use std::collections::HashMap;
@@ -18,6 +18,9 @@ use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::Client;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kudo_engine::EventType;
+
+/// Reporting controller name of the Events the manager publishes (KUDO's manager name).
+pub const REPORTER: &str = "kudo-manager";
 
 /// How long a series stays open after its last occurrence (client-go and kube-runtime: 6 min).
 const SERIES_TTL: SignedDuration = SignedDuration::from_mins(6);

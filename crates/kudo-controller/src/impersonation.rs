@@ -1,4 +1,4 @@
-//! Least privilege (issue 25): the manager performs the requests it makes *for* an Instance as
+//! Least privilege: the manager performs the requests it makes *for* an Instance as
 //! that Instance's ServiceAccount, so an Instance can do no more in the cluster than the account
 //! may, whatever its package's templates say.
 //!
@@ -12,8 +12,8 @@
 //! **Why a task-local and not a parameter.** The identity is a property of one Instance's
 //! reconcile, established once, right after the reconcile read the Instance ([`scope`], [`establish`]); every path underneath — apply,
 //! delete, the health GETs that miss the cache, Pipe pods and exec, Secret reads of parameter
-//! sources, KudoOperator children — asks [`crate::Context::acting_client`], which cannot
-//! forget it. The manager's own identity stays explicit (`ctx.client`) and is used only for the
+//! sources, KudoOperator children — asks [`crate::context::Context::acting_client`], which cannot
+//! forget it. The manager's own identity stays explicit (`ctx.cluster.client`) and is used only for the
 //! manager's bookkeeping: the Instance itself and its status, OperatorVersions, Events, Leases,
 //! discovery and the watch caches.
 //!
@@ -176,7 +176,7 @@ impl Identities {
 /// `inner` with the `Impersonate-User` header on every request.
 fn impersonating(inner: kube::Client, user: &str) -> kube::Client {
     let value = HeaderValue::from_str(user).unwrap_or_else(|_| HeaderValue::from_static("system:anonymous"));
-    crate::with_request_hook(inner, move |req| {
+    crate::hook::with_request_hook(inner, move |req| {
         req.headers_mut().insert("Impersonate-User", value.clone());
     })
 }

@@ -24,24 +24,9 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use tracing::{debug, info, warn};
 
+use crate::config::{ControllerConfig, LeaderElection};
+use crate::error::Error;
 use crate::ops::Health;
-use crate::{ControllerConfig, Error};
-
-/// Leader election settings of [`ControllerConfig::leader_election`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LeaderElection {
-    /// Name of the Lease object all replicas compete for.
-    pub lease_name: String,
-    /// Namespace of the Lease (usually the manager's own namespace).
-    pub namespace: String,
-    /// Unique identity of this replica (the pod name in a cluster); also the
-    /// `reportingInstance` of the Events it publishes.
-    pub identity: String,
-    /// How long a lease stays valid after its last renewal: the longest a crashed leader blocks
-    /// its successor. Whole seconds, at least 2. The holder renews a third of it (at least 1 s)
-    /// before expiry.
-    pub lease_duration: Duration,
-}
 
 /// How long in-flight reconciles may still run after the lease was lost.
 pub const LOSS_GRACE: Duration = Duration::from_secs(1);
@@ -50,43 +35,6 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 /// Upper bound for one lease request on shutdown (release) or after a failure.
 const RELEASE_TIMEOUT: Duration = Duration::from_secs(3);
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
-
-/// A leader-election setting that cannot work ([`LeaderElection::validate`]).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum LeaderConfigError {
-    #[error("leader election: the {0} must not be empty")]
-    Empty(&'static str),
-    #[error("leader election: the lease duration must be a whole number of seconds, at least 2 (got {0:?})")]
-    LeaseDuration(Duration),
-}
-
-impl LeaderElection {
-    /// Checks the settings; `Err` says what is wrong.
-    pub fn validate(&self) -> Result<(), LeaderConfigError> {
-        for (what, v) in [
-            ("lease name", &self.lease_name),
-            ("lease namespace", &self.namespace),
-            ("identity", &self.identity),
-        ] {
-            if v.trim().is_empty() {
-                return Err(LeaderConfigError::Empty(what));
-            }
-        }
-        if self.lease_duration.as_secs() < 2 || self.lease_duration.subsec_nanos() != 0 {
-            return Err(LeaderConfigError::LeaseDuration(self.lease_duration));
-        }
-        Ok(())
-    }
-
-    fn duration_secs(&self) -> u64 {
-        self.lease_duration.as_secs()
-    }
-
-    /// Renewal margin before expiry; always below the duration (validated ≥ 2 s).
-    fn grace_secs(&self) -> u64 {
-        (self.duration_secs() / 3).max(1)
-    }
-}
 
 /// A running controller incarnation. Dropped without [`Running::stop`] (the election loop itself
 /// was dropped, e.g. its task aborted) it aborts the controller: no reconcile outlives the loop
@@ -108,10 +56,10 @@ impl Running {
     fn start(client: kube::Client, config: ControllerConfig, health: Arc<Health>) -> Running {
         let (stop, rx) = oneshot::channel::<()>();
         let task = tokio::spawn(async move {
-            crate::run_controller(
+            crate::controllers::run(
                 client,
                 config,
-                crate::shard::Sharding::none(),
+                crate::gate::Sharding::none(),
                 health,
                 async move {
                     let _ = rx.await;
@@ -387,8 +335,8 @@ enum Freed {
 }
 
 /// Tells a released lease from an expired one by the holder's last renewal (`before`, the Lease
-/// spec while it was still held) and the time now (Unix seconds). Issue 14, bug 7: the log called
-/// every freed lease "released".
+/// spec while it was still held) and the time now (Unix seconds), so the log says which it was
+/// instead of calling every freed lease "released".
 fn how_freed(before: Option<&k8s_openapi::api::coordination::v1::LeaseSpec>, now_unix: i64) -> Freed {
     let renewed = before
         .and_then(|s| s.renew_time.as_ref())

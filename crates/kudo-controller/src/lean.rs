@@ -4,7 +4,7 @@
 //! buffers the whole object into an intermediate tree and then decodes the metadata and the rest
 //! from it; every object also arrives with its managedFields, which the caches drop at once
 //! (crate::watches). On a real API server those are a large part of each event: decoding watch
-//! events was 12 % of the manager's samples in the real-cluster scale bench (issue 28 item 4).
+//! events was 12 % of the manager's samples in the real-cluster scale bench.
 //! [`Lean`] decodes the same JSON straight into a `DynamicObject`: the type fields, the metadata
 //! and the body in one pass, managedFields skipped unparsed. No crate offers this (kube decodes
 //! into `K` with its derived `Deserialize`), so the watches, the Instance reads and writes and the

@@ -28,8 +28,6 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
-use crate::drift::DriftReport;
-
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ResultLabels {
     result: String,
@@ -228,7 +226,7 @@ impl Metrics {
             .filter(|_| timing.uid == plan_uid)
             .and_then(|t| Timestamp::parse(&t).ok())
             .unwrap_or(now);
-        // Issue 14, bug 7: whole seconds hid every plan under a second.
+        // Measured here when possible: whole seconds would hide every plan under a second.
         let secs = match seen {
             Some(t) => t.elapsed().as_secs_f64(),
             None => now.seconds_since(started).max(0) as f64,
@@ -255,10 +253,11 @@ impl Metrics {
         self.objects_applied.inc();
     }
 
-    /// The result of one drift check.
-    pub(crate) fn drift(&self, report: &DriftReport) {
-        self.drift_detected.inc_by(report.drifted.len() as u64);
-        self.drift_repaired.inc_by(report.repaired.len() as u64);
+    /// The result of one drift check: how many objects it found drifted, and how many of those a
+    /// re-apply changed.
+    pub(crate) fn drift(&self, detected: usize, repaired: usize) {
+        self.drift_detected.inc_by(detected as u64);
+        self.drift_repaired.inc_by(repaired as u64);
     }
 
     /// Whether this process currently acts as the leader.
@@ -342,7 +341,7 @@ pub fn request_verb(method: &http::Method, path: &str, query: Option<&str>) -> &
 /// A client that counts every request by verb in `kudo_api_requests_total` before handing it to
 /// `inner` (which keeps its authentication, base URL and timeouts).
 pub(crate) fn counting_client(inner: kube::Client, metrics: std::sync::Arc<Metrics>) -> kube::Client {
-    crate::with_request_hook(inner, move |req| {
+    crate::hook::with_request_hook(inner, move |req| {
         let verb = request_verb(req.method(), req.uri().path(), req.uri().query());
         metrics.api_requests.get_or_create(&VerbLabels { verb }).inc();
     })

@@ -20,7 +20,7 @@ use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::get;
 
-use crate::Error;
+use crate::error::Error;
 use crate::metrics::Metrics;
 
 /// The listening socket of the operations endpoint, bound before the manager starts so a caller

@@ -31,14 +31,85 @@ use kube::api::{Api, DynamicObject};
 use kudo_api::{OperatorVersion, ParameterSource};
 use serde_json::Value;
 
-use crate::Context;
+use crate::context::Context;
 
 /// Parameter values read from their sources, by parameter name.
 pub type SourcedValues = BTreeMap<String, String>;
 
-/// The outcome of one [`resolve`]: the values, or why a parameter cannot be resolved (a message
-/// naming parameter and Secret, never a value).
-pub type Sourced = Result<SourcedValues, String>;
+/// The outcome of one [`resolve`]: the values, or why a parameter cannot be resolved.
+pub type Sourced = Result<SourcedValues, SourceError>;
+
+/// Why a sensitive parameter has no value from its source. Every message names the parameter and
+/// the Secret, never a value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SourceError {
+    #[error("parameter {param:?}: parameterSources.secretKeyRef needs both name and key")]
+    IncompleteSelector { param: String },
+    #[error("parameter {param:?}: parameterSources supports only secretKeyRef")]
+    UnsupportedSource { param: String },
+    /// The Secret could not be read (`reason`: the server's reason and code, not its body).
+    #[error("parameter {param:?}: reading Secret {namespace}/{secret} failed: {reason}")]
+    Read {
+        param: String,
+        namespace: String,
+        secret: String,
+        reason: String,
+    },
+    #[error("parameter {param:?}: Secret {namespace}/{secret} not found")]
+    SecretNotFound {
+        param: String,
+        namespace: String,
+        secret: String,
+    },
+    #[error("parameter {param:?}: Secret {namespace}/{secret} has no key {key:?}")]
+    NoKey {
+        param: String,
+        namespace: String,
+        secret: String,
+        key: String,
+    },
+    #[error("parameter {param:?}: key {key:?} of Secret {namespace}/{secret} is not valid base64")]
+    NotBase64 {
+        param: String,
+        namespace: String,
+        secret: String,
+        key: String,
+    },
+    #[error("parameter {param:?}: key {key:?} of Secret {namespace}/{secret} is not UTF-8 text")]
+    NotUtf8 {
+        param: String,
+        namespace: String,
+        secret: String,
+        key: String,
+    },
+    #[error("parameter {param:?} in parameterSources is not a parameter of {operator_version}")]
+    Undeclared { param: String, operator_version: String },
+    /// A required parameter's source holds an empty value (`what`: the Secret key).
+    #[error("parameter {param:?} is required but {what} is empty")]
+    Required { param: String, what: String },
+    /// KUDO's validation refused the value (`what`: the Secret key, `value_type`: the declared
+    /// type).
+    #[error(
+        "parameter {param:?} has an invalid value (from {what}, type {value_type:?}; the value is not shown)"
+    )]
+    Invalid {
+        param: String,
+        what: String,
+        value_type: String,
+    },
+}
+
+/// A KudoOperator task's child Instance would carry a sensitive value
+/// ([`source_child_parameters`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "parameter {child_parameter:?} of child instance {child} would hold the value of sensitive parameter {sensitive:?} inside a longer value; pass it unchanged ({{{{ .Params.{sensitive} }}}}) so that the child reads it from its Secret"
+)]
+pub struct ChildSourceError {
+    pub child: String,
+    pub child_parameter: String,
+    pub sensitive: String,
+}
 
 pub use kudo_engine::reconcile::FINGERPRINTS_ANNOTATION;
 
@@ -51,7 +122,7 @@ pub fn key_secret_name(instance: &str) -> String {
 const KEY_FIELD: &str = "hmac-sha256-key";
 
 fn secrets(ctx: &Context, ns: &str) -> Api<DynamicObject> {
-    Api::namespaced_with(ctx.acting_client(), ns, &crate::known_resource("", "Secret"))
+    Api::namespaced_with(ctx.acting_client(), ns, &kudo_kube::known_resource("", "Secret"))
 }
 
 /// The Instance's fingerprint key, created (random, owned by the Instance) when missing; the
@@ -140,7 +211,7 @@ pub(crate) async fn resolve(
     ns: &str,
     ov: &OperatorVersion,
     sources: &BTreeMap<String, ParameterSource>,
-) -> Result<SourcedValues, String> {
+) -> Result<SourcedValues, SourceError> {
     let mut out = SourcedValues::new();
     if sources.is_empty() {
         return Ok(out);
@@ -150,12 +221,11 @@ pub(crate) async fn resolve(
     for (param, source) in sources {
         let sel = selector(param, source)?;
         if !read.contains_key(&sel.name) {
-            let found = api.get_opt(&sel.name).await.map_err(|e| {
-                format!(
-                    "parameter {param:?}: reading Secret {ns}/{} failed: {}",
-                    sel.name,
-                    kube_reason(&e)
-                )
+            let found = api.get_opt(&sel.name).await.map_err(|e| SourceError::Read {
+                param: param.clone(),
+                namespace: ns.to_string(),
+                secret: sel.name.clone(),
+                reason: kube_reason(&e),
             })?;
             let found = found.map(|o| serde_json::to_value(o).unwrap_or(Value::Null));
             read.insert(sel.name.clone(), found);
@@ -177,15 +247,15 @@ fn kube_reason(e: &kube::Error) -> String {
     }
 }
 
-fn selector<'s>(param: &str, source: &'s ParameterSource) -> Result<&'s kudo_api::SecretKeySelector, String> {
+fn selector<'s>(
+    param: &str,
+    source: &'s ParameterSource,
+) -> Result<&'s kudo_api::SecretKeySelector, SourceError> {
+    let param = param.to_string();
     match &source.secret_key_ref {
         Some(sel) if !sel.name.is_empty() && !sel.key.is_empty() => Ok(sel),
-        Some(_) => Err(format!(
-            "parameter {param:?}: parameterSources.secretKeyRef needs both name and key"
-        )),
-        None => Err(format!(
-            "parameter {param:?}: parameterSources supports only secretKeyRef"
-        )),
+        Some(_) => Err(SourceError::IncompleteSelector { param }),
+        None => Err(SourceError::UnsupportedSource { param }),
     }
 }
 
@@ -195,29 +265,41 @@ pub fn value_from_secret(
     ns: &str,
     sel: &kudo_api::SecretKeySelector,
     secret: Option<&Value>,
-) -> Result<String, String> {
+) -> Result<String, SourceError> {
+    let (param, namespace, name, key) = (
+        param.to_string(),
+        ns.to_string(),
+        sel.name.clone(),
+        sel.key.clone(),
+    );
     let Some(secret) = secret else {
-        return Err(format!("parameter {param:?}: Secret {ns}/{} not found", sel.name));
+        return Err(SourceError::SecretNotFound {
+            param,
+            namespace,
+            secret: name,
+        });
     };
-    let encoded = secret["data"][&sel.key].as_str().ok_or_else(|| {
-        format!(
-            "parameter {param:?}: Secret {ns}/{} has no key {:?}",
-            sel.name, sel.key
-        )
-    })?;
-    let bytes = base64::engine::general_purpose::STANDARD
-        .decode(encoded)
-        .map_err(|_| {
-            format!(
-                "parameter {param:?}: key {:?} of Secret {ns}/{} is not valid base64",
-                sel.key, sel.name
-            )
-        })?;
-    String::from_utf8(bytes).map_err(|_| {
-        format!(
-            "parameter {param:?}: key {:?} of Secret {ns}/{} is not UTF-8 text",
-            sel.key, sel.name
-        )
+    let Some(encoded) = secret["data"][&sel.key].as_str() else {
+        return Err(SourceError::NoKey {
+            param,
+            namespace,
+            secret: name,
+            key,
+        });
+    };
+    let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(encoded) else {
+        return Err(SourceError::NotBase64 {
+            param,
+            namespace,
+            secret: name,
+            key,
+        });
+    };
+    String::from_utf8(bytes).map_err(|_| SourceError::NotUtf8 {
+        param,
+        namespace,
+        secret: name,
+        key,
     })
 }
 
@@ -227,7 +309,7 @@ pub fn validate(
     ov: &OperatorVersion,
     sources: &BTreeMap<String, ParameterSource>,
     values: &SourcedValues,
-) -> Result<(), String> {
+) -> Result<(), SourceError> {
     for (param, value) in values {
         let what = sources
             .get(param)
@@ -235,19 +317,21 @@ pub fn validate(
             .map(|s| format!("Secret key {s}"))
             .unwrap_or_else(|| "its source".to_string());
         let Some(def) = ov.spec.parameters.iter().find(|p| &p.name == param) else {
-            return Err(format!(
-                "parameter {param:?} in parameterSources is not a parameter of {}",
-                ov.metadata.name
-            ));
+            return Err(SourceError::Undeclared {
+                param: param.clone(),
+                operator_version: ov.metadata.name.clone(),
+            });
         };
         if kudo_package::params::validate_value(def, value).is_err() {
-            let ty = def.value_type();
+            let param = param.clone();
             return Err(if value.is_empty() {
-                format!("parameter {param:?} is required but {what} is empty")
+                SourceError::Required { param, what }
             } else {
-                format!(
-                    "parameter {param:?} has an invalid value (from {what}, type {ty:?}; the value is not shown)"
-                )
+                SourceError::Invalid {
+                    param,
+                    what,
+                    value_type: def.value_type().to_string(),
+                }
             });
         }
     }
@@ -269,7 +353,7 @@ pub fn source_child_parameters(
     child: &mut Value,
     sources: &BTreeMap<String, ParameterSource>,
     values: &SourcedValues,
-) -> Result<(), String> {
+) -> Result<(), ChildSourceError> {
     let name = child["metadata"]["name"].as_str().unwrap_or_default().to_string();
     let Some(params) = child["spec"]["parameters"].as_object_mut() else {
         return Ok(());
@@ -290,9 +374,11 @@ pub fn source_child_parameters(
                 break;
             }
             if text.contains(val.as_str()) {
-                return Err(format!(
-                    "parameter {k:?} of child instance {name} would hold the value of sensitive parameter {p:?} inside a longer value; pass it unchanged ({{{{ .Params.{p} }}}}) so that the child reads it from its Secret"
-                ));
+                return Err(ChildSourceError {
+                    child: name,
+                    child_parameter: k.clone(),
+                    sensitive: p.clone(),
+                });
             }
         }
     }
@@ -303,20 +389,6 @@ pub fn source_child_parameters(
         child["spec"]["parameterSources"] = Value::Object(moved);
     }
     Ok(())
-}
-
-/// [`redact`] for a plan render error: the error itself when it quotes no sourced value.
-pub fn redact_error(
-    e: crate::execute::PlanRenderError,
-    values: &SourcedValues,
-) -> crate::execute::PlanRenderError {
-    let text = e.to_string();
-    let red = redact(&text, values);
-    if red == text {
-        e
-    } else {
-        crate::execute::PlanRenderError::Redacted(red)
-    }
 }
 
 /// Replaces every sourced value in `message` (a render error could quote one).
@@ -352,24 +424,30 @@ mod tests {
     #[test]
     fn missing_secret_key_or_bad_data_name_parameter_and_secret() {
         assert_eq!(
-            value_from_secret("P", "ns", &sel(), None).unwrap_err(),
+            value_from_secret("P", "ns", &sel(), None)
+                .unwrap_err()
+                .to_string(),
             "parameter \"P\": Secret ns/db not found"
         );
         let s = json!({"data": {"other": "eA=="}});
         assert_eq!(
-            value_from_secret("P", "ns", &sel(), Some(&s)).unwrap_err(),
+            value_from_secret("P", "ns", &sel(), Some(&s))
+                .unwrap_err()
+                .to_string(),
             "parameter \"P\": Secret ns/db has no key \"pw\""
         );
         let s = json!({"data": {"pw": "!!"}});
         assert!(
             value_from_secret("P", "ns", &sel(), Some(&s))
                 .unwrap_err()
+                .to_string()
                 .contains("base64")
         );
         let s = json!({"data": {"pw": "/w=="}});
         assert!(
             value_from_secret("P", "ns", &sel(), Some(&s))
                 .unwrap_err()
+                .to_string()
                 .contains("UTF-8")
         );
     }
@@ -409,18 +487,19 @@ mod tests {
             ("PASSWORD".to_string(), "x".to_string()),
         ]
         .into();
-        let e = validate(&ov(), &sources, &values).unwrap_err();
+        let e = validate(&ov(), &sources, &values).unwrap_err().to_string();
         assert!(!e.contains("hunter2"), "{e}");
         assert!(e.contains("\"PORT\"") && e.contains("db/port"), "{e}");
         let values: SourcedValues = [("PASSWORD".to_string(), String::new())].into();
         assert_eq!(
-            validate(&ov(), &sources, &values).unwrap_err(),
+            validate(&ov(), &sources, &values).unwrap_err().to_string(),
             "parameter \"PASSWORD\" is required but Secret key db/pw is empty"
         );
         let values: SourcedValues = [("NOPE".to_string(), "v".to_string())].into();
         assert!(
             validate(&ov(), &sources, &values)
                 .unwrap_err()
+                .to_string()
                 .contains("not a parameter of demo-0.1.0")
         );
     }
@@ -490,7 +569,9 @@ mod tests {
 
         let mut child =
             json!({"metadata": {"name": "p-db"}, "spec": {"parameters": {"URL": "mysql://root:hunter2@db"}}});
-        let e = source_child_parameters(&mut child, &sources, &values).unwrap_err();
+        let e = source_child_parameters(&mut child, &sources, &values)
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("\"URL\" of child instance p-db") && e.contains("\"PASSWORD\""),
             "{e}"
@@ -500,9 +581,13 @@ mod tests {
 
     #[test]
     fn selector_requires_secret_key_ref() {
-        let e = selector("P", &ParameterSource::default()).unwrap_err();
+        let e = selector("P", &ParameterSource::default())
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("only secretKeyRef"), "{e}");
-        let e = selector("P", &ParameterSource::secret("", "k")).unwrap_err();
+        let e = selector("P", &ParameterSource::secret("", "k"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("needs both name and key"), "{e}");
     }
 }

@@ -10,8 +10,9 @@ use kudo_engine::pipe::{MAX_PIPE_FILE_SIZE, WAITER, artifact, init_command, rewr
 use serde_json::{Value, json};
 use tokio::io::AsyncReadExt;
 
-use crate::Context;
-use crate::execute::{ClusterObjects, apply_for_task, reasons};
+use crate::apply::{ClusterObjects, apply_for_task};
+use crate::context::Context;
+use crate::reasons;
 
 fn fatal(message: impl Into<String>) -> TaskOutcome {
     TaskOutcome::Fatal {

@@ -2,8 +2,8 @@
 //! requests behind [`kudo_engine::revision`], which decides what is written.
 //!
 //! Revisions are the manager's own bookkeeping, so they are written with the manager's identity
-//! (`Context::client`), never the Instance's ServiceAccount. A failed write is logged (warn) but
-//! never fails the reconcile: history is a record of the plan runs, not a condition for running
+//! ([`Revisions`] holds its client), never the Instance's ServiceAccount. A failed write is logged
+//! (warn) but never fails the reconcile: history is a record of the plan runs, not a condition for running
 //! them.
 //!
 //! Each LIST of the history scans every ControllerRevision of the namespace on the API server, so
@@ -21,9 +21,8 @@ use kudo_engine::Timestamp;
 use kudo_engine::revision::{self, Outcome, Revision, StartedBy};
 use tracing::{info, warn};
 
-use crate::Context;
-use crate::discovery::known_resource;
 use crate::lean::Lean;
+use kudo_kube::discovery::known_resource;
 
 /// The ControllerRevisions of `ns`, decoded as `K` (`DynamicObject`, or [`Lean`] where the answer
 /// is decoded on a hot path).
@@ -54,11 +53,19 @@ pub async fn list(
     Ok(revision::history(&values, uid))
 }
 
+/// The revision history as the reconciles write it: with the manager's own client, keeping
+/// `limit` revisions per Instance.
+pub(crate) struct Revisions {
+    client: kube::Client,
+    limit: usize,
+    recorded: Recorded,
+}
+
 /// The revision this manager recorded for each run still going, by the run's uid: where its
 /// outcome goes without a LIST. Bounded: past [`Recorded::CAP`] runs (Instances deleted while
 /// running never finish) it starts over, and the outcome is found by a LIST as after a restart.
 #[derive(Default)]
-pub(crate) struct Recorded(Mutex<HashMap<String, String>>);
+struct Recorded(Mutex<HashMap<String, String>>);
 
 impl Recorded {
     const CAP: usize = 100_000;
@@ -85,102 +92,112 @@ pub(crate) struct Run<'a> {
     pub(crate) ov: &'a OperatorVersion,
 }
 
-/// Records the run (just admitted and persisted) as the Instance's next revision, marks runs it
-/// replaced, and prunes beyond the limit.
-pub(crate) async fn record(ctx: &Context, run: &Run<'_>, by: StartedBy, now: Timestamp) {
-    if let Err(e) = try_record(ctx, run, by, now).await {
-        warn!(error = %e, "the run was not recorded in the instance's revision history");
-    }
-}
-
-async fn try_record(ctx: &Context, run: &Run<'_>, by: StartedBy, now: Timestamp) -> Result<(), kube::Error> {
-    let (inst, uid) = (run.inst, run.uid);
-    let ns = inst.metadata.namespace.as_deref().unwrap_or_default();
-    let api: Api<DynamicObject> = api(&ctx.client, ns);
-    if revision::first_run(inst.status.as_ref()) {
-        let data = revision::snapshot(run.spec, run.ov, by.clone(), None);
-        match create(ctx, run, 1, &data).await {
-            Err(kube::Error::Api(s)) if s.code == 409 => {}
-            other => return other.map(|_| ()),
+impl Revisions {
+    pub fn new(client: kube::Client, limit: usize) -> Revisions {
+        Revisions {
+            client,
+            limit,
+            recorded: Recorded::default(),
         }
     }
-    let mut revs = list(&ctx.client, ns, &inst.metadata.name, uid).await?;
-    let data = revision::snapshot(run.spec, run.ov, by, revs.last().map(|r| &r.data));
-    for old in revision::replaced(&revs, &data.plan_uid) {
-        set_outcome(&api, &old.name, Outcome::Replaced, now).await?;
-    }
-    let created = create(ctx, run, revision::next_number(&revs), &data).await?;
-    revs.extend(
-        serde_json::to_value(&created)
-            .ok()
-            .as_ref()
-            .and_then(revision::parse),
-    );
-    for name in revision::to_prune(&revs, ctx.config.revision_history_limit) {
-        match api.delete(&name, &DeleteParams::background()).await {
-            Err(kube::Error::Api(s)) if s.code == 404 => {}
-            Err(e) => return Err(e),
-            Ok(_) => {}
+
+    /// Records the run (just admitted and persisted) as the Instance's next revision, marks runs it
+    /// replaced, and prunes beyond the limit.
+    pub async fn record(&self, run: &Run<'_>, by: StartedBy, now: Timestamp) {
+        if let Err(e) = self.try_record(run, by, now).await {
+            warn!(error = %e, "the run was not recorded in the instance's revision history");
         }
     }
-    Ok(())
-}
 
-/// Creates revision `number` of the run and remembers it for the run's outcome; returns the
-/// created object. Built and decoded as [`Lean`] (one pass, no managedFields): every Instance's
-/// first run records one, and kube's own decoding of these was 4 % of the manager's CPU while
-/// `scale 10000` admitted its Instances.
-async fn create(
-    ctx: &Context,
-    run: &Run<'_>,
-    number: u64,
-    data: &revision::RevisionData,
-) -> Result<DynamicObject, kube::Error> {
-    let (inst, uid) = (run.inst, run.uid);
-    let ns = inst.metadata.namespace.as_deref().unwrap_or_default();
-    let api: Api<Lean> = api(&ctx.client, ns);
-    let cr: Lean = serde_json::from_value(revision::manifest(ns, &inst.metadata.name, uid, number, data))
-        .map_err(kube::Error::SerdeError)?;
-    let created = api.create(&PostParams::default(), &cr).await?.0;
-    info!(revision = number, plan = %data.plan, change = %data.change, "revision recorded");
-    if let Some(name) = created.metadata.name.as_deref() {
-        ctx.revisions.remember(&data.plan_uid, name);
-    }
-    Ok(created)
-}
-
-/// Records the outcome of the run `uid` on its revision (the run's plan status just became
-/// terminal in this reconcile's status write).
-pub(crate) async fn finish(ctx: &Context, inst: &Instance, uid: &str, outcome: Outcome, now: Timestamp) {
-    let ns = inst.metadata.namespace.as_deref().unwrap_or_default();
-    let api: Api<DynamicObject> = api(&ctx.client, ns);
-    let result = async {
-        let names = match ctx.revisions.take(uid) {
-            Some(name) => vec![name],
-            None => api
-                .list(&ListParams::default().labels(&format!(
-                    "{}={}",
-                    revision::RUN_LABEL,
-                    revision::label_value(uid)
-                )))
-                .await?
-                .items
-                .into_iter()
-                .filter_map(|cr| cr.metadata.name)
-                .collect(),
-        };
-        for name in names {
-            match set_outcome(&api, &name, outcome, now).await {
-                // Pruned or gone with its Instance meanwhile: nothing to record on.
-                Err(kube::Error::Api(s)) if s.code == 404 => {}
-                other => other?,
+    async fn try_record(&self, run: &Run<'_>, by: StartedBy, now: Timestamp) -> Result<(), kube::Error> {
+        let (inst, uid) = (run.inst, run.uid);
+        let ns = inst.metadata.namespace.as_deref().unwrap_or_default();
+        let api: Api<DynamicObject> = api(&self.client, ns);
+        if revision::first_run(inst.status.as_ref()) {
+            let data = revision::snapshot(run.spec, run.ov, by.clone(), None);
+            match self.create(run, 1, &data).await {
+                Err(kube::Error::Api(s)) if s.code == 409 => {}
+                other => return other.map(|_| ()),
             }
         }
-        Ok::<(), kube::Error>(())
+        let mut revs = list(&self.client, ns, &inst.metadata.name, uid).await?;
+        let data = revision::snapshot(run.spec, run.ov, by, revs.last().map(|r| &r.data));
+        for old in revision::replaced(&revs, &data.plan_uid) {
+            set_outcome(&api, &old.name, Outcome::Replaced, now).await?;
+        }
+        let created = self.create(run, revision::next_number(&revs), &data).await?;
+        revs.extend(
+            serde_json::to_value(&created)
+                .ok()
+                .as_ref()
+                .and_then(revision::parse),
+        );
+        for name in revision::to_prune(&revs, self.limit) {
+            match api.delete(&name, &DeleteParams::background()).await {
+                Err(kube::Error::Api(s)) if s.code == 404 => {}
+                Err(e) => return Err(e),
+                Ok(_) => {}
+            }
+        }
+        Ok(())
     }
-    .await;
-    if let Err(e) = result {
-        warn!(error = %e, uid, "the run's outcome was not recorded on its revision");
+
+    /// Creates revision `number` of the run and remembers it for the run's outcome; returns the
+    /// created object. Built and decoded as [`Lean`] (one pass, no managedFields): every Instance's
+    /// first run records one, and kube's own decoding of these was 4 % of the manager's CPU while
+    /// `scale 10000` admitted its Instances.
+    async fn create(
+        &self,
+        run: &Run<'_>,
+        number: u64,
+        data: &revision::RevisionData,
+    ) -> Result<DynamicObject, kube::Error> {
+        let (inst, uid) = (run.inst, run.uid);
+        let ns = inst.metadata.namespace.as_deref().unwrap_or_default();
+        let api: Api<Lean> = api(&self.client, ns);
+        let cr: Lean = serde_json::from_value(revision::manifest(ns, &inst.metadata.name, uid, number, data))
+            .map_err(kube::Error::SerdeError)?;
+        let created = api.create(&PostParams::default(), &cr).await?.0;
+        info!(revision = number, plan = %data.plan, change = %data.change, "revision recorded");
+        if let Some(name) = created.metadata.name.as_deref() {
+            self.recorded.remember(&data.plan_uid, name);
+        }
+        Ok(created)
+    }
+
+    /// Records the outcome of the run `uid` on its revision (the run's plan status just became
+    /// terminal in this reconcile's status write).
+    pub async fn finish(&self, inst: &Instance, uid: &str, outcome: Outcome, now: Timestamp) {
+        let ns = inst.metadata.namespace.as_deref().unwrap_or_default();
+        let api: Api<DynamicObject> = api(&self.client, ns);
+        let result = async {
+            let names = match self.recorded.take(uid) {
+                Some(name) => vec![name],
+                None => api
+                    .list(&ListParams::default().labels(&format!(
+                        "{}={}",
+                        revision::RUN_LABEL,
+                        revision::label_value(uid)
+                    )))
+                    .await?
+                    .items
+                    .into_iter()
+                    .filter_map(|cr| cr.metadata.name)
+                    .collect(),
+            };
+            for name in names {
+                match set_outcome(&api, &name, outcome, now).await {
+                    // Pruned or gone with its Instance meanwhile: nothing to record on.
+                    Err(kube::Error::Api(s)) if s.code == 404 => {}
+                    other => other?,
+                }
+            }
+            Ok::<(), kube::Error>(())
+        }
+        .await;
+        if let Err(e) = result {
+            warn!(error = %e, uid, "the run's outcome was not recorded on its revision");
+        }
     }
 }
 

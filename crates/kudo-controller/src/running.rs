@@ -6,7 +6,7 @@
 //! a running Instance only when a pod has a problem to show ([`crate::cache::Wakes`]): a rollout's
 //! ordinary progress reaches the pass through the applied workload's own status. The reconcile
 //! that follows the unscheduling computes readiness from the cache as it is then. At `scale 1000`
-//! the Pod and ReplicaSet events were about a third of the reconciles (issue 28).
+//! the Pod and ReplicaSet events were about a third of the reconciles otherwise.
 
 use std::collections::HashSet;
 use std::sync::Mutex;
@@ -86,7 +86,7 @@ mod tests {
     }
 
     fn at(name: &str) -> ObjectRef<DynamicObject> {
-        ObjectRef::new_with(name, crate::instance_resource()).within("ns")
+        ObjectRef::new_with(name, crate::resources::instance_resource()).within("ns")
     }
 
     #[test]

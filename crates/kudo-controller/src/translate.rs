@@ -9,8 +9,7 @@ use std::sync::Mutex;
 use kudo_package::render::RenderedObject;
 use kudo_package::translate::{mapping, translate};
 
-use crate::Context;
-use crate::discovery::Resolved;
+use kudo_kube::discovery::{self, Resolved};
 
 /// Event reason published when an object was translated.
 pub const API_VERSION_TRANSLATED: &str = "APIVersionTranslated";
@@ -66,7 +65,7 @@ impl Announced {
 /// translated without losing a field (the caller fails that object's task). An object whose
 /// version cannot be looked up right now is left as is: applying it reports the lookup failure.
 pub async fn translate_unserved(
-    ctx: &Context,
+    discovery: &discovery::Cache,
     objects: &mut [RenderedObject],
 ) -> (Vec<Translation>, Vec<(usize, String)>) {
     let mut done = Vec::new();
@@ -77,7 +76,7 @@ pub async fn translate_unserved(
         if mapping(&av, &kind).is_none() {
             continue;
         }
-        match ctx.discovery.resolve(&av, &kind).await {
+        match discovery.resolve(&av, &kind).await {
             Ok(Resolved::Unknown(_)) => {}
             Ok(Resolved::Found { .. }) | Err(_) => continue,
         }

@@ -1,5 +1,5 @@
-//! Typed APIs on the manager's side (issue 26 item 3): every OperatorVersion with an `api:` section
-//! gets a controller for its kind, which keeps an Instance of the same name and namespace for each
+//! Typed APIs on the manager's side (a kudo-rs extension): every OperatorVersion with an `api:`
+//! section gets a controller for its kind, which keeps an Instance of the same name and namespace for each
 //! typed object (owned by it, so deleting the object deletes the Instance and runs its cleanup) and
 //! mirrors that Instance's run into the object's `status`. The decisions are
 //! [`kudo_engine::typed`]'s; this module reads and writes.
@@ -11,7 +11,8 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::StreamExt;
+use futures::future::BoxFuture;
+use futures::{FutureExt, StreamExt};
 use kube::ResourceExt;
 use kube::api::{Api, ApiResource, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::core::GroupVersionKind;
@@ -22,8 +23,9 @@ use kudo_engine::typed::{
     InstanceAction, TYPED_LABEL, choose_operator_version, instance_action, status_patch,
 };
 
-use crate::shard::ShardGate;
-use crate::{instance_resource, operator_version_resource};
+use crate::gate::ShardGate;
+use crate::incarnation::Incarnation;
+use crate::resources::{instance_resource, operator_version_resource};
 
 /// Field manager of the manager's writes to typed objects and their Instances.
 const FIELD_MANAGER: &str = "kudo-manager";
@@ -50,9 +52,26 @@ struct Kind {
 /// How soon a typed object of a shard held elsewhere is looked at again (it may come here).
 const OTHER_SHARD_RECHECK: Duration = Duration::from_secs(15);
 
+/// The typed APIs' controllers of an incarnation: they stop with it.
+pub(crate) fn start(inc: &mut Incarnation) -> BoxFuture<'static, ()> {
+    let run = run(
+        inc.client.clone(),
+        inc.config.namespace.clone(),
+        inc.sharding.gate.clone(),
+    );
+    let stop = inc.stop.clone();
+    async move {
+        tokio::select! {
+            _ = run => {}
+            _ = stop.cancelled() => {}
+        }
+    }
+    .boxed()
+}
+
 /// Watches OperatorVersions (in the manager's scope) and starts one controller per typed kind
 /// they declare, for as long as this future runs (the controllers stop with it).
-pub(crate) async fn run(client: kube::Client, namespace: Option<String>, shards: Arc<ShardGate>) {
+async fn run(client: kube::Client, namespace: Option<String>, shards: Arc<ShardGate>) {
     let ovs = scoped(&client, &operator_version_resource(), namespace.as_deref());
     let mut started = HashSet::new();
     let mut kinds = tokio::task::JoinSet::new();

@@ -1,10 +1,10 @@
-//! A sharded replica's watches (issue 28): each kind is watched through several label selectors
+//! A sharded replica's watches: each kind is watched through several label selectors
 //! ("views"), and their events are merged into the one stream a cache expects.
 //!
-//! Every replica of a sharded manager used to receive every event of every Instance, Pod and
-//! ReplicaSet and to decode and store it, so two replicas spent 1.49× one manager's CPU
-//! (docs/benchmarks.md, session 22). Now the manager labels each Instance and what its plans
-//! apply with the Instance's bucket (`kudo.dev/bucket`, [`kudo_engine::shard::bucket_of`]), and a
+//! Were every kind watched whole, every replica of a sharded manager would receive every event of
+//! every Instance, Pod and ReplicaSet and decode and store it: two replicas spent 1.49× one
+//! manager's CPU that way (docs/benchmarks.md). So the manager labels each Instance and what its
+//! plans apply with the Instance's bucket (`kudo.dev/bucket`, [`kudo_engine::shard::bucket_of`]), and a
 //! replica watches:
 //!
 //! * the objects labelled with the buckets of its shards ([`held_watch`]), restarted (a re-list)
@@ -30,15 +30,16 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::pin::Pin;
 use std::sync::Arc;
 
-use futures::{Stream, StreamExt};
+use futures::{Stream, StreamExt, TryStreamExt};
 use kube::api::{Api, DynamicObject, ObjectMeta};
-use kube::runtime::watcher::{self, Event};
+use kube::runtime::WatchStreamExt;
+use kube::runtime::watcher::{self, Event, watcher};
 
+use crate::gate::{HeldSet, ShardGate};
 use crate::lean::{Lean, Shape};
-use crate::shard::{HeldSet, ShardGate};
 
 /// How many labelled watches a sharded replica runs: the Instances' and one per child kind. A
-/// shard just acquired waits for all of them (crate::shard::ShardGate::listed).
+/// shard just acquired waits for all of them (crate::gate::ShardGate::listed).
 pub(crate) const LABELLED_VIEWS: usize = 1 + crate::cache::CHILD_KINDS.len();
 
 /// The labels a deleted object's stand-in keeps: what the triggers read of a deletion
@@ -219,6 +220,25 @@ impl Merge {
     }
 }
 
+/// A watch of `api`'s kind whose objects are decoded in one pass without managedFields
+/// ([`Lean`]), as the `DynamicObject` events the caches store.
+pub(crate) fn lean_watcher<S: Shape>(
+    api: Api<Lean<S>>,
+    config: watcher::Config,
+) -> impl futures::Stream<Item = Result<watcher::Event<DynamicObject>, watcher::Error>> + Send {
+    watcher(api, config).map_ok(Lean::unwrap_event)
+}
+
+/// [`lean_watcher`] of the objects matching the label selector `labels` (all of them when it is
+/// empty), retrying with kube-runtime's default backoff: one view of a kind (crate::views).
+pub(crate) fn labelled_watch<S: Shape>(api: Api<Lean<S>>, labels: &str) -> ViewStream {
+    let config = match labels {
+        "" => watcher::Config::default(),
+        sel => watcher::Config::default().labels(sel),
+    };
+    lean_watcher(api, config).default_backoff().boxed()
+}
+
 /// The label selector requiring both `a` and `b` (either may be empty: no requirement).
 pub(crate) fn all_of(a: &str, b: &str) -> String {
     match (a, b) {
@@ -274,7 +294,7 @@ impl<S: Shape> HeldWatch<S> {
         let selector = kudo_engine::shard::bucket_selector(&held.shards, self.gate.count());
         self.current = selector.map(|sel| {
             let api = self.api.clone();
-            let watch = crate::watches::labelled_watch(api, &all_of(&self.labels, &sel));
+            let watch = labelled_watch(api, &all_of(&self.labels, &sel));
             (held.version, watch)
         });
         if self.current.is_none() {
@@ -342,45 +362,6 @@ pub(crate) fn held_watch<S: Shape>(
         stale: true,
     };
     futures::stream::unfold(state, HeldWatch::next).boxed()
-}
-
-/// The bucket label value of Instance `namespace/name` for a sharded manager; `None` unsharded
-/// (no label at all).
-fn sharded_bucket(gate: &ShardGate, namespace: &str, name: &str) -> Option<String> {
-    (gate.count() > 1).then(|| kudo_engine::shard::bucket_of(namespace, name).to_string())
-}
-
-/// The bucket label `namespace/name` lacks, for a sharded manager's next write of the Instance
-/// (which then tells the gate: [`ShardGate::labelling`]).
-pub(crate) fn bucket_to_label(
-    gate: &ShardGate,
-    inst: &kudo_api::Instance,
-    namespace: &str,
-    name: &str,
-) -> Option<String> {
-    let bucket = sharded_bucket(gate, namespace, name)?;
-    let has = inst.metadata.labels.get(kudo_engine::shard::BUCKET_LABEL);
-    (has != Some(&bucket)).then_some(bucket)
-}
-
-/// Labels `objects` (rendered for Instance `namespace/name`) with the Instance's bucket, for a
-/// sharded manager ([`kudo_package::enhance::add_bucket_label`]): its replicas watch only their
-/// own buckets, and the Pods (most of what they receive) get the label from the pod template.
-/// Objects the label does not reach (a Job's pods, PVCs of volumeClaimTemplates) come through
-/// the unlabelled view. Drift repair ignores the template label (crate::drift), so a
-/// workload applied before it gets it with its next plan run instead of a restart.
-pub(crate) fn label_bucket<'a>(
-    gate: &ShardGate,
-    namespace: &str,
-    name: &str,
-    objects: impl Iterator<Item = &'a mut serde_json::Value>,
-) {
-    let Some(bucket) = sharded_bucket(gate, namespace, name) else {
-        return;
-    };
-    for o in objects {
-        kudo_package::enhance::add_bucket_label(o, &bucket);
-    }
 }
 
 #[cfg(test)]

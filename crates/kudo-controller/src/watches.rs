@@ -17,18 +17,21 @@ use kube::runtime::WatchStreamExt;
 use kube::runtime::controller::{ReconcileRequest, trigger_with};
 use kube::runtime::reflector::store::Writer;
 use kube::runtime::reflector::{ObjectRef, Store};
-use kube::runtime::watcher::{self, watcher};
+use kube::runtime::watcher;
 use serde::Deserialize;
 
 use kudo_engine::shard::BUCKET_LABEL;
 
 use crate::child_store::ChildStore;
 use crate::echoes::Echoes;
+use crate::gate::ShardGate;
 use crate::lean::{Child, Lean, Shape, Whole};
 use crate::running::Running;
-use crate::shard::ShardGate;
-use crate::views::{self, ViewStream};
-use crate::{autopilot, cache, instance_resource, known_resource, operator_version_resource, owner_of};
+use crate::views::{self, ViewStream, labelled_watch, lean_watcher};
+use kudo_kube::known_resource;
+
+use crate::resources::{instance_resource, operator_version_resource, owner_of};
+use crate::{autopilot, cache};
 
 /// A stream of reconcile requests, one per watch.
 pub(crate) type Trigger =
@@ -45,27 +48,8 @@ pub(crate) struct Watches {
     pub triggers: Vec<Trigger>,
 }
 
-/// A watch of `api`'s kind whose objects are decoded in one pass without managedFields
-/// ([`Lean`]), as the `DynamicObject` events the caches store.
-fn lean_watcher<S: Shape>(
-    api: Api<Lean<S>>,
-    config: watcher::Config,
-) -> impl futures::Stream<Item = Result<watcher::Event<DynamicObject>, watcher::Error>> + Send {
-    watcher(api, config).map_ok(Lean::unwrap_event)
-}
-
-/// [`lean_watcher`] of the objects matching the label selector `labels` (all of them when it is
-/// empty), retrying with kube-runtime's default backoff: one view of a kind (crate::views).
-pub(crate) fn labelled_watch<S: Shape>(api: Api<Lean<S>>, labels: &str) -> ViewStream {
-    let config = match labels {
-        "" => watcher::Config::default(),
-        sel => watcher::Config::default().labels(sel),
-    };
-    lean_watcher(api, config).default_backoff().boxed()
-}
-
 /// Instances are kept packed (their body as JSON text; cache::pack): the manager reads one per
-/// reconcile, unpacked, and the parsed trees of 1,000 Instances were a fifth of its heap (issue 14).
+/// reconcile, unpacked, and the parsed trees of 1,000 Instances were a fifth of its heap.
 fn slim_instance(o: &mut DynamicObject) {
     cache::pack(o);
 }
@@ -82,7 +66,7 @@ impl Watches {
 
     /// The events of `ar`'s objects matching `labels`: one watch, or for a sharded replica the
     /// union of the unlabelled view, the view of the held buckets (`view`, see
-    /// [`crate::shard::ShardGate::listed`]) and `also` (more selectors, e.g. child Instances).
+    /// [`crate::gate::ShardGate::listed`]) and `also` (more selectors, e.g. child Instances).
     fn events<S: Shape>(&self, ar: &ApiResource, labels: &str, view: usize, also: &[&str]) -> ViewStream {
         let watch = |sel: &str| labelled_watch::<S>(self.scoped(ar), sel);
         let Some(gate) = &self.sharded else {

@@ -31,6 +31,10 @@ pub mod reasons {
     pub const PLAN_TIMEOUT: &str = "PlanTimeout";
     /// Ours: the run was cancelled on request.
     pub const PLAN_CANCELLED: &str = "PlanCancelled";
+    /// The scheduled plan does not exist in the OperatorVersion.
+    pub const INVALID_PLAN: &str = "InvalidPlan";
+    /// The plan could not be rendered (invalid parameters, a plan-level template error).
+    pub const INVALID_PARAMS: &str = "InvalidParams";
 }
 
 /// Annotation under which the controller persists [`Timing`] on the Instance (JSON).
@@ -226,7 +230,7 @@ pub struct PlanPass<'a> {
     grace_ends: Option<Timestamp>,
 }
 
-/// How long a step waits before its `waiting_for` lines are written (kudo-rs; issue 28). Most
+/// How long a step waits before its `waiting_for` lines are written (kudo-rs). Most
 /// waits are a rollout progressing normally and end within seconds; writing each passing state
 /// of its pods (`0 of 2 updated replicas are available`, then `1 of 2`, …) doubled the status
 /// writes of a deploy. A step still waiting after this long gets its lines at once (the pass

@@ -1,14 +1,14 @@
 //! The Instance's `Ready` condition (KUDO KEP-34).
 //!
 //! While a plan runs, readiness follows the plan ([`plan_condition`]); when no plan is scheduled
-//! the controller lists the instance's Deployments, StatefulSets, ReplicaSets, DaemonSets and Pods
-//! (labels `kudo.dev/instance=<name>,heritage=kudo`) and [`ready_condition`] judges them with
-//! [`crate::health()`].
+//! the controller lists the instance's objects of [`IDLE_READINESS_KINDS`] (labels
+//! `kudo.dev/instance=<name>,heritage=kudo`) and [`ready_condition`] judges them with
+//! [`crate::health()`] — unless the last lifecycle run failed ([`idle_readiness`]).
 //!
 //! Difference from KUDO: Pods in phase `Succeeded` (finished Job pods) are ignored; KUDO counted
 //! them as not ready, so operators that leave completed Job pods around never became Ready.
 
-use kudo_api::{Condition, ExecutionStatus};
+use kudo_api::{Condition, ExecutionStatus, InstanceStatus};
 use serde_json::Value;
 
 use crate::health::{Health, health};
@@ -39,6 +39,40 @@ fn cond(status: &str, reason: &str, message: String, now: Timestamp) -> Conditio
 /// OperatorVersion is missing or unreadable, the Instance itself does not decode).
 pub fn not_ready_condition(reason: &str, message: String, now: Timestamp) -> Condition {
     cond("False", reason, message, now)
+}
+
+/// The (group, kind)s of the objects KUDO's readiness (KEP-34) judges for an idle Instance. KUDO
+/// listed ReplicaSets too, but judged every ReplicaSet healthy: they cannot change the verdict nor
+/// its message, so they are neither read nor watched.
+pub const IDLE_READINESS_KINDS: &[(&str, &str)] = &[
+    ("apps", "Deployment"),
+    ("apps", "StatefulSet"),
+    ("apps", "DaemonSet"),
+    ("", "Pod"),
+];
+
+/// The most recently updated of deploy/update/upgrade when its last run ended in FATAL_ERROR.
+pub fn last_failed_lifecycle_plan(status: &InstanceStatus) -> Option<String> {
+    let latest = ["deploy", "update", "upgrade"]
+        .iter()
+        .filter_map(|p| status.plan_status.get(*p))
+        .filter(|ps| ps.status != ExecutionStatus::NeverRun)
+        .max_by_key(|ps| {
+            ps.last_updated_timestamp
+                .as_deref()
+                .and_then(|t| Timestamp::parse(t).ok())
+                .map_or(i64::MIN, |t| t.unix())
+        })?;
+    (latest.status == ExecutionStatus::FatalError).then(|| latest.name.clone())
+}
+
+/// The `Ready` condition of an idle Instance when it does not depend on its objects: a failed
+/// lifecycle run keeps readiness Unknown until the user acts (healthy-looking leftovers of a
+/// half-applied plan do not make it Ready; KUDO reported them as ready once the failed plan was
+/// unscheduled). `None`: judge the objects of [`IDLE_READINESS_KINDS`] with [`ready_condition`].
+pub fn idle_readiness(status: &InstanceStatus, now: Timestamp) -> Option<Condition> {
+    let plan = last_failed_lifecycle_plan(status)?;
+    Some(plan_condition(&plan, ExecutionStatus::FatalError, now).unwrap_or_else(|| ready_condition(&[], now)))
 }
 
 /// Ready condition of an idle instance from its live objects: True/ResourcesReady when every

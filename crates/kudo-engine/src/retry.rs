@@ -1,4 +1,4 @@
-//! `kubectl kudo plan retry` (issue 27 item 3): re-running a FATAL_ERROR plan from its first
+//! `kubectl kudo plan retry`: re-running a FATAL_ERROR plan from its first
 //! failed step, keeping the steps that already completed (KUDO could only restart a plan from the
 //! top, kudobuilder/kudo#1752).
 //!

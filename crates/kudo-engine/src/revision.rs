@@ -1,5 +1,5 @@
-//! Revision history of an Instance and what a rollback restores (kudo-rs extension, issue 27;
-//! KUDO kept no history).
+//! Revision history of an Instance and what a rollback restores (kudo-rs extension; KUDO kept no
+//! history).
 //!
 //! Every run the manager admits (a user's change or trigger, a schedule, a Secret rotation, an
 //! autopilot rule, a rollback, a retry) is recorded as a numbered revision: an apps/v1
@@ -393,8 +393,8 @@ pub fn history(items: &[serde_json::Value], instance_uid: &str) -> Vec<Revision>
 
 /// Whether the Instance whose status is `status` has no run before the one just admitted (no plan
 /// status carries a run uid yet): its revision is number 1 and no earlier revision is to be marked
-/// or pruned, so recording it needs no LIST of the history (issue 28: one LIST per Instance
-/// creation scanned every revision of the namespace). Should a revision of this uid exist after
+/// or pruned, so recording it needs no LIST of the history (each LIST scans every revision of the
+/// namespace on the server). Should a revision of this uid exist after
 /// all (a run admitted while the status write of an earlier one had failed), its create answers
 /// 409 and the manager records the run the long way.
 pub fn first_run(status: Option<&kudo_api::InstanceStatus>) -> bool {

@@ -1,4 +1,4 @@
-//! `kubectl kudo rollback` (kudo-rs extension, issue 27): which revision, which spec, which plan,
+//! `kubectl kudo rollback` (kudo-rs extension): which revision, which spec, which plan,
 //! and whether a running plan is in the way. Pure; the CLI reads the revisions and writes the
 //! spec, the controller admits it like any change and records the run as a new revision.
 //!

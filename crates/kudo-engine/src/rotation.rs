@@ -1,4 +1,4 @@
-//! Rotation of sensitive parameters (kudo-rs extension, issue 16): a change of the data of a
+//! Rotation of sensitive parameters (kudo-rs extension): a change of the data of a
 //! Secret a parameter is sourced from (`spec.parameterSources`) counts as a change of that
 //! parameter, so its trigger plan runs — KUDO's rule for `kubectl kudo update -p`, taken from
 //! [`crate::triggers::triggered_by_parameter_update`] (the parameter's `trigger`, else `update`,

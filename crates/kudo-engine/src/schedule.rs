@@ -1,4 +1,4 @@
-//! Scheduled plans (kudo-rs extension, issue 16): when a plan's `schedule:` is due, as a pure rule.
+//! Scheduled plans (kudo-rs extension): when a plan's `schedule:` is due, as a pure rule.
 //!
 //! A plan may carry `schedule:` — a 5-field cron expression (UTC), one of `@hourly`, `@daily`,
 //! `@weekly`, `@monthly`, `@yearly` (also `@annually`, `@midnight`), or `@every <Go duration>`. The

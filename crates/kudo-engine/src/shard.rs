@@ -1,4 +1,4 @@
-//! Sharded managers (issue 28): which shard an Instance belongs to, and what one replica does with
+//! Sharded managers: which shard an Instance belongs to, and what one replica does with
 //! the shard Leases at each tick. Pure: the manager lists the Leases, asks [`decide`], and sends
 //! the writes ([`ShardMove`]) itself.
 //!
@@ -35,6 +35,24 @@ pub const BUCKET_LABEL: &str = kudo_api::labels::BUCKET;
 pub fn bucket_of(namespace: &str, name: &str) -> u32 {
     let h = fnv1a64(namespace.bytes().chain(std::iter::once(b'/')).chain(name.bytes()));
     u32::try_from(h % u64::from(BUCKETS)).unwrap_or(0)
+}
+
+/// The [`BUCKET_LABEL`] value of Instance `namespace/name` (and of what its plans apply) for a
+/// manager split into `shards`; `None` unsharded (`shards` ≤ 1: no label at all).
+pub fn bucket_label(shards: u32, namespace: &str, name: &str) -> Option<String> {
+    (shards > 1).then(|| bucket_of(namespace, name).to_string())
+}
+
+/// The [`bucket_label`] an Instance with `labels` still lacks, for the manager's next write of it;
+/// `None` when it carries the right one or the manager is not sharded.
+pub fn missing_bucket_label(
+    shards: u32,
+    labels: &BTreeMap<String, String>,
+    namespace: &str,
+    name: &str,
+) -> Option<String> {
+    let bucket = bucket_label(shards, namespace, name)?;
+    (labels.get(BUCKET_LABEL) != Some(&bucket)).then_some(bucket)
 }
 
 /// The shard of Instance `namespace/name` among `shards` (at least 1, at most [`BUCKETS`]): its

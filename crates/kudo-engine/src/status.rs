@@ -141,7 +141,7 @@ pub enum Wake {
 /// When to look at a plan again after a pass: `None` once it is terminal; else KUDO's delay
 /// ([`requeue_after_secs`]) when the pass must poll, or the backstop when a watch will wake it —
 /// KUDO polled a running plan with a 1–60 s backoff, and polling 1,000 running Instances every
-/// second was most of the manager's CPU in the `scale 1000` bench (issue 14). Either is
+/// second was most of the manager's CPU in the `scale 1000` bench. Either is
 /// shortened to the next step/plan timeout (`next_deadline`, at least 1 s away).
 pub fn pass_requeue_secs(
     plan_status: &PlanStatus,

@@ -672,9 +672,10 @@ pub fn validate_parameters(
     Ok(())
 }
 
-/// The package-level rules of the OperatorVersion (issue 26) over the Instance's values. With
-/// sourced parameters the values are not all known here: the rules are then judged when the
-/// manager renders, where the sourced values are read ([`kudo_package::render::validate_parameters`]).
+/// The package-level rules of the OperatorVersion (the cross-parameter CEL rules of
+/// `params.yaml`'s root `x-kubernetes-validations`) over the Instance's values. With sourced
+/// parameters the values are not all known here: the rules are then judged when the manager
+/// renders, where the sourced values are read ([`kudo_package::render::validate_parameters`]).
 pub fn validate_rules(
     ov: &OperatorVersion,
     spec: &kudo_api::InstanceSpec,

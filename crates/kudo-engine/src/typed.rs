@@ -1,5 +1,5 @@
-//! Typed objects and their Instances (issue 26 item 3): what the manager does when a typed object
-//! (a `Galera`, say) or its Instance changes. Pure: the controller reads the object, the Instance
+//! Typed objects and their Instances (a kudo-rs extension): what the manager does when a typed
+//! object (a `Galera`, say) or its Instance changes. Pure: the controller reads the object, the Instance
 //! of the same name and the OperatorVersions, and executes what these functions return.
 //!
 //! The typed object is the source of truth for the parameters it declares: its spec, rendered as

@@ -1,4 +1,4 @@
-//! Why a step waits (issue 27, "why is it waiting"): one line per object that is not healthy yet,
+//! Why a step waits: one line per object that is not healthy yet,
 //! naming the object and its health verdict in words, followed by what its pods say when they
 //! say something a user can act on (an image that cannot be pulled, a crashing container, no node
 //! to run on). The lines end up in the step's `waitingFor` status and under the step in

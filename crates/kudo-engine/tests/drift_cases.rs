@@ -13,7 +13,7 @@ fn events(effects: &[Effect]) -> Vec<(EventType, String)> {
         .iter()
         .filter_map(|e| match e {
             Effect::Event { type_, reason, .. } => Some((*type_, reason.clone())),
-            Effect::Log { .. } => None,
+            _ => None,
         })
         .collect()
 }

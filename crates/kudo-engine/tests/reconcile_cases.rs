@@ -10,10 +10,11 @@ use kudo_api::{
     ExecutionStatus, Instance, InstanceSpec, InstanceStatus, ObjectMeta, OperatorVersion, Parameter,
     PlanExecution, PlanStatus, ScheduleStatus,
 };
+use kudo_engine::autopilot::Evaluation;
 use kudo_engine::initiate::{Initiation, Origin};
 use kudo_engine::reconcile::{
-    ADMITTED_SPEC_ANNOTATION, Admitting, Effect, FINGERPRINTS_ANNOTATION, INITIATORS, Observed,
-    RETRY_ANNOTATION, Sensitive, initiate_all,
+    ADMITTED_SPEC_ANNOTATION, Admitting, Autopilot, AutopilotRead, Effect, FINGERPRINTS_ANNOTATION,
+    INITIATORS, Observation, Observed, Provided, RETRY_ANNOTATION, Sensitive, StatusChange, initiate_all,
 };
 use kudo_engine::revision::{ROLLBACK_ANNOTATION, StartedBy};
 use kudo_engine::{EventType, Timestamp};
@@ -147,6 +148,8 @@ const NOW: &str = "2026-01-02T03:00:30Z";
 struct World {
     deleting: bool,
     fire: Option<Initiation>,
+    /// The autopilot evaluation the manager would read (its `fire` is `fire`'s when that is set).
+    evaluation: Option<Evaluation>,
     sensitive: Option<Sensitive>,
     admitted_ov: Option<OperatorVersion>,
     ov: Option<OperatorVersion>,
@@ -163,16 +166,18 @@ struct Run {
 }
 
 fn run(inst: &Instance, w: World) -> Run {
-    let ov = w.ov.unwrap_or_else(ov);
-    let obs = Observed {
+    let mut ov = w.ov.unwrap_or_else(ov);
+    if w.fire.is_some() || w.evaluation.is_some() {
+        // A firing comes from an evaluation, which needs a rule to evaluate.
+        ov.spec.plans.get_mut("update").unwrap().when = vec![Default::default()];
+    }
+    let obs = Observed::new(
         inst,
-        ov: &ov,
-        admitted_ov: w.admitted_ov.as_ref(),
-        deleting: w.deleting,
-        now: at(w.now.unwrap_or(NOW)),
-        autopilot_fire: w.fire.as_ref(),
-        sensitive: Sensitive::NotRead,
-    };
+        &ov,
+        w.admitted_ov.as_ref(),
+        w.deleting,
+        at(w.now.unwrap_or(NOW)),
+    );
     let mut reads = 0;
     let mut n = 0;
     let mut uids = || {
@@ -180,11 +185,21 @@ fn run(inst: &Instance, w: World) -> Run {
         format!("uid-{n}")
     };
     let sensitive = w.sensitive.unwrap_or(Sensitive::NoSources);
+    let mut evaluation = w.evaluation.clone().unwrap_or_default();
+    if w.fire.is_some() {
+        evaluation.fire = w.fire.clone();
+    }
     let adm = initiate_all(
         obs,
-        |_| {
-            reads += 1;
-            sensitive.clone()
+        |need, _| match need {
+            Observation::Sensitive => {
+                reads += 1;
+                Provided::Sensitive(sensitive.clone())
+            }
+            Observation::Autopilot(AutopilotRead::Rules { .. }) => {
+                Provided::Autopilot(Autopilot::Evaluated(evaluation.clone()))
+            }
+            Observation::Autopilot(AutopilotRead::None) => Provided::Autopilot(Autopilot::NotEvaluated),
         },
         &mut uids,
     );
@@ -218,7 +233,23 @@ fn events(r: &Run) -> Vec<(EventType, String, String)> {
                 message,
                 ..
             } => Some((*type_, reason.clone(), message.clone())),
-            Effect::Log { .. } => None,
+            _ => None,
+        })
+        .collect()
+}
+
+/// The effects executed once the admission is stored, as (kind, detail).
+fn stored(r: &Run) -> Vec<String> {
+    r.adm
+        .stored
+        .iter()
+        .map(|e| match e {
+            Effect::Event { reason, action, .. } => format!("event {reason} {action}"),
+            Effect::Log { level, .. } => format!("log {level:?}"),
+            Effect::Status(StatusChange::Admission { denial }) => format!("admission {}", denial.is_some()),
+            Effect::Status(StatusChange::Autopilot(rules)) => format!("autopilot {}", rules.len()),
+            Effect::Status(StatusChange::Schedules(s)) => format!("schedules {}", s.len()),
+            Effect::Requeue(d) => format!("requeue {}", d.as_secs()),
         })
         .collect()
 }
@@ -594,6 +625,148 @@ fn an_autopilot_firing_setting_an_immutable_parameter_is_denied() {
     let msg = r.adm.autopilot_denial.clone().expect("denied");
     assert!(msg.contains("STORAGE"), "{msg}");
     assert_eq!(admitted(&r).started, None);
+}
+
+#[test]
+fn autopilot_rules_are_read_only_when_there_are_some_and_wait_while_the_instance_is_busy() {
+    let autopilot = INITIATORS[0];
+    assert_eq!(autopilot.name(), "autopilot");
+    let mut with_rules = ov();
+    with_rules.spec.plans.get_mut("update").unwrap().when = vec![Default::default()];
+    let now = at(NOW);
+    let need = |inst: &Instance, ov: &OperatorVersion, deleting: bool| {
+        autopilot.needs(&Observed::new(inst, ov, None, deleting, now))
+    };
+    let rules = |waiting| vec![Observation::Autopilot(AutopilotRead::Rules { waiting })];
+    let none = vec![Observation::Autopilot(AutopilotRead::None)];
+    assert_eq!(need(&idle(), &ov(), false), none, "no rules");
+    assert_eq!(need(&idle(), &with_rules, true), none, "being deleted");
+    assert_eq!(need(&idle(), &with_rules, false), rules(false), "idle");
+    assert_eq!(
+        need(&running("deploy"), &with_rules, false),
+        rules(true),
+        "a plan runs"
+    );
+    let pending = changed(|s| {
+        s.parameters.insert("REPLICAS".into(), "5".into());
+    });
+    assert_eq!(need(&pending, &with_rules, false), rules(true), "a change waits");
+}
+
+#[test]
+fn without_rules_their_states_go_once_the_admission_is_stored() {
+    let r = run(&idle(), World::default());
+    assert!(
+        stored(&r).contains(&"autopilot 0".to_string()),
+        "{:?}",
+        stored(&r)
+    );
+    let deleting = run(
+        &idle(),
+        World {
+            deleting: true,
+            ..Default::default()
+        },
+    );
+    assert!(
+        !stored(&deleting).iter().any(|e| e.starts_with("autopilot")),
+        "the cleanup run leaves the rules' states alone: {:?}",
+        stored(&deleting)
+    );
+}
+
+#[test]
+fn an_evaluation_is_reported_once_the_admission_is_stored() {
+    let state = kudo_api::AutopilotRuleStatus {
+        last_error: "plan \"update\" when[0]: no such key".into(),
+        ..Default::default()
+    };
+    let evaluation = Evaluation {
+        states: BTreeMap::from([("update/0".to_string(), state.clone())]),
+        errors: vec![("update/0".into(), state.last_error.clone())],
+        requeue: Some(Duration::from_secs(30)),
+        ..Default::default()
+    };
+    let r = run(
+        &idle(),
+        World {
+            evaluation: Some(evaluation),
+            ..Default::default()
+        },
+    );
+    assert_eq!(
+        stored(&r),
+        [
+            "admission false",
+            "log Warn",
+            "event AutopilotRuleError update/0",
+            "autopilot 1",
+            "requeue 30",
+            "schedules 1",
+            "requeue 86370",
+        ]
+    );
+    assert!(
+        events(&r).is_empty(),
+        "nothing of the evaluation is said before the admission is stored"
+    );
+}
+
+#[test]
+fn a_firing_is_announced_once_its_run_is_stored() {
+    let r = run(
+        &idle(),
+        World {
+            fire: fire("update", &[("REPLICAS", "6")]),
+            ..Default::default()
+        },
+    );
+    let s = stored(&r);
+    assert!(
+        s.contains(&"event AutopilotTriggered update".to_string()),
+        "{s:?}"
+    );
+    assert!(!s.iter().any(|e| e.contains("AutopilotRuleError")), "{s:?}");
+}
+
+#[test]
+fn a_denied_firing_is_reported_as_the_rules_error() {
+    let r = run(
+        &idle(),
+        World {
+            fire: fire("nope", &[]),
+            evaluation: Some(Evaluation {
+                states: BTreeMap::from([("nope/0".to_string(), Default::default())]),
+                ..Default::default()
+            }),
+            ..Default::default()
+        },
+    );
+    let s = stored(&r);
+    assert!(
+        s.contains(&"event AutopilotRuleError nope/0".to_string()),
+        "{s:?}"
+    );
+    assert!(!s.iter().any(|e| e.contains("AutopilotTriggered")), "{s:?}");
+}
+
+#[test]
+fn a_denied_change_is_written_and_announced_once_the_admission_is_stored() {
+    let inst = changed(|s| {
+        s.parameters.insert("STORAGE".into(), "5Gi".into());
+    });
+    let r = run(&inst, World::default());
+    let s = stored(&r);
+    assert_eq!(
+        &s[..3],
+        ["admission true", "log Warn", "event ChangeDenied Admission"]
+    );
+    let admitted = run(&idle(), World::default());
+    assert_eq!(
+        stored(&admitted)[0],
+        "admission false",
+        "an admitted change clears the condition"
+    );
 }
 
 // ---- rotation of sensitive parameters ----------------------------------------------------

@@ -3,8 +3,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use kudo_engine::shard::{
-    BUCKETS, LeaseView, ShardMove, Survey, bucket_of, bucket_selector, buckets_of, decide, fair_share,
-    fnv1a64, live_members, shard_of,
+    BUCKET_LABEL, BUCKETS, LeaseView, ShardMove, Survey, bucket_label, bucket_of, bucket_selector,
+    buckets_of, decide, fair_share, fnv1a64, live_members, missing_bucket_label, shard_of,
 };
 
 #[test]
@@ -32,6 +32,30 @@ fn an_instance_shard_is_the_hash_of_namespace_slash_name_modulo_the_count() {
     assert_eq!(shard_of("a", "b", 0), 0);
     // The separator matters: "a/bc" and "ab/c" may land apart, and never collide by construction.
     assert_ne!(fnv1a64(*b"a/bc"), fnv1a64(*b"ab/c"));
+}
+
+#[test]
+fn only_a_sharded_manager_labels_and_only_what_lacks_the_label() {
+    let bucket = bucket_of("ns", "db").to_string();
+    let labelled = BTreeMap::from([(BUCKET_LABEL.to_string(), bucket.clone())]);
+    let wrong = BTreeMap::from([(BUCKET_LABEL.to_string(), "9999".to_string())]);
+    type Labels = BTreeMap<String, String>;
+    let cases: [(&str, u32, &Labels, Option<&str>); 5] = [
+        ("unsharded: no label", 1, &BTreeMap::new(), None),
+        ("sharded, unlabelled", 4, &BTreeMap::new(), Some(&bucket)),
+        ("sharded, labelled", 4, &labelled, None),
+        ("sharded, a wrong label", 4, &wrong, Some(&bucket)),
+        ("unsharded, a stale label stays", 1, &wrong, None),
+    ];
+    for (what, shards, labels, want) in cases {
+        assert_eq!(
+            missing_bucket_label(shards, labels, "ns", "db").as_deref(),
+            want,
+            "{what}"
+        );
+    }
+    assert_eq!(bucket_label(1, "ns", "db"), None);
+    assert_eq!(bucket_label(2, "ns", "db"), Some(bucket));
 }
 
 #[test]

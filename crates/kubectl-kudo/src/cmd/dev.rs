@@ -102,7 +102,7 @@ async fn install_rbac(client: &kube::Client, least_privilege: bool) -> Result<()
             obj["kind"].as_str().unwrap_or(""),
         );
         let (group, _) = av.split_once('/').unwrap_or(("", av));
-        let resource = kudo_controller::known_resource(group, kind);
+        let resource = kudo_kube::known_resource(group, kind);
         let name = obj["metadata"]["name"].as_str().unwrap_or("").to_string();
         let api: Api<DynamicObject> = match obj["metadata"]["namespace"].as_str() {
             Some(ns) => Api::namespaced_with(client.clone(), ns, &resource),

@@ -32,7 +32,7 @@ use kube::Client;
 use kube::api::{Api, ApiResource, DynamicObject, ListParams, LogParams};
 use kudo_client::cluster::KudoKind;
 use kudo_client::sensitive::Redactor;
-use kudo_controller::known_resource;
+use kudo_kube::known_resource;
 use serde_json::{Value, json};
 
 use super::cluster::{ClusterOpts, connect};

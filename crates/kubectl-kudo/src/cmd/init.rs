@@ -10,7 +10,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use clap::{Args, ValueEnum};
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams};
-use kudo_controller::known_resource;
+use kudo_kube::known_resource;
 use serde_json::{Value, json};
 
 use super::cluster::{ClusterOpts, connect};

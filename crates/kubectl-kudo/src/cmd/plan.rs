@@ -147,7 +147,11 @@ pub async fn run(opts: &ClusterOpts, args: PlanArgs, io: &mut Io<'_>) -> Result<
                 bail!("no plan is running on instance {}/{instance}", cluster.namespace);
             }
             cluster
-                .merge_patch(KudoKind::Instance, &instance, kudo_controller::cancel_patch())
+                .merge_patch(
+                    KudoKind::Instance,
+                    &instance,
+                    kudo_engine::reconcile::cancel_patch(),
+                )
                 .await?;
             writeln!(
                 io.out,

@@ -54,8 +54,8 @@ use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kudo_api::{Instance, InstanceSpec, OperatorVersion};
 use kudo_client::cluster::Cluster;
 use kudo_client::sensitive::Redactor;
-use kudo_controller::discovery::{Cache, Resolved};
 use kudo_engine::triggers::{Decision, ScheduleReason};
+use kudo_kube::discovery::{Cache, Resolved};
 use kudo_package::deps_hash::Dependency;
 use kudo_package::render::{Action, RenderContext, RenderedObject, render_plan};
 use serde_json::{Value, json};
@@ -400,7 +400,7 @@ async fn read_sources(
     let api: Api<DynamicObject> = Api::namespaced_with(
         cluster.client.clone(),
         &cluster.namespace,
-        &kudo_controller::known_resource("", "Secret"),
+        &kudo_kube::known_resource("", "Secret"),
     );
     let mut out = overlay.clone();
     let mut read: HashMap<String, Option<Value>> = HashMap::new();
@@ -517,7 +517,7 @@ fn type_of(obj: &Value) -> (&str, &str) {
 
 /// A ConfigMap/Secret of the dependencies hash as the manager hashes it; `None` when missing.
 async fn read_dependency(cluster: &Cluster, d: &Dependency) -> Result<Option<Value>> {
-    let resource = kudo_controller::known_resource("", d.kind.as_str());
+    let resource = kudo_kube::known_resource("", d.kind.as_str());
     let api: Api<DynamicObject> = Api::namespaced_with(cluster.client.clone(), &d.namespace, &resource);
     let found = api
         .get_opt(&d.name)

@@ -341,7 +341,7 @@ async fn write_rollback(cluster: &Cluster, mut inst: Instance, mut plan: Plan) -
 /// it and cleared `spec.planExecution`. Returns the Instance as it is then.
 async fn cancel_and_wait(cluster: &Cluster, name: &str, running: &str, io: &mut Io<'_>) -> Result<Instance> {
     cluster
-        .merge_patch(KudoKind::Instance, name, kudo_controller::cancel_patch())
+        .merge_patch(KudoKind::Instance, name, kudo_engine::reconcile::cancel_patch())
         .await?;
     writeln!(
         io.err,

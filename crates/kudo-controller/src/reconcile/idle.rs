@@ -1,55 +1,55 @@
-//! The idle step of an Instance without a running plan: readiness from its workloads, then the
-//! drift check (see [`crate::drift`]).
+//! The idle step of an Instance without a running plan, as the engine decides it
+//! ([`kudo_engine::reconcile::idle_step`]): readiness from its workloads, then the drift check
+//! (see [`crate::drift`]).
 
-use super::*;
+use kube::api::{Api, DynamicObject, ListParams};
+use kudo_engine::readiness::IDLE_READINESS_KINDS;
+use kudo_engine::reconcile::{DriftFound, Policy, drift_condition, idle_step};
+use kudo_engine::{EventType, ready_condition, set_condition};
+use kudo_package::render::RenderContext;
+use serde_json::{Value, json};
+use tracing::{info, warn};
+
+use super::{DRIFT_REPAIRED, Outcome, PassInput, ReconcileError, Reconciler};
+use crate::drift;
 
 impl Reconciler<'_> {
-    /// The idle step: readiness from the live workloads, then the drift check. A failed lifecycle
-    /// run keeps the instance's readiness Unknown until the user acts: healthy-looking leftovers
-    /// of a half-applied plan do not make it Ready (KUDO reported them as ready once the failed
-    /// plan was unscheduled).
+    /// The idle step: readiness (from the live workloads unless a lifecycle run failed), then
+    /// the drift check under the Instance's policy.
     pub(super) async fn idle(
         &self,
         input: &PassInput<'_>,
-        status: &mut InstanceStatus,
+        out: &mut Outcome,
         deleting: bool,
     ) -> Result<(), ReconcileError> {
         let now = input.now;
-        let mut cond = match last_failed_lifecycle_plan(status) {
-            Some(plan) => plan_condition(&plan, ExecutionStatus::FatalError, now)
-                .unwrap_or_else(|| ready_condition(&[], now)),
+        let step = idle_step(&mut out.status, deleting, input.annotations, now);
+        self.execute(input.raw, &step.effects, out).await;
+        let mut cond = match step.ready {
+            Some(c) => c,
             None => ready_condition(&self.workloads().await?, now),
         };
         cond.observed_generation = input.generation;
-        set_condition(&mut status.conditions, cond);
-        if !deleting && last_failed_lifecycle_plan(status).is_none() {
-            self.drift(input, status).await;
+        set_condition(&mut out.status.conditions, cond);
+        if let Some(policy) = step.drift {
+            self.drift(input, out, policy).await;
         }
         Ok(())
     }
 
     /// Drift check of an idle Instance (see [`crate::drift`]): Events and the `Drifted`
     /// condition. Failures are logged and retried at the next idle reconcile.
-    pub(super) async fn drift(&self, input: &PassInput<'_>, status: &mut InstanceStatus) {
+    async fn drift(&self, input: &PassInput<'_>, out: &mut Outcome, policy: Policy) {
         let PassInput {
             raw,
             ov,
             exec,
             instance_uid,
-            annotations,
             now,
             generation,
             sourced,
             ..
         } = *input;
-        let (policy, bad) = drift::Policy::from_annotations(annotations);
-        if let Some(msg) = bad {
-            warn!("{msg}");
-        }
-        if policy == drift::Policy::Ignore {
-            status.conditions.retain(|c| c.type_ != DRIFTED);
-            return;
-        }
         let base = RenderContext {
             instance_name: self.name.clone(),
             namespace: self.ns.clone(),
@@ -59,10 +59,10 @@ impl Reconciler<'_> {
             is_namespaced: None,
             live_dependency: None,
             rollback: None,
-            parse_memo: Some(self.ctx.parse_memo.clone()),
+            parse_memo: Some(self.ctx.memory.parse_memo.clone()),
         };
-        let rep = drift::check(self.ctx, ov, &base, sourced, status, policy, &self.cluster).await;
-        self.ctx.metrics.drift(&rep);
+        let rep = drift::check(self.ctx, ov, &base, sourced, &out.status, policy, &self.cluster).await;
+        self.ctx.metrics.drift(rep.drifted.len(), rep.repaired.len());
         for e in &rep.errors {
             warn!(error = %e, "drift check");
         }
@@ -81,29 +81,21 @@ impl Reconciler<'_> {
             .await;
         }
         let found = DriftFound {
-            report: policy == drift::Policy::Report,
+            report: policy == Policy::Report,
             drifted: &rep.drifted,
             failed: !rep.errors.is_empty(),
         };
-        for e in drift_condition(found, &mut status.conditions, generation, now) {
-            self.effect(raw, &e).await;
-        }
+        let effects = drift_condition(found, &mut out.status.conditions, generation, now);
+        self.execute(raw, &effects, out).await;
     }
 
-    /// The workloads KUDO's readiness looks at (KEP-34), as JSON with apiVersion/kind. KUDO
-    /// listed ReplicaSets too, but judged every ReplicaSet healthy: they cannot change the
-    /// verdict nor its message, so they are neither read nor watched.
-    pub(super) async fn workloads(&self) -> Result<Vec<Value>, ReconcileError> {
+    /// The workloads KUDO's readiness looks at ([`IDLE_READINESS_KINDS`]), as JSON with
+    /// apiVersion/kind.
+    async fn workloads(&self) -> Result<Vec<Value>, ReconcileError> {
         let selector = format!("{}={},heritage=kudo", kudo_api::labels::INSTANCE, self.name);
-        let kinds = [
-            ("apps", "Deployment"),
-            ("apps", "StatefulSet"),
-            ("apps", "DaemonSet"),
-            ("", "Pod"),
-        ];
         let mut out = Vec::new();
-        for (g, k) in kinds {
-            let ar = crate::known_resource(g, k);
+        for (g, k) in IDLE_READINESS_KINDS {
+            let ar = kudo_kube::known_resource(g, k);
             // From the watch cache; a LIST only while that cache is not synced.
             if let Some(cached) =
                 self.ctx
@@ -124,19 +116,4 @@ impl Reconciler<'_> {
         }
         Ok(out)
     }
-}
-
-/// The most recently updated of deploy/update/upgrade when its last run ended in FATAL_ERROR.
-pub(super) fn last_failed_lifecycle_plan(status: &InstanceStatus) -> Option<String> {
-    let latest = ["deploy", "update", "upgrade"]
-        .iter()
-        .filter_map(|p| status.plan_status.get(*p))
-        .filter(|ps| ps.status != ExecutionStatus::NeverRun)
-        .max_by_key(|ps| {
-            ps.last_updated_timestamp
-                .as_deref()
-                .and_then(|t| Timestamp::parse(t).ok())
-                .map_or(i64::MIN, |t| t.unix())
-        })?;
-    (latest.status == ExecutionStatus::FatalError).then(|| latest.name.clone())
 }

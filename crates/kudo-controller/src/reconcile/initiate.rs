@@ -1,36 +1,35 @@
-//! The initiators' part of a reconcile: observe what they need, let the engine decide
-//! ([`kudo_engine::reconcile::initiate_all`] runs every initiator of
-//! [`kudo_engine::reconcile::INITIATORS`]) and execute the effects they produced. Nothing is
+//! The initiators' part of a reconcile: the engine's [`Initiating`] runs every initiator of
+//! [`kudo_engine::reconcile::INITIATORS`] and asks for what they need read; [`Reconciler::observe`]
+//! reads it (the sensitive parameters, the objects of autopilot rules) in one go. Nothing is
 //! decided here.
 
 use std::sync::Arc;
 
 use kube::api::DynamicObject;
+use kube::runtime::reflector::ObjectRef;
 use kudo_api::{Instance, InstanceSpec, OperatorVersion};
 use kudo_engine::Timestamp;
-use kudo_engine::initiate::Initiation;
+use kudo_engine::autopilot::Rules;
 use kudo_engine::reconcile::{
-    Admitted, Effect, Initiating, LogLevel, Observed, Scheduled, Sensitive, admitted_spec,
+    Admitted, Autopilot, AutopilotRead, Effect, Initiating, Observation, Observed, Provided, Sensitive,
+    admitted_spec,
 };
-use tracing::{debug, info, warn};
+use tracing::warn;
 
 use super::{Read, ReconcileError, Reconciler};
 use crate::autopilot;
-use crate::param_sources;
+use crate::param_sources::{self, Sourced};
 
 /// What the initiators of one reconcile produced.
 pub(super) struct Initiated {
-    /// The autopilot rules' evaluation (`None` without rules, or while deleting).
-    pub auto: Option<autopilot::Evaluation>,
-    /// The autopilot firing admitted by this reconcile, if any.
-    pub fired: Option<Initiation>,
     /// The admission this reconcile persists.
     pub admitted: Admitted,
     /// The sensitive parameters' values, read once for the reconcile: the rotation check, the
     /// pass and the drift check share them.
-    pub sourced: param_sources::Sourced,
-    /// The schedule check (`None` while deleting).
-    pub scheduled: Option<Scheduled>,
+    pub sourced: Sourced,
+    /// The effects to execute once the admission is stored (the Events and lines among the
+    /// initiators' first effects were published already).
+    pub later: Vec<Effect>,
 }
 
 impl Reconciler<'_> {
@@ -38,49 +37,24 @@ impl Reconciler<'_> {
     pub(super) async fn initiate(
         &self,
         read: &Read,
-        me: &kube::runtime::reflector::ObjectRef<DynamicObject>,
+        me: &ObjectRef<DynamicObject>,
         now: Timestamp,
     ) -> Result<Initiated, ReconcileError> {
-        let Read {
-            raw,
-            inst,
-            ov,
-            uid,
-            deleting,
-            ..
-        } = read;
-        let mut auto = if !deleting && autopilot::has_rules(ov) {
-            Some(self.evaluate_autopilot(inst, ov, now).await)
-        } else {
-            self.ctx.autopilot.forget(me);
-            None
-        };
-        let fire = auto.as_ref().and_then(|a| a.fire.clone());
+        let (inst, ov) = (&read.inst, &read.ov);
         let admitted_ov = self.admitted_ov(inst).await?;
-        let mut run = Initiating::new(Observed {
-            inst,
-            ov,
-            admitted_ov: admitted_ov.as_deref(),
-            deleting: *deleting,
-            now,
-            autopilot_fire: fire.as_ref(),
-            sensitive: Sensitive::NotRead,
-        });
+        let obs = Observed::new(inst, ov, admitted_ov.as_deref(), read.deleting, now);
+        let mut run = Initiating::new(obs);
         let mut sourced = None;
         let mut uids = || uuid::Uuid::new_v4().to_string();
-        while run.advance(&mut uids).is_some() {
-            let exec = run.exec().cloned();
-            let (values, sensitive) = self.observe_sensitive(ov, exec.as_ref(), uid).await;
-            sourced = Some(values);
-            run.provide(sensitive);
+        while let Some(needs) = run.advance(&mut uids) {
+            for need in needs {
+                let provided = self.observe(need, &run, read, me, now, &mut sourced).await;
+                run.provide(provided);
+            }
         }
         let adm = run.finish();
-        if let (Some(msg), Some(a)) = (&adm.autopilot_denial, auto.as_mut()) {
-            a.denied(msg);
-        }
-        for e in &adm.effects {
-            self.effect(raw, e).await;
-        }
+        let mut later = self.execute_now(&read.raw, &adm.effects).await;
+        later.extend(adm.stored);
         let admitted = adm
             .admitted
             .unwrap_or_else(|| Admitted::keeping(inst, None, None));
@@ -89,12 +63,45 @@ impl Reconciler<'_> {
             None => self.resolve_sources(ov, admitted.exec.as_ref()).await,
         };
         Ok(Initiated {
-            auto,
-            fired: adm.fired,
             admitted,
             sourced,
-            scheduled: adm.scheduled,
+            later,
         })
+    }
+
+    /// Reads what an initiator asked for. The values of the sensitive parameters read on the way
+    /// are kept in `sourced` for the rest of the reconcile.
+    async fn observe(
+        &self,
+        need: Observation,
+        run: &Initiating<'_>,
+        read: &Read,
+        me: &ObjectRef<DynamicObject>,
+        now: Timestamp,
+        sourced: &mut Option<Sourced>,
+    ) -> Provided {
+        match need {
+            Observation::Sensitive => {
+                let exec = run.exec().cloned();
+                let (values, sensitive) = self.observe_sensitive(&read.ov, exec.as_ref(), &read.uid).await;
+                *sourced = Some(values);
+                Provided::Sensitive(sensitive)
+            }
+            Observation::Autopilot(AutopilotRead::None) => {
+                self.ctx.autopilot.forget(me);
+                Provided::Autopilot(Autopilot::NotEvaluated)
+            }
+            Observation::Autopilot(AutopilotRead::Rules { waiting }) => {
+                let rules = Rules::new(&read.inst, &read.ov, waiting, now);
+                let reads = autopilot::Reads {
+                    discovery: &self.ctx.cluster.discovery,
+                    client: self.ctx.acting_client(),
+                    watches: &self.ctx.autopilot,
+                };
+                let evaluation = autopilot::evaluate(&reads, me, rules, &self.ns).await;
+                Provided::Autopilot(Autopilot::Evaluated(evaluation))
+            }
+        }
     }
 
     /// The OperatorVersion of the last admitted spec when it names another one than the stored
@@ -117,7 +124,7 @@ impl Reconciler<'_> {
         ov: &OperatorVersion,
         exec: Option<&InstanceSpec>,
         instance_uid: &str,
-    ) -> (param_sources::Sourced, Sensitive) {
+    ) -> (Sourced, Sensitive) {
         let sourced = self.resolve_sources(ov, exec).await;
         let sensitive = match (exec, &sourced) {
             (Some(e), _) if e.parameter_sources.is_empty() => Sensitive::NoSources,
@@ -143,35 +150,5 @@ impl Reconciler<'_> {
                 Sensitive::Unknown
             }
         }
-    }
-
-    /// Executes one effect an initiator decided.
-    pub(super) async fn effect(&self, raw: &DynamicObject, e: &Effect) {
-        match e {
-            Effect::Event {
-                type_,
-                reason,
-                action,
-                message,
-            } => self.event(raw, *type_, reason, action, message).await,
-            Effect::Log { level, message } => match level {
-                LogLevel::Debug => debug!("{message}"),
-                LogLevel::Info => info!("{message}"),
-                LogLevel::Warn => warn!("{message}"),
-            },
-        }
-    }
-
-    /// Evaluates the OperatorVersion's autopilot rules (see [`crate::autopilot`]). Rules wait
-    /// while a plan is scheduled or running and while a change of the spec is not admitted yet.
-    async fn evaluate_autopilot(
-        &self,
-        inst: &Instance,
-        ov: &OperatorVersion,
-        now: Timestamp,
-    ) -> autopilot::Evaluation {
-        let admitted = admitted_spec(inst);
-        let idle = admitted.as_ref() == Some(&inst.spec) && inst.spec.plan_execution.plan_name.is_empty();
-        autopilot::evaluate_rules(self.ctx, inst, ov, !idle, now).await
     }
 }

@@ -1,32 +1,24 @@
-//! One reconcile of an Instance: admission of spec changes (KUDO's webhook rules, run here), plan
-//! status bookkeeping, one execution pass, then persisting status, spec and Events.
+//! One reconcile of an Instance, observe → decide → effect: read the Instance and its
+//! OperatorVersion ([`observe`]), let the engine's initiators admit what runs, reading what they
+//! ask for ([`initiate`]), store the admission ([`persist`]), execute the effects the engine
+//! returned ([`effects`]), run the step the engine chose — a plan pass ([`pass`]) or the idle
+//! step ([`idle`]) — and write what [`kudo_engine::reconcile::settle`] decided. Nothing here
+//! decides what KUDO would do: every decision is a `kudo_engine` function.
 
 use std::collections::BTreeMap;
 use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::ObjectReference;
-use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams};
+use kube::api::{Api, DynamicObject};
 use kube::runtime::controller::Action;
-use kudo_api::{
-    CLEANUP_FINALIZER, Condition, ExecutionStatus, Instance, InstanceSpec, InstanceStatus, OperatorVersion,
-    PlanStatus, TaskKind,
-};
-use kudo_engine::initiate::Initiation;
-use kudo_engine::readiness::CHANGE_DENIED;
-use kudo_engine::reconcile::{Admitted, DriftFound, Settle, Stored, drift_condition, stored_cluster_objects};
-use kudo_engine::retry;
-use kudo_engine::rollback::RollbackMark;
-use kudo_engine::{
-    EventType, PlanPass, TIMING_ANNOTATION, TaskOutcome, Timestamp, Timing, Wake, ensure_plan_statuses,
-    mark_plan_fatal, mirror_run_status, needs_reset, not_ready_condition, pass_requeue_secs, plan_condition,
-    ready_condition, record_admission, reset_for_run, set_condition,
-};
-use kudo_package::render::RenderContext;
-use serde_json::{Value, json};
-use tracing::{Instrument, debug, info, info_span, warn};
+use kube::runtime::reflector::ObjectRef;
+use kudo_api::{Instance, InstanceSpec, InstanceStatus, OperatorVersion};
+use kudo_engine::reconcile::{Admitted, Requeue};
+use kudo_engine::{TIMING_ANNOTATION, Timestamp};
+use tracing::{Instrument, debug, info_span, warn};
 
+mod effects;
 mod idle;
 mod initiate;
 mod observe;
@@ -34,20 +26,12 @@ mod pass;
 mod persist;
 mod publish;
 
-use observe::{Read, decode_instance};
-use pass::PassInput;
-use persist::Writes;
+use crate::apply::ClusterObjects;
+use crate::context::Context;
+use crate::lean::Lean;
+use crate::param_sources::Sourced;
+use crate::resources::instance_resource;
 
-use crate::autopilot;
-use crate::drift;
-use crate::execute::{self, reasons};
-use crate::param_sources;
-use crate::translate::API_VERSION_TRANSLATED;
-use crate::{
-    CLUSTER_OBJECTS_FINALIZER, Context, RETRY_ANNOTATION, instance_resource, operator_version_resource,
-};
-
-use kudo_engine::reconcile::DRIFTED;
 /// Event reason: drifted objects were applied again.
 pub const DRIFT_REPAIRED: &str = "DriftRepaired";
 
@@ -63,7 +47,7 @@ pub const INVALID_OPERATOR_VERSION: &str = "InvalidOperatorVersion";
 #[derive(Debug, thiserror::Error)]
 pub enum ReconcileError {
     /// A request to the API server failed; the reconcile is retried after
-    /// [`crate::ControllerConfig::error_requeue`].
+    /// [`crate::config::ControllerConfig::error_requeue`].
     #[error("API request failed: {0}")]
     Api(#[from] kube::Error),
     /// An Instance or OperatorVersion does not match the kudo.dev/v1beta1 schema.
@@ -103,8 +87,26 @@ pub fn error_policy(obj: Arc<DynamicObject>, err: &ReconcileError, ctx: Arc<Cont
     Action::requeue(ctx.config.error_requeue)
 }
 
-/// Entry point called by the kube-runtime controller.
-pub async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
+/// One reconcile as the queue runs it (and [`crate::Stepper`]): only for an Instance of a shard
+/// this replica holds, cancelled if the shard goes to another replica meanwhile, and counted in the
+/// metrics.
+pub(crate) async fn gated(obj: Arc<DynamicObject>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
+    // Another replica's shard: nothing to do until this one holds it.
+    let ns = obj.metadata.namespace.as_deref().unwrap_or_default();
+    let name = obj.metadata.name.as_deref().unwrap_or_default();
+    let Some(pass) = ctx.shards.enter(ns, name) else {
+        return Ok(Action::await_change());
+    };
+    let metrics = ctx.metrics.clone();
+    let in_flight = metrics.reconcile_started();
+    let res = pass.run(reconcile(obj, ctx)).await;
+    in_flight.finish(!matches!(res, Some(Err(_))));
+    // Cancelled: the shard went to another replica.
+    res.unwrap_or_else(|| Ok(Action::await_change()))
+}
+
+/// One reconcile of the Instance `obj` names (see the module docs).
+async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
     let ns = obj.metadata.namespace.clone().unwrap_or_default();
     let name = obj.metadata.name.clone().unwrap_or_default();
     let span = info_span!("reconcile", instance = %format!("{ns}/{name}"));
@@ -124,10 +126,10 @@ struct Reconciler<'c> {
     ctx: &'c Context,
     ns: String,
     name: String,
-    /// Decoded without managedFields (crate::lean): nothing here reads them.
-    api: Api<crate::lean::Lean>,
+    /// Decoded without managedFields ([`crate::lean`]): nothing here reads them.
+    api: Api<Lean>,
     /// Cluster-scoped objects applied by this reconcile's pass.
-    cluster: execute::ClusterObjects,
+    cluster: ClusterObjects,
 }
 
 impl<'c> Reconciler<'c> {
@@ -137,232 +139,176 @@ impl<'c> Reconciler<'c> {
             ctx,
             ns: ns.to_string(),
             name: name.to_string(),
-            api: Api::namespaced_with(ctx.client.clone(), ns, &iar),
+            api: Api::namespaced_with(ctx.cluster.client.clone(), ns, &iar),
             cluster: Default::default(),
         }
     }
 
     async fn run(&self) -> Result<Action, ReconcileError> {
-        let me =
-            kube::runtime::reflector::ObjectRef::new_with(&self.name, instance_resource()).within(&self.ns);
+        let me = ObjectRef::new_with(&self.name, instance_resource()).within(&self.ns);
         let read = match self.read(&me).await? {
             ControlFlow::Continue(r) => r,
             ControlFlow::Break(action) => return Ok(action),
         };
         let now = now();
         let init = self.initiate(&read, &me, now).await?;
-        let Read {
-            raw,
-            inst,
-            ov,
-            uid,
-            who,
-            deleting,
-        } = read;
-        let (auto, fired, mut admitted, sourced, scheduled) =
-            (init.auto, init.fired, init.admitted, init.sourced, init.scheduled);
-        admitted.begin(now);
-        let (raw, inst) = self.persist_admission(raw, inst, &admitted, &who).await?;
-        self.record_revision(&inst, &uid, &admitted, &ov, now).await;
-        let generation = raw.metadata.generation;
-        let Admitted {
-            exec,
-            denial,
-            remember,
-            ..
-        } = admitted;
-        let old_status = inst.status.clone().unwrap_or_default();
-        let mut status = old_status.clone();
-        if let Some(sch) = &scheduled {
-            status.schedules = sch.statuses.clone();
-        }
-        self.record_denial(&raw, &mut status, denial.as_deref(), generation, now)
-            .await;
-        let fired = fired.as_ref();
-        let auto_requeue = self
-            .report_autopilot(&raw, auto, fired, &mut status, deleting)
-            .await;
-
-        let Some(exec) = exec else {
+        let stored = self
+            .store_admission(read, init.admitted, init.sourced, now)
+            .await?;
+        let mut out = Outcome::new(&stored, now);
+        self.execute(&stored.raw, &init.later, &mut out).await;
+        let Some(exec) = stored.admitted.exec.clone() else {
             // A creation KUDO would have rejected: nothing runs until the spec is fixed.
-            self.write_status(&old_status, &status).await?;
-            let requeue = self.ctx.config.idle_resync;
-            return Ok(Action::requeue(auto_requeue.map_or(requeue, |r| r.min(requeue))));
+            self.write_status(&out.old, &out.status).await?;
+            return Ok(Action::requeue(out.requeue.or(self.ctx.config.idle_resync)));
         };
-        let run = &exec.plan_execution;
-        let mut annotations = inst.metadata.annotations.clone();
-        self.ctx
-            .timings
-            .overlay(&self.ns, &self.name, &run.uid, &mut annotations);
-        let (ov, sourced) = self.executed_ov(&inst, &exec, ov, sourced).await?;
-        let mut writes = Writes::new(&inst, remember, old_status);
+        let (ov, sourced) = self.executed_ov(&stored, &exec).await?;
+        let annotations = self.annotations(&stored.inst, &exec);
         let input = PassInput {
-            raw: &raw,
-            stored: &inst,
+            raw: &stored.raw,
+            stored: &stored.inst,
             ov: &ov,
             exec: &exec,
-            instance_uid: &uid,
+            instance_uid: &stored.uid,
             annotations: &annotations,
             now,
-            generation,
+            generation: stored.raw.metadata.generation,
             sourced: &sourced,
         };
+        let mut writes = Writes::new(&stored.inst, stored.admitted.remember.clone(), out.old.clone());
         let requeue = self
-            .idle_or_pass(&input, &mut status, deleting, &mut writes)
-            .await?
-            .unwrap_or(self.ctx.config.idle_resync);
-        // The next schedule occurrence and autopilot evaluation shorten the wait.
-        let requeue = [scheduled.and_then(|s| s.wake), auto_requeue]
-            .into_iter()
-            .flatten()
-            .fold(requeue, Duration::min);
-        let ended = kudo_engine::revision::ended(&writes.old_status, &status, &run.plan_name, &run.uid);
-        let timing = self
-            .persist_run(&raw, &inst, &ov, deleting, writes, &status)
-            .await?
-            .filter(|_| !run.plan_name.is_empty());
-        self.ctx.timings.keep(&self.ns, &self.name, timing.as_deref());
-        if let Some(outcome) = ended {
-            crate::revisions::finish(self.ctx, &inst, &run.uid, outcome, now).await;
-        }
-        Ok(Action::requeue(requeue))
+            .idle_or_pass(&input, &mut out, stored.deleting, &mut writes)
+            .await?;
+        self.settle_run(&input, stored.deleting, writes, &out.status)
+            .await?;
+        let base = requeue.unwrap_or(self.ctx.config.idle_resync);
+        Ok(Action::requeue(out.requeue.or(base)))
     }
 
-    /// Records the run this admission started as a revision (see [`crate::revisions`]).
-    async fn record_revision(
-        &self,
-        inst: &Instance,
-        uid: &str,
-        admitted: &Admitted,
-        ov: &OperatorVersion,
-        now: Timestamp,
-    ) {
-        if let (Some(by), Some(exec)) = (&admitted.started, &admitted.exec) {
-            let run = crate::revisions::Run {
-                inst,
-                uid,
-                spec: exec,
-                ov,
-            };
-            crate::revisions::record(self.ctx, &run, by.clone(), now).await;
-        }
-    }
-
-    /// The OperatorVersion and sensitive values the executed spec runs with: a denied upgrade
-    /// keeps executing against the previously admitted OperatorVersion (the sourced values are
-    /// validated against the OperatorVersion that runs).
+    /// The OperatorVersion and sensitive values the executed spec runs with: another
+    /// OperatorVersion than the stored spec's when the engine says so
+    /// ([`Admitted::other_operator_version`]; the stored one stands in when it is gone).
     async fn executed_ov(
         &self,
-        inst: &Instance,
+        stored: &StoredAdmission,
         exec: &InstanceSpec,
-        ov: Arc<OperatorVersion>,
-        sourced: param_sources::Sourced,
-    ) -> Result<(Arc<OperatorVersion>, param_sources::Sourced), ReconcileError> {
-        if exec.operator_version == inst.spec.operator_version {
-            return Ok((ov, sourced));
-        }
-        let exec_ov = self.get_ov(inst, exec).await?.unwrap_or(ov);
+    ) -> Result<(Arc<OperatorVersion>, Sourced), ReconcileError> {
+        let Some(other) = stored.admitted.other_operator_version(&stored.inst.spec) else {
+            return Ok((stored.ov.clone(), stored.sourced.clone()));
+        };
+        let exec_ov = self
+            .get_ov(&stored.inst, other)
+            .await?
+            .unwrap_or_else(|| stored.ov.clone());
         let sourced = self.resolve_sources(&exec_ov, Some(exec)).await;
         Ok((exec_ov, sourced))
     }
 
-    /// Publishes the autopilot evaluation and keeps its rule states in `status`; returns when to
-    /// evaluate again.
-    async fn report_autopilot(
-        &self,
-        raw: &DynamicObject,
-        auto: Option<autopilot::Evaluation>,
-        fired: Option<&Initiation>,
-        status: &mut InstanceStatus,
-        deleting: bool,
-    ) -> Option<Duration> {
-        match auto {
-            Some(a) => {
-                self.publish_autopilot(raw, &a, fired).await;
-                status.autopilot = a.states;
-                a.requeue
-            }
-            None => {
-                // Rules removed (e.g. by an upgrade): their state goes with them.
-                if !deleting {
-                    status.autopilot.clear();
-                }
-                None
-            }
-        }
+    /// The Instance's annotations with the plan timing this manager keeps in memory for the run
+    /// (see [`crate::timings`]).
+    fn annotations(&self, inst: &Instance, exec: &InstanceSpec) -> BTreeMap<String, String> {
+        let mut annotations = inst.metadata.annotations.clone();
+        let uid = &exec.plan_execution.uid;
+        self.ctx
+            .memory
+            .timings
+            .overlay(&self.ns, &self.name, uid, &mut annotations);
+        annotations
     }
+}
 
-    /// The Events of an autopilot evaluation: errors (once each) and a firing.
-    async fn publish_autopilot(
-        &self,
-        raw: &DynamicObject,
-        eval: &autopilot::Evaluation,
-        fired: Option<&Initiation>,
-    ) {
-        for (rule, msg) in &eval.errors {
-            warn!(rule = %rule, "{msg}");
-            self.event(
-                raw,
-                EventType::Warning,
-                autopilot::AUTOPILOT_RULE_ERROR,
-                rule,
-                msg,
-            )
-            .await;
-        }
-        if let Some(init) = fired {
-            let msg = autopilot::triggered_message(init);
-            info!("{msg}");
-            self.event(
-                raw,
-                EventType::Normal,
-                autopilot::AUTOPILOT_TRIGGERED,
-                &init.plan,
-                &msg,
-            )
-            .await;
+/// What a reconcile read before deciding anything ([`Reconciler::read`]).
+struct Read {
+    raw: DynamicObject,
+    inst: Instance,
+    ov: Arc<OperatorVersion>,
+    uid: String,
+    /// `namespace/name`, for messages.
+    who: String,
+    deleting: bool,
+}
+
+/// A reconcile once its admission is stored ([`Reconciler::store_admission`]).
+struct StoredAdmission {
+    /// The Instance as stored now, raw and decoded.
+    raw: DynamicObject,
+    inst: Instance,
+    /// The OperatorVersion the stored spec names.
+    ov: Arc<OperatorVersion>,
+    uid: String,
+    deleting: bool,
+    admitted: Admitted,
+    /// `spec.parameterSources` of the spec to execute, resolved once for the reconcile.
+    sourced: Sourced,
+}
+
+/// What the executed effects leave for the status write and the requeue.
+struct Outcome {
+    /// The status as stored, to diff against.
+    old: InstanceStatus,
+    /// The status this reconcile writes.
+    status: InstanceStatus,
+    /// The soonest look again the effects asked for.
+    requeue: Requeue,
+    /// The generation the admission write left, which conditions say they observed.
+    generation: Option<i64>,
+    now: Timestamp,
+}
+
+impl Outcome {
+    fn new(stored: &StoredAdmission, now: Timestamp) -> Outcome {
+        let old = stored.inst.status.clone().unwrap_or_default();
+        Outcome {
+            status: old.clone(),
+            old,
+            requeue: Requeue::default(),
+            generation: stored.raw.metadata.generation,
+            now,
         }
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::idle::last_failed_lifecycle_plan;
-    use super::*;
+/// What one pass over an Instance works from, shared by plan execution and the idle step
+/// (readiness, drift repair).
+#[derive(Clone, Copy)]
+struct PassInput<'a> {
+    raw: &'a DynamicObject,
+    /// The Instance as stored, `raw` decoded: its status is what a status write would change,
+    /// its `spec.planExecution` the run a next reconcile would find.
+    stored: &'a Instance,
+    /// The OperatorVersion the admitted spec runs.
+    ov: &'a OperatorVersion,
+    /// The admitted spec being executed.
+    exec: &'a InstanceSpec,
+    instance_uid: &'a str,
+    annotations: &'a BTreeMap<String, String>,
+    now: Timestamp,
+    generation: Option<i64>,
+    /// `spec.parameterSources` resolved once for this reconcile.
+    sourced: &'a Sourced,
+}
 
-    fn ps(name: &str, status: ExecutionStatus, at: &str) -> PlanStatus {
-        PlanStatus {
-            name: name.into(),
-            status,
-            last_updated_timestamp: Some(at.into()),
-            ..PlanStatus::default()
+/// What a reconcile writes back after its pass, besides the status.
+struct Writes {
+    spec: InstanceSpec,
+    finalizers: Vec<String>,
+    /// Spec the admitted-spec annotation should hold.
+    remember: Option<InstanceSpec>,
+    /// The timing annotation.
+    timing: Option<String>,
+    /// The status as read, to diff against.
+    old_status: InstanceStatus,
+}
+
+impl Writes {
+    /// Starts from what the Instance holds now.
+    fn new(inst: &Instance, remember: Option<InstanceSpec>, old_status: InstanceStatus) -> Writes {
+        Writes {
+            spec: inst.spec.clone(),
+            finalizers: inst.metadata.finalizers.clone(),
+            remember,
+            timing: inst.metadata.annotations.get(TIMING_ANNOTATION).cloned(),
+            old_status,
         }
-    }
-
-    #[test]
-    fn idle_readiness_follows_the_latest_failed_lifecycle_plan() {
-        let mut st = InstanceStatus::default();
-        st.plan_status.insert(
-            "deploy".into(),
-            ps("deploy", ExecutionStatus::Complete, "2026-01-01T10:00:00Z"),
-        );
-        assert_eq!(last_failed_lifecycle_plan(&st), None);
-        st.plan_status.insert(
-            "update".into(),
-            ps("update", ExecutionStatus::FatalError, "2026-01-01T11:00:00Z"),
-        );
-        assert_eq!(last_failed_lifecycle_plan(&st), Some("update".into()));
-        // A later successful deploy supersedes the failed update.
-        st.plan_status.insert(
-            "deploy".into(),
-            ps("deploy", ExecutionStatus::Complete, "2026-01-01T12:00:00Z"),
-        );
-        assert_eq!(last_failed_lifecycle_plan(&st), None);
-        // Other plans (e.g. backup) do not affect readiness.
-        st.plan_status.insert(
-            "backup".into(),
-            ps("backup", ExecutionStatus::FatalError, "2026-01-01T13:00:00Z"),
-        );
-        assert_eq!(last_failed_lifecycle_plan(&st), None);
     }
 }

@@ -1,7 +1,22 @@
 //! Observe: what one reconcile reads before deciding (the Instance from the cache or the server,
 //! its OperatorVersion, the sensitive parameters), and what it does when that cannot be read.
 
-use super::*;
+use std::ops::ControlFlow;
+use std::sync::Arc;
+
+use kube::api::{Api, DynamicObject};
+use kube::runtime::controller::Action;
+use kube::runtime::reflector::ObjectRef;
+use kudo_api::{CLEANUP_FINALIZER, Condition, Instance, InstanceSpec, OperatorVersion};
+use kudo_engine::{EventType, not_ready_condition, set_condition};
+use serde_json::{Value, json};
+use tracing::{debug, warn};
+
+use super::{INVALID_INSTANCE, INVALID_OPERATOR_VERSION, Read, ReconcileError, Reconciler, now};
+use crate::drift;
+use crate::param_sources::{self, Sourced};
+use crate::reasons;
+use crate::resources::operator_version_resource;
 
 impl Reconciler<'_> {
     /// The OperatorVersion an Instance spec references, decoded. A cached copy is decoded once
@@ -23,8 +38,11 @@ impl Reconciler<'_> {
         if let Some(ov) = self.ctx.caches.decoded_operator_version(ov_ns, name, decode_ov) {
             return ov.map(Some);
         }
-        let api: Api<DynamicObject> =
-            Api::namespaced_with(self.ctx.client.clone(), ov_ns, &operator_version_resource());
+        let api: Api<DynamicObject> = Api::namespaced_with(
+            self.ctx.cluster.client.clone(),
+            ov_ns,
+            &operator_version_resource(),
+        );
         match api.get_opt(name).await? {
             Some(raw) => Ok(Some(Arc::new(decode_ov(&raw)?))),
             None => Ok(None),
@@ -53,7 +71,7 @@ impl Reconciler<'_> {
     /// OperatorVersion is missing.
     pub(super) async fn read(
         &self,
-        me: &kube::runtime::reflector::ObjectRef<DynamicObject>,
+        me: &ObjectRef<DynamicObject>,
     ) -> Result<ControlFlow<Action, Read>, ReconcileError> {
         let Some(raw) = self.current().await? else {
             self.ctx.autopilot.forget(me);
@@ -136,7 +154,12 @@ impl Reconciler<'_> {
     pub(super) async fn establish_identity(&self, raw: &DynamicObject) {
         let spec_account = raw.data["spec"]["serviceAccountName"].as_str().unwrap_or("");
         let default = self.ctx.config.default_service_account.as_deref();
-        let acting = self.ctx.identities.acting(&self.ns, spec_account, default).await;
+        let acting = self
+            .ctx
+            .cluster
+            .identities
+            .acting(&self.ns, spec_account, default)
+            .await;
         crate::impersonation::establish(acting);
     }
 
@@ -272,11 +295,7 @@ impl Reconciler<'_> {
     }
 
     /// Reads `spec.parameterSources` of the spec to execute (none: no read).
-    pub(super) async fn resolve_sources(
-        &self,
-        ov: &OperatorVersion,
-        exec: Option<&InstanceSpec>,
-    ) -> param_sources::Sourced {
+    pub(super) async fn resolve_sources(&self, ov: &OperatorVersion, exec: Option<&InstanceSpec>) -> Sourced {
         match exec {
             Some(e) if !e.parameter_sources.is_empty() => {
                 param_sources::resolve(self.ctx, &self.ns, ov, &e.parameter_sources).await
@@ -303,15 +322,4 @@ pub(super) fn decode<T: serde::de::DeserializeOwned>(v: Value) -> Result<T, serd
 pub(super) fn decode_instance(raw: &DynamicObject, who: &str) -> Result<Instance, ReconcileError> {
     let v = serde_json::to_value(raw).map_err(|e| ReconcileError::Decode(who.to_string(), e))?;
     decode(v).map_err(|e| ReconcileError::Decode(who.to_string(), e))
-}
-
-/// What a reconcile read before deciding anything ([`Reconciler::read`]).
-pub(super) struct Read {
-    pub(super) raw: DynamicObject,
-    pub(super) inst: Instance,
-    pub(super) ov: Arc<OperatorVersion>,
-    pub(super) uid: String,
-    /// `namespace/name`, for messages.
-    pub(super) who: String,
-    pub(super) deleting: bool,
 }

@@ -2,9 +2,25 @@
 //! status and spec (guarded by the resourceVersion), finalizers and the cluster-scoped objects to
 //! release on uninstall.
 
-use kudo_engine::reobserve;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
 
-use super::*;
+use kube::api::{DynamicObject, Patch, PatchParams};
+use kube::runtime::controller::Action;
+use kudo_api::{Instance, InstanceStatus, OperatorVersion};
+use kudo_engine::reconcile::{
+    Admitted, CLUSTER_OBJECTS_FINALIZER, Settle, Stored, bumps_generation, spec_patch_along, status_patch,
+    stored_cluster_objects,
+};
+use kudo_engine::{TaskOutcome, Timestamp, reobserve};
+use serde_json::{Value, json};
+use tracing::{debug, info};
+
+use super::observe::decode_instance;
+use super::{PassInput, Read, ReconcileError, Reconciler, StoredAdmission, Writes};
+use crate::apply;
+use crate::param_sources::Sourced;
 
 impl Reconciler<'_> {
     /// An Instance being deleted that no cleanup finalizer holds: the cluster-scoped objects it
@@ -24,6 +40,84 @@ impl Reconciler<'_> {
             return self.release_cluster_objects(raw, inst).await;
         }
         Ok(Action::await_change())
+    }
+
+    /// Stores what the initiators admitted: a new run begins (stored IN_PROGRESS with its plan
+    /// start), the admission is persisted before anything executes, and a run it started is
+    /// recorded as a revision.
+    pub(super) async fn store_admission(
+        &self,
+        read: Read,
+        mut admitted: Admitted,
+        sourced: Sourced,
+        now: Timestamp,
+    ) -> Result<StoredAdmission, ReconcileError> {
+        let Read {
+            raw,
+            inst,
+            ov,
+            uid,
+            who,
+            deleting,
+        } = read;
+        admitted.begin(now);
+        let (raw, inst) = self.persist_admission(raw, inst, &admitted, &who).await?;
+        self.record_revision(&inst, &uid, &admitted, &ov, now).await;
+        Ok(StoredAdmission {
+            raw,
+            inst,
+            ov,
+            uid,
+            deleting,
+            admitted,
+            sourced,
+        })
+    }
+
+    /// Records the run this admission started as a revision (see [`crate::revisions`]).
+    async fn record_revision(
+        &self,
+        inst: &Instance,
+        uid: &str,
+        admitted: &Admitted,
+        ov: &Arc<OperatorVersion>,
+        now: Timestamp,
+    ) {
+        if let (Some(by), Some(exec)) = (&admitted.started, &admitted.exec) {
+            let run = crate::revisions::Run {
+                inst,
+                uid,
+                spec: exec,
+                ov,
+            };
+            self.ctx.cluster.revisions.record(&run, by.clone(), now).await;
+        }
+    }
+
+    /// Writes what the run's step left (see [`Self::persist_run`]), keeps the plan timing that was
+    /// not stored, and records a run that ended on its revision.
+    pub(super) async fn settle_run(
+        &self,
+        input: &PassInput<'_>,
+        deleting: bool,
+        writes: Writes,
+        status: &InstanceStatus,
+    ) -> Result<(), ReconcileError> {
+        let run = &input.exec.plan_execution;
+        let ended = kudo_engine::revision::ended(&writes.old_status, status, &run.plan_name, &run.uid);
+        let timing = self
+            .persist_run(input.raw, input.stored, input.ov, deleting, writes, status)
+            .await?
+            .filter(|_| !run.plan_name.is_empty());
+        self.ctx
+            .memory
+            .timings
+            .keep(&self.ns, &self.name, timing.as_deref());
+        if let Some(outcome) = ended {
+            let revisions = &self.ctx.cluster.revisions;
+            revisions.finish(input.stored, &run.uid, outcome, input.now).await;
+        }
+        Ok(())
     }
 
     /// Persists admission results (a newly scheduled run's uid, defaults, finalizer) before
@@ -56,29 +150,12 @@ impl Reconciler<'_> {
         })
     }
 
-    /// The `ChangeAccepted` condition of this reconcile's admission, and an Event for a denial.
-    pub(super) async fn record_denial(
-        &self,
-        raw: &DynamicObject,
-        status: &mut InstanceStatus,
-        denial: Option<&str>,
-        generation: Option<i64>,
-        now: Timestamp,
-    ) {
-        record_admission(&mut status.conditions, denial, generation, now);
-        if let Some(msg) = denial {
-            warn!(denied = %msg, "spec change not admitted");
-            self.event(raw, EventType::Warning, CHANGE_DENIED, "Admission", msg)
-                .await;
-        }
-    }
-
     /// Writes what the pass decided: the cleanup finalizer goes once cleanup COMPLETED (or
     /// there is no cleanup plan), cluster-scoped objects the pass applied are recorded for
     /// uninstall, then status and spec are written (status first: a crash before the spec write
     /// re-runs a terminal pass, which is a no-op). Returns the timing the pass produced when it was
     /// not stored, for the manager to keep in memory (see [`crate::timings`]).
-    pub(super) async fn persist_run(
+    async fn persist_run(
         &self,
         raw: &DynamicObject,
         inst: &Instance,
@@ -106,20 +183,20 @@ impl Reconciler<'_> {
             remember: writes.remember.as_ref(),
             annotations: &settled.annotations,
         };
-        let observed = Observed::of(raw, kudo_engine::reconcile::bumps_generation(inst, &stored));
+        let generations = Generations::of(raw, bumps_generation(inst, &stored));
         let mut status = status.clone();
-        reobserve(&mut status.conditions, observed.read, observed.after);
+        reobserve(&mut status.conditions, generations.read, generations.after);
         let rv = self
-            .write_status_guarded(&writes.old_status, &status, observed.guard.clone())
+            .write_status_guarded(&writes.old_status, &status, generations.guard.clone())
             .await?
             .or_else(|| resource_version(raw));
         let written = self.write_spec(inst, &stored, &settled.lazy, rv).await?;
         let timing_kept = written.is_none() && !settled.lazy.is_empty();
         let generation = written.and_then(|w| w.metadata.generation);
-        if observed.guard.is_some() && generation.is_some() && generation != observed.after {
+        if generations.guard.is_some() && generation.is_some() && generation != generations.after {
             // Not the generation our own spec change should have produced: say what was seen.
             let mut fixed = status.clone();
-            reobserve(&mut fixed.conditions, observed.after, generation);
+            reobserve(&mut fixed.conditions, generations.after, generation);
             self.write_status(&status, &fixed).await?;
         }
         Ok(writes.timing.filter(|_| timing_kept))
@@ -133,14 +210,14 @@ impl Reconciler<'_> {
         inst: &Instance,
     ) -> Result<Action, ReconcileError> {
         let mut pending = Vec::new();
-        for execute::ClusterObject {
+        for apply::ClusterObject {
             api_version,
             kind,
             name,
         } in stored_cluster_objects(inst)
         {
             let obj = json!({"apiVersion": api_version, "kind": kind, "metadata": {"name": name}});
-            match execute::delete(self.ctx, &obj).await {
+            match apply::delete(self.ctx, &obj).await {
                 Ok(None) => {}
                 Ok(Some(waiting)) => pending.push(waiting),
                 Err(TaskOutcome::Transient(e)) => pending.push(e),
@@ -201,7 +278,7 @@ impl Reconciler<'_> {
         new: &InstanceStatus,
         resource_version: Option<String>,
     ) -> Result<Option<String>, ReconcileError> {
-        let Some(mut body) = kudo_engine::reconcile::status_patch(old, new) else {
+        let Some(mut body) = status_patch(old, new) else {
             return Ok(None);
         };
         if let Some(rv) = resource_version {
@@ -236,11 +313,12 @@ impl Reconciler<'_> {
         lazy: &BTreeMap<&str, Option<String>>,
         resource_version: Option<String>,
     ) -> Result<Option<DynamicObject>, ReconcileError> {
-        let Some(mut body) = kudo_engine::reconcile::spec_patch_along(inst, stored, lazy, resource_version)
-        else {
+        let Some(mut body) = spec_patch_along(inst, stored, lazy, resource_version) else {
             return Ok(None);
         };
-        let bucket = crate::views::bucket_to_label(&self.ctx.shards, inst, &self.ns, &self.name);
+        let shards = self.ctx.shards.count();
+        let bucket =
+            kudo_engine::shard::missing_bucket_label(shards, &inst.metadata.labels, &self.ns, &self.name);
         if let Some(bucket) = &bucket {
             // Rides along with a write made anyway (the admission, first of all): the replica
             // holding the Instance's shard watches it by this label from then on.
@@ -272,7 +350,7 @@ impl Reconciler<'_> {
     /// a run may make a change that waited for it admissible, which the next reconcile admits.
     fn echo(&self, updated: &DynamicObject) {
         if let Some(rv) = updated.metadata.resource_version.as_deref() {
-            self.ctx.echoes.wrote(&self.ns, &self.name, rv);
+            self.ctx.memory.echoes.wrote(&self.ns, &self.name, rv);
         }
     }
 
@@ -295,8 +373,8 @@ pub(super) fn resource_version(raw: &DynamicObject) -> Option<String> {
 /// first, already saying it observed the generation that write produces, and guarded by the
 /// resourceVersion read, as the spec write is by the status write's: no change of anyone else can
 /// fall in between unnoticed (a conflict retries the reconcile), and no second status write has
-/// to follow the spec write (issue 28).
-struct Observed {
+/// to follow the spec write (a second write per terminal pass, and its echo, avoided).
+struct Generations {
     /// The generation this reconcile read (and its conditions say they observed).
     read: Option<i64>,
     /// The generation once this reconcile's writes are done.
@@ -305,38 +383,13 @@ struct Observed {
     guard: Option<String>,
 }
 
-impl Observed {
-    fn of(raw: &DynamicObject, bumps: bool) -> Observed {
+impl Generations {
+    fn of(raw: &DynamicObject, bumps: bool) -> Generations {
         let read = raw.metadata.generation;
-        Observed {
+        Generations {
             read,
             after: if bumps { read.map(|g| g + 1) } else { read },
             guard: if bumps { resource_version(raw) } else { None },
-        }
-    }
-}
-
-/// What a reconcile writes back after its pass, besides the status.
-pub(super) struct Writes {
-    pub(super) spec: InstanceSpec,
-    pub(super) finalizers: Vec<String>,
-    /// Spec the admitted-spec annotation should hold.
-    pub(super) remember: Option<InstanceSpec>,
-    /// The timing annotation.
-    pub(super) timing: Option<String>,
-    /// The status as read, to diff against.
-    pub(super) old_status: InstanceStatus,
-}
-
-impl Writes {
-    /// Starts from what the Instance holds now.
-    pub(super) fn new(inst: &Instance, remember: Option<InstanceSpec>, old_status: InstanceStatus) -> Writes {
-        Writes {
-            spec: inst.spec.clone(),
-            finalizers: inst.metadata.finalizers.clone(),
-            remember,
-            timing: inst.metadata.annotations.get(TIMING_ANNOTATION).cloned(),
-            old_status,
         }
     }
 }

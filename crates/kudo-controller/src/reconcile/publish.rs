@@ -1,6 +1,13 @@
 //! Events on the Instance, retried when the refusal is transient.
 
-use super::*;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::ObjectReference;
+use kube::api::DynamicObject;
+use kudo_engine::EventType;
+use tracing::warn;
+
+use super::Reconciler;
 
 impl Reconciler<'_> {
     pub(super) fn reference(&self, raw: &DynamicObject) -> ObjectReference {
@@ -61,7 +68,7 @@ impl Reconciler<'_> {
         // (5xx, 429): plan events are how users follow a run, and one 500 should not lose one.
         let mut backoff = Duration::from_millis(50);
         for attempt in 1..=EVENT_TRIES {
-            match self.ctx.recorder.publish(&ev, &reference).await {
+            match self.ctx.cluster.recorder.publish(&ev, &reference).await {
                 Ok(()) => return,
                 Err(e) if attempt < EVENT_TRIES && is_transient(&e) => {
                     tokio::time::sleep(backoff).await;

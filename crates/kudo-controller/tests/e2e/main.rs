@@ -1344,7 +1344,8 @@ async fn cancel_stops_the_plan_even_with_a_denied_change_and_retrigger_restarts_
     })
     .await;
     // ... and does not block the cancellation.
-    env.patch_instance("cx", kudo_controller::cancel_patch()).await;
+    env.patch_instance("cx", kudo_engine::reconcile::cancel_patch())
+        .await;
     let inst = env.wait_plan("cx", "deploy", "CANCELLED").await;
     let ps = &inst["status"]["planStatus"]["deploy"];
     assert_eq!(ps["phases"][0]["steps"][0]["status"], "COMPLETE", "{ps}");

@@ -11,7 +11,7 @@ async fn revisions(env: &Env, instance: &str) -> Vec<kudo_engine::revision::Revi
     let api: Api<DynamicObject> = Api::namespaced_with(
         env.client.clone(),
         harness::NS,
-        &kudo_controller::known_resource("apps", "ControllerRevision"),
+        &kudo_kube::known_resource("apps", "ControllerRevision"),
     );
     let items = api
         .list(&ListParams::default().labels(&format!("kudo.dev/instance={instance}")))

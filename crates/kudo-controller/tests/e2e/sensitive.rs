@@ -157,7 +157,7 @@ async fn set_secret(env: &Env, data: serde_json::Value, labels: serde_json::Valu
     let api: Api<DynamicObject> = Api::namespaced_with(
         env.client.clone(),
         harness::NS,
-        &kudo_controller::known_resource("", "Secret"),
+        &kudo_kube::known_resource("", "Secret"),
     );
     api.patch(
         "db-creds",

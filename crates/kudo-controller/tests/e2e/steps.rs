@@ -724,7 +724,7 @@ async fn an_upgrade_runs_against_the_new_operator_version() {
 #[tokio::test]
 async fn a_cancelled_run_stops_at_its_next_task_boundary() {
     let w = installed().await;
-    let inst = w.change(kudo_controller::cancel_patch()).await;
+    let inst = w.change(kudo_engine::reconcile::cancel_patch()).await;
     assert_eq!(plan(&inst, "deploy"), "CANCELLED");
     w.ready("db-app").await;
     w.step().await.expect("reconcile");
@@ -739,7 +739,7 @@ async fn a_cancelled_run_stops_at_its_next_task_boundary() {
 async fn a_trigger_while_a_plan_runs_is_refused() {
     let w = installed().await;
     let inst = w
-        .change(kudo_controller::trigger_patch("backup", "t1", None))
+        .change(kudo_engine::reconcile::trigger_patch("backup", "t1", None))
         .await;
     assert_eq!(condition(&inst, "ChangeAccepted").unwrap()["status"], "False");
     assert_eq!(plan(&inst, "backup"), "NEVER_RUN");

@@ -5,12 +5,16 @@ use std::collections::BTreeMap;
 
 use kudo_api::{ExecutionStatus, Instance, InstanceSpec, OperatorVersion, PlanExecution};
 
-use super::{Effect, LogLevel, RETRY_ANNOTATION, Uids};
+use super::annotations::RETRY_ANNOTATION;
+use super::effect::{Effect, LogLevel};
 use crate::initiate::Initiation;
 use crate::retry;
 use crate::revision::{ROLLBACK_ANNOTATION, StartedBy};
 use crate::rollback::RollbackMark;
 use crate::triggers::{Admission, Decision, ScheduleReason, cleanup_run};
+
+/// Generator of fresh run uids, handed in by the caller (the engine draws no random numbers).
+pub type Uids<'u> = &'u mut (dyn FnMut() -> String + Send);
 
 /// What admission decided for this reconcile.
 #[derive(Debug, Clone, PartialEq)]
@@ -42,6 +46,16 @@ impl Admitted {
             annotations: BTreeMap::new(),
             started: None,
         }
+    }
+
+    /// The spec to execute when it runs another OperatorVersion than `stored` (the spec as
+    /// stored) names: a denied upgrade keeps executing against the previously admitted
+    /// OperatorVersion, whose sensitive values are then read (and validated) for it. `None`: the
+    /// stored spec's OperatorVersion runs.
+    pub fn other_operator_version(&self, stored: &InstanceSpec) -> Option<&InstanceSpec> {
+        self.exec
+            .as_ref()
+            .filter(|e| e.operator_version != stored.operator_version)
     }
 
     /// Whether nothing is pending: no denied change and no cancellation in flight (the stored

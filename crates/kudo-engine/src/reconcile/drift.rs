@@ -1,12 +1,49 @@
-//! The `Drifted` condition of an idle Instance after the manager's drift check: what the check
-//! found decides the condition and whether users are told (once per distinct finding).
+//! Drift repair's decisions: the policy an Instance chose ([`Policy`]), and the `Drifted`
+//! condition of an idle Instance after the manager's drift check (what the check found decides
+//! the condition and whether users are told, once per distinct finding).
+
+use std::collections::BTreeMap;
 
 use kudo_api::Condition;
 
-use super::{Effect, LogLevel};
+use super::effect::{Effect, LogLevel};
 use crate::pass::EventType;
 use crate::readiness::set_condition;
 use crate::time::Timestamp;
+
+/// Annotation choosing what happens to drifted objects: `repair` (default), `report`, `ignore`.
+pub const DRIFT_POLICY_ANNOTATION: &str = "kudo.dev/drift-policy";
+/// Same as [`DRIFT_POLICY_ANNOTATION`] under our own prefix (checked when the former is absent).
+pub const DRIFT_POLICY_ANNOTATION_RS: &str = "kudo-rs.dev/drift-policy";
+
+/// What to do about drift.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Policy {
+    Repair,
+    Report,
+    Ignore,
+}
+
+impl Policy {
+    /// The policy from the Instance annotations; an unknown value falls back to `repair` and is
+    /// returned as the error message to report.
+    pub fn from_annotations(a: &BTreeMap<String, String>) -> (Policy, Option<String>) {
+        let v = a
+            .get(DRIFT_POLICY_ANNOTATION)
+            .or_else(|| a.get(DRIFT_POLICY_ANNOTATION_RS));
+        match v.map(|s| s.trim()) {
+            None | Some("") | Some("repair") => (Policy::Repair, None),
+            Some("report") => (Policy::Report, None),
+            Some("ignore") => (Policy::Ignore, None),
+            Some(other) => (
+                Policy::Repair,
+                Some(format!(
+                    "unknown drift policy {other:?} (expected repair, report or ignore): repairing"
+                )),
+            ),
+        }
+    }
+}
 
 /// Condition (policy `report`) listing managed objects changed outside a plan.
 pub const DRIFTED: &str = "Drifted";
@@ -66,4 +103,23 @@ pub fn drift_condition(
         },
     );
     effects
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn policy_from_annotations() {
+        let mut a = BTreeMap::new();
+        assert_eq!(Policy::from_annotations(&a), (Policy::Repair, None));
+        a.insert(DRIFT_POLICY_ANNOTATION_RS.to_string(), "report".to_string());
+        assert_eq!(Policy::from_annotations(&a), (Policy::Report, None));
+        a.insert(DRIFT_POLICY_ANNOTATION.to_string(), "ignore".to_string());
+        assert_eq!(Policy::from_annotations(&a), (Policy::Ignore, None));
+        a.insert(DRIFT_POLICY_ANNOTATION.to_string(), "fix".to_string());
+        let (p, err) = Policy::from_annotations(&a);
+        assert_eq!(p, Policy::Repair);
+        assert!(err.unwrap().contains("unknown drift policy"));
+    }
 }

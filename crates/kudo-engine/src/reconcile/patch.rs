@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use kudo_api::{AutopilotRuleStatus, Instance, InstanceSpec, InstanceStatus, PlanExecution};
 use serde_json::{Value, json};
 
-use super::ADMITTED_SPEC_ANNOTATION;
+use super::annotations::{ADMITTED_SPEC_ANNOTATION, RETRY_ANNOTATION};
 
 /// What a reconcile wants stored in the Instance's spec and metadata.
 #[derive(Debug, Clone, Copy)]
@@ -38,6 +38,31 @@ pub fn status_patch(old: &InstanceStatus, new: &InstanceStatus) -> Option<Value>
         body["status"]["autopilot"] = autopilot_patch(&old.autopilot, &new.autopilot);
     }
     Some(body)
+}
+
+/// The one merge patch of `kubectl kudo plan trigger` and `plan retry`: the direct trigger of
+/// `plan` (`trigger_uid` is the CLI's; admission gives the run its own) and the retry annotation —
+/// naming the failed run `retry_of` for a retry, removed for a trigger (which restarts from the
+/// top, so a pending retry must not turn it into a resume).
+///
+/// ```
+/// let p = kudo_engine::reconcile::trigger_patch("backup", "u1", Some("f1"));
+/// assert_eq!(p["spec"]["planExecution"]["planName"], "backup");
+/// assert_eq!(p["metadata"]["annotations"]["kudo-rs.dev/retry"], "backup/f1");
+/// ```
+pub fn trigger_patch(plan: &str, trigger_uid: &str, retry_of: Option<&str>) -> Value {
+    let retry = retry_of.map(|failed| crate::retry::annotation_value(plan, failed));
+    json!({
+        "metadata": {"annotations": {RETRY_ANNOTATION: retry}},
+        "spec": {"planExecution": {"planName": plan, "uid": trigger_uid}},
+    })
+}
+
+/// The merge patch that cancels the plan currently scheduled on an Instance. Sent by `kubectl kudo
+/// plan cancel`; the manager accepts it at its next reconcile. Patching an Instance with no plan
+/// scheduled is harmless: the terminal status is simply cleared.
+pub fn cancel_patch() -> Value {
+    json!({"spec": {"planExecution": {"status": "CANCELLED"}}})
 }
 
 /// The merge patch turning `inst`'s spec and metadata into `to`, carrying `resource_version` so a
@@ -144,7 +169,7 @@ fn annotations_patch(inst: &Instance, to: &Stored<'_>) -> serde_json::Map<String
 
 /// The `status.planStatus` of a merge patch. A plan status is an object, so a merge patch keeps
 /// every key it does not mention: an empty message (serialized as absent) is sent as `null`, or
-/// the previous run's message would stay on the server (issue 14, bug 2). Phases are a list and
+/// the previous run's message would stay on the server. Phases are a list and
 /// are replaced whole.
 fn plan_status_patch(new: &InstanceStatus) -> Value {
     let mut out = serde_json::Map::new();

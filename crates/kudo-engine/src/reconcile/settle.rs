@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use kudo_api::{CLEANUP_FINALIZER, Instance, InstanceStatus, OperatorVersion};
 
-use super::RETRY_ANNOTATION;
+use super::annotations::RETRY_ANNOTATION;
 use crate::pass::{TIMING_ANNOTATION, Timing};
 use crate::retry;
 use crate::triggers::cleanup_finalizer_removable;

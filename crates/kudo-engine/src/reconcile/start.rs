@@ -1,4 +1,4 @@
-//! A run's start is written with its first waiting lines (kudo-rs; issue 28 item 3).
+//! A run's start is written with its first waiting lines (kudo-rs).
 //!
 //! KUDO wrote the status of a new run at its first pass (every step PENDING, the first IN_PROGRESS)
 //! and again when anything moved. Most runs of a small plan are one rollout that is over within

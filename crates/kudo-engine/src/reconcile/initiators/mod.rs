@@ -11,23 +11,17 @@ mod user_change;
 pub use rotation::PARAMETER_ROTATED;
 pub use schedules::{INVALID_SCHEDULE, SCHEDULED_PLAN_SKIPPED};
 
-use super::{Admitting, Observed, Uids};
-
-/// What an initiator needs read before it decides (see [`super::initiate_all`]).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Needs {
-    /// [`Observed::sensitive`] of the spec admitted so far.
-    pub sensitive: bool,
-}
+use super::admitted::Uids;
+use super::observed::{Admitting, Needs, Observed};
 
 /// One source of changes to an Instance's run. Pure: it reads [`Observed`] and the admission so
 /// far, and adds its admission and [`super::Effect`]s to `adm`.
 pub trait Initiator: Sync {
     /// Short name (logs, tests).
     fn name(&self) -> &'static str;
-    /// What must be read before [`Self::initiate`].
+    /// What must be read before [`Self::initiate`] (read once per reconcile).
     fn needs(&self, _obs: &Observed<'_>) -> Needs {
-        Needs::default()
+        Needs::new()
     }
     fn initiate(&self, obs: &Observed<'_>, adm: &mut Admitting, uids: Uids<'_>);
 }

@@ -5,10 +5,13 @@
 
 use std::collections::BTreeMap;
 
-use super::{Initiator, Needs, Observed};
+use super::Initiator;
 use crate::initiate::{Initiation, Origin};
 use crate::pass::EventType;
-use crate::reconcile::{Admitted, Admitting, Effect, FINGERPRINTS_ANNOTATION, LogLevel, Sensitive, Uids};
+use crate::reconcile::admitted::{Admitted, Uids};
+use crate::reconcile::annotations::FINGERPRINTS_ANNOTATION;
+use crate::reconcile::effect::{Effect, LogLevel};
+use crate::reconcile::observed::{Admitting, Needs, Observation, Observed, Sensitive};
 use crate::rotation::{Decision as Rotation_, Fingerprints};
 use crate::triggers::Decision;
 
@@ -24,8 +27,10 @@ impl Initiator for Rotation {
 
     /// The fingerprints, except while deleting (no key is read or made then).
     fn needs(&self, obs: &Observed<'_>) -> Needs {
-        Needs {
-            sensitive: !obs.deleting,
+        if obs.deleting {
+            Needs::new()
+        } else {
+            vec![Observation::Sensitive]
         }
     }
 

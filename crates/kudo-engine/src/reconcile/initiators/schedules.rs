@@ -14,10 +14,12 @@ use std::time::Duration;
 use kudo_api::{OperatorVersion, ScheduleStatus};
 use kudo_package::render::{RenderContext, render_schedule};
 
-use super::{Initiator, Observed};
+use super::Initiator;
 use crate::initiate::{Initiation, Origin};
 use crate::pass::EventType;
-use crate::reconcile::{Admitted, Admitting, Effect, LogLevel, Scheduled, Uids};
+use crate::reconcile::admitted::{Admitted, Uids};
+use crate::reconcile::effect::{Effect, LogLevel, StatusChange};
+use crate::reconcile::observed::{Admitting, Observed, Scheduled};
 use crate::schedule::{self, Schedule};
 use crate::time::Timestamp;
 use crate::triggers::Decision;
@@ -48,7 +50,7 @@ impl Initiator for Schedules {
         let mut out = Scheduled::default();
         let Some(parameters) = admitted.exec.as_ref().map(|e| e.parameters.clone()) else {
             out.statuses = prev;
-            adm.scheduled = Some(out);
+            record(adm, out);
             return;
         };
         let meta = &obs.inst.metadata;
@@ -68,8 +70,19 @@ impl Initiator for Schedules {
             };
             at.decide(obs, admitted, &mut out, uids, &mut adm.effects);
         }
-        adm.scheduled = Some(out);
+        record(adm, out);
     }
+}
+
+/// Keeps the schedule check, and has its statuses written and its next occurrence woken for
+/// once the admission is stored.
+fn record(adm: &mut Admitting, out: Scheduled) {
+    adm.stored
+        .push(Effect::Status(StatusChange::Schedules(out.statuses.clone())));
+    if let Some(d) = out.wake {
+        adm.stored.push(Effect::Requeue(d));
+    }
+    adm.scheduled = Some(out);
 }
 
 /// One scheduled plan in one reconcile.

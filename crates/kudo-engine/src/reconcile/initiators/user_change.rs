@@ -1,8 +1,10 @@
 //! The user's change of the spec, judged by KUDO's admission rules against the last admitted
 //! spec (what KUDO's webhook did), then the rollback mark and, on deletion, the cleanup plan.
 
-use super::{Initiator, Observed};
-use crate::reconcile::{Admitted, Admitting, Uids, admitted_spec};
+use super::Initiator;
+use crate::reconcile::admitted::{Admitted, Uids};
+use crate::reconcile::annotations::admitted_spec;
+use crate::reconcile::observed::{Admitting, Observed};
 use crate::triggers::{InstanceChange, decide};
 
 pub(super) struct UserChange;

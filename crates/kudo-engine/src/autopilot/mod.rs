@@ -1,6 +1,6 @@
-//! Autopilot rules (plan field `when`, kudo-rs extension, issue 16): when a rule fires, and how
-//! its condition is evaluated. Pure: the manager reads the watched object and the clock and
-//! passes them in.
+//! Autopilot rules (plan field `when`, a kudo-rs extension): when a rule fires, how its condition
+//! is evaluated, and the evaluation of an Instance's rules in one reconcile ([`Rules`]). Pure: the
+//! manager reads the watched objects and the clock and passes them in.
 //!
 //! Semantics:
 //! * A condition must hold **continuously** for `for`: a single evaluation to false (or a missing
@@ -16,6 +16,13 @@
 use std::collections::BTreeMap;
 
 use crate::time::Timestamp;
+
+mod evaluation;
+
+pub use evaluation::{
+    AUTOPILOT_RULE_ERROR, AUTOPILOT_TRIGGERED, Evaluation, ReadError, RuleRead, Rules, has_rules, rule_key,
+    triggered_message,
+};
 
 /// What one evaluation of a rule sees.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -11,6 +11,11 @@ use kudo_api::kinds::GvkKey;
 
 /// The API resource of a kind of the shared table [`kudo_api::kinds`], for kinds the code names
 /// itself (watches, readiness, the CLI); arbitrary objects go through [`Cache::resolve`].
+///
+/// ```
+/// let secrets = kudo_kube::known_resource("", "Secret");
+/// assert_eq!((secrets.api_version.as_str(), secrets.plural.as_str()), ("v1", "secrets"));
+/// ```
 pub fn known_resource(group: &str, kind: &str) -> ApiResource {
     let k = kudo_api::kinds::known(group, kind);
     ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(k.group, k.version, k.kind), k.plural)
@@ -110,23 +115,6 @@ impl Cache {
                 "no matches for kind {kind:?} in version {api_version:?}: {e}"
             )),
             Err(e) => Err(e),
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    /// The watched child kinds (`cache::CHILD_KINDS`, kept as a literal list there) agree with the
-    /// shared kind table.
-    #[test]
-    fn child_kinds_agree_with_the_kind_table() {
-        for (g, v, k, plural) in crate::cache::CHILD_KINDS {
-            let known = kudo_api::kinds::known(g, k);
-            assert_eq!(
-                (known.version, known.plural, known.namespaced),
-                (*v, *plural, true),
-                "{k}"
-            );
         }
     }
 }

@@ -1,0 +1,131 @@
+//! What a reconcile's decisions ask the manager to do besides storing the admission
+//! ([`Effect`]), and how the requeues they ask for fold into one ([`Requeue`]).
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use kudo_api::{AutopilotRuleStatus, InstanceStatus, ScheduleStatus};
+
+use crate::pass::EventType;
+use crate::readiness::{CHANGE_DENIED, record_admission};
+use crate::time::Timestamp;
+
+/// What the manager does, besides storing the admission, in the order the decisions produced it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Effect {
+    /// Publish an Event on the Instance. `action` separates Event series (the recorder merges
+    /// Events of one reason and action, keeping the first note).
+    Event {
+        type_: EventType,
+        reason: String,
+        action: String,
+        message: String,
+    },
+    /// A log line of the reconcile (decisions are logged where they are executed).
+    Log { level: LogLevel, message: String },
+    /// A change of the Instance's status, written with this reconcile's status write.
+    Status(StatusChange),
+    /// Look at the Instance again within this long even without a watch event.
+    Requeue(Duration),
+}
+
+/// Level of an [`Effect::Log`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogLevel {
+    Debug,
+    Info,
+    Warn,
+}
+
+/// A change of the Instance's status a decision asks for ([`Effect::Status`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StatusChange {
+    /// `status.schedules`: every scheduled plan's last and next occurrence.
+    Schedules(BTreeMap<String, ScheduleStatus>),
+    /// `status.autopilot`: every rule's state (empty: the rules went, e.g. with an upgrade).
+    Autopilot(BTreeMap<String, AutopilotRuleStatus>),
+    /// The `ChangeAccepted` condition of this reconcile's admission: `False` with a denial's
+    /// message, removed when the change was admitted.
+    Admission { denial: Option<String> },
+}
+
+impl StatusChange {
+    /// Applies the change to `status`; a condition says it observed `generation` (the one the
+    /// admission write left) and changed at `now`.
+    pub fn apply(&self, status: &mut InstanceStatus, generation: Option<i64>, now: Timestamp) {
+        match self {
+            StatusChange::Schedules(s) => status.schedules = s.clone(),
+            StatusChange::Autopilot(a) => status.autopilot = a.clone(),
+            StatusChange::Admission { denial } => {
+                record_admission(&mut status.conditions, denial.as_deref(), generation, now)
+            }
+        }
+    }
+}
+
+impl Effect {
+    /// An [`Effect::Event`].
+    pub fn event(type_: EventType, reason: &str, action: &str, message: &str) -> Effect {
+        Effect::Event {
+            type_,
+            reason: reason.to_string(),
+            action: action.to_string(),
+            message: message.to_string(),
+        }
+    }
+
+    /// An [`Effect::Log`].
+    pub fn log(level: LogLevel, message: impl Into<String>) -> Effect {
+        Effect::Log {
+            level,
+            message: message.into(),
+        }
+    }
+}
+
+/// The effects of this reconcile's admission outcome: its `ChangeAccepted` condition and, for a
+/// denial, a warning and an Event (repeated at every reconcile while the change stays denied, as
+/// KUDO's webhook answered every such request).
+pub(super) fn admission_effects(denial: Option<&str>) -> Vec<Effect> {
+    let mut out = vec![Effect::Status(StatusChange::Admission {
+        denial: denial.map(str::to_string),
+    })];
+    if let Some(msg) = denial {
+        out.push(Effect::log(
+            LogLevel::Warn,
+            format!("spec change not admitted: {msg}"),
+        ));
+        out.push(Effect::event(EventType::Warning, CHANGE_DENIED, "Admission", msg));
+    }
+    out
+}
+
+/// When a reconcile looks at the Instance again without a watch event: the soonest of what its
+/// decisions asked for.
+///
+/// ```
+/// # use std::time::Duration;
+/// let mut r = kudo_engine::reconcile::Requeue::default();
+/// r.within(Some(Duration::from_secs(60)));
+/// r.within(None);
+/// r.within(Some(Duration::from_secs(5)));
+/// assert_eq!(r.or(Duration::from_secs(300)), Duration::from_secs(5));
+/// let nothing = kudo_engine::reconcile::Requeue::default();
+/// assert_eq!(nothing.or(Duration::from_secs(300)), Duration::from_secs(300));
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Requeue(Option<Duration>);
+
+impl Requeue {
+    /// Asks for another look within `d` (`None`: nothing asked).
+    pub fn within(&mut self, d: Option<Duration>) {
+        if let Some(d) = d {
+            self.0 = Some(self.0.map_or(d, |r| r.min(d)));
+        }
+    }
+
+    /// The delay asked for, or `default` when nothing asked for a shorter one.
+    pub fn or(self, default: Duration) -> Duration {
+        self.0.map_or(default, |r| r.min(default))
+    }
+}

@@ -1,0 +1,12 @@
+//! Kubernetes IO helpers that both the manager (`kudo-controller`) and the CLI's cluster
+//! operations (`kudo-client`) need: resolving an object's `apiVersion`/`kind` to an API resource
+//! through the discovery API ([`discovery::Cache`]) and the API resources of the kinds the code
+//! names itself ([`known_resource`]).
+//!
+//! A crate of its own so that the client library does not pull in the whole manager (watches,
+//! caches, leader election, the metrics server) for two lookups; and not part of `kudo-engine`,
+//! which does no IO and knows no kube-rs types.
+
+pub mod discovery;
+
+pub use discovery::known_resource;
