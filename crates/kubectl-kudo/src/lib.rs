@@ -60,7 +60,8 @@ pub enum Command {
     Plan(cmd::plan::PlanArgs),
     /// List installed operators, operator versions and instances.
     Get(cmd::get::GetArgs),
-    /// Create, verify, list and render operator packages (offline).
+    /// Create, verify, list and render operator packages (offline); push, pull and sign them in OCI
+    /// registries.
     Package(cmd::package::PackageArgs),
     /// Render Go templates (text/template + Sprig) exactly as KUDO does.
     Template(cmd::template::TemplateArgs),

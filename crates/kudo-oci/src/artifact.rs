@@ -9,8 +9,8 @@
 //!   tarball, byte for byte, annotated `org.opencontainers.image.title: <name>-<version>.tgz`
 //!   (the file name `oras pull` writes);
 //! * annotations `org.opencontainers.image.title` (the operator name), `.version` (its
-//!   operatorVersion), `.created`, `.description` and `.source` (operator.yaml's `url`) when set, and
-//!   [`APP_VERSION_ANNOTATION`] when the package has an appVersion.
+//!   operatorVersion), `.created`, `.description` and `.source` (operator.yaml's `url`) when
+//!   set, and [`APP_VERSION_ANNOTATION`] when the package has an appVersion.
 //!
 //! Everything is a function of the package, `created` included (a package has no date: the Unix
 //! epoch, or `$SOURCE_DATE_EPOCH` when set, the reproducible-builds convention), and the JSON is

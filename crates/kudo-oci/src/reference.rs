@@ -1,8 +1,8 @@
 //! `oci://HOST[:PORT]/REPOSITORY[:TAG][@sha256:HEX]`: what users type to name a package in a
 //! registry.
 //!
-//! The registry host is always explicit (no `docker.io` default, unlike image names), so a reference
-//! means the same on every machine. The grammar is the distribution specification's: repository
+//! The registry host is always explicit (no `docker.io` default, unlike image names), so a
+//! reference means the same on every machine. The grammar is the distribution specification's: repository
 //! components of lower-case letters and digits joined by `.`, `_`, `__` or dashes; a tag of at most
 //! 128 characters `[A-Za-z0-9_][A-Za-z0-9._-]*`; a digest `sha256:` and 64 lower-case hex digits.
 

@@ -57,7 +57,8 @@ pub struct RegistryOptions {
     pub plain_http: bool,
     /// Connect and read timeout of each request (none: 30 s to connect, no read limit).
     pub timeout: Option<Duration>,
-    /// Where credentials come from (the user's file, or a pull secret's content); `None`: anonymous.
+    /// Where credentials come from (the user's file, or a pull secret's content); `None`:
+    /// anonymous.
     pub docker_config: Option<DockerConfig>,
     /// Credentials to use instead of the config's (`registry login` checking new ones).
     pub credential: Option<Credential>,
@@ -545,18 +546,15 @@ struct Context {
 impl Context {
     /// An `oci-client` error as ours, naming the reference and the credentials sent.
     fn error(&self, e: OciDistributionError) -> OciError {
-        let reference = self.reference.to_string();
-        let registry = self.reference.registry.clone();
-        let unauthorized = |extra: String| OciError::Unauthorized {
-            reference: reference.clone(),
-            registry: registry.clone(),
-            credentials: format!("{}{extra}", self.credentials),
-        };
+        let (reference, registry) = (self.reference.to_string(), self.reference.registry.clone());
         match e {
-            OciDistributionError::UnauthorizedError { .. } => unauthorized(String::new()),
-            OciDistributionError::AuthenticationFailure(why) => {
-                unauthorized(format!("; the token service said: {}", why.trim()))
+            OciDistributionError::UnauthorizedError { .. } => {
+                self.refusal(Refusal::Unauthorized, String::new())
             }
+            OciDistributionError::AuthenticationFailure(why) => self.refusal(
+                Refusal::Unauthorized,
+                format!("; the token service said: {}", why.trim()),
+            ),
             OciDistributionError::RegistryError { envelope, .. } => {
                 let message = envelope
                     .errors
@@ -564,45 +562,36 @@ impl Context {
                     .map(|e| format!("{:?}: {}", e.code, e.message))
                     .collect::<Vec<_>>()
                     .join("; ");
-                match envelope.errors.first().map(|e| &e.code) {
-                    Some(OciErrorCode::Unauthorized) => unauthorized(String::new()),
-                    Some(OciErrorCode::Denied) => OciError::Denied {
-                        reference,
-                        registry,
-                        credentials: self.credentials.clone(),
-                        message,
-                    },
+                let kind = match envelope.errors.first().map(|e| &e.code) {
+                    Some(OciErrorCode::Unauthorized) => Refusal::Unauthorized,
+                    Some(OciErrorCode::Denied) => Refusal::Denied,
                     Some(
                         OciErrorCode::NameUnknown
                         | OciErrorCode::ManifestUnknown
                         | OciErrorCode::BlobUnknown
                         | OciErrorCode::NotFound,
-                    ) => OciError::NotFound { reference, message },
-                    _ => OciError::Registry {
-                        reference,
-                        registry,
-                        message,
-                    },
-                }
+                    ) => Refusal::NotFound,
+                    _ => Refusal::Other,
+                };
+                let detail = match kind {
+                    Refusal::Unauthorized => String::new(),
+                    _ => message,
+                };
+                self.refusal(kind, detail)
             }
-            OciDistributionError::ServerError { code, message, .. } => match code {
-                401 => unauthorized(String::new()),
-                403 => OciError::Denied {
-                    reference,
-                    registry,
-                    credentials: self.credentials.clone(),
-                    message,
-                },
-                404 => OciError::NotFound {
-                    reference,
-                    message: format!("HTTP 404 {}", message.trim()),
-                },
-                _ => OciError::Registry {
-                    reference,
-                    registry,
-                    message: format!("HTTP {code}: {}", message.trim()),
-                },
-            },
+            OciDistributionError::ServerError { code, message, .. } => {
+                let kind = match code {
+                    401 => Refusal::Unauthorized,
+                    403 => Refusal::Denied,
+                    404 => Refusal::NotFound,
+                    _ => Refusal::Other,
+                };
+                let detail = match kind {
+                    Refusal::Unauthorized => String::new(),
+                    _ => format!("HTTP {code}: {}", message.trim()),
+                };
+                self.refusal(kind, detail)
+            }
             OciDistributionError::DigestError(oci_client::errors::DigestError::VerificationError {
                 expected,
                 actual,
@@ -626,6 +615,42 @@ impl Context {
             },
         }
     }
+
+    /// A refusal of the registry as ours; `detail` is the registry's words (for a 401, what is
+    /// added after the credentials).
+    fn refusal(&self, kind: Refusal, detail: String) -> OciError {
+        let (reference, registry) = (self.reference.to_string(), self.reference.registry.clone());
+        match kind {
+            Refusal::Unauthorized => OciError::Unauthorized {
+                reference,
+                registry,
+                credentials: format!("{}{detail}", self.credentials),
+            },
+            Refusal::Denied => OciError::Denied {
+                reference,
+                registry,
+                credentials: self.credentials.clone(),
+                message: detail,
+            },
+            Refusal::NotFound => OciError::NotFound {
+                reference,
+                message: detail,
+            },
+            Refusal::Other => OciError::Registry {
+                reference,
+                registry,
+                message: detail,
+            },
+        }
+    }
+}
+
+/// How the registry refused a request.
+enum Refusal {
+    Unauthorized,
+    Denied,
+    NotFound,
+    Other,
 }
 
 /// The error and its causes on one line.

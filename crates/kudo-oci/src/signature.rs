@@ -6,8 +6,8 @@
 //! payload (`{"critical":{"identity":{"docker-reference":"HOST/REPO"},"image":
 //! {"docker-manifest-digest":"sha256:HEX"},"type":"cosign container image signature"},
 //! "optional":…}`), and its annotation [`SIGNATURE_ANNOTATION`] holds the base64 of the ASN.1 DER
-//! ECDSA P-256 signature of the payload's SHA-256. Signing again adds a layer; cosign does the same,
-//! so signatures made by either tool verify with the other.
+//! ECDSA P-256 signature of the payload's SHA-256. Signing again adds a layer; cosign does the
+//! same, so signatures made by either tool verify with the other.
 //!
 //! Keys are ECDSA P-256: private keys as PKCS#8 (`BEGIN PRIVATE KEY`) or SEC1 (`BEGIN EC
 //! PRIVATE KEY`, what `openssl ecparam -genkey` writes) PEM, public keys as SubjectPublicKeyInfo
@@ -81,11 +81,7 @@ impl TrustedKey {
 
     /// Reads a public key file.
     pub fn load(path: &Path) -> Result<TrustedKey, OciError> {
-        let pem = std::fs::read_to_string(path).map_err(|e| OciError::io(path, e))?;
-        TrustedKey::from_pem(&path.display().to_string(), &pem).map_err(|message| OciError::Key {
-            path: path.to_path_buf(),
-            message,
-        })
+        read_key(path, TrustedKey::from_pem)
     }
 
     /// `sha256:` and the first 16 hex digits of the SHA-256 of the key's DER encoding.
@@ -97,6 +93,16 @@ impl TrustedKey {
     pub fn describe(&self) -> String {
         format!("{} ({})", self.name, self.fingerprint())
     }
+}
+
+/// Reads a PEM key file with `parse` (name, text); a refusal is an [`OciError::Key`] naming the
+/// file.
+fn read_key<T>(path: &Path, parse: impl FnOnce(&str, &str) -> Result<T, String>) -> Result<T, OciError> {
+    let pem = std::fs::read_to_string(path).map_err(|e| OciError::io(path, e))?;
+    parse(&path.display().to_string(), &pem).map_err(|message| OciError::Key {
+        path: path.to_path_buf(),
+        message,
+    })
 }
 
 fn fingerprint(key: &VerifyingKey) -> String {
@@ -140,11 +146,7 @@ impl PrivateKey {
 
     /// Reads a private key file.
     pub fn load(path: &Path) -> Result<PrivateKey, OciError> {
-        let pem = std::fs::read_to_string(path).map_err(|e| OciError::io(path, e))?;
-        PrivateKey::from_pem(&path.display().to_string(), &pem).map_err(|message| OciError::Key {
-            path: path.to_path_buf(),
-            message,
-        })
+        read_key(path, PrivateKey::from_pem)
     }
 
     /// A new random key.
@@ -349,7 +351,10 @@ fn check_layer<'k>(
         .iter()
         .find(|k| k.key.verify(&layer.payload, &sig).is_ok())
         .ok_or_else(|| {
-            other("does not verify with the trusted key(s): made with another key, or its payload or signature was altered")
+            other(
+                "does not verify with the trusted key(s): made with another key, or its payload or \
+                 signature was altered",
+            )
         })?;
     let v: serde_json::Value =
         serde_json::from_slice(&layer.payload).map_err(|_| other("signed, but the payload is not JSON"))?;

@@ -275,7 +275,8 @@ fn load(path: &Path) -> anyhow::Result<Package> {
     read_path(path).with_context(|| format!("failed to read package {}", path.display()))
 }
 
-/// A package for `package list`: a local path, a URL or a repository name, as `install` resolves it.
+/// A package for `package list`: a local path, a URL, an `oci://` artifact or a repository name,
+/// as `install` resolves it.
 fn load_listed(
     opts: &super::cluster::ClusterOpts,
     package: &str,

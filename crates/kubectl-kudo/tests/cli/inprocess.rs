@@ -216,6 +216,21 @@ fn repo_and_completion() {
     same_as_binary(&["completion", "bash"]);
 }
 
+/// Runs `args` in-process and through the binary, asserts both agree, and returns the run. The
+/// binary blocks, so it runs off the runtime (a server in this process keeps serving).
+async fn both(args: Vec<String>) -> Run {
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (run, _) = inprocess(&refs).await;
+    let bin = tokio::task::spawn_blocking({
+        let args = args.clone();
+        move || binary(&args.iter().map(String::as_str).collect::<Vec<_>>())
+    })
+    .await
+    .unwrap();
+    assert_eq!(run, bin, "in-process vs binary: {args:?}");
+    run
+}
+
 /// A cluster command against the embedded API server in this process: the CRDs and an operator
 /// installed in-process, then `get` and `plan status` compared with the real binary.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -244,19 +259,6 @@ async fn cluster_commands_against_the_embedded_api_server() {
     assert_eq!(run.code, ExitCode::SUCCESS, "{run:?}");
     assert!(run.out.contains("first-operator-instance created"), "{}", run.out);
 
-    // The binary blocks; run it off the runtime so the server keeps serving.
-    let both = |args: Vec<String>| async move {
-        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
-        let (run, _) = inprocess(&refs).await;
-        let bin = tokio::task::spawn_blocking({
-            let args = args.clone();
-            move || binary(&args.iter().map(String::as_str).collect::<Vec<_>>())
-        })
-        .await
-        .unwrap();
-        assert_eq!(run, bin, "in-process vs binary: {args:?}");
-        run
-    };
     let args = |a: &[&str]| {
         a.iter()
             .chain(&["--kubeconfig", kc])
@@ -303,18 +305,6 @@ async fn registry_commands_against_a_real_registry() {
     let dir = tempfile::tempdir().unwrap();
     let ca = reg.ca_file().display().to_string();
     let target = format!("oci://{}/inproc/first-operator", reg.addr);
-    let both = |args: Vec<String>| async move {
-        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
-        let (run, _) = inprocess(&refs).await;
-        let bin = tokio::task::spawn_blocking({
-            let args = args.clone();
-            move || binary(&args.iter().map(String::as_str).collect::<Vec<_>>())
-        })
-        .await
-        .unwrap();
-        assert_eq!(run, bin, "in-process vs binary: {args:?}");
-        run
-    };
     let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
     let pkg = repo().join("examples/first-operator");
     let run = both(args(&["package", "push", path(&pkg), &target, "--ca-file", &ca])).await;

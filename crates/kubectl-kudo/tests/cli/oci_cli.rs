@@ -1,9 +1,10 @@
 //! Packages in OCI registries through the real binary, against a real registry (the CNCF
 //! distribution registry of Debian's `docker-registry`, htpasswd auth, TLS from a test CA; see
-//! `kudo_testkit::registry`) and independent clients: `skopeo` (Debian) reads what `package push`
-//! writes, copies artifacts from an OCI layout and mirrors them; `oci_tools.py` (Python's urllib and
-//! `cryptography`, written from the published formats) pushes artifacts and cosign signatures of its
-//! own. Installs reach COMPLETE on the embedded cluster (`kubectl kudo dev`).
+//! `kudo_testkit::registry`) and independent clients: `skopeo` (Debian) reads what
+//! `package push` writes, copies artifacts from an OCI layout and mirrors them; `oci_tools.py`
+//! (Python's urllib and `cryptography`, written from the published formats) pushes artifacts and
+//! cosign signatures of its own. Installs reach COMPLETE on the embedded cluster
+//! (`kubectl kudo dev`).
 //!
 //! Without the registry, skopeo or Python's `cryptography` the tests print why and pass; under
 //! `CI=true` they fail instead (`.ci/run` installs all three).
@@ -119,32 +120,29 @@ impl Env {
 
     /// `kubectl-kudo ARGS` with `stdin`.
     fn kudo_stdin(&self, args: &[&str], stdin: &str) -> Output {
-        let mut child = self
-            .command("docker")
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
-        child.wait_with_output().unwrap()
+        with_stdin(self.command("docker").args(args), stdin)
+    }
+
+    /// `registry login ADDR -u kudo --password-stdin --ca-file CA`.
+    fn login_args(&self) -> Vec<String> {
+        let args = [
+            "registry",
+            "login",
+            &self.reg.addr,
+            "-u",
+            &self.reg.user,
+            "--password-stdin",
+            "--ca-file",
+        ];
+        let mut args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        args.push(self.ca());
+        args
     }
 
     fn login(&self) {
-        let o = self.kudo_stdin(
-            &[
-                "registry",
-                "login",
-                &self.reg.addr,
-                "-u",
-                &self.reg.user,
-                "--password-stdin",
-                "--ca-file",
-                &self.ca(),
-            ],
-            &format!("{}\n", self.reg.password),
-        );
+        let args = self.login_args();
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let o = self.kudo_stdin(&args, &format!("{}\n", self.reg.password));
         assert!(ok(o).starts_with(&format!("Login Succeeded: credentials for {}", self.reg.addr)));
     }
 
@@ -162,6 +160,42 @@ impl Env {
         ]);
         let v: serde_json::Value = serde_json::from_str(&ok(o)).unwrap();
         v["digest"].as_str().unwrap().to_string()
+    }
+
+    /// `package create examples/first-operator -d DIR`: the directory.
+    fn created_first_operator(&self) -> PathBuf {
+        let created = self.path("created");
+        let pkg = examples().join("first-operator");
+        ok(self.kudo(&[
+            "package",
+            "create",
+            pkg.to_str().unwrap(),
+            "-d",
+            created.to_str().unwrap(),
+        ]));
+        created
+    }
+
+    /// `package sign REF --key KEY --ca-file CA`.
+    fn sign(&self, pinned: &str, key: &Path) -> Output {
+        self.kudo(&[
+            "package",
+            "sign",
+            pinned,
+            "--key",
+            key.to_str().unwrap(),
+            "--ca-file",
+            &self.ca(),
+        ])
+    }
+
+    /// `package pull REF -d DEST --verify --key PUB --ca-file CA EXTRA…`.
+    fn pull_verified(&self, reference: &str, dest: &Path, public: &Path, extra: &[&str]) -> Output {
+        let ca = self.ca();
+        let mut args = vec!["package", "pull", reference, "-d", dest.to_str().unwrap()];
+        args.extend(["--verify", "--key", public.to_str().unwrap(), "--ca-file", &ca]);
+        args.extend(extra);
+        self.kudo(&args)
     }
 
     /// `python3 oci_tools.py ARGS` against the registry; its stdout.
@@ -192,10 +226,22 @@ impl Env {
     }
 }
 
+/// Runs `cmd` with `stdin` written to it.
+fn with_stdin(cmd: &mut Command, stdin: &str) -> Output {
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+    child.wait_with_output().unwrap()
+}
+
 /// A copy of examples/first-operator with another operatorVersion.
 fn first_operator_at(dir: &Path, version: &str) -> PathBuf {
     let to = dir.join(format!("first-operator-{version}"));
-    copy_dir(&examples().join("first-operator"), &to);
+    super::common::copy_dir(&examples().join("first-operator"), &to);
     let op = to.join("operator.yaml");
     let text = std::fs::read_to_string(&op).unwrap();
     assert!(text.contains("operatorVersion: 0.2.0"));
@@ -205,18 +251,6 @@ fn first_operator_at(dir: &Path, version: &str) -> PathBuf {
     )
     .unwrap();
     to
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        if e.path().is_dir() {
-            copy_dir(&e.path(), &to.join(e.file_name()));
-        } else {
-            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
-        }
-    }
 }
 
 fn kubectl_json(kubeconfig: &Path, args: &[&str]) -> serde_json::Value {
@@ -243,19 +277,9 @@ fn kudo_on(env: &Env, kubeconfig: &Path, args: &[&str]) -> Output {
 #[test]
 fn oci_push_sign_pull_and_install_verified_to_complete() {
     let Some(env) = Env::start() else { return };
-    let wrong = env.kudo_stdin(
-        &[
-            "registry",
-            "login",
-            &env.reg.addr,
-            "-u",
-            "kudo",
-            "--password-stdin",
-            "--ca-file",
-            &env.ca(),
-        ],
-        "not-the-password\n",
-    );
+    let login = env.login_args();
+    let login: Vec<&str> = login.iter().map(String::as_str).collect();
+    let wrong = env.kudo_stdin(&login, "not-the-password\n");
     fails(wrong, "401 Unauthorized (user \"kudo\" from the command line)");
     env.login();
     let config = std::fs::read_to_string(env.path("docker/config.json")).unwrap();
@@ -305,51 +329,18 @@ fn oci_push_sign_pull_and_install_verified_to_complete() {
     ok(env.kudo(&["package", "keygen", "-d", keys.to_str().unwrap()]));
     let (key, public) = (keys.join("kudo.key"), keys.join("kudo.pub"));
     let pinned = format!("{}@{digest}", env.oci("kudo/first-operator"));
-    let signed = ok(env.kudo(&[
-        "package",
-        "sign",
-        &pinned,
-        "--key",
-        key.to_str().unwrap(),
-        "--ca-file",
-        &env.ca(),
-    ]));
+    let signed = ok(env.sign(&pinned, &key));
     assert!(signed.starts_with(&format!("Signed {pinned} with ")), "{signed}");
-    let again = ok(env.kudo(&[
-        "package",
-        "sign",
-        &pinned,
-        "--key",
-        key.to_str().unwrap(),
-        "--ca-file",
-        &env.ca(),
-    ]));
+    let again = ok(env.sign(&pinned, &key));
     assert!(again.contains("already has this signature"), "{again}");
     let dest = env.path("pulled");
-    let pulled = ok(env.kudo(&[
-        "package",
-        "pull",
-        &format!("{}:0.2.0", env.oci("kudo/first-operator")),
-        "-d",
-        dest.to_str().unwrap(),
-        "--verify",
-        "--key",
-        public.to_str().unwrap(),
-        "--ca-file",
-        &env.ca(),
-    ]));
+    let tag = format!("{}:0.2.0", env.oci("kudo/first-operator"));
+    let pulled = ok(env.pull_verified(&tag, &dest, &public, &[]));
     assert!(
         pulled.contains(&format!("{pinned} (signature verified with ")),
         "{pulled}"
     );
-    let created = env.path("created");
-    ok(env.kudo(&[
-        "package",
-        "create",
-        examples().join("first-operator").to_str().unwrap(),
-        "-d",
-        created.to_str().unwrap(),
-    ]));
+    let created = env.created_first_operator();
     let name = "first-operator-1.7.9_0.2.0.tgz";
     assert_eq!(
         std::fs::read(dest.join(name)).unwrap(),
@@ -423,15 +414,7 @@ fn install_and_upgrade_verified(env: &Env, public: &Path, key: &Path, pinned: &s
         "is not signed: no cosign signature at sha256-",
     );
     let p3 = format!("{}@{d3}", env.oci("kudo/first-operator"));
-    ok(env.kudo(&[
-        "package",
-        "sign",
-        &p3,
-        "--key",
-        key.to_str().unwrap(),
-        "--ca-file",
-        &env.ca(),
-    ]));
+    ok(env.sign(&p3, key));
     args.extend(["--wait", "--wait-time", "120"]);
     let upgraded = ok(kudo_on(env, kc, &args));
     assert!(upgraded.contains("instance default/web updated"), "{upgraded}");
@@ -464,20 +447,8 @@ fn mirror_with_skopeo(env: &Env, public: &Path, digest: &str) {
         ]);
     }
     let dest = env.path("mirrored");
-    let pulled = ok(env.kudo(&[
-        "package",
-        "pull",
-        &format!("{}:0.2.0", env.oci("mirror/first-operator")),
-        "-d",
-        dest.to_str().unwrap(),
-        "--verify",
-        "--key",
-        public.to_str().unwrap(),
-        "--ca-file",
-        &env.ca(),
-        "-o",
-        "json",
-    ]));
+    let mirrored = format!("{}:0.2.0", env.oci("mirror/first-operator"));
+    let pulled = ok(env.pull_verified(&mirrored, &dest, public, &["-o", "json"]));
     let v: serde_json::Value = serde_json::from_str(&pulled).unwrap();
     assert_eq!(v["digest"], digest);
     assert!(
@@ -493,14 +464,7 @@ fn mirror_with_skopeo(env: &Env, public: &Path, digest: &str) {
 fn oci_artifacts_and_signatures_of_other_tools_install_and_bad_ones_are_refused() {
     let Some(env) = Env::start() else { return };
     env.login();
-    let created = env.path("created");
-    ok(env.kudo(&[
-        "package",
-        "create",
-        examples().join("first-operator").to_str().unwrap(),
-        "-d",
-        created.to_str().unwrap(),
-    ]));
+    let created = env.created_first_operator();
     let tgz = created.join("first-operator-1.7.9_0.2.0.tgz");
     let tgz = tgz.to_str().unwrap();
     let addr = env.reg.addr.as_str();
@@ -512,7 +476,8 @@ fn oci_artifacts_and_signatures_of_other_tools_install_and_bad_ones_are_refused(
         py.join("py.pub").display().to_string(),
     );
 
-    // Pushed by Python with our media types (its own config blob and annotations), signed by Python.
+    // Pushed by Python with our media types (its own config blob and annotations), signed by
+    // Python.
     let digest = env.tools(&["push-artifact", addr, "py/first-operator", "0.2.0", tgz]);
     env.tools(&["sign", addr, "py/first-operator", &digest, &py_key]);
     // Copied by skopeo from an OCI layout written by Python.
@@ -607,15 +572,7 @@ fn refusals(env: &Env, kc: &Path, signed_digest: &str, tgz: &str, py_key: &str, 
         try_install(&bad, py_pub),
         "is not signed: no cosign signature at sha256-",
     );
-    ok(env.kudo(&[
-        "package",
-        "sign",
-        &bad,
-        "--key",
-        other.join("kudo.key").to_str().unwrap(),
-        "--ca-file",
-        &env.ca(),
-    ]));
+    ok(env.sign(&bad, &other.join("kudo.key")));
     fails(
         try_install(&bad, py_pub),
         "does not verify with the trusted key(s): made with another key",
@@ -803,17 +760,7 @@ fn credential_helper(env: &Env, tag: &str) {
     std::fs::write(config.join("config.json"), r#"{"credsStore": "kudotest"}"#).unwrap();
     let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
     let run = |args: &[&str], stdin: &str| {
-        let mut child = env
-            .command("helper-docker")
-            .args(args)
-            .env("PATH", &path)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
-        child.wait_with_output().unwrap()
+        with_stdin(env.command("helper-docker").args(args).env("PATH", &path), stdin)
     };
     let dest = env.path("helper-pull");
     let pull = [
@@ -827,16 +774,8 @@ fn credential_helper(env: &Env, tag: &str) {
         "-w",
     ];
     fails(run(&pull, ""), "401 Unauthorized (no credentials)");
-    let login = [
-        "registry",
-        "login",
-        &env.reg.addr,
-        "-u",
-        "kudo",
-        "--password-stdin",
-        "--ca-file",
-        &env.ca(),
-    ];
+    let login = env.login_args();
+    let login: Vec<&str> = login.iter().map(String::as_str).collect();
     let o = ok(run(&login, &format!("{}\n", env.reg.password)));
     assert!(
         o.contains("stored in credential helper docker-credential-kudotest"),
@@ -907,65 +846,35 @@ fn oci_repositories_resolve_names_to_the_highest_version_tag() {
     fails(o, &format!("looks like \"{ns}\" cannot be reached"));
     let added = ok(env.kudo(&["repo", "add", "team", &ns, "--ca-file", &env.ca()]));
     assert_eq!(added, "\"team\" has been added to your repositories\n");
-    let schema = |extra: &[&str]| {
-        let mut args = vec![
-            "package",
-            "schema",
-            "first-operator",
-            "--repo",
-            "team",
-            "--ca-file",
-        ];
-        let ca = env.ca();
-        args.push(&ca);
+    let ca = env.ca();
+    let schema_of = |name: &str, extra: &[&str]| {
+        let mut args = vec!["package", "schema", name, "--repo", "team", "--ca-file", &ca];
         args.extend(extra);
-        let v: serde_json::Value = serde_json::from_str(&ok(env.kudo(&args))).unwrap();
+        env.kudo(&args)
+    };
+    let title = |extra: &[&str]| {
+        let v: serde_json::Value = serde_json::from_str(&ok(schema_of("first-operator", extra))).unwrap();
         v["title"].as_str().unwrap().to_string()
     };
-    assert_eq!(schema(&[]), "first-operator-1.7.9-0.10.0");
+    assert_eq!(title(&[]), "first-operator-1.7.9-0.10.0");
     assert_eq!(
-        schema(&["--operator-version", "0.9.0"]),
+        title(&["--operator-version", "0.9.0"]),
         "first-operator-1.7.9-0.9.0"
     );
-    let o = env.kudo(&[
-        "package",
-        "schema",
-        "first-operator",
-        "--repo",
-        "team",
-        "--ca-file",
-        &env.ca(),
-        "--operator-version",
-        "0.5.0",
-    ]);
     fails(
-        o,
+        schema_of("first-operator", &["--operator-version", "0.5.0"]),
         "no operator version found for first-operator with operator version 0.5.0 in repository \"team\"",
     );
-    let o = env.kudo(&[
-        "package",
-        "schema",
-        "nothing",
-        "--repo",
-        "team",
-        "--ca-file",
-        &env.ca(),
-    ]);
-    fails(o, "no operator version found for nothing in repository \"team\"");
+    fails(
+        schema_of("nothing", &[]),
+        "no operator version found for nothing in repository \"team\"",
+    );
     let public = env.path("keys/kudo.pub");
     ok(env.kudo(&["package", "keygen", "-d", env.path("keys").to_str().unwrap()]));
-    let o = env.kudo(&[
-        "package",
-        "schema",
-        "first-operator",
-        "--repo",
-        "team",
-        "--ca-file",
-        &env.ca(),
-        "--verify",
-        "--key",
-        public.to_str().unwrap(),
-    ]);
-    fails(o, "/team/first-operator@sha256:");
+    let verify = ["--verify", "--key", public.to_str().unwrap()];
+    fails(
+        schema_of("first-operator", &verify),
+        "/team/first-operator@sha256:",
+    );
     fails(env.kudo(&["search", "--repo", "team"]), "is an OCI registry");
 }
