@@ -9,7 +9,7 @@ use kudo_oci::{
     DockerConfig, OciError, OciRef, PrivateKey, Registry, RegistryOptions, TrustPolicy, TrustedKey,
     Verification,
 };
-use kudo_testkit::registry::{Setup, TestRegistry};
+use kudo_testkit::registry::{Auth, Setup, TestRegistry};
 
 fn first_operator() -> kudo_package::Package {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/first-operator");
@@ -93,7 +93,7 @@ async fn pull_package_resolves_verifies_and_reads_in_one_call() {
 async fn plain_http_only_when_asked() {
     let Some(reg) = TestRegistry::start(Setup {
         tls: false,
-        auth: false,
+        auth: Auth::None,
     }) else {
         return;
     };
@@ -115,4 +115,47 @@ async fn plain_http_only_when_asked() {
         .unwrap();
     let pulled = plain.pull_package(&target, &TrustPolicy::None).await.unwrap();
     assert_eq!(pulled.digest, pushed.digest);
+}
+
+/// The distribution token flow: `401` with `WWW-Authenticate: Bearer`, a token from the token
+/// service for the user's credentials, the request again with it; wrong credentials are refused
+/// by the token service, and the error says so.
+#[tokio::test]
+async fn the_token_flow_gets_a_token_for_the_credentials() {
+    let Some(reg) = TestRegistry::start(Setup {
+        tls: true,
+        auth: Auth::Token,
+    }) else {
+        return;
+    };
+    let client = Registry::new(options(&reg, true)).unwrap();
+    let target = OciRef::parse(&format!("oci://{}/token/first-operator:0.2.0", reg.addr)).unwrap();
+    let pushed = client
+        .push_package(&first_operator(), &target, "1970-01-01T00:00:00Z")
+        .await
+        .unwrap();
+    let pulled = client.pull_package(&target, &TrustPolicy::None).await.unwrap();
+    assert_eq!(pulled.digest, pushed.digest);
+    client.check_access(&reg.addr).await.unwrap();
+
+    let stale = format!(
+        r#"{{"auths": {{"{}": {{"auth": "{}"}}}}}}"#,
+        reg.addr,
+        base64_auth("kudo:old")
+    );
+    let wrong = Registry::new(RegistryOptions {
+        docker_config: Some(DockerConfig::parse(stale.as_bytes(), None).unwrap()),
+        ..options(&reg, false)
+    })
+    .unwrap();
+    let e = wrong
+        .pull_package(&target, &TrustPolicy::None)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("401 Unauthorized (user \"kudo\" from the Docker config; the token service said:"),
+        "{e}"
+    );
+    assert!(wrong.check_access(&reg.addr).await.is_err());
 }

@@ -295,10 +295,10 @@ async fn cluster_commands_against_the_embedded_api_server() {
 /// same digest both ways, a signature already there, a pull, and the errors.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn registry_commands_against_a_real_registry() {
-    use kudo_testkit::registry::{Setup, TestRegistry};
+    use kudo_testkit::registry::{Auth, Setup, TestRegistry};
     let Some(reg) = TestRegistry::start(Setup {
         tls: true,
-        auth: false,
+        auth: Auth::None,
     }) else {
         return;
     };

@@ -6,7 +6,8 @@
 //! real one is right.
 //!
 //! [`registry`] starts the CNCF distribution registry (Debian's `docker-registry`) on loopback
-//! with htpasswd auth and TLS from a CA made for the test.
+//! with htpasswd auth or the token flow (a token service of the test's), and TLS from a CA made
+//! for the test.
 
 pub mod real_cluster {
     use std::path::{Path, PathBuf};

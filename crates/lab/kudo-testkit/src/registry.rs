@@ -1,7 +1,9 @@
 //! A real OCI registry for tests: the CNCF distribution registry (`/usr/bin/docker-registry`,
-//! Debian's `docker-registry`), started on `127.0.0.1` with htpasswd (bcrypt) authentication and
-//! a TLS certificate from a CA made for the test (`openssl`, `htpasswd`), storage in a temporary
-//! directory, and stopped when the [`TestRegistry`] is dropped.
+//! Debian's `docker-registry`), started on `127.0.0.1` with htpasswd (bcrypt) authentication, or
+//! with the token flow against a token service of the test's (`token_server.py`: ES256 JWTs from
+//! Python's `cryptography`), and a TLS certificate from a CA made for the test (`openssl`,
+//! `htpasswd`), storage in a temporary directory, all stopped when the [`TestRegistry`] is
+//! dropped.
 //!
 //! Where the registry is not installed, [`TestRegistry::start`] prints why the test does not run
 //! and returns `None`; under `CI=true` it panics instead (`.ci/run` installs it).
@@ -19,15 +21,27 @@ pub const REGISTRY_BIN: &str = "/usr/bin/docker-registry";
 pub struct Setup {
     /// Serve HTTPS with the test CA's certificate (else plain HTTP).
     pub tls: bool,
-    /// Require the htpasswd user (else anonymous access).
-    pub auth: bool,
+    /// Who may pull and push.
+    pub auth: Auth,
+}
+
+/// The registry's authentication.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Auth {
+    /// Anonymous access.
+    None,
+    /// Basic auth against an htpasswd file (`401` with `WWW-Authenticate: Basic`).
+    Htpasswd,
+    /// The token flow (`401` with `WWW-Authenticate: Bearer realm=…`): tokens from a token service
+    /// that checks the user's password.
+    Token,
 }
 
 impl Default for Setup {
     fn default() -> Setup {
         Setup {
             tls: true,
-            auth: true,
+            auth: Auth::Htpasswd,
         }
     }
 }
@@ -35,6 +49,7 @@ impl Default for Setup {
 /// A running registry; killed and its files removed on drop.
 pub struct TestRegistry {
     child: Child,
+    token_service: Option<Child>,
     dir: tempfile::TempDir,
     /// `127.0.0.1:PORT`.
     pub addr: String,
@@ -46,8 +61,10 @@ pub struct TestRegistry {
 
 impl Drop for TestRegistry {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        for child in std::iter::once(&mut self.child).chain(self.token_service.as_mut()) {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
     }
 }
 
@@ -55,17 +72,27 @@ fn in_ci() -> bool {
     std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
 }
 
-/// Whether the tools are installed; the reason when not (a panic under CI).
-pub fn available() -> bool {
-    let missing: Vec<&str> = [REGISTRY_BIN, "/usr/bin/htpasswd", "/usr/bin/openssl"]
+/// Whether the tools `setup` needs are installed; the reason when not (a panic under CI).
+pub fn available(setup: Setup) -> bool {
+    let mut missing: Vec<&str> = [REGISTRY_BIN, "/usr/bin/htpasswd", "/usr/bin/openssl"]
         .into_iter()
         .filter(|p| !Path::new(p).exists())
         .collect();
+    let crypto = || {
+        Command::new("python3")
+            .args(["-c", "import cryptography"])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    if setup.auth == Auth::Token && !crypto() {
+        missing.push("Python's cryptography");
+    }
     if missing.is_empty() {
         return true;
     }
     let msg = format!(
-        "{} not installed (apt-get install docker-registry apache2-utils openssl; .ci/run does)",
+        "{} not installed (apt-get install docker-registry apache2-utils openssl; pip install \
+         cryptography; .ci/run does)",
         missing.join(", ")
     );
     if in_ci() {
@@ -142,6 +169,55 @@ fn make_certificates(dir: &Path) {
     std::fs::copy(p("ca.crt"), p("certs.d/ca.crt")).unwrap();
 }
 
+/// The `service` and `issuer` of the token flow's JWTs.
+const TOKEN_SERVICE: &str = "kudo-test-registry";
+const TOKEN_ISSUER: &str = "kudo-test-token-service";
+
+/// Starts `token_server.py` with an issuer certificate made here; returns it and its realm URL.
+fn start_token_service(d: &Path, user: &str, password: &str) -> (Child, String) {
+    run(Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+        ])
+        .args(["-days", "2", "-subj", "/CN=kudo-rs test token issuer"])
+        .arg("-keyout")
+        .arg(d.join("token.key"))
+        .arg("-out")
+        .arg(d.join("token.crt")));
+    let script = d.join("token_server.py");
+    std::fs::write(&script, include_str!("token_server.py")).unwrap();
+    let port_file = d.join("token.port");
+    let log = std::fs::File::create(d.join("token.log")).unwrap();
+    let child = Command::new("python3")
+        .arg(&script)
+        .arg(&port_file)
+        .arg(d.join("token.key"))
+        .arg(d.join("token.crt"))
+        .args([TOKEN_ISSUER, user, password])
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().unwrap())
+        .stderr(log)
+        .spawn()
+        .expect("start the token service (python3)");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !port_file.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "the token service did not start: {}",
+            std::fs::read_to_string(d.join("token.log")).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let port = std::fs::read_to_string(&port_file).unwrap();
+    (child, format!("http://127.0.0.1:{}/token", port.trim()))
+}
+
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -153,7 +229,7 @@ fn free_port() -> u16 {
 impl TestRegistry {
     /// Starts a registry set up as `setup`; `None` (after printing why) when it is not installed.
     pub fn start(setup: Setup) -> Option<TestRegistry> {
-        if !available() {
+        if !available(setup) {
             return None;
         }
         let mut dir = tempfile::tempdir().unwrap();
@@ -172,15 +248,28 @@ impl TestRegistry {
                 d.join("server.key").display()
             ));
         }
-        if setup.auth {
-            run(Command::new("htpasswd")
-                .args(["-Bbc"])
-                .arg(d.join("htpasswd"))
-                .args([&user, &password]));
-            config.push_str(&format!(
-                "auth:\n  htpasswd:\n    realm: kudo-test\n    path: {}\n",
-                d.join("htpasswd").display()
-            ));
+        let mut token_service = None;
+        match setup.auth {
+            Auth::None => {}
+            Auth::Htpasswd => {
+                run(Command::new("htpasswd")
+                    .args(["-Bbc"])
+                    .arg(d.join("htpasswd"))
+                    .args([&user, &password]));
+                config.push_str(&format!(
+                    "auth:\n  htpasswd:\n    realm: kudo-test\n    path: {}\n",
+                    d.join("htpasswd").display()
+                ));
+            }
+            Auth::Token => {
+                let (child, realm) = start_token_service(d, &user, &password);
+                token_service = Some(child);
+                config.push_str(&format!(
+                    "auth:\n  token:\n    realm: {realm}\n    service: {TOKEN_SERVICE}\n    issuer: \
+                     {TOKEN_ISSUER}\n    rootcertbundle: {}\n",
+                    d.join("token.crt").display()
+                ));
+            }
         }
         // A port taken between choosing and binding makes the registry exit: try a few.
         for _ in 0..5 {
@@ -197,6 +286,7 @@ impl TestRegistry {
                 .expect("start docker-registry");
             let mut reg = TestRegistry {
                 child,
+                token_service: token_service.take(),
                 dir,
                 addr: format!("127.0.0.1:{port}"),
                 user: user.clone(),
@@ -205,6 +295,7 @@ impl TestRegistry {
             if reg.wait_listening() {
                 return Some(reg);
             }
+            token_service = reg.token_service.take();
             dir = take_dir(&mut reg);
         }
         panic!("docker-registry did not start on a free port (see its log above)");
