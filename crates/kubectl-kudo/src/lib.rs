@@ -60,12 +60,15 @@ pub enum Command {
     Plan(cmd::plan::PlanArgs),
     /// List installed operators, operator versions and instances.
     Get(cmd::get::GetArgs),
-    /// Create, verify, list and render operator packages (offline).
+    /// Create, verify, list and render operator packages (offline); push, pull and sign them in OCI
+    /// registries.
     Package(cmd::package::PackageArgs),
     /// Render Go templates (text/template + Sprig) exactly as KUDO does.
     Template(cmd::template::TemplateArgs),
-    /// Manage operator repositories (index files of package tarballs).
+    /// Manage operator repositories (index files of package tarballs, or OCI registries).
     Repo(cmd::repo::RepoArgs),
+    /// Log in to and out of OCI registries (credentials in the Docker config file).
+    Registry(cmd::registry::RegistryArgs),
     /// Run kuttl-style operator tests against the embedded cluster or a kubeconfig's cluster.
     Test(cmd::test::TestArgs),
     /// Run the KUDO manager (the controller executing Instances' plans) until stopped.
@@ -138,14 +141,16 @@ impl From<anyhow::Error> for CliError {
 }
 
 impl Command {
-    /// Whether the command talks to a cluster (or runs one) and so needs a tokio runtime; the
-    /// offline commands (`package`, `template`, `repo`, `search`, `completion`, `version`) do
-    /// blocking IO only and the binary runs them without one.
+    /// Whether the command talks to a cluster or registry (or runs a cluster) and so needs a tokio
+    /// runtime; the offline commands (`package` but push/pull/sign, `template`, `repo`, `search`,
+    /// `completion`, `version`) do blocking IO only and the binary runs them without one.
     pub fn needs_runtime(&self) -> bool {
+        if let Command::Package(p) = self {
+            return p.command.needs_runtime();
+        }
         !matches!(
             self,
             Command::Template(_)
-                | Command::Package(_)
                 | Command::Version(_)
                 | Command::Repo(_)
                 | Command::Search(_)
@@ -161,7 +166,8 @@ pub async fn run(cli: Cli, io: &mut Io<'_>) -> Result<(), CliError> {
     let cluster = &cli.cluster;
     let code = match cli.command {
         Command::Template(args) => cmd::template::run(args, io),
-        Command::Package(args) => cmd::package::run(cluster, args, io),
+        Command::Package(args) => cmd::package::run(cluster, args, io).await,
+        Command::Registry(args) => cmd::registry::run(cluster, args, io).await,
         Command::Version(args) => cmd::version::run(args, io),
         Command::Repo(args) => cmd::repo::run(cluster, args, io),
         Command::Search(args) => cmd::repo::search(cluster, args, io),

@@ -6,10 +6,11 @@ use std::collections::BTreeMap;
 
 use kudo_api::{Instance, Operator, OperatorVersion};
 use kudo_package::resources::{ConvertOptions, to_resources};
-use kudo_repo::Dependencies;
+use kudo_repo::{Dependencies, Source};
 
 use crate::checks::{check_autopilot_kinds, check_autopilot_rules, check_values};
 use crate::cluster::{Cluster, KudoKind};
+use crate::provenance;
 use crate::sensitive::{self, Split};
 use crate::typed_api::{self, AppliedCrd};
 use crate::{Error, Event, Progress, Result};
@@ -18,6 +19,8 @@ use crate::{Error, Event, Progress, Result};
 pub struct InstallRequest {
     /// The package.
     pub package: kudo_package::Package,
+    /// Where it came from (an OCI artifact is recorded on its OperatorVersion).
+    pub source: Source,
     /// Its resolved `KudoOperator` dependencies, installed first.
     pub dependencies: Dependencies,
     /// The Instance name (default: `<operator>-instance`).
@@ -121,8 +124,14 @@ pub async fn install(
     }
     install_dependencies(cluster, &req.dependencies, progress).await?;
     req.dependencies.pin(&mut res.operator_version);
-    (out.operator_created, out.operator_version_created) =
-        install_operator_and_version(cluster, &res.operator, &res.operator_version, progress).await?;
+    (out.operator_created, out.operator_version_created) = install_operator_and_version(
+        cluster,
+        &res.operator,
+        &mut res.operator_version,
+        &req.source,
+        progress,
+    )
+    .await?;
     if let Some(planned) = typed {
         out.typed_crd = Some(typed_api::apply(cluster, &res.operator_version, planned, progress).await?);
     }
@@ -166,19 +175,31 @@ pub(crate) async fn install_dependencies(
             source,
         })?;
         deps.pin(&mut res.operator_version);
-        install_operator_and_version(cluster, &res.operator, &res.operator_version, progress).await?;
+        install_operator_and_version(
+            cluster,
+            &res.operator,
+            &mut res.operator_version,
+            &dep.source,
+            progress,
+        )
+        .await?;
     }
     Ok(())
 }
 
-/// Creates the Operator unless it exists, and the OperatorVersion unless it exists, reporting
-/// each; returns which of the two were created.
+/// Creates the Operator unless it exists, and the OperatorVersion (annotated with its `source`)
+/// unless it exists, reporting each; returns which of the two were created.
 async fn install_operator_and_version(
     cluster: &Cluster,
     op: &Operator,
-    ov: &OperatorVersion,
+    ov: &mut OperatorVersion,
+    source: &Source,
     progress: &mut dyn Progress,
 ) -> Result<(bool, bool)> {
+    let existing = existing_operator_version(cluster, ov).await?;
+    if let Some(existing) = &existing {
+        provenance::check_existing(existing, source)?;
+    }
     let op_missing = cluster
         .get::<Operator>(KudoKind::Operator, &op.metadata.name)
         .await?
@@ -190,8 +211,9 @@ async fn install_operator_and_version(
             name: &op.metadata.name,
         })?;
     }
+    provenance::annotate(ov, source);
     let name = &ov.metadata.name;
-    let ov_exists = operator_version_exists(cluster, ov).await?;
+    let ov_exists = existing.is_some();
     if ov_exists {
         progress.report(Event::AlreadyInstalled {
             kind: KudoKind::OperatorVersion,
@@ -207,14 +229,16 @@ async fn install_operator_and_version(
     Ok((op_missing, !ov_exists))
 }
 
-/// Whether the OperatorVersion exists, by object name.
-pub(crate) async fn operator_version_exists(cluster: &Cluster, ov: &OperatorVersion) -> Result<bool> {
+/// The installed OperatorVersion of `ov`'s name, if any.
+pub(crate) async fn existing_operator_version(
+    cluster: &Cluster,
+    ov: &OperatorVersion,
+) -> Result<Option<OperatorVersion>> {
     // By object name, which includes the appVersion: KUDO compared only operatorVersion and silently
     // skipped a new appVersion (kudo-behaviour.md §4.13).
-    Ok(cluster
+    cluster
         .get::<OperatorVersion>(KudoKind::OperatorVersion, &ov.metadata.name)
-        .await?
-        .is_some())
+        .await
 }
 
 /// What `install` checks before creating an Instance: its parameters (required ones included)

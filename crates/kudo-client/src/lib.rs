@@ -13,6 +13,7 @@ pub mod cluster;
 mod error;
 pub mod install;
 pub mod plan;
+mod provenance;
 pub mod sensitive;
 pub mod typed_api;
 pub mod uninstall;

@@ -6,12 +6,13 @@ use std::collections::BTreeMap;
 
 use kudo_api::{ExecutionStatus, Instance, InstanceSpec, OperatorVersion};
 use kudo_package::resources::{ConvertOptions, to_resources};
-use kudo_repo::Dependencies;
+use kudo_repo::{Dependencies, Source};
 
 use crate::checks::{check_values, merged_values, refuse_denied};
 use crate::cluster::{Cluster, KudoKind};
-use crate::install::{install_dependencies, operator_version_exists};
+use crate::install::{existing_operator_version, install_dependencies};
 use crate::plan::{trigger_plan, trigger_spec};
+use crate::provenance;
 use crate::typed_api::{self, AppliedCrd};
 use crate::wait::PreviousRuns;
 use crate::{Error, Event, Progress, Result};
@@ -20,6 +21,8 @@ use crate::{Error, Event, Progress, Result};
 pub struct UpgradeRequest {
     /// The new package version.
     pub package: kudo_package::Package,
+    /// Where it came from (an OCI artifact is recorded on its OperatorVersion).
+    pub source: Source,
     /// Its resolved dependencies, installed first.
     pub dependencies: Dependencies,
     /// The Instance, in the cluster's namespace.
@@ -62,6 +65,7 @@ pub struct NewVersion {
     /// The Instance spec after the upgrade.
     pub proposed: InstanceSpec,
     values: BTreeMap<String, String>,
+    source: Source,
     dependencies: Dependencies,
     allow_breaking_changes: bool,
 }
@@ -115,6 +119,7 @@ pub async fn prepare(cluster: &Cluster, req: UpgradeRequest) -> Result<PreparedU
         },
     )?;
     req.dependencies.pin(&mut res.operator_version);
+    provenance::annotate(&mut res.operator_version, &req.source);
     let new_ov = res.operator_version;
     check_order(&req.instance, &current, &new_ov)?;
     if new_ov.metadata.name == current.metadata.name {
@@ -140,6 +145,7 @@ pub async fn prepare(cluster: &Cluster, req: UpgradeRequest) -> Result<PreparedU
         new_ov,
         proposed,
         values: req.values,
+        source: req.source,
         dependencies: req.dependencies,
         allow_breaking_changes: req.allow_breaking_changes,
     })))
@@ -215,8 +221,12 @@ async fn apply_new_version(
     let previous = PreviousRuns::of(&n.instance);
     refuse_denied(&n.instance, &n.proposed, &n.current, &n.new_ov)?;
     let typed = typed_api::check(cluster, &n.new_ov, n.allow_breaking_changes).await?;
+    let existing = existing_operator_version(cluster, &n.new_ov).await?;
+    if let Some(existing) = &existing {
+        provenance::check_existing(existing, &n.source)?;
+    }
     install_dependencies(cluster, &n.dependencies, progress).await?;
-    let created = !operator_version_exists(cluster, &n.new_ov).await?;
+    let created = existing.is_none();
     if created {
         cluster.create(KudoKind::OperatorVersion, &n.new_ov).await?;
         progress.report(Event::Created {

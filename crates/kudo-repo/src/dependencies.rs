@@ -107,7 +107,7 @@ fn anchor(source: &Source) -> Option<PathBuf> {
                 Some(p.parent().map(Path::to_path_buf).unwrap_or_default())
             }
         }
-        Source::Url(_) | Source::Repository { .. } => None,
+        Source::Url(_) | Source::Repository { .. } | Source::Oci { .. } => None,
     }
 }
 

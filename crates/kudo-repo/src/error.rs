@@ -58,6 +58,9 @@ pub enum RepoError {
     /// The tarball was fetched but is not a valid package.
     #[error(transparent)]
     Package(#[from] kudo_package::PackageError),
+    /// A registry refused, or sent something that is not a (trusted) package.
+    #[error(transparent)]
+    Oci(Box<kudo_oci::OciError>),
 }
 
 impl RepoError {

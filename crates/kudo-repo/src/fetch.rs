@@ -81,6 +81,8 @@ pub struct Fetcher {
     agent: ureq::Agent,
     pub max_index_bytes: u64,
     pub max_package_bytes: u64,
+    /// How OCI registries are reached and what their packages must satisfy.
+    pub oci: crate::oci::OciSettings,
 }
 
 impl Default for Fetcher {
@@ -100,6 +102,13 @@ impl Fetcher {
             agent: config.into(),
             max_index_bytes: DEFAULT_MAX_INDEX_BYTES,
             max_package_bytes: DEFAULT_MAX_PACKAGE_BYTES,
+            oci: crate::oci::OciSettings {
+                registry: kudo_oci::RegistryOptions {
+                    timeout: Some(timeout),
+                    ..Default::default()
+                },
+                policy: Default::default(),
+            },
         }
     }
 

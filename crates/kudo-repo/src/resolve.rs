@@ -1,5 +1,7 @@
 //! Turning what a user typed after `install`/`upgrade` into a package, in KUDO's order: a local
-//! path, then an http(s) URL of a tarball, then an operator name looked up in a repository.
+//! path, then an http(s) URL of a tarball, then an operator name looked up in a repository; before
+//! all of them an `oci://` reference (kudo-rs extension). A repository is an index of tarballs or
+//! an OCI repository namespace (`crate::oci`).
 
 use std::path::Path;
 
@@ -21,12 +23,36 @@ pub struct Request<'a> {
     pub operator_version: Option<&'a str>,
 }
 
-/// Where a package came from, for messages.
+/// Where a package came from, for messages (and, for OCI artifacts, for the OperatorVersion's
+/// annotations: [`Source::operator_version_annotations`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Source {
     Local(String),
     Url(String),
-    Repository { repo: String, url: String },
+    Repository {
+        repo: String,
+        url: String,
+    },
+    /// An OCI artifact.
+    Oci {
+        /// The reference as asked for (by tag or digest).
+        requested: String,
+        /// The same artifact by digest (`oci://HOST/REPO@sha256:…`).
+        pinned: String,
+        /// What the trust policy found.
+        verification: kudo_oci::Verification,
+    },
+}
+
+/// Refuses a package that cannot carry a signature when the trust policy asks for one.
+fn require_unsigned_allowed(fetcher: &Fetcher, what: &str) -> Result<(), RepoError> {
+    if fetcher.oci.policy.requires_signature() {
+        return Err(RepoError::Config(format!(
+            "{what} cannot be verified: a signature is required, and signatures are checked on OCI \
+             artifacts (oci://…) only"
+        )));
+    }
+    Ok(())
 }
 
 /// True when `arg` is meant as a local package: it contains a path separator, or it names an
@@ -62,6 +88,9 @@ pub fn resolve(
     if arg.is_empty() {
         return Err(RepoError::Config("no package given".into()));
     }
+    if kudo_oci::is_oci(arg) {
+        return crate::oci::pull(arg, fetcher);
+    }
     if !is_http(arg) && looks_local(arg) {
         let path = Path::new(arg);
         if !path.exists() {
@@ -69,9 +98,11 @@ pub fn resolve(
                 "package {arg} not found: no such file or directory (operator names contain no '/')"
             )));
         }
+        require_unsigned_allowed(fetcher, &format!("the local package {arg}"))?;
         return Ok((kudo_package::read_path(path)?, Source::Local(arg.into())));
     }
     if is_http(arg) {
+        require_unsigned_allowed(fetcher, arg)?;
         let loc = Location::parse(arg)?;
         let data = fetcher.bytes(&loc, fetcher.max_package_bytes)?;
         let pkg = kudo_package::reader::read_tgz(data.as_slice(), arg)?;
@@ -79,6 +110,17 @@ pub fn resolve(
     }
     let config = RepositoryConfig::load(home)?;
     let entry = config.current(req.repo)?;
+    let filter = VersionFilter {
+        app_version: req.app_version,
+        operator_version: req.operator_version,
+    };
+    if kudo_oci::is_oci(&entry.url) {
+        return crate::oci::resolve_in_registry(&entry.name, &entry.url, arg, filter, fetcher);
+    }
+    require_unsigned_allowed(
+        fetcher,
+        &format!("{arg} from the repository index {:?}", entry.name),
+    )?;
     let base = Location::parse(&entry.url)?;
     let index = fetcher.index(&base).map_err(|e| match e {
         RepoError::Parse { .. } | RepoError::TooLarge { .. } => e,
@@ -87,10 +129,6 @@ pub fn resolve(
             entry.name
         )),
     })?;
-    let filter = VersionFilter {
-        app_version: req.app_version,
-        operator_version: req.operator_version,
-    };
     let pv = index.find(arg, filter).map_err(|e| match e {
         RepoError::NotFound(m) => RepoError::NotFound(format!("{m} in repository {:?}", entry.name)),
         other => other,

@@ -16,10 +16,10 @@ use kudo_client::upgrade::{PreparedUpgrade, UpgradeRequest, Upgraded};
 use kudo_client::wait::{PreviousRuns, WaitOutcome, wait_for_plan};
 use kudo_client::{Event, Progress, install, uninstall, update, upgrade};
 use kudo_package::params;
-use kudo_repo::Dependencies;
 
 use super::cluster::{ClusterOpts, connect};
 use super::preview::{self, Change, DryRunOpts};
+use super::repo::Resolved;
 use crate::Io;
 
 /// Parameter flags shared by install/update/upgrade.
@@ -109,10 +109,11 @@ pub struct WaitOpts {
 
 #[derive(Args, Debug)]
 #[command(
-    after_help = "Examples:\n  kubectl kudo install ./operator\n  kubectl kudo install ./galera -p NODE_COUNT=5 --instance db --wait\n  kubectl kudo install galera-10.5.3_0.1.0.tgz -P values.yaml -n databases --create-namespace\n  kubectl kudo install galera --in-cluster --instance galera-2   # from the installed OperatorVersions\n  kubectl kudo install ./galera -n tenant-a --service-account galera-deployer"
+    after_help = "Examples:\n  kubectl kudo install ./operator\n  kubectl kudo install ./galera -p NODE_COUNT=5 --instance db --wait\n  kubectl kudo install galera-10.5.3_0.1.0.tgz -P values.yaml -n databases --create-namespace\n  kubectl kudo install galera --in-cluster --instance galera-2   # from the installed OperatorVersions\n  kubectl kudo install ./galera -n tenant-a --service-account galera-deployer\n  kubectl kudo install oci://registry.example.com/operators/galera:0.1.0 --verify --key cosign.pub"
 )]
 pub struct InstallArgs {
-    /// The package: a directory, a .tgz file, an http(s) URL of a .tgz, or a name in a repository.
+    /// The package: a directory, a .tgz file, an http(s) URL of a .tgz, an
+    /// oci://HOST/REPO[:TAG|@sha256:…] artifact, or a name in a repository.
     pub package: String,
     #[command(flatten)]
     pub source: super::repo::PackageSourceOpts,
@@ -167,7 +168,8 @@ pub struct UpdateArgs {
     after_help = "Examples:\n  kubectl kudo upgrade ./galera-v2 --instance galera-instance\n  kubectl kudo upgrade galera-10.5.4_0.2.0.tgz --instance db -p NEW_PARAM=x --wait"
 )]
 pub struct UpgradeArgs {
-    /// The new package version: a directory, a .tgz file, an http(s) URL, or a repository name.
+    /// The new package version: a directory, a .tgz file, an http(s) URL, an oci:// artifact, or a
+    /// repository name.
     pub package: String,
     #[command(flatten)]
     pub source: super::repo::PackageSourceOpts,
@@ -198,24 +200,37 @@ pub struct UninstallArgs {
     pub wait: WaitOpts,
 }
 
-/// Resolves a package argument as KUDO did: local path, then URL, then repository name, and its
-/// operator dependencies. Resolution may download, so it runs off the async runtime.
+/// Resolves a package argument as KUDO did (local path, then URL, then repository name; an
+/// `oci://` artifact first), and its operator dependencies; prints the digest of an OCI artifact
+/// and what its verification found. Resolution may download, so it runs off the async runtime.
 async fn load_package(
     opts: &ClusterOpts,
     package: &str,
     source: &super::repo::PackageSourceOpts,
-) -> Result<(kudo_package::Package, Dependencies)> {
+    io: &mut Io<'_>,
+) -> Result<Resolved> {
     let (opts, package, source) = (opts.clone(), package.to_string(), source.clone());
-    tokio::task::spawn_blocking(move || {
-        super::repo::resolve_package_with_dependencies(
-            &opts,
-            &package,
-            source.repo.as_deref(),
-            source.app_version.as_deref(),
-            source.operator_version.as_deref(),
-        )
+    let resolved = tokio::task::spawn_blocking(move || {
+        super::repo::resolve_package_with_dependencies(&opts, &package, &source)
     })
-    .await?
+    .await??;
+    let oci =
+        std::iter::once(&resolved.source).chain(resolved.dependencies.packages.iter().map(|d| &d.source));
+    for src in oci {
+        if let kudo_repo::Source::Oci {
+            requested,
+            pinned,
+            verification,
+        } = src
+        {
+            writeln!(
+                io.out,
+                "{}",
+                super::oci::describe_pull(requested, pinned, verification)
+            )?;
+        }
+    }
+    Ok(resolved)
 }
 
 /// Prints what an operation writes as it writes it, in KUDO's words.
@@ -244,12 +259,13 @@ pub async fn install(opts: &ClusterOpts, args: InstallArgs, io: &mut Io<'_>) -> 
     if args.in_cluster {
         return install_in_cluster(opts, args, io).await;
     }
-    let (package, dependencies) = load_package(opts, &args.package, &args.source).await?;
+    let resolved = load_package(opts, &args.package, &args.source, io).await?;
     let values = args.params.values()?;
     let cluster = connect(opts).await?;
     let req = InstallRequest {
-        package,
-        dependencies,
+        package: resolved.package,
+        source: resolved.source,
+        dependencies: resolved.dependencies,
         instance: args.instance.clone(),
         values,
         parameter_secrets: args.params.parameter_secrets.clone(),
@@ -344,12 +360,13 @@ pub async fn update(opts: &ClusterOpts, args: UpdateArgs, io: &mut Io<'_>) -> Re
 /// previews, else it writes and the outcome is printed.
 pub async fn upgrade(opts: &ClusterOpts, args: UpgradeArgs, io: &mut Io<'_>) -> Result<ExitCode> {
     preview::refuse_wait(&args.dry_run, args.wait.wait)?;
-    let (package, dependencies) = load_package(opts, &args.package, &args.source).await?;
+    let resolved = load_package(opts, &args.package, &args.source, io).await?;
     let values = args.params.values()?;
     let cluster = connect(opts).await?;
     let req = UpgradeRequest {
-        package,
-        dependencies,
+        package: resolved.package,
+        source: resolved.source,
+        dependencies: resolved.dependencies,
         instance: args.instance.clone(),
         values,
         parameter_secrets: args.params.parameter_secrets.clone(),

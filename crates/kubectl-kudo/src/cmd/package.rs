@@ -1,4 +1,5 @@
-//! `kubectl kudo package …`: scaffold, list, verify, pack and render operator packages, offline.
+//! `kubectl kudo package …`: scaffold, list, verify, pack and render operator packages, offline;
+//! push, pull and sign them in OCI registries (`cmd/oci.rs`).
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -124,6 +125,105 @@ pub enum PackageCommand {
         #[arg(long, value_name = "X.Y")]
         kubernetes_version: Option<String>,
     },
+    #[command(flatten)]
+    Oci(OciCommand),
+}
+
+impl PackageCommand {
+    /// Whether the command talks to a registry (and so needs a tokio runtime).
+    pub fn needs_runtime(&self) -> bool {
+        matches!(
+            self,
+            PackageCommand::Oci(OciCommand::Push { .. } | OciCommand::Pull { .. } | OciCommand::Sign { .. })
+        )
+    }
+}
+
+/// Registry subcommands of `package` (kudo-rs extension): the artifact format and flags are in
+/// docs/distributing.md.
+#[derive(Subcommand, Debug)]
+pub enum OciCommand {
+    /// Push a package to an OCI registry as a kudo package artifact; prints its digest.
+    #[command(
+        long_about = "Push a package to an OCI registry as a kudo package artifact: an OCI image manifest \
+(artifactType application/vnd.kudo.package.v1) whose one layer is the reproducible `package create` \
+tarball, so the same package pushed twice has the same digest. The package is verified first. The tag \
+defaults to the package's operatorVersion ('+' written '_'). Credentials come from the Docker config \
+(`kubectl kudo registry login`, ~/.docker/config.json, credential helpers).",
+        after_help = "Examples:\n  kubectl kudo package push ./operator oci://registry.example.com/operators/galera\n  kubectl kudo package push galera-10.5.3_0.1.0.tgz oci://127.0.0.1:5000/galera:0.1.0 --ca-file ca.crt"
+    )]
+    Push {
+        /// Package directory or .tgz.
+        package: PathBuf,
+        /// Where to push: oci://HOST[:PORT]/REPOSITORY[:TAG].
+        reference: String,
+        #[command(flatten)]
+        registry: super::oci::RegistryOpts,
+        /// Print the reference and digest as yaml or json.
+        #[arg(short, long)]
+        output: Option<Output>,
+    },
+    /// Pull a package from an OCI registry and write its .tgz (checked, optionally verified).
+    #[command(
+        long_about = "Pull a package from an OCI registry and write its tarball <name>-<appVersion>_<operatorVersion>.tgz \
+into --destination. The manifest must be a kudo package artifact; the layer's digest and size are checked \
+and the package is read with the package reader's limits before anything is written. With --verify, \
+a cosign signature by one of the --key public keys for the artifact's digest is required.",
+        after_help = "Examples:\n  kubectl kudo package pull oci://registry.example.com/operators/galera:0.1.0\n  kubectl kudo package pull oci://registry.example.com/operators/galera@sha256:… --verify --key cosign.pub -d dist"
+    )]
+    Pull {
+        /// oci://HOST[:PORT]/REPOSITORY[:TAG|@sha256:DIGEST].
+        reference: String,
+        /// Directory to write the tarball into.
+        #[arg(short, long, default_value = ".")]
+        destination: PathBuf,
+        /// Replace an existing tarball.
+        #[arg(short = 'w', long)]
+        overwrite: bool,
+        #[command(flatten)]
+        registry: super::oci::RegistryOpts,
+        #[command(flatten)]
+        verify: super::oci::VerifyOpts,
+        /// Print the reference, digest and file as yaml or json.
+        #[arg(short, long)]
+        output: Option<Output>,
+    },
+    /// Sign a package artifact in cosign's keyed format (a sha256-<digest>.sig manifest).
+    #[command(
+        long_about = "Sign a package artifact, named by digest, with an ECDSA P-256 private key, in cosign's \
+keyed format: a simple-signing payload naming the digest, as a layer of the manifest tagged \
+sha256-<hex>.sig in the same repository, the base64 signature in the layer annotation \
+dev.cosignproject.cosign/signature. `cosign verify --key PUB` checks it, and `install --verify --key PUB` \
+checks cosign's. The key: PKCS#8 or SEC1 PEM (`kubectl kudo package keygen`, or openssl).",
+        after_help = "Examples:\n  kubectl kudo package sign oci://registry.example.com/operators/galera@sha256:… --key kudo.key"
+    )]
+    Sign {
+        /// oci://HOST[:PORT]/REPOSITORY@sha256:DIGEST (a digest: a tag can move).
+        reference: String,
+        /// The private key file.
+        #[arg(long, value_name = "KEY")]
+        key: PathBuf,
+        #[command(flatten)]
+        registry: super::oci::RegistryOpts,
+        /// Print the signature's reference as yaml or json.
+        #[arg(short, long)]
+        output: Option<Output>,
+    },
+    /// Make an ECDSA P-256 key pair for `package sign`: NAME.key (PKCS#8, mode 0600) and NAME.pub.
+    #[command(
+        after_help = "Examples:\n  kubectl kudo package keygen\n  kubectl kudo package keygen --name release -d ~/.kudo/keys\n\nThe same with openssl:\n  openssl ecparam -name prime256v1 -genkey -noout | openssl pkcs8 -topk8 -nocrypt -out kudo.key\n  openssl ec -in kudo.key -pubout -out kudo.pub"
+    )]
+    Keygen {
+        /// Directory to write the keys into.
+        #[arg(short, long, default_value = ".")]
+        destination: PathBuf,
+        /// File name of the keys (NAME.key, NAME.pub).
+        #[arg(long, default_value = "kudo")]
+        name: String,
+        /// Replace existing key files.
+        #[arg(short = 'w', long)]
+        overwrite: bool,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -175,7 +275,8 @@ fn load(path: &Path) -> anyhow::Result<Package> {
     read_path(path).with_context(|| format!("failed to read package {}", path.display()))
 }
 
-/// A package for `package list`: a local path, a URL or a repository name, as `install` resolves it.
+/// A package for `package list`: a local path, a URL, an `oci://` artifact or a repository name,
+/// as `install` resolves it.
 fn load_listed(
     opts: &super::cluster::ClusterOpts,
     package: &str,
@@ -186,14 +287,7 @@ fn load_listed(
     if is_default && Path::new(package).exists() {
         return load(Path::new(package));
     }
-    let (pkg, _) = super::repo::resolve_package_with_dependencies(
-        opts,
-        package,
-        source.repo.as_deref(),
-        source.app_version.as_deref(),
-        source.operator_version.as_deref(),
-    )?;
-    Ok(pkg)
+    Ok(super::repo::resolve_package_with_dependencies(opts, package, source)?.package)
 }
 
 fn print_result(v: &Verification, out: &mut dyn Write) -> std::io::Result<()> {
@@ -230,12 +324,14 @@ fn print_formatted(v: &Verification, fmt: Output, out: &mut dyn Write) -> anyhow
     Ok(())
 }
 
-pub fn run(
+/// Runs a `package` command; only the registry ones await (see [`PackageCommand::needs_runtime`]).
+pub async fn run(
     opts: &super::cluster::ClusterOpts,
     args: PackageArgs,
     io: &mut Io<'_>,
 ) -> anyhow::Result<ExitCode> {
     match args.command {
+        PackageCommand::Oci(c) => run_oci(opts, c, io).await,
         PackageCommand::New {
             name,
             overwrite,
@@ -432,6 +528,51 @@ pub fn run(
             }
             Ok(ExitCode::SUCCESS)
         }
+    }
+}
+
+async fn run_oci(
+    opts: &super::cluster::ClusterOpts,
+    c: OciCommand,
+    io: &mut Io<'_>,
+) -> anyhow::Result<ExitCode> {
+    use super::oci;
+    match c {
+        OciCommand::Push {
+            package,
+            reference,
+            registry,
+            output,
+        } => oci::push(opts, &package, &reference, &registry, output, io).await,
+        OciCommand::Pull {
+            reference,
+            destination,
+            overwrite,
+            registry,
+            verify,
+            output,
+        } => {
+            let a = oci::PullArgs {
+                reference: &reference,
+                destination: &destination,
+                overwrite,
+                registry: &registry,
+                verify: &verify,
+                output,
+            };
+            oci::pull(opts, a, io).await
+        }
+        OciCommand::Sign {
+            reference,
+            key,
+            registry,
+            output,
+        } => oci::sign(opts, &reference, &key, &registry, output, io).await,
+        OciCommand::Keygen {
+            destination,
+            name,
+            overwrite,
+        } => oci::keygen(&destination, &name, overwrite, io),
     }
 }
 

@@ -25,9 +25,10 @@ pub struct RepoArgs {
 
 #[derive(Subcommand, Debug)]
 pub enum RepoCommand {
-    /// Add an operator repository (checks that URL serves a valid index.yaml).
+    /// Add an operator repository (checks that URL serves a valid index.yaml, or that an oci://
+    /// registry answers).
     #[command(
-        after_help = "Examples:\n  kubectl kudo repo add local file:///srv/operators\n  kubectl kudo repo add mine https://example.org/operators/v1"
+        after_help = "Examples:\n  kubectl kudo repo add local file:///srv/operators\n  kubectl kudo repo add mine https://example.org/operators/v1\n  kubectl kudo repo add team oci://registry.example.com/operators   # install NAME pulls oci://registry.example.com/operators/NAME"
     )]
     Add(AddArgs),
     /// Remove operator repositories.
@@ -48,11 +49,15 @@ pub enum RepoCommand {
 pub struct AddArgs {
     /// Name of the repository.
     pub name: String,
-    /// Base URL of the repository: http(s)://…, file:///… or a local directory.
+    /// Base URL of the repository: http(s)://…, file:///… or a local directory (an index), or
+    /// oci://HOST[:PORT]/NAMESPACE (operator NAME is the repository NAMESPACE/NAME, its versions
+    /// its tags).
     pub url: String,
-    /// Do not check that the URL serves a valid index.
+    /// Do not check that the URL serves a valid index (or that the registry can be reached).
     #[arg(short = 'f', long)]
     pub skip_check: bool,
+    #[command(flatten)]
+    pub registry: super::oci::RegistryOpts,
 }
 
 #[derive(Args, Debug)]
@@ -103,7 +108,8 @@ pub struct SearchArgs {
     pub all_versions: bool,
 }
 
-/// The flags `install`, `upgrade` and `package list …` use to pick a package from a repository.
+/// The flags `install`, `upgrade` and `package list …` use to pick a package from a repository
+/// or registry.
 #[derive(Args, Debug, Clone, Default)]
 pub struct PackageSourceOpts {
     /// Repository to take the package from (default: the current context).
@@ -115,6 +121,10 @@ pub struct PackageSourceOpts {
     /// Operator version of the package (default: the newest).
     #[arg(long)]
     pub operator_version: Option<String>,
+    #[command(flatten)]
+    pub registry: super::oci::RegistryOpts,
+    #[command(flatten)]
+    pub verify: super::oci::VerifyOpts,
 }
 
 /// `kubectl kudo completion SHELL`.
@@ -182,8 +192,10 @@ fn add(opts: &ClusterOpts, home: &Path, a: AddArgs, io: &mut Io<'_>) -> Result<E
     };
     // Fail on a duplicate name before any network traffic.
     cfg.clone().add(entry.clone())?;
-    let base = Location::parse(&a.url)?;
-    if !a.skip_check {
+    if kudo_oci::is_oci(&a.url) {
+        check_registry(opts, &a)?;
+    } else if !a.skip_check {
+        let base = Location::parse(&a.url)?;
         fetcher(opts).index(&base).map_err(|e| {
             anyhow::anyhow!(
                 "looks like {:?} is not a valid operator repository or cannot be reached: {e}",
@@ -248,10 +260,37 @@ fn index(opts: &ClusterOpts, home: &Path, a: IndexArgs, io: &mut Io<'_>) -> Resu
     Ok(ExitCode::SUCCESS)
 }
 
+/// `repo add NAME oci://HOST/NAMESPACE`: a valid reference, and (unless `--skip-check`) a registry
+/// that answers with the user's credentials.
+fn check_registry(opts: &ClusterOpts, a: &AddArgs) -> Result<()> {
+    let ns = kudo_oci::OciRef::parse(&a.url)?;
+    if ns.tag.is_some() || ns.digest.is_some() {
+        bail!(
+            "{}: an OCI repository is oci://HOST/NAMESPACE, without a tag or digest",
+            a.url
+        );
+    }
+    if a.skip_check {
+        return Ok(());
+    }
+    let options = super::oci::registry_options(opts, &a.registry)?;
+    kudo_oci::block_on(async { kudo_oci::Registry::new(options)?.check_access(&ns.registry).await })
+        .map_err(|e| anyhow::anyhow!("looks like {:?} cannot be reached: {e}", a.url))
+}
+
 /// `kubectl kudo search [CRITERIA]`: substring match on operator names in a repository index.
 pub fn search(opts: &ClusterOpts, args: SearchArgs, io: &mut Io<'_>) -> Result<ExitCode> {
     let cfg = RepositoryConfig::load(&opts.home_dir())?;
     let entry = cfg.current(args.repo.as_deref())?;
+    if kudo_oci::is_oci(&entry.url) {
+        bail!(
+            "repository {:?} is an OCI registry ({}), which has no index to search: install NAME pulls \
+             {}/NAME",
+            entry.name,
+            entry.url,
+            entry.url.trim_end_matches('/')
+        );
+    }
     let base = Location::parse(&entry.url)?;
     let idx = fetcher(opts)
         .index(&base)
@@ -277,29 +316,40 @@ pub fn search(opts: &ClusterOpts, args: SearchArgs, io: &mut Io<'_>) -> Result<E
     Ok(ExitCode::SUCCESS)
 }
 
-/// The package `install`/`upgrade` should use for `name_or_path` — an existing local package (the
-/// argument contains a path separator, or names an existing .tgz or package directory), else an
-/// http(s) URL of a tarball, else the newest matching version in the `repo` (or current)
-/// repository's index, digest-checked — and its operator dependencies (`KudoOperator` tasks),
-/// resolved recursively: relative paths next to the package, names through the repositories.
-/// Blocking: call it through `tokio::task::spawn_blocking`.
+/// A package with where it came from and its resolved dependencies.
+pub struct Resolved {
+    pub package: kudo_package::Package,
+    pub source: kudo_repo::Source,
+    pub dependencies: kudo_repo::Dependencies,
+}
+
+/// The package `install`/`upgrade` should use for `name_or_path` — an `oci://` artifact, an
+/// existing local package (the argument contains a path separator, or names an existing .tgz or
+/// package directory), else an http(s) URL of a tarball, else the newest matching version in the
+/// `repo` (or current) repository (an index, digest-checked, or an OCI repository namespace) —
+/// and its operator dependencies (`KudoOperator` tasks), resolved recursively: relative paths next
+/// to the package, names through the repositories. `--verify` applies to every package of the
+/// graph. Blocking: call it through `tokio::task::spawn_blocking`.
 pub fn resolve_package_with_dependencies(
     opts: &ClusterOpts,
     name_or_path: &str,
-    repo: Option<&str>,
-    app_version: Option<&str>,
-    operator_version: Option<&str>,
-) -> Result<(kudo_package::Package, kudo_repo::Dependencies)> {
+    source: &PackageSourceOpts,
+) -> Result<Resolved> {
     let req = kudo_repo::Request {
         name_or_path,
-        repo,
-        app_version,
-        operator_version,
+        repo: source.repo.as_deref(),
+        app_version: source.app_version.as_deref(),
+        operator_version: source.operator_version.as_deref(),
     };
-    let fetcher = fetcher(opts);
-    let (pkg, source) = kudo_repo::resolve(&opts.home_dir(), req, &fetcher)?;
-    let deps = kudo_repo::resolve_dependencies(&opts.home_dir(), &pkg, &source, &fetcher)?;
-    Ok((pkg, deps))
+    let mut fetcher = fetcher(opts);
+    fetcher.oci = super::oci::settings(opts, &source.registry, &source.verify)?;
+    let (package, src) = kudo_repo::resolve(&opts.home_dir(), req, &fetcher)?;
+    let dependencies = kudo_repo::resolve_dependencies(&opts.home_dir(), &package, &src, &fetcher)?;
+    Ok(Resolved {
+        package,
+        source: src,
+        dependencies,
+    })
 }
 
 /// Writes the completion script of `cmd` for `shell` to `out`, named for the `kubectl-kudo`

@@ -216,6 +216,21 @@ fn repo_and_completion() {
     same_as_binary(&["completion", "bash"]);
 }
 
+/// Runs `args` in-process and through the binary, asserts both agree, and returns the run. The
+/// binary blocks, so it runs off the runtime (a server in this process keeps serving).
+async fn both(args: Vec<String>) -> Run {
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (run, _) = inprocess(&refs).await;
+    let bin = tokio::task::spawn_blocking({
+        let args = args.clone();
+        move || binary(&args.iter().map(String::as_str).collect::<Vec<_>>())
+    })
+    .await
+    .unwrap();
+    assert_eq!(run, bin, "in-process vs binary: {args:?}");
+    run
+}
+
 /// A cluster command against the embedded API server in this process: the CRDs and an operator
 /// installed in-process, then `get` and `plan status` compared with the real binary.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -244,19 +259,6 @@ async fn cluster_commands_against_the_embedded_api_server() {
     assert_eq!(run.code, ExitCode::SUCCESS, "{run:?}");
     assert!(run.out.contains("first-operator-instance created"), "{}", run.out);
 
-    // The binary blocks; run it off the runtime so the server keeps serving.
-    let both = |args: Vec<String>| async move {
-        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
-        let (run, _) = inprocess(&refs).await;
-        let bin = tokio::task::spawn_blocking({
-            let args = args.clone();
-            move || binary(&args.iter().map(String::as_str).collect::<Vec<_>>())
-        })
-        .await
-        .unwrap();
-        assert_eq!(run, bin, "in-process vs binary: {args:?}");
-        run
-    };
     let args = |a: &[&str]| {
         a.iter()
             .chain(&["--kubeconfig", kc])
@@ -286,4 +288,67 @@ async fn cluster_commands_against_the_embedded_api_server() {
     assert_eq!(run.code, ExitCode::from(1));
     assert!(run.err.contains("nothing to retry"), "{run:?}");
     server.shutdown().await;
+}
+
+/// The registry commands against a real registry (TLS, no auth: nothing is read from the
+/// environment's Docker config), compared with the real binary: a reproducible push prints the
+/// same digest both ways, a signature already there, a pull, and the errors.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn registry_commands_against_a_real_registry() {
+    use kudo_testkit::registry::{Auth, Setup, TestRegistry};
+    let Some(reg) = TestRegistry::start(Setup {
+        tls: true,
+        auth: Auth::None,
+    }) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let ca = reg.ca_file().display().to_string();
+    let target = format!("oci://{}/inproc/first-operator", reg.addr);
+    let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let pkg = repo().join("examples/first-operator");
+    let run = both(args(&["package", "push", path(&pkg), &target, "--ca-file", &ca])).await;
+    assert!(
+        run.out
+            .starts_with(&format!("Pushed {target}:0.2.0\nDigest: sha256:")),
+        "{run:?}"
+    );
+    let pinned = run.out.lines().last().unwrap().to_string();
+    let keys = dir.path().join("keys");
+    let (run, _) = inprocess(&["package", "keygen", "-d", path(&keys)]).await;
+    assert_eq!(run.code, ExitCode::SUCCESS, "{run:?}");
+    let run = both(args(&["package", "keygen", "-d", path(&keys)])).await;
+    assert!(run.err.contains("kudo.key: file already exists"), "{run:?}");
+    let key = keys.join("kudo.key");
+    let sign = args(&["package", "sign", &pinned, "--key", path(&key), "--ca-file", &ca]);
+    let (run, _) = inprocess(&sign.iter().map(String::as_str).collect::<Vec<_>>()).await;
+    assert!(run.out.starts_with("Signed "), "{run:?}");
+    let run = both(sign).await;
+    assert!(run.out.contains("already has this signature"), "{run:?}");
+    let public = keys.join("kudo.pub");
+    let out_dir = dir.path().join("pulled");
+    let pull = [
+        &pinned,
+        "-d",
+        path(&out_dir),
+        "-w",
+        "--verify",
+        "--key",
+        path(&public),
+        "--ca-file",
+        &ca,
+    ];
+    let run = both(args(&[&["package", "pull"], &pull[..], &["-o", "yaml"]].concat())).await;
+    assert!(run.out.contains("fingerprint: sha256:"), "{run:?}");
+    let run = both(args(&["package", "pull", &pinned, "-d", path(&out_dir)])).await;
+    assert!(run.err.contains("UnknownIssuer"), "{run:?}");
+    let run = both(args(&[
+        "registry",
+        "logout",
+        &reg.addr,
+        "--home",
+        path(dir.path()),
+    ]))
+    .await;
+    assert_eq!(run.out, format!("Not logged in to {}\n", reg.addr), "{run:?}");
 }

@@ -16,6 +16,7 @@ mod kudo_semantics;
 mod kuttl_cli;
 mod least_privilege_cli;
 mod manager_cli;
+mod oci_cli;
 mod package_cli;
 mod params_schema_cli;
 mod preview_cli;

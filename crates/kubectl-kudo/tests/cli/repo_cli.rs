@@ -67,18 +67,6 @@ fn fails(o: &Output, needle: &str) {
     assert!(err(o).contains(needle), "{needle:?} not in stderr:\n{}", err(o));
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        if e.path().is_dir() {
-            copy_dir(&e.path(), &to.join(e.file_name()));
-        } else {
-            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
-        }
-    }
-}
-
 /// `package create` of each example into `dir`, plus first-operator with operatorVersion 0.3.0.
 fn build_tarballs(home: &Path, dir: &Path) {
     let d = dir.to_str().unwrap();
@@ -95,7 +83,7 @@ fn build_tarballs(home: &Path, dir: &Path) {
         ));
     }
     let v2 = tempfile::tempdir().unwrap();
-    copy_dir(&examples().join("first-operator"), v2.path());
+    super::common::copy_dir(&examples().join("first-operator"), v2.path());
     let op = v2.path().join("operator.yaml");
     let text = std::fs::read_to_string(&op).unwrap();
     assert!(text.contains("operatorVersion: 0.2.0"));

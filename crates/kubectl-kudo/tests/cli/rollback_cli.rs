@@ -438,7 +438,7 @@ fn galera_a_failed_upgrade_is_rolled_back_with_its_rollback_plan() {
     let kc = dev.kubeconfig.as_path();
     let galera = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/galera");
     let broken = h.join("galera-broken");
-    copy_dir(&galera, &broken);
+    super::common::copy_dir(&galera, &broken);
     let op = std::fs::read_to_string(broken.join("operator.yaml")).unwrap();
     let op = op
         .replace("operatorVersion: 0.1.0", "operatorVersion: 0.2.0")
@@ -526,19 +526,6 @@ fn galera_a_failed_upgrade_is_rolled_back_with_its_rollback_plan() {
             ),
         ]
     );
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let target = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &target);
-        } else {
-            std::fs::copy(e.path(), target).unwrap();
-        }
-    }
 }
 
 /// The tutorial's retry: Galera installed as a ServiceAccount that may not write StatefulSets

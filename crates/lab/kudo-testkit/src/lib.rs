@@ -4,6 +4,10 @@
 //! (kube-apiserver + kube-controller-manager v1.28.7, etcd, a fake kubelet). Behaviour that depends
 //! on the API server is checked there as well as on the embedded cluster: where they differ, the
 //! real one is right.
+//!
+//! [`registry`] starts the CNCF distribution registry (Debian's `docker-registry`) on loopback
+//! with htpasswd auth or the token flow (a token service of the test's), and TLS from a CA made
+//! for the test.
 
 pub mod real_cluster {
     use std::path::{Path, PathBuf};
@@ -97,3 +101,5 @@ pub mod real_cluster {
         format!("{prefix}-{}", &id[..8])
     }
 }
+
+pub mod registry;

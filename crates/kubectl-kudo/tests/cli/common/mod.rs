@@ -120,3 +120,17 @@ pub fn start_dev(home: &Path, extra: &[&str]) -> Dev {
         }
     }
 }
+
+/// Copies the directory `from` to `to`, recursively.
+#[allow(dead_code)] // each test binary compiles this module; not all of them copy packages
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        if e.path().is_dir() {
+            copy_dir(&e.path(), &to.join(e.file_name()));
+        } else {
+            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+        }
+    }
+}
