@@ -102,7 +102,7 @@ pub fn parameters(pkg: &Package, o: ParamListOptions) -> String {
     if o.required_only {
         let req: Vec<_> = params
             .iter()
-            .filter(|p| p.is_required() && p.default.is_none())
+            .filter(|p| p.needs_value())
             .collect();
         if req.is_empty() {
             return "no required parameters without default values found\n".into();

@@ -304,7 +304,9 @@ fn plan_references(pkg: &Package, r: &mut Verification) {
 fn parameter_definitions(pkg: &Package, r: &mut Verification) {
     let params = &pkg.params.parameters;
     for p in params {
-        if p.is_immutable() && p.default.is_none() && !p.is_required() {
+        // KUDO's verifier asks the package file (`HasDefault` of the YAML default), before the
+        // reader stores `null` as the default of an `array` or `map` parameter.
+        if p.is_immutable() && p.yaml_default.is_none() && !p.is_required() {
             r.param_error(
                 &p.name,
                 "is immutable but is not marked as required or has a default value",
@@ -373,7 +375,7 @@ fn parameter_definitions(pkg: &Package, r: &mut Verification) {
         if p.group.contains('/') {
             r.param_error(&p.name, "has a group with invalid character '/'");
         }
-        if p.advanced && p.default.is_none() && p.is_required() {
+        if p.advanced && p.yaml_default.is_none() && p.is_required() {
             r.param_error(
                 &p.name,
                 "is marked as advanced, but also as required and has no default. An advanced parameter must either be optional or have a default value",
@@ -460,7 +462,7 @@ fn package_rules(pkg: &Package, broken: bool, r: &mut Verification) {
     for e in &errors {
         r.error(format!("params.yaml: x-kubernetes-validations: {e}"));
     }
-    let complete = defs.iter().all(|p| !p.is_required() || p.default.is_some());
+    let complete = !defs.iter().any(kudo_api::Parameter::needs_value);
     if !errors.is_empty() || broken || !complete {
         return;
     }

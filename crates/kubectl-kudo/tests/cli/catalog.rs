@@ -21,19 +21,12 @@ use common::BIN;
 
 static CLUSTER_LOCK: Mutex<()> = Mutex::new(());
 
-/// The catalog packages of these tests, with the only parameters they require (no default; the
-/// three cassandra arrays have `default:` empty, so KUDO required them too — an empty list means
-/// "not used" in its templates).
+/// The catalog packages of these tests, with the only parameters they require (none: cassandra's
+/// three array parameters have an empty `default:`, which KUDO stores as the default `null`, so
+/// they are not required and its templates see nil).
 /// kafka needs Pipe tasks and is tested with them.
 const PACKAGES: &[(&str, &[(&str, &str)])] = &[
-    (
-        "cassandra",
-        &[
-            ("EXTERNAL_SEED_NODES", "[]"),
-            ("NODE_TOLERATIONS", "[]"),
-            ("NODE_TOPOLOGY", "[]"),
-        ],
-    ),
+    ("cassandra", &[]),
     ("elastic", &[]),
     ("redis", &[]),
     ("zookeeper", &[]),
