@@ -9,7 +9,8 @@ use std::collections::BTreeMap;
 
 use kudo_api::Parameter;
 
-use crate::yaml::{go_quote, go_s, go_sprint, to_yaml};
+use crate::yaml::{go_s, go_sprint, to_yaml};
+use kudo_api::strconv::go_quote;
 
 /// An `array`/`map` value that is not YAML ([`decode_structured`]); the text is the YAML reader's
 /// short message.
