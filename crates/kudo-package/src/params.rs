@@ -200,8 +200,7 @@ pub fn parse_bool(s: &str) -> Option<bool> {
 
 /// Decodes a string value of an `array`/`map` parameter (YAML, like KUDO).
 pub fn decode_structured(s: &str) -> Result<serde_json::Value, StructuredValueError> {
-    serde_saphyr::from_str_with_options::<serde_json::Value>(s, crate::yaml::options())
-        .map_err(|e| StructuredValueError(crate::yaml::short_error(&e)))
+    kudo_template::data::yaml_to_json(s).map_err(|e| StructuredValueError(crate::yaml::reading_error(&e)))
 }
 
 /// KUDO's type check of a string value (`ValidateParameterValueForType` on the cluster side).
@@ -440,12 +439,10 @@ pub fn parse_cli_params(args: &[String]) -> Result<BTreeMap<String, String>, Cli
 /// Parses a `-P` parameter file: a YAML map; maps/lists re-serialised to YAML, scalars via `%v`,
 /// `null` rejected.
 pub fn parse_param_file(file: &str, text: &str) -> Result<BTreeMap<String, String>, ParamFileError> {
-    let v = serde_saphyr::from_str_with_options::<serde_json::Value>(text, crate::yaml::options()).map_err(
-        |e| ParamFileError::Yaml {
-            file: file.to_string(),
-            message: crate::yaml::short_error(&e),
-        },
-    )?;
+    let v = kudo_template::data::yaml_to_json(text).map_err(|e| ParamFileError::Yaml {
+        file: file.to_string(),
+        message: crate::yaml::reading_error(&e),
+    })?;
     let obj = match v {
         serde_json::Value::Object(o) => o,
         serde_json::Value::Null => return Ok(BTreeMap::new()),
@@ -542,15 +539,23 @@ mod tests {
         ];
         for (i, (p, value, lacks)) in rows.into_iter().enumerate() {
             assert_eq!(p.lacks_required_value(value), lacks, "row {i}");
-            let refused = check_value(p, value.unwrap_or("")).iter().any(|e| matches!(e, ParamValueError::Required { .. }));
+            let refused = check_value(p, value.unwrap_or(""))
+                .iter()
+                .any(|e| matches!(e, ParamValueError::Required { .. }));
             assert_eq!(refused, lacks, "row {i}: the value check applies the same rule");
             let spec = kudo_api::OperatorVersionSpec {
                 parameters: vec![p.clone()],
                 ..Default::default()
             };
-            let values: BTreeMap<String, String> =
-                value.map(|v| ("P".to_string(), v.to_string())).into_iter().collect();
-            assert_eq!(spec.missing_required(&values).len(), usize::from(lacks), "row {i}: install's check");
+            let values: BTreeMap<String, String> = value
+                .map(|v| ("P".to_string(), v.to_string()))
+                .into_iter()
+                .collect();
+            assert_eq!(
+                spec.missing_required(&values).len(),
+                usize::from(lacks),
+                "row {i}: install's check"
+            );
         }
     }
 

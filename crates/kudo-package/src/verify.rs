@@ -92,6 +92,15 @@ pub const PARAM_TYPES: [&str; 6] = ["string", "integer", "number", "boolean", "a
 /// Runs every always-on check, then the optional parameter checks.
 pub fn verify(pkg: &Package, checks: ParamChecks) -> Verification {
     let mut r = Verification::default();
+    // Ours: keys written twice in the package files (rendered templates: `render_all`).
+    for file in [crate::model::OPERATOR_FILE, crate::model::PARAMS_FILE] {
+        let text = pkg
+            .files
+            .get(file)
+            .map(|b| String::from_utf8_lossy(b))
+            .unwrap_or_default();
+        duplicate_key_warnings(file, &text, &mut r);
+    }
     duplicates(pkg, &mut r);
     invalid_chars(pkg, &mut r);
     versions(pkg, &mut r);
@@ -469,6 +478,17 @@ fn package_rules(pkg: &Package, broken: bool, r: &mut Verification) {
     for e in crate::params::check_rules(&defs, rules, &BTreeMap::new()) {
         r.error(format!(
             "params.yaml: the default values do not satisfy a rule: {e}"
+        ));
+    }
+}
+
+/// Ours: a key written twice in one mapping of `text` (`place` names the file) is read as KUDO
+/// reads it, the last value winning, but is almost always a mistake: one warning per repetition.
+pub(crate) fn duplicate_key_warnings(place: &str, text: &str, r: &mut Verification) {
+    for d in crate::yaml::duplicate_keys(text) {
+        r.warn(format!(
+            "{place} line {}: key {:?} appears twice in one mapping (first at line {}); the last value is used, as KUDO reads it",
+            d.line, d.key, d.first_line
         ));
     }
 }
