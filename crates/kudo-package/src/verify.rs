@@ -493,13 +493,57 @@ pub(crate) fn duplicate_key_warnings(place: &str, text: &str, r: &mut Verificati
     }
 }
 
-/// Words that make a parameter name look like it holds a secret.
-pub const SECRET_NAME_WORDS: [&str; 5] = ["PASSWORD", "SECRET", "TOKEN", "KEY", "CREDENTIAL"];
+/// Nouns that make a parameter look like it holds a secret when the name ends with them (the head
+/// of a compound name comes last: `DB_PASSWORD`, `apiKey`, `OAUTH_CLIENT_SECRET`); earlier in the
+/// name they qualify something else (`TLS_SECRET_NAME` names a Secret, `PASSWORD_FILE` a path,
+/// `CREDENTIALS_VALIDITY_IN_MS` a duration, `KAFKA_CONNECT_KEY_CONVERTER` a class).
+/// Plurals other than CREDENTIALS count things instead (`NUM_TOKENS`).
+pub const SECRET_NOUNS: [&str; 9] = [
+    "PASSWORD",
+    "PASSWD",
+    "PASSPHRASE",
+    "SECRET",
+    "TOKEN",
+    "CREDENTIAL",
+    "CREDENTIALS",
+    "KEY",
+    "APIKEY",
+];
 
-/// Whether a parameter name looks like it holds a secret (case-insensitive substring match).
+/// Segment pairs that look like a secret anywhere in the name (`PRIVATE_KEY_PEM`).
+pub const SECRET_SEGMENT_PAIRS: [[&str; 2]; 1] = [["PRIVATE", "KEY"]];
+
+/// The segments of a parameter name, upper-cased: split at anything but letters and digits and
+/// where a lower-case letter or digit is followed by an upper-case one (`adminPassword`).
+fn name_segments(name: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut prev_lower = false;
+    for c in name.chars() {
+        if !c.is_ascii_alphanumeric() {
+            out.extend((!cur.is_empty()).then(|| std::mem::take(&mut cur)));
+            prev_lower = false;
+            continue;
+        }
+        if c.is_ascii_uppercase() && prev_lower {
+            out.push(std::mem::take(&mut cur));
+        }
+        prev_lower = c.is_ascii_lowercase() || c.is_ascii_digit();
+        cur.push(c.to_ascii_uppercase());
+    }
+    out.extend((!cur.is_empty()).then_some(cur));
+    out
+}
+
+/// Whether a parameter name looks like it holds a secret: its last segment is one of
+/// [`SECRET_NOUNS`], or [`SECRET_SEGMENT_PAIRS`] occur in a row. Whole segments only:
+/// `KEYSPACE_NAME`, `COUNTER_CACHE_KEYS_TO_SAVE` and `MONKEY` do not.
 pub fn looks_secret(name: &str) -> bool {
-    let upper = name.to_ascii_uppercase();
-    SECRET_NAME_WORDS.iter().any(|w| upper.contains(w))
+    let seg = name_segments(name);
+    seg.last().is_some_and(|s| SECRET_NOUNS.contains(&s.as_str()))
+        || seg
+            .windows(2)
+            .any(|w| SECRET_SEGMENT_PAIRS.iter().any(|[a, b]| w[0] == *a && w[1] == *b))
 }
 
 /// Ours (the `sensitive` field is a kudo-rs extension): a secret-looking parameter that is not
