@@ -7,6 +7,17 @@ use std::time::Duration;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_kubectl-kudo");
 
+/// `../shared` beside the checkout (the catalog, the seeds), else `/work/shared`, where it is on
+/// the development machines when the checkout is a worktree further down.
+#[allow(dead_code)] // each test binary compiles this module; not all of them use it
+pub fn shared_dir() -> PathBuf {
+    let beside = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared");
+    match beside.canonicalize() {
+        Ok(p) => p,
+        Err(_) => PathBuf::from("/work/shared"),
+    }
+}
+
 /// Runs `kubectl-kudo ARGS` with `HOME=home` (and `--kubeconfig`, when given, instead of any
 /// `$KUBECONFIG`): its exit code and its stdout followed by its stderr.
 #[allow(dead_code)] // each test binary compiles this module; not all of them run the CLI this way

@@ -1,0 +1,238 @@
+//! What the interpreter would make of a container's command line without running it: every
+//! program it names, and what kudo-sim does with each (the audit of a package's commands).
+
+use super::ast::{Command, Compound, List, Part, Word};
+use super::{Container, parse, programs, standins};
+
+/// How kudo-sim handles a program a command line names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Handling {
+    /// A shell builtin, or a function the script defines.
+    Builtin,
+    /// A program kudo-sim implements.
+    Implemented,
+    /// A long-running program kudo-sim stands in for (the server's name).
+    StandIn(&'static str),
+    /// Not run: it is deliberately not simulated, for this reason (exits 127).
+    Refused(String),
+    /// Not known to kudo-sim (exits 127).
+    Unknown,
+}
+
+/// One program of a command line and its handling.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Use {
+    /// As written, with the container's literal environment expanded (`/bin/kafka-server-start.sh`).
+    pub program: String,
+    pub handling: Handling,
+}
+
+/// The programs `argv` runs in `c` (an empty command line runs the image's entrypoint), or why
+/// the interpreter would not run its script.
+pub fn audit(c: &Container, argv: &[String]) -> Result<Vec<Use>, String> {
+    let mut out = Vec::new();
+    if argv.is_empty() {
+        let handling = match standins::entrypoint(c) {
+            Some(s) => Handling::StandIn(s.server),
+            None if standins::shell_image(&c.image) => Handling::Implemented,
+            None => Handling::Unknown,
+        };
+        out.push(Use {
+            program: format!("the entrypoint of {}", c.image),
+            handling,
+        });
+        return Ok(out);
+    }
+    let mut a = Auditor {
+        c,
+        out: &mut out,
+        functions: Vec::new(),
+    };
+    a.argv(argv)?;
+    Ok(out)
+}
+
+struct Auditor<'a> {
+    c: &'a Container,
+    out: &'a mut Vec<Use>,
+    functions: Vec<String>,
+}
+
+impl Auditor<'_> {
+    fn push(&mut self, program: &str, handling: Handling) {
+        self.out.push(Use {
+            program: program.to_string(),
+            handling,
+        });
+    }
+
+    /// A command line as words: the program, then what it runs in turn.
+    fn argv(&mut self, argv: &[String]) -> Result<(), String> {
+        let name = argv[0].as_str();
+        let base = super::fs::basename(name);
+        let args = &argv[1..];
+        if programs::shells::lookup(base).is_some() {
+            self.push(name, Handling::Implemented);
+            return match shell_script(args) {
+                Some(script) => self.script(&script),
+                None => Ok(()),
+            };
+        }
+        match base {
+            "exec" | "command" | "nohup" | "env" | "xargs" | "timeout" => {
+                self.push(name, Handling::Builtin);
+                let rest: Vec<String> = args
+                    .iter()
+                    .skip_while(|a| a.starts_with('-') || a.contains('=') || a.parse::<f64>().is_ok())
+                    .cloned()
+                    .collect();
+                if !rest.is_empty() {
+                    return self.argv(&rest);
+                }
+                return Ok(());
+            }
+            _ => {}
+        }
+        let handling = self.handling(name, args);
+        self.push(name, handling);
+        Ok(())
+    }
+
+    fn handling(&self, name: &str, args: &[String]) -> Handling {
+        let base = super::fs::basename(name);
+        if self.functions.iter().any(|f| f == base) || super::builtins::lookup(base).is_some() {
+            return Handling::Builtin;
+        }
+        if programs::lookup(base).is_some() {
+            return Handling::Implemented;
+        }
+        if let Some(k) = standins::program(base, args) {
+            return Handling::StandIn(k.name);
+        }
+        if let Some(s) = standins::for_image_program(self.c, name) {
+            return Handling::StandIn(s.server);
+        }
+        if let Some(why) = standins::refusal(base) {
+            return Handling::Refused(why.to_string());
+        }
+        let mount = self
+            .c
+            .mounts
+            .iter()
+            .filter(|m| name.starts_with(&m.path))
+            .max_by_key(|m| m.path.len());
+        if let Some(m) = mount.filter(|m| matches!(m.source.as_str(), "configMap" | "secret" | "projected")) {
+            return Handling::Refused(format!(
+                "a file of the {} volume {:?}, whose files kudo-sim does not provide",
+                m.source, m.volume
+            ));
+        }
+        Handling::Unknown
+    }
+
+    fn script(&mut self, script: &str) -> Result<(), String> {
+        match parse::parse(script) {
+            Ok(list) => {
+                self.list(&list);
+                Ok(())
+            }
+            Err(e) => match standins::for_image_program(self.c, "sh") {
+                Some(s) => {
+                    self.push("sh", Handling::StandIn(s.server));
+                    Ok(())
+                }
+                None => Err(super::builtins::parse_message(&e)),
+            },
+        }
+    }
+
+    fn list(&mut self, list: &List) {
+        for item in list {
+            let pipelines =
+                std::iter::once(&item.and_or.first).chain(item.and_or.rest.iter().map(|(_, p)| p));
+            for p in pipelines {
+                for c in &p.cmds {
+                    self.command(c);
+                }
+            }
+        }
+    }
+
+    fn command(&mut self, c: &Command) {
+        match c {
+            Command::Simple(s) => {
+                for w in s.words.iter().chain(s.assigns.iter().map(|(_, w)| w)) {
+                    self.substitutions(w);
+                }
+                let words: Vec<String> = s.words.iter().map(|w| self.text(w)).collect();
+                if !words.is_empty() {
+                    let _ = self.argv(&words);
+                }
+            }
+            Command::FuncDef(name, body) => {
+                self.functions.push(name.clone());
+                self.compound(body);
+            }
+            Command::Compound(comp, _) => self.compound(comp),
+        }
+    }
+
+    fn compound(&mut self, c: &Compound) {
+        match c {
+            Compound::Brace(l) | Compound::Subshell(l) => self.list(l),
+            Compound::If { branches, otherwise } => {
+                for (cond, body) in branches {
+                    self.list(cond);
+                    self.list(body);
+                }
+                if let Some(o) = otherwise {
+                    self.list(o);
+                }
+            }
+            Compound::Loop { cond, body, .. } => {
+                self.list(cond);
+                self.list(body);
+            }
+            Compound::For { body, .. } => self.list(body),
+            Compound::Case { arms, .. } => {
+                for (_, body) in arms {
+                    self.list(body);
+                }
+            }
+            Compound::Cond(_) | Compound::Arith(_) => {}
+        }
+    }
+
+    /// Programs run by the `$(…)` of a word.
+    fn substitutions(&mut self, w: &Word) {
+        for p in &w.0 {
+            if let Part::Cmd { list, .. } = p {
+                self.list(list);
+            }
+        }
+    }
+
+    /// A word's text with the container's literal environment expanded (other expansions empty).
+    fn text(&self, w: &Word) -> String {
+        w.0.iter()
+            .map(|p| match p {
+                Part::Lit(s) | Part::Quoted(s) => s.clone(),
+                Part::Param { exp, .. } => self.c.env.get(&exp.name).cloned().unwrap_or_default(),
+                Part::Cmd { .. } | Part::Arith { .. } => String::new(),
+            })
+            .collect()
+    }
+}
+
+/// The script of `sh -c SCRIPT` (the first operand after the options, `-c` anywhere in them).
+fn shell_script(args: &[String]) -> Option<String> {
+    let mut command = false;
+    for a in args {
+        if a.starts_with('-') && a.len() > 1 && !a.starts_with("--") {
+            command |= a.contains('c');
+            continue;
+        }
+        return command.then(|| a.clone());
+    }
+    None
+}
