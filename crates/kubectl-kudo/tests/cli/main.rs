@@ -26,6 +26,7 @@ mod rollback_cli;
 mod schedule_cli;
 mod seeds;
 mod sensitive_cli;
+mod shell_audit;
 mod template_cli;
 mod typed_api_cli;
 mod wait_cli;

@@ -88,7 +88,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
 pub use cron::{CronError, Schedule};
-pub use runtime::{ExecError, PodRuns, Runtime, command_line, long_running};
+pub use runtime::{ExecError, PodRuns, Runtime, command_line, long_running, view as container_view};
 
 /// Errors that stop the simulator. Individual failed writes do not: they are logged and retried
 /// on the next pass, because a controller must survive a flaky or partial API server.

@@ -137,8 +137,9 @@ fn volume_source(v: &k8s_openapi::api::core::v1::Volume) -> &'static str {
     }
 }
 
-/// The interpreter's view of a container.
-fn view(pod: &Pod, c: &Container, long_running: bool, started_ms: i64) -> shell::Container {
+/// The interpreter's view of a container of `pod` (its mounts, literal environment, ports, host
+/// name), as the simulated kubelet starts it at `started_ms`.
+pub fn view(pod: &Pod, c: &Container, long_running: bool, started_ms: i64) -> shell::Container {
     let env: BTreeMap<String, String> = c
         .env
         .iter()

@@ -78,20 +78,9 @@ impl Auditor<'_> {
                 None => Ok(()),
             };
         }
-        match base {
-            "exec" | "command" | "nohup" | "env" | "xargs" | "timeout" => {
-                self.push(name, Handling::Builtin);
-                let rest: Vec<String> = args
-                    .iter()
-                    .skip_while(|a| a.starts_with('-') || a.contains('=') || a.parse::<f64>().is_ok())
-                    .cloned()
-                    .collect();
-                if !rest.is_empty() {
-                    return self.argv(&rest);
-                }
-                return Ok(());
-            }
-            _ => {}
+        if let Some(rest) = wrapped(base, args) {
+            self.push(name, Handling::Builtin);
+            return if rest.is_empty() { Ok(()) } else { self.argv(&rest) };
         }
         let handling = self.handling(name, args);
         self.push(name, handling);
@@ -112,7 +101,7 @@ impl Auditor<'_> {
         if let Some(s) = standins::for_image_program(self.c, name) {
             return Handling::StandIn(s.server);
         }
-        if let Some(why) = standins::refusal(base) {
+        if let Some(why) = standins::refusal_in(&self.c.image, base) {
             return Handling::Refused(why.to_string());
         }
         let mount = self
@@ -222,6 +211,34 @@ impl Auditor<'_> {
             })
             .collect()
     }
+}
+
+/// The command line a wrapper program (`exec`, `env`, `xargs`, `timeout`, …) runs, after its own
+/// options and operands.
+fn wrapped(program: &str, args: &[String]) -> Option<Vec<String>> {
+    let with_value: &str = match program {
+        "exec" | "command" | "nohup" => "",
+        "env" => "uSC",
+        "xargs" => "dnILsPaE",
+        "timeout" => "sk",
+        _ => return None,
+    };
+    let mut i = 0;
+    while let Some(a) = args.get(i) {
+        let option = a.starts_with('-') && a.len() > 1;
+        let assignment = program == "env" && a.contains('=');
+        if option && a.len() == 2 && with_value.contains(&a[1..]) {
+            i += 2;
+        } else if option || assignment {
+            i += 1;
+        } else if program == "timeout" && a.chars().next().is_some_and(|c| c.is_ascii_digit()) {
+            i += 1;
+            break;
+        } else {
+            break;
+        }
+    }
+    Some(args.get(i..).unwrap_or(&[]).to_vec())
 }
 
 /// The script of `sh -c SCRIPT` (the first operand after the options, `-c` anywhere in them).

@@ -706,7 +706,7 @@ impl<'a> Shell<'a> {
             (true, Some((kind, volume))) => format!(
                 "a file of the {kind} volume {volume:?}; kudo-sim does not provide the files of {kind} volumes"
             ),
-            _ => standins::refusal(super::fs::basename(name))
+            _ => standins::refusal_in(&self.ctr.image, super::fs::basename(name))
                 .unwrap_or("kudo-sim does not implement this program (docs/cli.md lists those it runs)")
                 .to_string(),
         };

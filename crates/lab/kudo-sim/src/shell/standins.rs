@@ -155,6 +155,14 @@ pub const REFUSED: &[(&str, &str)] = &[
     ("apk", "a simulated container has no packages to install"),
 ];
 
+/// Programs of particular images kudo-sim knows it does not simulate, and why:
+/// `(image repository, program, reason)`.
+pub const REFUSED_IN_IMAGES: &[(&str, &str, &str)] = &[(
+    "mesosphere/cassandra",
+    "bootstrap",
+    "the KUDO Cassandra image's program that prepares a node for the Cassandra server, which kudo-sim only stands in for",
+)];
+
 /// A long-running program kudo-sim stands in for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StandIn {
@@ -300,9 +308,20 @@ pub fn shell_image(image: &str) -> bool {
     SHELL_IMAGES.contains(&repository(image).as_str())
 }
 
-/// Why kudo-sim does not simulate `program`, when it is one of [`REFUSED`].
-pub fn refusal(program: &str) -> Option<&'static str> {
-    REFUSED.iter().find(|(p, _)| *p == program).map(|(_, why)| *why)
+/// Why kudo-sim does not simulate `program` in a container of `image`, when it is one of
+/// [`REFUSED`] or [`REFUSED_IN_IMAGES`].
+pub fn refusal_in(image: &str, program: &str) -> Option<&'static str> {
+    let repo = repository(image);
+    REFUSED
+        .iter()
+        .find(|(p, _)| *p == program)
+        .map(|(_, why)| *why)
+        .or_else(|| {
+            REFUSED_IN_IMAGES
+                .iter()
+                .find(|(i, p, _)| *i == repo && *p == program)
+                .map(|(_, _, why)| *why)
+        })
 }
 
 #[cfg(test)]
