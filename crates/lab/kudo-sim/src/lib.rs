@@ -73,6 +73,7 @@ mod cron;
 mod endpoints;
 mod engine;
 mod kubelet;
+mod loadbalancer;
 pub mod network;
 mod rollout;
 mod runtime;
@@ -88,7 +89,8 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
 pub use cron::{CronError, Schedule};
-pub use runtime::{ExecError, PodRuns, Runtime, command_line, long_running, view as container_view};
+pub use loadbalancer::LoadBalancerConfig;
+pub use runtime::{Backend, ExecError, PodRuns, Runtime, command_line, long_running, view as container_view};
 
 /// Errors that stop the simulator. Individual failed writes do not: they are logged and retried
 /// on the next pass, because a controller must survive a flaky or partial API server.
@@ -193,6 +195,10 @@ pub struct SimConfig {
     /// The simulated containers' filesystems and logs; share a clone with the API server
     /// ([`kudo_apiserver::RunningServer::set_pod_runtime`]) to serve `exec` and `logs`.
     pub runtime: Runtime,
+    /// Load balancers for `type: LoadBalancer` Services on loopback addresses (see
+    /// `loadbalancer`); `None` (the default): such Services get no ingress address, as on a
+    /// cluster without a load balancer.
+    pub load_balancer: Option<LoadBalancerConfig>,
 }
 
 impl Default for SimConfig {
@@ -205,6 +211,7 @@ impl Default for SimConfig {
             node_heartbeat: Duration::from_secs(30),
             storage_class: "standard".to_string(),
             runtime: Runtime::new(),
+            load_balancer: None,
         }
     }
 }

@@ -47,6 +47,16 @@ struct Inner {
 #[derive(Debug, Clone, Default)]
 pub struct Runtime(Arc<Mutex<Inner>>);
 
+/// The stand-in behind an address ([`Runtime::backend`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Backend {
+    /// `namespace/pod`.
+    pub pod: String,
+    /// What it stands in for.
+    pub server: String,
+    pub protocol: shell::Protocol,
+}
+
 /// Why an exec could not start.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum ExecError {
@@ -376,15 +386,16 @@ impl Runtime {
             .map(|p| p.logs.get(container).cloned().unwrap_or_default())
     }
 
-    /// The stand-in serving `port` in pod `pod_uid`, as `(server, protocol)`, if one runs there.
-    pub fn serving(&self, pod_uid: &str, port: u16) -> Option<(String, shell::Protocol)> {
+    /// The stand-in a connection to `ip:port` (a Service's ClusterIP, or a pod's IP) reaches.
+    pub fn backend(&self, ip: &str, port: u16) -> Option<Backend> {
         let inner = self.lock();
-        let s = inner
-            .servers
-            .get(pod_uid)?
-            .iter()
-            .find(|s| s.standin.ports.contains(&port))?;
-        Some((s.standin.server.to_string(), s.standin.protocol))
+        let (uid, port) = inner.view.route(ip, port)?;
+        let s = inner.servers.get(&uid)?.iter().find(|s| s.standin.ports.contains(&port))?;
+        Some(Backend {
+            pod: s.pod.clone(),
+            server: s.standin.server.to_string(),
+            protocol: s.standin.protocol,
+        })
     }
 }
 

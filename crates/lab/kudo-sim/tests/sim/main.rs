@@ -20,6 +20,7 @@ use kudo_sim::{ManualClock, SimConfig, SimHandle};
 
 mod endpointslices;
 mod faults;
+mod loadbalancers;
 mod managers;
 
 struct Env {
