@@ -10,6 +10,7 @@ mod catalog;
 mod dev_cli;
 mod diagnostics;
 mod exec_cli;
+mod fixtures_cli;
 mod init_cli;
 mod inprocess;
 mod kudo_semantics;

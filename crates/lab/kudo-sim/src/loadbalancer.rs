@@ -51,7 +51,8 @@ impl Drop for Lb {
 }
 
 fn is_lb(s: &Service) -> bool {
-    s.metadata.deletion_timestamp.is_none() && s.spec.as_ref().and_then(|sp| sp.type_.as_deref()) == Some("LoadBalancer")
+    s.metadata.deletion_timestamp.is_none()
+        && s.spec.as_ref().and_then(|sp| sp.type_.as_deref()) == Some("LoadBalancer")
 }
 
 fn tcp_ports(s: &Service) -> Vec<u16> {
@@ -65,7 +66,9 @@ fn tcp_ports(s: &Service) -> Vec<u16> {
 
 /// Gives every LoadBalancer Service an address and listeners, and stops those of the others.
 pub async fn reconcile(sim: &mut Sim, snap: &Snapshot) {
-    let Some(cfg) = sim.cfg.load_balancer.clone() else { return };
+    let Some(cfg) = sim.cfg.load_balancer.clone() else {
+        return;
+    };
     if !snap.ready.services {
         return;
     }
@@ -94,7 +97,13 @@ pub async fn reconcile(sim: &mut Sim, snap: &Snapshot) {
 }
 
 /// Binds the Service's ports on the first free address of the pool and starts their listeners.
-fn listen(cfg: &LoadBalancerConfig, taken: &[Ipv4Addr], svc: &Service, ports: Vec<u16>, rt: Runtime) -> Option<Lb> {
+fn listen(
+    cfg: &LoadBalancerConfig,
+    taken: &[Ipv4Addr],
+    svc: &Service,
+    ports: Vec<u16>,
+    rt: Runtime,
+) -> Option<Lb> {
     let cluster_ip = svc.spec.as_ref()?.cluster_ip.clone().filter(|ip| ip != "None")?;
     let first = u32::from(cfg.first_address);
     for k in 0..4096u32 {
@@ -102,8 +111,10 @@ fn listen(cfg: &LoadBalancerConfig, taken: &[Ipv4Addr], svc: &Service, ports: Ve
         if taken.contains(&ip) {
             continue;
         }
-        let bound: Result<Vec<std::net::TcpListener>, _> =
-            ports.iter().map(|p| std::net::TcpListener::bind((ip, *p))).collect();
+        let bound: Result<Vec<std::net::TcpListener>, _> = ports
+            .iter()
+            .map(|p| std::net::TcpListener::bind((ip, *p)))
+            .collect();
         let Ok(bound) = bound else { continue };
         let mut tasks = Vec::new();
         for (l, port) in bound.into_iter().zip(&ports) {
@@ -152,28 +163,35 @@ async fn answer(mut conn: tokio::net::TcpStream, b: &Backend) -> std::io::Result
             let Some(request) = read_until(&mut conn, b"\r\n\r\n").await? else {
                 return Ok(());
             };
-            let line = String::from_utf8_lossy(&request).lines().next().unwrap_or("").to_string();
+            let line = String::from_utf8_lossy(&request)
+                .lines()
+                .next()
+                .unwrap_or("")
+                .to_string();
             let mut words = line.split_whitespace();
             let (method, path) = (words.next().unwrap_or("GET"), words.next().unwrap_or("/"));
             let body = format!(
                 "kudo-sim: {} in pod {} (a stand-in, not the real server) answered {method} {path}\n",
                 b.server, b.pod
             );
-            let head = format!(
+            let mut response = format!(
                 "HTTP/1.1 200 OK\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\n\r\n",
                 body.len()
             );
-            conn.write_all(head.as_bytes()).await?;
             if method != "HEAD" {
-                conn.write_all(body.as_bytes()).await?;
+                response.push_str(&body);
             }
+            conn.write_all(response.as_bytes()).await?;
         },
         Protocol::ZooKeeper => {
             let mut word = [0u8; 4];
             conn.read_exact(&mut word).await?;
             let reply = match &word {
                 b"ruok" => "imok".to_string(),
-                b"srvr" | b"stat" => format!("Zookeeper version: 3.6.2 (simulated by kudo-sim for pod {})\nMode: standalone\n", b.pod),
+                b"srvr" | b"stat" => format!(
+                    "Zookeeper version: 3.6.2 (simulated by kudo-sim for pod {})\nMode: standalone\n",
+                    b.pod
+                ),
                 _ => String::new(),
             };
             conn.write_all(reply.as_bytes()).await
@@ -181,7 +199,11 @@ async fn answer(mut conn: tokio::net::TcpStream, b: &Backend) -> std::io::Result
         Protocol::Redis => {
             while let Some(line) = read_until(&mut conn, b"\n").await? {
                 let text = String::from_utf8_lossy(&line).to_ascii_uppercase();
-                let reply = if text.contains("PING") { "+PONG\r\n" } else { "-ERR kudo-sim's Redis stand-in answers PING only\r\n" };
+                let reply = if text.contains("PING") {
+                    "+PONG\r\n"
+                } else {
+                    "-ERR kudo-sim's Redis stand-in answers PING only\r\n"
+                };
                 conn.write_all(reply.as_bytes()).await?;
             }
             Ok(())

@@ -390,7 +390,11 @@ impl Runtime {
     pub fn backend(&self, ip: &str, port: u16) -> Option<Backend> {
         let inner = self.lock();
         let (uid, port) = inner.view.route(ip, port)?;
-        let s = inner.servers.get(&uid)?.iter().find(|s| s.standin.ports.contains(&port))?;
+        let s = inner
+            .servers
+            .get(&uid)?
+            .iter()
+            .find(|s| s.standin.ports.contains(&port))?;
         Some(Backend {
             pod: s.pod.clone(),
             server: s.standin.server.to_string(),

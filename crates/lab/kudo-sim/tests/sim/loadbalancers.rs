@@ -49,7 +49,8 @@ async fn ingress(services: &Api<Service>, name: &str) -> Option<String> {
 /// for more, so read until the body's length is in).
 async fn get(addr: &str, path: &str) -> std::io::Result<String> {
     let mut c = tokio::net::TcpStream::connect(addr).await?;
-    c.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes()).await?;
+    c.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes())
+        .await?;
     let mut buf = Vec::new();
     let mut chunk = [0u8; 1024];
     loop {
