@@ -215,33 +215,7 @@ pub async fn run(opts: &ClusterOpts, args: DevArgs, io: &mut crate::Io<'_>) -> R
         .faults()
         .set(faults.clone())
         .context("invalid --fault-* flags")?;
-    if faults.is_active() {
-        writeln!(io.err, "fault injection active: {faults}")?;
-    }
-    if args.least_privilege {
-        writeln!(
-            io.err,
-            "least privilege: each Instance is applied as ServiceAccount {DEV_INSTANCE_ACCOUNT} of its namespace (or its spec.serviceAccountName); default/{DEV_INSTANCE_ACCOUNT} has the built-in admin role"
-        )?;
-    }
-    writeln!(
-        io.err,
-        "fault injection admin endpoint: {} (GET, PUT, DELETE)",
-        server.faults_url()
-    )?;
-    if let Some(lb) = &sim_config_lb {
-        writeln!(
-            io.err,
-            "load balancers: LoadBalancer Services get addresses from {} on (off with --no-load-balancer)",
-            lb.first_address
-        )?;
-    }
-    writeln!(
-        io.err,
-        "kudo dev cluster serving on {} — export KUBECONFIG={}",
-        server.url(),
-        kubeconfig.display()
-    )?;
+    notices(io, &args, &faults, &server, &kubeconfig, sim_config_lb.as_ref())?;
 
     let code = match &args.demo {
         Some(pkg) => {
@@ -264,6 +238,46 @@ pub async fn run(opts: &ClusterOpts, args: DevArgs, io: &mut crate::Io<'_>) -> R
     .await;
     server.shutdown().await;
     Ok(code)
+}
+
+/// What `dev` tells on stderr once it serves: the faults, the identity Instances are applied
+/// with, the load balancers' addresses, where the cluster is.
+fn notices(
+    io: &mut crate::Io<'_>,
+    args: &DevArgs,
+    faults: &kudo_apiserver::FaultConfig,
+    server: &kudo_apiserver::RunningServer,
+    kubeconfig: &std::path::Path,
+    lb: Option<&kudo_sim::LoadBalancerConfig>,
+) -> Result<()> {
+    if faults.is_active() {
+        writeln!(io.err, "fault injection active: {faults}")?;
+    }
+    if args.least_privilege {
+        writeln!(
+            io.err,
+            "least privilege: each Instance is applied as ServiceAccount {DEV_INSTANCE_ACCOUNT} of its namespace (or its spec.serviceAccountName); default/{DEV_INSTANCE_ACCOUNT} has the built-in admin role"
+        )?;
+    }
+    writeln!(
+        io.err,
+        "fault injection admin endpoint: {} (GET, PUT, DELETE)",
+        server.faults_url()
+    )?;
+    if let Some(lb) = lb {
+        writeln!(
+            io.err,
+            "load balancers: LoadBalancer Services get addresses from {} on (off with --no-load-balancer)",
+            lb.first_address
+        )?;
+    }
+    writeln!(
+        io.err,
+        "kudo dev cluster serving on {} — export KUBECONFIG={}",
+        server.url(),
+        kubeconfig.display()
+    )?;
+    Ok(())
 }
 
 /// Installs the package as `kubectl kudo install` would, then `plan status --wait`.
