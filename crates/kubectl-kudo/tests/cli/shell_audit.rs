@@ -4,8 +4,9 @@
 //! required ones given, and the parameter sets below that switch to other commands), is a
 //! command line the simulated shell knows: each program it names is a builtin, a program
 //! kudo-sim implements, a server it stands in for, or one it deliberately refuses with a reason.
-//! A program it has never heard of fails this test, naming package, object, container and
-//! program; so does a script it would not interpret.
+//! The scripts of ConfigMap and Secret volumes a container runs are audited as well, with what
+//! the package renders into them. A program the shell has never heard of fails this test, naming
+//! package, object, container and program; so does a script a shell would refuse.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -83,16 +84,48 @@ fn pods_of(obj: &serde_json::Value) -> Option<(Pod, bool)> {
     Some((pod, always && !matches!(kind, "Job" | "CronJob")))
 }
 
+/// The data of the ConfigMaps and Secrets among `objects`, as volumes present them.
+fn volume_data(objects: &[serde_json::Value]) -> kudo_sim::VolumeData {
+    use base64::Engine as _;
+    let b64 = |v: &serde_json::Value| {
+        base64::engine::general_purpose::STANDARD
+            .decode(v.as_str().unwrap_or(""))
+            .unwrap_or_default()
+    };
+    let text = |v: &serde_json::Value| v.as_str().unwrap_or("").as_bytes().to_vec();
+    let mut out = kudo_sim::VolumeData::new();
+    for o in objects {
+        let (kind, decoded, plain): (&'static str, &str, &str) = match o["kind"].as_str() {
+            Some("ConfigMap") => ("ConfigMap", "binaryData", "data"),
+            Some("Secret") => ("Secret", "data", "stringData"),
+            _ => continue,
+        };
+        let mut files = Vec::new();
+        for (k, v) in o[plain].as_object().into_iter().flatten() {
+            files.push((k.clone(), text(v)));
+        }
+        for (k, v) in o[decoded].as_object().into_iter().flatten() {
+            files.push((k.clone(), b64(v)));
+        }
+        out.insert(
+            (kind, o["metadata"]["name"].as_str().unwrap_or("").to_string()),
+            files,
+        );
+    }
+    out
+}
+
 /// The programs of a container the shell does not know; the others go to `seen`.
 fn audit_container(
     pod: &Pod,
     c: &Container,
     long_running: bool,
+    data: &kudo_sim::VolumeData,
     seen: &mut std::collections::BTreeSet<String>,
 ) -> Result<Vec<String>, String> {
     let view = kudo_sim::container_view(pod, c, long_running, 0);
     let argv = kudo_sim::command_line(c);
-    let uses = audit(&view, &argv)?;
+    let uses = audit(&view, &argv, &kudo_sim::volume_trees(pod, data))?;
     let (unknown, known): (Vec<_>, Vec<_>) = uses.into_iter().partition(|u| u.handling == Handling::Unknown);
     for u in known {
         let name = u.program.rsplit('/').next().unwrap_or(&u.program).to_string();
@@ -119,15 +152,17 @@ fn every_command_of_the_catalog_and_the_examples_is_known_to_the_simulated_shell
             }
         }
         for params in sets {
-            for obj in rendered(&dir, &params) {
-                let Some((pod, long)) = pods_of(&obj) else {
+            let objects = rendered(&dir, &params);
+            let data = volume_data(&objects);
+            for obj in &objects {
+                let Some((pod, long)) = pods_of(obj) else {
                     continue;
                 };
                 let what = format!("{name} {params:?} {} {}", obj["kind"], obj["metadata"]["name"]);
                 let spec = pod.spec.clone().unwrap_or_default();
                 for c in spec.init_containers.iter().flatten() {
                     containers += 1;
-                    match audit_container(&pod, c, false, &mut seen) {
+                    match audit_container(&pod, c, false, &data, &mut seen) {
                         Ok(unknown) if unknown.is_empty() => {}
                         Ok(unknown) => {
                             problems.push(format!("{what} init container {}: {unknown:?}", c.name))
@@ -137,7 +172,7 @@ fn every_command_of_the_catalog_and_the_examples_is_known_to_the_simulated_shell
                 }
                 for c in &spec.containers {
                     containers += 1;
-                    match audit_container(&pod, c, long, &mut seen) {
+                    match audit_container(&pod, c, long, &data, &mut seen) {
                         Ok(unknown) if unknown.is_empty() => {}
                         Ok(unknown) => problems.push(format!("{what} container {}: {unknown:?}", c.name)),
                         Err(e) => problems.push(format!("{what} container {}: {e}", c.name)),

@@ -441,17 +441,21 @@ impl Outcome {
 
 /// The pod's [`Outcome`], worked out once per pod (its containers start once and a pod's spec
 /// does not change) and remembered with the kubelet's other per-pod state.
-fn outcome(sim: &mut Sim, pod: &Pod) -> std::sync::Arc<Outcome> {
+fn outcome(
+    sim: &mut Sim,
+    pod: &Pod,
+    files: std::collections::HashMap<String, crate::shell::Tree>,
+) -> std::sync::Arc<Outcome> {
     let uid = pod.metadata.uid.as_deref().unwrap_or_default();
     if let Some(o) = sim.mem.pods.get(uid).and_then(|m| m.outcome.clone()) {
         return o;
     }
-    let o = std::sync::Arc::new(work_out(sim, pod));
+    let o = std::sync::Arc::new(work_out(sim, pod, files));
     sim.mem.pods.entry(uid.to_string()).or_default().outcome = Some(o.clone());
     o
 }
 
-fn work_out(sim: &Sim, pod: &Pod) -> Outcome {
+fn work_out(sim: &Sim, pod: &Pod, files: std::collections::HashMap<String, crate::shell::Tree>) -> Outcome {
     let spec = pod.spec.as_ref();
     let restart = spec.and_then(|s| s.restart_policy.as_deref()).unwrap_or("Always");
     // The containers see the pod's IP (allocated before they start).
@@ -467,7 +471,7 @@ fn work_out(sim: &Sim, pod: &Pod) -> Outcome {
         }
         _ => pod,
     };
-    let runs = sim.cfg.runtime.start_pod(pod, sim.now, container_fails);
+    let runs = sim.cfg.runtime.start_pod(pod, sim.now, files, container_fails);
     let failing_init = runs
         .inits
         .iter()
@@ -685,7 +689,13 @@ async fn advance(sim: &mut Sim, ips: &mut PodIps<'_>, pod: &Pod, node: &str) {
         // Before the containers start: they see the pod's IP.
         allocate_ip(sim, ips, pod, node);
     }
-    let out = outcome(sim, pod);
+    let started = sim.mem.pods.get(uid).is_some_and(|m| m.outcome.is_some());
+    let files = if !started && crate::volume_files::has_file_volumes(pod) {
+        crate::volume_files::volume_files(sim, pod).await
+    } else {
+        Default::default()
+    };
+    let out = outcome(sim, pod, files);
     if !step_due(sim, stage, since, &out) {
         return;
     }

@@ -79,6 +79,7 @@ mod rollout;
 mod runtime;
 pub mod shell;
 mod util;
+mod volume_files;
 mod volumes;
 mod workloads;
 
@@ -91,6 +92,7 @@ use std::time::Duration;
 pub use cron::{CronError, Schedule};
 pub use loadbalancer::LoadBalancerConfig;
 pub use runtime::{Backend, ExecError, PodRuns, Runtime, command_line, long_running, view as container_view};
+pub use volume_files::{VolumeData, volume_trees};
 
 /// Errors that stop the simulator. Individual failed writes do not: they are logged and retried
 /// on the next pass, because a controller must survive a flaky or partial API server.

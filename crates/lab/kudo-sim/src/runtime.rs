@@ -279,13 +279,21 @@ impl Runtime {
     /// Starts the pod's containers once (init containers in order, then the others) at
     /// `now_ms`, and returns what they did; later calls return the same result. `fails` says
     /// whether a container follows the failure convention (exit code 1 whatever its command).
-    pub fn start_pod(&self, pod: &Pod, now_ms: i64, fails: impl Fn(&Container) -> bool) -> PodRuns {
+    /// `files` holds the trees of the pod's ConfigMap, Secret and projected volumes, by volume.
+    pub fn start_pod(
+        &self,
+        pod: &Pod,
+        now_ms: i64,
+        files: HashMap<String, Tree>,
+        fails: impl Fn(&Container) -> bool,
+    ) -> PodRuns {
         let id = uid(pod);
         let mut inner = self.lock();
         if let Some(p) = inner.pods.get(&id) {
             return p.runs.clone();
         }
         let mut st = PodState::default();
+        st.fs.volumes.extend(files);
         inner.load_claims(pod, &mut st.fs);
         let spec = pod.spec.clone().unwrap_or_default();
         let mut init_ok = true;

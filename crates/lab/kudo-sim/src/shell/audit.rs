@@ -1,8 +1,10 @@
 //! What the interpreter would make of a container's command line without running it: every
 //! program it names, and what kudo-sim does with each (the audit of a package's commands).
 
+use std::collections::HashMap;
+
 use super::ast::{Command, Compound, List, Part, Word};
-use super::{Container, parse, programs, standins};
+use super::{Container, Tree, parse, programs, standins};
 
 /// How kudo-sim handles a program a command line names.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,9 +29,10 @@ pub struct Use {
     pub handling: Handling,
 }
 
-/// The programs `argv` runs in `c` (an empty command line runs the image's entrypoint), or why
-/// the interpreter would not run its script.
-pub fn audit(c: &Container, argv: &[String]) -> Result<Vec<Use>, String> {
+/// The programs `argv` runs in `c` (an empty command line runs the image's entrypoint), with the
+/// files of its volumes (`volumes`: the scripts of ConfigMaps it runs are audited too), or the
+/// syntax error a shell would stop at.
+pub fn audit(c: &Container, argv: &[String], volumes: &HashMap<String, Tree>) -> Result<Vec<Use>, String> {
     let mut out = Vec::new();
     if argv.is_empty() {
         let handling = match standins::entrypoint(c) {
@@ -45,8 +48,10 @@ pub fn audit(c: &Container, argv: &[String]) -> Result<Vec<Use>, String> {
     }
     let mut a = Auditor {
         c,
+        volumes,
         out: &mut out,
         functions: Vec::new(),
+        scripts: Vec::new(),
     };
     a.argv(argv)?;
     Ok(out)
@@ -54,8 +59,11 @@ pub fn audit(c: &Container, argv: &[String]) -> Result<Vec<Use>, String> {
 
 struct Auditor<'a> {
     c: &'a Container,
+    volumes: &'a HashMap<String, Tree>,
     out: &'a mut Vec<Use>,
     functions: Vec<String>,
+    /// Script files audited so far.
+    scripts: Vec<String>,
 }
 
 impl Auditor<'_> {
@@ -82,9 +90,34 @@ impl Auditor<'_> {
             self.push(name, Handling::Builtin);
             return if rest.is_empty() { Ok(()) } else { self.argv(&rest) };
         }
+        if !self.scripts.iter().any(|s| s == name)
+            && let Some(text) = self.script_file(name)
+        {
+            self.scripts.push(name.to_string());
+            self.push(name, Handling::Implemented);
+            return self.script(&text);
+        }
         let handling = self.handling(name, args);
         self.push(name, handling);
         Ok(())
+    }
+
+    /// The text of the shell script `name` is, when it is a file of one of the container's volumes.
+    fn script_file(&self, name: &str) -> Option<String> {
+        let m = self
+            .c
+            .mounts
+            .iter()
+            .filter(|m| name == m.path || name.starts_with(&format!("{}/", m.path.trim_end_matches('/'))))
+            .max_by_key(|m| m.path.len())?;
+        let rest = name[m.path.len()..].trim_start_matches('/');
+        let rel = match (m.sub_path.trim_matches('/'), rest) {
+            ("", r) => r.to_string(),
+            (s, "") => s.to_string(),
+            (s, r) => format!("{s}/{r}"),
+        };
+        let data = self.volumes.get(&m.volume)?.files().get(&rel)?;
+        programs::shells::is_script(data).then(|| String::from_utf8_lossy(data).into_owned())
     }
 
     fn handling(&self, name: &str, args: &[String]) -> Handling {
@@ -104,34 +137,26 @@ impl Auditor<'_> {
         if let Some(why) = standins::refusal_in(&self.c.image, base) {
             return Handling::Refused(why.to_string());
         }
-        let mount = self
-            .c
-            .mounts
-            .iter()
-            .filter(|m| name.starts_with(&m.path))
-            .max_by_key(|m| m.path.len());
-        if let Some(m) = mount.filter(|m| matches!(m.source.as_str(), "configMap" | "secret" | "projected")) {
-            return Handling::Refused(format!(
-                "a file of the {} volume {:?}, whose files kudo-sim does not provide",
-                m.source, m.volume
-            ));
-        }
         Handling::Unknown
     }
 
+    /// A script's commands. One using what the interpreter does not interpret is refused (it
+    /// exits 127, or a known image's server takes over); one a shell would refuse is an error.
     fn script(&mut self, script: &str) -> Result<(), String> {
         match parse::parse(script) {
             Ok(list) => {
                 self.list(&list);
                 Ok(())
             }
-            Err(e) => match standins::for_image_program(self.c, "sh") {
-                Some(s) => {
-                    self.push("sh", Handling::StandIn(s.server));
-                    Ok(())
-                }
-                None => Err(super::builtins::parse_message(&e)),
-            },
+            Err(e) if e.kind == parse::ErrorKind::Syntax => Err(super::builtins::parse_message(&e)),
+            Err(e) => {
+                let handling = match standins::for_image_program(self.c, "sh") {
+                    Some(s) => Handling::StandIn(s.server),
+                    None => Handling::Refused(super::builtins::parse_message(&e)),
+                };
+                self.push("sh", handling);
+                Ok(())
+            }
         }
     }
 

@@ -71,6 +71,11 @@ impl Tree {
     pub fn files(&self) -> &BTreeMap<String, Vec<u8>> {
         &self.files
     }
+
+    /// Sets the mode and owner of a path of the tree.
+    pub fn set_meta(&mut self, path: &str, m: Meta) {
+        self.meta.insert(path.trim_start_matches('/').to_string(), m);
+    }
 }
 
 /// The filesystems of one pod: a private root per container and one tree per volume.
@@ -152,15 +157,10 @@ impl Shell<'_> {
     }
 
     /// The volume kind and name `abs` is in, when it is a volume whose files kudo-sim does not
-    /// provide (ConfigMap, Secret, projected, downward API, hostPath).
+    /// provide (downward API, hostPath).
     pub fn unprovided_volume(&self, abs: &str) -> Option<(String, String)> {
         self.mount_of(abs)
-            .filter(|m| {
-                matches!(
-                    m.source.as_str(),
-                    "configMap" | "secret" | "projected" | "downwardAPI" | "hostPath"
-                )
-            })
+            .filter(|m| matches!(m.source.as_str(), "downwardAPI" | "hostPath"))
             .map(|m| (m.source.clone(), m.volume.clone()))
     }
 

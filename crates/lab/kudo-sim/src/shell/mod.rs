@@ -38,8 +38,9 @@
 //! terminated (its total is followed for at most [`MAX_SLEEP_MS`]; a process still sleeping or
 //! looping past that runs until stopped). Every container sees its own root filesystem, except
 //! under the mount paths of the pod's volumes: an `emptyDir` is shared by the pod's containers,
-//! a PersistentVolumeClaim's data by the pods that mount it. What the commands print to stdout
-//! and stderr is the container's log.
+//! a PersistentVolumeClaim's data by the pods that mount it, and ConfigMap, Secret and projected
+//! volumes hold their keys as files (the runtime reads them when the pod starts). What the
+//! commands print to stdout and stderr is the container's log.
 
 mod arith;
 mod ast;

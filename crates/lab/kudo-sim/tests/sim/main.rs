@@ -18,6 +18,7 @@ use kube::runtime::watcher;
 use kudo_apiserver::{ApiServer, Config, RunningServer};
 use kudo_sim::{ManualClock, SimConfig, SimHandle};
 
+mod containers;
 mod endpointslices;
 mod faults;
 mod loadbalancers;
