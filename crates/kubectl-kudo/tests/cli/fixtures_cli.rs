@@ -41,13 +41,6 @@ fn kubectl_available() -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
-fn openssl_available() -> bool {
-    Command::new("openssl")
-        .arg("version")
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
 /// `package verify -o json` of a fixture: its warnings (the package must be valid).
 fn warnings(home: &Path, name: &str) -> Vec<String> {
     let (code, out) = kudo(
@@ -97,25 +90,6 @@ fn secret(kc: &Path, ns: &str, name: &str, key: &str) -> Vec<u8> {
     base64::engine::general_purpose::STANDARD
         .decode(data(kc, ns, "secret", name, key).trim())
         .expect("base64")
-}
-
-fn openssl(args: &[&str], input: &[u8]) -> String {
-    use std::io::Write;
-    let mut child = Command::new("openssl")
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(input).unwrap();
-    let o = child.wait_with_output().unwrap();
-    assert!(
-        o.status.success(),
-        "openssl {args:?}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr)
 }
 
 #[test]
@@ -202,7 +176,7 @@ fn the_fixtures_install_on_dev_as_on_kudo() {
         "blue"
     );
     load_balancer_answers(&kc);
-    if openssl_available() {
+    if common::openssl_available() {
         certificates_are_real(home.path(), &kc);
     } else {
         eprintln!("SKIPPED the certificates fixture: openssl is not installed (apt-get install openssl)");
@@ -326,7 +300,7 @@ fn certificates_are_real(home: &Path, kc: &Path) {
     let prefix = "certificates-instance.deploy.main.certificate.make-certificate";
     let name = |key: &str| format!("{}.{key}", prefix.replace('-', ""));
     let cert = secret(kc, "certificates", &name("cert"), "server.crt");
-    let shown = openssl(&["x509", "-noout", "-text"], &cert);
+    let shown = common::openssl(&["x509", "-noout", "-text"], &cert);
     for want in [
         "Subject: O = KUDO fixtures, CN = fixture.example",
         "ASN1 OID: prime256v1",
@@ -335,9 +309,9 @@ fn certificates_are_real(home: &Path, kc: &Path) {
         assert!(shown.contains(want), "{want} in\n{shown}");
     }
     let key = secret(kc, "certificates", &name("key"), "server.key");
-    assert!(openssl(&["pkey", "-noout", "-check"], &key).contains("Key is valid"));
+    assert!(common::openssl(&["pkey", "-noout", "-check"], &key).contains("Key is valid"));
     let signing = secret(kc, "certificates", &name("signing"), "signing.key");
-    assert!(openssl(&["rsa", "-noout", "-check"], &signing).contains("RSA key ok"));
+    assert!(common::openssl(&["rsa", "-noout", "-check"], &signing).contains("RSA key ok"));
 }
 
 fn unknown_program_stops_the_plan(home: &Path, kc: &Path) {

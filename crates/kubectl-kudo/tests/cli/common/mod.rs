@@ -131,3 +131,39 @@ pub fn start_dev(home: &Path, extra: &[&str]) -> Dev {
         }
     }
 }
+
+/// Whether Debian's `openssl` is there (tests that read certificates with it skip otherwise).
+#[allow(dead_code)] // each test binary compiles this module; not all of them use it
+pub fn openssl_available() -> bool {
+    Command::new("openssl")
+        .arg("version")
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Runs `openssl ARGS` on `input`: what it printed (stdout, then stderr); it must succeed.
+#[allow(dead_code)] // each test binary compiles this module; not all of them use it
+pub fn openssl(args: &[&str], input: &[u8]) -> String {
+    use std::io::Write;
+    let mut child = Command::new("openssl")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("openssl runs");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(input)
+        .expect("write stdin");
+    let o = child.wait_with_output().expect("openssl ends");
+    assert!(
+        o.status.success(),
+        "openssl {args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr)
+}

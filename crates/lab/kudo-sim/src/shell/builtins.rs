@@ -355,26 +355,17 @@ fn read(sh: &mut Shell<'_>, _io: &Io, a: &[String]) -> Flow {
         break;
     }
     let text = String::from_utf8_lossy(&line).into_owned();
-    let text = if raw { text } else { remove_backslashes(&text) };
+    let text = if raw {
+        text
+    } else {
+        super::pattern::unescape(&text)
+    };
     let ifs = sh.var("IFS").unwrap_or_else(|| " \t\n".into());
     let values = split_read(&text, &ifs, names.len());
     for (k, name) in names.iter().enumerate() {
         sh.set_var(name, values.get(k).cloned().unwrap_or_default());
     }
     done(sh, i32::from(!complete))
-}
-
-fn remove_backslashes(s: &str) -> String {
-    let mut out = String::new();
-    let mut it = s.chars();
-    while let Some(c) = it.next() {
-        if c == '\\' {
-            out.extend(it.next());
-        } else {
-            out.push(c);
-        }
-    }
-    out
 }
 
 /// `read`'s splitting: leading and trailing IFS blanks trimmed, `n` fields, the last keeps the rest.

@@ -661,20 +661,23 @@ fn stat(sh: &mut Shell<'_>, io: &Io, a: &[String]) -> Result<i32, Flow> {
     Ok(st)
 }
 
-fn chmod(sh: &mut Shell<'_>, io: &Io, a: &[String]) -> Result<i32, Flow> {
-    let (args, _) = Args::parse(&a[1..], "");
-    let recursive = args.has('R');
-    let (Some(spec), files) = (args.operands.first(), args.operands.get(1..).unwrap_or(&[])) else {
-        sh.eprint(io, "chmod: missing operand\n");
-        return Ok(1);
-    };
+/// Applies `change` to the mode and owner of each of `files` (with `recursive`, of everything
+/// below them too): what `chmod` and `chown` share.
+fn change_meta(
+    sh: &mut Shell<'_>,
+    io: &Io,
+    prog: &str,
+    files: &[String],
+    recursive: bool,
+    change: impl Fn(Meta) -> Meta,
+) -> i32 {
     let mut st = 0;
     for f in files {
         let p = sh.abs(f);
         if !sh.exists(&p) {
             sh.eprint(
                 io,
-                format!("chmod: cannot access '{f}': No such file or directory\n"),
+                format!("{prog}: cannot access '{f}': No such file or directory\n"),
             );
             st = 1;
             continue;
@@ -682,14 +685,29 @@ fn chmod(sh: &mut Shell<'_>, io: &Io, a: &[String]) -> Result<i32, Flow> {
         let paths = if recursive { sh.walk(&p) } else { vec![p] };
         for path in paths {
             let m = sh.meta(&path);
-            let Some(mode) = new_mode(spec, m.mode) else {
-                sh.eprint(io, format!("chmod: invalid mode: '{spec}'\n"));
-                return Ok(1);
-            };
-            let _ = sh.set_meta(&path, Meta { mode, ..m });
+            if let Err(e) = sh.set_meta(&path, change(m)) {
+                sh.eprint(io, format!("{prog}: changing '{f}': {e}\n"));
+                st = 1;
+            }
         }
     }
-    Ok(st)
+    st
+}
+
+fn chmod(sh: &mut Shell<'_>, io: &Io, a: &[String]) -> Result<i32, Flow> {
+    let (args, _) = Args::parse(&a[1..], "");
+    let (Some(spec), files) = (args.operands.first(), args.operands.get(1..).unwrap_or(&[])) else {
+        sh.eprint(io, "chmod: missing operand\n");
+        return Ok(1);
+    };
+    if new_mode(spec, 0).is_none() {
+        sh.eprint(io, format!("chmod: invalid mode: '{spec}'\n"));
+        return Ok(1);
+    }
+    Ok(change_meta(sh, io, "chmod", files, args.has('R'), |m| Meta {
+        mode: new_mode(spec, m.mode).unwrap_or(m.mode),
+        ..m
+    }))
 }
 
 /// An octal mode, or symbolic changes (`+x`, `u+rw,go-w`).
@@ -724,7 +742,6 @@ fn new_mode(spec: &str, old: u32) -> Option<u32> {
 
 fn chown(sh: &mut Shell<'_>, io: &Io, a: &[String]) -> Result<i32, Flow> {
     let (args, _) = Args::parse(&a[1..], "");
-    let recursive = args.has('R');
     let (Some(owner), files) = (args.operands.first(), args.operands.get(1..).unwrap_or(&[])) else {
         sh.eprint(io, "chown: missing operand\n");
         return Ok(1);
@@ -738,34 +755,11 @@ fn chown(sh: &mut Shell<'_>, io: &Io, a: &[String]) -> Result<i32, Flow> {
         sh.eprint(io, format!("chown: invalid user: '{owner}'\n"));
         return Ok(1);
     };
-    let mut st = 0;
-    for f in files {
-        let p = sh.abs(f);
-        if !sh.exists(&p) {
-            sh.eprint(
-                io,
-                format!("chown: cannot access '{f}': No such file or directory\n"),
-            );
-            st = 1;
-            continue;
-        }
-        let paths = if recursive { sh.walk(&p) } else { vec![p] };
-        for path in paths {
-            let m = sh.meta(&path);
-            if let Err(e) = sh.set_meta(
-                &path,
-                Meta {
-                    uid,
-                    gid: gid.unwrap_or(m.gid),
-                    ..m
-                },
-            ) {
-                sh.eprint(io, format!("chown: changing ownership of '{f}': {e}\n"));
-                st = 1;
-            }
-        }
-    }
-    Ok(st)
+    Ok(change_meta(sh, io, "chown", files, args.has('R'), |m| Meta {
+        uid,
+        gid: gid.unwrap_or(m.gid),
+        ..m
+    }))
 }
 
 /// `ln -s TARGET LINK` copies what TARGET holds (the simulated filesystem has no links).
