@@ -4,9 +4,9 @@
 //! embedded cluster of `kubectl kudo dev` (but cassandra, whose node pods' init container runs
 //! programs the simulated shell does not simulate: it stops there, saying so), and (ignored tests
 //! run by scripts/real-cluster-stage.sh) on the real control plane of `../shared/real-cluster`
-//! with the manager running out of cluster. Their `policy/v1beta1` PodDisruptionBudgets are not served
-//! there: the manager translates them to `policy/v1` and says so with an `APIVersionTranslated`
-//! Event. The catalog's own suite (`zookeeper-upgrade-test` and `kafka-upgrade-test`) runs through
+//! with the manager running out of cluster. Their `policy/v1beta1` PodDisruptionBudgets are not
+//! served there: the manager translates them to `policy/v1` and says so with an
+//! `APIVersionTranslated` Event. The catalog's own suite (`zookeeper-upgrade-test` and `kafka-upgrade-test`) runs through
 //! `kubectl kudo test` with its published configuration, unchanged. kafka (a Pipe task) is
 //! installed on its own in `exec_cli.rs`.
 //!

@@ -24,7 +24,8 @@ pub enum Handling {
 /// One program of a command line and its handling.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Use {
-    /// As written, with the container's literal environment expanded (`/bin/kafka-server-start.sh`).
+    /// As written, with the container's literal environment expanded
+    /// (`/bin/kafka-server-start.sh`).
     pub program: String,
     pub handling: Handling,
 }

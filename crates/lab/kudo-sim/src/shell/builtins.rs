@@ -368,7 +368,8 @@ fn read(sh: &mut Shell<'_>, _io: &Io, a: &[String]) -> Flow {
     done(sh, i32::from(!complete))
 }
 
-/// `read`'s splitting: leading and trailing IFS blanks trimmed, `n` fields, the last keeps the rest.
+/// `read`'s splitting: leading and trailing IFS blanks trimmed, `n` fields, the last keeps the
+/// rest.
 fn split_read(text: &str, ifs: &str, n: usize) -> Vec<String> {
     if ifs.is_empty() {
         return vec![text.to_string()];

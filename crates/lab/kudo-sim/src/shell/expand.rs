@@ -20,7 +20,10 @@ impl Shell<'_> {
     /// A word as the fields of a command line.
     pub fn expand_fields(&mut self, w: &Word) -> Result<Vec<String>, Flow> {
         // "$@": one field per positional parameter, none when there are none.
-        let all_args = |p: &Part| matches!(p, Part::Param { exp, quoted: true } if exp.name == "@" && matches!(exp.op, ParamOp::Plain));
+        let all_args = |p: &Part| {
+            matches!(p, Part::Param { exp, quoted: true }
+                if exp.name == "@" && matches!(exp.op, ParamOp::Plain))
+        };
         match w.0.as_slice() {
             [Part::Quoted(q), p] if q.is_empty() && all_args(p) => return Ok(self.args.clone()),
             [p] if all_args(p) => return Ok(self.args.clone()),
