@@ -383,6 +383,19 @@ impl Parameter {
     pub fn is_required(&self) -> bool {
         self.required.unwrap_or(false)
     }
+    /// Whether an install must supply a value: required and without a default (KUDO's
+    /// `IsRequired() && !HasDefault()`). An `array` or `map` parameter always has a default on the
+    /// cluster (the package reader stores `null` when `params.yaml` gives none, as KUDO does), so
+    /// it never needs one.
+    pub fn needs_value(&self) -> bool {
+        self.is_required() && self.default.is_none()
+    }
+    /// THE "required" rule, for every type and every caller: whether `value` (`None`: not set)
+    /// leaves a parameter that [needs a value](Self::needs_value) without one. KUDO's CLI refused
+    /// an unset value and its admission webhook an empty one; both are refused here.
+    pub fn lacks_required_value(&self, value: Option<&str>) -> bool {
+        self.needs_value() && value.is_none_or(str::is_empty)
+    }
     pub fn is_immutable(&self) -> bool {
         self.immutable.unwrap_or(false)
     }
@@ -400,13 +413,13 @@ impl Parameter {
 }
 
 impl OperatorVersionSpec {
-    /// Names of the required parameters without a default that `values` does not set: what an
-    /// Instance must be given before it can be created (by `install`, or by a parent's
-    /// `KudoOperator` parameter file).
+    /// Names of the parameters that `values` leaves without a required value (see
+    /// [`Parameter::lacks_required_value`]): what an Instance must be given before it can be
+    /// created (by `install`, or by a parent's `KudoOperator` parameter file).
     pub fn missing_required(&self, values: &BTreeMap<String, String>) -> Vec<String> {
         self.parameters
             .iter()
-            .filter(|p| p.is_required() && p.default.is_none() && !values.contains_key(&p.name))
+            .filter(|p| p.lacks_required_value(values.get(&p.name).map(String::as_str)))
             .map(|p| p.name.clone())
             .collect()
     }

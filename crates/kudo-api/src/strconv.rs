@@ -1,5 +1,5 @@
 //! Go's `strconv.Quote`, shared by every message that quotes a value the way Go prints it (the
-//! template engine's errors, Go duration errors).
+//! template engine's errors, Go duration errors, KUDO's parameter messages, CEL rule messages).
 
 /// Go's `strconv.Quote` (what `%q` prints for a string): printable runes kept, the rest escaped.
 pub fn go_quote(s: &str) -> String {
@@ -46,4 +46,27 @@ pub fn is_go_printable(c: char) -> bool {
         | 0xE0001 | 0xE0020..=0xE007F | 0x110BD | 0x1BCA0..=0x1BCA3 | 0x1D173..=0x1D17A)
     .then_some(false)
     .unwrap_or(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::go_quote;
+
+    #[test]
+    fn quotes_as_go_strconv_quote() {
+        // Expected strings are what Go's strconv.Quote returns for these inputs.
+        let rows = [
+            ("plain", r#""plain""#),
+            ("a\"b\\c", r#""a\"b\\c""#),
+            ("\u{7}\u{8}\u{c}\n\r\t\u{b}", r#""\a\b\f\n\r\t\v""#),
+            ("\u{1}\u{7f}", r#""\x01\x7f""#),
+            ("é ü 😀", r#""é ü 😀""#),
+            ("\u{ad}\u{200b}\u{feff}", r#""\u00ad\u200b\ufeff""#),
+            ("\u{e000}\u{10ffff}", r#""\ue000\U0010ffff""#),
+            ("\u{a0}", r#""\u00a0""#),
+        ];
+        for (input, quoted) in rows {
+            assert_eq!(go_quote(input), quoted, "{input:?}");
+        }
+    }
 }

@@ -163,12 +163,12 @@ pub enum Error {
     #[error("{0}")]
     ManifestTemplate(String),
     /// The rendered `namespaceManifest` is not YAML.
-    #[error("rendered {file} is not valid YAML")]
+    #[error("rendered {file} is not valid YAML: {message}")]
     ManifestYaml {
         /// The file.
         file: String,
-        /// The YAML error (boxed: it is large, and rare).
-        source: Box<serde_saphyr::Error>,
+        /// Why, in our words (the reader's own mention its options).
+        message: String,
     },
     /// A malformed `--parameter-secret`.
     #[error("invalid --parameter-secret {0:?}: expected NAME=SECRET/KEY")]

@@ -401,9 +401,10 @@ fn render_namespace_manifest(
         ("Params".to_string(), Value::map(params)),
     ]));
     let out = kudo_template::render(file, text, &data).map_err(|e| Error::ManifestTemplate(e.to_string()))?;
-    let obj: serde_json::Value = serde_saphyr::from_str(&out).map_err(|source| Error::ManifestYaml {
+    // Read as KUDO reads it (sigs.k8s.io/yaml: a key written twice keeps its last value).
+    let obj = kudo_template::data::yaml_to_json(&out).map_err(|e| Error::ManifestYaml {
         file: file.clone(),
-        source: Box::new(source),
+        message: e.to_string(),
     })?;
     Ok(Some(obj))
 }

@@ -100,10 +100,7 @@ pub fn parameters(pkg: &Package, o: ParamListOptions) -> String {
     params.sort_by(|a, b| a.name.cmp(&b.name));
     let mut t = Table::new();
     if o.required_only {
-        let req: Vec<_> = params
-            .iter()
-            .filter(|p| p.is_required() && p.default.is_none())
-            .collect();
+        let req: Vec<_> = params.iter().filter(|p| p.needs_value()).collect();
         if req.is_empty() {
             return "no required parameters without default values found\n".into();
         }

@@ -9,7 +9,8 @@ use std::collections::BTreeMap;
 
 use kudo_api::Parameter;
 
-use crate::yaml::{go_quote, go_s, go_sprint, to_yaml};
+use crate::yaml::{go_s, go_sprint, to_yaml};
+use kudo_api::strconv::go_quote;
 
 /// An `array`/`map` value that is not YAML ([`decode_structured`]); the text is the YAML reader's
 /// short message.
@@ -116,6 +117,22 @@ pub enum ParamFileError {
     Null { file: String, key: String },
 }
 
+/// The default an `array` or `map` parameter gets when `params.yaml` has none (or `default:`
+/// empty): KUDO marshals the default of a structured parameter to YAML whatever it is, and the
+/// YAML of nothing is `null`. So such a parameter always has a default on the cluster, "required"
+/// never applies to it, and templates see nil (false in `if`, nothing to `range` over).
+pub const NULL_DEFAULT: &str = "null\n";
+
+/// The default the OperatorVersion stores for a package default (`None`: absent or `null`):
+/// [`wrap_value`] of it, [`NULL_DEFAULT`] for an `array`/`map` without one, else none.
+pub fn wrap_default(v: Option<&serde_json::Value>, value_type: &str) -> Option<String> {
+    match (v, value_type) {
+        (Some(v), _) => Some(wrap_value(v, value_type)),
+        (None, "array" | "map") => Some(NULL_DEFAULT.to_string()),
+        (None, _) => None,
+    }
+}
+
 /// Package default/enum value → the string stored in the OperatorVersion: YAML text for
 /// `array`/`map`, Go's `%v` for everything else.
 pub fn wrap_value(v: &serde_json::Value, value_type: &str) -> String {
@@ -183,8 +200,7 @@ pub fn parse_bool(s: &str) -> Option<bool> {
 
 /// Decodes a string value of an `array`/`map` parameter (YAML, like KUDO).
 pub fn decode_structured(s: &str) -> Result<serde_json::Value, StructuredValueError> {
-    serde_saphyr::from_str_with_options::<serde_json::Value>(s, crate::yaml::options())
-        .map_err(|e| StructuredValueError(crate::yaml::short_error(&e)))
+    kudo_template::data::yaml_to_json(s).map_err(|e| StructuredValueError(crate::yaml::reading_error(&e)))
 }
 
 /// KUDO's type check of a string value (`ValidateParameterValueForType` on the cluster side).
@@ -304,7 +320,7 @@ pub fn check_rules(
 /// KUDO's `ValidateValue` for one value (`""` when unset): required-without-default, type, enum.
 fn kudo_value_rules(p: &Parameter, value: &str) -> Result<(), ParamValueError> {
     let name = p.name.clone();
-    if p.is_required() && p.default.is_none() && value.is_empty() {
+    if p.lacks_required_value(Some(value)) {
         return Err(ParamValueError::Required { name });
     }
     if value.is_empty() {
@@ -385,13 +401,24 @@ pub fn template_params(
                     value_type: d.value_type().to_string(),
                     source,
                 })?;
-                kudo_template::Value::from_json(&decoded)
+                structured_template_value(d.value_type(), &decoded)
             }
             _ => kudo_template::Value::str(s.as_str()),
         };
         out.insert(d.name.clone(), v);
     }
     Ok(out)
+}
+
+/// What a template sees of a decoded `array`/`map` value. KUDO decodes an array into a Go
+/// `[]interface{}`, so `null` (the default of an array without one) is a nil slice: it prints as
+/// `[]`, is false in `if` and ranges over nothing, as an empty list does here. A `null` map is a
+/// nil `interface{}` (`<no value>`).
+fn structured_template_value(value_type: &str, decoded: &serde_json::Value) -> kudo_template::Value {
+    match (value_type, decoded) {
+        ("array", serde_json::Value::Null) => kudo_template::Value::list(Vec::new()),
+        _ => kudo_template::Value::from_json(decoded),
+    }
 }
 
 /// Parses `-p NAME=VALUE` arguments (value verbatim; later wins).
@@ -412,12 +439,10 @@ pub fn parse_cli_params(args: &[String]) -> Result<BTreeMap<String, String>, Cli
 /// Parses a `-P` parameter file: a YAML map; maps/lists re-serialised to YAML, scalars via `%v`,
 /// `null` rejected.
 pub fn parse_param_file(file: &str, text: &str) -> Result<BTreeMap<String, String>, ParamFileError> {
-    let v = serde_saphyr::from_str_with_options::<serde_json::Value>(text, crate::yaml::options()).map_err(
-        |e| ParamFileError::Yaml {
-            file: file.to_string(),
-            message: crate::yaml::short_error(&e),
-        },
-    )?;
+    let v = kudo_template::data::yaml_to_json(text).map_err(|e| ParamFileError::Yaml {
+        file: file.to_string(),
+        message: crate::yaml::reading_error(&e),
+    })?;
     let obj = match v {
         serde_json::Value::Object(o) => o,
         serde_json::Value::Null => return Ok(BTreeMap::new()),
@@ -493,6 +518,61 @@ mod tests {
         let m = template_params(&[a, n], &BTreeMap::new()).unwrap();
         assert_eq!(m["P"].type_name(), "[]interface {}");
         assert_eq!(m["N"].as_str(), Some("3"));
+    }
+
+    /// One "required" rule for every type, the CLI's and the manager's alike: one row per case.
+    #[test]
+    fn the_required_rule() {
+        let optional = kudo_api::Parameter {
+            required: Some(false),
+            ..def("string", None, None)
+        };
+        let rows: [(&kudo_api::Parameter, Option<&str>, bool); 8] = [
+            (&def("string", None, None), None, true),
+            (&def("string", None, None), Some(""), true),
+            (&def("string", None, None), Some("x"), false),
+            (&def("integer", Some("3"), None), None, false),
+            (&optional, None, false),
+            (&def("map", Some(NULL_DEFAULT), None), None, false),
+            (&def("array", Some(NULL_DEFAULT), None), Some(""), false),
+            (&def("array", None, None), None, true),
+        ];
+        for (i, (p, value, lacks)) in rows.into_iter().enumerate() {
+            assert_eq!(p.lacks_required_value(value), lacks, "row {i}");
+            let refused = check_value(p, value.unwrap_or(""))
+                .iter()
+                .any(|e| matches!(e, ParamValueError::Required { .. }));
+            assert_eq!(refused, lacks, "row {i}: the value check applies the same rule");
+            let spec = kudo_api::OperatorVersionSpec {
+                parameters: vec![p.clone()],
+                ..Default::default()
+            };
+            let values: BTreeMap<String, String> = value
+                .map(|v| ("P".to_string(), v.to_string()))
+                .into_iter()
+                .collect();
+            assert_eq!(
+                spec.missing_required(&values).len(),
+                usize::from(lacks),
+                "row {i}: install's check"
+            );
+        }
+    }
+
+    #[test]
+    fn null_structured_defaults_are_nil_in_templates() {
+        let a = def("array", Some(NULL_DEFAULT), None);
+        let m = kudo_api::Parameter {
+            name: "M".into(),
+            ..def("map", Some(NULL_DEFAULT), None)
+        };
+        let v = template_params(&[a, m], &BTreeMap::new()).unwrap();
+        let out = kudo_template::render(
+            "t",
+            "{{ if .P }}yes{{ else }}no{{ end }} {{ range .P }}x{{ end }}{{ .P }} {{ if .M }}yes{{ else }}no{{ end }} {{ .M }}",
+            &kudo_template::Value::map(v),
+        );
+        assert_eq!(out.unwrap(), "no [] no <no value>");
     }
 
     #[test]

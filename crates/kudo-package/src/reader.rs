@@ -505,7 +505,7 @@ fn declared_parameter(mut entry: serde_json::Value) -> Result<DeclaredParameter,
     // Written only when true, so OperatorVersions of ordinary packages stay byte-identical.
     def.sensitive = def.is_sensitive().then_some(true);
     let value_type = def.value_type().to_string();
-    def.default = yaml_default.as_ref().map(|d| wrap_value(d, &value_type));
+    def.default = crate::params::wrap_default(yaml_default.as_ref(), &value_type);
     def.r#enum = yaml_enum
         .as_ref()
         .map(|vs| vs.iter().map(|v| wrap_value(v, &value_type)).collect());
@@ -558,6 +558,20 @@ mod tests {
         assert_eq!(p.parameters[0].default.as_deref(), Some("false"));
         assert_eq!(p.parameters[1].required, Some(false));
         assert_eq!(p.parameters[1].default.as_deref(), Some("493"));
+    }
+
+    #[test]
+    fn structured_parameters_without_a_default_store_null_as_kudo_does() {
+        let p = parse_params(
+            "parameters:\n  - name: M\n    type: map\n  - name: A\n    type: array\n    default:\n  - name: S\n",
+        )
+        .unwrap();
+        let defaults: Vec<Option<&str>> = p.parameters.iter().map(|p| p.default.as_deref()).collect();
+        assert_eq!(defaults, [Some("null\n"), Some("null\n"), None]);
+        let needs: Vec<bool> = p.parameters.iter().map(|p| p.needs_value()).collect();
+        assert_eq!(needs, [false, false, true]);
+        // What the package file says is kept for `package verify`.
+        assert!(p.parameters.iter().all(|p| p.yaml_default.is_none()));
     }
 
     #[test]

@@ -155,7 +155,7 @@ pub fn param_schema(p: &Parameter) -> Value {
 
 /// Names of the parameters a value must be given for (required, no default), in declaration order.
 fn required_names<'a>(defs: impl Iterator<Item = &'a Parameter>) -> Vec<Value> {
-    defs.filter(|p| p.is_required() && p.default.is_none())
+    defs.filter(|p| p.needs_value())
         .map(|p| Value::String(p.name.clone()))
         .collect()
 }

@@ -388,6 +388,8 @@ pub(crate) fn render_all(pkg: &Package, r: &mut Verification) {
         match t.execute(&data, &mut env) {
             Err(e) => r.error(format!("error expanding template {name}: {e}")),
             Ok(out) => {
+                let place = format!("template {name} (rendered with the defaults)");
+                crate::verify::duplicate_key_warnings(&place, &out, r);
                 if !param_files.contains(name.as_str()) && name != pkg.operator.namespace_manifest {
                     match crate::split::parse_objects(&name, &out) {
                         Err(e) => r.error(e.to_string()),

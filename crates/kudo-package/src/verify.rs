@@ -92,6 +92,15 @@ pub const PARAM_TYPES: [&str; 6] = ["string", "integer", "number", "boolean", "a
 /// Runs every always-on check, then the optional parameter checks.
 pub fn verify(pkg: &Package, checks: ParamChecks) -> Verification {
     let mut r = Verification::default();
+    // Ours: keys written twice in the package files (rendered templates: `render_all`).
+    for file in [crate::model::OPERATOR_FILE, crate::model::PARAMS_FILE] {
+        let text = pkg
+            .files
+            .get(file)
+            .map(|b| String::from_utf8_lossy(b))
+            .unwrap_or_default();
+        duplicate_key_warnings(file, &text, &mut r);
+    }
     duplicates(pkg, &mut r);
     invalid_chars(pkg, &mut r);
     versions(pkg, &mut r);
@@ -304,7 +313,9 @@ fn plan_references(pkg: &Package, r: &mut Verification) {
 fn parameter_definitions(pkg: &Package, r: &mut Verification) {
     let params = &pkg.params.parameters;
     for p in params {
-        if p.is_immutable() && p.default.is_none() && !p.is_required() {
+        // KUDO's verifier asks the package file (`HasDefault` of the YAML default), before the
+        // reader stores `null` as the default of an `array` or `map` parameter.
+        if p.is_immutable() && p.yaml_default.is_none() && !p.is_required() {
             r.param_error(
                 &p.name,
                 "is immutable but is not marked as required or has a default value",
@@ -373,7 +384,7 @@ fn parameter_definitions(pkg: &Package, r: &mut Verification) {
         if p.group.contains('/') {
             r.param_error(&p.name, "has a group with invalid character '/'");
         }
-        if p.advanced && p.default.is_none() && p.is_required() {
+        if p.advanced && p.yaml_default.is_none() && p.is_required() {
             r.param_error(
                 &p.name,
                 "is marked as advanced, but also as required and has no default. An advanced parameter must either be optional or have a default value",
@@ -460,7 +471,7 @@ fn package_rules(pkg: &Package, broken: bool, r: &mut Verification) {
     for e in &errors {
         r.error(format!("params.yaml: x-kubernetes-validations: {e}"));
     }
-    let complete = defs.iter().all(|p| !p.is_required() || p.default.is_some());
+    let complete = !defs.iter().any(kudo_api::Parameter::needs_value);
     if !errors.is_empty() || broken || !complete {
         return;
     }
@@ -471,13 +482,68 @@ fn package_rules(pkg: &Package, broken: bool, r: &mut Verification) {
     }
 }
 
-/// Words that make a parameter name look like it holds a secret.
-pub const SECRET_NAME_WORDS: [&str; 5] = ["PASSWORD", "SECRET", "TOKEN", "KEY", "CREDENTIAL"];
+/// Ours: a key written twice in one mapping of `text` (`place` names the file) is read as KUDO
+/// reads it, the last value winning, but is almost always a mistake: one warning per repetition.
+pub(crate) fn duplicate_key_warnings(place: &str, text: &str, r: &mut Verification) {
+    for d in crate::yaml::duplicate_keys(text) {
+        r.warn(format!(
+            "{place} line {}: key {:?} appears twice in one mapping (first at line {}); the last value is used, as KUDO reads it",
+            d.line, d.key, d.first_line
+        ));
+    }
+}
 
-/// Whether a parameter name looks like it holds a secret (case-insensitive substring match).
+/// Nouns that make a parameter look like it holds a secret when the name ends with them (the head
+/// of a compound name comes last: `DB_PASSWORD`, `apiKey`, `OAUTH_CLIENT_SECRET`); earlier in the
+/// name they qualify something else (`TLS_SECRET_NAME` names a Secret, `PASSWORD_FILE` a path,
+/// `CREDENTIALS_VALIDITY_IN_MS` a duration, `KAFKA_CONNECT_KEY_CONVERTER` a class).
+/// Plurals other than CREDENTIALS count things instead (`NUM_TOKENS`).
+pub const SECRET_NOUNS: [&str; 9] = [
+    "PASSWORD",
+    "PASSWD",
+    "PASSPHRASE",
+    "SECRET",
+    "TOKEN",
+    "CREDENTIAL",
+    "CREDENTIALS",
+    "KEY",
+    "APIKEY",
+];
+
+/// Segment pairs that look like a secret anywhere in the name (`PRIVATE_KEY_PEM`).
+pub const SECRET_SEGMENT_PAIRS: [[&str; 2]; 1] = [["PRIVATE", "KEY"]];
+
+/// The segments of a parameter name, upper-cased: split at anything but letters and digits and
+/// where a lower-case letter or digit is followed by an upper-case one (`adminPassword`).
+fn name_segments(name: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut prev_lower = false;
+    for c in name.chars() {
+        if !c.is_ascii_alphanumeric() {
+            out.extend((!cur.is_empty()).then(|| std::mem::take(&mut cur)));
+            prev_lower = false;
+            continue;
+        }
+        if c.is_ascii_uppercase() && prev_lower {
+            out.push(std::mem::take(&mut cur));
+        }
+        prev_lower = c.is_ascii_lowercase() || c.is_ascii_digit();
+        cur.push(c.to_ascii_uppercase());
+    }
+    out.extend((!cur.is_empty()).then_some(cur));
+    out
+}
+
+/// Whether a parameter name looks like it holds a secret: its last segment is one of
+/// [`SECRET_NOUNS`], or [`SECRET_SEGMENT_PAIRS`] occur in a row. Whole segments only:
+/// `KEYSPACE_NAME`, `COUNTER_CACHE_KEYS_TO_SAVE` and `MONKEY` do not.
 pub fn looks_secret(name: &str) -> bool {
-    let upper = name.to_ascii_uppercase();
-    SECRET_NAME_WORDS.iter().any(|w| upper.contains(w))
+    let seg = name_segments(name);
+    seg.last().is_some_and(|s| SECRET_NOUNS.contains(&s.as_str()))
+        || seg
+            .windows(2)
+            .any(|w| SECRET_SEGMENT_PAIRS.iter().any(|[a, b]| w[0] == *a && w[1] == *b))
 }
 
 /// Ours (the `sensitive` field is a kudo-rs extension): a secret-looking parameter that is not

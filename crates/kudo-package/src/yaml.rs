@@ -1,36 +1,97 @@
-//! YAML decoding with Kubernetes' YAML 1.1 typing, and the Go formatting rules KUDO applies to
-//! decoded values.
+//! YAML decoding as KUDO decodes, and the Go formatting rules KUDO applies to decoded values.
 //!
-//! KUDO reads package files with `sigs.k8s.io/yaml` (YAML 1.1 → JSON → Go struct). Two things users
-//! observe follow from that and are reproduced here: `yes`/`on`/`False` are booleans and `0755` is
-//! octal 493, and a non-string parameter default reaches the OperatorVersion as Go's `%v` of the
-//! decoded value (`default: true` → `"true"`).
+//! KUDO reads package files (`operator.yaml`, `params.yaml`), parameter values and rendered
+//! templates with the non-strict `sigs.k8s.io/yaml` (YAML 1.1 → JSON → Go struct). What users
+//! observe follows from that and is reproduced here, through the one reader
+//! [`kudo_template::data::yaml_to_json`]: `yes`/`on`/`False` are booleans and `0755` is octal 493,
+//! a key written twice keeps its last value (`package verify` warns, [`duplicate_keys`]), and a
+//! non-string parameter default reaches the OperatorVersion as Go's `%v` of the decoded value
+//! (`default: true` → `"true"`). Errors are in our words
+//! ([`kudo_template::data::yaml_error_message`]), never the reader library's.
 
 use serde::de::DeserializeOwned;
 
 use crate::error::PackageError;
 
-/// Decoder options shared by every package file: YAML 1.1 octals as Kubernetes reads them.
-pub fn options() -> serde_saphyr::Options {
-    serde_saphyr::options! { legacy_octal_numbers: true }
+/// A YAML reading error of one package file, value or rendered document, as users read it.
+pub(crate) fn reading_error(e: &kudo_template::data::DataError) -> String {
+    e.to_string()
 }
 
-/// First line of a saphyr error without the `error: ` prefix; the rest is a source snippet that
-/// would clutter one-line CLI messages.
-pub(crate) fn short_error(e: &impl std::fmt::Display) -> String {
-    let s = e.to_string();
-    let first = s.lines().next().unwrap_or("").trim();
-    first.strip_prefix("error: ").unwrap_or(first).to_string()
-}
-
-/// Decodes one YAML document of `file` into a JSON value (empty document → `null`).
+/// Decodes one YAML document of `file` into a JSON value as KUDO reads it (empty document →
+/// `null`).
 pub fn parse_value(file: &str, text: &str) -> Result<serde_json::Value, PackageError> {
-    serde_saphyr::from_str_with_options::<serde_json::Value>(text, options()).map_err(|e| {
-        PackageError::Yaml {
-            file: file.to_string(),
-            message: short_error(&e),
-        }
+    kudo_template::data::yaml_to_json(text).map_err(|e| PackageError::Yaml {
+        file: file.to_string(),
+        message: reading_error(&e),
     })
+}
+
+/// A key written twice in one mapping of a YAML text. KUDO (and kudo-rs) use the last value;
+/// `package verify` warns about each one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DuplicateKey {
+    /// The key as decoded (quotes and escapes resolved).
+    pub key: String,
+    /// Line (1-based) of the occurrence whose value is used, the last one.
+    pub line: usize,
+    /// Line of the first occurrence.
+    pub first_line: usize,
+}
+
+/// Every key written more than once in one mapping of `text` (all its documents), in order, each
+/// repetition once. Read from the YAML event stream, so it sees what a decoder folds away; a text
+/// the reader refuses ends the scan where it fails (its error is reported by the reader).
+pub fn duplicate_keys(text: &str) -> Vec<DuplicateKey> {
+    use serde_saphyr::granit_parser::{Event, Parser};
+    /// A mapping being read: its keys with their lines, and whether a key comes next.
+    struct Mapping {
+        keys: std::collections::HashMap<String, usize>,
+        key_next: bool,
+    }
+    let mut open: Vec<Option<Mapping>> = Vec::new();
+    let mut found = Vec::new();
+    // A node ended: in a mapping, a key is followed by its value and a value by the next key.
+    let done = |open: &mut Vec<Option<Mapping>>| {
+        if let Some(Some(m)) = open.last_mut() {
+            m.key_next = !m.key_next;
+        }
+    };
+    for event in Parser::new_from_str(text) {
+        let Ok((event, span)) = event else { break };
+        match event {
+            Event::Scalar(value, ..) => {
+                if let Some(Some(m)) = open.last_mut()
+                    && m.key_next
+                {
+                    let line = span.start.line();
+                    match m.keys.get(value.as_ref()) {
+                        Some(&first_line) => found.push(DuplicateKey {
+                            key: value.to_string(),
+                            line,
+                            first_line,
+                        }),
+                        None => {
+                            m.keys.insert(value.to_string(), line);
+                        }
+                    }
+                }
+                done(&mut open);
+            }
+            Event::Alias(_) | Event::UnresolvedAlias(_) => done(&mut open),
+            Event::MappingStart(..) => open.push(Some(Mapping {
+                keys: Default::default(),
+                key_next: true,
+            })),
+            Event::SequenceStart(..) => open.push(None),
+            Event::MappingEnd | Event::SequenceEnd => {
+                open.pop();
+                done(&mut open);
+            }
+            _ => {}
+        }
+    }
+    found
 }
 
 /// Converts a decoded document into a typed model, naming the offending field path on failure.
@@ -101,25 +162,6 @@ pub fn go_s(v: &serde_json::Value) -> String {
     }
 }
 
-/// Go's `%q` of a string.
-pub fn go_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            '\r' => out.push_str("\\r"),
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => out.push_str(&format!("\\x{:02x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
 fn sorted(v: &serde_json::Value) -> serde_json::Value {
     match v {
         serde_json::Value::Object(o) => {
@@ -157,6 +199,23 @@ mod tests {
         assert_eq!(go_float(0.0001), "0.0001");
         assert_eq!(go_float(0.00001), "1e-05");
         assert_eq!(go_float(-2.25), "-2.25");
+    }
+
+    #[test]
+    fn duplicate_keys_are_found_with_their_lines() {
+        let text = "a: 1\nb:\n  x: 1\n  \"x\": 2\n  list: [{k: 1, k: 2}]\na: 3\nc: {a: 1}\n---\na: 1\n";
+        let found: Vec<(String, usize, usize)> = duplicate_keys(text)
+            .into_iter()
+            .map(|d| (d.key, d.line, d.first_line))
+            .collect();
+        assert_eq!(
+            found,
+            [("x".into(), 4, 3), ("k".into(), 5, 5), ("a".into(), 6, 1)]
+        );
+        // The value read is the last one, as sigs.k8s.io/yaml reads it.
+        let v = parse_value("x.yaml", "a: 1\na: 2\n").unwrap();
+        assert_eq!(v["a"], 2);
+        assert!(duplicate_keys("a: [1\n").is_empty());
     }
 
     #[test]

@@ -45,19 +45,43 @@ fn verify_warns_for_secret_looking_names_that_are_not_sensitive() {
     assert!(about[1].starts_with("parameter \"ACCESS_KEY\""));
 }
 
+/// The secret-name heuristic, one row per case: whole name segments, the secret noun last.
 #[test]
 fn secret_looking_names() {
-    for n in [
-        "PASSWORD",
-        "sst_password",
-        "SECRET_NAME",
-        "TOKEN",
-        "SSH_KEY",
-        "AWS_CREDENTIALS",
-    ] {
-        assert!(looks_secret(n), "{n}");
-    }
-    for n in ["REPLICAS", "IMAGE", "NODE_COUNT", "PASS"] {
-        assert!(!looks_secret(n), "{n}");
+    let rows = [
+        ("PASSWORD", true),
+        ("sst_password", true),
+        ("MYSQL_ROOT_PASSWORD", true),
+        ("adminPassword", true),
+        ("db-passwd", true),
+        ("OAUTH_CLIENT_SECRET", true),
+        ("TOKEN", true),
+        ("api_token", true),
+        ("SSH_KEY", true),
+        ("ACCESS_KEY", true),
+        ("apiKey", true),
+        ("APIKEY", true),
+        ("TLS_PRIVATE_KEY", true),
+        ("PRIVATE_KEY_PEM", true),
+        ("AWS_CREDENTIALS", true),
+        ("REPLICAS", false),
+        ("IMAGE", false),
+        ("NODE_COUNT", false),
+        ("PASS", false),
+        ("KEYSPACE_NAME", false),
+        ("COUNTER_CACHE_KEYS_TO_SAVE", false),
+        ("KAFKA_CONNECT_KEY_CONVERTER", false),
+        ("KEY_CACHE_SIZE_IN_MB", false),
+        ("keyspaceName", false),
+        ("MONKEY", false),
+        ("TOKENIZER", false),
+        ("SECRETARY_EMAIL", false),
+        ("TLS_SECRET_NAME", false),
+        ("PASSWORD_FILE", false),
+        ("CREDENTIALS_VALIDITY_IN_MS", false),
+        ("NUM_TOKENS", false),
+    ];
+    for (name, secret) in rows {
+        assert_eq!(looks_secret(name), secret, "{name}");
     }
 }

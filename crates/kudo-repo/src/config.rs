@@ -74,10 +74,13 @@ impl RepositoryConfig {
                 repositories: vec![],
             });
         }
-        let cfg: RepositoryConfig = serde_saphyr::from_str(text).map_err(|e| RepoError::Parse {
-            what: what.into(),
-            message: e.to_string(),
-        })?;
+        let cfg: RepositoryConfig =
+            serde_saphyr::from_str_with_options(text, kudo_template::data::go_yaml_options()).map_err(
+                |e| RepoError::Parse {
+                    what: what.into(),
+                    message: kudo_template::data::yaml_error_message(&e),
+                },
+            )?;
         Ok(cfg)
     }
 

@@ -169,10 +169,13 @@ impl IndexFile {
             what: what.into(),
             message: "not UTF-8 text".into(),
         })?;
-        let mut index: IndexFile = serde_saphyr::from_str(text).map_err(|e| RepoError::Parse {
-            what: what.into(),
-            message: e.to_string(),
-        })?;
+        let mut index: IndexFile =
+            serde_saphyr::from_str_with_options(text, kudo_template::data::go_yaml_options()).map_err(
+                |e| RepoError::Parse {
+                    what: what.into(),
+                    message: kudo_template::data::yaml_error_message(&e),
+                },
+            )?;
         if index.api_version.is_empty() {
             return Err(RepoError::Parse {
                 what: what.into(),

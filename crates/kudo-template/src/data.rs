@@ -19,7 +19,7 @@ use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 pub enum DataError {
     #[error("{0}")]
     Json(#[source] serde_json::Error),
-    #[error("{0}")]
+    #[error("{}", yaml_error_message(.0))]
     Yaml(#[source] serde_saphyr::Error),
     /// YAML that `sigs.k8s.io/yaml` cannot convert to JSON (a null key, a non-finite float).
     #[error("error converting YAML to JSON: {0}")]
@@ -178,10 +178,7 @@ pub fn yaml_to_json(raw: &str) -> Result<serde_json::Value, DataError> {
     if raw.trim().is_empty() {
         return Ok(serde_json::Value::Null);
     }
-    let mut opts = serde_saphyr::Options::default();
-    opts.legacy_octal_numbers = true;
-    // yaml.v2 (behind sigs.k8s.io/yaml) keeps the last of duplicate keys instead of failing.
-    opts.duplicate_keys = serde_saphyr::DuplicateKeyPolicy::LastWins;
+    let mut opts = go_yaml_options();
     // Non-finite floats reach the visitor, which marks them: whether they fail the document depends
     // on whether a later duplicate key discards them (yaml.v2 decodes first, JSON conversion after).
     opts.non_finite_float_policy = serde_saphyr::NonFiniteFloatPolicy::PassThrough;
@@ -189,6 +186,70 @@ pub fn yaml_to_json(raw: &str) -> Result<serde_json::Value, DataError> {
     match first_invalid(&v.0) {
         Some(msg) => Err(DataError::Convert(msg)),
         None => Ok(v.0),
+    }
+}
+
+/// The reader options of `sigs.k8s.io/yaml` (yaml.v2, then JSON): YAML 1.1 octals (`0755` is
+/// 493), the last of duplicate keys kept instead of failing, non-finite floats refused (JSON has
+/// none). For typed reading of files Go tools read that way (repository indexes, kuttl steps);
+/// [`yaml_to_json`] builds on them.
+pub fn go_yaml_options() -> serde_saphyr::Options {
+    let mut opts = serde_saphyr::Options::default();
+    opts.legacy_octal_numbers = true;
+    opts.duplicate_keys = serde_saphyr::DuplicateKeyPolicy::LastWins;
+    opts.non_finite_float_policy = serde_saphyr::NonFiniteFloatPolicy::Reject;
+    opts
+}
+
+/// A YAML reading error in our words, `line L column C: what`, for every message a user sees:
+/// the library's own texts name its API and options (`set DuplicateKeyPolicy in Options`, `use
+/// from_str_multiple`), which a user can do nothing with.
+pub fn yaml_error_message(e: &serde_saphyr::Error) -> String {
+    let options = serde_saphyr::render_options! {
+        formatter: &OurYamlWords,
+        snippets: serde_saphyr::SnippetMode::Off,
+    };
+    let rendered = e.render_with_options(options);
+    let first = rendered.lines().next().unwrap_or("").trim();
+    let first = first.strip_prefix("error: ").unwrap_or(first);
+    match e.location() {
+        Some(l) if l.line() > 0 => {
+            let suffix = format!(" at line {}, column {}", l.line(), l.column());
+            let what = first.strip_suffix(suffix.as_str()).unwrap_or(first);
+            format!("line {} column {}: {what}", l.line(), l.column())
+        }
+        _ => first.to_string(),
+    }
+}
+
+/// The messages of [`yaml_error_message`]: ours where the library speaks of itself, its
+/// user-facing ones (the YAML grammar's: `mapping values are not allowed in this context`) else.
+struct OurYamlWords;
+
+impl serde_saphyr::MessageFormatter for OurYamlWords {
+    fn format_message<'a>(&self, err: &'a serde_saphyr::Error) -> std::borrow::Cow<'a, str> {
+        use serde_saphyr::Error as E;
+        use std::borrow::Cow;
+        match err {
+            E::WithSnippet { error, .. } => Cow::Owned(self.format_message(error).into_owned()),
+            E::DuplicateMappingKey { key: Some(k), .. } => Cow::Owned(format!("the key {k:?} appears twice")),
+            E::DuplicateMappingKey { key: None, .. } => Cow::Borrowed("a key appears twice"),
+            E::MultipleDocuments { .. } => Cow::Borrowed("more than one YAML document where one is expected"),
+            E::UnknownAnchor { .. } => {
+                Cow::Borrowed("an alias names an anchor that is not defined before it")
+            }
+            E::Eof { .. } => Cow::Borrowed("the document ends unexpectedly"),
+            E::Budget { .. }
+            | E::AliasReplayCounterOverflow { .. }
+            | E::AliasReplayLimitExceeded { .. }
+            | E::AliasExpansionLimitExceeded { .. }
+            | E::AliasReplayStackDepthExceeded { .. } => {
+                Cow::Borrowed("the document is too large or too deeply nested (or expands aliases too often)")
+            }
+            E::NonFiniteFloat { value, .. } => Cow::Owned(format!("{value} is not a finite number")),
+            E::BinaryNotUtf8 { .. } => Cow::Borrowed("a !!binary value is not UTF-8 text"),
+            other => serde_saphyr::UserMessageFormatter.format_message(other),
+        }
     }
 }
 
@@ -396,5 +457,50 @@ mod decode_value_tests {
             }
         }
         assert!(n > 10, "only {n} data files found under {}", corpus.display());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What a user reads when a YAML file cannot be read: where, and what, in our words; nothing
+    /// about the reader library's options or functions.
+    #[test]
+    fn yaml_errors_are_in_our_words() {
+        let strict = |text: &str| serde_saphyr::from_str::<serde_json::Value>(text).unwrap_err();
+        let rows = [
+            (
+                strict("a: 1\na: 2\n"),
+                "line 2 column 1: the key \"a\" appears twice",
+            ),
+            (
+                strict("a: 1\n---\nb: 2\n"),
+                "line 3 column 1: more than one YAML document where one is expected",
+            ),
+            (strict("a: [1, 2\n"), "line 1 column 4: unclosed bracket '['"),
+            (
+                strict("a: *x\n"),
+                "line 1 column 4: an alias names an anchor that is not defined before it",
+            ),
+            (
+                strict("a: .nan\n"),
+                "line 1 column 4: .nan is not a finite number",
+            ),
+            (
+                strict("a: b: c\n"),
+                "line 1 column 5: mapping values are not allowed in this context",
+            ),
+        ];
+        for (e, want) in rows {
+            assert_eq!(yaml_error_message(&e), want);
+            assert_eq!(DataError::Yaml(e).to_string(), want);
+        }
+    }
+
+    #[test]
+    fn duplicate_keys_keep_the_last_value_as_sigs_yaml_does() {
+        let v = yaml_to_json("a: 1\nb: {x: 1, x: 2}\na: 3\n").unwrap();
+        assert_eq!(v, serde_json::json!({"a": 3, "b": {"x": 2}}));
     }
 }

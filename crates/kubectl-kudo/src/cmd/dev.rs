@@ -19,7 +19,7 @@ use super::cluster::ClusterOpts;
 
 #[derive(Args, Debug)]
 #[command(
-    after_help = "Examples:\n  kubectl kudo dev\n  kubectl kudo dev --address 127.0.0.1:6443 --data-dir ~/.kudo/dev/data\n  kubectl kudo dev --data-dir /tmp/scratch --data-dir-sync never  # no fsync: faster\n  kubectl kudo dev --demo ./examples/galera\n  kubectl kudo dev --fault-error '*:500:0.05' --fault-watch-cut 2s --fault-seed 1\n\nThe kubeconfig goes to --kubeconfig (default ~/.kudo/dev/kubeconfig); then:\n  export KUBECONFIG=~/.kudo/dev/kubeconfig; kubectl get nodes\n\nFault injection (off by default) starts once the cluster is up (CRDs installed) and applies to\nresource requests only (not discovery, OpenAPI, /version or health checks). Faults can be read\nand changed while running at http://ADDRESS/kudo-admin/faults (GET, PUT a JSON config, DELETE\nto switch off); the address is printed at startup. Verbs: get, list, watch, create, update,\npatch, delete, deletecollection, * (all)."
+    after_help = "Examples:\n  kubectl kudo dev\n  kubectl kudo dev --address 127.0.0.1:6443 --data-dir ~/.kudo/dev/data\n  kubectl kudo dev --data-dir /tmp/scratch --data-dir-sync never  # no fsync: faster\n  kubectl kudo dev --demo ./examples/galera\n  kubectl kudo dev --fault-error '*:500:0.05' --fault-watch-cut 2s --fault-seed 1\n  kubectl kudo dev --no-load-balancer\n\nThe kubeconfig goes to --kubeconfig (default ~/.kudo/dev/kubeconfig); then:\n  export KUBECONFIG=~/.kudo/dev/kubeconfig; kubectl get nodes\n\nFault injection (off by default) starts once the cluster is up (CRDs installed) and applies to\nresource requests only (not discovery, OpenAPI, /version or health checks). Faults can be read\nand changed while running at http://ADDRESS/kudo-admin/faults (GET, PUT a JSON config, DELETE\nto switch off); the address is printed at startup. Verbs: get, list, watch, create, update,\npatch, delete, deletecollection, * (all)."
 )]
 pub struct DevArgs {
     /// Loopback address to serve on (port 0 picks a free port).
@@ -75,6 +75,11 @@ pub struct DevArgs {
     /// there; other namespaces need their own (docs/security.md).
     #[arg(long)]
     pub least_privilege: bool,
+    /// Give `type: LoadBalancer` Services no load balancer: no ingress address, no listener
+    /// (as on a cluster without one). By default each gets a loopback address (127.240.0.1,
+    /// 127.240.0.2, …) in `status.loadBalancer.ingress`, listening on its TCP ports.
+    #[arg(long)]
+    pub no_load_balancer: bool,
 }
 
 /// The account `dev --least-privilege` applies Instances as, by default.
@@ -184,10 +189,12 @@ pub async fn run(opts: &ClusterOpts, args: DevArgs, io: &mut crate::Io<'_>) -> R
     };
     let sim_config = kudo_sim::SimConfig {
         nodes: args.nodes,
+        load_balancer: (!args.no_load_balancer).then(kudo_sim::LoadBalancerConfig::default),
         ..Default::default()
     };
     // `kubectl exec` and `kubectl logs` reach the simulated containers.
     server.set_pod_runtime(std::sync::Arc::new(sim_config.runtime.clone()));
+    let sim_config_lb = sim_config.load_balancer.clone();
     let sim = tokio::spawn(kudo_sim::run(
         client.clone(),
         sim_config,
@@ -208,26 +215,7 @@ pub async fn run(opts: &ClusterOpts, args: DevArgs, io: &mut crate::Io<'_>) -> R
         .faults()
         .set(faults.clone())
         .context("invalid --fault-* flags")?;
-    if faults.is_active() {
-        writeln!(io.err, "fault injection active: {faults}")?;
-    }
-    if args.least_privilege {
-        writeln!(
-            io.err,
-            "least privilege: each Instance is applied as ServiceAccount {DEV_INSTANCE_ACCOUNT} of its namespace (or its spec.serviceAccountName); default/{DEV_INSTANCE_ACCOUNT} has the built-in admin role"
-        )?;
-    }
-    writeln!(
-        io.err,
-        "fault injection admin endpoint: {} (GET, PUT, DELETE)",
-        server.faults_url()
-    )?;
-    writeln!(
-        io.err,
-        "kudo dev cluster serving on {} — export KUBECONFIG={}",
-        server.url(),
-        kubeconfig.display()
-    )?;
+    notices(io, &args, &faults, &server, &kubeconfig, sim_config_lb.as_ref())?;
 
     let code = match &args.demo {
         Some(pkg) => {
@@ -250,6 +238,46 @@ pub async fn run(opts: &ClusterOpts, args: DevArgs, io: &mut crate::Io<'_>) -> R
     .await;
     server.shutdown().await;
     Ok(code)
+}
+
+/// What `dev` tells on stderr once it serves: the faults, the identity Instances are applied
+/// with, the load balancers' addresses, where the cluster is.
+fn notices(
+    io: &mut crate::Io<'_>,
+    args: &DevArgs,
+    faults: &kudo_apiserver::FaultConfig,
+    server: &kudo_apiserver::RunningServer,
+    kubeconfig: &std::path::Path,
+    lb: Option<&kudo_sim::LoadBalancerConfig>,
+) -> Result<()> {
+    if faults.is_active() {
+        writeln!(io.err, "fault injection active: {faults}")?;
+    }
+    if args.least_privilege {
+        writeln!(
+            io.err,
+            "least privilege: each Instance is applied as ServiceAccount {DEV_INSTANCE_ACCOUNT} of its namespace (or its spec.serviceAccountName); default/{DEV_INSTANCE_ACCOUNT} has the built-in admin role"
+        )?;
+    }
+    writeln!(
+        io.err,
+        "fault injection admin endpoint: {} (GET, PUT, DELETE)",
+        server.faults_url()
+    )?;
+    if let Some(lb) = lb {
+        writeln!(
+            io.err,
+            "load balancers: LoadBalancer Services get addresses from {} on (off with --no-load-balancer)",
+            lb.first_address
+        )?;
+    }
+    writeln!(
+        io.err,
+        "kudo dev cluster serving on {} — export KUBECONFIG={}",
+        server.url(),
+        kubeconfig.display()
+    )?;
+    Ok(())
 }
 
 /// Installs the package as `kubectl kudo install` would, then `plan status --wait`.

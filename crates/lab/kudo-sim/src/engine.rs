@@ -307,6 +307,8 @@ pub struct Memory {
     pub once: HashSet<String>,
     /// Last identical write per target, to damp loops against a server that drops fields.
     last_write: HashMap<String, (u64, i64)>,
+    /// The load balancers of LoadBalancer Services, by Service uid.
+    pub(crate) lbs: HashMap<String, crate::loadbalancer::Lb>,
 }
 
 /// The simulator state handed to every controller.
@@ -712,6 +714,7 @@ async fn pass(sim: &mut Sim, snap: &Snapshot) {
     crate::kubelet::schedule(sim, snap).await;
     crate::kubelet::pods(sim, snap).await;
     crate::endpoints::reconcile(sim, snap).await;
+    crate::loadbalancer::reconcile(sim, snap).await;
     // Forget pods that are gone.
     if snap.ready.pods {
         let live: HashSet<&str> = snap

@@ -292,6 +292,15 @@ pub async fn pods(sim: &mut Sim, snap: &Snapshot) {
     if !snap.ready.pods {
         return;
     }
+    // What simulated containers started in this pass reach on the network.
+    sim.cfg.runtime.set_view(
+        crate::network::ClusterView {
+            pods: snap.pods.clone(),
+            services: snap.services.clone(),
+            endpoints: snap.endpoints.clone(),
+        },
+        sim.now,
+    );
     let mut ips = PodIps::new(&snap.pods);
     for pod in &snap.pods {
         let node = pod
@@ -310,10 +319,21 @@ pub async fn pods(sim: &mut Sim, snap: &Snapshot) {
             advance(sim, &mut ips, pod, &node).await;
         }
     }
-    // Filesystems and logs of pods that are gone.
+    // Filesystems, logs and stand-ins of pods that are gone, data of claims that are gone.
     let live: std::collections::HashSet<String> =
         snap.pods.iter().filter_map(|p| p.metadata.uid.clone()).collect();
-    sim.cfg.runtime.retain(&live);
+    let claims: std::collections::HashSet<String> = snap
+        .pvcs
+        .iter()
+        .map(|c| {
+            format!(
+                "{}/{}",
+                c.metadata.namespace.as_deref().unwrap_or(""),
+                c.metadata.name.as_deref().unwrap_or("")
+            )
+        })
+        .collect();
+    sim.cfg.runtime.retain(&live, &claims);
 }
 
 async fn terminate(sim: &mut Sim, pod: &Pod, node: &str) {
@@ -394,6 +414,9 @@ async fn terminate(sim: &mut Sim, pod: &Pod, node: &str) {
 pub(crate) struct Outcome {
     /// Index and exit code of the first failing init container.
     failing_init: Option<(usize, i32)>,
+    /// Index of an init container that does not end (a server, a loop that waits for ever):
+    /// the pod stays initializing.
+    hanging_init: Option<usize>,
     /// Per container: the exit code once its command finished (`None`: runs until stopped).
     exits: Vec<Option<i32>>,
     /// Per container: the non-zero exit code it fails with.
@@ -409,40 +432,68 @@ impl Outcome {
         self.failing.iter().any(Option::is_some)
     }
 
-    /// Whether the pod ends by itself: a Job's pod, or a `restartPolicy: Never` pod whose
+    /// Whether the pod ends by itself: a Job's pod or a `restartPolicy: Never` pod whose
     /// commands all finish.
     fn completes(&self) -> bool {
-        self.runs_to_completion || (self.restart_never && self.exits.iter().all(Option::is_some))
+        (self.runs_to_completion || self.restart_never) && self.exits.iter().all(Option::is_some)
     }
 }
 
 /// The pod's [`Outcome`], worked out once per pod (its containers start once and a pod's spec
 /// does not change) and remembered with the kubelet's other per-pod state.
-fn outcome(sim: &mut Sim, pod: &Pod) -> std::sync::Arc<Outcome> {
+fn outcome(
+    sim: &mut Sim,
+    pod: &Pod,
+    files: std::collections::HashMap<String, crate::shell::Tree>,
+) -> std::sync::Arc<Outcome> {
     let uid = pod.metadata.uid.as_deref().unwrap_or_default();
     if let Some(o) = sim.mem.pods.get(uid).and_then(|m| m.outcome.clone()) {
         return o;
     }
-    let o = std::sync::Arc::new(work_out(sim, pod));
+    let o = std::sync::Arc::new(work_out(sim, pod, files));
     sim.mem.pods.entry(uid.to_string()).or_default().outcome = Some(o.clone());
     o
 }
 
-fn work_out(sim: &Sim, pod: &Pod) -> Outcome {
+fn work_out(sim: &Sim, pod: &Pod, files: std::collections::HashMap<String, crate::shell::Tree>) -> Outcome {
     let spec = pod.spec.as_ref();
     let restart = spec.and_then(|s| s.restart_policy.as_deref()).unwrap_or("Always");
-    let runs = sim.cfg.runtime.start_pod(pod, container_fails);
+    // The containers see the pod's IP (allocated before they start).
+    let uid = pod.metadata.uid.as_deref().unwrap_or_default();
+    let ip = sim.mem.pods.get(uid).and_then(|m| m.ip.clone());
+    let with_ip;
+    let pod = match ip {
+        Some(ip) if pod.status.as_ref().and_then(|s| s.pod_ip.as_ref()).is_none() => {
+            let mut p = pod.clone();
+            p.status.get_or_insert_with(Default::default).pod_ip = Some(ip);
+            with_ip = p;
+            &with_ip
+        }
+        _ => pod,
+    };
+    let runs = sim.cfg.runtime.start_pod(pod, sim.now, files, container_fails);
     let failing_init = runs
         .inits
         .iter()
         .enumerate()
         .find_map(|(i, r)| r.exit.filter(|c| *c != 0).map(|c| (i, c)));
+    let sidecar = |i: usize| {
+        spec.and_then(|s| s.init_containers.as_ref())
+            .and_then(|c| c.get(i))
+            .is_some_and(|c| c.restart_policy.as_deref() == Some("Always"))
+    };
+    let hanging_init = runs
+        .inits
+        .iter()
+        .enumerate()
+        .position(|(i, r)| r.exit.is_none() && !sidecar(i));
     let n = spec.map(|s| s.containers.len()).unwrap_or(0);
     let exits: Vec<Option<i32>> = (0..n)
         .map(|i| runs.containers.get(i).and_then(|r| r.exit))
         .collect();
     Outcome {
         failing_init,
+        hanging_init,
         failing: exits.iter().map(|e| e.filter(|c| *c != 0)).collect(),
         exits,
         sleep_ms: runs.containers.iter().map(|r| r.sleep_ms).max().unwrap_or(0),
@@ -633,7 +684,18 @@ async fn advance(sim: &mut Sim, ips: &mut PodIps<'_>, pod: &Pod, node: &str) {
     }
     let uid = pod.metadata.uid.as_deref().unwrap_or_default();
     let since = stage_since(sim, uid, stage);
-    let out = outcome(sim, pod);
+    let host_network = pod.spec.as_ref().and_then(|s| s.host_network) == Some(true);
+    if !host_network && matches!(stage, Stage::New | Stage::Pending) {
+        // Before the containers start: they see the pod's IP.
+        allocate_ip(sim, ips, pod, node);
+    }
+    let started = sim.mem.pods.get(uid).is_some_and(|m| m.outcome.is_some());
+    let files = if !started && crate::volume_files::has_file_volumes(pod) {
+        crate::volume_files::volume_files(sim, pod).await
+    } else {
+        Default::default()
+    };
+    let out = outcome(sim, pod, files);
     if !step_due(sim, stage, since, &out) {
         return;
     }
@@ -772,7 +834,7 @@ async fn advance(sim: &mut Sim, ips: &mut PodIps<'_>, pod: &Pod, node: &str) {
             status["podIPs"] = json!([{"ip": pod_ip}]);
             // Init containers run first, in order.
             for (i, c) in inits.iter().enumerate() {
-                if out.failing_init.is_some_and(|(f, _)| f == i) {
+                if out.failing_init.is_some_and(|(f, _)| f == i) || out.hanging_init.is_some_and(|h| i > h) {
                     break;
                 }
                 record_start(
@@ -784,7 +846,9 @@ async fn advance(sim: &mut Sim, ips: &mut PodIps<'_>, pod: &Pod, node: &str) {
                 )
                 .await;
             }
-            if let Some((fi, code)) = out.failing_init {
+            if let Some(hi) = out.hanging_init {
+                initializing(&mut status, &cur, &uid, &inits, &containers, hi, &now_s);
+            } else if let Some((fi, code)) = out.failing_init {
                 let mut statuses = init_done(&now_s);
                 let c = &inits[fi];
                 let fail_terminal = out.runs_to_completion || out.restart_never;
@@ -977,6 +1041,61 @@ async fn advance(sim: &mut Sim, ips: &mut PodIps<'_>, pod: &Pod, node: &str) {
         sim.merge(&ar::<Pod>(), Some(&ns), &name, true, json!({ "status": status }))
             .await;
     }
+}
+
+/// The status of a pod whose init container `hi` does not end: the ones before it completed,
+/// it runs, the rest and the containers wait; the pod stays Pending and not initialized.
+fn initializing(
+    status: &mut Value,
+    cur: &Value,
+    uid: &str,
+    inits: &[Container],
+    containers: &[Container],
+    hi: usize,
+    now: &str,
+) {
+    let waiting =
+        |c: &Container| container_status(uid, c, CState::Waiting("PodInitializing", None), false, 0, None);
+    let done = |c: &Container| {
+        let t = CState::Terminated {
+            code: 0,
+            started: now,
+            finished: now,
+        };
+        container_status(uid, c, t, false, 0, None)
+    };
+    let statuses: Vec<Value> = inits
+        .iter()
+        .enumerate()
+        .map(|(i, c)| match i.cmp(&hi) {
+            std::cmp::Ordering::Less => done(c),
+            std::cmp::Ordering::Equal => container_status(uid, c, CState::Running(now), false, 0, None),
+            std::cmp::Ordering::Greater => waiting(c),
+        })
+        .collect();
+    status["initContainerStatuses"] = Value::Array(statuses);
+    status["containerStatuses"] = Value::Array(containers.iter().map(waiting).collect());
+    status["phase"] = json!("Pending");
+    let names = |list: &[Container]| list.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(" ");
+    let not_ready = format!("containers with unready status: [{}]", names(containers));
+    status["conditions"] = merge_conditions(
+        cur.get("conditions"),
+        &[
+            Cond::new("PodReadyToStartContainers", "True", "", ""),
+            Cond::new(
+                "Initialized",
+                "False",
+                "ContainersNotInitialized",
+                format!("containers with incomplete status: [{}]", inits[hi].name),
+            ),
+            Cond::new("Ready", "False", "ContainersNotReady", not_ready.clone()),
+            Cond::new("ContainersReady", "False", "ContainersNotReady", not_ready),
+            Cond::new("PodScheduled", "True", "", ""),
+        ],
+        &[],
+        now,
+        false,
+    );
 }
 
 fn terminated_all(

@@ -30,15 +30,23 @@
 //!   `pvc-<uid>`.
 //!
 //! # Simulated commands
-//! Containers run a documented subset of shell over an in-memory filesystem per pod (see
-//! [`shell`] for the exact rules; [`Runtime`] holds the filesystems and logs, and serves
-//! `pods/exec` and `pods/log` once registered with the API server). The exit code decides the
-//! container's state, as the real-cluster kit's fake kubelet does: in a Job-controlled pod or a
-//! pod with `restartPolicy: Never` a failing container is terminated with its code and the pod
-//! becomes `Failed` (a `Never` pod whose commands all end with 0 becomes `Succeeded`, a Job's pod
-//! after its longest `sleep`); otherwise the container sits in `CrashLoopBackOff`
-//! (restartCount 1, not ready, `lastState.terminated.exitCode` N). A container whose commands
-//! end with 0 outside those pods, or whose command is not simulated, runs and is ready.
+//! Containers run their command lines in a shell interpreter over an in-memory filesystem per
+//! pod (see [`shell`] for the exact rules; [`Runtime`] holds the filesystems, logs and the
+//! stand-ins of servers, and serves `pods/exec` and `pods/log` once registered with the API
+//! server). A program the interpreter does not implement exits 127 with the reason on stderr; a
+//! server program, a long-running container's image entrypoint, or the start script of a known
+//! server image in a long-running container becomes a stand-in that runs until stopped and
+//! answers the simulated clients (`nc`, `zkCli.sh`, `redis-cli`, `mysql`) on its ports, reached
+//! through cluster DNS and Services ([`network`]). The exit code decides the container's state,
+//! as the real-cluster kit's fake kubelet does: in a Job-controlled pod or a pod with
+//! `restartPolicy: Never` a failing container is terminated with its code and the pod becomes
+//! `Failed` (a `Never` pod whose commands all end with 0 becomes `Succeeded`, a Job's pod after
+//! its longest `sleep`; one whose process does not end keeps running); otherwise the container
+//! sits in `CrashLoopBackOff` (restartCount 1, not ready, `lastState.terminated.exitCode` N). A
+//! container whose commands end with 0 outside those pods, or whose process keeps running, runs
+//! and is ready. An init container that fails keeps its pod from starting (`Init:Error`, or
+//! `Init:CrashLoopBackOff` when the pod restarts it); one that does not end keeps it
+//! initializing.
 //!
 //! # Failure convention
 //! A container (or init container) whose image, command or args contain the word `fail`
@@ -65,10 +73,13 @@ mod cron;
 mod endpoints;
 mod engine;
 mod kubelet;
+mod loadbalancer;
+pub mod network;
 mod rollout;
 mod runtime;
 pub mod shell;
 mod util;
+mod volume_files;
 mod volumes;
 mod workloads;
 
@@ -79,7 +90,9 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
 pub use cron::{CronError, Schedule};
-pub use runtime::{ExecError, PodRuns, Runtime, command_line};
+pub use loadbalancer::LoadBalancerConfig;
+pub use runtime::{Backend, ExecError, PodRuns, Runtime, command_line, long_running, view as container_view};
+pub use volume_files::{VolumeData, volume_trees};
 
 /// Errors that stop the simulator. Individual failed writes do not: they are logged and retried
 /// on the next pass, because a controller must survive a flaky or partial API server.
@@ -184,6 +197,10 @@ pub struct SimConfig {
     /// The simulated containers' filesystems and logs; share a clone with the API server
     /// ([`kudo_apiserver::RunningServer::set_pod_runtime`]) to serve `exec` and `logs`.
     pub runtime: Runtime,
+    /// Load balancers for `type: LoadBalancer` Services on loopback addresses (see
+    /// `loadbalancer`); `None` (the default): such Services get no ingress address, as on a
+    /// cluster without a load balancer.
+    pub load_balancer: Option<LoadBalancerConfig>,
 }
 
 impl Default for SimConfig {
@@ -196,6 +213,7 @@ impl Default for SimConfig {
             node_heartbeat: Duration::from_secs(30),
             storage_class: "standard".to_string(),
             runtime: Runtime::new(),
+            load_balancer: None,
         }
     }
 }

@@ -7,6 +7,17 @@ use std::time::Duration;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_kubectl-kudo");
 
+/// `../shared` beside the checkout (the catalog, the seeds), else `/work/shared`, where it is on
+/// the development machines when the checkout is a worktree further down.
+#[allow(dead_code)] // each test binary compiles this module; not all of them use it
+pub fn shared_dir() -> PathBuf {
+    let beside = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared");
+    match beside.canonicalize() {
+        Ok(p) => p,
+        Err(_) => PathBuf::from("/work/shared"),
+    }
+}
+
 /// Runs `kubectl-kudo ARGS` with `HOME=home` (and `--kubeconfig`, when given, instead of any
 /// `$KUBECONFIG`): its exit code and its stdout followed by its stderr.
 #[allow(dead_code)] // each test binary compiles this module; not all of them run the CLI this way
@@ -133,4 +144,40 @@ pub fn copy_dir(from: &Path, to: &Path) {
             std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
         }
     }
+}
+
+/// Whether Debian's `openssl` is there (tests that read certificates with it skip otherwise).
+#[allow(dead_code)] // each test binary compiles this module; not all of them use it
+pub fn openssl_available() -> bool {
+    Command::new("openssl")
+        .arg("version")
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Runs `openssl ARGS` on `input`: what it printed (stdout, then stderr); it must succeed.
+#[allow(dead_code)] // each test binary compiles this module; not all of them use it
+pub fn openssl(args: &[&str], input: &[u8]) -> String {
+    use std::io::Write;
+    let mut child = Command::new("openssl")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("openssl runs");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(input)
+        .expect("write stdin");
+    let o = child.wait_with_output().expect("openssl ends");
+    assert!(
+        o.status.success(),
+        "openssl {args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr)
 }

@@ -18,8 +18,10 @@ use kube::runtime::watcher;
 use kudo_apiserver::{ApiServer, Config, RunningServer};
 use kudo_sim::{ManualClock, SimConfig, SimHandle};
 
+mod containers;
 mod endpointslices;
 mod faults;
+mod loadbalancers;
 mod managers;
 
 struct Env {
@@ -1265,8 +1267,8 @@ spec:
         0
     );
 
-    // An image's entrypoint is not simulated: the container runs and is ready, and kube-rs's
-    // exec (v5.channel.k8s.io) reaches its filesystem.
+    // The image's entrypoint of a long-running container: kudo-sim stands in for nginx, which
+    // runs and is ready, and kube-rs's exec (v5.channel.k8s.io) reaches its filesystem.
     pod_when(&pods, "server", pod_ready).await;
     let run = |cmd: Vec<&'static str>| {
         let pods = pods.clone();
