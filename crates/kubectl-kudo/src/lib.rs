@@ -58,6 +58,8 @@ pub enum Command {
     Rollback(cmd::revision::RollbackArgs),
     /// Inspect and trigger the plans of an Instance.
     Plan(cmd::plan::PlanArgs),
+    /// Carry an upgrade or parameter change to many Instances in waves, gated on health.
+    Rollout(cmd::rollout::RolloutArgs),
     /// List installed operators, operator versions and instances.
     Get(cmd::get::GetArgs),
     /// Create, verify, list and render operator packages (offline); push, pull and sign them in OCI
@@ -185,6 +187,7 @@ pub async fn run(cli: Cli, io: &mut Io<'_>) -> Result<(), CliError> {
         Command::History(args) => cmd::revision::history(cluster, args, io).await,
         Command::Rollback(args) => cmd::revision::rollback(cluster, args, io).await,
         Command::Plan(args) => cmd::plan::run(cluster, args, io).await,
+        Command::Rollout(args) => cmd::rollout::run(cluster, args, io).await,
         Command::Get(args) => cmd::get::run(cluster, args, io).await,
         Command::Test(args) => cmd::test::run(cluster, args, io).await,
         Command::Diagnostics(args) => cmd::diagnostics::run(cluster, args, io).await,

@@ -167,11 +167,22 @@ pub const KUDO_KINDS: &[KnownKind] = &[
     k(crate::GROUP, crate::VERSION, "Instance", "instances", true),
 ];
 
-/// The known kind `kind` of API group `group` (`""` for core), built-in or KUDO's.
+/// kudo-rs's own kinds (`kudo-rs.dev`), served through the CRDs of [`crate::crd_manifests`]
+/// too; nothing a package applies.
+pub const KUDO_RS_KINDS: &[KnownKind] = &[k(
+    crate::rollout::GROUP,
+    crate::rollout::VERSION,
+    crate::rollout::KIND,
+    crate::rollout::PLURAL,
+    false,
+)];
+
+/// The known kind `kind` of API group `group` (`""` for core), built-in, KUDO's or kudo-rs's.
 pub fn known_kind(group: &str, kind: &str) -> Option<&'static KnownKind> {
     BUILTIN_KINDS
         .iter()
         .chain(KUDO_KINDS)
+        .chain(KUDO_RS_KINDS)
         .find(|k| k.group == group && k.kind == kind)
 }
 
@@ -187,7 +198,11 @@ mod tests {
 
     #[test]
     fn group_and_kind_name_one_entry() {
-        let all: Vec<_> = BUILTIN_KINDS.iter().chain(KUDO_KINDS).collect();
+        let all: Vec<_> = BUILTIN_KINDS
+            .iter()
+            .chain(KUDO_KINDS)
+            .chain(KUDO_RS_KINDS)
+            .collect();
         for (i, a) in all.iter().enumerate() {
             assert!(
                 all[i + 1..]
@@ -200,6 +215,10 @@ mod tests {
         assert_eq!(known("apps", "Deployment").api_version(), "apps/v1");
         assert_eq!(known("", "Pod").api_version(), "v1");
         assert_eq!(known(crate::GROUP, "Instance").plural, "instances");
+        assert_eq!(
+            known("kudo-rs.dev", "Rollout").api_version(),
+            "kudo-rs.dev/v1alpha1"
+        );
         assert_eq!(known_kind("apps", "Pod"), None);
     }
 }

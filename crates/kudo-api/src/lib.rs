@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 pub mod duration;
 pub mod kinds;
+pub mod rollout;
 pub mod strconv;
 mod task_kind;
 pub use task_kind::TaskKind;
@@ -741,14 +742,16 @@ pub struct Instance {
     pub status: Option<InstanceStatus>,
 }
 
-/// The three `kudo.dev/v1beta1` CustomResourceDefinitions (apiextensions v1), in install order:
-/// operators, operatorversions, instances. Schema-compatible with KUDO v0.19's, so existing KUDO YAML
-/// applies unchanged; printer columns added for `kubectl get`.
-pub fn crd_manifests() -> [&'static str; 3] {
+/// The CustomResourceDefinitions (apiextensions v1) the manager serves, in install order: the
+/// three `kudo.dev/v1beta1` ones (operators, operatorversions, instances), schema-compatible with
+/// KUDO v0.19's so existing KUDO YAML applies unchanged, printer columns added for `kubectl get`;
+/// then kudo-rs's `rollouts.kudo-rs.dev` ([`rollout`]).
+pub fn crd_manifests() -> [&'static str; 4] {
     [
         include_str!("../crds/operators.yaml"),
         include_str!("../crds/operatorversions.yaml"),
         include_str!("../crds/instances.yaml"),
+        include_str!("../crds/rollouts.yaml"),
     ]
 }
 
@@ -849,7 +852,7 @@ mod tests {
     }
 
     #[test]
-    fn crd_manifests_name_the_three_kinds() {
+    fn crd_manifests_name_the_kinds() {
         let names: Vec<&str> = crd_manifests()
             .iter()
             .map(|m| {
@@ -864,7 +867,8 @@ mod tests {
             [
                 "operators.kudo.dev",
                 "operatorversions.kudo.dev",
-                "instances.kudo.dev"
+                "instances.kudo.dev",
+                "rollouts.kudo-rs.dev"
             ]
         );
     }

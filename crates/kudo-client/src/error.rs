@@ -347,6 +347,62 @@ pub enum Error {
         /// The Instance.
         instance: String,
     },
+    /// `rollback` refused before anything was written.
+    #[error("rolling back instance {instance}: {message}")]
+    RollbackRefused {
+        /// The Instance.
+        instance: String,
+        /// Why.
+        message: String,
+    },
+    /// `rollback` while a plan runs that KUDO's rules do not let the rollback through.
+    #[error(
+        "rolling back instance {instance}: plan '{running}' is scheduled (or running) and the rollback would run plan '{plan}'; KUDO does not override a running plan: use --force to cancel '{running}' first"
+    )]
+    RollbackBlocked {
+        /// The Instance.
+        instance: String,
+        /// The running plan.
+        running: String,
+        /// The rollback's plan.
+        plan: String,
+    },
+    /// A cancelled plan was not stopped in time.
+    #[error(
+        "plan {plan} of instance {instance} was not cancelled within {seconds}s; is the manager running?"
+    )]
+    NotCancelled {
+        /// The plan.
+        plan: String,
+        /// The Instance.
+        instance: String,
+        /// The wait.
+        seconds: u64,
+    },
+    /// A Rollout that cannot be used.
+    #[error("rollout {name}: {source}")]
+    InvalidRollout {
+        /// The Rollout.
+        name: String,
+        /// Why.
+        source: kudo_engine::rollout::SpecError,
+    },
+    /// The Rollout does not exist.
+    #[error("Rollout {0} does not exist")]
+    RolloutNotFound(String),
+    /// An Instance changed since the rollout read it: its change is judged again.
+    #[error("instance {0} changed since it was read")]
+    Changed(String),
+    /// A waited-for rollout did not settle in time.
+    #[error("timed out after {seconds}s waiting for rollout {name} (it is {phase})")]
+    RolloutTimeout {
+        /// The wait.
+        seconds: u64,
+        /// The Rollout.
+        name: String,
+        /// Its phase then.
+        phase: String,
+    },
     /// The caller's [`Progress`](crate::Progress) (or observer) failed to report.
     #[error(transparent)]
     Report(#[from] std::io::Error),

@@ -1,6 +1,7 @@
 //! The cluster operations of `kubectl kudo` as a library: connecting ([`cluster`]), `install`,
-//! `update`, `upgrade`, `uninstall`, `plan trigger`/`plan retry` ([`plan`]) and waiting for plan
-//! runs ([`wait`]). Each operation takes a typed request and returns a typed outcome; it prints
+//! `update`, `upgrade`, `uninstall`, `plan trigger`/`plan retry` ([`plan`]), `rollback` and the
+//! revisions it reads ([`rollback`], [`revisions`]), fleet rollouts ([`rollout`]) and waiting for
+//! plan runs ([`wait`]). Each operation takes a typed request and returns a typed outcome; it prints
 //! nothing; what it writes while it runs is reported through [`Progress`], so a caller can show
 //! each object as soon as it exists (and a failure later on does not hide what was written). The
 //! CLI (`kubectl-kudo`) parses flags, calls these and prints.
@@ -14,6 +15,9 @@ mod error;
 pub mod install;
 pub mod plan;
 mod provenance;
+pub mod revisions;
+pub mod rollback;
+pub mod rollout;
 pub mod sensitive;
 pub mod typed_api;
 pub mod uninstall;

@@ -136,14 +136,22 @@ fn owner(
     ov: &OperatorVersion,
 ) -> Option<(Api<DynamicObject>, String)> {
     let api = ov.spec.api.as_ref()?;
+    let name = owner_name(instance, ov)?;
+    let gvk = GroupVersionKind::gvk(&api.group, api.version(), &api.kind);
+    let ar = ApiResource::from_gvk_with_plural(&gvk, &api.plural());
+    let objects = Api::namespaced_with(cluster.client.clone(), &cluster.namespace, &ar);
+    Some((objects, name))
+}
+
+/// The name of the typed object (of `ov`'s typed kind) that owns `instance`, if one does: its
+/// parameters are changed through that object.
+pub fn owner_name(instance: &kudo_api::Instance, ov: &OperatorVersion) -> Option<String> {
+    let api = ov.spec.api.as_ref()?;
     let refs = instance.metadata.other.get("ownerReferences")?.as_array()?;
     let owner = refs
         .iter()
         .find(|r| r["controller"] == true && r["kind"] == api.kind.as_str())?;
-    let gvk = GroupVersionKind::gvk(&api.group, api.version(), &api.kind);
-    let ar = ApiResource::from_gvk_with_plural(&gvk, &api.plural());
-    let objects = Api::namespaced_with(cluster.client.clone(), &cluster.namespace, &ar);
-    Some((objects, owner["name"].as_str()?.to_string()))
+    Some(owner["name"].as_str()?.to_string())
 }
 
 /// `kubectl kudo update` of an Instance that a typed object owns changes the typed object (its

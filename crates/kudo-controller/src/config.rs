@@ -41,6 +41,10 @@ pub struct ControllerConfig {
     /// the whole cluster. Lets several managers share one cluster without fighting over the same
     /// Instances (tests on a shared real control plane, one manager per team namespace).
     pub namespace: Option<String>,
+    /// Namespaces this manager does not act on although it watches them (a name, or a prefix
+    /// ending in `*`): another manager owns them (`kudo_engine::scope`). No Instance or typed
+    /// object there is reconciled, and no rollout changes an Instance there.
+    pub ignored_namespaces: Vec<String>,
     /// The ServiceAccount (in each Instance's own namespace) impersonated for an Instance without
     /// `spec.serviceAccountName`; `None` applies such Instances with the manager's own identity
     /// (KUDO's behaviour). See [`crate::impersonation`].
@@ -67,6 +71,7 @@ impl Default for ControllerConfig {
             metrics_addr: None,
             leader_election: None,
             namespace: None,
+            ignored_namespaces: Vec::new(),
             default_service_account: None,
             revision_history_limit: kudo_engine::revision::DEFAULT_HISTORY_LIMIT,
             shards: 1,

@@ -38,6 +38,9 @@ struct Held {
 pub(crate) struct ShardGate {
     /// The shard count; 1 means unsharded: every Instance passes, nothing is ever revoked.
     count: u32,
+    /// Namespaces another manager owns (`--ignore-namespace`, [`kudo_engine::scope::ignored`]):
+    /// nothing in them passes, whatever the shard.
+    ignored: Vec<String>,
     /// The lease duration: how long a shard is ours after its last renewal.
     valid_for: Duration,
     held: Mutex<HashMap<u32, Arc<Held>>>,
@@ -90,8 +93,14 @@ impl Pass {
 impl ShardGate {
     /// The gate of an unsharded manager: everything passes.
     pub fn all() -> Arc<ShardGate> {
+        ShardGate::all_but(Vec::new())
+    }
+
+    /// The gate of an unsharded manager that leaves the namespaces `ignored` to others.
+    pub fn all_but(ignored: Vec<String>) -> Arc<ShardGate> {
         Arc::new(ShardGate {
             count: 1,
+            ignored,
             valid_for: Duration::MAX,
             held: Mutex::default(),
             granted: None,
@@ -107,9 +116,11 @@ impl ShardGate {
         count: u32,
         valid_for: Duration,
         views: usize,
+        ignored: Vec<String>,
     ) -> (Arc<ShardGate>, tokio::sync::mpsc::UnboundedReceiver<u32>) {
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
         let gate = ShardGate {
+            ignored,
             valid_for,
             count: count.max(1),
             held: Mutex::default(),
@@ -131,6 +142,9 @@ impl ShardGate {
 
     /// A pass for a reconcile of `namespace/name`, if this replica acts on its shard.
     pub fn enter(&self, namespace: &str, name: &str) -> Option<Pass> {
+        if kudo_engine::scope::ignored(&self.ignored, namespace) {
+            return None;
+        }
         if self.count == 1 {
             return Some(Pass(None));
         }
@@ -151,6 +165,9 @@ impl ShardGate {
 
     /// Whether this replica acts on the shard of `namespace/name`.
     pub fn holds(&self, namespace: &str, name: &str) -> bool {
+        if kudo_engine::scope::ignored(&self.ignored, namespace) {
+            return false;
+        }
         self.count == 1
             || self
                 .held_map()
@@ -291,10 +308,10 @@ pub(crate) struct Sharding {
 }
 
 impl Sharding {
-    /// Unsharded: every Instance is this manager's.
-    pub fn none() -> Sharding {
+    /// Unsharded: every Instance is this manager's, but those of the `ignored` namespaces.
+    pub fn none(ignored: Vec<String>) -> Sharding {
         Sharding {
-            gate: ShardGate::all(),
+            gate: ShardGate::all_but(ignored),
             granted: None,
         }
     }
@@ -314,7 +331,7 @@ mod tests {
 
     #[tokio::test]
     async fn only_held_and_recently_renewed_shards_pass_the_gate() {
-        let (gate, mut granted) = ShardGate::sharded(4, Duration::from_millis(200), 0);
+        let (gate, mut granted) = ShardGate::sharded(4, Duration::from_millis(200), 0, vec![]);
         let (a, b) = (name_in(1), name_in(2));
         assert!(gate.enter("ns", &a).is_none());
         gate.grant(1);
@@ -327,11 +344,14 @@ mod tests {
         gate.renewed(1);
         assert!(gate.enter("ns", &a).is_some());
         assert!(ShardGate::all().enter("ns", &b).is_some());
+        let ignoring = ShardGate::all_but(vec!["team-*".into()]);
+        assert!(ignoring.enter("team-a", &b).is_none() && !ignoring.holds("team-a", &b));
+        assert!(ignoring.enter("ns", &b).is_some() && ignoring.holds("", "cluster-scoped"));
     }
 
     #[tokio::test]
     async fn an_acquired_shard_waits_until_every_labelled_watch_has_listed_it() {
-        let (gate, mut granted) = ShardGate::sharded(4, Duration::from_secs(60), 2);
+        let (gate, mut granted) = ShardGate::sharded(4, Duration::from_secs(60), 2, vec![]);
         let mut held = gate.subscribe();
         let a = name_in(1);
         gate.grant(1);
@@ -352,7 +372,7 @@ mod tests {
 
     #[tokio::test]
     async fn revoking_cancels_the_running_reconciles_and_waits_for_them() {
-        let (gate, _granted) = ShardGate::sharded(4, Duration::from_secs(60), 0);
+        let (gate, _granted) = ShardGate::sharded(4, Duration::from_secs(60), 0, vec![]);
         gate.grant(3);
         let pass = gate.enter("ns", &name_in(3)).expect("held");
         let running = tokio::spawn(pass.run(std::future::pending::<()>()));

@@ -55,16 +55,11 @@ impl Drop for Running {
 impl Running {
     fn start(client: kube::Client, config: ControllerConfig, health: Arc<Health>) -> Running {
         let (stop, rx) = oneshot::channel::<()>();
+        let sharding = crate::gate::Sharding::none(config.ignored_namespaces.clone());
         let task = tokio::spawn(async move {
-            crate::controllers::run(
-                client,
-                config,
-                crate::gate::Sharding::none(),
-                health,
-                async move {
-                    let _ = rx.await;
-                },
-            )
+            crate::controllers::run(client, config, sharding, health, async move {
+                let _ = rx.await;
+            })
             .await;
         });
         Running {

@@ -61,6 +61,7 @@ pub mod shard;
 
 // The controllers, each with its watches.
 mod instances;
+mod rollouts;
 mod typed;
 mod views;
 mod watches;
@@ -217,7 +218,8 @@ pub async fn run_with(
     let res = match config.leader_election.clone() {
         None => {
             health.set_acting(true);
-            controllers::run(client, config, gate::Sharding::none(), health.clone(), shutdown).await;
+            let sharding = gate::Sharding::none(config.ignored_namespaces.clone());
+            controllers::run(client, config, sharding, health.clone(), shutdown).await;
             health.set_acting(false);
             Ok(())
         }

@@ -18,7 +18,7 @@ use std::sync::Mutex;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kudo_api::{Instance, InstanceSpec, OperatorVersion};
 use kudo_engine::Timestamp;
-use kudo_engine::revision::{self, Outcome, Revision, StartedBy};
+use kudo_engine::revision::{self, Outcome, StartedBy};
 use tracing::{info, warn};
 
 use crate::lean::Lean;
@@ -33,25 +33,7 @@ where
     Api::namespaced_with(client.clone(), ns, &known_resource("apps", "ControllerRevision"))
 }
 
-/// The revisions of Instance `ns/name` with uid `uid`, oldest first (selected by the instance
-/// label, then by owner uid).
-pub async fn list(
-    client: &kube::Client,
-    ns: &str,
-    name: &str,
-    uid: &str,
-) -> Result<Vec<Revision>, kube::Error> {
-    let selector = format!("{}={}", kudo_api::labels::INSTANCE, revision::label_value(name));
-    let items = api::<DynamicObject>(client, ns)
-        .list(&ListParams::default().labels(&selector))
-        .await?;
-    let values: Vec<serde_json::Value> = items
-        .items
-        .iter()
-        .filter_map(|o| serde_json::to_value(o).ok())
-        .collect();
-    Ok(revision::history(&values, uid))
-}
+pub use kudo_client::revisions::list;
 
 /// The revision history as the reconciles write it: with the manager's own client, keeping
 /// `limit` revisions per Instance.

@@ -346,7 +346,12 @@ pub(crate) async fn run(
     health: Arc<Health>,
     shutdown: impl Future,
 ) -> Result<(), Error> {
-    let (gate, granted) = ShardGate::sharded(config.shards, le.lease_duration, crate::views::LABELLED_VIEWS);
+    let (gate, granted) = ShardGate::sharded(
+        config.shards,
+        le.lease_duration,
+        crate::views::LABELLED_VIEWS,
+        config.ignored_namespaces.clone(),
+    );
     let me = Replica {
         api: Api::namespaced(client.clone(), &le.namespace),
         le: le.clone(),

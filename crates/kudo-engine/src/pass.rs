@@ -209,6 +209,9 @@ pub struct PlanPass<'a> {
     cancel_requested: bool,
     /// The failed run this run retries (see [`PlanPass::with_retry_of`]).
     retry_of: Option<String>,
+    /// Objects deleted before this retry so that it creates them anew (see
+    /// [`PlanPass::with_recreated`]).
+    recreated: Vec<String>,
     pos: Pos,
     outstanding: Option<(usize, usize, usize, &'a Task)>,
     began: bool,
@@ -267,6 +270,7 @@ impl<'a> PlanPass<'a> {
             timing: Timing::default(),
             cancel_requested: false,
             retry_of: None,
+            recreated: Vec::new(),
             pos: if terminal {
                 Pos::Finished
             } else {
@@ -305,6 +309,14 @@ impl<'a> PlanPass<'a> {
     /// [`crate::retry::reset_for_retry`] reset): its `PlanStarted` Event says where it resumes.
     pub fn with_retry_of(mut self, failed_uid: &str) -> Self {
         self.retry_of = Some(failed_uid.to_string());
+        self
+    }
+
+    /// The objects (`Job ns/name`) the controller deleted before this retry's first pass because
+    /// their failure was terminal ([`crate::retry::recreate_reason`]): the `PlanStarted` Event
+    /// names them.
+    pub fn with_recreated(mut self, recreated: Vec<String>) -> Self {
+        self.recreated = recreated;
         self
     }
 
@@ -461,7 +473,9 @@ impl<'a> PlanPass<'a> {
             ExecutionStatus::Pending | ExecutionStatus::NeverRun
         ) {
             let message = match &self.retry_of {
-                Some(failed) => crate::retry::started_message(self.plan_name, failed, &self.original),
+                Some(failed) => {
+                    crate::retry::started_message(self.plan_name, failed, &self.original, &self.recreated)
+                }
                 None => format!("Execution of plan {} started", self.plan_name),
             };
             self.events.push(Event {

@@ -89,14 +89,70 @@ pub fn resume_point(plan_status: &PlanStatus) -> Option<(&str, Option<&str>)> {
 }
 
 /// The `PlanStarted` message of a retry run replacing the failed run `failed_uid`, given the reset
-/// status ([`reset_for_retry`]): says where it resumes, so the Event tells a retry from a restart.
-pub fn started_message(plan: &str, failed_uid: &str, plan_status: &PlanStatus) -> String {
+/// status ([`reset_for_retry`]): says where it resumes, so the Event tells a retry from a restart,
+/// and names the objects deleted to be created again ([`recreate_reason`]).
+pub fn started_message(
+    plan: &str,
+    failed_uid: &str,
+    plan_status: &PlanStatus,
+    recreated: &[String],
+) -> String {
     let at = match resume_point(plan_status) {
         Some((phase, Some(step))) => format!("resuming at phase {phase} step {step}"),
         Some((phase, None)) => format!("resuming at phase {phase}"),
         None => "nothing left to run".to_string(),
     };
-    format!("Execution of plan {plan} started (retry of run {failed_uid}: {at})")
+    let again = if recreated.is_empty() {
+        String::new()
+    } else {
+        format!("; recreating {}, which had failed", recreated.join(", "))
+    };
+    format!("Execution of plan {plan} started (retry of run {failed_uid}: {at}{again})")
+}
+
+/// Whether the retry whose status [`reset_for_retry`] reset runs step `step` of phase `phase`
+/// again: every step that did not complete does.
+pub fn reruns(plan_status: &PlanStatus, phase: &str, step: &str) -> bool {
+    plan_status
+        .phases
+        .iter()
+        .filter(|p| p.name == phase)
+        .flat_map(|p| &p.steps)
+        .any(|s| s.name == step && !s.status.is_finished())
+}
+
+/// Why the live object `live`, which the retry run `run_uid` is about to apply again, must first be
+/// deleted so that the apply creates it anew; `None` when applying it again is enough.
+///
+/// Applying an object whose failure is terminal changes nothing: a Job with a `Failed` condition
+/// never runs again (its pod template cannot even be changed), and neither does a Pod in phase
+/// `Failed` (a Pod with `restartPolicy: Never` whose container failed, or an evicted one). The
+/// retry would report the same failure at once. Only an object the failed run (or an earlier
+/// one) applied is recreated: it carries another run's `kudo.dev/last-plan-execution-uid`. An
+/// object without the annotation is not KUDO's, and one stamped with `run_uid` was already
+/// created by this run.
+pub fn recreate_reason(live: &serde_json::Value, run_uid: &str) -> Option<String> {
+    let stamped = live["metadata"]["annotations"][kudo_api::labels::PLAN_UID].as_str()?;
+    if stamped == run_uid {
+        return None;
+    }
+    let group = live["apiVersion"]
+        .as_str()
+        .unwrap_or("")
+        .rsplit_once('/')
+        .map_or("", |(g, _)| g);
+    let failed_condition = || {
+        live["status"]["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|c| c["type"] == "Failed" && c["status"] == "True")
+    };
+    match (group, live["kind"].as_str().unwrap_or("")) {
+        ("batch", "Job") if failed_condition() => Some("the Job failed".to_string()),
+        ("", "Pod") if live["status"]["phase"] == "Failed" => Some("the Pod failed".to_string()),
+        _ => None,
+    }
 }
 
 /// The failed run `plan retry` re-runs.
@@ -408,11 +464,107 @@ mod tests {
         let mut ps = status(F, &[("one", C, &[("a", C)]), ("two", F, &[("b", C), ("c", F)])]);
         reset_for_retry(&mut ps, "u2", now());
         assert_eq!(
-            started_message("deploy", "u1", &ps),
+            started_message("deploy", "u1", &ps, &[]),
             "Execution of plan deploy started (retry of run u1: resuming at phase two step c)"
         );
+        assert_eq!(
+            started_message("deploy", "u1", &ps, &["Job ns/x".into(), "Pod ns/y".into()]),
+            "Execution of plan deploy started (retry of run u1: resuming at phase two step c; recreating Job ns/x, Pod ns/y, which had failed)"
+        );
         let done = status(C, &[("one", C, &[("a", C)])]);
-        assert!(started_message("deploy", "u1", &done).ends_with("nothing left to run)"));
+        assert!(started_message("deploy", "u1", &done, &[]).ends_with("nothing left to run)"));
+    }
+
+    #[test]
+    fn a_retry_reruns_only_the_steps_that_did_not_complete() {
+        let mut ps = status(F, &[("one", C, &[("a", C)]), ("two", F, &[("b", C), ("c", F)])]);
+        reset_for_retry(&mut ps, "u2", now());
+        assert!(!reruns(&ps, "one", "a"));
+        assert!(!reruns(&ps, "two", "b"));
+        assert!(reruns(&ps, "two", "c"));
+        assert!(!reruns(&ps, "two", "nope"));
+        assert!(!reruns(&ps, "nope", "c"));
+    }
+
+    #[test]
+    fn only_terminally_failed_jobs_and_pods_of_an_earlier_run_are_recreated() {
+        let obj = |api: &str, kind: &str, uid: Option<&str>, status: serde_json::Value| {
+            let mut o = serde_json::json!({"apiVersion": api, "kind": kind, "metadata": {"name": "x"}, "status": status});
+            if let Some(u) = uid {
+                o["metadata"]["annotations"] = serde_json::json!({"kudo.dev/last-plan-execution-uid": u});
+            }
+            o
+        };
+        let failed_job = serde_json::json!({"conditions": [{"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded"}]});
+        let running_job = serde_json::json!({"active": 1});
+        let complete_job = serde_json::json!({"conditions": [{"type": "Complete", "status": "True"}]});
+        let not_failed = serde_json::json!({"conditions": [{"type": "Failed", "status": "False"}]});
+        let failed_pod = serde_json::json!({"phase": "Failed"});
+        let running_pod = serde_json::json!({"phase": "Running"});
+        // (case, object, recreated)
+        let cases = [
+            (
+                "a failed Job of the failed run",
+                obj("batch/v1", "Job", Some("u1"), failed_job.clone()),
+                true,
+            ),
+            (
+                "a failed Job of an older version of batch",
+                obj("batch/v1beta1", "Job", Some("u0"), failed_job.clone()),
+                true,
+            ),
+            (
+                "a failed Job this run created",
+                obj("batch/v1", "Job", Some("u2"), failed_job.clone()),
+                false,
+            ),
+            (
+                "a failed Job KUDO never stamped",
+                obj("batch/v1", "Job", None, failed_job.clone()),
+                false,
+            ),
+            (
+                "a running Job",
+                obj("batch/v1", "Job", Some("u1"), running_job),
+                false,
+            ),
+            (
+                "a complete Job",
+                obj("batch/v1", "Job", Some("u1"), complete_job),
+                false,
+            ),
+            (
+                "a Failed condition that is False",
+                obj("batch/v1", "Job", Some("u1"), not_failed),
+                false,
+            ),
+            (
+                "a failed Pod",
+                obj("v1", "Pod", Some("u1"), failed_pod.clone()),
+                true,
+            ),
+            ("a running Pod", obj("v1", "Pod", Some("u1"), running_pod), false),
+            (
+                "a Job of another group",
+                obj("example.com/v1", "Job", Some("u1"), failed_job),
+                false,
+            ),
+            (
+                "a failed pod-like custom object",
+                obj("example.com/v1", "Pod", Some("u1"), failed_pod),
+                false,
+            ),
+        ];
+        for (case, o, want) in cases {
+            assert_eq!(recreate_reason(&o, "u2").is_some(), want, "{case}");
+        }
+        let job = obj(
+            "batch/v1",
+            "Job",
+            Some("u1"),
+            serde_json::json!({"conditions": [{"type": "Failed", "status": "True"}]}),
+        );
+        assert_eq!(recreate_reason(&job, "u2").as_deref(), Some("the Job failed"));
     }
 
     #[test]

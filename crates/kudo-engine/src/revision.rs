@@ -51,6 +51,8 @@ pub enum StartedBy {
     Rollback { from: u64, to: u64 },
     /// `kubectl kudo plan retry` of the failed run `of`.
     Retry { of: String },
+    /// The fleet rollout `name` (a `kudo-rs.dev` Rollout) changed the Instance.
+    Rollout { name: String },
 }
 
 impl StartedBy {
@@ -63,6 +65,7 @@ impl StartedBy {
             StartedBy::Autopilot { .. } => "autopilot",
             StartedBy::Rollback { .. } => "rollback",
             StartedBy::Retry { .. } => "retry",
+            StartedBy::Rollout { .. } => "rollout",
         }
     }
 
@@ -307,6 +310,7 @@ fn started_words(d: &RevisionData) -> String {
         StartedBy::Autopilot { rule } => format!("autopilot rule {rule}"),
         StartedBy::Rollback { to, .. } => format!("rollback to {to}"),
         StartedBy::Retry { of } => format!("retry of run {of}"),
+        StartedBy::Rollout { name } => format!("rollout {name}"),
     }
 }
 

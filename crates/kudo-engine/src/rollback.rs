@@ -63,6 +63,11 @@ impl RollbackMark {
         m.uid.is_none().then_some(m)
     }
 
+    /// The mark on an Instance, admitted or not.
+    pub fn of_any(annotations: &std::collections::BTreeMap<String, String>) -> Option<RollbackMark> {
+        RollbackMark::parse(annotations.get(crate::revision::ROLLBACK_ANNOTATION)?)
+    }
+
     /// The mark of the run `uid`, if that run is a rollback (for `.Rollback` in templates).
     pub fn of_run(
         annotations: &std::collections::BTreeMap<String, String>,
@@ -73,8 +78,9 @@ impl RollbackMark {
     }
 }
 
-/// Whether the Instance's current values are those `data` recorded.
-fn same_values(data: &RevisionData, current: &InstanceSpec, ov: &OperatorVersion) -> bool {
+/// Whether the Instance's current values are those `data` recorded (`ov`: the OperatorVersion it
+/// runs): a rollback to that revision would change nothing.
+pub fn restores(data: &RevisionData, current: &InstanceSpec, ov: &OperatorVersion) -> bool {
     data.operator_version == current.operator_version.name
         && data.parameters == recorded_parameters(current, ov)
         && data.parameter_sources == current.parameter_sources
@@ -97,7 +103,7 @@ pub fn target<'r>(
                 let have: Vec<String> = revs.iter().map(|r| r.number.to_string()).collect();
                 return Err(RollbackError::NoSuchRevision(n, have.join(", ")));
             };
-            if same_values(&r.data, current, ov) {
+            if restores(&r.data, current, ov) {
                 return Err(RollbackError::Unchanged(n));
             }
             Ok(r)
@@ -106,7 +112,7 @@ pub fn target<'r>(
             .iter()
             .rev()
             .find(|r| {
-                r.outcome == Some(crate::revision::Outcome::Complete) && !same_values(&r.data, current, ov)
+                r.outcome == Some(crate::revision::Outcome::Complete) && !restores(&r.data, current, ov)
             })
             .ok_or(RollbackError::NoTarget),
     }

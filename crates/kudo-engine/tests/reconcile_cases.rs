@@ -17,6 +17,7 @@ use kudo_engine::reconcile::{
     INITIATORS, Observation, Observed, Provided, RETRY_ANNOTATION, Sensitive, StatusChange, initiate_all,
 };
 use kudo_engine::revision::{ROLLBACK_ANNOTATION, StartedBy};
+use kudo_engine::rollout::ROLLOUT_ANNOTATION;
 use kudo_engine::{EventType, Timestamp};
 
 const CLEANUP_FINALIZER: &str = kudo_api::CLEANUP_FINALIZER;
@@ -512,6 +513,40 @@ fn a_rollback_mark_without_a_change_does_nothing_yet() {
     let r = run(&inst, World::default());
     assert_eq!(admitted(&r).started, None);
     assert!(admitted(&r).annotations.is_empty());
+}
+
+#[test]
+fn a_rollout_mark_records_the_run_as_the_rollouts_and_is_stamped_with_it() {
+    let mut inst = changed(|s| {
+        s.parameters.insert("REPLICAS".into(), "4".into());
+    });
+    inst.metadata.annotations.insert(
+        ROLLOUT_ANNOTATION.into(),
+        r#"{"name":"fleet","uid":"r1","at":"2026-01-01T00:00:00Z"}"#.into(),
+    );
+    let r = run(&inst, World::default());
+    let a = admitted(&r);
+    assert_eq!(exec_plan(&r), ("update".into(), "uid-1".into()));
+    assert_eq!(a.started, Some(StartedBy::Rollout { name: "fleet".into() }));
+    let stamp = a.annotations[ROLLOUT_ANNOTATION].as_deref().unwrap();
+    assert!(stamp.contains("\"run\":\"uid-1\""), "{stamp}");
+    // Without a change, or once stamped, the mark is left as it is.
+    let mut idle = idle();
+    idle.metadata.annotations = inst.metadata.annotations.clone();
+    let r = run(&idle, World::default());
+    assert_eq!(admitted(&r).started, None);
+    assert!(admitted(&r).annotations.is_empty());
+    let mut stamped = inst.clone();
+    stamped
+        .metadata
+        .annotations
+        .insert(ROLLOUT_ANNOTATION.into(), stamp.to_string());
+    let r = run(&stamped, World::default());
+    assert_eq!(
+        admitted(&r).started,
+        Some(StartedBy::User),
+        "a later change is the user's"
+    );
 }
 
 // ---- deletion ----------------------------------------------------------------------------

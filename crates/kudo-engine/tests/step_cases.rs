@@ -279,12 +279,21 @@ fn a_plan_that_does_not_render_fails_the_run_naming_the_instance() {
 fn a_pass_starts_only_over_a_plan_of_the_operator_version() {
     let (ov, none) = (ov(), BTreeMap::new());
     let e = exec("deploy", "r1", Some(InProgress));
-    assert!(start_pass(&input(&ov, &e, &none), plan_status("deploy", "r1", Pending), None).is_ok());
+    assert!(
+        start_pass(
+            &input(&ov, &e, &none),
+            plan_status("deploy", "r1", Pending),
+            None,
+            vec![]
+        )
+        .is_ok()
+    );
     let gone = exec("nope", "r1", Some(InProgress));
     let Err(failed) = start_pass(
         &input(&ov, &gone, &none),
         plan_status("nope", "r1", Pending),
         None,
+        vec![],
     ) else {
         panic!("no such plan");
     };
@@ -329,7 +338,7 @@ fn pass(
 ) -> (PlanStatus, PassSummary) {
     let ov = ov();
     let e = exec("deploy", uid, Some(InProgress));
-    let mut p = start_pass(&input(&ov, &e, annotations), from, None).expect("deploy exists");
+    let mut p = start_pass(&input(&ov, &e, annotations), from, None, vec![]).expect("deploy exists");
     while p.next_task().is_some() {
         p.report(outcome.clone());
     }
@@ -344,6 +353,7 @@ fn end<'a>(summary: &'a PassSummary, stored: &'a InstanceStatus, polled: bool) -
         polled,
         backstop: Duration::from_secs(300),
         retry_of: None,
+        recreated: false,
         stored,
         durable: true,
         generation: Some(2),
@@ -512,6 +522,27 @@ fn a_pass_that_only_started_the_run_keeps_the_stored_status_until_the_grace_ends
             .requeue
             .is_some_and(|r| r <= Duration::from_secs(WAITING_GRACE_SECS))
     );
+    // A retry that deleted objects to recreate them writes its start at once: its PlanStarted
+    // Event names them, and the next pass (which finds them recreated) could not.
+    let mut status = stored.clone();
+    let recreated = PassEnd {
+        recreated: true,
+        ..end(&summary, &stored, false)
+    };
+    let ended = after_pass(&recreated, summary_ps(&annotations), &mut status);
+    assert!(!ended.keep_stored_status);
+    assert_ne!(status, stored);
+}
+
+/// The plan status a first pass of run `r1` leaves (see the test above).
+fn summary_ps(annotations: &BTreeMap<String, String>) -> PlanStatus {
+    pass(
+        plan_status("deploy", "r1", Pending),
+        "r1",
+        TaskOutcome::InProgress(None),
+        annotations,
+    )
+    .0
 }
 
 // ---- the idle step -----------------------------------------------------------------------------

@@ -149,7 +149,8 @@ fn printer_columns() -> Value {
 /// `kudo-manager-typed-apis` aggregates: what the manager may do with typed objects.
 pub const AGGREGATE_TO_MANAGER: &str = "kudo-rs.dev/aggregate-to-manager";
 
-/// The ClusterRoles of a typed API: the manager's (watch the objects, write their status; aggregated
+/// The ClusterRoles of a typed API: the manager's (watch the objects, write their status, patch a
+/// rollout's parameters into them; aggregated
 /// into its least-privilege role), and users' — the built-in `admin`/`edit` roles get full access
 /// to the objects and `view` reads them, as for the `kudo.dev` kinds. `admin`/`edit` also read
 /// everything `view` reads (the status): Kubernetes refuses a binding that grants more than its
@@ -179,7 +180,8 @@ pub fn cluster_roles(ov: &OperatorVersion) -> Vec<Value> {
             "manager",
             with(&[AGGREGATE_TO_MANAGER.to_string()]),
             json!([
-                {"apiGroups": [group], "resources": [plural], "verbs": ["get", "list", "watch"]},
+                // patch: a fleet rollout sets parameters through the typed object, as `update` does.
+                {"apiGroups": [group], "resources": [plural], "verbs": ["get", "list", "watch", "patch"]},
                 {"apiGroups": [group], "resources": [status], "verbs": ["get", "patch", "update"]},
             ]),
         ),

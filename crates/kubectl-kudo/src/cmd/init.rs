@@ -232,6 +232,18 @@ const RULE_REVISIONS: Rule = Rule {
     resources: &["controllerrevisions"],
     verbs: &["list", "create", "patch", "delete"],
 };
+/// Fleet rollouts (`kudo_controller::rollouts`): the manager watches every Rollout (cluster-scoped)
+/// and writes their status; their specs are the users' (`kubectl kudo rollout`).
+const RULE_ROLLOUTS: Rule = Rule {
+    api_groups: &["kudo-rs.dev"],
+    resources: &["rollouts"],
+    verbs: READ,
+};
+const RULE_ROLLOUTS_STATUS: Rule = Rule {
+    api_groups: &["kudo-rs.dev"],
+    resources: &["rollouts/status"],
+    verbs: &["get", "update", "patch"],
+};
 /// Drift repair is skipped in a namespace being deleted (`kudo_controller::drift`): one get of
 /// the Instance's Namespace.
 const RULE_READ_NAMESPACES: Rule = Rule {
@@ -258,6 +270,8 @@ pub const MANAGER_RULES: &[Rule] = &[
     RULE_READ_CORE,
     RULE_READ_NAMESPACES,
     RULE_REVISIONS,
+    RULE_ROLLOUTS,
+    RULE_ROLLOUTS_STATUS,
 ];
 
 /// The rules `kudo-rs:aggregate-to-ROLE` adds to the built-in ROLE (`admin`, `edit`, `view`), so

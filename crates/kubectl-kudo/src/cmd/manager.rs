@@ -61,6 +61,10 @@ pub struct ManagerArgs {
     /// can then share a cluster, one per namespace; OperatorVersions are read from any namespace.
     #[arg(long, env = "KUDO_WATCH_NAMESPACE", value_name = "NAMESPACE")]
     pub watch_namespace: Option<String>,
+    /// Leave this namespace to another manager (repeatable; a trailing `*` matches a prefix):
+    /// nothing in it is reconciled, and no rollout of this manager changes an Instance there.
+    #[arg(long = "ignore-namespace", value_name = "NAMESPACE")]
+    pub ignore_namespaces: Vec<String>,
     /// Lockdown: an Instance without spec.serviceAccountName is applied as ServiceAccount NAME of
     /// its own namespace (system:serviceaccount:<namespace>:NAME), never as the manager; if that
     /// account does not exist, the Instance's plan fails. Empty or unset: such Instances are
@@ -174,6 +178,7 @@ pub async fn run(opts: &ClusterOpts, args: ManagerArgs, io: &mut crate::Io<'_>) 
         metrics_addr: Some(args.metrics_address),
         leader_election,
         namespace: args.watch_namespace.filter(|ns| !ns.is_empty()),
+        ignored_namespaces: args.ignore_namespaces,
         default_service_account: args.default_service_account.filter(|sa| !sa.is_empty()),
         revision_history_limit: args.revision_history_limit,
         shards: args.shards,
@@ -181,6 +186,13 @@ pub async fn run(opts: &ClusterOpts, args: ManagerArgs, io: &mut crate::Io<'_>) 
     };
     if let Some(ns) = &config.namespace {
         writeln!(io.err, "watching namespace {ns} only")?;
+    }
+    if !config.ignored_namespaces.is_empty() {
+        writeln!(
+            io.err,
+            "ignoring namespaces {}",
+            config.ignored_namespaces.join(", ")
+        )?;
     }
     writeln!(io.err, "{}", startup_line(&config, args.metrics_address))?;
     kudo_controller::run(cluster.client, config, super::dev::wait_for_signal())

@@ -16,6 +16,7 @@ pub mod preview;
 pub mod registry;
 pub mod repo;
 pub mod revision;
+pub mod rollout;
 pub mod template;
 pub mod test;
 pub mod version;

@@ -229,23 +229,11 @@ pub async fn status_wait(
 ) -> Result<ExitCode> {
     let tty = io.out_is_terminal;
     let namespace = cluster.namespace.clone();
-    let mut last = String::new();
+    let mut redraw = crate::output::tree::Redraw::default();
     let out = &mut *io.out;
     let mut observe = |inst: &Instance, ov: &OperatorVersion, last_poll: bool| -> std::io::Result<()> {
         let text = plan_status::render(inst, ov, &namespace, &local_offset());
-        if tty && text != last {
-            let previous_lines = last.lines().count() + usize::from(last.ends_with("\n\n"));
-            if previous_lines > 0 {
-                write!(out, "\x1b[{previous_lines}A\x1b[J")?;
-            }
-            write!(out, "{text}")?;
-            out.flush()?;
-            last = text.clone();
-        }
-        if last_poll && !tty {
-            write!(out, "{text}")?;
-        }
-        Ok(())
+        redraw.show(out, text, tty, last_poll)
     };
     match kudo_client::wait::wait_until_settled(cluster, name, timeout, &mut observe).await? {
         Settled::Denied(msg) => {

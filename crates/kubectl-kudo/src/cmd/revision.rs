@@ -1,21 +1,19 @@
-//! `history` and `rollback` (kudo-rs extension, issue 27): the revisions the manager records for
-//! every plan run it admits (see `kudo_engine::revision`), and the way back to one of them.
+//! `history` and `rollback` (kudo-rs extensions): the revisions the manager records for every plan
+//! run it admits (see `kudo_engine::revision`), and the way back to one of them.
 //!
-//! The decisions are the engine's ([`kudo_engine::rollback`]); this module reads the Instance,
-//! its revisions and OperatorVersions, refuses before writing anything, and writes one merge
-//! patch guarded by the Instance's resourceVersion.
+//! The decisions are the engine's ([`kudo_engine::rollback`]), the reads and the write
+//! `kudo_client::rollback`'s; this module adds `--force` (cancel first), the preview and the wait.
 
-use std::collections::BTreeMap;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, ValueEnum};
-use kudo_api::{Instance, OperatorVersion};
-use kudo_client::cluster::{Cluster, KudoKind};
+use kudo_api::Instance;
+use kudo_client::cluster::Cluster;
+use kudo_client::rollback::{self, RollbackPlan};
 use kudo_client::wait::PreviousRuns;
-use kudo_engine::revision::{ROLLBACK_ANNOTATION, Revision};
-use kudo_engine::rollback::{self, Judged, RollbackMark};
+use kudo_engine::revision::Revision;
 use serde::Serialize;
 
 use super::cluster::{ClusterOpts, connect};
@@ -76,13 +74,7 @@ struct Printed<'r> {
 }
 
 async fn revisions_of(cluster: &Cluster, inst: &Instance) -> Result<Vec<Revision>> {
-    let uid = inst
-        .metadata
-        .other
-        .get("uid")
-        .and_then(|v| v.as_str())
-        .unwrap_or_default();
-    kudo_controller::revisions::list(&cluster.client, &cluster.namespace, &inst.metadata.name, uid)
+    kudo_client::revisions::of(&cluster.client, inst)
         .await
         .with_context(|| format!("listing the revisions of instance {}", inst.metadata.name))
 }
@@ -148,110 +140,33 @@ fn table(revs: &[Revision]) -> String {
         .collect()
 }
 
-/// What a rollback will write, judged before anything is.
-struct Plan {
-    target: Revision,
-    from: u64,
-    proposed: kudo_api::InstanceSpec,
-    judged: Judged,
-    /// The OperatorVersion the Instance runs, and the one the rollback restores.
-    current_ov: OperatorVersion,
-    target_ov: OperatorVersion,
-}
-
-/// Reads what the rollback needs and judges it; `Err` is the refusal (nothing was written).
-async fn plan_rollback(cluster: &Cluster, inst: &Instance, to: Option<u64>) -> Result<Plan> {
-    let name = &inst.metadata.name;
-    let refuse = |e: &dyn std::fmt::Display| anyhow::anyhow!("rolling back instance {name}: {e}");
-    let current_ov = cluster.operator_version_of(inst).await?;
-    let revs = revisions_of(cluster, inst).await?;
-    let target = rollback::target(&revs, &inst.spec, &current_ov, to).map_err(|e| refuse(&e))?;
-    let target_ov: OperatorVersion = cluster
-        .get(KudoKind::OperatorVersion, &target.data.operator_version)
-        .await?
-        .ok_or_else(|| {
-            refuse(&format!(
-                "the OperatorVersion {} of revision {} no longer exists",
-                target.data.operator_version, target.number
-            ))
-        })?;
-    let proposed = rollback::restored_spec(&inst.spec, &target.data, &current_ov);
-    let admitted = kudo_controller::admitted_spec(inst);
-    let judged = rollback::judge(
-        inst,
-        admitted.as_ref(),
-        &proposed,
-        &current_ov,
-        &target_ov,
-        target.number,
-    )
-    .map_err(|e| refuse(&e))?;
-    Ok(Plan {
-        target: target.clone(),
-        from: kudo_engine::revision::next_number(&revs) - 1,
-        proposed,
-        judged,
-        current_ov,
-        target_ov,
-    })
-}
-
-/// The merge patch of a rollback: the restored values (a value the target lacks is removed), the
-/// mark, and the resourceVersion the decision was made on.
-fn rollback_patch(inst: &Instance, plan: &Plan) -> Result<serde_json::Value> {
-    fn merged<V: Serialize + PartialEq>(
-        old: &BTreeMap<String, V>,
-        new: &BTreeMap<String, V>,
-    ) -> Result<serde_json::Map<String, serde_json::Value>> {
-        let mut m = serde_json::Map::new();
-        for k in old.keys().filter(|k| !new.contains_key(*k)) {
-            m.insert(k.clone(), serde_json::Value::Null);
-        }
-        for (k, v) in new.iter().filter(|(k, v)| old.get(*k) != Some(*v)) {
-            m.insert(k.clone(), serde_json::to_value(v)?);
-        }
-        Ok(m)
-    }
-    let mark = RollbackMark {
-        from: plan.from,
-        to: plan.target.number,
-        uid: None,
-    };
-    let p = &plan.proposed;
-    Ok(serde_json::json!({
-        "metadata": {
-            "resourceVersion": inst.metadata.other.get("resourceVersion"),
-            "annotations": {ROLLBACK_ANNOTATION: mark.to_annotation()},
-        },
-        "spec": {
-            "operatorVersion": {"name": p.operator_version.name},
-            "parameters": merged(&inst.spec.parameters, &p.parameters)?,
-            "parameterSources": merged(&inst.spec.parameter_sources, &p.parameter_sources)?,
-        },
-    }))
-}
-
 pub async fn rollback(opts: &ClusterOpts, args: RollbackArgs, io: &mut Io<'_>) -> Result<ExitCode> {
     preview::refuse_wait(&args.dry_run, args.wait.wait)?;
     let cluster = connect(opts).await?;
     let mut inst = cluster.instance(&args.instance).await?;
-    let mut plan = plan_rollback(&cluster, &inst, args.to_revision).await?;
+    let mut plan = rollback::prepare(&cluster, &inst, args.to_revision).await?;
     if let Some(running) = plan.judged.blocked_by.clone() {
         if !args.force {
-            bail!(
-                "rolling back instance {}: plan '{running}' is scheduled (or running) and the rollback would run plan '{}'; KUDO does not override a running plan: use --force to cancel '{running}' first",
-                args.instance,
-                plan.judged.plan
-            );
+            return Err(kudo_client::Error::RollbackBlocked {
+                instance: args.instance.clone(),
+                running,
+                plan: plan.judged.plan.clone(),
+            }
+            .into());
         }
         if args.dry_run.is_set() {
             writeln!(io.err, "# --force would first cancel plan {running}")?;
-            let calm = without_run(&inst)?;
-            let plan = plan_rollback(&cluster, &calm, Some(plan.target.number)).await?;
+            let calm = rollback::without_run(&inst)?;
+            let plan = rollback::prepare(&cluster, &calm, Some(plan.target.number)).await?;
             return preview_rollback(&cluster, &calm, &plan, &args.dry_run, io).await;
         }
-        inst = cancel_and_wait(&cluster, &args.instance, &running, io).await?;
-        plan = plan_rollback(&cluster, &inst, Some(plan.target.number)).await?;
+        writeln!(
+            io.err,
+            "cancelling plan {running} of instance {}/{} ...",
+            cluster.namespace, args.instance
+        )?;
+        inst = rollback::cancel_and_wait(&cluster, &args.instance, &running, Duration::from_secs(60)).await?;
+        plan = rollback::prepare(&cluster, &inst, Some(plan.target.number)).await?;
         if let Some(still) = &plan.judged.blocked_by {
             bail!(
                 "rolling back instance {}: plan '{still}' started meanwhile; try again",
@@ -263,7 +178,7 @@ pub async fn rollback(opts: &ClusterOpts, args: RollbackArgs, io: &mut Io<'_>) -
         return preview_rollback(&cluster, &inst, &plan, &args.dry_run, io).await;
     }
     let previous = PreviousRuns::of(&inst);
-    let plan = write_rollback(&cluster, inst, plan).await?;
+    let plan = rollback::write(&cluster, inst, plan).await?;
     writeln!(
         io.out,
         "instance {}/{} rolled back to revision {}: plan {} will run",
@@ -277,7 +192,7 @@ pub async fn rollback(opts: &ClusterOpts, args: RollbackArgs, io: &mut Io<'_>) -
 async fn preview_rollback(
     cluster: &Cluster,
     inst: &Instance,
-    plan: &Plan,
+    plan: &RollbackPlan,
     opts: &DryRunOpts,
     io: &mut Io<'_>,
 ) -> Result<ExitCode> {
@@ -289,84 +204,11 @@ async fn preview_rollback(
     preview::preview(cluster, &change, opts, io).await
 }
 
-/// The Instance as it will be once `--force` cancelled its running plan: no plan scheduled, in
-/// the spec and in the spec the manager admitted.
-fn without_run(inst: &Instance) -> Result<Instance> {
-    let mut calm = inst.clone();
-    calm.spec.plan_execution = Default::default();
-    if let Some(mut admitted) = kudo_controller::admitted_spec(inst) {
-        admitted.plan_execution = Default::default();
-        calm.metadata.annotations.insert(
-            kudo_controller::ADMITTED_SPEC_ANNOTATION.to_string(),
-            serde_json::to_string(&admitted)?,
-        );
-    }
-    Ok(calm)
-}
-
-/// Writes the rollback guarded by the resourceVersion it was judged on. The manager writes the
-/// Instance's status while a plan runs, so a conflict is likely then: the Instance is read and the
-/// rollback judged again (same target revision), a few times. Returns what was written.
-async fn write_rollback(cluster: &Cluster, mut inst: Instance, mut plan: Plan) -> Result<Plan> {
-    let api = cluster.api(KudoKind::Instance);
-    let name = inst.metadata.name.clone();
-    for _ in 0..10 {
-        let patch = rollback_patch(&inst, &plan)?;
-        match api
-            .patch(
-                &name,
-                &kudo_client::cluster::patch_params(),
-                &kube::api::Patch::Merge(&patch),
-            )
-            .await
-        {
-            Ok(_) => return Ok(plan),
-            Err(kube::Error::Api(s)) if s.code == 409 => {
-                inst = cluster.instance(&name).await?;
-                let again = plan_rollback(cluster, &inst, Some(plan.target.number)).await?;
-                if let Some(running) = &again.judged.blocked_by {
-                    bail!("rolling back instance {name}: plan '{running}' started meanwhile; try again");
-                }
-                plan = again;
-            }
-            Err(e) => return Err(kudo_client::cluster::api_error(e, KudoKind::Instance, &name).into()),
-        }
-    }
-    bail!(
-        "rolling back instance {name}: the Instance kept changing while the rollback was written; try again"
-    )
-}
-
-/// `--force`: cancels the running plan and waits (up to a minute) until the manager has stopped
-/// it and cleared `spec.planExecution`. Returns the Instance as it is then.
-async fn cancel_and_wait(cluster: &Cluster, name: &str, running: &str, io: &mut Io<'_>) -> Result<Instance> {
-    cluster
-        .merge_patch(KudoKind::Instance, name, kudo_engine::reconcile::cancel_patch())
-        .await?;
-    writeln!(
-        io.err,
-        "cancelling plan {running} of instance {}/{name} ...",
-        cluster.namespace
-    )?;
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-    loop {
-        let inst = cluster.instance(name).await?;
-        let admitted = kudo_controller::admitted_spec(&inst);
-        let idle = |s: &kudo_api::InstanceSpec| s.plan_execution.plan_name.is_empty();
-        if idle(&inst.spec) && admitted.as_ref().is_none_or(idle) {
-            return Ok(inst);
-        }
-        if tokio::time::Instant::now() > deadline {
-            bail!("plan {running} of instance {name} was not cancelled within 60s; is the manager running?");
-        }
-        tokio::time::sleep(Duration::from_millis(300)).await;
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use kudo_engine::revision::{Outcome, RevisionData, StartedBy};
+    use std::collections::BTreeMap;
 
     #[test]
     fn the_history_table_has_the_columns_of_the_issue_and_pads_them() {

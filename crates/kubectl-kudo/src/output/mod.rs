@@ -2,4 +2,5 @@
 //! against the seeds' and KUDO's golden outputs.
 
 pub mod plan_status;
+pub mod rollout_status;
 pub mod tree;

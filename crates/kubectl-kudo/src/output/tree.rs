@@ -44,3 +44,36 @@ fn render_children(children: &[Node], prefix: &str, out: &mut String) {
         render_children(&child.children, &next, out);
     }
 }
+
+/// A text redrawn in place on a terminal as it changes (cursor up, clear), or printed once at the
+/// end on a pipe, so the output of a `--wait` is never garbled: `plan status --wait`,
+/// `rollout status --wait`.
+#[derive(Debug, Default)]
+pub struct Redraw {
+    last: String,
+}
+
+impl Redraw {
+    /// Shows `text` (the current state); `last_poll`: the wait is over.
+    pub fn show(
+        &mut self,
+        out: &mut dyn std::io::Write,
+        text: String,
+        tty: bool,
+        last_poll: bool,
+    ) -> std::io::Result<()> {
+        if tty && text != self.last {
+            let previous_lines = self.last.lines().count() + usize::from(self.last.ends_with("\n\n"));
+            if previous_lines > 0 {
+                write!(out, "\x1b[{previous_lines}A\x1b[J")?;
+            }
+            write!(out, "{text}")?;
+            out.flush()?;
+            self.last = text.clone();
+        }
+        if last_poll && !tty {
+            write!(out, "{text}")?;
+        }
+        Ok(())
+    }
+}

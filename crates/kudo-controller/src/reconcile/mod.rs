@@ -25,6 +25,7 @@ mod observe;
 mod pass;
 mod persist;
 mod publish;
+mod recreate;
 
 use crate::apply::ClusterObjects;
 use crate::context::Context;

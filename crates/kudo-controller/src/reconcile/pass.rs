@@ -118,7 +118,12 @@ impl Reconciler<'_> {
                 return self.without_pass(input, out, ps);
             }
         };
-        let mut pass = match start_pass(step, ps, retry_of) {
+        let recreated = match retry_of {
+            Some(_) => self.recreate_failed(&ps.uid, &ps, &rendered).await,
+            None => Vec::new(),
+        };
+        let recreating = !recreated.is_empty();
+        let mut pass = match start_pass(step, ps, retry_of, recreated) {
             Ok(p) => p,
             Err(failed) => {
                 // Unreachable in practice: the plan's existence was checked by the step.
@@ -141,6 +146,7 @@ impl Reconciler<'_> {
             polled,
             backstop: self.ctx.config.requeue_backstop,
             retry_of,
+            recreated: recreating,
             stored: &stored,
             durable: input.stored.spec.plan_execution.uid == run.uid,
             generation: input.generation,

@@ -11,6 +11,7 @@ use crate::initiate::Initiation;
 use crate::retry;
 use crate::revision::{ROLLBACK_ANNOTATION, StartedBy};
 use crate::rollback::RollbackMark;
+use crate::rollout::{ROLLOUT_ANNOTATION, RolloutMark};
 use crate::triggers::{Admission, Decision, ScheduleReason, cleanup_run};
 
 /// Generator of fresh run uids, handed in by the caller (the engine draws no random numbers).
@@ -227,6 +228,36 @@ impl Admitted {
         };
         self.annotations
             .insert(ROLLBACK_ANNOTATION, Some(stamped.to_annotation()));
+        self
+    }
+
+    /// A user's change that a fleet rollout marked ([`RolloutMark::pending`]): the run is
+    /// recorded as the rollout's, and the mark is stamped with the run's uid, which is how the
+    /// rollout follows it (and knows, from the Instance alone, that it changed it).
+    pub fn with_rollout(mut self, inst: &Instance, out: &mut Vec<Effect>) -> Admitted {
+        let Some(mark) = RolloutMark::pending(&inst.metadata.annotations) else {
+            return self;
+        };
+        if self.started != Some(StartedBy::User) {
+            return self;
+        }
+        let uid = self.spec.plan_execution.uid.clone();
+        out.push(Effect::log(
+            LogLevel::Info,
+            format!(
+                "rollout {} admitted: plan {}, run {uid}",
+                mark.name, self.spec.plan_execution.plan_name
+            ),
+        ));
+        self.started = Some(StartedBy::Rollout {
+            name: mark.name.clone(),
+        });
+        let stamped = RolloutMark {
+            run: Some(uid),
+            ..mark
+        };
+        self.annotations
+            .insert(ROLLOUT_ANNOTATION, Some(stamped.to_annotation()));
         self
     }
 

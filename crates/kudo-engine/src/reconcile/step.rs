@@ -154,19 +154,20 @@ fn start_run(
     retry::reset_for_retry(ps, plan_uid, now);
     effects.push(Effect::log(
         LogLevel::Info,
-        retry::started_message(&ps.name, &failed, ps),
+        retry::started_message(&ps.name, &failed, ps, &[]),
     ));
     Some(failed)
 }
 
 /// The pass of [`Step::Pass`] over `plan_status`, for the Instance, with the plan timing the
-/// annotations hold and, for a retry, the failed run it replaces. `Err`: the plan vanished from
-/// the OperatorVersion (checked by [`plan_step`] already), with the plan status marked
-/// FATAL_ERROR.
+/// annotations hold and, for a retry, the failed run it replaces and the objects deleted to be
+/// created again (`recreated`). `Err`: the plan vanished from the OperatorVersion (checked by
+/// [`plan_step`] already), with the plan status marked FATAL_ERROR.
 pub fn start_pass<'a>(
     input: &StepInput<'a>,
     plan_status: PlanStatus,
     retry_of: Option<&str>,
+    recreated: Vec<String>,
 ) -> Result<PlanPass<'a>, Box<PlanStatus>> {
     let timing = Timing::from_annotation(input.annotations.get(TIMING_ANNOTATION).map(String::as_str));
     let mut failed = plan_status.clone();
@@ -174,7 +175,7 @@ pub fn start_pass<'a>(
         Ok(p) => {
             let p = p.with_instance(input.namespace, input.name).with_timing(timing);
             Ok(match retry_of {
-                Some(failed) => p.with_retry_of(failed),
+                Some(failed) => p.with_retry_of(failed).with_recreated(recreated),
                 None => p,
             })
         }
@@ -230,6 +231,9 @@ pub struct PassEnd<'a> {
     pub backstop: Duration,
     /// The failed run a retry replaces.
     pub retry_of: Option<&'a str>,
+    /// The retry deleted objects to create them anew: the status (and the `PlanStarted` Event
+    /// that names them) is written at once, even while only the run's start happened.
+    pub recreated: bool,
     /// The status as stored, and whether the stored spec names this run.
     pub stored: &'a InstanceStatus,
     pub durable: bool,
@@ -281,7 +285,7 @@ pub fn after_pass(end: &PassEnd<'_>, plan_status: PlanStatus, status: &mut Insta
         durable: end.durable,
         now,
     };
-    if let Some(by) = start_unwritten(end.stored, status, &starting) {
+    if let Some(by) = start_unwritten(end.stored, status, &starting).filter(|_| !end.recreated) {
         // Only the start happened: the status stays as stored, and so do its Events (the next
         // pass starts the run again and announces it with the status it writes).
         *status = end.stored.clone();

@@ -1,5 +1,6 @@
 //! The user's change of the spec, judged by KUDO's admission rules against the last admitted
-//! spec (what KUDO's webhook did), then the rollback mark and, on deletion, the cleanup plan.
+//! spec (what KUDO's webhook did), then the rollback and rollout marks and, on deletion, the cleanup
+//! plan.
 
 use super::Initiator;
 use crate::reconcile::admitted::{Admitted, Uids};
@@ -31,7 +32,9 @@ impl Initiator for UserChange {
                     new_ov: ov,
                     deleting,
                 };
-                Admitted::from_decision(inst, &decide(&change), None, uids, out).with_rollback(inst, ov, out)
+                Admitted::from_decision(inst, &decide(&change), None, uids, out)
+                    .with_rollback(inst, ov, out)
+                    .with_rollout(inst, out)
             }
             Some(a) if a == inst.spec => Admitted::keeping(inst, Some(a), None),
             Some(a) => {
@@ -46,6 +49,7 @@ impl Initiator for UserChange {
                 };
                 Admitted::from_decision(inst, &decide(&change), Some(a), uids, out)
                     .with_rollback(inst, ov, out)
+                    .with_rollout(inst, out)
             }
         };
         adm.admitted = Some(admitted.with_cleanup(inst, ov, deleting, uids, out));
