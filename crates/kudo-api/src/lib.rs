@@ -61,7 +61,7 @@ impl ObjectReference {
     }
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Maintainer {
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub name: String,

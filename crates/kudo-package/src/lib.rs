@@ -13,7 +13,7 @@ pub mod create;
 pub mod deps_hash;
 pub mod enhance;
 pub mod error;
-mod lenient;
+pub mod lenient;
 pub mod list;
 pub mod model;
 pub mod params;
