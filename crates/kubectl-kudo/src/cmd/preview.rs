@@ -44,11 +44,10 @@
 //! changes), and every occurrence of a sensitive value (4 characters or more) elsewhere becomes
 //! `(redacted)`.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 use std::process::ExitCode;
-use std::sync::{Arc, Mutex};
 
-use anyhow::{Context as _, Result, anyhow};
+use anyhow::{Context as _, Result, anyhow, bail};
 use clap::{Args, ValueEnum};
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kudo_api::{Instance, InstanceSpec, OperatorVersion};
@@ -57,7 +56,8 @@ use kudo_client::sensitive::Redactor;
 use kudo_engine::triggers::{Decision, ScheduleReason};
 use kudo_kube::discovery::{Cache, Resolved};
 use kudo_package::deps_hash::Dependency;
-use kudo_package::render::{Action, RenderContext, RenderedObject, render_plan};
+use kudo_package::live::{KindLookup, LiveCluster, LivePlan, OnTaskError, render_live};
+use kudo_package::render::{Action, RenderContext, RenderedObject};
 use serde_json::{Value, json};
 
 use crate::Io;
@@ -428,9 +428,10 @@ async fn read_sources(
     Ok(out)
 }
 
-/// Renders `plan` as the manager would: namespacedness from discovery, the live ConfigMaps and
-/// Secrets of the dependencies hash, removed API versions translated when the server does not
-/// serve them. Errors are redacted.
+/// Renders `plan` as the manager would ([`kudo_package::live::render_live`], as the manager
+/// renders): namespacedness from discovery, the live ConfigMaps and Secrets of the dependencies
+/// hash, removed API versions translated when the server does not serve them, the Instance's
+/// bucket label. A dependency that cannot be read fails the preview. Errors are redacted.
 async fn render(
     cluster: &Cluster,
     discovery: &Cache,
@@ -453,59 +454,34 @@ async fn render(
     if let Some(adjust) = change.adjust {
         adjust(&mut base);
     }
-    let redacted = |e: kudo_package::render::RenderError| anyhow!("{}", redactor.redact(&e.to_string()));
-    // First pass: which kinds and live dependencies the plan needs.
-    let wanted: Arc<Mutex<BTreeSet<Dependency>>> = Arc::default();
-    let mut first = base.clone();
-    let w = wanted.clone();
-    first.live_dependency = Some(Arc::new(move |d: &Dependency| {
-        w.lock().unwrap_or_else(|e| e.into_inner()).insert(d.clone());
-        None
-    }));
-    let objects = render_plan(change.new_ov, plan, &first).map_err(redacted)?;
-    let mut namespaced = HashMap::new();
-    for o in &objects {
-        let (av, kind) = type_of(&o.object);
-        if let Ok(Resolved::Found { namespaced: n, .. }) = discovery.resolve(av, kind).await {
-            namespaced.insert((av.to_string(), kind.to_string()), n);
-        }
+    let reads = PreviewReads {
+        discovery: discovery.clone(),
+        client: cluster.client.clone(),
+    };
+    let request = LivePlan {
+        ov: change.new_ov,
+        plan,
+        context: base,
+        // A sharded manager labels what it applies with the Instance's bucket: so does the preview.
+        bucket: change
+            .instance
+            .metadata
+            .labels
+            .get(kudo_api::labels::BUCKET)
+            .cloned(),
+        on_task_error: OnTaskError::FailPlan,
+    };
+    let mut live = render_live(&reads, request)
+        .await
+        .map_err(|e| anyhow!("{}", redactor.redact(&e.to_string())))?;
+    if !live.unreadable.is_empty() {
+        return Err(live.unreadable.remove(0));
     }
-    let wanted: Vec<Dependency> = wanted
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .iter()
-        .cloned()
-        .collect();
-    let mut live = HashMap::new();
-    for d in wanted {
-        live.insert(d.clone(), read_dependency(cluster, &d).await?);
+    if let Some((i, e)) = live.untranslatable.first() {
+        let o = &live.objects[*i];
+        bail!("{}.{}.{}.{}: {e}", o.plan, o.phase, o.step, o.task);
     }
-    let mut ctx = base;
-    ctx.is_namespaced = Some(Arc::new(move |av: &str, kind: &str| {
-        namespaced
-            .get(&(av.to_string(), kind.to_string()))
-            .copied()
-            .unwrap_or_else(|| kudo_package::enhance::builtin_is_namespaced(av, kind))
-    }));
-    ctx.live_dependency = Some(Arc::new(move |d: &Dependency| live.get(d).cloned().flatten()));
-    let mut objects = render_plan(change.new_ov, plan, &ctx).map_err(redacted)?;
-    for o in &mut objects {
-        let (av, kind) = type_of(&o.object);
-        if kudo_package::translate::mapping(av, kind).is_some()
-            && matches!(discovery.resolve(av, kind).await, Ok(Resolved::Unknown(_)))
-        {
-            o.object = kudo_package::translate::translate(&o.object)
-                .map_err(|e| anyhow!("{}.{}.{}.{}: {e}", o.plan, o.phase, o.step, o.task))?
-                .object;
-        }
-    }
-    // A sharded manager labels what it applies with the Instance's bucket: so does the preview.
-    if let Some(bucket) = change.instance.metadata.labels.get(kudo_api::labels::BUCKET) {
-        for o in objects.iter_mut().filter(|o| matches!(o.action, Action::Apply)) {
-            kudo_package::enhance::add_bucket_label(&mut o.object, bucket);
-        }
-    }
-    Ok(objects)
+    Ok(live.objects)
 }
 
 fn type_of(obj: &Value) -> (&str, &str) {
@@ -515,18 +491,33 @@ fn type_of(obj: &Value) -> (&str, &str) {
     )
 }
 
-/// A ConfigMap/Secret of the dependencies hash as the manager hashes it; `None` when missing.
-async fn read_dependency(cluster: &Cluster, d: &Dependency) -> Result<Option<Value>> {
-    let resource = kudo_kube::known_resource("", d.kind.as_str());
-    let api: Api<DynamicObject> = Api::namespaced_with(cluster.client.clone(), &d.namespace, &resource);
-    let found = api
-        .get_opt(&d.name)
-        .await
-        .with_context(|| format!("reading {} {}/{}", d.kind.as_str(), d.namespace, d.name))?;
-    Ok(match found {
-        Some(o) => Some(kudo_package::deps_hash::for_hash(serde_json::to_value(o)?)),
-        None => None,
-    })
+/// The preview's side of a live render: the CLI's identity, each dependency read once.
+#[derive(Clone)]
+struct PreviewReads {
+    discovery: Cache,
+    client: kube::Client,
+}
+
+impl LiveCluster for PreviewReads {
+    type Error = anyhow::Error;
+
+    fn cached_namespaced(&self, api_version: &str, kind: &str) -> Option<bool> {
+        self.discovery.cached_namespaced(api_version, kind)
+    }
+
+    async fn lookup_kind(&self, api_version: &str, kind: &str) -> KindLookup {
+        self.discovery.lookup(api_version, kind).await
+    }
+
+    async fn read_dependency(&self, d: &Dependency) -> Result<Option<Value>> {
+        let resource = kudo_kube::known_resource("", d.kind.as_str());
+        let api: Api<DynamicObject> = Api::namespaced_with(self.client.clone(), &d.namespace, &resource);
+        let found = api
+            .get_opt(&d.name)
+            .await
+            .with_context(|| format!("reading {} {}/{}", d.kind.as_str(), d.namespace, d.name))?;
+        Ok(found.map(serde_json::to_value).transpose()?)
+    }
 }
 
 /// Hides secret values in what a preview prints.
