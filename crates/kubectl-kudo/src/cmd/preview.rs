@@ -421,7 +421,7 @@ async fn read_sources(
             read.insert(sel.name.clone(), found.and_then(|o| serde_json::to_value(o).ok()));
         }
         let secret = read.get(&sel.name).and_then(Option::as_ref);
-        let value = kudo_controller::param_sources::value_from_secret(param, &cluster.namespace, sel, secret)
+        let value = kudo_kube::param_sources::value_from_secret(param, &cluster.namespace, sel, secret)
             .map_err(|e| format!("{e} (the manager would wait for it)"))?;
         out.insert(param.clone(), value);
     }
