@@ -347,6 +347,38 @@ pub enum Error {
         /// The Instance.
         instance: String,
     },
+    /// A preview cannot resolve a parameter source of the proposed spec (`reason` names the
+    /// parameter and the Secret, never a value).
+    #[error("cannot preview instance {instance}: {reason}")]
+    PreviewSources {
+        /// The Instance.
+        instance: String,
+        /// Why.
+        reason: String,
+    },
+    /// A previewed plan does not render (the message with sensitive values redacted).
+    #[error("{0}")]
+    PreviewRender(String),
+    /// A live ConfigMap/Secret of the dependencies hash could not be read for a preview.
+    #[error("reading {kind} {namespace}/{name}")]
+    ReadDependency {
+        /// `ConfigMap` or `Secret`.
+        kind: &'static str,
+        /// Its namespace.
+        namespace: String,
+        /// Its name.
+        name: String,
+        /// The API error (boxed: it is large, and rare).
+        source: Box<kube::Error>,
+    },
+    /// An object of an API version the cluster no longer serves cannot be translated.
+    #[error("{task}: {message}")]
+    Untranslatable {
+        /// `plan.phase.step.task`.
+        task: String,
+        /// Why.
+        message: String,
+    },
     /// The caller's [`Progress`](crate::Progress) (or observer) failed to report.
     #[error(transparent)]
     Report(#[from] std::io::Error),

@@ -1,9 +1,10 @@
 //! The cluster operations of `kubectl kudo` as a library: connecting ([`cluster`]), `install`,
-//! `update`, `upgrade`, `uninstall`, `plan trigger`/`plan retry` ([`plan`]) and waiting for plan
-//! runs ([`wait`]). Each operation takes a typed request and returns a typed outcome; it prints
-//! nothing; what it writes while it runs is reported through [`Progress`], so a caller can show
-//! each object as soon as it exists (and a failure later on does not hide what was written). The
-//! CLI (`kubectl-kudo`) parses flags, calls these and prints.
+//! `update`, `upgrade`, `uninstall`, `plan trigger`/`plan retry` ([`plan`]), previews of a change
+//! (`--dry-run`, [`preview`]) and waiting for plan runs ([`wait`]). Each operation takes a typed
+//! request and returns a typed outcome; it prints nothing; what it writes while it runs is
+//! reported through [`Progress`], so a caller can show each object as soon as it exists (and a
+//! failure later on does not hide what was written). The CLI (`kubectl-kudo`) parses flags, calls
+//! these and prints.
 //!
 //! Errors are one [`Error`] enum whose `Display` is the wording users see (KUDO's where KUDO had
 //! one), pinned by the CLI's tests.
@@ -13,6 +14,7 @@ pub mod cluster;
 mod error;
 pub mod install;
 pub mod plan;
+pub mod preview;
 pub mod sensitive;
 pub mod typed_api;
 pub mod uninstall;
