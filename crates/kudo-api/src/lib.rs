@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 pub mod duration;
 pub mod kinds;
+pub mod rbac;
 pub mod strconv;
 mod task_kind;
 pub use task_kind::TaskKind;

@@ -379,6 +379,51 @@ pub enum Error {
         /// Why.
         message: String,
     },
+    /// A built-in manifest does not parse (a bug of this build).
+    #[error("built-in CRD manifest")]
+    BuiltinManifest(#[source] Box<serde_saphyr::Error>),
+    /// `init` of a complete installation without `--upgrade`.
+    #[error("KUDO is already installed in namespace {namespace}. Did you mean to use --upgrade?")]
+    AlreadyInitialized {
+        /// The manager's namespace.
+        namespace: String,
+    },
+    /// `init` could not write one of its manifests.
+    #[error("cannot {verb} {kind} {name}")]
+    InitWrite {
+        /// `install`, or `replace` (a binding whose role changes).
+        verb: &'static str,
+        /// The manifest's kind.
+        kind: String,
+        /// Its name.
+        name: String,
+        /// The API error (boxed: it is large, and rare).
+        source: Box<kube::Error>,
+    },
+    /// `init --uninstall` could not delete one of its manifests.
+    #[error("cannot delete {name}")]
+    InitDelete {
+        /// The object's name.
+        name: String,
+        /// The API error.
+        source: Box<kube::Error>,
+    },
+    /// `init --wait` timed out.
+    #[error("timed out after {seconds}s waiting for the KUDO manager to become available")]
+    ManagerNotReady {
+        /// The wait.
+        seconds: u64,
+    },
+    /// `kubectl kudo dev` could not install one of its objects.
+    #[error("cannot install {kind} {name} into the dev cluster")]
+    DevInstall {
+        /// The object's kind.
+        kind: String,
+        /// Its name.
+        name: String,
+        /// The API error.
+        source: Box<kube::Error>,
+    },
     /// The caller's [`Progress`](crate::Progress) (or observer) failed to report.
     #[error(transparent)]
     Report(#[from] std::io::Error),

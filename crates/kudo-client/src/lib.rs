@@ -12,6 +12,7 @@
 pub mod checks;
 pub mod cluster;
 mod error;
+pub mod init;
 pub mod install;
 pub mod plan;
 pub mod preview;
@@ -54,6 +55,25 @@ pub enum Event<'a> {
         name: &'a str,
         /// Whether it existed before.
         existed: bool,
+    },
+    /// `init` applied the last manifest of a group (`crds`, `namespace`, …).
+    Installed {
+        /// The group.
+        group: &'a str,
+    },
+    /// `init --uninstall` deleted an object.
+    Deleted {
+        /// Its kind.
+        kind: &'a str,
+        /// Its name.
+        name: &'a str,
+    },
+    /// `init` deleted an object an earlier installation left and this one does not use.
+    Unused {
+        /// Its kind.
+        kind: &'a str,
+        /// Its name.
+        name: &'a str,
     },
 }
 
