@@ -424,6 +424,29 @@ pub enum Error {
         /// The API error.
         source: Box<kube::Error>,
     },
+    /// `diagnostics collect` could not read what it must (the Instance, its OperatorVersion or
+    /// its Operator).
+    #[error("{0}")]
+    Collect(String),
+    /// A directory could not be created.
+    #[error("cannot create {path}")]
+    CreateDir {
+        /// The directory.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A file could not be written.
+    #[error("cannot write {path}")]
+    WriteFile {
+        /// The file.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// An object does not convert to YAML.
+    #[error("cannot serialise to YAML")]
+    ToYaml(#[source] serde_saphyr::ser::Error),
     /// The caller's [`Progress`](crate::Progress) (or observer) failed to report.
     #[error(transparent)]
     Report(#[from] std::io::Error),

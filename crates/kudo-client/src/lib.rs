@@ -11,6 +11,7 @@
 
 pub mod checks;
 pub mod cluster;
+pub mod diagnostics;
 mod error;
 pub mod init;
 pub mod install;

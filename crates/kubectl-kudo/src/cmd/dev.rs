@@ -109,11 +109,12 @@ impl DevArgs {
     }
 }
 
-pub async fn run(opts: &ClusterOpts, args: DevArgs, io: &mut crate::Io<'_>) -> Result<ExitCode> {
-    if !args.address.ip().is_loopback() {
-        bail!("the dev cluster serves on loopback only; got {}", args.address);
-    }
-    let faults = args.fault_config()?;
+/// Starts the embedded API server for `args` and writes its kubeconfig (`--kubeconfig`, else
+/// `$KUDO_HOME/dev/kubeconfig`).
+async fn start_server(
+    opts: &ClusterOpts,
+    args: &DevArgs,
+) -> Result<(kudo_apiserver::RunningServer, PathBuf)> {
     let kubeconfig = opts
         .kubeconfig
         .clone()
@@ -132,6 +133,46 @@ pub async fn run(opts: &ClusterOpts, args: DevArgs, io: &mut crate::Io<'_>) -> R
     server
         .write_kubeconfig(&kubeconfig)
         .with_context(|| format!("cannot write {}", kubeconfig.display()))?;
+    Ok((server, kubeconfig))
+}
+
+/// What `dev` says on stderr once the cluster serves.
+fn announce(
+    io: &mut crate::Io<'_>,
+    server: &kudo_apiserver::RunningServer,
+    faults: &kudo_apiserver::FaultConfig,
+    kubeconfig: &std::path::Path,
+    least_privilege: bool,
+) -> Result<()> {
+    if faults.is_active() {
+        writeln!(io.err, "fault injection active: {faults}")?;
+    }
+    if least_privilege {
+        writeln!(
+            io.err,
+            "least privilege: each Instance is applied as ServiceAccount {DEV_INSTANCE_ACCOUNT} of its namespace (or its spec.serviceAccountName); default/{DEV_INSTANCE_ACCOUNT} has the built-in admin role"
+        )?;
+    }
+    writeln!(
+        io.err,
+        "fault injection admin endpoint: {} (GET, PUT, DELETE)",
+        server.faults_url()
+    )?;
+    writeln!(
+        io.err,
+        "kudo dev cluster serving on {} — export KUBECONFIG={}",
+        server.url(),
+        kubeconfig.display()
+    )?;
+    Ok(())
+}
+
+pub async fn run(opts: &ClusterOpts, args: DevArgs, io: &mut crate::Io<'_>) -> Result<ExitCode> {
+    if !args.address.ip().is_loopback() {
+        bail!("the dev cluster serves on loopback only; got {}", args.address);
+    }
+    let faults = args.fault_config()?;
+    let (server, kubeconfig) = start_server(opts, &args).await?;
 
     let cluster_opts = ClusterOpts {
         kubeconfig: Some(kubeconfig.clone()),
@@ -177,26 +218,7 @@ pub async fn run(opts: &ClusterOpts, args: DevArgs, io: &mut crate::Io<'_>) -> R
         .faults()
         .set(faults.clone())
         .context("invalid --fault-* flags")?;
-    if faults.is_active() {
-        writeln!(io.err, "fault injection active: {faults}")?;
-    }
-    if args.least_privilege {
-        writeln!(
-            io.err,
-            "least privilege: each Instance is applied as ServiceAccount {DEV_INSTANCE_ACCOUNT} of its namespace (or its spec.serviceAccountName); default/{DEV_INSTANCE_ACCOUNT} has the built-in admin role"
-        )?;
-    }
-    writeln!(
-        io.err,
-        "fault injection admin endpoint: {} (GET, PUT, DELETE)",
-        server.faults_url()
-    )?;
-    writeln!(
-        io.err,
-        "kudo dev cluster serving on {} — export KUBECONFIG={}",
-        server.url(),
-        kubeconfig.display()
-    )?;
+    announce(io, &server, &faults, &kubeconfig, args.least_privilege)?;
 
     let code = match &args.demo {
         Some(pkg) => {
