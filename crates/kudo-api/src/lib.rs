@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 pub mod duration;
 pub mod kinds;
+pub mod rbac;
 pub mod strconv;
 mod task_kind;
 pub use task_kind::TaskKind;
@@ -61,7 +62,7 @@ impl ObjectReference {
     }
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Maintainer {
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub name: String,

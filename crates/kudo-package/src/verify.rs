@@ -243,7 +243,7 @@ fn task_build(pkg: &Package, r: &mut Verification) {
                 r.error(format!("task validation error: kudo operator task '{}' has an empty package name", t.name))
             }
             TaskKind::Unknown(k) => r.error(format!("unknown task kind {k}")),
-            _ => {}
+            TaskKind::Apply | TaskKind::Delete | TaskKind::Toggle | TaskKind::KudoOperator | TaskKind::Dummy => {}
         }
     }
 }
@@ -567,7 +567,7 @@ pub fn task_templates(t: &kudo_api::Task) -> Vec<&str> {
         }
         TaskKind::Pipe if !t.spec.pod.is_empty() => vec![t.spec.pod.as_str()],
         TaskKind::KudoOperator if !t.spec.parameter_file.is_empty() => vec![t.spec.parameter_file.as_str()],
-        _ => Vec::new(),
+        TaskKind::Pipe | TaskKind::KudoOperator | TaskKind::Dummy | TaskKind::Unknown(_) => Vec::new(),
     }
 }
 

@@ -249,6 +249,15 @@ impl Progress for Io<'_> {
                     "customresourcedefinition.apiextensions.k8s.io/{name} {verb}"
                 )
             }
+            Event::Installed { group } => writeln!(self.out, "✅ installed {group}"),
+            Event::Deleted { kind, name } => writeln!(self.out, "{} {name} deleted", kind.to_lowercase()),
+            Event::Unused { kind, name } => {
+                writeln!(
+                    self.out,
+                    "{} {name} deleted (no longer used)",
+                    kind.to_lowercase()
+                )
+            }
         }
     }
 }
