@@ -195,10 +195,11 @@ pub fn set_condition(conditions: &mut Vec<Condition>, new: Condition) -> bool {
     }
 }
 
-/// Moves every condition that says it observed generation `from` to `to`: a reconcile that is
-/// about to change the spec itself (unscheduling a finished run) writes its status first with the
-/// generation that spec write produces, so no second status write has to follow. Conditions of
-/// older generations are left alone.
+/// Moves every condition that says it observed generation `from` to `to`: a reconcile that
+/// changed the spec itself (unscheduling a finished run) writes its status after that spec write,
+/// whose generation `to` differs from the one read (`from`) only by the manager's own change, so
+/// what was judged at `from` holds at `to`. Conditions of older generations are left alone. Never
+/// called with a generation the object has not reached (see [`crate::progress`]).
 pub fn reobserve(conditions: &mut [Condition], from: Option<i64>, to: Option<i64>) {
     for c in conditions.iter_mut().filter(|c| c.observed_generation == from) {
         c.observed_generation = to;
