@@ -8,6 +8,7 @@
 //! [`render::render_plan`] and [`enhance::enhance`] (shared with the controller); [`schema`] for
 //! parameter declarations as kube and JSON-Schema 2020-12 schemas.
 
+pub mod argocd;
 pub mod autopilot;
 pub mod create;
 pub mod deps_hash;

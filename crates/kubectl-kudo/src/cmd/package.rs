@@ -76,6 +76,24 @@ pub enum PackageCommand {
         #[arg(short, long, default_value = "json")]
         output: Output,
     },
+    /// Print Argo CD's health checks for Instances and for the package's typed API, as a merge
+    /// patch of the argocd-cm ConfigMap (keys resource.customizations.health.<group>_<Kind>).
+    #[command(
+        name = "argocd-health",
+        after_help = "Examples:
+  kubectl kudo package argocd-health ./galera > argocd-health.yaml
+  kubectl -n argocd patch configmap argocd-cm --type merge --patch-file argocd-health.yaml
+  kubectl kudo package argocd-health   # only kudo.dev/Instance, outside a package directory
+
+The checks, with their tests in Argo CD's layout, are in deploy/argocd/resource_customizations/."
+    )]
+    ArgocdHealth {
+        /// Package directory or .tgz, or an operator name in a repository (none: only the
+        /// Instance's check).
+        package: Option<String>,
+        #[command(flatten)]
+        source: super::repo::PackageSourceOpts,
+    },
     /// Verify a package and pack it into a reproducible <name>-<appVersion>_<operatorVersion>.tgz.
     #[command(
         after_help = "Examples:\n  kubectl kudo package create ./operator\n  kubectl kudo package create ./operator -d dist --overwrite"
@@ -317,6 +335,20 @@ pub fn run(
                 Output::Json => writeln!(io.out, "{}", serde_json::to_string_pretty(&doc)?)?,
                 Output::Yaml => write!(io.out, "{}", to_yaml(&doc)?)?,
             }
+            Ok(ExitCode::SUCCESS)
+        }
+        PackageCommand::ArgocdHealth { package, source } => {
+            let api = match &package {
+                Some(p) => load_listed(opts, p, &source)?.operator.api,
+                None => None,
+            };
+            if let (Some(p), None) = (&package, &api) {
+                writeln!(
+                    io.err,
+                    "package {p} declares no typed API (api: in operator.yaml): only kudo.dev/Instance's check"
+                )?;
+            }
+            write!(io.out, "{}", kudo_package::argocd::argocd_cm_patch(api.as_ref()))?;
             Ok(ExitCode::SUCCESS)
         }
         PackageCommand::Create {

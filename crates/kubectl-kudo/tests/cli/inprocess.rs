@@ -128,6 +128,30 @@ fn package_render_and_list() {
 }
 
 #[test]
+fn package_argocd_health_prints_the_argocd_cm_patch() {
+    let galera = repo().join("examples/galera");
+    let Outcome { run, .. } = same_as_binary(&["package", "argocd-health", path(&galera)]);
+    let patch: serde_json::Value = serde_saphyr::from_str(&run.out).expect("YAML");
+    let data = patch["data"].as_object().expect("data");
+    let checks = repo().join("deploy/argocd/resource_customizations");
+    let script = |p: &str| std::fs::read_to_string(checks.join(p)).unwrap();
+    assert_eq!(
+        data["resource.customizations.health.kudo.dev_Instance"],
+        script("kudo.dev/Instance/health.lua")
+    );
+    assert_eq!(
+        data["resource.customizations.health.galera.kudo.dev_Galera"],
+        script("_.kudo.dev/_/health.lua")
+    );
+    // Without a typed API: only the Instance's, and stderr says why.
+    let plain = repo().join("examples/first-operator");
+    let Outcome { run, .. } = same_as_binary(&["package", "argocd-health", path(&plain)]);
+    assert!(run.err.contains("declares no typed API"), "{}", run.err);
+    let patch: serde_json::Value = serde_saphyr::from_str(&run.out).expect("YAML");
+    assert_eq!(patch["data"].as_object().unwrap().len(), 1);
+}
+
+#[test]
 fn template_render_exit_codes() {
     let dir = tempfile::tempdir().unwrap();
     let ok = dir.path().join("ok.tmpl");

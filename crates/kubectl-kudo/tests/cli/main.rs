@@ -5,6 +5,7 @@
 
 mod common;
 
+mod argocd_health;
 mod autopilot_cli;
 mod catalog;
 mod dev_cli;
