@@ -1,4 +1,5 @@
-//! The cluster operations of `kubectl kudo` as a library: connecting ([`cluster`]), `install`,
+//! The cluster operations of `kubectl kudo` as a library: connecting ([`cluster`]), `install` (and
+//! its objects as manifests for Git, [`manifests`]),
 //! `update`, `upgrade`, `uninstall`, `plan trigger`/`plan retry` ([`plan`]) and waiting for plan
 //! runs ([`wait`]). Each operation takes a typed request and returns a typed outcome; it prints
 //! nothing; what it writes while it runs is reported through [`Progress`], so a caller can show
@@ -12,6 +13,7 @@ pub mod checks;
 pub mod cluster;
 mod error;
 pub mod install;
+pub mod manifests;
 pub mod plan;
 pub mod sensitive;
 pub mod typed_api;

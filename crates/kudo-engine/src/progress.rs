@@ -24,7 +24,9 @@
 
 use kudo_api::{Condition, ExecutionStatus, InstanceStatus, PlanStatus};
 
-use crate::readiness::{CHANGE_ACCEPTED, CHANGE_DENIED, PLAN_IN_FATAL_ERROR, READY, set_condition};
+use crate::readiness::{
+    CHANGE_ACCEPTED, CHANGE_DENIED, PLAN_IN_FATAL_ERROR, READY, last_failed_lifecycle_plan, set_condition,
+};
 use crate::time::Timestamp;
 
 /// Condition: a run of the admitted spec is going on, or the Instance waits to be able to run.
@@ -91,6 +93,28 @@ pub fn conclude(
             ready.observed_generation = before.and_then(|c| c.observed_generation);
         }
     }
+}
+
+/// The status to write before the admission of an Instance whose status the manager never
+/// wrote (`stored` has no `observedGeneration`: just created, or created while no manager ran)
+/// when the admission starts the run `plan`/`uid`: without one, kstatus reads the Instance as
+/// Current until the run's first status, which the admission and the first pass precede. It
+/// says the generation read (`generation`, the user's) and that the run starts; the admission's
+/// own write then leaves `observedGeneration` one behind until the run's status names it.
+/// `None`: the manager wrote a status before, or no run starts.
+pub fn first_status(
+    stored: &InstanceStatus,
+    run: Option<(&str, &str)>,
+    generation: Option<i64>,
+    now: Timestamp,
+) -> Option<InstanceStatus> {
+    let (plan, uid) = run?;
+    if stored.observed_generation.is_some() {
+        return None;
+    }
+    let mut status = stored.clone();
+    conclude(stored, &mut status, &Activity::Run { plan, uid }, generation, now);
+    Some(status)
 }
 
 /// The message of this reconcile's refusal (`ChangeAccepted=False`), if any.
@@ -196,12 +220,18 @@ fn position(ps: &PlanStatus) -> String {
 }
 
 /// `Stalled` from the run the status speaks of: the executed run once it ended, or for an idle
-/// Instance the run updated last. FATAL_ERROR stalls; so does a cancelled lifecycle run, whose
-/// objects are left half-applied (KUDO's `Ready=Unknown`, `PlanInFatalError`).
+/// Instance its last failed lifecycle run, else the run updated last. FATAL_ERROR stalls; so does
+/// a cancelled lifecycle run, whose objects are left half-applied (KUDO's `Ready=Unknown`,
+/// `PlanInFatalError`).
 fn failed(status: &InstanceStatus, activity: &Activity<'_>) -> Option<(String, String)> {
     let ps = match activity {
         Activity::Run { plan, uid } => status.plan_status.get(*plan).filter(|p| p.uid == *uid)?,
-        Activity::Idle => latest_run(status)?,
+        // A failed lifecycle run stands until the user acts, as KUDO's readiness says
+        // (`Ready=Unknown`, `PlanInFatalError`), even when another plan ran since.
+        Activity::Idle => match last_failed_lifecycle_plan(status) {
+            Some(plan) => status.plan_status.get(&plan)?,
+            None => latest_run(status)?,
+        },
         Activity::Blocked { .. } => return None,
     };
     match ps.status {

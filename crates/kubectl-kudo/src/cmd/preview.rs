@@ -94,6 +94,9 @@ pub enum PreviewOutput {
     Yaml,
     /// One JSON document: {decision, plan, dryRun, objects, diffs}.
     Json,
+    /// `upgrade` only: the objects the upgrade writes, as manifests for Git (those of `install
+    /// --dry-run -o yaml` with the new package), without touching the cluster.
+    Manifests,
 }
 
 /// `--dry-run[=client|server]` and `-o diff|yaml|json`, shared by every command that changes an
@@ -321,6 +324,9 @@ pub async fn preview(
     io: &mut Io<'_>,
 ) -> Result<ExitCode> {
     let (mode, format) = (opts.mode(), opts.format());
+    if format == PreviewOutput::Manifests {
+        anyhow::bail!("-o manifests is for `upgrade --dry-run`: it prints the objects an upgrade writes");
+    }
     let current = read_sources(cluster, &change.instance.spec.parameter_sources, &BTreeMap::new())
         .await
         .unwrap_or_default();
@@ -366,6 +372,8 @@ pub async fn preview(
         PreviewOutput::Json => print_json(&verdict, mode, &objects, diffs.as_deref(), &masker, io)?,
         PreviewOutput::Yaml => print_yaml(&verdict, &objects, &masker, io)?,
         PreviewOutput::Diff => print_diffs(&verdict, mode, diffs.as_deref().unwrap_or(&[]), io)?,
+        // Refused at the top.
+        PreviewOutput::Manifests => {}
     }
     if refused > 0 {
         writeln!(

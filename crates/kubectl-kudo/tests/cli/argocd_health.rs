@@ -51,6 +51,16 @@ fn in_ci() -> bool {
     std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
 }
 
+/// The Argo CD health (status, message) of an Instance as `kudo.dev/Instance/health.lua` judges
+/// it; `None` without `lua5.1` outside CI (see [`lua51`]).
+pub(crate) fn instance_health(obj: &Value) -> Option<(String, String)> {
+    static LUA: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+    let lua = LUA.get_or_init(lua51).as_ref()?;
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let script = customizations().join("kudo.dev/Instance/health.lua");
+    Some(run(lua, &script, obj, tmp.path()))
+}
+
 fn lua51() -> Option<PathBuf> {
     let found = Command::new("lua5.1")
         .arg("-v")

@@ -11,6 +11,7 @@ mod catalog;
 mod dev_cli;
 mod diagnostics;
 mod exec_cli;
+mod gitops_cli;
 mod init_cli;
 mod inprocess;
 mod kudo_semantics;

@@ -984,3 +984,24 @@ async fn the_end_of_a_run_whose_status_write_was_lost_is_restored() {
     );
     assert_eq!(kstatus(&inst), Kstatus::Current);
 }
+
+#[tokio::test]
+async fn a_new_instance_is_in_progress_from_the_managers_first_write() {
+    // One step that waits at once: the first pass only starts the run.
+    let w = World::with_operator(&OPERATOR.replace(
+        "          - name: config\n            tasks: [config]\n          - name: app\n",
+        "          - name: app\n",
+    ))
+    .await;
+    w.install(&[]).await;
+    w.step().await.expect("reconcile");
+    let inst = w.instance().await;
+    assert_eq!(inst["spec"]["planExecution"]["planName"], "deploy", "{inst:#}");
+    // Written before the admission: the generation the user created, which the admission's
+    // write left behind.
+    assert_eq!(inst["metadata"]["generation"], 2, "{inst:#}");
+    assert_eq!(inst["status"]["observedGeneration"], 1, "{inst:#}");
+    let c = condition(&inst, "Reconciling").expect("Reconciling");
+    assert_eq!(c["message"], "plan deploy is starting");
+    assert_eq!(kstatus(&inst), Kstatus::InProgress);
+}
