@@ -25,7 +25,8 @@
 use kudo_api::{Condition, ExecutionStatus, InstanceStatus, PlanStatus};
 
 use crate::readiness::{
-    CHANGE_ACCEPTED, CHANGE_DENIED, PLAN_IN_FATAL_ERROR, READY, last_failed_lifecycle_plan, set_condition,
+    CHANGE_ACCEPTED, CHANGE_DENIED, PLAN_IN_FATAL_ERROR, READY, last_failed_lifecycle_plan, latest_of,
+    set_condition,
 };
 use crate::time::Timestamp;
 
@@ -93,28 +94,6 @@ pub fn conclude(
             ready.observed_generation = before.and_then(|c| c.observed_generation);
         }
     }
-}
-
-/// The status to write before the admission of an Instance whose status the manager never
-/// wrote (`stored` has no `observedGeneration`: just created, or created while no manager ran)
-/// when the admission starts the run `plan`/`uid`: without one, kstatus reads the Instance as
-/// Current until the run's first status, which the admission and the first pass precede. It
-/// says the generation read (`generation`, the user's) and that the run starts; the admission's
-/// own write then leaves `observedGeneration` one behind until the run's status names it.
-/// `None`: the manager wrote a status before, or no run starts.
-pub fn first_status(
-    stored: &InstanceStatus,
-    run: Option<(&str, &str)>,
-    generation: Option<i64>,
-    now: Timestamp,
-) -> Option<InstanceStatus> {
-    let (plan, uid) = run?;
-    if stored.observed_generation.is_some() {
-        return None;
-    }
-    let mut status = stored.clone();
-    conclude(stored, &mut status, &Activity::Run { plan, uid }, generation, now);
-    Some(status)
 }
 
 /// The message of this reconcile's refusal (`ChangeAccepted=False`), if any.
@@ -230,7 +209,7 @@ fn failed(status: &InstanceStatus, activity: &Activity<'_>) -> Option<(String, S
         // (`Ready=Unknown`, `PlanInFatalError`), even when another plan ran since.
         Activity::Idle => match last_failed_lifecycle_plan(status) {
             Some(plan) => status.plan_status.get(&plan)?,
-            None => latest_run(status)?,
+            None => latest_of(status.plan_status.values())?,
         },
         Activity::Blocked { .. } => return None,
     };
@@ -246,20 +225,6 @@ fn failed(status: &InstanceStatus, activity: &Activity<'_>) -> Option<(String, S
         }
         _ => None,
     }
-}
-
-/// The plan status updated last among those that ran.
-pub fn latest_run(status: &InstanceStatus) -> Option<&PlanStatus> {
-    status
-        .plan_status
-        .values()
-        .filter(|ps| ps.status != ExecutionStatus::NeverRun)
-        .max_by_key(|ps| {
-            ps.last_updated_timestamp
-                .as_deref()
-                .and_then(|t| Timestamp::parse(t).ok())
-                .map_or(i64::MIN, |t| t.unix())
-        })
 }
 
 /// The failure of a FATAL_ERROR run: the failed step and its message (KUDO puts it there), else

@@ -551,29 +551,3 @@ fn a_lost_status_write_is_restored_from_the_record() {
         }
     }
 }
-
-#[test]
-fn the_first_status_goes_before_the_admission_of_the_first_run() {
-    use kudo_engine::progress::first_status;
-    let never = InstanceStatus::default();
-    let first = first_status(&never, Some(("deploy", "r1")), Some(1), at(T0)).expect("written first");
-    assert_eq!(first.observed_generation, Some(1));
-    assert_eq!(
-        shown(&first, RECONCILING),
-        truth("deploy", "plan deploy is starting", 1)
-    );
-    let written = InstanceStatus {
-        observed_generation: Some(3),
-        ..InstanceStatus::default()
-    };
-    assert_eq!(
-        first_status(&written, Some(("update", "r2")), Some(4), at(T0)),
-        None,
-        "a status the manager wrote: the run's own status follows"
-    );
-    assert_eq!(
-        first_status(&never, None, Some(1), at(T0)),
-        None,
-        "no run starts (a refused creation writes its own status)"
-    );
-}

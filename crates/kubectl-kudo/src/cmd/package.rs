@@ -194,6 +194,27 @@ fn load(path: &Path) -> anyhow::Result<Package> {
 }
 
 /// A package for `package list`: a local path, a URL or a repository name, as `install` resolves it.
+/// `package argocd-health [PKG]`: the argocd-cm patch for Instances and PKG's typed API.
+fn argocd_health(
+    opts: &super::cluster::ClusterOpts,
+    package: Option<String>,
+    source: &super::repo::PackageSourceOpts,
+    io: &mut Io<'_>,
+) -> anyhow::Result<ExitCode> {
+    let api = match &package {
+        Some(p) => load_listed(opts, p, source)?.operator.api,
+        None => None,
+    };
+    if let (Some(p), None) = (&package, &api) {
+        writeln!(
+            io.err,
+            "package {p} declares no typed API (api: in operator.yaml): only kudo.dev/Instance's check"
+        )?;
+    }
+    write!(io.out, "{}", kudo_package::argocd::argocd_cm_patch(api.as_ref()))?;
+    Ok(ExitCode::SUCCESS)
+}
+
 fn load_listed(
     opts: &super::cluster::ClusterOpts,
     package: &str,
@@ -337,20 +358,7 @@ pub fn run(
             }
             Ok(ExitCode::SUCCESS)
         }
-        PackageCommand::ArgocdHealth { package, source } => {
-            let api = match &package {
-                Some(p) => load_listed(opts, p, &source)?.operator.api,
-                None => None,
-            };
-            if let (Some(p), None) = (&package, &api) {
-                writeln!(
-                    io.err,
-                    "package {p} declares no typed API (api: in operator.yaml): only kudo.dev/Instance's check"
-                )?;
-            }
-            write!(io.out, "{}", kudo_package::argocd::argocd_cm_patch(api.as_ref()))?;
-            Ok(ExitCode::SUCCESS)
-        }
+        PackageCommand::ArgocdHealth { package, source } => argocd_health(opts, package, &source, io),
         PackageCommand::Create {
             package,
             destination,

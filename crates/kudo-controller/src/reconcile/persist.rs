@@ -9,7 +9,7 @@ use std::time::Duration;
 use kube::api::{DynamicObject, Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kudo_api::{Instance, InstanceStatus, OperatorVersion};
-use kudo_engine::progress::{Activity, conclude, first_status};
+use kudo_engine::progress::{Activity, conclude};
 use kudo_engine::reconcile::{
     Admitted, CLUSTER_OBJECTS_FINALIZER, Settle, Stored, bumps_generation, spec_patch_along, status_patch,
     stored_cluster_objects,
@@ -61,7 +61,6 @@ impl Reconciler<'_> {
             who,
             deleting,
         } = read;
-        let (raw, inst) = self.announce_first_run(raw, inst, &admitted, &who, now).await?;
         admitted.begin(now);
         let (raw, inst) = self.persist_admission(raw, inst, &admitted, &who).await?;
         self.record_revision(&inst, &uid, &admitted, &ov, now).await;
@@ -74,38 +73,6 @@ impl Reconciler<'_> {
             admitted,
             sourced,
         })
-    }
-
-    /// Writes the first status of an Instance whose status the manager never wrote, before the
-    /// admission of the run it starts ([`first_status`]): from the creation on, the only version
-    /// of it that kstatus reads as Current is the one without a status. Returns the Instance as
-    /// stored after it (the admission is guarded by its resourceVersion).
-    async fn announce_first_run(
-        &self,
-        raw: DynamicObject,
-        inst: Instance,
-        admitted: &Admitted,
-        who: &str,
-        now: Timestamp,
-    ) -> Result<(DynamicObject, Instance), ReconcileError> {
-        let old = inst.status.clone().unwrap_or_default();
-        let run = admitted
-            .new_run()
-            .map(|pe| (pe.plan_name.as_str(), pe.uid.as_str()));
-        let first = first_status(&old, run, raw.metadata.generation, now);
-        let Some(body) = first.and_then(|new| status_patch(&old, &new)) else {
-            return Ok((raw, inst));
-        };
-        debug!(patch = %body, "writing the instance's first status");
-        let updated = self
-            .api
-            .patch_status(&self.name, &self.patch_params(), &Patch::Merge(&body))
-            .await?
-            .0;
-        self.wrote(&updated);
-        self.echo(&updated);
-        let inst = decode_instance(&updated, who)?;
-        Ok((updated, inst))
     }
 
     /// Records the run this admission started as a revision (see [`crate::revisions`]).

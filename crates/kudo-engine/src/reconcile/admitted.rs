@@ -161,7 +161,7 @@ impl Admitted {
     }
 
     /// The run this admission schedules and that has not begun yet ([`Self::begin`]).
-    pub fn new_run(&self) -> Option<&PlanExecution> {
+    fn new_run(&self) -> Option<&PlanExecution> {
         self.exec
             .as_ref()
             .map(|e| &e.plan_execution)

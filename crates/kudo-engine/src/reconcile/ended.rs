@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 
 use kudo_api::{Instance, InstanceStatus, PlanStatus};
 
-use crate::time::Timestamp;
+use crate::readiness::updated_at;
 
 /// Instance annotation: the final plan status (JSON) of the run the manager unscheduled last.
 pub const ENDED_RUN_ANNOTATION: &str = "kudo-rs.dev/ended-run";
@@ -54,17 +54,10 @@ pub fn restore_ended(
         None => true,
         Some(shown) if shown == &record => false,
         Some(shown) if shown.uid == record.uid => !shown.status.is_terminal(),
-        Some(shown) => shown.uid != scheduled_uid && updated(shown) <= updated(&record),
+        Some(shown) => shown.uid != scheduled_uid && updated_at(shown) <= updated_at(&record),
     };
     if restore {
         status.plan_status.insert(record.name.clone(), record);
     }
     restore
-}
-
-fn updated(ps: &PlanStatus) -> i64 {
-    ps.last_updated_timestamp
-        .as_deref()
-        .and_then(|t| Timestamp::parse(t).ok())
-        .map_or(i64::MIN, |t| t.unix())
 }
