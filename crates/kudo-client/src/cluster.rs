@@ -44,7 +44,8 @@ pub const USER_AGENT: &str = concat!("kubectl-kudo/", env!("CARGO_PKG_VERSION"))
 /// Builds a client from `opts.kubeconfig` (a path list like `$KUBECONFIG` is accepted; the first
 /// file wins) or kube's usual inference.
 pub async fn connect(opts: &ConnectOptions) -> Result<Cluster> {
-    let mut config = client_config(opts).await?; // Named in the API server's audit log and, for non-apply writes without an explicit field
+    let mut config = client_config(opts).await?;
+    // Named in the API server's audit log and, for non-apply writes without an explicit field
     // manager, in managedFields (issue 14, bug 7: objects showed manager `unknown`).
     config.headers.push((
         http::header::USER_AGENT,

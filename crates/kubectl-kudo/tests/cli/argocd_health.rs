@@ -234,8 +234,9 @@ fn the_lua_shim_builds_argo_cds_table() {
         &script,
         r#"local hs = {}
 hs.status = "Healthy"
+local upper = pcall(function() return ("x"):upper() end)
 hs.message = obj.a[1] .. "," .. #obj.a .. "," .. tostring(obj.n) .. "," .. tostring(obj.gone)
-  .. "," .. tostring(obj.t) .. "," .. obj.s .. "," .. tostring(string) .. "," .. tostring(pcall(function() return ("x"):upper() end))
+  .. "," .. tostring(obj.t) .. "," .. obj.s .. "," .. tostring(string) .. "," .. tostring(upper)
 return hs
 "#,
     )
