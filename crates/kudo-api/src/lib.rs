@@ -706,6 +706,10 @@ pub struct Condition {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct InstanceStatus {
+    /// kudo-rs extension: the `metadata.generation` whose spec the manager admitted and acted on
+    /// when it wrote this status (Kubernetes' convention, read by kstatus, Flux, Helm and kpt).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub plan_status: BTreeMap<String, PlanStatus>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -483,6 +483,26 @@ fn previews_write_nothing(home: &Path, kc: &Path, ns: &str) {
     );
     assert_eq!(code, 1, "{err}");
 
+    // -o manifests is upgrade's: an update refuses it.
+    let (code, _, err) = run(
+        home,
+        kc,
+        &[
+            "update",
+            "--instance",
+            "pv",
+            "-n",
+            ns,
+            "-p",
+            "REPLICAS=2",
+            "--dry-run",
+            "-o",
+            "manifests",
+        ],
+    );
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("-o manifests is for `upgrade --dry-run`"), "{err}");
+
     let after = snapshot(kc, ns);
     assert_eq!(before, after, "a preview wrote to namespace {ns}");
 }
