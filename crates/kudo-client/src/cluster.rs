@@ -46,7 +46,7 @@ pub const USER_AGENT: &str = concat!("kubectl-kudo/", env!("CARGO_PKG_VERSION"))
 pub async fn connect(opts: &ConnectOptions) -> Result<Cluster> {
     let mut config = client_config(opts).await?;
     // Named in the API server's audit log and, for non-apply writes without an explicit field
-    // manager, in managedFields (issue 14, bug 7: objects showed manager `unknown`).
+    // manager, in managedFields (objects showed manager `unknown`).
     config.headers.push((
         http::header::USER_AGENT,
         http::HeaderValue::from_static(USER_AGENT),

@@ -1,4 +1,4 @@
-//! Previews (issue 27 item 4): `update`, `upgrade` and `plan trigger` with
+//! Previews: `update`, `upgrade` and `plan trigger` with
 //! `--dry-run[=client|server]` print KUDO's decision and the objects or a server-side diff, and
 //! write nothing — every resourceVersion in the namespace (the Instance included) is unchanged —
 //! on the embedded cluster and on a real control plane, through the real binary.
