@@ -153,6 +153,17 @@ pub enum Error {
     /// The API server refused the namespace.
     #[error("cannot create the namespace")]
     CreateNamespace(#[source] kube::Error),
+    /// Manifests for Git were asked for with the value of a sensitive parameter, which they
+    /// would carry in clear.
+    #[error(
+        "sensitive parameter(s) {} given a value: manifests never carry sensitive values; give each as \
+         --parameter-secret NAME=SECRET/KEY of a Secret you provide",
+        names.join(", ")
+    )]
+    SensitiveValueInManifests {
+        /// The parameters.
+        names: Vec<String>,
+    },
     /// `namespaceManifest` names a file the package does not have.
     #[error("namespaceManifest {file} is not in templates/")]
     ManifestMissing {
@@ -403,6 +414,106 @@ pub enum Error {
         /// Its phase then.
         phase: String,
     },
+    /// A preview cannot resolve a parameter source of the proposed spec (`reason` names the
+    /// parameter and the Secret, never a value).
+    #[error("cannot preview instance {instance}: {reason}")]
+    PreviewSources {
+        /// The Instance.
+        instance: String,
+        /// Why.
+        reason: String,
+    },
+    /// A previewed plan does not render (the message with sensitive values redacted).
+    #[error("{0}")]
+    PreviewRender(String),
+    /// A live ConfigMap/Secret of the dependencies hash could not be read for a preview.
+    #[error("reading {kind} {namespace}/{name}")]
+    ReadDependency {
+        /// `ConfigMap` or `Secret`.
+        kind: &'static str,
+        /// Its namespace.
+        namespace: String,
+        /// Its name.
+        name: String,
+        /// The API error (boxed: it is large, and rare).
+        source: Box<kube::Error>,
+    },
+    /// An object of an API version the cluster no longer serves cannot be translated.
+    #[error("{task}: {message}")]
+    Untranslatable {
+        /// `plan.phase.step.task`.
+        task: String,
+        /// Why.
+        message: String,
+    },
+    /// A built-in manifest does not parse (a bug of this build).
+    #[error("built-in CRD manifest")]
+    BuiltinManifest(#[source] Box<serde_saphyr::Error>),
+    /// `init` of a complete installation without `--upgrade`.
+    #[error("KUDO is already installed in namespace {namespace}. Did you mean to use --upgrade?")]
+    AlreadyInitialized {
+        /// The manager's namespace.
+        namespace: String,
+    },
+    /// `init` could not write one of its manifests.
+    #[error("cannot {verb} {kind} {name}")]
+    InitWrite {
+        /// `install`, or `replace` (a binding whose role changes).
+        verb: &'static str,
+        /// The manifest's kind.
+        kind: String,
+        /// Its name.
+        name: String,
+        /// The API error (boxed: it is large, and rare).
+        source: Box<kube::Error>,
+    },
+    /// `init --uninstall` could not delete one of its manifests.
+    #[error("cannot delete {name}")]
+    InitDelete {
+        /// The object's name.
+        name: String,
+        /// The API error.
+        source: Box<kube::Error>,
+    },
+    /// `init --wait` timed out.
+    #[error("timed out after {seconds}s waiting for the KUDO manager to become available")]
+    ManagerNotReady {
+        /// The wait.
+        seconds: u64,
+    },
+    /// `kubectl kudo dev` could not install one of its objects.
+    #[error("cannot install {kind} {name} into the dev cluster")]
+    DevInstall {
+        /// The object's kind.
+        kind: String,
+        /// Its name.
+        name: String,
+        /// The API error.
+        source: Box<kube::Error>,
+    },
+    /// `diagnostics collect` could not read what it must (the Instance, its OperatorVersion or
+    /// its Operator).
+    #[error("{0}")]
+    Collect(String),
+    /// A directory could not be created.
+    #[error("cannot create {path}")]
+    CreateDir {
+        /// The directory.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A file could not be written.
+    #[error("cannot write {path}")]
+    WriteFile {
+        /// The file.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// An object does not convert to YAML.
+    #[error("cannot serialise to YAML")]
+    ToYaml(#[source] serde_saphyr::ser::Error),
     /// The caller's [`Progress`](crate::Progress) (or observer) failed to report.
     #[error(transparent)]
     Report(#[from] std::io::Error),

@@ -1,19 +1,24 @@
-//! The cluster operations of `kubectl kudo` as a library: connecting ([`cluster`]), `install`,
-//! `update`, `upgrade`, `uninstall`, `plan trigger`/`plan retry` ([`plan`]), `rollback` and the
-//! revisions it reads ([`rollback`], [`revisions`]), fleet rollouts ([`rollout`]) and waiting for
-//! plan runs ([`wait`]). Each operation takes a typed request and returns a typed outcome; it prints
-//! nothing; what it writes while it runs is reported through [`Progress`], so a caller can show
-//! each object as soon as it exists (and a failure later on does not hide what was written). The
-//! CLI (`kubectl-kudo`) parses flags, calls these and prints.
+//! The cluster operations of `kubectl kudo` as a library: connecting ([`cluster`]), `init`
+//! ([`init`]), `install` (and its objects as manifests for Git, [`manifests`]), `update`, `upgrade`,
+//! `uninstall`, `plan trigger`/`plan retry` ([`plan`]), `rollback` and the revisions it reads
+//! ([`rollback`], [`revisions`]), fleet rollouts ([`rollout`]), previews of a change (`--dry-run`,
+//! [`preview`]) and waiting for plan runs ([`wait`]). Each operation takes a typed request and
+//! returns a typed outcome; it prints nothing; what it writes while it runs is reported through
+//! [`Progress`], so a caller can show each object as soon as it exists (and a failure later on does
+//! not hide what was written). The CLI (`kubectl-kudo`) parses flags, calls these and prints.
 //!
 //! Errors are one [`Error`] enum whose `Display` is the wording users see (KUDO's where KUDO had
 //! one), pinned by the CLI's tests.
 
 pub mod checks;
 pub mod cluster;
+pub mod diagnostics;
 mod error;
+pub mod init;
 pub mod install;
+pub mod manifests;
 pub mod plan;
+pub mod preview;
 mod provenance;
 pub mod revisions;
 pub mod rollback;
@@ -57,6 +62,25 @@ pub enum Event<'a> {
         name: &'a str,
         /// Whether it existed before.
         existed: bool,
+    },
+    /// `init` applied the last manifest of a group (`crds`, `namespace`, …).
+    Installed {
+        /// The group.
+        group: &'a str,
+    },
+    /// `init --uninstall` deleted an object.
+    Deleted {
+        /// Its kind.
+        kind: &'a str,
+        /// Its name.
+        name: &'a str,
+    },
+    /// `init` deleted an object an earlier installation left and this one does not use.
+    Unused {
+        /// Its kind.
+        kind: &'a str,
+        /// Its name.
+        name: &'a str,
     },
 }
 

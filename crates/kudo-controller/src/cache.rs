@@ -576,6 +576,22 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// `init --least-privilege` binds the manager to `kudo_api::rbac::MANAGER_RULES`: every cache
+    /// must be one it may list and watch.
+    #[test]
+    fn the_least_privilege_role_lets_the_manager_watch_every_cache() {
+        for (group, _, kind, plural) in CHILD_KINDS {
+            for verb in ["get", "list", "watch"] {
+                assert!(
+                    kudo_api::rbac::MANAGER_RULES
+                        .iter()
+                        .any(|r| r.allows(group, plural, verb)),
+                    "{kind}: {verb}"
+                );
+            }
+        }
+    }
+
     /// The watched child kinds (kept as a literal list in [`CHILD_KINDS`]) agree with the shared
     /// kind table.
     #[test]

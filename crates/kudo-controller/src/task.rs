@@ -124,8 +124,9 @@ pub(crate) fn wait_ends_on_watch(
         TaskOutcome::Transient(_) => return false,
         TaskOutcome::InProgress(_) => {}
     }
-    if !matches!(call.task.kind.as_str(), "Apply" | "Toggle" | "KudoOperator") {
-        return false;
+    match &call.task.kind {
+        TaskKind::Apply | TaskKind::Toggle | TaskKind::KudoOperator => {}
+        TaskKind::Delete | TaskKind::Pipe | TaskKind::Dummy | TaskKind::Unknown(_) => return false,
     }
     let mut objects = rendered.for_task(call).peekable();
     if objects.peek().is_none() {

@@ -8,6 +8,7 @@ use std::sync::{Arc, RwLock};
 use kube::api::{ApiResource, GroupVersionKind};
 use kube::discovery::{Scope, pinned_kind};
 use kudo_api::kinds::GvkKey;
+use kudo_package::live::KindLookup;
 
 /// The API resource of a kind of the shared table [`kudo_api::kinds`], for kinds the code names
 /// itself (watches, readiness, the CLI); arbitrary objects go through [`Cache::resolve`].
@@ -65,6 +66,15 @@ impl Cache {
     pub fn cached_namespaced(&self, api_version: &str, kind: &str) -> Option<bool> {
         let known = self.known.read().unwrap_or_else(|e| e.into_inner());
         known.get(&GvkKey::new(api_version, kind)).map(|(_, n)| *n)
+    }
+
+    /// What discovery says about a kind, for a live render ([`kudo_package::live`]).
+    pub async fn lookup(&self, api_version: &str, kind: &str) -> KindLookup {
+        match self.resolve(api_version, kind).await {
+            Ok(Resolved::Found { namespaced, .. }) => KindLookup::Served { namespaced },
+            Ok(Resolved::Unknown(_)) => KindLookup::NotServed,
+            Err(_) => KindLookup::Failed,
+        }
     }
 
     /// Resolves a kind, asking the server on a cache miss. `Err` is a transient failure (the

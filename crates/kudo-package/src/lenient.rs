@@ -8,14 +8,17 @@
 //! into the very types the OperatorVersion holds: one model, and KUDO's leniency in one place.
 //! A value that cannot be read as its field is reported at its field path in the wording the
 //! earlier field-by-field deserialisers used.
+//!
+//! The repository index (`kudo-repo`) reads its fields with the same deserialisers ([`de`]),
+//! keeping numbers as decoded ([`Numbers`]).
 
 use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value};
 
 use crate::yaml::go_sprint;
 
-/// Deserialisers for the package-only structs (`OperatorFile`, `ParamsFile`, `Group`), tolerant in
-/// the way Kubernetes' YAML reader is.
+/// Deserialisers for the package-only structs (`OperatorFile`, `ParamsFile`, `Group`) and the
+/// repository index (`kudo-repo`), tolerant in the way Kubernetes' YAML reader is.
 pub mod de {
     use super::*;
 
@@ -23,6 +26,38 @@ pub mod de {
     pub fn string<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
         let v = Value::deserialize(d)?;
         scalar_string(&v).map_err(serde::de::Error::custom)
+    }
+
+    /// [`string`] with numbers kept as decoded ([`Numbers::Decoded`]: `1.0` stays "1.0").
+    pub fn string_keeping_numbers<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+        let v = Value::deserialize(d)?;
+        scalar_text(&v, Numbers::Decoded).map_err(serde::de::Error::custom)
+    }
+
+    /// [`string_keeping_numbers`] where `null` means absent.
+    pub fn opt_string_keeping_numbers<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+        let v = Value::deserialize(d)?;
+        if v.is_null() {
+            return Ok(None);
+        }
+        scalar_text(&v, Numbers::Decoded)
+            .map(Some)
+            .map_err(serde::de::Error::custom)
+    }
+
+    /// A list of maintainers read as `operator.yaml`'s (`null` → none, scalars → strings).
+    pub fn maintainers<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<kudo_api::Maintainer>, D::Error> {
+        let mut v = Value::deserialize(d)?;
+        if v.is_null() {
+            return Ok(Vec::new());
+        }
+        if let Value::Array(items) = &mut v {
+            for (i, it) in items.iter_mut().enumerate() {
+                rewrite_struct(it, MAINTAINER, &format!("[{i}]"))
+                    .map_err(|e| serde::de::Error::custom(format!("{}: {}", e.field, e.message)))?;
+            }
+        }
+        Vec::<kudo_api::Maintainer>::deserialize(v).map_err(serde::de::Error::custom)
     }
 
     /// `null` → default, else the normal deserialisation.
@@ -35,14 +70,32 @@ pub mod de {
     }
 }
 
+/// How a number read where a string is expected is written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Numbers {
+    /// As Go's `fmt.Sprint` writes the number KUDO's YAML reader decoded (`1.0` → "1", `1e3` →
+    /// "1000"): package files, read as KUDO reads them.
+    Go,
+    /// As the decoded number prints (`1.0` → "1.0", `1e3` → "1000.0"): the repository index,
+    /// where an unquoted `operatorVersion: 1.0` is found again under "1.0".
+    Decoded,
+}
+
 /// A scalar as the string a Go string field would receive; `null` → "".
 pub fn scalar_string(v: &Value) -> Result<String, String> {
-    match v {
-        Value::Null => Ok(String::new()),
-        Value::String(s) => Ok(s.clone()),
-        Value::Bool(_) | Value::Number(_) => Ok(go_sprint(v)),
-        Value::Array(_) => Err("expected a string, found a list".into()),
-        Value::Object(_) => Err("expected a string, found a map".into()),
+    scalar_text(v, Numbers::Go)
+}
+
+/// A scalar as a string field's value, numbers written as `numbers` says; `null` → "".
+pub fn scalar_text(v: &Value, numbers: Numbers) -> Result<String, String> {
+    match (v, numbers) {
+        (Value::Null, _) => Ok(String::new()),
+        (Value::String(s), _) => Ok(s.clone()),
+        (Value::Bool(b), _) => Ok(b.to_string()),
+        (Value::Number(_), Numbers::Go) => Ok(go_sprint(v)),
+        (Value::Number(n), Numbers::Decoded) => Ok(n.to_string()),
+        (Value::Array(_), _) => Err("expected a string, found a list".into()),
+        (Value::Object(_), _) => Err("expected a string, found a map".into()),
     }
 }
 
@@ -113,7 +166,9 @@ const PARAMS: &[(&str, Field)] = &[("parameters", ListOf(PARAMETER))];
 /// A field that cannot be read: its path (`tasks[0].spec.resources`) and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FieldError {
+    /// The field's path.
     pub field: String,
+    /// Why it cannot be read.
     pub message: String,
 }
 
@@ -241,6 +296,20 @@ mod tests {
                 "plans": {"deploy": {"strategy": "", "phases": [{"name": "1.5", "strategy": ""}]}},
             })
         );
+    }
+
+    #[test]
+    fn numbers_are_written_as_go_or_as_decoded() {
+        for (v, go, decoded) in [
+            (json!(1.0), "1", "1.0"),
+            (json!(1.5), "1.5", "1.5"),
+            (json!(3), "3", "3"),
+        ] {
+            assert_eq!(scalar_text(&v, Numbers::Go).unwrap(), go);
+            assert_eq!(scalar_text(&v, Numbers::Decoded).unwrap(), decoded);
+        }
+        assert_eq!(scalar_text(&json!(true), Numbers::Decoded).unwrap(), "true");
+        assert_eq!(scalar_string(&json!(null)).unwrap(), "");
     }
 
     #[test]

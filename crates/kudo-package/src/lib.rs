@@ -5,16 +5,19 @@
 //!
 //! Entry points: [`reader::read_path`] → [`model::Package`]; [`verify::verify`];
 //! [`resources::to_resources`]; [`params`] for value validation and template typing;
-//! [`render::render_plan`] and [`enhance::enhance`] (shared with the controller); [`schema`] for
+//! [`render::render_plan`] and [`enhance::enhance`] (shared with the controller), [`live::render_live`]
+//! for a render against a live cluster (the manager's and a preview's); [`schema`] for
 //! parameter declarations as kube and JSON-Schema 2020-12 schemas.
 
+pub mod argocd;
 pub mod autopilot;
 pub mod create;
 pub mod deps_hash;
 pub mod enhance;
 pub mod error;
-mod lenient;
+pub mod lenient;
 pub mod list;
+pub mod live;
 pub mod model;
 pub mod params;
 pub mod reader;

@@ -8,7 +8,9 @@ use std::cmp::Ordering;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use serde::{Deserialize, Deserializer, Serialize};
+use kudo_api::Maintainer;
+use kudo_package::lenient::de as lenient;
+use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::error::RepoError;
@@ -20,65 +22,48 @@ pub const INDEX_FILE: &str = "index.yaml";
 /// Base URL used by `repo index` when none is given (KUDO's default).
 pub const DEFAULT_INDEX_URL: &str = "http://localhost/";
 
-/// A maintainer as listed in the index (copied from `operator.yaml`).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Maintainer {
-    #[serde(
-        default,
-        deserialize_with = "lenient_string",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub email: String,
-    #[serde(
-        default,
-        deserialize_with = "lenient_string",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub name: String,
-}
-
 /// One published version of an operator.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PackageVersion {
     #[serde(
         default,
-        deserialize_with = "lenient_string",
+        deserialize_with = "lenient::string_keeping_numbers",
         skip_serializing_if = "String::is_empty"
     )]
     pub app_version: String,
     #[serde(
         default,
-        deserialize_with = "lenient_string",
+        deserialize_with = "lenient::string_keeping_numbers",
         skip_serializing_if = "String::is_empty"
     )]
     pub description: String,
     /// sha256 (hex) of the tarball; empty in very old indexes, in which case nothing is verified.
     #[serde(
         default,
-        deserialize_with = "lenient_string",
+        deserialize_with = "lenient::string_keeping_numbers",
         skip_serializing_if = "String::is_empty"
     )]
     pub digest: String,
     #[serde(
         default,
-        deserialize_with = "null_default",
+        deserialize_with = "lenient::maintainers",
         skip_serializing_if = "Vec::is_empty"
     )]
     pub maintainers: Vec<Maintainer>,
-    #[serde(default, deserialize_with = "lenient_string")]
+    #[serde(default, deserialize_with = "lenient::string_keeping_numbers")]
     pub name: String,
-    #[serde(default, deserialize_with = "lenient_string")]
+    #[serde(default, deserialize_with = "lenient::string_keeping_numbers")]
     pub operator_version: String,
     /// Withdrawn versions stay listed (indexes are append-only) but are never resolved.
     #[serde(
         default,
-        deserialize_with = "null_default",
+        deserialize_with = "lenient::or_default",
         skip_serializing_if = "std::ops::Not::not"
     )]
     pub removed: bool,
     /// Download locations, tried in order; relative ones are resolved against the repository URL.
-    #[serde(default, deserialize_with = "null_default")]
+    #[serde(default, deserialize_with = "lenient::or_default")]
     pub urls: Vec<String>,
 }
 
@@ -90,14 +75,7 @@ impl PackageVersion {
             app_version: o.app_version.clone(),
             description: o.description.clone(),
             digest,
-            maintainers: o
-                .maintainers
-                .iter()
-                .map(|m| Maintainer {
-                    email: m.email.clone(),
-                    name: m.name.clone(),
-                })
-                .collect(),
+            maintainers: o.maintainers.clone(),
             name: o.name.clone(),
             operator_version: o.operator_version.clone(),
             removed: false,
@@ -126,14 +104,14 @@ impl PackageVersion {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct IndexFile {
-    #[serde(default, deserialize_with = "lenient_string")]
+    #[serde(default, deserialize_with = "lenient::string_keeping_numbers")]
     pub api_version: String,
-    #[serde(default, deserialize_with = "null_default")]
+    #[serde(default, deserialize_with = "lenient::or_default")]
     pub entries: BTreeMap<String, Vec<PackageVersion>>,
     /// RFC 3339 time the index was written.
     #[serde(
         default,
-        deserialize_with = "lenient_opt_string",
+        deserialize_with = "lenient::opt_string_keeping_numbers",
         skip_serializing_if = "Option::is_none"
     )]
     pub generated: Option<String>,
@@ -199,14 +177,17 @@ impl IndexFile {
         Ok(index)
     }
 
-    /// Serialises (sorted first, so the file is canonical).
+    /// Serialises (sorted first, so the file is canonical), every mapping's keys in order as Go's
+    /// marshaller writes them (a maintainer's `email` before its `name`).
     pub fn to_yaml(&self) -> Result<String, RepoError> {
         let mut sorted = self.clone();
         sorted.sort();
-        serde_saphyr::to_string(&sorted).map_err(|e| RepoError::Parse {
+        let failed = |message: String| RepoError::Parse {
             what: "index".into(),
-            message: e.to_string(),
-        })
+            message,
+        };
+        let value = serde_json::to_value(&sorted).map_err(|e| failed(e.to_string()))?;
+        serde_saphyr::to_string(&sorted_keys(value)).map_err(|e| failed(e.to_string()))
     }
 
     /// Sorts every operator's versions newest first (see [`compare_versions`]).
@@ -444,37 +425,17 @@ pub fn compare_versions(a: &PackageVersion, b: &PackageVersion) -> Ordering {
     )
 }
 
-/// Any YAML scalar as a string (`operatorVersion: 1.0` is the string "1.0"); `null` is "".
-fn lenient_string<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
-    let v = serde_json::Value::deserialize(d)?;
-    scalar(&v).map_err(serde::de::Error::custom)
-}
-
-fn lenient_opt_string<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
-    let v = serde_json::Value::deserialize(d)?;
-    if v.is_null() {
-        Ok(None)
-    } else {
-        scalar(&v).map(Some).map_err(serde::de::Error::custom)
-    }
-}
-
-fn scalar(v: &serde_json::Value) -> Result<String, String> {
+/// `v` with the keys of every mapping in it sorted.
+fn sorted_keys(v: serde_json::Value) -> serde_json::Value {
     match v {
-        serde_json::Value::Null => Ok(String::new()),
-        serde_json::Value::String(s) => Ok(s.clone()),
-        serde_json::Value::Bool(b) => Ok(b.to_string()),
-        serde_json::Value::Number(n) => Ok(n.to_string()),
-        _ => Err("expected a string".into()),
+        serde_json::Value::Object(m) => {
+            let mut entries: Vec<_> = m.into_iter().collect();
+            entries.sort_by(|a, b| a.0.cmp(&b.0));
+            serde_json::Value::Object(entries.into_iter().map(|(k, v)| (k, sorted_keys(v))).collect())
+        }
+        serde_json::Value::Array(a) => serde_json::Value::Array(a.into_iter().map(sorted_keys).collect()),
+        other => other,
     }
-}
-
-fn null_default<'de, D, T>(d: D) -> Result<T, D::Error>
-where
-    D: Deserializer<'de>,
-    T: Deserialize<'de> + Default,
-{
-    Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
 }
 
 #[cfg(test)]
@@ -578,6 +539,28 @@ generated: "2019-09-12T15:04:34.675941-05:00"
         }
         assert!(!text.contains("removed: false"), "{text}");
         assert_eq!(IndexFile::parse(text.as_bytes(), "round trip").unwrap(), idx);
+    }
+
+    #[test]
+    fn maintainers_are_read_as_operator_yaml_reads_them_and_written_email_first() {
+        let text = "apiVersion: v1\nentries:\n  a:\n  - operatorVersion: 1.0\n    maintainers:\n    \
+                    - name: 7\n      email: null\n    - name: B\n      email: b@example.org\n";
+        let idx = IndexFile::parse(text.as_bytes(), "t").unwrap();
+        let pv = &idx.entries["a"][0];
+        assert_eq!(pv.operator_version, "1.0", "index numbers are kept as decoded");
+        assert_eq!(
+            pv.maintainers[0],
+            Maintainer {
+                name: "7".into(),
+                email: String::new()
+            }
+        );
+        let out = idx.to_yaml().unwrap();
+        assert!(out.contains("  - email: b@example.org\n      name: B\n"), "{out}");
+        assert!(
+            out.contains("  - name: \"7\"\n") || out.contains("  - name: '7'\n"),
+            "{out}"
+        );
     }
 
     #[test]

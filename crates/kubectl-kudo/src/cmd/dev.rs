@@ -85,41 +85,6 @@ pub struct DevArgs {
 /// The account `dev --least-privilege` applies Instances as, by default.
 const DEV_INSTANCE_ACCOUNT: &str = "kudo-instance";
 
-/// What `init` installs for namespace admins (the aggregated `kudo.dev` rules) and, with
-/// `--least-privilege`, the `default` namespace's `kudo-instance` account with `admin` there.
-async fn install_rbac(client: &kube::Client, least_privilege: bool) -> Result<()> {
-    use kube::api::{Api, DynamicObject, Patch, PatchParams};
-    let pp = PatchParams::apply("kubectl-kudo-dev").force();
-    let mut objects = super::init::aggregated_roles();
-    if least_privilege {
-        objects.push(serde_json::json!({"apiVersion": "v1", "kind": "ServiceAccount",
-            "metadata": {"name": DEV_INSTANCE_ACCOUNT, "namespace": "default"}}));
-        objects.push(
-            serde_json::json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-            "metadata": {"name": format!("{DEV_INSTANCE_ACCOUNT}-admin"), "namespace": "default"},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "admin"},
-            "subjects": [{"kind": "ServiceAccount", "name": DEV_INSTANCE_ACCOUNT, "namespace": "default"}]}),
-        );
-    }
-    for obj in objects {
-        let (av, kind) = (
-            obj["apiVersion"].as_str().unwrap_or(""),
-            obj["kind"].as_str().unwrap_or(""),
-        );
-        let (group, _) = av.split_once('/').unwrap_or(("", av));
-        let resource = kudo_kube::known_resource(group, kind);
-        let name = obj["metadata"]["name"].as_str().unwrap_or("").to_string();
-        let api: Api<DynamicObject> = match obj["metadata"]["namespace"].as_str() {
-            Some(ns) => Api::namespaced_with(client.clone(), ns, &resource),
-            None => Api::all_with(client.clone(), &resource),
-        };
-        api.patch(&name, &pp, &Patch::Apply(&obj))
-            .await
-            .with_context(|| format!("cannot install {kind} {name} into the dev cluster"))?;
-    }
-    Ok(())
-}
-
 fn parse_error_rule(s: &str) -> Result<kudo_apiserver::ErrorRule, String> {
     s.parse().map_err(|e: kudo_apiserver::FaultError| e.to_string())
 }
@@ -149,11 +114,12 @@ impl DevArgs {
     }
 }
 
-pub async fn run(opts: &ClusterOpts, args: DevArgs, io: &mut crate::Io<'_>) -> Result<ExitCode> {
-    if !args.address.ip().is_loopback() {
-        bail!("the dev cluster serves on loopback only; got {}", args.address);
-    }
-    let faults = args.fault_config()?;
+/// Starts the embedded API server for `args` and writes its kubeconfig (`--kubeconfig`, else
+/// `$KUDO_HOME/dev/kubeconfig`).
+async fn start_server(
+    opts: &ClusterOpts,
+    args: &DevArgs,
+) -> Result<(kudo_apiserver::RunningServer, PathBuf)> {
     let kubeconfig = opts
         .kubeconfig
         .clone()
@@ -172,16 +138,29 @@ pub async fn run(opts: &ClusterOpts, args: DevArgs, io: &mut crate::Io<'_>) -> R
     server
         .write_kubeconfig(&kubeconfig)
         .with_context(|| format!("cannot write {}", kubeconfig.display()))?;
+    Ok((server, kubeconfig))
+}
+
+pub async fn run(opts: &ClusterOpts, args: DevArgs, io: &mut crate::Io<'_>) -> Result<ExitCode> {
+    if !args.address.ip().is_loopback() {
+        bail!("the dev cluster serves on loopback only; got {}", args.address);
+    }
+    let faults = args.fault_config()?;
+    let (server, kubeconfig) = start_server(opts, &args).await?;
 
     let cluster_opts = ClusterOpts {
         kubeconfig: Some(kubeconfig.clone()),
         ..opts.clone()
     };
-    let client = super::cluster::connect(&cluster_opts).await?.client;
+    let cluster = super::cluster::connect(&cluster_opts).await?;
+    let client = cluster.client.clone();
     kudo_controller::install_crds(&client, "kubectl-kudo-dev", Duration::from_secs(30))
         .await
         .context("cannot install the KUDO CRDs into the dev cluster")?;
-    install_rbac(&client, args.least_privilege).await?;
+    // What `init` installs for namespace admins (the aggregated `kudo.dev` rules) and, with
+    // `--least-privilege`, the `default` namespace's `kudo-instance` account with `admin` there.
+    let instance_account = args.least_privilege.then_some(DEV_INSTANCE_ACCOUNT);
+    kudo_client::init::install_for_dev(&cluster, instance_account).await?;
 
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
@@ -303,6 +282,8 @@ async fn demo(
         service_account: Default::default(),
         wait: WaitOpts::default(),
         allow_breaking_changes: false,
+        dry_run: false,
+        output: None,
     };
     super::instance::install(opts, install, io).await?;
     let package = kudo_package::read_path(pkg)?;

@@ -16,10 +16,10 @@ use serde_json::{Value, json};
 
 use super::cluster::{ClusterOpts, connect};
 use super::instance::ParamOpts;
-use super::preview::{self, Change};
 use crate::Io;
 use crate::output::rollout_status;
 use crate::output::tree::{self, Node, Redraw};
+use kudo_client::preview::{self, Change};
 
 #[derive(Args, Debug)]
 pub struct RolloutArgs {
