@@ -251,7 +251,11 @@ async fn run_one(shared: Arc<Shared>, name: String, mut rx: watch::Receiver<Arc<
                 if (&r.spec.namespaces, r.spec.selector.clone()) != (wanted.0, wanted.1.clone()) {
                     return;
                 }
-                task.rollout = (*r).clone();
+                // Only a new spec is taken: the status is this task's own writes, and the watch
+                // may bring an older one of them after the newest.
+                if r.generation() != task.rollout.generation() {
+                    task.rollout = (*r).clone();
+                }
             }
             _ = task.watched.changed.notified() => {}
             _ = tokio::time::sleep_until(due) => {}
@@ -400,9 +404,14 @@ impl Task {
             instances: seen,
             now,
         });
-        self.execute(&d.actions, &instances).await;
-        self.write_status(d.status).await;
-        d.requeue.map(Duration::from_secs)
+        // The status first: its write is guarded by the resourceVersion the decision read, so
+        // a decision made on an outdated Rollout is dropped, not executed.
+        if self.write_status(d.status).await {
+            self.execute(&d.actions, &instances).await;
+            d.requeue.map(Duration::from_secs)
+        } else {
+            Some(Duration::ZERO)
+        }
     }
 
     /// The revisions of the Instances `want` names, read a few at a time.
@@ -476,10 +485,11 @@ impl Task {
     }
 
     /// Writes the status when it changed (the whole status, guarded by the resourceVersion the
-    /// decision read); keeps the Rollout as written. A conflict reads it again.
-    async fn write_status(&mut self, status: kudo_api::rollout::RolloutStatus) {
+    /// decision read); keeps the Rollout as written. A conflict reads it again. Returns whether
+    /// the status is the decision's (written, or unchanged).
+    async fn write_status(&mut self, status: kudo_api::rollout::RolloutStatus) -> bool {
         if self.rollout.status.as_ref() == Some(&status) {
-            return;
+            return true;
         }
         let name = self.rollout.metadata.name.clone();
         if status.phase
@@ -499,13 +509,14 @@ impl Task {
             .ok()
             .and_then(|v| serde_json::from_value::<DynamicObject>(v).ok())
         else {
-            return;
+            return false;
         };
         match api.replace_status(&name, &PostParams::default(), &body).await {
             Ok(obj) => {
                 if let Some(r) = decode::<Rollout>(&obj) {
                     self.rollout = r;
                 }
+                true
             }
             Err(e) => {
                 debug!(rollout = %name, error = %e, "the rollout's status was not written; reading it again");
@@ -514,6 +525,7 @@ impl Task {
                 {
                     self.rollout = r;
                 }
+                false
             }
         }
     }

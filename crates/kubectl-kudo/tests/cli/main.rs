@@ -27,6 +27,7 @@ mod rbac_cli;
 mod repo_cli;
 mod retry_cli;
 mod rollback_cli;
+mod rollout_cli;
 mod schedule_cli;
 mod seeds;
 mod sensitive_cli;
