@@ -16,12 +16,17 @@
 //!   With `shards N replicas R` (R ≥ 1), R manager processes share N shard Leases (`--shards`):
 //!   each replica's CPU, RSS and the Instances in its shards are printed.
 //!
+//! * `rollout [N]` — N first-operator Instances deployed, then one Rollout to their next
+//!   OperatorVersion in waves (`controller/rollout.rs`): its time, the manager's CPU and writes
+//!   per Instance, beside the deploy's of the same Instances in the same run.
+//!
 //! Run: `cargo bench -p kubectl-kudo --bench controller -- [latency [N]] [writes] [scale [N]]
-//! [concurrency N] [debounce MS] [shards N] [replicas R] [deadline S]` (`concurrency`,
-//! `debounce`: the manager's `--concurrency`, default 4, and `--debounce-ms`, default 0;
-//! `deadline`: how long `scale` waits, default 1800 s; a long run prints its progress and the
+//! [rollout [N]] [concurrency N] [debounce MS] [shards N] [replicas R] [deadline S]`
+//! (`concurrency`, `debounce`: the manager's `--concurrency`, default 4, and `--debounce-ms`,
+//! default 0; `deadline`: how long `scale` and `rollout` wait, default 1800 s; a long run prints its progress and the
 //! managers' CPU and peak RSS so far on stderr every 30 s)
-//! (no argument: all three, latency 30, scale 1000). Results go to docs/benchmarks.md.
+//! (no argument: latency 30, writes and scale 1000; `rollout` runs when named, default 1000).
+//! Results go to docs/benchmarks.md.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -34,6 +39,9 @@ use kube::api::{Api, ApiResource, DynamicObject, ListParams, PostParams};
 use kudo_apiserver::{ApiServer, Config, EventType, RunningServer};
 use kudo_package::resources::{ConvertOptions, to_resources};
 use serde_json::Value;
+
+#[path = "controller/rollout.rs"]
+mod rollout;
 
 const BIN: &str = env!("CARGO_BIN_EXE_kubectl-kudo");
 const NS: &str = "default";
@@ -93,15 +101,7 @@ impl Cluster {
     /// Creates the Operator and OperatorVersion of a package directory; returns the converted
     /// resources (for Instances).
     async fn install_operator(&self, dir: &Path) -> kudo_package::resources::Resources {
-        let pkg = kudo_package::read_path(dir).expect("package");
-        let res = to_resources(
-            &pkg,
-            &ConvertOptions {
-                namespace: Some(NS.into()),
-                ..Default::default()
-            },
-        )
-        .expect("convert");
+        let res = resources(dir, None);
         self.create(&res.operator).await;
         self.create(&res.operator_version).await;
         res
@@ -141,6 +141,23 @@ impl Cluster {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
+}
+
+/// The objects of a package directory, as operatorVersion `version` when given (a "next
+/// version" of the same package).
+fn resources(dir: &Path, version: Option<&str>) -> kudo_package::resources::Resources {
+    let mut pkg = kudo_package::read_path(dir).expect("package");
+    if let Some(v) = version {
+        pkg.operator.operator_version = v.to_string();
+    }
+    to_resources(
+        &pkg,
+        &ConvertOptions {
+            namespace: Some(NS.into()),
+            ..Default::default()
+        },
+    )
+    .expect("convert")
 }
 
 fn spawn_controller(client: kube::Client) -> tokio::sync::oneshot::Sender<()> {
@@ -488,28 +505,45 @@ fn spawn_manager(c: &Cluster, shape: &Shape, r: usize, home: &Path) -> Manager {
     }
 }
 
-/// The manager's reconciles and API requests by verb, from its `/metrics` (a plain HTTP/1.0 GET:
-/// the bench needs no HTTP client for one page).
-async fn reconciles_and_requests(addr: std::net::SocketAddr) -> String {
+/// The manager's `/metrics` page (a plain HTTP/1.0 GET: the bench needs no HTTP client for one
+/// page).
+async fn metrics_page(addr: std::net::SocketAddr) -> Result<String, &'static str> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let Ok(mut conn) = tokio::net::TcpStream::connect(addr).await else {
-        return "metrics unreachable".into();
+        return Err("metrics unreachable");
     };
     let mut page = String::new();
     let asked = conn
         .write_all(b"GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n")
         .await;
     if asked.is_err() || conn.read_to_string(&mut page).await.is_err() {
-        return "metrics unreadable".into();
+        return Err("metrics unreadable");
     }
-    let sum = |prefix: &str| -> f64 {
-        page.lines()
-            .filter(|l| l.starts_with(prefix))
-            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-            .fold(0.0, |a, b| a + b)
+    Ok(page)
+}
+
+/// The sum of the samples of a metrics page whose line starts with `prefix`.
+fn metric_sum(page: &str, prefix: &str) -> f64 {
+    page.lines()
+        .filter(|l| l.starts_with(prefix))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .fold(0.0, |a, b| a + b)
+}
+
+/// The manager's API requests of verb `verb` so far.
+fn requests(page: &str, verb: &str) -> f64 {
+    metric_sum(page, &format!("kudo_api_requests_total{{verb=\"{verb}\""))
+}
+
+/// The manager's reconciles and API requests by verb, from its `/metrics`.
+async fn reconciles_and_requests(addr: std::net::SocketAddr) -> String {
+    let page = match metrics_page(addr).await {
+        Ok(p) => p,
+        Err(e) => return e.into(),
     };
-    let verbs = ["get", "list", "watch", "create", "patch", "delete"]
-        .map(|v| format!("{v} {}", sum(&format!("kudo_api_requests_total{{verb=\"{v}\""))));
+    let sum = |prefix: &str| metric_sum(&page, prefix);
+    let verbs =
+        ["get", "list", "watch", "create", "patch", "delete"].map(|v| format!("{v} {}", requests(&page, v)));
     format!(
         "{} reconciles; requests {}",
         sum("kudo_reconciles_total{"),
@@ -670,7 +704,7 @@ fn main() {
     };
     let all = !args
         .iter()
-        .any(|a| ["latency", "writes", "scale"].contains(&a.as_str()));
+        .any(|a| ["latency", "writes", "scale", "rollout"].contains(&a.as_str()));
     // `RUST_LOG=kudo_controller=debug` shows the manager's log (e.g. each Instance write's body).
     if std::env::var_os("RUST_LOG").is_some() {
         tracing_subscriber::fmt()
@@ -699,6 +733,10 @@ fn main() {
                 deadline: Duration::from_secs(arg_n("deadline", 1800) as u64),
             })
             .await;
+        }
+        if args.iter().any(|a| a == "rollout") {
+            let deadline = Duration::from_secs(arg_n("deadline", 1800) as u64);
+            rollout::rollout(arg_n("rollout", 1000), deadline).await;
         }
     });
 }
