@@ -432,6 +432,22 @@ fn a_replaced_run_and_a_missed_deadline_fail() {
             .1
             .contains("replaced by another run")
     );
+    // Between the unscheduling write and the final status write, the end is only in the
+    // ended-run record: the run is not taken for replaced.
+    let mut w = World::new(upgrade(), five());
+    w.step(at(0));
+    let mut a = changed(inst("a"), Some(ExecutionStatus::Complete));
+    let ps = a.status.as_mut().unwrap().plan_status.get_mut("deploy").unwrap();
+    let record = serde_json::to_string(&*ps).unwrap();
+    ps.uid = "the-install".into();
+    a.metadata
+        .annotations
+        .insert(kudo_engine::reconcile::ENDED_RUN_ANNOTATION.into(), record);
+    w.set(a);
+    let d = w.step(at(1));
+    let (p, msg) = phase_of(&d, "a");
+    assert!(!msg.contains("replaced"), "{p}: {msg}");
+    assert_ne!(p, ip::FAILED);
     let mut w = World::new(upgrade(), five());
     w.step(at(0));
     w.set(changed(inst("a"), None));

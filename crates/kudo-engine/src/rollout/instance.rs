@@ -59,7 +59,13 @@ pub fn view(inst: &Instance, rollout_uid: &str) -> View {
     };
     let pe = &inst.spec.plan_execution;
     let statuses = inst.status.as_ref().map(|s| &s.plan_status);
-    let recorded = statuses.and_then(|s| s.values().find(|p| p.uid == run));
+    // Between the write that unschedules a run and the one that stores its final status, the
+    // run's end is only in the ended-run record (a quick run may not be in the status at all).
+    let ended = ended_record_of(inst).filter(|p| p.uid == run);
+    let recorded = statuses
+        .and_then(|s| s.values().find(|p| p.uid == run))
+        .filter(|p| p.status.is_terminal() || ended.is_none())
+        .or(ended.as_ref());
     let at = mark.at;
     if pe.uid == run && !pe.status.is_some_and(ExecutionStatus::is_terminal) {
         let plan = pe.plan_name.clone();
@@ -93,6 +99,17 @@ pub fn view(inst: &Instance, rollout_uid: &str) -> View {
             status: None,
         },
     }
+}
+
+/// The final plan status of the run the manager unscheduled last (`kudo-rs.dev/ended-run`).
+fn ended_record_of(inst: &Instance) -> Option<kudo_api::PlanStatus> {
+    let record = inst
+        .metadata
+        .annotations
+        .get(crate::reconcile::ENDED_RUN_ANNOTATION)?;
+    serde_json::from_str::<kudo_api::PlanStatus>(record)
+        .ok()
+        .filter(|p| p.status.is_terminal())
 }
 
 /// Whether the Instance is healthy for the gate: its `Ready` condition is True for its current
