@@ -464,26 +464,22 @@ async fn fifty_first_operator_and_twenty_galera_instances_roll_out_in_four_waves
         assert_eq!(code, 0, "{out}");
         assert!(out.contains(&format!("└── {name} (operatorVersion")), "{out}");
     }
-    let r = fleet
-        .wait_phase("fo-next", "Complete", Duration::from_secs(10))
-        .await;
-    assert_rolled(
-        &fleet,
-        &r,
-        "first-operator-1.7.9-0.3.0",
-        &[("canary", 1), ("wave-1", 17), ("wave-2", 17), ("remaining", 15)],
-    )
-    .await;
-    let r = fleet
-        .wait_phase("galera-next", "Complete", Duration::from_secs(10))
-        .await;
-    assert_rolled(
-        &fleet,
-        &r,
-        "galera-10.5.3-0.2.0",
-        &[("canary", 1), ("wave-1", 7), ("wave-2", 7), ("remaining", 5)],
-    )
-    .await;
+    let mut r = Value::Null;
+    for (name, ov, waves) in [
+        (
+            "fo-next",
+            "first-operator-1.7.9-0.3.0",
+            [("canary", 1), ("wave-1", 17), ("wave-2", 17), ("remaining", 15)],
+        ),
+        (
+            "galera-next",
+            "galera-10.5.3-0.2.0",
+            [("canary", 1), ("wave-1", 7), ("wave-2", 7), ("remaining", 5)],
+        ),
+    ] {
+        r = fleet.wait_phase(name, "Complete", Duration::from_secs(10)).await;
+        assert_rolled(&fleet, &r, ov, &waves).await;
+    }
     // kstatus: Ready, for the generation it observed.
     let conditions = r["status"]["conditions"].as_array().unwrap();
     let ready = conditions.iter().find(|c| c["type"] == "Ready").unwrap();
