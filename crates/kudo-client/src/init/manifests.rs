@@ -401,6 +401,7 @@ mod tests {
                 "CustomResourceDefinition",
                 "CustomResourceDefinition",
                 "CustomResourceDefinition",
+                "CustomResourceDefinition",
                 "Namespace",
                 "ServiceAccount",
                 "ClusterRoleBinding",
@@ -452,7 +453,7 @@ mod tests {
         assert_eq!(list["apiVersion"], "v1");
         assert_eq!(list["kind"], "List");
         assert_eq!(list["items"].as_array().unwrap().len(), ms.len());
-        assert_eq!(list["items"][9]["kind"], "Deployment");
+        assert_eq!(list["items"][10]["kind"], "Deployment");
     }
 
     #[test]
@@ -476,7 +477,10 @@ mod tests {
             crd_only: true,
             ..Setup::default()
         };
-        assert_eq!(manifests(&crds, "kudo-system").unwrap().len(), 3);
+        assert_eq!(
+            manifests(&crds, "kudo-system").unwrap().len(),
+            kudo_api::crd_manifests().len()
+        );
         let mine = Setup {
             service_account: Some("mine".into()),
             ..Setup::default()
