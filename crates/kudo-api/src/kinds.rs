@@ -9,10 +9,13 @@
 pub struct KnownKind {
     /// API group, `""` for core.
     pub group: &'static str,
+    /// Preferred version the API server serves, e.g. `v1`.
     pub version: &'static str,
+    /// The kind as objects carry it, e.g. `Deployment`.
     pub kind: &'static str,
     /// The resource name in URLs (`deployments`).
     pub plural: &'static str,
+    /// Whether objects of the kind live in a namespace (`false` for cluster-scoped kinds).
     pub namespaced: bool,
 }
 
@@ -30,11 +33,14 @@ impl KnownKind {
 /// A type's identity as objects carry it: `apiVersion` and `kind` (the key of discovery lookups).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct GvkKey {
+    /// `apiVersion`, `group/version` or bare `version` for core.
     pub api_version: String,
+    /// `kind`, e.g. `Deployment`.
     pub kind: String,
 }
 
 impl GvkKey {
+    /// The key of `api_version` and `kind`.
     pub fn new(api_version: &str, kind: &str) -> GvkKey {
         GvkKey {
             api_version: api_version.to_string(),

@@ -121,8 +121,10 @@ pub struct LeaderElection {
 /// A leader-election setting that cannot work ([`LeaderElection::validate`]).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum LeaderConfigError {
+    /// A name, namespace or identity is empty or blank; holds which setting (`lease name`, …).
     #[error("leader election: the {0} must not be empty")]
     Empty(&'static str),
+    /// The lease duration is below 2 s or not a whole number of seconds; holds the value given.
     #[error("leader election: the lease duration must be a whole number of seconds, at least 2 (got {0:?})")]
     LeaseDuration(Duration),
 }

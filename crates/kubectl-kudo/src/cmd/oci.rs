@@ -127,7 +127,7 @@ pub async fn push(
         })?;
         target = target.with_tag(&tag);
     }
-    let created = kudo_oci::artifact::created_timestamp().map_err(anyhow::Error::msg)?;
+    let created = kudo_oci::artifact::created_timestamp()?;
     let client = Registry::new(registry_options(opts, registry)?)?;
     let pushed = client.push_package(&pkg, &target, &created).await?;
     let pinned = pushed.reference.with_digest(&pushed.digest);
