@@ -205,8 +205,7 @@ fn created_from(source_date_epoch: Option<&str>) -> Result<String, EpochError> {
             .map_err(|_| EpochError::NotANumber(v.to_string()))?,
         _ => 0,
     };
-    let t = chrono::DateTime::from_timestamp(secs, 0)
-        .ok_or(EpochError::OutOfRange(secs))?;
+    let t = chrono::DateTime::from_timestamp(secs, 0).ok_or(EpochError::OutOfRange(secs))?;
     Ok(t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
 }
 

@@ -74,4 +74,3 @@ pub fn peak_during<T>(f: impl FnOnce() -> T) -> (T, usize) {
     let peak = PEAK.with(|p| p.replace(saved_peak.max(p.get())));
     (r, (peak - base).max(0) as usize)
 }
-
