@@ -21,6 +21,7 @@ mod least_privilege_cli;
 mod manager_cli;
 mod oci_cli;
 mod package_cli;
+mod package_graph_cli;
 mod params_schema_cli;
 mod preview_cli;
 mod rbac_cli;
