@@ -32,7 +32,9 @@ pub(crate) fn router(ui: Ui, gate: Gate) -> Router {
         .with_state(ui)
 }
 
-/// Applies [`Gate::decide`] and adds the security headers to every answer.
+/// Applies [`Gate::decide`] and adds the security headers to every answer. The referrer policy is
+/// `same-origin`, not `no-referrer`: under `no-referrer` a browser posts forms with `Origin: null`,
+/// which the origin check must refuse.
 async fn guard(State(gate): State<Arc<Gate>>, req: Request, next: Next) -> Response {
     let headers = req.headers();
     let text = |name: header::HeaderName| headers.get(name).and_then(|v| v.to_str().ok());
@@ -65,7 +67,7 @@ async fn guard(State(gate): State<Arc<Gate>>, req: Request, next: Next) -> Respo
         header::X_CONTENT_TYPE_OPTIONS,
         HeaderValue::from_static("nosniff"),
     );
-    h.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    h.insert(header::REFERRER_POLICY, HeaderValue::from_static("same-origin"));
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     resp
 }
@@ -74,15 +76,14 @@ fn refusal(status: StatusCode, title: &str, why: &str) -> Response {
     (status, Html(pages::message(title, why))).into_response()
 }
 
-/// An error of the cluster, as a page.
-fn failed(err: impl std::fmt::Display) -> Response {
-    let text = err.to_string();
-    let status = if text.contains("not found") {
-        StatusCode::NOT_FOUND
-    } else {
-        StatusCode::BAD_GATEWAY
+/// An error of the cluster, as a page: 404 for a missing Instance or OperatorVersion.
+fn failed(err: kudo_client::Error) -> Response {
+    use kudo_client::Error::{InstanceNotFound, OperatorVersionNotFound};
+    let status = match err {
+        InstanceNotFound { .. } | OperatorVersionNotFound { .. } => StatusCode::NOT_FOUND,
+        _ => StatusCode::BAD_GATEWAY,
     };
-    refusal(status, "Error", &text)
+    refusal(status, "Error", &err.to_string())
 }
 
 async fn style() -> impl IntoResponse {
@@ -129,7 +130,7 @@ async fn index(State(ui): State<Ui>) -> Response {
     };
     let (insts, ovs) = match listed {
         Ok(l) => l,
-        Err(e) => return failed(e),
+        Err(e) => return refusal(StatusCode::BAD_GATEWAY, "Error", &e.to_string()),
     };
     let ovs: Vec<OperatorVersion> = ovs.into_iter().filter_map(|o| from_dynamic(o).ok()).collect();
     let rows: Vec<view::Row> = insts

@@ -34,5 +34,7 @@ mod sensitive_cli;
 mod shell_audit;
 mod template_cli;
 mod typed_api_cli;
+mod ui_browser;
+mod ui_cli;
 mod wait_cli;
 mod waiting_cli;
