@@ -104,8 +104,11 @@ pub fn plans(inst: &Instance, ov: &OperatorVersion) -> Markup {
     let ns = inst.metadata.namespace.clone().unwrap_or_default();
     let trigger = format!("{}/trigger", instance_path(&ns, &inst.metadata.name));
     let active = view::active_plan(inst, Some(ov)).map(|(p, _)| p);
+    // The active plan first, then the others by name.
+    let mut all = view::plans(inst, ov);
+    all.sort_by_key(|(p, _)| active.as_deref() != Some(p.name.as_str()));
     html! {
-        @for (plan, uid) in view::plans(inst, ov) {
+        @for (plan, uid) in all {
             @let updated = inst.status.as_ref().and_then(|s| s.plan_status.get(&plan.name))
                 .and_then(|p| p.last_updated_timestamp.clone());
             section.plan data-plan=(plan.name) data-status=(status_word(plan.status)) data-uid=(uid) {

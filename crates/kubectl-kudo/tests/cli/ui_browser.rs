@@ -147,7 +147,10 @@ impl Cdp {
         while self.eval(js).await != json!(true) {
             if Instant::now() > deadline {
                 let page = self.eval("location.href + '\\n' + document.body.innerText").await;
-                panic!("not within {secs} s: {js}\npage: {}", page.as_str().unwrap_or_default());
+                panic!(
+                    "not within {secs} s: {js}\npage: {}",
+                    page.as_str().unwrap_or_default()
+                );
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
