@@ -52,7 +52,7 @@ pub fn instances(rows: &[Row], note: Option<&str>) -> String {
                             @match &r.plan {
                                 Some((plan, st)) => {
                                     td { (plan) }
-                                    td { span class=(format!("badge {}", palette::colors(Some(*st)).class)) { (st) } }
+                                    td { (badge(Some(*st))) }
                                 }
                                 None => { td { "—" } td { "—" } }
                             }
@@ -92,7 +92,10 @@ pub fn instance(inst: &Instance, ov: &OperatorVersion) -> String {
         name,
         html! {
             h1 { "Instance " (ns) "/" (name) }
-            p { "Operator version " b { (ov.metadata.name) } " · health " b #health { (view::health(inst)) } }
+            p {
+                "Operator version " b { (ov.metadata.name) }
+                " · health " b #health { (view::health(inst)) }
+            }
             div #plans data-events=(events) aria-live="polite" { (plans(inst, ov)) }
             (parameters(inst, ov))
         },

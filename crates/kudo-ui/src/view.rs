@@ -118,7 +118,13 @@ mod tests {
 
     #[test]
     fn health_reads_the_conditions_as_kstatus_does() {
-        let cond = |t: &str| json!({"type": t, "status": "True", "lastTransitionTime": "", "reason": "", "message": ""});
+        let cond = |t: &str| {
+            let mut c = json!({"type": t, "status": "True"});
+            for k in ["lastTransitionTime", "reason", "message"] {
+                c[k] = json!("");
+            }
+            c
+        };
         let cases = [
             (
                 json!({"observedGeneration": 2, "conditions": [cond("Ready")]}),

@@ -31,7 +31,8 @@ pub async fn run(opts: &ClusterOpts, args: UiArgs, io: &mut Io<'_>) -> Result<Ex
     if !server.addr().ip().is_loopback() {
         writeln!(
             io.err,
-            "warning: serving on {}, not a loopback address: whoever has the token acts with your credentials",
+            "warning: serving on {}, not a loopback address: whoever has the token acts with your \
+             credentials",
             server.addr()
         )?;
     }

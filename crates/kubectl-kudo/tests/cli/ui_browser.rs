@@ -229,7 +229,9 @@ async fn the_page_in_headless_chromium_follows_and_triggers_a_plan() {
         json!({"url": format!("{base}/?token={}", ui.token)}),
     )
     .await;
-    cdp.until("document.readyState === 'complete' && location.pathname === '/' && !!document.querySelector('#instances')", 30).await;
+    let home = "document.readyState === 'complete' && location.pathname === '/' && \
+                !!document.querySelector('#instances')";
+    cdp.until(home, 30).await;
     // The token left the address bar, and no script can read the cookie.
     assert_eq!(cdp.eval("location.href").await, json!(format!("{base}/")));
     assert_eq!(cdp.eval("document.cookie").await, json!(""));
@@ -255,14 +257,16 @@ async fn the_page_in_headless_chromium_follows_and_triggers_a_plan() {
     // Record every status the step shows, and mark the document: a reload would lose both.
     cdp.eval(
         "window.kept = true; window.seen = []; new MutationObserver(() => { \
-         const s = document.querySelector('[data-step=everything]'); if (s) window.seen.push(s.dataset.status); \
+         const s = document.querySelector('[data-step=everything]'); \
+         if (s) window.seen.push(s.dataset.status); \
          }).observe(document.getElementById('plans'), {childList: true, subtree: true}); true",
     )
     .await;
     let trigger = ["plan", "trigger", "--name", "deploy", "--instance", INSTANCE];
     tokio::task::block_in_place(|| ui.kudo(&trigger));
     let done = format!(
-        "{uid_js} !== {first_uid} && document.querySelector('[data-step=everything]').dataset.status === 'COMPLETE'"
+        "{uid_js} !== {first_uid} && \
+         document.querySelector('[data-step=everything]').dataset.status === 'COMPLETE'"
     );
     cdp.until(&done, 60).await;
     assert_eq!(
@@ -284,8 +288,11 @@ async fn the_page_in_headless_chromium_follows_and_triggers_a_plan() {
     // Trigger from the page: the confirmation answered yes, the form posts, the page comes back
     // and shows the new run completing.
     let second_uid = cdp.eval(uid_js).await;
-    cdp.eval("window.confirm = () => true; document.querySelector('[data-plan=deploy] form.trigger button').click(); true")
-        .await;
+    cdp.eval(
+        "window.confirm = () => true; \
+         document.querySelector('[data-plan=deploy] form.trigger button').click(); true",
+    )
+    .await;
     let done = format!(
         "!!document.querySelector('[data-plan=deploy]') && {uid_js} !== {second_uid} && \
          document.querySelector('[data-step=everything]').dataset.status === 'COMPLETE'"

@@ -4,7 +4,7 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -85,7 +85,7 @@ impl Served {
     }
 }
 
-fn kudo(home: &Path, kubeconfig: &PathBuf, args: &[&str]) -> (i32, String) {
+fn kudo(home: &Path, kubeconfig: &Path, args: &[&str]) -> (i32, String) {
     common::kudo(home, Some(kubeconfig), args)
 }
 
@@ -199,7 +199,8 @@ fn the_events_of_an_instance_page_follow_a_plan_the_cli_triggers() {
     let ui = Served::start();
     let mut s = TcpStream::connect(&ui.addr).unwrap();
     let req = format!(
-        "GET /i/default/{INSTANCE}/events HTTP/1.1\r\nHost: {}\r\nCookie: {}\r\nAccept: text/event-stream\r\n\r\n",
+        "GET /i/default/{INSTANCE}/events HTTP/1.1\r\nHost: {}\r\nCookie: {}\r\n\
+         Accept: text/event-stream\r\n\r\n",
         ui.addr,
         ui.cookie()
     );

@@ -6,9 +6,9 @@
 
 use std::fmt::Write;
 
-use super::layout::layout;
+use super::layout::{StepBox, layout};
 use super::svg::task_line;
-use super::{Node, PlanGraph, flow, palette, status_word};
+use super::{Node, PhaseNode, PlanGraph, flow, palette, status_word};
 
 /// The DOT digraph of `plans`, labelled `title`.
 pub fn render(title: &str, plans: &[PlanGraph]) -> String {
@@ -26,43 +26,7 @@ pub fn render(title: &str, plans: &[PlanGraph]) -> String {
         let _ = writeln!(out, "  subgraph cluster_p{p} {{\n    label={};", quote(&head));
         let placed = layout(plan);
         for (f, phase) in plan.phases.iter().enumerate() {
-            let head = format!("phase {} · {}", phase.name, phase.strategy.word());
-            let _ = writeln!(
-                out,
-                "    subgraph cluster_p{p}f{f} {{\n      label={};",
-                quote(&head)
-            );
-            for (s, step) in phase.steps.iter().enumerate() {
-                let mut text = step.name.clone();
-                if step.status.is_some() {
-                    let _ = write!(text, "\n{}", status_word(step.status));
-                }
-                for t in &step.tasks {
-                    let _ = write!(text, "\n{}", task_line(t));
-                }
-                let mut attrs = format!("label={}", quote(&text));
-                if step.status.is_some() {
-                    let c = palette::colors(step.status);
-                    let _ = write!(
-                        attrs,
-                        ", fillcolor=\"{}\", fontcolor=\"{}\", color=\"{}\"",
-                        c.bg, c.fg, c.border
-                    );
-                }
-                let _ = writeln!(out, "      p{p}f{f}s{s} [{attrs}];");
-            }
-            if phase.steps.is_empty() {
-                let _ = writeln!(out, "      p{p}f{f}none [label=\"(no steps)\"];");
-            }
-            let boxes = &placed.phases[f].steps;
-            for row in 0..boxes.iter().map(|b| b.row + 1).max().unwrap_or(0) {
-                let ids: Vec<String> = (0..boxes.len())
-                    .filter(|s| boxes[*s].row == row)
-                    .map(|s| format!("p{p}f{f}s{s}"))
-                    .collect();
-                let _ = writeln!(out, "      {{ rank=same; {}; }}", ids.join("; "));
-            }
-            out.push_str("    }\n");
+            phase_cluster(&mut out, p, f, phase, &placed.phases[f].steps);
         }
         out.push_str("  }\n");
         for (from, to) in flow(plan) {
@@ -71,6 +35,46 @@ pub fn render(title: &str, plans: &[PlanGraph]) -> String {
     }
     out.push_str("}\n");
     out
+}
+
+/// The cluster of phase `f` of plan `p`: its steps, and one `rank=same` group per row of `boxes`.
+fn phase_cluster(out: &mut String, p: usize, f: usize, phase: &PhaseNode, boxes: &[StepBox]) {
+    let head = format!("phase {} · {}", phase.name, phase.strategy.word());
+    let _ = writeln!(
+        out,
+        "    subgraph cluster_p{p}f{f} {{\n      label={};",
+        quote(&head)
+    );
+    for (s, step) in phase.steps.iter().enumerate() {
+        let mut text = step.name.clone();
+        if step.status.is_some() {
+            let _ = write!(text, "\n{}", status_word(step.status));
+        }
+        for t in &step.tasks {
+            let _ = write!(text, "\n{}", task_line(t));
+        }
+        let mut attrs = format!("label={}", quote(&text));
+        if step.status.is_some() {
+            let c = palette::colors(step.status);
+            let _ = write!(
+                attrs,
+                ", fillcolor=\"{}\", fontcolor=\"{}\", color=\"{}\"",
+                c.bg, c.fg, c.border
+            );
+        }
+        let _ = writeln!(out, "      p{p}f{f}s{s} [{attrs}];");
+    }
+    if phase.steps.is_empty() {
+        let _ = writeln!(out, "      p{p}f{f}none [label=\"(no steps)\"];");
+    }
+    for row in 0..boxes.iter().map(|b| b.row + 1).max().unwrap_or(0) {
+        let ids: Vec<String> = (0..boxes.len())
+            .filter(|s| boxes[*s].row == row)
+            .map(|s| format!("p{p}f{f}s{s}"))
+            .collect();
+        let _ = writeln!(out, "      {{ rank=same; {}; }}", ids.join("; "));
+    }
+    out.push_str("    }\n");
 }
 
 fn edge(plan: &PlanGraph, p: usize, from: Node, to: Node) -> String {

@@ -48,7 +48,8 @@ pub fn render(title: &str, plans: &[PlanGraph]) -> String {
 fn preamble() -> String {
     format!(
         "<defs><marker id=\"arrow\" viewBox=\"0 0 10 10\" refX=\"9\" refY=\"5\" markerWidth=\"7\" \
-         markerHeight=\"7\" orient=\"auto\"><path d=\"M0,0 L10,5 L0,10 z\" fill=\"{MUTED}\"/></marker></defs>\n\
+         markerHeight=\"7\" orient=\"auto\"><path d=\"M0,0 L10,5 L0,10 z\" fill=\"{MUTED}\"/>\
+         </marker></defs>\n\
          <style>text{{font-family:'DejaVu Sans',Verdana,Arial,sans-serif;font-size:12px;fill:{INK}}}\
          .title{{font-size:16px;font-weight:bold}}.plan{{font-size:14px;font-weight:bold}}\
          .phase{{font-weight:bold;fill:{MUTED}}}.name{{font-weight:bold}}</style>\n"
@@ -70,7 +71,8 @@ fn draw_plan(out: &mut String, plan: &PlanGraph, l: &PlanLayout) {
         let r = pb.rect;
         let _ = writeln!(
             out,
-            "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" rx=\"8\" fill=\"#f6f8fa\" stroke=\"#d0d7de\"/>",
+            "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" rx=\"8\" \
+             fill=\"#f6f8fa\" stroke=\"#d0d7de\"/>",
             r.x, r.y, r.w, r.h
         );
         let mut label = format!("phase {} · {}", phase.name, phase.strategy.word());
@@ -95,7 +97,8 @@ fn draw_plan(out: &mut String, plan: &PlanGraph, l: &PlanLayout) {
         let pts: Vec<String> = a.points.iter().map(|(x, y)| format!("{x},{y}")).collect();
         let _ = writeln!(
             out,
-            "<polyline points=\"{}\" fill=\"none\" stroke=\"{MUTED}\" stroke-width=\"1.5\" marker-end=\"url(#arrow)\"/>",
+            "<polyline points=\"{}\" fill=\"none\" stroke=\"{MUTED}\" stroke-width=\"1.5\" \
+             marker-end=\"url(#arrow)\"/>",
             pts.join(" ")
         );
     }
@@ -115,7 +118,8 @@ fn draw_step(out: &mut String, step: &StepNode, r: Rect) {
     debug_assert_eq!(lines.len(), step_lines(step));
     let _ = writeln!(
         out,
-        "<g><title>{}</title><rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" rx=\"6\" fill=\"{fill}\" stroke=\"{stroke}\"/>",
+        "<g><title>{}</title><rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" rx=\"6\" \
+         fill=\"{fill}\" stroke=\"{stroke}\"/>",
         esc(&step_title(step)),
         r.x,
         r.y,

@@ -193,7 +193,8 @@ fn svg_shortens_long_names_keeps_them_in_the_title_and_escapes_markup() {
 fn mermaid_and_dot_name_nodes_by_index_and_quote_names() {
     let s = spec(json!({
         "deploy": {"strategy": "serial", "phases": [
-            {"name": "end", "strategy": "serial", "steps": [{"name": "say \"hi\" #1 <b>", "tasks": ["app"]}, {"name": "b", "tasks": []}]},
+            {"name": "end", "strategy": "serial", "steps": [
+                {"name": "say \"hi\" #1 <b>", "tasks": ["app"]}, {"name": "b", "tasks": []}]},
             {"name": "two", "strategy": "parallel", "steps": steps(2)},
             {"name": "empty", "strategy": "serial", "steps": []}]}
     }));
