@@ -175,7 +175,7 @@ fn fit(text: &str) -> String {
     format!("{kept}…")
 }
 
-/// Text for XML content and attributes.
+/// Text for XML content and attributes; control characters XML 1.0 cannot carry are dropped.
 pub fn esc(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
@@ -185,6 +185,7 @@ pub fn esc(s: &str) -> String {
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&#39;"),
+            c if (c as u32) < 0x20 && !matches!(c, '\n' | '\t' | '\r') => {}
             c => out.push(c),
         }
     }

@@ -187,6 +187,8 @@ fn svg_shortens_long_names_keeps_them_in_the_title_and_escapes_markup() {
     assert!(svg.contains("graph of &lt;pkg&gt;") && svg.contains("plan p&lt;&amp;&gt; · serial"));
     assert!(svg.contains("phase x&quot;y · serial"));
     assert!(!svg.contains("<pkg>"));
+    // XML 1.0 cannot carry most control characters: dropped, so the document stays well-formed.
+    assert_eq!(svg::esc("a\u{1}b\tc<"), "ab\tc&lt;");
 }
 
 #[test]
