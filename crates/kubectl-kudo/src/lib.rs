@@ -80,6 +80,8 @@ pub enum Command {
     Manager(cmd::manager::ManagerArgs),
     /// Search for operators in a repository.
     Search(cmd::repo::SearchArgs),
+    /// Serve a local web page of the Instances and their plans, live (loopback, token-protected).
+    Ui(cmd::ui::UiArgs),
     /// Collect diagnostics about an Instance into a directory.
     Diagnostics(cmd::diagnostics::DiagnosticsArgs),
     /// Print a shell completion script (bash, zsh, fish, …).
@@ -193,6 +195,7 @@ pub async fn run(cli: Cli, io: &mut Io<'_>) -> Result<(), CliError> {
         Command::Get(args) => cmd::get::run(cluster, args, io).await,
         Command::Test(args) => cmd::test::run(cluster, args, io).await,
         Command::Diagnostics(args) => cmd::diagnostics::run(cluster, args, io).await,
+        Command::Ui(args) => cmd::ui::run(cluster, args, io).await,
     }?;
     if code == ExitCode::SUCCESS {
         Ok(())

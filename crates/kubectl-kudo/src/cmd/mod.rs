@@ -18,4 +18,5 @@ pub mod repo;
 pub mod revision;
 pub mod template;
 pub mod test;
+pub mod ui;
 pub mod version;
