@@ -5,6 +5,7 @@
 pub mod cluster;
 pub mod dev;
 pub mod diagnostics;
+pub mod format;
 pub mod get;
 pub mod init;
 pub mod instance;

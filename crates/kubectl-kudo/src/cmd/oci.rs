@@ -14,7 +14,7 @@ use kudo_oci::{
 use kudo_package::verify::ParamChecks;
 
 use super::cluster::ClusterOpts;
-use super::package::Output;
+use super::format::Output;
 use crate::Io;
 
 /// How to reach a registry.
@@ -110,7 +110,7 @@ pub async fn push(
     }
     let pkg = kudo_package::read_path(package)
         .with_context(|| format!("failed to read package {}", package.display()))?;
-    let v = super::package::verify_package(&pkg, ParamChecks::default());
+    let v = kudo_client::checks::verify_package(&pkg, ParamChecks::default());
     if !v.is_valid() {
         bail!(
             "package verification found {} error(s); not pushing: {}",

@@ -12,21 +12,17 @@ use clap::{Args, Subcommand, ValueEnum};
 use kudo_package::list::{self, ParamListOptions};
 use kudo_package::render::{RenderContext, render_plan};
 use kudo_package::resources::{ConvertOptions, to_resources};
-use kudo_package::verify::{ParamChecks, Verification, verify};
+use kudo_package::verify::{ParamChecks, Verification};
 use kudo_package::{Package, params, read_path};
 
+pub use super::format::Output;
 use crate::Io;
+use kudo_client::checks::verify_package;
 
 #[derive(Args, Debug)]
 pub struct PackageArgs {
     #[command(subcommand)]
     pub command: PackageCommand,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Output {
-    Yaml,
-    Json,
 }
 
 /// `package graph -o`.
@@ -675,24 +671,4 @@ async fn run_oci(
             overwrite,
         } => oci::keygen(&destination, &name, overwrite, io),
     }
-}
-
-/// `kudo_package::verify` plus the checks that need the plan engine (which depends on
-/// kudo-package, so they cannot live in it): every plan's `schedule:`, rendered with the
-/// parameters' defaults, must be blank or a valid schedule.
-pub fn verify_package(pkg: &Package, checks: ParamChecks) -> Verification {
-    let mut v = verify(pkg, checks);
-    let opts = ConvertOptions {
-        instance_name: None,
-        namespace: None,
-        parameters: BTreeMap::new(),
-        service_account: None,
-    };
-    if let Ok(res) = to_resources(pkg, &opts) {
-        let ctx = RenderContext::offline(&res.instance.metadata.name, "default", BTreeMap::new());
-        for e in kudo_engine::schedule::check_schedules(&res.operator_version, &ctx) {
-            v.error(e);
-        }
-    }
-    v
 }
