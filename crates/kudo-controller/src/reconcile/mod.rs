@@ -25,6 +25,7 @@ mod observe;
 mod pass;
 mod persist;
 mod publish;
+mod verified;
 
 use crate::apply::ClusterObjects;
 use crate::context::Context;
