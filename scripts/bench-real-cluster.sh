@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Scale bench on the real control plane (issue 28 item 4): N first-operator Instances created at once
+# Scale bench on the real control plane: N first-operator Instances created at once
 # against ../shared/real-cluster (kube-apiserver + kube-controller-manager v1.28.7, etcd, the fake
 # kubelet), one kubectl-kudo manager out of cluster. Prints the time until all are COMPLETE, the
 # manager's CPU, peak RSS and reconciles, kube-apiserver's CPU over the same window, the manager's requests by

@@ -9,11 +9,11 @@
 #      our bench (a) parse once + execute N times (as kudo-rs does) and (b) parse + execute each time;
 #   2. batch mode, one process, --jobs 1, N cases with per-case NAME.json (file I/O included):
 #      oracle --batch vs kubectl-kudo template render --batch, as wall time and as user CPU (the
-#      like-for-like figure of issue 17: parse + execute of every case in both).
+#      like-for-like figure: parse + execute of every case in both).
 #   3. the differential corpus (less key generation/derivation cases) copied $COPIES (default 7)
 #      times, as one batch, user CPU.
 # OURS=bench uses kudo-template's `batch` bench binary (the CLI's batch loop) instead of the CLI.
-# The default, the CLI binary itself, is the figure of record (docs/benchmarks.md, issue 28).
+# The default, the CLI binary itself, is the figure of record (docs/benchmarks.md).
 # Builds release binaries into $CARGO_TARGET_DIR (default target/). Oracle: $GOTMPL_ORACLE, else
 # ../shared/go-template-oracle/bin/gotmpl-oracle next to the repository.
 set -euo pipefail

@@ -1027,7 +1027,7 @@ def sprig_extra():
     c("x-cat-params", '{{ cat .Params.SST_USER .Params.SST_PASSWORD }}\n')
     c("x-ceil-int", '{{ ceil 3 }} {{ ceil .num }}\n')
     c("x-coalesce-all-empty", '[{{ coalesce "" 0 .nil }}]\n')
-    # found by tests/differential_fuzz.rs (issue 17)
+    # found by tests/differential_fuzz.rs
     c("x-fuzz-field-of-nil-result", '[{{ coalesce.nil }}]\n')
     c("x-fuzz-printf-b-float", '{{ printf "%b|%b|%b|%8b" 1234.5678 0.0 -2.5 1.0 }}\n')
     c("x-fuzz-unknown-method-args", '{{ (semver "2.0.0").Ghan (semver "1.0.0") }}\n')
@@ -1174,7 +1174,7 @@ def yaml_cases():
     c("bools-yaml11", "{{ .a }} {{ .b }} {{ .c }} {{ .d }} {{ typeOf .a }} {{ typeOf .c }}\n",
       "a: true\nb: false\nc: yes\nd: off\n")
     c("nulls", "{{ .a }} {{ .b }} {{ .c }} {{ typeOf .a }}\n", "a: null\nb: ~\nc:\n")
-    # found by tests/differential_fuzz.rs (issue 17): yaml.v2 keeps the last duplicate key, and a value
+    # found by tests/differential_fuzz.rs: yaml.v2 keeps the last duplicate key, and a value
     # it discards is never converted to JSON, so a null key or NaN inside it is no error
     c("x-fuzz-duplicate-keys", "{{ toJson . }}\n", "a: 1\nb: x\na: 2\nc:\n  ~: 1\n  n: .nan\nc: ok\n")
     c("strings-quoted", "{{ .a }}|{{ .b }}|{{ .c }}|{{ typeOf .c }}\n", "a: 'single'\nb: \"double \\t tab\"\nc: \"3\"\n")

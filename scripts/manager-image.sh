@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The manager image without Docker (issue 23): turns the release binary into an OCI image archive.
+# The manager image without Docker: turns the release binary into an OCI image archive.
 #
 #   scripts/manager-image.sh OUT.tar        # last line of stdout: the image name it tagged
 #

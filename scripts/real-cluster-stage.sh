@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The real-cluster stage of CI (issue 14), run by .ci/run after `cargo test --workspace`; also
+# The real-cluster stage of CI, run by .ci/run after `cargo test --workspace`; also
 # runnable alone from anywhere: `bash scripts/real-cluster-stage.sh`.
 #
 # Starts the real Kubernetes control plane of ../shared/real-cluster (state in

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The real-node stage of CI (issue 23), run by .ci/run after the real-cluster stage; also runnable
+# The real-node stage of CI, run by .ci/run after the real-cluster stage; also runnable
 # alone: `bash scripts/real-nodes-stage.sh`.
 #
 # On ../shared/real-cluster's real-pods mode (kubelet + containerd + runc, kube-scheduler,
@@ -93,7 +93,7 @@ bash scripts/real-nodes.sh load "${archives[@]}"
 
 # --least-privilege: the manager gets no wildcard and applies each Instance as the ServiceAccount
 # kudo-instance of its namespace, which every test's namespace grants `admin` (lib.sh rn_begin): the
-# operators below run on real pods under least privilege (issue 25).
+# operators below run on real pods under least privilege.
 step "kubectl kudo init --least-privilege --kudo-image $manager_image --replicas 2 --wait"
 "$KUDO" init --least-privilege --kudo-image "$manager_image" --kudo-image-pull-policy IfNotPresent \
   --replicas 2 --wait --wait-timeout 120

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Real nodes for kudo-rs's tests (issue 23): the real-pods mode of ../shared/real-cluster (kube-apiserver,
+# Real nodes for kudo-rs's tests: the real-pods mode of ../shared/real-cluster (kube-apiserver,
 # kube-controller-manager, kube-scheduler, a kubelet with containerd + runc, kube-proxy, cluster DNS).
 #
 #   scripts/real-nodes.sh start           # start (or reuse); last line of stdout: export KUBECONFIG=…

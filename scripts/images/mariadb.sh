@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# MariaDB with Galera from Debian's packages, for examples/galera on real pods (issue 23).
+# MariaDB with Galera from Debian's packages, for examples/galera on real pods.
 #
 #   scripts/images/mariadb.sh        # prints the archive path (cached in target/images/)
 #

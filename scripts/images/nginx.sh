@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# nginx from Debian's package, for examples/first-operator on real pods (issue 23).
+# nginx from Debian's package, for examples/first-operator on real pods.
 #
 #   scripts/images/nginx.sh        # prints the archive path (cached in target/images/)
 #

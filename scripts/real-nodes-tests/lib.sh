@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# Shared by scripts/real-nodes-tests/real_nodes_*.sh: tests of kudo-rs on real pods (issue 23).
+# Shared by scripts/real-nodes-tests/real_nodes_*.sh: tests of kudo-rs on real pods.
 #
 # Each test file is a bash script run by scripts/real-nodes-stage.sh (or alone) with:
 #   KUBECONFIG   the real-node cluster (scripts/real-nodes.sh start)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The KUDO community catalog on real pods (issue 23): zookeeper and redis, from ../shared/community-operators
+# The KUDO community catalog on real pods: zookeeper and redis, from ../shared/community-operators
 # unchanged, reach `deploy` COMPLETE with only their required parameters (as crates/kubectl-kudo/tests/cli/catalog.rs
 # installs them) — plus zookeeper's IMAGE_PULL_POLICY=IfNotPresent, see below — and the software really works:
 #   zookeeper  each of the 3 servers answers `ruok` (imok) and `srvr`; exactly one is the leader, the others

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# examples/first-operator on real pods (issue 23): Debian's nginx (image nginx:1.7.9 from
+# examples/first-operator on real pods: Debian's nginx (image nginx:1.7.9 from
 # scripts/images/nginx.sh) serves its page on every pod IP, reached from the host.
 #
 #   KUBECONFIG=… [KUDO=…] [KUDO_REAL_NODES_DIR=…] scripts/real-nodes-tests/real_nodes_first_operator.sh

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# examples/galera on real pods (issue 23): a real MariaDB Galera cluster (Debian's MariaDB 10.11 and
+# examples/galera on real pods: a real MariaDB Galera cluster (Debian's MariaDB 10.11 and
 # galera-4 in the image mariadb:10.5.3 from scripts/images/mariadb.sh, init container busybox:1.28
 # from scripts/images/busybox.sh), driven through kudo-rs with the seed walkthrough's commands.
 #

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Jobs and diagnostics on real pods (issue 23), with packages/job-test (busybox:1.36: prints MESSAGE, sleeps
+# Jobs and diagnostics on real pods, with packages/job-test (busybox:1.36: prints MESSAGE, sleeps
 # SLEEP seconds, prints "exiting with N", exits EXIT_CODE):
 #   job-ok    EXIT_CODE=0, SLEEP=3: deploy COMPLETE, not before the container ran its 3 s; the Job succeeded,
 #             its pod's container terminated with exit code 0 and its log holds the message
@@ -64,7 +64,7 @@ for inst in job-ok job-fail; do
   rn_check "diagnostics of $inst: its plan status $want" grep -q "status: $want" "$inst_yaml"
 done
 
-# --- an image that cannot be pulled (issue 27, why is it waiting): the step waits, and plan status says why
+# --- an image that cannot be pulled: the step waits, and plan status says why
 RN_INSTANCE=job-pull
 "$KUDO" install "$PKG" --instance job-pull -n "$RN_NS" -p IMAGE=example.invalid/kudo-rs/missing:1 >&2
 pull_reason() {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The manager in the cluster (issue 23 item 3): `kubectl kudo init`'s Deployment (run by the stage
+# The manager in the cluster: `kubectl kudo init`'s Deployment (run by the stage
 # with --replicas 2) is Ready under the RBAC init created, as a non-root user with a read-only root
 # filesystem; /healthz, /readyz and /metrics answer on each pod's IP; then the leader's pod is killed
 # in the middle of a deploy: the other replica takes the Lease within the lease duration and the plan

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Pipe tasks on real pods (issue 23): the generator Pod really runs, and the manager copies its files out
+# Pipe tasks on real pods: the generator Pod really runs, and the manager copies its files out
 # through `pods/exec` (`stat -c %s`, `tar cf -` in the `waiter` container, which runs the generator's image).
 #   (a) packages/pipe-test: the init container runs openssl in a shell; its certificate and key land in two
 #       Secrets, a copy of the certificate in a ConfigMap (binaryData) and an env file in a ConfigMap (keys);

@@ -1,4 +1,4 @@
-//! Issue #7 benchmarks of the KUDO manager on the embedded cluster (API server + simulator in this
+//! Benchmarks of the KUDO manager on the embedded cluster (API server + simulator in this
 //! process):
 //!
 //! * `latency [N]` — how long after a step's Deployment turns healthy the next step's object is

@@ -138,7 +138,7 @@ pub struct Plan {
     /// scheduled). KUDO's package reader ignores the unknown field.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schedule: Option<String>,
-    /// kudo-rs extension (issue 16): autopilot rules that run this plan on their own when a
+    /// kudo-rs extension: autopilot rules that run this plan on their own when a
     /// watched resource meets a condition. KUDO ignores the field (its CRD preserves unknown plan
     /// fields), so a package using it still loads there, without the autopilot.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -310,7 +310,7 @@ pub struct Parameter {
     /// kudo-rs extension: the value is a secret, supplied through `spec.parameterSources`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sensitive: Option<bool>,
-    /// kudo-rs extension (issue 26): JSON-Schema keywords that narrow the declared type. Every
+    /// kudo-rs extension: JSON-Schema keywords that narrow the declared type. Every
     /// one is optional and written only when set, so OperatorVersions of packages that use none
     /// stay byte-identical to KUDO's. Bounds and nesting are in JSON-Schema 2020-12 form (numeric
     /// `exclusiveMinimum`), as in `params.yaml`; `kudo_package::schema` converts to kube's dialect.
@@ -318,7 +318,7 @@ pub struct Parameter {
     pub schema: ParameterSchema,
 }
 
-/// The JSON-Schema keywords of a [`Parameter`] (kudo-rs extension, issue 26), flattened into the
+/// The JSON-Schema keywords of a [`Parameter`] (kudo-rs extension), flattened into the
 /// parameter as `params.yaml` writes them. Nested `items`, `properties` and `additionalProperties`
 /// are raw JSON-Schema 2020-12 values: their shape is checked by `package verify`, not here, so a
 /// stored OperatorVersion always reads back.
@@ -367,7 +367,7 @@ impl ParameterSchema {
     }
 }
 
-/// A CEL rule over all parameter values at once (kudo-rs extension, issue 26): `self` is the map
+/// A CEL rule over all parameter values at once (kudo-rs extension): `self` is the map
 /// of parameter name to typed value, e.g. `self.REPLICAS % 2 == 1`. The shape of a CRD's
 /// `x-kubernetes-validations` item, so the per-operator CRD can carry it unchanged.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -449,11 +449,11 @@ pub struct OperatorVersionSpec {
     pub connection_string: String,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub upgradable_from: Vec<ObjectReference>,
-    /// kudo-rs extension (issue 26): the typed API of this operator, a CRD whose objects are its
+    /// kudo-rs extension: the typed API of this operator, a CRD whose objects are its
     /// Instances with typed parameters. Absent: today's behaviour, Instances only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api: Option<TypedApi>,
-    /// kudo-rs extension (issue 26): cross-parameter CEL rules, `params.yaml`'s root
+    /// kudo-rs extension: cross-parameter CEL rules, `params.yaml`'s root
     /// `x-kubernetes-validations`. Written only when the package has some.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub parameter_validations: Vec<ValidationRule>,
@@ -707,6 +707,10 @@ pub struct Condition {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct InstanceStatus {
+    /// kudo-rs extension: the `metadata.generation` whose spec the manager admitted and acted on
+    /// when it wrote this status (Kubernetes' convention, read by kstatus, Flux, Helm and kpt).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub plan_status: BTreeMap<String, PlanStatus>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

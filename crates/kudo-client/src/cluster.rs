@@ -44,24 +44,9 @@ pub const USER_AGENT: &str = concat!("kubectl-kudo/", env!("CARGO_PKG_VERSION"))
 /// Builds a client from `opts.kubeconfig` (a path list like `$KUBECONFIG` is accepted; the first
 /// file wins) or kube's usual inference.
 pub async fn connect(opts: &ConnectOptions) -> Result<Cluster> {
-    let mut config = match &opts.kubeconfig {
-        Some(path) => {
-            let first = std::env::split_paths(path).next().unwrap_or_else(|| path.clone());
-            let kc = Kubeconfig::read_from(&first).map_err(|source| Error::ReadKubeconfig {
-                path: first.display().to_string(),
-                source,
-            })?;
-            Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
-                .await
-                .map_err(|source| Error::InvalidKubeconfig {
-                    path: first.display().to_string(),
-                    source,
-                })?
-        }
-        None => Config::infer().await.map_err(Error::NoCluster)?,
-    };
+    let mut config = client_config(opts).await?;
     // Named in the API server's audit log and, for non-apply writes without an explicit field
-    // manager, in managedFields (issue 14, bug 7: objects showed manager `unknown`).
+    // manager, in managedFields (objects showed manager `unknown`).
     config.headers.push((
         http::header::USER_AGENT,
         http::HeaderValue::from_static(USER_AGENT),
@@ -78,6 +63,39 @@ pub async fn connect(opts: &ConnectOptions) -> Result<Cluster> {
         .unwrap_or_else(|| config.default_namespace.clone());
     let client = Client::try_from(config).map_err(Error::BuildClient)?;
     Ok(Cluster { client, namespace })
+}
+
+/// The client configuration of `opts` (reads the kubeconfig; no request).
+async fn client_config(opts: &ConnectOptions) -> Result<Config> {
+    Ok(match &opts.kubeconfig {
+        Some(path) => {
+            let first = std::env::split_paths(path).next().unwrap_or_else(|| path.clone());
+            let kc = Kubeconfig::read_from(&first).map_err(|source| Error::ReadKubeconfig {
+                path: first.display().to_string(),
+                source,
+            })?;
+            Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
+                .await
+                .map_err(|source| Error::InvalidKubeconfig {
+                    path: first.display().to_string(),
+                    source,
+                })?
+        }
+        None => Config::infer().await.map_err(Error::NoCluster)?,
+    })
+}
+
+/// The namespace [`connect`] would act in, without a request: `opts.namespace`, else the
+/// kubeconfig context's, else `default` (also when there is no kubeconfig at all: a command that
+/// only prints objects needs no cluster).
+pub async fn namespace(opts: &ConnectOptions) -> String {
+    if let Some(ns) = &opts.namespace {
+        return ns.clone();
+    }
+    match client_config(opts).await {
+        Ok(config) => config.default_namespace,
+        Err(_) => "default".to_string(),
+    }
 }
 
 /// The three KUDO kinds.

@@ -153,6 +153,17 @@ pub enum Error {
     /// The API server refused the namespace.
     #[error("cannot create the namespace")]
     CreateNamespace(#[source] kube::Error),
+    /// Manifests for Git were asked for with the value of a sensitive parameter, which they
+    /// would carry in clear.
+    #[error(
+        "sensitive parameter(s) {} given a value: manifests never carry sensitive values; give each as \
+         --parameter-secret NAME=SECRET/KEY of a Secret you provide",
+        names.join(", ")
+    )]
+    SensitiveValueInManifests {
+        /// The parameters.
+        names: Vec<String>,
+    },
     /// `namespaceManifest` names a file the package does not have.
     #[error("namespaceManifest {file} is not in templates/")]
     ManifestMissing {

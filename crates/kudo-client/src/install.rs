@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use kudo_api::{Instance, Operator, OperatorVersion};
-use kudo_package::resources::{ConvertOptions, to_resources};
+use kudo_package::resources::{ConvertOptions, Resources, to_resources};
 use kudo_repo::{Dependencies, Source};
 
 use crate::checks::{check_autopilot_kinds, check_autopilot_rules, check_values};
@@ -90,25 +90,10 @@ pub async fn install(
     req: InstallRequest,
     progress: &mut dyn Progress,
 ) -> Result<Installed> {
-    let ns = cluster.namespace.clone();
-    let mut res = to_resources(
-        &req.package,
-        &ConvertOptions {
-            instance_name: req.instance.clone(),
-            namespace: Some(ns),
-            parameters: req.values.clone(),
-            service_account: req.service_account.clone(),
-        },
-    )?;
+    let (res, split) = install_resources(&req, &cluster.namespace)?;
     // Autopilot rules the manager could not evaluate (kudo-rs extension): nothing is applied.
     check_autopilot_rules(&res.operator_version)?;
     check_autopilot_kinds(cluster, &res.operator_version).await?;
-    let split = prepare_instance(
-        &mut res.instance,
-        &res.operator_version,
-        req.values.clone(),
-        &req.parameter_secrets,
-    )?;
     // Validate everything before creating anything.
     if !req.skip_instance {
         check_new_instance(cluster, &res.instance, &res.operator_version, &split).await?;
@@ -123,11 +108,10 @@ pub async fn install(
         })?;
     }
     install_dependencies(cluster, &req.dependencies, progress).await?;
-    req.dependencies.pin(&mut res.operator_version);
     (out.operator_created, out.operator_version_created) = install_operator_and_version(
         cluster,
         &res.operator,
-        &mut res.operator_version,
+        &res.operator_version,
         &req.source,
         progress,
     )
@@ -139,6 +123,31 @@ pub async fn install(
         out.instance = Some(create_instance(cluster, &res.instance, &split).await?);
     }
     Ok(out)
+}
+
+/// The Operator, OperatorVersion (its `KudoOperator` tasks pinned to the resolved dependencies)
+/// and Instance `install` writes in `namespace`, with the split of its values (see
+/// [`prepare_instance`]): built here for `install` and for its manifests alike
+/// ([`crate::manifests`]).
+pub(crate) fn install_resources(req: &InstallRequest, namespace: &str) -> Result<(Resources, Split)> {
+    let mut res = to_resources(
+        &req.package,
+        &ConvertOptions {
+            instance_name: req.instance.clone(),
+            namespace: Some(namespace.to_string()),
+            parameters: req.values.clone(),
+            service_account: req.service_account.clone(),
+        },
+    )?;
+    req.dependencies.pin(&mut res.operator_version);
+    provenance::annotate(&mut res.operator_version, &req.source);
+    let split = prepare_instance(
+        &mut res.instance,
+        &res.operator_version,
+        req.values.clone(),
+        &req.parameter_secrets,
+    )?;
+    Ok((res, split))
 }
 
 /// Splits `values` and `--parameter-secret` for a new Instance (see [`sensitive::split`]): plain
@@ -162,11 +171,24 @@ pub(crate) async fn install_dependencies(
     deps: &Dependencies,
     progress: &mut dyn Progress,
 ) -> Result<()> {
+    for (res, source) in dependency_resources(deps, &cluster.namespace)? {
+        install_operator_and_version(cluster, &res.operator, &res.operator_version, source, progress).await?;
+    }
+    Ok(())
+}
+
+/// The Operator and OperatorVersion of every dependency in `namespace`, leaves first, their own
+/// `KudoOperator` tasks pinned and their source recorded, each with that source.
+pub(crate) fn dependency_resources<'d>(
+    deps: &'d Dependencies,
+    namespace: &str,
+) -> Result<Vec<(Resources, &'d Source)>> {
+    let mut out = Vec::new();
     for dep in &deps.packages {
         let mut res = to_resources(
             &dep.package,
             &ConvertOptions {
-                namespace: Some(cluster.namespace.clone()),
+                namespace: Some(namespace.to_string()),
                 ..Default::default()
             },
         )
@@ -175,24 +197,19 @@ pub(crate) async fn install_dependencies(
             source,
         })?;
         deps.pin(&mut res.operator_version);
-        install_operator_and_version(
-            cluster,
-            &res.operator,
-            &mut res.operator_version,
-            &dep.source,
-            progress,
-        )
-        .await?;
+        provenance::annotate(&mut res.operator_version, &dep.source);
+        out.push((res, &dep.source));
     }
-    Ok(())
+    Ok(out)
 }
 
-/// Creates the Operator unless it exists, and the OperatorVersion (annotated with its `source`)
-/// unless it exists, reporting each; returns which of the two were created.
+/// Creates the Operator unless it exists, and the OperatorVersion (already annotated with its
+/// `source`) unless it exists, reporting each; returns which of the two were created. An existing
+/// OperatorVersion of another source refuses a verified package (see [`provenance`]).
 async fn install_operator_and_version(
     cluster: &Cluster,
     op: &Operator,
-    ov: &mut OperatorVersion,
+    ov: &OperatorVersion,
     source: &Source,
     progress: &mut dyn Progress,
 ) -> Result<(bool, bool)> {
@@ -211,7 +228,6 @@ async fn install_operator_and_version(
             name: &op.metadata.name,
         })?;
     }
-    provenance::annotate(ov, source);
     let name = &ov.metadata.name;
     let ov_exists = existing.is_some();
     if ov_exists {
@@ -249,8 +265,7 @@ async fn check_new_instance(
     ov: &OperatorVersion,
     split: &Split,
 ) -> Result<()> {
-    check_values(&split.without_referenced(ov), &split.all_values(), true)
-        .map_err(|e| Error::Refused(split.redact(&e.to_string())))?;
+    check_instance_values(ov, split)?;
     let name = &instance.metadata.name;
     if cluster.get::<Instance>(KudoKind::Instance, name).await?.is_some() {
         return Err(Error::InstanceExists {
@@ -260,6 +275,12 @@ async fn check_new_instance(
         });
     }
     Ok(())
+}
+
+/// The values of a new Instance (required ones included) against the OperatorVersion.
+pub(crate) fn check_instance_values(ov: &OperatorVersion, split: &Split) -> Result<()> {
+    check_values(&split.without_referenced(ov), &split.all_values(), true)
+        .map_err(|e| Error::Refused(split.redact(&e.to_string())))
 }
 
 /// Creates the Instance, and before it the Secret of its sensitive values, if any.
@@ -352,16 +373,29 @@ async fn create_namespace(
     if api.get_opt(&cluster.namespace).await?.is_some() {
         return Err(Error::NamespaceExists(cluster.namespace.clone()));
     }
-    let ns_obj = match render_namespace_manifest(pkg, instance, &cluster.namespace, values)? {
-        Some(obj) => serde_json::from_value::<Namespace>(obj).map_err(Error::NotANamespace)?,
-        None => serde_json::from_value(serde_json::json!({
-            "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": cluster.namespace}
-        }))?,
-    };
+    let ns_obj = namespace_object(pkg, instance, &cluster.namespace, values)?;
     api.create(&Default::default(), &ns_obj)
         .await
         .map_err(Error::CreateNamespace)?;
     Ok(())
+}
+
+/// The Namespace `--create-namespace` creates: the package's `namespaceManifest` rendered, else
+/// a plain one.
+pub(crate) fn namespace_object(
+    pkg: &kudo_package::Package,
+    instance: &str,
+    namespace: &str,
+    values: &BTreeMap<String, String>,
+) -> Result<k8s_openapi::api::core::v1::Namespace> {
+    Ok(
+        match render_namespace_manifest(pkg, instance, namespace, values)? {
+            Some(obj) => serde_json::from_value(obj).map_err(Error::NotANamespace)?,
+            None => serde_json::from_value(serde_json::json!({
+                "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}
+            }))?,
+        },
+    )
 }
 
 /// Renders the package's `namespaceManifest` with KUDO's reduced variable set for it: the implicit

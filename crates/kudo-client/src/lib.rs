@@ -1,10 +1,10 @@
-//! The cluster operations of `kubectl kudo` as a library: connecting ([`cluster`]), `install`,
-//! `update`, `upgrade`, `uninstall`, `plan trigger`/`plan retry` ([`plan`]), previews of a change
-//! (`--dry-run`, [`preview`]) and waiting for plan runs ([`wait`]). Each operation takes a typed
-//! request and returns a typed outcome; it prints nothing; what it writes while it runs is
-//! reported through [`Progress`], so a caller can show each object as soon as it exists (and a
-//! failure later on does not hide what was written). The CLI (`kubectl-kudo`) parses flags, calls
-//! these and prints.
+//! The cluster operations of `kubectl kudo` as a library: connecting ([`cluster`]), `install` (and
+//! its objects as manifests for Git, [`manifests`]), `update`, `upgrade`, `uninstall`, `plan
+//! trigger`/`plan retry` ([`plan`]), previews of a change (`--dry-run`, [`preview`]) and waiting for
+//! plan runs ([`wait`]). Each operation takes a typed request and returns a typed outcome; it prints
+//! nothing; what it writes while it runs is reported through [`Progress`], so a caller can show each
+//! object as soon as it exists (and a failure later on does not hide what was written). The CLI
+//! (`kubectl-kudo`) parses flags, calls these and prints.
 //!
 //! Errors are one [`Error`] enum whose `Display` is the wording users see (KUDO's where KUDO had
 //! one), pinned by the CLI's tests.
@@ -15,6 +15,7 @@ pub mod diagnostics;
 mod error;
 pub mod init;
 pub mod install;
+pub mod manifests;
 pub mod plan;
 pub mod preview;
 mod provenance;

@@ -1,4 +1,4 @@
-//! The typed API of an operator on the cluster (issue 26 item 3): `install` and `upgrade` create or
+//! The typed API of an operator on the cluster: `install` and `upgrade` create or
 //! update the CRD `kudo_package::typed_api::crd` makes from the OperatorVersion, never one that
 //! something else owns, and refuse a new schema that existing typed objects would break, before
 //! anything is written.

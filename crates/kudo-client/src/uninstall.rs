@@ -26,7 +26,7 @@ pub enum Uninstalled {
 /// Deletes the Instance `name` (background propagation), or the typed object that owns it.
 pub async fn uninstall(cluster: &Cluster, name: &str) -> Result<Uninstalled> {
     let instance = cluster.instance(name).await?;
-    // An Instance a typed object owns goes with that object (issue 26).
+    // An Instance a typed object owns goes with that object.
     let typed = match cluster.operator_version_of(&instance).await {
         Ok(ov) => typed_api::delete_owner(cluster, &instance, &ov).await?,
         Err(_) => None,

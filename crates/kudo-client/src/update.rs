@@ -159,7 +159,7 @@ pub async fn apply(cluster: &Cluster, prepared: PreparedUpdate) -> Result<Update
         patch["spec"]["parameterSources"] = serde_json::to_value(&sources)?;
     }
     let values_change = !split.plain.is_empty() || !sources.is_empty();
-    // An Instance a typed object owns (issue 26) is changed through that object.
+    // An Instance a typed object owns is changed through that object.
     let typed = values_change
         && typed_api::update_owner(
             cluster,

@@ -1,6 +1,6 @@
 //! `upgrade`: moves an Instance to a newer OperatorVersion of its operator (installing it and its
 //! dependencies and typed API first), or re-runs the failed upgrade plan when the Instance already
-//! runs that version (KUDO issue 1752).
+//! runs that version (a bug KUDO 0.19 has).
 
 use std::collections::BTreeMap;
 

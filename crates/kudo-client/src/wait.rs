@@ -22,7 +22,7 @@ pub enum WaitOutcome {
 }
 
 /// The plan runs an Instance knew before a change, so a wait after the change follows a run the
-/// change caused and never reports an earlier one (issue 14, bug 1).
+/// change caused and never reports an earlier one.
 ///
 /// The manager clears `spec.planExecution` when a run ends, so the scheduled uid alone is not
 /// enough: every uid recorded in `status.planStatus` counts as previous too.
@@ -240,7 +240,7 @@ mod tests {
         serde_json::json!({"deploy": {"name": "deploy", "status": status, "uid": uid, "lastUpdatedTimestamp": at}})
     }
 
-    /// Bug 1 of issue 14: the manager cleared planExecution after the last run, so the old code
+    /// the manager Cleared planExecution after the last run, so the old code
     /// had an empty previous uid and took the previous COMPLETE run for the new one.
     #[test]
     fn a_finished_earlier_run_is_not_the_new_one() {

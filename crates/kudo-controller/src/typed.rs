@@ -141,9 +141,10 @@ async fn reconcile(obj: Arc<DynamicObject>, kind: Arc<Kind>) -> Result<Action, T
     };
     let ov = operator_version(&kind, &ns, existing.as_ref()).await?;
     let json = serde_json::to_value(&*obj)?;
-    match instance_action(&json, &ov, existing.as_ref()) {
+    let action = instance_action(&json, &ov, existing.as_ref());
+    match &action {
         InstanceAction::Create(inst) => {
-            let inst: DynamicObject = serde_json::from_value(inst)?;
+            let inst: DynamicObject = serde_json::from_value(inst.clone())?;
             let pp = PostParams {
                 field_manager: Some(FIELD_MANAGER.into()),
                 ..Default::default()
@@ -153,15 +154,15 @@ async fn reconcile(obj: Arc<DynamicObject>, kind: Arc<Kind>) -> Result<Action, T
         }
         InstanceAction::Patch(p) => {
             instances
-                .patch(&name, &PatchParams::default(), &Patch::Merge(&p))
+                .patch(&name, &PatchParams::default(), &Patch::Merge(p))
                 .await?;
         }
         InstanceAction::Conflict(msg) => tracing::warn!(namespace = %ns, object = %name, "{msg}"),
         InstanceAction::Nothing => {}
     }
-    if let Some(inst) = &existing
-        && let Some(patch) = status_patch(&json, inst)
-    {
+    // Written in the reconcile that creates or patches the Instance too: until then the object
+    // has no status, which kstatus reads as ready.
+    if let Some(patch) = status_patch(&json, existing.as_ref(), &action, crate::reconcile::now()) {
         let objects: Api<DynamicObject> =
             Api::namespaced_with(kind.client.clone(), &ns, &resource(&kind.api));
         let pp = PatchParams {

@@ -320,17 +320,25 @@ fn crd(obj: &Value) -> Health {
 
 fn instance(obj: &Value) -> Health {
     let who = ns_name(obj);
-    // the controller records the generation it acted on in its conditions; a newer spec (e.g. just
-    // patched by a KudoOperator task) has not been turned into a plan yet
-    if let Some(g) = i(obj, &["metadata", "generation"])
-        && let Some(conds) = get(obj, &["status", "conditions"]).and_then(Value::as_array)
-        && conds.iter().any(|c| {
-            c.get("observedGeneration")
-                .and_then(Value::as_i64)
-                .is_some_and(|o| o < g)
-        })
-    {
-        return Health::Progressing(format!("instance {who}: spec change not yet processed"));
+    // The manager says which generation its status speaks of; a newer spec (e.g. just patched by
+    // a KudoOperator task) has not been turned into a plan yet. A status without
+    // `observedGeneration` (an older manager) says it in its conditions only.
+    if let Some(g) = i(obj, &["metadata", "generation"]) {
+        let pending = match i(obj, &["status", "observedGeneration"]) {
+            Some(observed) => observed != g,
+            None => get(obj, &["status", "conditions"])
+                .and_then(Value::as_array)
+                .is_some_and(|conds| {
+                    conds.iter().any(|c| {
+                        c.get("observedGeneration")
+                            .and_then(Value::as_i64)
+                            .is_some_and(|o| o < g)
+                    })
+                }),
+        };
+        if pending {
+            return Health::Progressing(format!("instance {who}: spec change not yet processed"));
+        }
     }
     let scheduled = s(obj, &["spec", "planExecution", "planName"]).unwrap_or("");
     let plans = get(obj, &["status", "planStatus"]).and_then(Value::as_object);
@@ -723,6 +731,17 @@ mod tests {
         assert!(!health(&unobserved).is_healthy());
         unobserved["status"]["conditions"][0]["observedGeneration"] = json!(2);
         assert_eq!(health(&unobserved), Health::Healthy);
+        // status.observedGeneration decides when present: a Ready condition left on an older
+        // generation (a refused change, a backup) does not hold the parent
+        let mut observed = unobserved.clone();
+        observed["status"]["conditions"][0]["observedGeneration"] = json!(1);
+        observed["status"]["observedGeneration"] = json!(2);
+        assert_eq!(health(&observed), Health::Healthy);
+        observed["status"]["observedGeneration"] = json!(1);
+        assert_eq!(
+            progressing(health(&observed)),
+            "instance ns/child: spec change not yet processed"
+        );
     }
 
     #[test]

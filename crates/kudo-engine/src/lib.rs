@@ -66,6 +66,7 @@ pub mod health;
 pub mod initiate;
 pub mod pass;
 pub mod pipe;
+pub mod progress;
 pub mod readiness;
 pub mod reconcile;
 pub mod retry;

@@ -8,7 +8,7 @@
 //! Difference from KUDO: Pods in phase `Succeeded` (finished Job pods) are ignored; KUDO counted
 //! them as not ready, so operators that leave completed Job pods around never became Ready.
 
-use kudo_api::{Condition, ExecutionStatus, InstanceStatus};
+use kudo_api::{Condition, ExecutionStatus, InstanceStatus, PlanStatus};
 use serde_json::Value;
 
 use crate::health::{Health, health};
@@ -53,17 +53,26 @@ pub const IDLE_READINESS_KINDS: &[(&str, &str)] = &[
 
 /// The most recently updated of deploy/update/upgrade when its last run ended in FATAL_ERROR.
 pub fn last_failed_lifecycle_plan(status: &InstanceStatus) -> Option<String> {
-    let latest = ["deploy", "update", "upgrade"]
+    let lifecycle = ["deploy", "update", "upgrade"]
         .iter()
-        .filter_map(|p| status.plan_status.get(*p))
-        .filter(|ps| ps.status != ExecutionStatus::NeverRun)
-        .max_by_key(|ps| {
-            ps.last_updated_timestamp
-                .as_deref()
-                .and_then(|t| Timestamp::parse(t).ok())
-                .map_or(i64::MIN, |t| t.unix())
-        })?;
+        .filter_map(|p| status.plan_status.get(*p));
+    let latest = latest_of(lifecycle)?;
     (latest.status == ExecutionStatus::FatalError).then(|| latest.name.clone())
+}
+
+/// The plan status updated last among `plans` that ran (unparseable times count as oldest).
+pub fn latest_of<'a>(plans: impl Iterator<Item = &'a PlanStatus>) -> Option<&'a PlanStatus> {
+    plans
+        .filter(|ps| ps.status != ExecutionStatus::NeverRun)
+        .max_by_key(|ps| updated_at(ps))
+}
+
+/// When a plan status last changed, as Unix seconds (`i64::MIN` when unknown).
+pub fn updated_at(ps: &PlanStatus) -> i64 {
+    ps.last_updated_timestamp
+        .as_deref()
+        .and_then(|t| Timestamp::parse(t).ok())
+        .map_or(i64::MIN, |t| t.unix())
 }
 
 /// The `Ready` condition of an idle Instance when it does not depend on its objects: a failed
@@ -195,10 +204,11 @@ pub fn set_condition(conditions: &mut Vec<Condition>, new: Condition) -> bool {
     }
 }
 
-/// Moves every condition that says it observed generation `from` to `to`: a reconcile that is
-/// about to change the spec itself (unscheduling a finished run) writes its status first with the
-/// generation that spec write produces, so no second status write has to follow. Conditions of
-/// older generations are left alone.
+/// Moves every condition that says it observed generation `from` to `to`: a reconcile that
+/// changed the spec itself (unscheduling a finished run) writes its status after that spec write,
+/// whose generation `to` differs from the one read (`from`) only by the manager's own change, so
+/// what was judged at `from` holds at `to`. Conditions of older generations are left alone. Never
+/// called with a generation the object has not reached (see [`crate::progress`]).
 pub fn reobserve(conditions: &mut [Condition], from: Option<i64>, to: Option<i64>) {
     for c in conditions.iter_mut().filter(|c| c.observed_generation == from) {
         c.observed_generation = to;

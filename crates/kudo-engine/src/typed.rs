@@ -4,13 +4,18 @@
 //!
 //! The typed object is the source of truth for the parameters it declares: its spec, rendered as
 //! KUDO's strings, is the Instance's `spec.parameters` (and its `parameterSources` the Instance's);
-//! the Instance is the source of truth for the run, mirrored into the object's `status`.
+//! the Instance is the source of truth for the run, mirrored into the object's `status`, which
+//! speaks of the object's generation (see [`typed_conditions`]).
 
 use std::collections::BTreeMap;
 
-use kudo_api::{Instance, OperatorVersion, TypedApi};
+use kudo_api::{Condition, Instance, OperatorVersion, TypedApi};
 use kudo_package::typed_api::parameters_of;
 use serde_json::{Map, Value, json};
+
+use crate::progress::{RECONCILING, STALLED};
+use crate::readiness::{READY, set_condition};
+use crate::time::Timestamp;
 
 /// Label on an Instance made for a typed object: the typed API's CRD name, so the manager watches
 /// only those Instances for the status mirror.
@@ -148,22 +153,35 @@ fn new_instance(
     })
 }
 
-/// The typed object's `status` for its Instance: the plan last worked on and its status (the
-/// printer columns), the Instance's conditions and plan statuses as they are.
-pub fn status_of(inst: &Instance) -> Value {
-    let st = inst.status.clone().unwrap_or_default();
+/// `Reconciling` reason on a typed object whose Instance has not acted on the object's
+/// generation yet (it was just created or patched, or the manager has not admitted the change).
+pub const INSTANCE_PENDING: &str = "InstancePending";
+/// `Stalled` reason on a typed object whose Instance belongs to something else.
+pub const INSTANCE_CONFLICT: &str = "InstanceConflict";
+
+/// The typed object's `status` once `action` is done for its Instance (`inst`, as read; `None`:
+/// none yet): the plan last worked on and its status (the printer columns), the Instance's plan
+/// statuses as they are, `observedGeneration` (the object's generation, which the manager acted
+/// on) and the conditions of [`typed_conditions`].
+pub fn status_of(obj: &Value, inst: Option<&Instance>, action: &InstanceAction, now: Timestamp) -> Value {
+    let name = obj.pointer("/metadata/name").cloned().unwrap_or(Value::Null);
+    let mut out = json!({"instance": name});
+    let st = inst.and_then(|i| i.status.clone()).unwrap_or_default();
     let latest = st
         .plan_status
         .values()
         .filter(|p| p.last_updated_timestamp.is_some())
         .max_by(|a, b| a.last_updated_timestamp.cmp(&b.last_updated_timestamp));
-    let mut out = json!({"instance": inst.metadata.name});
     if let Some(p) = latest {
         out["plan"] = json!(p.name);
         out["status"] = serde_json::to_value(p.status).unwrap_or_default();
     }
-    if !st.conditions.is_empty() {
-        out["conditions"] = serde_json::to_value(&st.conditions).unwrap_or_default();
+    if let Some(g) = generation(obj) {
+        out["observedGeneration"] = json!(g);
+    }
+    let conditions = typed_conditions(obj, inst, action, now);
+    if !conditions.is_empty() {
+        out["conditions"] = serde_json::to_value(&conditions).unwrap_or_default();
     }
     if !st.plan_status.is_empty() {
         out["planStatus"] = serde_json::to_value(&st.plan_status).unwrap_or_default();
@@ -171,9 +189,95 @@ pub fn status_of(inst: &Instance) -> Value {
     out
 }
 
-/// The status subresource patch that mirrors `inst` into the object, `None` when it already does.
-pub fn status_patch(obj: &Value, inst: &Instance) -> Option<Value> {
-    let want = status_of(inst);
+/// The typed object's conditions, each observing the object's generation (never the
+/// Instance's): while the Instance has not acted on the object's generation, `Reconciling`
+/// ([`INSTANCE_PENDING`]) with the object's previous `Ready`; an Instance of someone else,
+/// `Stalled` ([`INSTANCE_CONFLICT`]); otherwise the Instance's own conditions. One the Instance
+/// judged at an older generation than its current one stays older than the object's (so
+/// `kubectl wait` on the object waits as it would on the Instance).
+pub fn typed_conditions(
+    obj: &Value,
+    inst: Option<&Instance>,
+    action: &InstanceAction,
+    now: Timestamp,
+) -> Vec<Condition> {
+    let g = generation(obj);
+    let before: Vec<Condition> = obj
+        .pointer("/status/conditions")
+        .and_then(|c| serde_json::from_value(c.clone()).ok())
+        .unwrap_or_default();
+    let kept_ready = || before.iter().filter(|c| c.type_ == READY).cloned();
+    let own = |type_: &str, reason: &str, message: String| {
+        let mut out: Vec<Condition> = kept_ready().collect();
+        let c = Condition {
+            type_: type_.into(),
+            status: "True".into(),
+            observed_generation: g,
+            last_transition_time: now.to_string(),
+            reason: reason.into(),
+            message,
+        };
+        let mut prev: Vec<Condition> = before.iter().filter(|p| p.type_ == type_).cloned().collect();
+        set_condition(&mut prev, c);
+        out.extend(prev);
+        out
+    };
+    let inst = match (action, inst) {
+        (InstanceAction::Conflict(msg), _) => return own(STALLED, INSTANCE_CONFLICT, msg.clone()),
+        (InstanceAction::Nothing, Some(i)) if acted_on(i) => i,
+        (_, i) => {
+            let name = i.map_or_else(|| json_str(obj, "/metadata/name"), |i| i.metadata.name.clone());
+            let msg = format!("Instance {name} has not acted on this change yet");
+            return own(RECONCILING, INSTANCE_PENDING, msg);
+        }
+    };
+    let current = inst.metadata.other.get("generation").and_then(Value::as_i64);
+    let st = inst.status.clone().unwrap_or_default();
+    st.conditions
+        .into_iter()
+        .map(|mut c| {
+            let prev = before.iter().find(|p| p.type_ == c.type_);
+            c.observed_generation = if c.observed_generation == current {
+                g
+            } else {
+                // Judged at an older generation of the Instance: older than the object's.
+                let older = g.map(|g| (g - 1).max(0));
+                prev.and_then(|p| p.observed_generation)
+                    .filter(|p| Some(*p) < g)
+                    .or(older)
+            };
+            c
+        })
+        .collect()
+}
+
+/// The Instance has written a status for its current generation.
+fn acted_on(inst: &Instance) -> bool {
+    let current = inst.metadata.other.get("generation").and_then(Value::as_i64);
+    let observed = inst.status.as_ref().and_then(|s| s.observed_generation);
+    observed.is_some() && observed == current
+}
+
+fn generation(obj: &Value) -> Option<i64> {
+    obj.pointer("/metadata/generation").and_then(Value::as_i64)
+}
+
+fn json_str(obj: &Value, pointer: &str) -> String {
+    obj.pointer(pointer)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// The status subresource patch that makes the object's status [`status_of`], `None` when it
+/// already is.
+pub fn status_patch(
+    obj: &Value,
+    inst: Option<&Instance>,
+    action: &InstanceAction,
+    now: Timestamp,
+) -> Option<Value> {
+    let want = status_of(obj, inst, action, now);
     if obj.get("status") == Some(&want) {
         return None;
     }

@@ -941,7 +941,7 @@ fn create_validates_parameters() {
     assert!(outcome(&create(&with_params(idle(), &[("REQ", "v")]), &o)).is_ok());
 }
 
-/// Issue 26: schema keywords and package-level rules are judged by the manager's admission too.
+/// schema keywords and package-level rules are Judged by the manager's admission too.
 /// Needs the validator of `kudo-schema` (stubbed until its core and CEL commits are merged).
 #[test]
 fn create_and_update_judge_schema_keywords_and_package_rules() {

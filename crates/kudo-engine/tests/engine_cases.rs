@@ -1433,7 +1433,7 @@ fn invalid_timeouts_are_fatal() {
     assert_eq!(sum.fatal.unwrap().reason, "InvalidTimeout");
 }
 
-// ------------------------------------------------------------------ why a step waits (issue 27)
+// ------------------------------------------------------------------ why a step waits
 
 fn waiting(lines: &[&str]) -> TaskOutcome {
     TaskOutcome::InProgress(Some(lines.join("\n")))

@@ -50,7 +50,7 @@ fn an_unchanged_status_is_not_written() {
     assert_eq!(status_patch(&st, &st.clone()), None);
 }
 
-/// Issue 14, bug 2: a merge patch keeps keys it does not mention, so a cleared plan message must
+/// a merge patch Keeps keys it does not mention, so a cleared plan message must
 /// be sent as null.
 #[test]
 fn a_cleared_plan_message_is_patched_as_null() {

@@ -1,4 +1,4 @@
-//! Revision history and rollback decisions (issue 27, items 1 and 2), table-tested on the pure
+//! Revision history and rollback decisions, table-tested on the pure
 //! functions the manager and `kubectl kudo history|rollback` share.
 
 use std::collections::BTreeMap;

@@ -5,8 +5,8 @@ use std::collections::BTreeSet;
 
 use kudo_api::{CLEANUP_FINALIZER, ExecutionStatus, Instance, InstanceStatus, OperatorVersion, PlanStatus};
 use kudo_engine::reconcile::{
-    CLUSTER_OBJECTS_ANNOTATION, CLUSTER_OBJECTS_FINALIZER, ClusterObject, RETRY_ANNOTATION, Settle, settle,
-    stored_cluster_objects,
+    CLUSTER_OBJECTS_ANNOTATION, CLUSTER_OBJECTS_FINALIZER, ClusterObject, ENDED_RUN_ANNOTATION,
+    RETRY_ANNOTATION, Settle, settle, stored_cluster_objects,
 };
 use kudo_engine::{TIMING_ANNOTATION, retry};
 use serde_json::json;
@@ -262,4 +262,27 @@ fn the_cluster_objects_annotation_round_trips_and_tolerates_garbage() {
         .annotations
         .insert(CLUSTER_OBJECTS_ANNOTATION.into(), "not json".into());
     assert!(stored_cluster_objects(&i).is_empty());
+}
+
+#[test]
+fn the_run_the_write_unschedules_is_recorded_with_it() {
+    let mut i = inst();
+    i.spec.plan_execution.plan_name = "deploy".into();
+    i.spec.plan_execution.uid = "r1".into();
+    let o = ov(&["deploy"]);
+    let ended = status("deploy", "r1", ExecutionStatus::Complete);
+    let s = run(&i, &o, &ended, false, &[]);
+    let recorded = s.annotations[ENDED_RUN_ANNOTATION].as_deref().unwrap();
+    assert_eq!(
+        serde_json::from_str::<PlanStatus>(recorded).unwrap(),
+        ended.plan_status["deploy"]
+    );
+    let running = run(
+        &i,
+        &o,
+        &status("deploy", "r1", ExecutionStatus::InProgress),
+        false,
+        &[],
+    );
+    assert!(!running.annotations.contains_key(ENDED_RUN_ANNOTATION));
 }

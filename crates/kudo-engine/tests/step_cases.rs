@@ -498,9 +498,13 @@ fn a_pass_that_only_started_the_run_keeps_the_stored_status_until_the_grace_ends
         TaskOutcome::InProgress(None),
         &annotations,
     );
-    let stored = InstanceStatus::default();
+    // A status the manager wrote before (an Instance without one is written at once).
+    let stored = InstanceStatus {
+        observed_generation: Some(1),
+        ..InstanceStatus::default()
+    };
     let mut status = stored.clone();
-    let ended = after_pass(&end(&summary, &stored, false), ps, &mut status);
+    let ended = after_pass(&end(&summary, &stored, false), ps.clone(), &mut status);
     assert!(ended.keep_stored_status);
     assert_eq!(status, stored, "nothing but the start happened");
     assert!(
@@ -511,6 +515,13 @@ fn a_pass_that_only_started_the_run_keeps_the_stored_status_until_the_grace_ends
         ended
             .requeue
             .is_some_and(|r| r <= Duration::from_secs(WAITING_GRACE_SECS))
+    );
+    let unseen = InstanceStatus::default();
+    let mut status = unseen.clone();
+    let first = after_pass(&end(&summary, &unseen, false), ps, &mut status);
+    assert!(
+        !first.keep_stored_status,
+        "a new Instance's first status goes out with its first reconcile"
     );
 }
 

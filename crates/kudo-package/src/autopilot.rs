@@ -1,4 +1,4 @@
-//! Static checks of autopilot rules (plan field `when`, a kudo-rs extension, issue 16) and the
+//! Static checks of autopilot rules (plan field `when`, a kudo-rs extension) and the
 //! bounded compilation of their CEL conditions.
 //!
 //! The same checks run at `package verify` (over the package's params.yaml) and at install (over

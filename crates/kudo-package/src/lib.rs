@@ -9,6 +9,7 @@
 //! for a render against a live cluster (the manager's and a preview's); [`schema`] for
 //! parameter declarations as kube and JSON-Schema 2020-12 schemas.
 
+pub mod argocd;
 pub mod autopilot;
 pub mod create;
 pub mod deps_hash;

@@ -46,7 +46,7 @@ pub struct OperatorFile {
     pub plans: BTreeMap<String, Plan>,
     #[serde(default, deserialize_with = "lenient::string")]
     pub namespace_manifest: String,
-    /// kudo-rs extension (issue 26): the operator's typed API (a CRD per operator).
+    /// kudo-rs extension: the operator's typed API (a CRD per operator).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api: Option<kudo_api::TypedApi>,
 }
@@ -107,7 +107,7 @@ pub struct ParamsFile {
     pub api_version: String,
     #[serde(default, deserialize_with = "lenient::or_default")]
     pub groups: Vec<Group>,
-    /// kudo-rs extension (issue 26): cross-parameter CEL rules (root `x-kubernetes-validations`).
+    /// kudo-rs extension: cross-parameter CEL rules (root `x-kubernetes-validations`).
     #[serde(
         default,
         rename = "x-kubernetes-validations",

@@ -64,7 +64,7 @@ pub enum ParamValueError {
         value: String,
         allowed: Vec<String>,
     },
-    /// kudo-rs extension (issue 26): the typed value breaks a schema keyword of the declaration.
+    /// kudo-rs extension: the typed value breaks a schema keyword of the declaration.
     /// `path` is the parameter's name, with the element for a nested value (`PORTS[1]`);
     /// `message` is the validator's short wording (`12 is greater than the maximum of 9`).
     #[error("parameter {path}: {message}")]
@@ -73,7 +73,7 @@ pub enum ParamValueError {
         path: String,
         message: String,
     },
-    /// kudo-rs extension (issue 26): a package-level rule (`x-kubernetes-validations` of
+    /// kudo-rs extension: a package-level rule (`x-kubernetes-validations` of
     /// `params.yaml`) does not hold for the values together.
     #[error("parameters do not satisfy the rule {rule:?}{}", rule_message(.message))]
     Rule { rule: String, message: String },
@@ -263,7 +263,7 @@ fn go_list(vs: &[String]) -> String {
 
 /// One value (`""` when unset) against its declaration: KUDO's `ValidateValue` (required without
 /// default, type, enum: KUDO's wording, first error only), then — when those pass and a value is
-/// set — the declaration's schema keywords (issue 26), every violation, by the one validator.
+/// set — the declaration's schema keywords, every violation, by the one validator.
 pub fn check_value(p: &Parameter, value: &str) -> Vec<ParamValueError> {
     if let Err(e) = kudo_value_rules(p, value) {
         return vec![e];
@@ -292,7 +292,7 @@ pub fn validate_value(p: &Parameter, value: &str) -> Result<(), ParamValueError>
     check_value(p, value).into_iter().next().map_or(Ok(()), Err)
 }
 
-/// The package-level rules (issue 26) over all values at once (set or defaulted, typed by
+/// The package-level rules over all values at once (set or defaulted, typed by
 /// [`crate::schema::typed_values`]). Judged only when every value passed its own checks, so a
 /// rule never reports on a value that is already refused.
 pub fn check_rules(
@@ -351,7 +351,7 @@ pub fn validate_values(defs: &[Parameter], values: &BTreeMap<String, String>) ->
     validate_all(defs, &[], values)
 }
 
-/// [`validate_values`] plus the package-level `rules` (issue 26), judged after every value passed
+/// [`validate_values`] plus the package-level `rules`, judged after every value passed
 /// its own checks: THE parameter rule set of `package verify`, the CLI and the manager.
 pub fn validate_all(
     defs: &[Parameter],

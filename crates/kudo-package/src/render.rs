@@ -241,7 +241,7 @@ pub fn render_string(
 }
 
 /// Validates `ctx.parameters` against the OperatorVersion (required, type, enum with KUDO's
-/// wording; then the schema keywords and the package-level rules of issue 26). Returns all errors.
+/// wording; then the schema keywords and the package-level rules). Returns all errors.
 pub fn validate_parameters(ov: &OperatorVersion, values: &BTreeMap<String, String>) -> Vec<String> {
     let spec = &ov.spec;
     crate::params::validate_all(&spec.parameters, &spec.parameter_validations, values)

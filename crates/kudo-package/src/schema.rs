@@ -1,4 +1,4 @@
-//! Parameter declarations as schemas (issue 26).
+//! Parameter declarations as schemas.
 //!
 //! A parameter's declaration (`kudo_api::Parameter`: KUDO's type, enum and default plus the
 //! JSON-Schema keywords of [`kudo_api::ParameterSchema`]) becomes one schema in two dialects:

@@ -18,7 +18,7 @@ pub struct Document {
 ///
 /// A running plan renders its templates again at every pass, and the text is the same until a
 /// parameter or the OperatorVersion changes; parsing it as YAML was most of a render (three
-/// quarters of it in the real-cluster scale bench, issue 28). The documents are kept as compact
+/// quarters of it in the real-cluster scale bench). The documents are kept as compact
 /// JSON text (a parsed tree is ~5× larger; decoding JSON is many times cheaper than parsing YAML).
 /// The fingerprint is two SipHashes with per-process random keys (128 bits no one outside the
 /// process can aim at), so two different texts are never taken for each other in practice. Only

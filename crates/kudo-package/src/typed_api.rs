@@ -1,4 +1,4 @@
-//! The typed API of an operator (issue 26 item 3, a kudo-rs extension): the CustomResourceDefinition
+//! The typed API of an operator (a kudo-rs extension): the CustomResourceDefinition
 //! made from an OperatorVersion's `api:` section and its parameters, the checks of that section,
 //! who owns an existing CRD of that name, and the mapping between a typed object's `spec` and the
 //! Instance's parameters (KUDO's strings).

@@ -109,7 +109,7 @@ pub fn verify(pkg: &Package, checks: ParamChecks) -> Verification {
     plan_references(pkg, &mut r);
     crate::tmpl::parameter_usage(pkg, &mut r);
     parameter_definitions(pkg, &mut r);
-    // Ours (issue 26): schema keywords and package-level rules.
+    // Ours: schema keywords and package-level rules.
     parameter_schemas(pkg, &mut r);
     sensitive_names(pkg, &mut r);
     template_references(pkg, &mut r);
@@ -120,7 +120,7 @@ pub fn verify(pkg: &Package, checks: ParamChecks) -> Verification {
         r.error(e);
     }
     extended(pkg, checks, &mut r);
-    // Ours: the typed API section (issue 26).
+    // Ours: the typed API section.
     if let Some(api) = &pkg.operator.api {
         for e in crate::typed_api::check_api(api, &pkg.params.definitions()) {
             r.error(e);
@@ -420,7 +420,7 @@ fn schema_violations(p: &kudo_api::Parameter, value: &str) -> Vec<String> {
         .collect()
 }
 
-/// Ours (issue 26): every declared schema is usable (`kudo_schema::check_schema`, naming the
+/// Ours: every declared schema is usable (`kudo_schema::check_schema`, naming the
 /// parameter and keyword), every default and enum value satisfies it, the package-level rules
 /// compile and — when the defaults form a complete value set — hold for the defaults.
 fn parameter_schemas(pkg: &Package, r: &mut Verification) {

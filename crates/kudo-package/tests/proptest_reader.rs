@@ -1,4 +1,4 @@
-//! Bounded property tests of the package reader (issue 17): gzip/tar archives (random bytes,
+//! Bounded property tests of the package reader: gzip/tar archives (random bytes,
 //! random tar content, real packages with mutated files), `operator.yaml`, `params.yaml` and
 //! template documents. Whatever the input: an error or a package, never a panic, never more than
 //! `MAX_PEAK` bytes of heap at once. `PROPTEST_CASES=N` for a longer local run.

@@ -1,4 +1,4 @@
-//! Issue 26, items 1 and 2: schema keywords on parameters, package-level rules, their kube and
+//! schema keywords on Parameters, package-level rules, their kube and
 //! JSON-Schema 2020-12 forms, and the one rule set (`params::validate_all`) that `package verify`,
 //! the CLI and the manager share.
 

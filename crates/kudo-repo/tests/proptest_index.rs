@@ -1,4 +1,4 @@
-//! Bounded property tests of the repository files kudo-rs downloads or reads (issue 17): a
+//! Bounded property tests of the repository files kudo-rs downloads or reads: a
 //! repository's `index.yaml`, the local `repositories.yaml`, and package locations. Mutated real
 //! files and random bytes: a value or an error, never a panic, bounded heap.
 //! `PROPTEST_CASES=N` for a longer local run.

@@ -4,7 +4,7 @@
 //! `x-kubernetes-preserve-unknown-fields`) plus CEL `x-kubernetes-validations`, including
 //! transition rules over `oldSelf`.
 //!
-//! Used everywhere a value meets a schema (issue 26): the embedded API server validates custom
+//! Used everywhere a value meets a schema: the embedded API server validates custom
 //! objects with it, and `package verify`, the CLI and the manager validate operator parameters with
 //! it (a parameter's declaration is turned into one of these schemas). Written here rather than taken
 //! from a JSON-Schema crate because what matters is kube-apiserver's behaviour and wording

@@ -3,7 +3,7 @@
 //! `.yaml` / `.yml` else the shared `data.*` else `{}` (read and decoded anew per case), parse,
 //! execute, write `NAME.out` or `NAME.err`. Same file layout and results as the Go oracle's
 //! `--batch`, so `user CPU` of this process against `gotmpl-oracle --jobs 1 --batch` is the
-//! like-for-like engine comparison of issue 17 (`scripts/bench-template.sh` runs both). Data is
+//! like-for-like engine comparison (`scripts/bench-template.sh` runs both). Data is
 //! decoded with `data::decode_value` (JSON straight into template values), as the CLI does; the
 //! differential fuzz test checks it against the two-step `decode_data` + `Value::from_json`.
 //!

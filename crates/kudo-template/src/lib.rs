@@ -1,6 +1,6 @@
 //! Go `text/template` + Sprig, rendering KUDO operator templates byte for byte as KUDO v0.19 did.
 //!
-//! Why our own engine and not the `gotmpl` crate (evaluated for issue #2): its values carry no Go type
+//! Why our own engine and not the `gotmpl` crate (evaluated): its values carry no Go type
 //! identity (`[]int` vs `[]interface {}` matters for `printf "%T"`, `typeOf` and argument
 //! conversion), its maps are immutable (Sprig's `set`/`unset` mutate Go maps in place, visibly through
 //! the template's data), and its execution errors carry neither position nor Go's

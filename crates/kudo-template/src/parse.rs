@@ -89,12 +89,12 @@ pub struct Command {
 
 /// A name or short string of the tree (field, variable, function name, string constant). Most are
 /// a few bytes: `SmolStr` keeps up to 23 bytes inline, so parsing them allocates nothing (the
-/// allocations of per-identifier `String`s were a third of a parse's cost, issue 17).
+/// allocations of per-identifier `String`s were a third of a parse's cost).
 pub type Ident = smol_str::SmolStr;
 
 /// A field chain (`.A.B`, `$x.A`): two names fit inline, as in `.Params.X`, without a heap vector.
 /// Commands are short too, hence `SmallVec` for their operands: each heap vector was one
-/// allocation per action (issue 17). Pipeline stages stay a `Vec`: inline stages made every
+/// allocation per action. Pipeline stages stay a `Vec`: inline stages made every
 /// `Node` 320 bytes to move, for no measured gain.
 pub type Idents = SmallVec<[Ident; 2]>;
 
@@ -315,7 +315,7 @@ pub const MAX_PARSE_DEPTH: usize = 200;
 
 /// The parse result: all trees of the text, in definition order. A template file defines a few
 /// trees at most, so they are found by name with a linear scan: cheaper than building, hashing
-/// and freeing a `HashMap` on every parse (issue 17).
+/// and freeing a `HashMap` on every parse.
 pub(crate) struct Parsed {
     pub trees: Vec<Tree>,
 }
@@ -353,7 +353,7 @@ struct Parser<'a> {
     parsed: &'a mut Parsed,
     /// Nodes of the lists being parsed, innermost last: a list is moved out in one exact-size
     /// allocation when it ends, instead of growing (and copying) a `Vec` of 144-byte nodes per
-    /// list (issue 17).
+    /// list.
     nodes: Vec<Node>,
 }
 

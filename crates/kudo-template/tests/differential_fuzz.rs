@@ -1,4 +1,4 @@
-//! Differential fuzzing against the Go oracle (issue 17): seeded random cases rendered by our engine
+//! Differential fuzzing against the Go oracle: seeded random cases rendered by our engine
 //! and by `gotmpl-oracle --profile kudo --batch` (real Go `text/template` + Sprig), compared case by
 //! case: the same output bytes, or both an error with the same one-line message.
 //!

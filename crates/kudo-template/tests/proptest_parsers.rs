@@ -1,4 +1,4 @@
-//! Bounded property tests of the template engine's untrusted-input parsers (issue 17): the
+//! Bounded property tests of the template engine's untrusted-input parsers: the
 //! lexer/parser (any text, and soups of template tokens), execution of whatever parses, and the
 //! YAML/JSON data decoder. Properties: no panic, no stack overflow, bounded heap per input
 //! (`support/bounded_fuzz.rs`). Case counts are sized for CI; `PROPTEST_CASES=100000` runs longer

@@ -282,6 +282,8 @@ async fn demo(
         service_account: Default::default(),
         wait: WaitOpts::default(),
         allow_breaking_changes: false,
+        dry_run: false,
+        output: None,
     };
     super::instance::install(opts, install, io).await?;
     let package = kudo_package::read_path(pkg)?;

@@ -18,7 +18,7 @@ use kudo_client::{Event, Progress, install, uninstall, update, upgrade};
 use kudo_package::params;
 
 use super::cluster::{ClusterOpts, connect};
-use super::preview::{self, Change, DryRunOpts};
+use super::preview::{self, Change, DryRunOpts, PreviewOutput};
 use super::repo::Resolved;
 use crate::Io;
 
@@ -141,6 +141,31 @@ pub struct InstallArgs {
     /// objects of it would no longer be valid under the new schema.
     #[arg(long)]
     pub allow_breaking_changes: bool,
+    /// Print the objects install would create (Operator, OperatorVersion, the typed API's CRD and
+    /// ClusterRoles, the Instance; with --create-namespace the Namespace first) instead of
+    /// creating them, for Git: no request is made. Sensitive values are refused: give them as
+    /// --parameter-secret references.
+    #[arg(long, conflicts_with_all = ["in_cluster", "wait"])]
+    pub dry_run: bool,
+    /// Output of --dry-run: yaml (documents) or json (one v1 List).
+    #[arg(
+        short = 'o',
+        long = "output",
+        value_enum,
+        requires = "dry_run",
+        value_name = "FORMAT"
+    )]
+    pub output: Option<ManifestFormat>,
+}
+
+/// How `install --dry-run` prints the manifests.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum ManifestFormat {
+    /// YAML documents, each after `---`.
+    #[default]
+    Yaml,
+    /// One `v1` `List` (which `kubectl apply -f -` takes).
+    Json,
 }
 
 #[derive(Args, Debug)]
@@ -270,7 +295,6 @@ pub async fn install(opts: &ClusterOpts, args: InstallArgs, io: &mut Io<'_>) -> 
     }
     let resolved = load_package(opts, &args.package, &args.source, io).await?;
     let values = args.params.values()?;
-    let cluster = connect(opts).await?;
     let req = InstallRequest {
         package: resolved.package,
         source: resolved.source,
@@ -283,11 +307,41 @@ pub async fn install(opts: &ClusterOpts, args: InstallArgs, io: &mut Io<'_>) -> 
         create_namespace: args.create_namespace,
         allow_breaking_changes: args.allow_breaking_changes,
     };
+    if args.dry_run {
+        return print_manifests(opts, &req, args.output.unwrap_or_default(), io).await;
+    }
+    let cluster = connect(opts).await?;
     let installed: Installed = install::install(&cluster, req, io).await?;
     match installed.instance {
         Some(created) => created_instance(&cluster, created, &args.wait, io).await,
         None => Ok(ExitCode::SUCCESS),
     }
+}
+
+/// `install --dry-run` (and `upgrade --dry-run -o manifests`): the objects `req` writes, in the
+/// namespace the command would use (read from the flags and kubeconfig; no request).
+async fn print_manifests(
+    opts: &ClusterOpts,
+    req: &InstallRequest,
+    format: ManifestFormat,
+    io: &mut Io<'_>,
+) -> Result<ExitCode> {
+    let namespace = kudo_client::cluster::namespace(&opts.connect_options()).await;
+    let objects = kudo_client::manifests::install_manifests(req, &namespace)?;
+    match format {
+        ManifestFormat::Yaml => {
+            for o in &objects {
+                writeln!(io.out, "---")?;
+                write!(io.out, "{}", serde_saphyr::to_string(o)?)?;
+            }
+        }
+        ManifestFormat::Json => {
+            let list =
+                serde_json::json!({"apiVersion": "v1", "kind": "List", "metadata": {}, "items": objects});
+            writeln!(io.out, "{}", serde_json::to_string_pretty(&list)?)?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Prints KUDO's message of a new Instance (and a warning when its Secret has no owner), then
@@ -371,6 +425,22 @@ pub async fn upgrade(opts: &ClusterOpts, args: UpgradeArgs, io: &mut Io<'_>) -> 
     preview::refuse_wait(&args.dry_run, args.wait.wait)?;
     let resolved = load_package(opts, &args.package, &args.source, io).await?;
     let values = args.params.values()?;
+    if args.dry_run.output == Some(PreviewOutput::Manifests) {
+        // For Git the upgraded Instance is the new package's, with the Instance's values again.
+        let req = InstallRequest {
+            package: resolved.package,
+            source: resolved.source,
+            dependencies: resolved.dependencies,
+            instance: Some(args.instance.clone()),
+            values,
+            parameter_secrets: args.params.parameter_secrets.clone(),
+            service_account: None,
+            skip_instance: false,
+            create_namespace: false,
+            allow_breaking_changes: args.allow_breaking_changes,
+        };
+        return print_manifests(opts, &req, ManifestFormat::Yaml, io).await;
+    }
     let cluster = connect(opts).await?;
     let req = UpgradeRequest {
         package: resolved.package,

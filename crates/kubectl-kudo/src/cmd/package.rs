@@ -77,6 +77,24 @@ pub enum PackageCommand {
         #[arg(short, long, default_value = "json")]
         output: Output,
     },
+    /// Print Argo CD's health checks for Instances and for the package's typed API, as a merge
+    /// patch of the argocd-cm ConfigMap (keys resource.customizations.health.<group>_<Kind>).
+    #[command(
+        name = "argocd-health",
+        after_help = "Examples:
+  kubectl kudo package argocd-health ./galera > argocd-health.yaml
+  kubectl -n argocd patch configmap argocd-cm --type merge --patch-file argocd-health.yaml
+  kubectl kudo package argocd-health   # only kudo.dev/Instance, outside a package directory
+
+The checks, with their tests in Argo CD's layout, are in deploy/argocd/resource_customizations/."
+    )]
+    ArgocdHealth {
+        /// Package directory or .tgz, or an operator name in a repository (none: only the
+        /// Instance's check).
+        package: Option<String>,
+        #[command(flatten)]
+        source: super::repo::PackageSourceOpts,
+    },
     /// Verify a package and pack it into a reproducible <name>-<appVersion>_<operatorVersion>.tgz.
     #[command(
         after_help = "Examples:\n  kubectl kudo package create ./operator\n  kubectl kudo package create ./operator -d dist --overwrite"
@@ -275,6 +293,27 @@ fn load(path: &Path) -> anyhow::Result<Package> {
     read_path(path).with_context(|| format!("failed to read package {}", path.display()))
 }
 
+/// `package argocd-health [PKG]`: the argocd-cm patch for Instances and PKG's typed API.
+fn argocd_health(
+    opts: &super::cluster::ClusterOpts,
+    package: Option<String>,
+    source: &super::repo::PackageSourceOpts,
+    io: &mut Io<'_>,
+) -> anyhow::Result<ExitCode> {
+    let api = match &package {
+        Some(p) => load_listed(opts, p, source)?.operator.api,
+        None => None,
+    };
+    if let (Some(p), None) = (&package, &api) {
+        writeln!(
+            io.err,
+            "package {p} declares no typed API (api: in operator.yaml): only kudo.dev/Instance's check"
+        )?;
+    }
+    write!(io.out, "{}", kudo_package::argocd::argocd_cm_patch(api.as_ref()))?;
+    Ok(ExitCode::SUCCESS)
+}
+
 /// A package for `package list`: a local path, a URL, an `oci://` artifact or a repository name,
 /// as `install` resolves it.
 fn load_listed(
@@ -415,6 +454,7 @@ pub async fn run(
             }
             Ok(ExitCode::SUCCESS)
         }
+        PackageCommand::ArgocdHealth { package, source } => argocd_health(opts, package, &source, io),
         PackageCommand::Create {
             package,
             destination,

@@ -68,6 +68,9 @@ pub enum PreviewOutput {
     Yaml,
     /// One JSON document: {decision, plan, dryRun, objects, diffs}.
     Json,
+    /// `upgrade` only: the objects the upgrade writes, as manifests for Git (those of `install
+    /// --dry-run -o yaml` with the new package), without touching the cluster.
+    Manifests,
 }
 
 /// `--dry-run[=client|server]` and `-o diff|yaml|json`, shared by every command that changes an
@@ -133,6 +136,9 @@ pub async fn preview(
     io: &mut Io<'_>,
 ) -> Result<ExitCode> {
     let (mode, format) = (opts.mode(), opts.format());
+    if format == PreviewOutput::Manifests {
+        anyhow::bail!("-o manifests is for `upgrade --dry-run`: it prints the objects an upgrade writes");
+    }
     let request = PreviewRequest {
         change,
         mode: mode.mode(),
@@ -147,6 +153,8 @@ pub async fn preview(
         PreviewOutput::Json => print_json(&p, mode, io)?,
         PreviewOutput::Yaml => print_yaml(&p, io)?,
         PreviewOutput::Diff => print_diffs(&p.verdict, mode, p.diffs.as_deref().unwrap_or(&[]), io)?,
+        // Refused at the top.
+        PreviewOutput::Manifests => {}
     }
     let refused = p.refused();
     if refused > 0 {

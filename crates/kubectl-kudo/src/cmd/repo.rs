@@ -1,5 +1,5 @@
 //! `kubectl kudo repo …`, `search`, shell completions, and resolving `install NAME` through the
-//! configured repositories (issue #8).
+//! configured repositories.
 //!
 //! Repository work is blocking I/O (see `kudo-repo`); these commands run without a tokio runtime.
 //! They write through the [`Io`] they are given.

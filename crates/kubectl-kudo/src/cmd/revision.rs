@@ -1,4 +1,4 @@
-//! `history` and `rollback` (kudo-rs extension, issue 27): the revisions the manager records for
+//! `history` and `rollback` (kudo-rs extension): the revisions the manager records for
 //! every plan run it admits (see `kudo_engine::revision`), and the way back to one of them.
 //!
 //! The decisions are the engine's ([`kudo_engine::rollback`]); this module reads the Instance,

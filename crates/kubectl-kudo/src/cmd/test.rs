@@ -1,4 +1,4 @@
-//! `kubectl kudo test`: runs kuttl-format operator test suites (issue #9). The harness lives in
+//! `kubectl kudo test`: runs kuttl-format operator test suites. The harness lives in
 //! the `kudo-kuttl` crate; this module maps kuttl's flags onto it.
 //!
 //! A suite runs for minutes; its log streams to `io.out` line by line as the harness writes it.
@@ -103,7 +103,7 @@ pub async fn run(opts: &ClusterOpts, args: TestArgs, io: &mut crate::Io<'_>) -> 
     if let Some(k) = &opts.kubeconfig
         && suite.wants_embedded_cluster()
     {
-        // An explicit target wins over the suite's startControlPlane/startKIND (bug 5 of issue 14):
+        // An explicit target wins over the suite's startControlPlane/startKIND:
         // the same suite runs on the embedded cluster by default and on a real one when asked.
         writeln!(
             io.err,

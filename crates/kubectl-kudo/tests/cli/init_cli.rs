@@ -1,5 +1,5 @@
-//! `kubectl kudo init --dry-run -o json` is input `kubectl apply -f -` takes (issue 14, bug 4:
-//! it was a bare JSON array, which kubectl rejects).
+//! `kubectl kudo init --dry-run -o json` is input `kubectl apply -f -` takes
+//! (it was a bare JSON array, which kubectl rejects).
 
 use std::io::Write;
 use std::process::{Command, Stdio};

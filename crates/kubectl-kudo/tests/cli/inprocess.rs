@@ -128,6 +128,98 @@ fn package_render_and_list() {
 }
 
 #[test]
+fn package_argocd_health_prints_the_argocd_cm_patch() {
+    let galera = repo().join("examples/galera");
+    let Outcome { run, .. } = same_as_binary(&["package", "argocd-health", path(&galera)]);
+    let patch: serde_json::Value = serde_saphyr::from_str(&run.out).expect("YAML");
+    let data = patch["data"].as_object().expect("data");
+    let checks = repo().join("deploy/argocd/resource_customizations");
+    let script = |p: &str| std::fs::read_to_string(checks.join(p)).unwrap();
+    assert_eq!(
+        data["resource.customizations.health.kudo.dev_Instance"],
+        script("kudo.dev/Instance/health.lua")
+    );
+    assert_eq!(
+        data["resource.customizations.health.galera.kudo.dev_Galera"],
+        script("_.kudo.dev/_/health.lua")
+    );
+    // Without a typed API: only the Instance's, and stderr says why.
+    let plain = repo().join("examples/first-operator");
+    let Outcome { run, .. } = same_as_binary(&["package", "argocd-health", path(&plain)]);
+    assert!(run.err.contains("declares no typed API"), "{}", run.err);
+    let patch: serde_json::Value = serde_saphyr::from_str(&run.out).expect("YAML");
+    assert_eq!(patch["data"].as_object().unwrap().len(), 1);
+}
+
+/// [`same_as_binary`] for commands that need the tokio runtime (they read packages off it).
+fn same_on_tokio(rt: &tokio::runtime::Runtime, args: &[&str]) -> Run {
+    let (run, _) = rt.block_on(inprocess(args));
+    assert_eq!(run, binary(args), "in-process vs binary: {args:?}");
+    run
+}
+
+#[test]
+fn install_and_upgrade_dry_run_print_manifests_without_a_cluster() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let galera = repo().join("examples/galera");
+    // No kubeconfig anywhere: nothing is requested.
+    let args = ["--kubeconfig", "/nonexistent/kubeconfig", "-n", "db-ns"];
+    let install = [
+        &["install", path(&galera), "--instance", "db", "--dry-run"][..],
+        &args,
+    ]
+    .concat();
+    let run = same_on_tokio(&rt, &install);
+    assert_eq!(run.code, ExitCode::SUCCESS, "{run:?}");
+    let docs: Vec<serde_json::Value> = run
+        .out
+        .split("---\n")
+        .filter(|d| !d.trim().is_empty())
+        .map(|d| serde_saphyr::from_str(d).unwrap())
+        .collect();
+    let last = docs.last().unwrap();
+    assert_eq!(
+        (last["kind"].as_str(), last["metadata"]["namespace"].as_str()),
+        (Some("Instance"), Some("db-ns"))
+    );
+    let json = [&install[..], &["-o", "json"]].concat();
+    let list: serde_json::Value = serde_json::from_str(&same_on_tokio(&rt, &json).out).unwrap();
+    assert_eq!(list["kind"], "List");
+    assert_eq!(list["items"].as_array().unwrap().len(), docs.len());
+    // A sensitive value is refused, naming the parameter.
+    let secret = [&install[..], &["-p", "MYSQL_ROOT_PASSWORD=s3cret"]].concat();
+    let refused = same_on_tokio(&rt, &secret);
+    assert_eq!(refused.code, ExitCode::from(1));
+    assert!(
+        refused.err.contains("MYSQL_ROOT_PASSWORD") && !refused.err.contains("s3cret"),
+        "{}",
+        refused.err
+    );
+    // A bad value is refused as install refuses it.
+    let bad = [&install[..], &["-p", "NODE_COUNT=99"]].concat();
+    assert_eq!(same_on_tokio(&rt, &bad).code, ExitCode::from(1));
+    // upgrade: the new version's manifests, the Instance named by --instance.
+    let upgrade = [
+        &[
+            "upgrade",
+            path(&galera),
+            "--instance",
+            "db",
+            "--dry-run",
+            "-o",
+            "manifests",
+        ][..],
+        &args,
+    ]
+    .concat();
+    assert_eq!(
+        same_on_tokio(&rt, &upgrade).out,
+        run.out,
+        "upgrade's manifests are install's"
+    );
+}
+
+#[test]
 fn template_render_exit_codes() {
     let dir = tempfile::tempdir().unwrap();
     let ok = dir.path().join("ok.tmpl");

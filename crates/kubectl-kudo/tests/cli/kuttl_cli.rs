@@ -101,7 +101,7 @@ fn missing_suite_is_a_clear_error() {
     assert!(text.contains("no kuttl-test.yaml"), "{text}");
 }
 
-/// Issue #9: every example's own kuttl suite passes on the embedded cluster, run exactly as a user
+/// every Example's own kuttl suite passes on the embedded cluster, run exactly as a user
 /// would (`kubectl kudo test` in the example's directory).
 #[test]
 fn every_example_suite_passes_on_the_embedded_cluster() {
@@ -146,7 +146,7 @@ fn kubeconfig_and_start_control_plane_flags_contradict() {
     assert!(text.contains("contradict"), "{text}");
 }
 
-/// Issue 14, bug 5: an explicit `--kubeconfig` wins over the suite's `startControlPlane: true`,
+/// an explicit `--kubeconfig` wins over the suite's `startControlPlane: true`,
 /// with a notice. Before the fix the embedded cluster started anyway; the step below only passes
 /// where the real cluster's fake nodes exist.
 #[test]

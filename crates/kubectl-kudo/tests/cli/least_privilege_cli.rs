@@ -1,4 +1,4 @@
-//! Issue #25, CLI side: `init --least-privilege` against the embedded cluster (which enforces
+//! Least privilege, CLI side: `init --least-privilege` against the embedded cluster (which enforces
 //! RBAC for impersonated identities), checked with the real `kubectl auth can-i`; switching an
 //! installation between the two modes; `install|update --service-account` and
 //! `get instances -o wide`.

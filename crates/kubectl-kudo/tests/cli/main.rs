@@ -5,12 +5,14 @@
 
 mod common;
 
+mod argocd_health;
 mod autopilot_cli;
 mod catalog;
 mod dev_cli;
 mod diagnostics;
 mod exec_cli;
 mod fixtures_cli;
+mod gitops_cli;
 mod init_cli;
 mod inprocess;
 mod kudo_semantics;

@@ -1,5 +1,5 @@
 //! `kubectl-kudo manager` as a process: its JSON log lines carry the instance/plan/step fields an
-//! operator needs to follow one plan run (issue #7, operations). The cluster is the embedded API
+//! operator needs to follow one plan run. The cluster is the embedded API
 //! server with the simulator, in this test process; the manager and the install are the real
 //! binary, killed by `kill_on_drop` whatever happens.
 
@@ -117,7 +117,7 @@ async fn json_logs_carry_instance_plan_and_step_fields() {
     );
 }
 
-/// Issue 14, bug 7: text logs written to a pipe or file carry no ANSI colour codes.
+/// text Logs written to a pipe or file carry no ANSI colour codes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn text_logs_to_a_pipe_have_no_colour_codes() {
     let server = ApiServer::start(Config::default()).await.expect("server");

@@ -1,4 +1,4 @@
-//! Issue 26, items 1 and 2, through the real binary: `package schema`, `package verify` of schema
+//! Parameter schemas and rules through the real binary: `package schema`, `package verify` of schema
 //! keywords, and — against `kubectl-kudo dev` — `install`/`update` refusing a value before anything
 //! is applied, the manager refusing one set directly on the Instance, and the embedded API server
 //! keeping the new OperatorVersion fields (a real one prunes fields its CRD does not declare).

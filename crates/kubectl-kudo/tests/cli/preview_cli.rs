@@ -1,4 +1,4 @@
-//! Previews (issue 27 item 4): `update`, `upgrade` and `plan trigger` with
+//! Previews: `update`, `upgrade` and `plan trigger` with
 //! `--dry-run[=client|server]` print KUDO's decision and the objects or a server-side diff, and
 //! write nothing — every resourceVersion in the namespace (the Instance included) is unchanged —
 //! on the embedded cluster and on a real control plane, through the real binary.
@@ -482,6 +482,26 @@ fn previews_write_nothing(home: &Path, kc: &Path, ns: &str) {
         ],
     );
     assert_eq!(code, 1, "{err}");
+
+    // -o manifests is upgrade's: an update refuses it.
+    let (code, _, err) = run(
+        home,
+        kc,
+        &[
+            "update",
+            "--instance",
+            "pv",
+            "-n",
+            ns,
+            "-p",
+            "REPLICAS=2",
+            "--dry-run",
+            "-o",
+            "manifests",
+        ],
+    );
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("-o manifests is for `upgrade --dry-run`"), "{err}");
 
     let after = snapshot(kc, ns);
     assert_eq!(before, after, "a preview wrote to namespace {ns}");

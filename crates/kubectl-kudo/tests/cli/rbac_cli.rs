@@ -1,4 +1,4 @@
-//! RBAC for impersonated identities (issue #25 item 4), differential: the same Roles,
+//! RBAC for impersonated identities, differential: the same Roles,
 //! ClusterRoles (resourceNames, subresources, wildcards, aggregation labels) and bindings are
 //! applied to the embedded cluster (`kubectl-kudo dev`) and to the real control plane, then the
 //! real `kubectl auth can-i --as … --as-group …` asks every case of [`CASES`] on both, and real

@@ -1,4 +1,4 @@
-//! `kubectl kudo plan retry` (issue 27 item 3) through the real binary: a FATAL_ERROR plan re-runs
+//! `kubectl kudo plan retry` through the real binary: a FATAL_ERROR plan re-runs
 //! from its failed step and the steps before it are not applied again, while `plan trigger`
 //! restarts from the top; a plan that did not fail is refused with nothing written; the retry
 //! works across a manager restart (the decision comes only from the Instance). On

@@ -1,4 +1,4 @@
-//! Revision history and rollback (issue 27, items 1 and 2) through the real binary: every admitted
+//! Revision history and rollback through the real binary: every admitted
 //! run becomes a ControllerRevision owned by the Instance, `history` lists them, and `rollback`
 //! restores an earlier revision's values — restarting a stuck plan when the rollback runs that
 //! same plan, refusing (then, with --force, cancelling) a running plan when the package's own

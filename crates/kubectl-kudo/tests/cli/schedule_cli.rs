@@ -1,4 +1,4 @@
-//! Scheduled plans (issue 16 item 2, a kudo-rs extension) through the real binary on the embedded
+//! Scheduled plans (a kudo-rs extension) through the real binary on the embedded
 //! cluster: `package verify` and `install` refuse an unusable schedule naming the plan and the
 //! expression (nothing applied), and `plan status` shows a scheduled plan's next run, in text and
 //! in `-o yaml`.

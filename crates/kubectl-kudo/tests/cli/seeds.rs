@@ -178,7 +178,7 @@ fn write_stage(dir: &Path, stage: &Stage) {
         .filter(|l| {
             in_api = l.starts_with("api:") || (in_api && l.starts_with(' '));
             !in_api
-                && !l.starts_with("# kudo-rs extension (issue 26)")
+                && !l.starts_with("# kudo-rs extension")
                 && !l.starts_with("# an Instance of the same name")
         })
         .map(|l| format!("{l}\n"))

@@ -1,4 +1,4 @@
-//! Sensitive parameters end to end (issue 16 item 1, a kudo-rs extension) on the embedded cluster
+//! Sensitive parameters end to end (a kudo-rs extension) on the embedded cluster
 //! (`kubectl-kudo dev` as a child, logging at trace level into a file): `install -p` of a
 //! sensitive parameter stores the value in the Secret `<instance>-parameters` owned by the
 //! Instance, `update --parameter-secret` switches to an existing Secret and runs the parameter's

@@ -1,4 +1,4 @@
-//! The typed API of an operator (issue 26 item 3), as far as the CLI writes it: `install` creates
+//! The typed API of an operator, as far as the CLI writes it: `install` creates
 //! the CRD of `api:` in operator.yaml, a CRD of that name owned by something else is never
 //! overwritten (and nothing is installed), and `upgrade` refuses a version under which existing
 //! typed objects would be invalid unless `--allow-breaking-changes`. On the embedded cluster.

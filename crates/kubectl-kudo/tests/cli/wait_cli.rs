@@ -1,4 +1,4 @@
-//! `update --wait` follows the run the update caused (issue 14, bug 1): it reports the new run's
+//! `update --wait` follows the run the update caused: it reports the new run's
 //! result, and a change whose run stalls times out with a non-zero exit instead of reporting the
 //! previous run. Runs on the embedded cluster (`kubectl-kudo dev`) and, ignored, on the real one.
 
@@ -50,7 +50,7 @@ fn update_wait_follows_the_new_run(home: &Path, kubeconfig: &Path, ns: &str, sta
         &["install", pkg, "--instance", "w", "--wait", "--wait-time", "120"],
     );
     assert_eq!(code, 0, "install --wait: {out}{err}");
-    // Issue 14, bug 7: the CLI's writes carry its field manager (they showed `unknown`).
+    // the CLI's Writes carry its field manager (they showed `unknown`).
     let managers = Command::new("kubectl")
         .arg("--kubeconfig")
         .arg(kubeconfig)

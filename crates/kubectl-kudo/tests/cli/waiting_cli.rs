@@ -1,4 +1,4 @@
-//! "Why is it waiting" (issue 27 item 5): while a step waits, `plan status` prints under it one
+//! "Why is it waiting": while a step waits, `plan status` prints under it one
 //! line per object that is not healthy, with what its pods say, and the Instance status carries
 //! the same lines (`waitingFor`), on the embedded cluster through the real binary.
 

@@ -14,7 +14,8 @@ use kube::api::{Api, DynamicObject};
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::ObjectRef;
 use kudo_api::{Instance, InstanceSpec, InstanceStatus, OperatorVersion};
-use kudo_engine::reconcile::{Admitted, Requeue};
+use kudo_engine::progress::{Activity, conclude};
+use kudo_engine::reconcile::{Admitted, Requeue, restore_ended};
 use kudo_engine::{TIMING_ANNOTATION, Timestamp};
 use tracing::{Instrument, debug, info_span, warn};
 
@@ -59,7 +60,8 @@ pub enum ReconcileError {
     NoUid(String),
 }
 
-fn now() -> Timestamp {
+/// The wall clock as the engine's decisions take it.
+pub(crate) fn now() -> Timestamp {
     let secs = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs() as i64)
@@ -160,7 +162,9 @@ impl<'c> Reconciler<'c> {
         self.execute(&stored.raw, &init.later, &mut out).await;
         let Some(exec) = stored.admitted.exec.clone() else {
             // A creation KUDO would have rejected: nothing runs until the spec is fixed.
-            self.write_status(&out.old, &out.status).await?;
+            let (old, mut status) = (&out.old, out.status.clone());
+            conclude(old, &mut status, &Activity::Idle, out.generation, now);
+            self.write_status(old, &status).await?;
             return Ok(Action::requeue(out.requeue.or(self.ctx.config.idle_resync)));
         };
         let (ov, sourced) = self.executed_ov(&stored, &exec).await?;
@@ -180,8 +184,7 @@ impl<'c> Reconciler<'c> {
         let requeue = self
             .idle_or_pass(&input, &mut out, stored.deleting, &mut writes)
             .await?;
-        self.settle_run(&input, stored.deleting, writes, &out.status)
-            .await?;
+        self.settle_run(&input, stored.deleting, writes, &out).await?;
         let base = requeue.unwrap_or(self.ctx.config.idle_resync);
         Ok(Action::requeue(out.requeue.or(base)))
     }
@@ -253,17 +256,29 @@ struct Outcome {
     requeue: Requeue,
     /// The generation the admission write left, which conditions say they observed.
     generation: Option<i64>,
+    /// The pass only started a run whose status stays as stored for now
+    /// ([`kudo_engine::reconcile::start_unwritten`]): nothing is concluded on it.
+    start_unwritten: bool,
     now: Timestamp,
 }
 
 impl Outcome {
+    /// Starts from the stored status, with the end of a run whose status write was lost restored
+    /// ([`restore_ended`]).
     fn new(stored: &StoredAdmission, now: Timestamp) -> Outcome {
         let old = stored.inst.status.clone().unwrap_or_default();
+        let mut status = old.clone();
+        let inst = &stored.inst;
+        let uid = &inst.spec.plan_execution.uid;
+        if restore_ended(&mut status, &inst.metadata.annotations, uid) {
+            debug!("restoring the end of a run whose status was not written");
+        }
         Outcome {
-            status: old.clone(),
+            status,
             old,
             requeue: Requeue::default(),
             generation: stored.raw.metadata.generation,
+            start_unwritten: false,
             now,
         }
     }

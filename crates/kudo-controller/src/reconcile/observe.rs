@@ -7,7 +7,8 @@ use std::sync::Arc;
 use kube::api::{Api, DynamicObject};
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::ObjectRef;
-use kudo_api::{CLEANUP_FINALIZER, Condition, Instance, InstanceSpec, OperatorVersion};
+use kudo_api::{CLEANUP_FINALIZER, Condition, Instance, InstanceSpec, InstanceStatus, OperatorVersion};
+use kudo_engine::progress::{Activity, conclude};
 use kudo_engine::{EventType, not_ready_condition, set_condition};
 use serde_json::{Value, json};
 use tracing::{debug, warn};
@@ -240,7 +241,14 @@ impl Reconciler<'_> {
             inst.spec.operator_version.name
         );
         warn!("{msg}");
-        if self.set_not_ready(inst, reason, &msg).await? {
+        // A missing OperatorVersion may still come (applied after its Instance from Git); one
+        // that does not decode needs a fix.
+        let block = Activity::Blocked {
+            reason,
+            message: &msg,
+            stalled: decode_error.is_some(),
+        };
+        if self.set_not_ready(raw, inst, &block).await? {
             self.event(
                 raw,
                 EventType::Warning,
@@ -253,20 +261,24 @@ impl Reconciler<'_> {
         Ok(Action::requeue(self.ctx.config.error_requeue))
     }
 
-    /// Sets `Ready=False` with `reason` and `msg` on the Instance's status; true when the status
-    /// changed (written).
+    /// Sets `Ready=False` with the reason and message of `block` on the Instance's status,
+    /// concluded for it (see [`conclude`]); true when the status changed (written).
     pub(super) async fn set_not_ready(
         &self,
+        raw: &DynamicObject,
         inst: &Instance,
-        reason: &str,
-        msg: &str,
+        block: &Activity<'_>,
     ) -> Result<bool, ReconcileError> {
+        let Activity::Blocked { reason, message, .. } = *block else {
+            return Ok(false);
+        };
         let old = inst.status.clone().unwrap_or_default();
         let mut new = old.clone();
-        set_condition(
-            &mut new.conditions,
-            not_ready_condition(reason, msg.to_string(), now()),
-        );
+        let now = now();
+        let mut ready = not_ready_condition(reason, message.to_string(), now);
+        ready.observed_generation = raw.metadata.generation;
+        set_condition(&mut new.conditions, ready);
+        conclude(&old, &mut new, block, raw.metadata.generation, now);
         Ok(self.write_status(&old, &new).await?.is_some())
     }
 
@@ -279,17 +291,32 @@ impl Reconciler<'_> {
         msg: &str,
     ) -> Result<Action, ReconcileError> {
         warn!("{msg}");
-        let old: Vec<Condition> = raw
+        let conditions: Vec<Condition> = raw
             .data
             .pointer("/status/conditions")
             .and_then(|c| serde_json::from_value(c.clone()).ok())
             .unwrap_or_default();
-        let mut new = old.clone();
-        let mut ready = not_ready_condition(INVALID_INSTANCE, msg.to_string(), now());
-        ready.observed_generation = raw.metadata.generation;
-        set_condition(&mut new, ready);
+        let old = InstanceStatus {
+            observed_generation: raw
+                .data
+                .pointer("/status/observedGeneration")
+                .and_then(Value::as_i64),
+            conditions,
+            ..InstanceStatus::default()
+        };
+        let (mut new, now, generation) = (old.clone(), now(), raw.metadata.generation);
+        let mut ready = not_ready_condition(INVALID_INSTANCE, msg.to_string(), now);
+        ready.observed_generation = generation;
+        set_condition(&mut new.conditions, ready);
+        let block = Activity::Blocked {
+            reason: INVALID_INSTANCE,
+            message: msg,
+            stalled: true,
+        };
+        conclude(&old, &mut new, &block, generation, now);
         if new != old {
-            self.patch_status(&json!({"status": {"conditions": new}})).await?;
+            let body = json!({"status": {"conditions": new.conditions, "observedGeneration": generation}});
+            self.patch_status(&body).await?;
             self.event(raw, EventType::Warning, INVALID_INSTANCE, "Reconcile", msg)
                 .await;
         }

@@ -147,6 +147,7 @@ impl Reconciler<'_> {
             now: input.now,
         };
         let ended = after_pass(&end, new_ps, &mut out.status);
+        out.start_unwritten = ended.keep_stored_status;
         self.execute(input.raw, &ended.effects, out).await;
         (ended.status, ended.requeue, ended.timing)
     }

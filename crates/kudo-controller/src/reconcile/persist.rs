@@ -9,6 +9,7 @@ use std::time::Duration;
 use kube::api::{DynamicObject, Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kudo_api::{Instance, InstanceStatus, OperatorVersion};
+use kudo_engine::progress::{Activity, conclude};
 use kudo_engine::reconcile::{
     Admitted, CLUSTER_OBJECTS_FINALIZER, Settle, Stored, bumps_generation, spec_patch_along, status_patch,
     stored_cluster_objects,
@@ -18,7 +19,7 @@ use serde_json::{Value, json};
 use tracing::{debug, info};
 
 use super::observe::decode_instance;
-use super::{PassInput, Read, ReconcileError, Reconciler, StoredAdmission, Writes};
+use super::{Outcome, PassInput, Read, ReconcileError, Reconciler, StoredAdmission, Writes};
 use crate::apply;
 use crate::param_sources::Sourced;
 
@@ -101,12 +102,13 @@ impl Reconciler<'_> {
         input: &PassInput<'_>,
         deleting: bool,
         writes: Writes,
-        status: &InstanceStatus,
+        out: &Outcome,
     ) -> Result<(), ReconcileError> {
         let run = &input.exec.plan_execution;
+        let status = &out.status;
         let ended = kudo_engine::revision::ended(&writes.old_status, status, &run.plan_name, &run.uid);
         let timing = self
-            .persist_run(input.raw, input.stored, input.ov, deleting, writes, status)
+            .persist_run(input, deleting, writes, out)
             .await?
             .filter(|_| !run.plan_name.is_empty());
         self.ctx
@@ -152,28 +154,26 @@ impl Reconciler<'_> {
 
     /// Writes what the pass decided: the cleanup finalizer goes once cleanup COMPLETED (or
     /// there is no cleanup plan), cluster-scoped objects the pass applied are recorded for
-    /// uninstall, then status and spec are written (status first: a crash before the spec write
-    /// re-runs a terminal pass, which is a no-op). Returns the timing the pass produced when it was
-    /// not stored, for the manager to keep in memory (see [`crate::timings`]).
+    /// uninstall, then status and spec are written in the order [`Self::write_run`] chooses, the
+    /// status completed by [`conclude`]. Returns the timing the pass produced when it was not
+    /// stored, for the manager to keep in memory (see [`crate::timings`]).
     async fn persist_run(
         &self,
-        raw: &DynamicObject,
-        inst: &Instance,
-        ov: &OperatorVersion,
+        input: &PassInput<'_>,
         deleting: bool,
         writes: Writes,
-        status: &InstanceStatus,
+        out: &Outcome,
     ) -> Result<Option<String>, ReconcileError> {
         let applied = self.cluster.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let settle = Settle {
-            inst,
-            ov,
-            status,
+            inst: input.stored,
+            ov: input.ov,
+            status: &out.status,
             deleting,
             timing: writes.timing.clone(),
             applied: &applied,
         };
-        let settled = kudo_engine::reconcile::settle(&settle, writes.finalizers);
+        let settled = kudo_engine::reconcile::settle(&settle, writes.finalizers.clone());
         if settled.cleanup_released {
             info!("cleanup finished, removing finalizer");
         }
@@ -183,23 +183,62 @@ impl Reconciler<'_> {
             remember: writes.remember.as_ref(),
             annotations: &settled.annotations,
         };
-        let generations = Generations::of(raw, bumps_generation(inst, &stored));
-        let mut status = status.clone();
-        reobserve(&mut status.conditions, generations.read, generations.after);
+        let written = self
+            .write_run(input, &stored, &settled.lazy, &writes, out)
+            .await?;
+        let timing_kept = written.is_none() && !settled.lazy.is_empty();
+        Ok(writes.timing.filter(|_| timing_kept))
+    }
+
+    /// Writes the status and the spec of a run's reconcile; returns the spec write's answer.
+    ///
+    /// When the spec write unschedules the run that just ended (it bumps the generation), the spec
+    /// goes first, guarded by the resourceVersion read, and the status follows with the generation
+    /// that write produced: a status written first would claim a generation the object does not
+    /// have yet, and the status names its generation so that kstatus reads the end as Current
+    /// without another write. The unscheduling carries the run's end for the case the status
+    /// write is lost ([`kudo_engine::reconcile::ENDED_RUN_ANNOTATION`]). Otherwise the status goes
+    /// first with the generation read, guarded by its resourceVersion when the spec write bumps
+    /// the generation, and the spec write is guarded by the status write's version: a change of
+    /// anyone else in between is a conflict and is reconciled.
+    async fn write_run(
+        &self,
+        input: &PassInput<'_>,
+        stored: &Stored<'_>,
+        lazy: &BTreeMap<&str, Option<String>>,
+        writes: &Writes,
+        out: &Outcome,
+    ) -> Result<Option<DynamicObject>, ReconcileError> {
+        let (raw, inst, old) = (input.raw, input.stored, &writes.old_status);
+        let run = &input.exec.plan_execution;
+        let activity = match run.plan_name.as_str() {
+            "" => Activity::Idle,
+            plan => Activity::Run { plan, uid: &run.uid },
+        };
+        let read = raw.metadata.generation;
+        let mut status = out.status.clone();
+        let bumps = bumps_generation(inst, stored);
+        let ends = status
+            .plan_status
+            .get(&run.plan_name)
+            .is_some_and(|ps| ps.uid == run.uid && ps.status.is_terminal());
+        if bumps && ends {
+            let written = self.write_spec(inst, stored, lazy, resource_version(raw)).await?;
+            let after = written.as_ref().and_then(|w| w.metadata.generation).or(read);
+            reobserve(&mut status.conditions, read, after);
+            conclude(old, &mut status, &activity, after, input.now);
+            self.write_status(old, &status).await?;
+            return Ok(written);
+        }
+        if !out.start_unwritten {
+            conclude(old, &mut status, &activity, read, input.now);
+        }
+        let guard = if bumps { resource_version(raw) } else { None };
         let rv = self
-            .write_status_guarded(&writes.old_status, &status, generations.guard.clone())
+            .write_status_guarded(old, &status, guard)
             .await?
             .or_else(|| resource_version(raw));
-        let written = self.write_spec(inst, &stored, &settled.lazy, rv).await?;
-        let timing_kept = written.is_none() && !settled.lazy.is_empty();
-        let generation = written.and_then(|w| w.metadata.generation);
-        if generations.guard.is_some() && generation.is_some() && generation != generations.after {
-            // Not the generation our own spec change should have produced: say what was seen.
-            let mut fixed = status.clone();
-            reobserve(&mut fixed.conditions, generations.after, generation);
-            self.write_status(&status, &fixed).await?;
-        }
-        Ok(writes.timing.filter(|_| timing_kept))
+        self.write_spec(inst, stored, lazy, rv).await
     }
 
     /// Uninstall of an Instance whose plans created cluster-scoped objects: delete them, then
@@ -366,30 +405,4 @@ impl Reconciler<'_> {
 
 pub(super) fn resource_version(raw: &DynamicObject) -> Option<String> {
     raw.metadata.resource_version.clone()
-}
-
-/// The generations a pass's status speaks of. When the reconcile's own spec write will bump the
-/// generation (unscheduling a finished run, mirroring a status change), the status is written
-/// first, already saying it observed the generation that write produces, and guarded by the
-/// resourceVersion read, as the spec write is by the status write's: no change of anyone else can
-/// fall in between unnoticed (a conflict retries the reconcile), and no second status write has
-/// to follow the spec write (a second write per terminal pass, and its echo, avoided).
-struct Generations {
-    /// The generation this reconcile read (and its conditions say they observed).
-    read: Option<i64>,
-    /// The generation once this reconcile's writes are done.
-    after: Option<i64>,
-    /// The resourceVersion the status write requires (`None`: unguarded, nothing bumps).
-    guard: Option<String>,
-}
-
-impl Generations {
-    fn of(raw: &DynamicObject, bumps: bool) -> Generations {
-        let read = raw.metadata.generation;
-        Generations {
-            read,
-            after: if bumps { read.map(|g| g + 1) } else { read },
-            guard: if bumps { resource_version(raw) } else { None },
-        }
-    }
 }

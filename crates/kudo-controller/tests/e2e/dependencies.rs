@@ -333,7 +333,7 @@ plans:
     env.stop().await;
 }
 
-/// A KudoOperator child is applied as its parent's ServiceAccount and inherits it (issue 25): the
+/// A KudoOperator child is applied as its parent's ServiceAccount and inherits it: the
 /// child can do no more than the parent.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_child_instance_inherits_the_parents_service_account() {

@@ -1,4 +1,4 @@
-//! Issue #7 fault test: the galera deploy on a misbehaving API server — 5% of all requests
+//! Fault test: the galera deploy on a misbehaving API server — 5% of all requests
 //! answered 500, 15% of updates and patches answered 409 Conflict, and every watch stream cut every
 //! 250 ms (`kudo_apiserver::faults`) — still ends COMPLETE with exactly the expected objects, every
 //! step's status recorded, and one plan run.

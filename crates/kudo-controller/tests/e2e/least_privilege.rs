@@ -1,4 +1,4 @@
-//! Least privilege (issue 25): an Instance's objects are applied as its ServiceAccount, and what
+//! Least privilege: an Instance's objects are applied as its ServiceAccount, and what
 //! the account may not do fails the step FATAL with the API server's 403, on the embedded API
 //! server (which enforces RBAC for impersonated identities) and on the real control plane.
 

@@ -1398,7 +1398,7 @@ async fn cancel_stops_the_plan_even_with_a_denied_change_and_retrigger_restarts_
         again["status"]["planStatus"]["deploy"]["phases"][0]["steps"][1]["status"],
         "IN_PROGRESS"
     );
-    // Issue 14, bug 2: the cancelled run's plan message does not stay on the new run.
+    // the cancelled Run's plan message does not stay on the new run.
     let message = &again["status"]["planStatus"]["deploy"]["message"];
     assert!(
         message.is_null() || message == "",
@@ -1541,7 +1541,7 @@ async fn drift_is_repaired_by_default_on(env: Env) {
     env.stop().await;
 }
 
-/// Issue 14, bug 3: two objects repaired one after the other give two `DriftRepaired` Events,
+/// two objects Repaired one after the other give two `DriftRepaired` Events,
 /// each naming its object (kube-runtime's recorder merged them into one series that named only
 /// the first).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1639,7 +1639,7 @@ spec:
     env.stop().await;
 }
 
-/// Issue 14, bug 6: deleting the namespace of an Instance makes the manager neither re-create
+/// deleting the Namespace of an Instance makes the manager neither re-create
 /// the objects being deleted (403 "being terminated") nor report the OperatorVersion the
 /// deletion removed as missing. Real cluster only: it reads the stage manager's log
 /// (`$KUDO_REAL_CLUSTER_MANAGER_LOG`), the only place those attempts show once the namespace and

@@ -1,4 +1,4 @@
-//! Issue #17 item 3: malformed Instances and OperatorVersions applied with the real kubectl
+//! Malformed Instances and OperatorVersions applied with the real kubectl
 //! never wedge the manager. Each bad object ends with a status that says what is wrong, while a
 //! good Instance applied at the same time (and another one afterwards) deploys, and the manager
 //! keeps answering its health endpoint and stops cleanly (no panic).

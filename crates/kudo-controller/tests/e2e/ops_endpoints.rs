@@ -50,7 +50,7 @@ async fn metrics_health_and_readiness_over_http_during_a_galera_deploy() {
     assert_eq!(metric(&text, series), Some(1.0), "{text}");
     let hist = "kudo_plan_duration_seconds_count{operator=\"galera\",plan=\"deploy\",result=\"COMPLETE\"}";
     assert_eq!(metric(&text, hist), Some(1.0), "{text}");
-    // Issue 14, bug 7: measured below the second (whole seconds before).
+    // measured Below the second (whole seconds before).
     let sum = "kudo_plan_duration_seconds_sum{operator=\"galera\",plan=\"deploy\",result=\"COMPLETE\"}";
     let secs = metric(&text, sum).expect("duration sum");
     assert!(secs > 0.0 && secs.fract() != 0.0, "{secs}: {text}");

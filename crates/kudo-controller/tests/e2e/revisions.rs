@@ -1,4 +1,4 @@
-//! Revision history (issue 27 item 1) from the manager's side: every admitted run is recorded as
+//! Revision history from the manager's side: every admitted run is recorded as
 //! a ControllerRevision owned by the Instance with who started it and its outcome, and only the
 //! newest `revision_history_limit` are kept.
 

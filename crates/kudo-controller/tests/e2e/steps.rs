@@ -846,3 +846,160 @@ plans:
     assert_eq!(kid["metadata"]["ownerReferences"][0]["name"], NAME);
     assert_eq!(kid["spec"]["operatorVersion"]["name"], "steps-0.1.0");
 }
+
+// ---- what the status says to kstatus and `kubectl wait` ----------------------------------------
+
+use kudo_testkit::kstatus::{Status as Kstatus, compute as kstatus};
+
+/// `status.observedGeneration` equals `metadata.generation`, and no condition claims more.
+fn says_its_generation(inst: &Value) {
+    let generation = inst["metadata"]["generation"].as_i64().unwrap();
+    assert_eq!(inst["status"]["observedGeneration"], generation, "{inst:#}");
+    for c in inst["status"]["conditions"].as_array().into_iter().flatten() {
+        let observed = c["observedGeneration"].as_i64().unwrap_or(0);
+        assert!(
+            observed <= generation,
+            "{c} claims more than generation {generation}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn the_first_reconcile_writes_a_status_that_says_the_run_goes_on() {
+    let w = installed().await;
+    let inst = w.instance().await;
+    says_its_generation(&inst);
+    let c = condition(&inst, "Reconciling").expect("Reconciling");
+    assert_eq!(
+        (c["status"].as_str(), c["reason"].as_str()),
+        (Some("True"), Some("deploy"))
+    );
+    assert_eq!(c["message"], "plan deploy, phase main, step app");
+    assert_eq!(kstatus(&inst), Kstatus::InProgress);
+}
+
+#[tokio::test]
+async fn the_end_is_written_after_the_unscheduling_with_its_generation() {
+    let w = deployed().await;
+    let inst = w.instance().await;
+    says_its_generation(&inst);
+    assert!(inst["spec"]["planExecution"]["planName"].is_null(), "{inst:#}");
+    let ready = condition(&inst, "Ready").expect("Ready");
+    assert_eq!(ready["status"], "True");
+    assert_eq!(ready["observedGeneration"], inst["metadata"]["generation"]);
+    assert!(condition(&inst, "Reconciling").is_none(), "{inst:#}");
+    assert_eq!(kstatus(&inst), Kstatus::Current);
+    let record = inst["metadata"]["annotations"][kudo_engine::reconcile::ENDED_RUN_ANNOTATION]
+        .as_str()
+        .expect("the unscheduling records the run");
+    let recorded: Value = serde_json::from_str(record).unwrap();
+    assert_eq!(recorded, inst["status"]["planStatus"]["deploy"]);
+}
+
+#[tokio::test]
+async fn a_failed_run_stalls_naming_its_step_and_error() {
+    let w = World::new().await;
+    w.install(&[("CONFIG_NAME", "Not_A_Name")]).await;
+    w.step().await.expect("reconcile");
+    let inst = w.instance().await;
+    says_its_generation(&inst);
+    let c = condition(&inst, "Stalled").expect("Stalled");
+    assert_eq!(
+        (c["status"].as_str(), c["reason"].as_str()),
+        (Some("True"), Some("PlanInFatalError"))
+    );
+    let msg = c["message"].as_str().unwrap();
+    assert!(msg.starts_with("plan deploy, phase main, step config: "), "{msg}");
+    assert!(msg.contains("Not_A_Name"), "{msg}");
+    assert_eq!(kstatus(&inst), Kstatus::Failed);
+}
+
+#[tokio::test]
+async fn an_update_is_in_progress_from_the_users_write_to_its_end() {
+    let w = deployed().await;
+    w.patch_instance(json!({"spec": {"parameters": {"REPLICAS": "3"}}}))
+        .await;
+    assert_eq!(
+        kstatus(&w.instance().await),
+        Kstatus::InProgress,
+        "before the manager saw it"
+    );
+    w.step().await.expect("reconcile");
+    let inst = w.instance().await;
+    assert_eq!(inst["spec"]["planExecution"]["planName"], "update", "{inst:#}");
+    assert_eq!(kstatus(&inst), Kstatus::InProgress, "{inst:#}");
+    let ready = condition(&inst, "Ready").unwrap();
+    assert!(
+        ready["observedGeneration"].as_i64() < inst["metadata"]["generation"].as_i64(),
+        "kubectl wait --for=condition=Ready must not return yet: {ready}"
+    );
+    w.ready("db-app").await;
+    let inst = w
+        .step_until(3, "update COMPLETE", |i| plan(i, "update") == "COMPLETE")
+        .await;
+    says_its_generation(&inst);
+    assert_eq!(kstatus(&inst), Kstatus::Current);
+}
+
+#[tokio::test]
+async fn a_refused_change_stalls_and_leaves_ready_on_the_generation_it_judged() {
+    let w = deployed().await;
+    let before = condition(&w.instance().await, "Ready").unwrap().clone();
+    let inst = w
+        .change(json!({"spec": {"parameters": {"STORAGE": "5Gi"}}}))
+        .await;
+    says_its_generation(&inst);
+    let c = condition(&inst, "Stalled").expect("Stalled");
+    assert_eq!(c["reason"], "ChangeDenied");
+    assert!(c["message"].as_str().unwrap().contains("STORAGE"), "{c}");
+    assert_eq!(
+        condition(&inst, "Ready").unwrap()["observedGeneration"],
+        before["observedGeneration"]
+    );
+    assert_eq!(kstatus(&inst), Kstatus::Failed);
+}
+
+#[tokio::test]
+async fn the_end_of_a_run_whose_status_write_was_lost_is_restored() {
+    let w = deployed().await;
+    let done = w.instance().await;
+    // As a manager stopped between the unscheduling and the status write leaves it.
+    let mut lost = done["status"]["planStatus"]["deploy"].clone();
+    lost["status"] = json!("IN_PROGRESS");
+    lost["phases"][0]["status"] = json!("IN_PROGRESS");
+    lost["phases"][0]["steps"][1]["status"] = json!("IN_PROGRESS");
+    w.api("kudo.dev/v1beta1", "Instance")
+        .patch_status(
+            NAME,
+            &PatchParams::default(),
+            &Patch::Merge(&json!({"status": {"planStatus": {"deploy": lost}}})),
+        )
+        .await
+        .expect("status patched");
+    w.step().await.expect("reconcile");
+    let inst = w.instance().await;
+    assert_eq!(
+        inst["status"]["planStatus"]["deploy"],
+        done["status"]["planStatus"]["deploy"]
+    );
+    assert_eq!(kstatus(&inst), Kstatus::Current);
+}
+
+#[tokio::test]
+async fn a_new_instance_is_in_progress_after_its_first_reconcile() {
+    // One step that waits at once: the first pass only starts the run.
+    let w = World::with_operator(&OPERATOR.replace(
+        "          - name: config\n            tasks: [config]\n          - name: app\n",
+        "          - name: app\n",
+    ))
+    .await;
+    w.install(&[]).await;
+    w.step().await.expect("reconcile");
+    let inst = w.instance().await;
+    assert_eq!(inst["spec"]["planExecution"]["planName"], "deploy", "{inst:#}");
+    // Written although only the start happened: without it kstatus reads the Instance as ready.
+    says_its_generation(&inst);
+    let c = condition(&inst, "Reconciling").expect("Reconciling");
+    assert_eq!(c["message"], "plan deploy, phase main, step app");
+    assert_eq!(kstatus(&inst), Kstatus::InProgress);
+}

@@ -160,19 +160,21 @@ impl Admitted {
         admission.decision
     }
 
+    /// The run this admission schedules and that has not begun yet ([`Self::begin`]).
+    fn new_run(&self) -> Option<&PlanExecution> {
+        self.exec
+            .as_ref()
+            .map(|e| &e.plan_execution)
+            .filter(|pe| pe.status == Some(ExecutionStatus::NeverRun) && !pe.plan_name.is_empty())
+    }
+
     /// Stores the run this admission scheduled as already IN_PROGRESS, with its plan start in the
     /// timing annotation: the pass that follows in the same reconcile would mirror exactly that
     /// into the spec a moment later, so the admission write carries it and the pass writes no spec
     /// (one Instance write and its echo fewer per run; KUDO showed NEVER_RUN until its first
     /// reconcile). A spec whose run is not new is left alone.
     pub fn begin(&mut self, now: crate::time::Timestamp) {
-        let Some(uid) = self
-            .exec
-            .as_ref()
-            .map(|e| &e.plan_execution)
-            .filter(|pe| pe.status == Some(ExecutionStatus::NeverRun) && !pe.plan_name.is_empty())
-            .map(|pe| pe.uid.clone())
-        else {
+        let Some(uid) = self.new_run().map(|pe| pe.uid.clone()) else {
             return;
         };
         for spec in [Some(&mut self.spec), self.exec.as_mut(), self.remember.as_mut()]

@@ -18,6 +18,7 @@ mod admitted;
 mod annotations;
 mod drift;
 mod effect;
+mod ended;
 mod idle;
 mod initiating;
 pub mod initiators;
@@ -34,6 +35,7 @@ pub use drift::{
     drift_condition,
 };
 pub use effect::{Effect, LogLevel, Requeue, StatusChange};
+pub use ended::{ENDED_RUN_ANNOTATION, ended_record, restore_ended};
 pub use idle::{IdleStep, idle_step};
 pub use initiating::{Initiating, initiate_all};
 pub use initiators::{INITIATORS, Initiator};

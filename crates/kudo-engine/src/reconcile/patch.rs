@@ -29,6 +29,7 @@ pub fn status_patch(old: &InstanceStatus, new: &InstanceStatus) -> Option<Value>
     }
     let mut body = json!({
         "status": {
+            "observedGeneration": new.observed_generation,
             "planStatus": plan_status_patch(new),
             "conditions": serde_json::to_value(&new.conditions).unwrap_or(Value::Null),
             "schedules": schedules_patch(old, new),

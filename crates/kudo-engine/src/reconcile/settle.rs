@@ -1,7 +1,7 @@
 //! What a reconcile stores besides the status once its pass ran: the finalizers (the cleanup
 //! finalizer goes once cleanup completed, the cluster-objects finalizer comes with the first
 //! cluster-scoped object) and the bookkeeping annotations (plan timing, a spent retry mark, the
-//! cluster-scoped objects to delete on uninstall).
+//! cluster-scoped objects to delete on uninstall, the record of a run the write unschedules).
 //!
 //! The plan timing is stored on its own only when the run's plan has a timeout (losing it would
 //! make the timeout later): otherwise it rides along with the next write of the spec or metadata
@@ -13,6 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use kudo_api::{CLEANUP_FINALIZER, Instance, InstanceStatus, OperatorVersion};
 
 use super::annotations::RETRY_ANNOTATION;
+use super::ended::{ENDED_RUN_ANNOTATION, ended_record};
 use crate::pass::{TIMING_ANNOTATION, Timing};
 use crate::retry;
 use crate::triggers::cleanup_finalizer_removable;
@@ -100,6 +101,9 @@ pub fn settle(s: &Settle<'_>, mut finalizers: Vec<String>) -> Settled {
     let marked = s.inst.metadata.annotations.get(RETRY_ANNOTATION);
     if marked.is_some_and(|a| retry::is_spent(a, s.status)) {
         annotations.insert(RETRY_ANNOTATION, None);
+    }
+    if let Some(record) = ended_record(s.inst, s.status) {
+        annotations.insert(ENDED_RUN_ANNOTATION, Some(record));
     }
     if let Some(recorded) = record_cluster_objects(s.inst, s.applied, s.deleting, &mut finalizers) {
         annotations.insert(CLUSTER_OBJECTS_ANNOTATION, Some(recorded));

@@ -17,6 +17,7 @@
 use kudo_api::{ExecutionStatus, InstanceStatus, PlanStatus};
 
 use crate::pass::WAITING_GRACE_SECS;
+use crate::progress::{RECONCILING, STALLED};
 use crate::readiness::READY;
 use crate::time::Timestamp;
 
@@ -39,6 +40,9 @@ pub struct Starting<'a> {
 /// because it only says that the run `run` started (see the module docs). `Some(t)`: write it by
 /// `t` at the latest (the reconcile wakes then); `None`: write it now.
 pub fn start_unwritten(old: &InstanceStatus, new: &InstanceStatus, run: &Starting<'_>) -> Option<Timestamp> {
+    // An Instance without a status the manager wrote reads as ready to kstatus (no
+    // observedGeneration, no conditions): its first status goes out with its first reconcile.
+    old.observed_generation?;
     let written_by = run.started?.plus_seconds(WAITING_GRACE_SECS);
     let stored = old.plan_status.get(run.plan).is_some_and(|p| p.uid == run.uid);
     let ps = new.plan_status.get(run.plan)?;
@@ -58,7 +62,10 @@ fn only_starting(ps: &PlanStatus) -> bool {
 }
 
 /// Nothing else changed: the other plans are as stored or newly listed as NEVER_RUN, the
-/// conditions as stored but for `Ready` (which says the plan runs), the rest equal.
+/// conditions as stored but for those that follow the run (`Ready` says the plan runs;
+/// `Reconciling` and `Stalled` are concluded when the status is written), the rest equal. The
+/// stored `observedGeneration` is older than the admission's generation, which keeps kstatus'
+/// verdict InProgress while the start stays unwritten.
 fn nothing_else(old: &InstanceStatus, new: &InstanceStatus, plan: &str) -> bool {
     let other_plans =
         new.plan_status
@@ -72,7 +79,7 @@ fn nothing_else(old: &InstanceStatus, new: &InstanceStatus, plan: &str) -> bool 
                 .plan_status
                 .keys()
                 .all(|p| p == plan || new.plan_status.contains_key(p));
-    let not_ready = |c: &&kudo_api::Condition| c.type_ != READY;
+    let not_ready = |c: &&kudo_api::Condition| ![READY, RECONCILING, STALLED].contains(&c.type_.as_str());
     other_plans
         && old
             .conditions
@@ -87,6 +94,14 @@ fn nothing_else(old: &InstanceStatus, new: &InstanceStatus, plan: &str) -> bool 
 mod tests {
     use super::*;
     use kudo_api::{Condition, PhaseStatus, StepStatus};
+
+    /// A status the manager wrote (at generation 1) with nothing in it.
+    fn seen() -> InstanceStatus {
+        InstanceStatus {
+            observed_generation: Some(1),
+            ..InstanceStatus::default()
+        }
+    }
 
     fn t(s: u64) -> Timestamp {
         Timestamp::from_unix(1_800_000_000).plus_seconds(s)
@@ -116,7 +131,7 @@ mod tests {
     }
 
     fn with(plans: &[(&str, PlanStatus)], ready: Option<&str>) -> InstanceStatus {
-        let mut s = InstanceStatus::default();
+        let mut s = seen();
         for (name, p) in plans {
             s.plan_status.insert(name.to_string(), p.clone());
         }
@@ -164,6 +179,14 @@ mod tests {
             &[("deploy", plan("u1", Complete, vec![step("app", Complete)]))],
             Some("True"),
         );
+        let mut after_failure = previous.clone();
+        for (type_, status) in [(STALLED, "True"), (RECONCILING, "True")] {
+            after_failure.conditions.push(Condition {
+                type_: type_.into(),
+                status: status.into(),
+                ..Condition::default()
+            });
+        }
         let mut backup_ran = fresh.clone();
         backup_ran.plan_status.get_mut("backup").unwrap().status = Complete;
         let run = |now: u64| Starting {
@@ -175,9 +198,23 @@ mod tests {
         };
         let cases: Vec<(&str, InstanceStatus, InstanceStatus, Starting<'_>, bool)> = vec![
             (
-                "a new Instance's first pass",
+                "a first pass over a status the manager wrote",
+                seen(),
+                fresh.clone(),
+                run(1),
+                true,
+            ),
+            (
+                "a new Instance's first pass: no status yet, which kstatus reads as ready",
                 InstanceStatus::default(),
                 fresh.clone(),
+                run(1),
+                false,
+            ),
+            (
+                "Stalled and Reconciling stored: they follow the run",
+                after_failure,
+                with(&[("deploy", waiting.clone())], Some("Unknown")),
                 run(1),
                 true,
             ),
@@ -190,14 +227,14 @@ mod tests {
             ),
             (
                 "the grace is over",
-                InstanceStatus::default(),
+                seen(),
                 fresh.clone(),
                 run(WAITING_GRACE_SECS),
                 false,
             ),
             (
                 "a run the spec does not hold",
-                InstanceStatus::default(),
+                seen(),
                 fresh.clone(),
                 Starting {
                     durable: false,
@@ -207,7 +244,7 @@ mod tests {
             ),
             (
                 "the start time is unknown",
-                InstanceStatus::default(),
+                seen(),
                 fresh.clone(),
                 Starting {
                     started: None,
@@ -224,42 +261,30 @@ mod tests {
             ),
             (
                 "a step finished",
-                InstanceStatus::default(),
+                seen(),
                 with(&[("deploy", finished)], None),
                 run(1),
                 false,
             ),
             (
                 "a step waits with lines",
-                InstanceStatus::default(),
+                seen(),
                 with(&[("deploy", lines)], None),
                 run(1),
                 false,
             ),
             (
                 "a step erred",
-                InstanceStatus::default(),
+                seen(),
                 with(&[("deploy", erred)], None),
                 run(1),
                 false,
             ),
-            (
-                "another plan's status moved",
-                InstanceStatus::default(),
-                backup_ran,
-                run(1),
-                false,
-            ),
-            (
-                "another condition changed",
-                InstanceStatus::default(),
-                other,
-                run(1),
-                false,
-            ),
+            ("another plan's status moved", seen(), backup_ran, run(1), false),
+            ("another condition changed", seen(), other, run(1), false),
             (
                 "the plan ended",
-                InstanceStatus::default(),
+                seen(),
                 with(
                     &[("deploy", plan("u2", Complete, vec![step("app", Complete)]))],
                     None,

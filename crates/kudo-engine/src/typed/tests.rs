@@ -1,4 +1,5 @@
 use super::*;
+use crate::time::Timestamp;
 use kudo_api::{
     Condition, ExecutionStatus, InstanceSpec, InstanceStatus, ObjectMeta, ObjectReference,
     OperatorVersionSpec, Parameter, PlanStatus,
@@ -173,45 +174,177 @@ fn a_new_object_runs_the_newest_operator_version_of_its_kind() {
     assert_eq!(choose_operator_version(&ovs, "other.io/v1", "Galera"), None);
 }
 
+fn now() -> Timestamp {
+    Timestamp::parse("2026-11-27T12:00:00Z").unwrap()
+}
+
+fn cond(type_: &str, status: &str, reason: &str, generation: Option<i64>) -> Condition {
+    Condition {
+        type_: type_.into(),
+        status: status.into(),
+        observed_generation: generation,
+        last_transition_time: "2026-11-27T10:00:00Z".into(),
+        reason: reason.into(),
+        message: String::new(),
+    }
+}
+
+/// An Instance at generation `generation` whose status observed `observed`.
+fn acted(generation: i64, observed: Option<i64>, conditions: Vec<Condition>) -> Instance {
+    let mut inst = instance(&[], Some("u-1"));
+    inst.metadata.other.insert("generation".into(), json!(generation));
+    inst.status = Some(InstanceStatus {
+        observed_generation: observed,
+        conditions,
+        ..Default::default()
+    });
+    inst
+}
+
 #[test]
 fn the_status_mirrors_the_latest_plan_and_the_conditions() {
-    let mut inst = instance(&[], Some("u-1"));
+    let mut inst = acted(
+        4,
+        Some(4),
+        vec![cond("Ready", "False", "PlanInProgress", Some(4))],
+    );
     let ps = |name: &str, status, at: &str| PlanStatus {
         name: name.into(),
         status,
         last_updated_timestamp: Some(at.into()),
         ..Default::default()
     };
-    inst.status = Some(InstanceStatus {
-        plan_status: [
-            (
-                "deploy".to_string(),
-                ps("deploy", ExecutionStatus::Complete, "2026-11-27T10:00:00Z"),
-            ),
-            (
-                "update".to_string(),
-                ps("update", ExecutionStatus::InProgress, "2026-11-27T11:00:00Z"),
-            ),
-        ]
-        .into(),
-        conditions: vec![Condition {
-            type_: "Ready".into(),
-            status: "False".into(),
-            ..Default::default()
-        }],
-        ..Default::default()
-    });
-    let st = status_of(&inst);
+    inst.status.as_mut().unwrap().plan_status = [
+        (
+            "deploy".to_string(),
+            ps("deploy", ExecutionStatus::Complete, "2026-11-27T10:00:00Z"),
+        ),
+        (
+            "update".to_string(),
+            ps("update", ExecutionStatus::InProgress, "2026-11-27T11:00:00Z"),
+        ),
+    ]
+    .into();
+    let obj = json!({"metadata": {"name": "db", "generation": 2}, "status": {"instance": "db", "stale": 1}});
+    let st = status_of(&obj, Some(&inst), &InstanceAction::Nothing, now());
     assert_eq!(
         (st["plan"].as_str(), st["status"].as_str()),
         (Some("update"), Some("IN_PROGRESS"))
     );
+    assert_eq!(st["observedGeneration"], 2);
     assert_eq!(st["conditions"][0]["type"], "Ready");
+    assert_eq!(
+        st["conditions"][0]["observedGeneration"], 2,
+        "the object's generation"
+    );
     assert_eq!(st["planStatus"]["deploy"]["status"], "COMPLETE");
-    let obj = json!({"status": {"instance": "db", "stale": 1}});
-    let patch = status_patch(&obj, &inst).unwrap();
+    let patch = status_patch(&obj, Some(&inst), &InstanceAction::Nothing, now()).unwrap();
     assert_eq!(patch["status"]["stale"], Value::Null);
     assert_eq!(patch["status"]["plan"], "update");
-    let mirrored = json!({"status": st});
-    assert_eq!(status_patch(&mirrored, &inst), None);
+    let mut mirrored = obj.clone();
+    mirrored["status"] = st;
+    assert_eq!(
+        status_patch(&mirrored, Some(&inst), &InstanceAction::Nothing, now()),
+        None
+    );
+}
+
+#[test]
+fn typed_conditions_one_case_per_branch() {
+    let obj = |conditions: Value| json!({"metadata": {"name": "db", "generation": 5}, "status": {"conditions": conditions}});
+    let ready_before = json!([{"type": "Ready", "status": "True", "observedGeneration": 4,
+        "lastTransitionTime": "2026-11-27T09:00:00Z", "reason": "ResourcesReady", "message": ""}]);
+    let done = acted(9, Some(9), vec![cond("Ready", "True", "ResourcesReady", Some(9))]);
+    let judged_before = acted(
+        9,
+        Some(9),
+        vec![
+            cond("Ready", "True", "ResourcesReady", Some(8)),
+            cond("Reconciling", "True", "backup", Some(9)),
+        ],
+    );
+    let unobserved = acted(9, Some(7), vec![cond("Ready", "True", "ResourcesReady", Some(7))]);
+    let summary = |cs: &[Condition]| -> Vec<(String, String, String, Option<i64>)> {
+        cs.iter()
+            .map(|c| {
+                (
+                    c.type_.clone(),
+                    c.status.clone(),
+                    c.reason.clone(),
+                    c.observed_generation,
+                )
+            })
+            .collect()
+    };
+    let t = |ty: &str, st: &str, r: &str, g: i64| (ty.to_string(), st.to_string(), r.to_string(), Some(g));
+    let cases: Vec<(&str, Value, Option<&Instance>, InstanceAction, Vec<_>)> = vec![
+        (
+            "no Instance yet: Reconciling",
+            obj(json!([])),
+            None,
+            InstanceAction::Create(json!({})),
+            vec![t("Reconciling", "True", INSTANCE_PENDING, 5)],
+        ),
+        (
+            "its parameters were just patched: Reconciling, the previous Ready kept",
+            obj(ready_before.clone()),
+            Some(&done),
+            InstanceAction::Patch(json!({})),
+            vec![
+                t("Ready", "True", "ResourcesReady", 4),
+                t("Reconciling", "True", INSTANCE_PENDING, 5),
+            ],
+        ),
+        (
+            "the manager has not admitted the Instance's change yet",
+            obj(ready_before.clone()),
+            Some(&unobserved),
+            InstanceAction::Nothing,
+            vec![
+                t("Ready", "True", "ResourcesReady", 4),
+                t("Reconciling", "True", INSTANCE_PENDING, 5),
+            ],
+        ),
+        (
+            "an Instance of someone else: Stalled",
+            obj(json!([])),
+            Some(&done),
+            InstanceAction::Conflict("Instance db exists".into()),
+            vec![t("Stalled", "True", INSTANCE_CONFLICT, 5)],
+        ),
+        (
+            "in step: the Instance's conditions at the object's generation",
+            obj(ready_before.clone()),
+            Some(&done),
+            InstanceAction::Nothing,
+            vec![t("Ready", "True", "ResourcesReady", 5)],
+        ),
+        (
+            "a condition the Instance judged earlier stays earlier",
+            obj(ready_before),
+            Some(&judged_before),
+            InstanceAction::Nothing,
+            vec![
+                t("Ready", "True", "ResourcesReady", 4),
+                t("Reconciling", "True", "backup", 5),
+            ],
+        ),
+        (
+            "…and without an earlier one on the object, one generation back",
+            obj(json!([])),
+            Some(&judged_before),
+            InstanceAction::Nothing,
+            vec![
+                t("Ready", "True", "ResourcesReady", 4),
+                t("Reconciling", "True", "backup", 5),
+            ],
+        ),
+    ];
+    for (name, o, inst, action, want) in cases {
+        assert_eq!(
+            summary(&typed_conditions(&o, inst, &action, now())),
+            want,
+            "{name}"
+        );
+    }
 }

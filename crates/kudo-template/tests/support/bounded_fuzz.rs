@@ -1,4 +1,4 @@
-//! Shared by the bounded fuzz/property tests (issue 17), included by path from the property tests
+//! Shared by the bounded fuzz/property tests, included by path from the property tests
 //! of several crates (`#[path = ...] mod bounded_fuzz;`):
 //! * a counting global allocator: each test thread measures the peak of its own live heap while it
 //!   runs one input, so "no unbounded memory" is an assertion, not a hope (per-thread counters,

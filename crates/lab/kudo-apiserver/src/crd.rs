@@ -483,7 +483,7 @@ fn walk(schema: &Value, v: &mut Value, is_root: bool, path: &str, pruned: &mut V
 }
 
 /// Validate a custom object against its structural schema with kudo-schema, the one validator of
-/// issue 26 (types, bounds, lengths, patterns, formats kube checks, CEL `x-kubernetes-validations`),
+/// (types, bounds, lengths, patterns, formats kube checks, CEL `x-kubernetes-validations`),
 /// producing the causes kube-apiserver reports in a 422 Invalid. `old` is the stored object of an
 /// update or patch: transition rules (`oldSelf`) are evaluated against it, and only then.
 /// `apiVersion`, `kind` and `metadata` are not the schema's business (the server checks them).

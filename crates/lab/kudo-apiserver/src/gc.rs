@@ -55,7 +55,7 @@ impl Terminations {
 /// When the collector sweeps on its own, without a change asking for it.
 ///
 /// A full sweep reads every object, so its cost grows with the store: on a store of 10,000
-/// Instances and their objects a sweep a second was the server's largest cost (issue 28). So a
+/// Instances and their objects a sweep a second was the server's largest cost. So a
 /// sweep runs only when a change asks for one (something went or started going, owner references
 /// changed, a new dependent's owner is missing, a namespace appeared), when time-driven work
 /// falls due (a pod whose graceful deletion expires, a terminating namespace's delay), and as a

@@ -1,4 +1,4 @@
-//! Differential test of custom-object validation (issue 26): the cases of
+//! Differential test of custom-object validation: the cases of
 //! `tests/crd_validation/cases.json` — a schema fragment, an optional old object, a new object or a
 //! merge patch — are sent to an API server and its answers (accepted and what it stored, or the
 //! 422's message and `details.causes`) compared with `tests/golden/crd-validation.json`.

@@ -1,4 +1,4 @@
-//! Bounded property tests of the kuttl files `kubectl kudo test` reads (issue 17): the suite file
+//! Bounded property tests of the kuttl files `kubectl kudo test` reads: the suite file
 //! (`kuttl-test.yaml`), step/assert files (multi-document YAML with `TestStep`/`TestAssert`
 //! objects), and step file names. Mutated real files: a value or an error, never a panic, bounded
 //! heap. `PROPTEST_CASES=N` for a longer local run.

@@ -1,4 +1,4 @@
-//! Bounded property tests of the patch documents the API server applies (issue 17): JSON Patch,
+//! Bounded property tests of the patch documents the API server applies: JSON Patch,
 //! JSON merge patch, strategic merge patch and server-side apply, fed with generated JSON trees and
 //! with mutated patch *text* (as it arrives in a request body). Properties: a result or an error
 //! with an HTTP status, never a panic, bounded heap. `PROPTEST_CASES=N` for a longer local run.

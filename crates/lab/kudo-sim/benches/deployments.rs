@@ -1,4 +1,4 @@
-//! Issue #5 benchmark: N Deployments of 3 replicas each, created through the HTTP API, until every
+//! Benchmark: N Deployments of 3 replicas each, created through the HTTP API, until every
 //! one reports `Available=True` — on the embedded API server with the simulator, both in this
 //! process. Prints the wall time and this process's peak RSS (server + simulator + client).
 //!

@@ -378,7 +378,7 @@ impl Sim {
 
     /// Sends a write whose answer the simulator does not read: only its status is checked, the
     /// body is not decoded (decoding every answer into a `DynamicObject` was a twentieth of the
-    /// embedded cluster's CPU at 10,000 Instances, issue 28).
+    /// embedded cluster's CPU at 10,000 Instances).
     async fn send_unread(
         &self,
         req: Result<http::Request<Vec<u8>>, kube::core::request::Error>,
@@ -691,7 +691,7 @@ pub async fn run(client: Client, cfg: SimConfig, shutdown: impl Future<Output = 
                 // Let a burst of watch events land before the next pass, and at least as long as
                 // the last pass took: a pass looks at every object (each does all that is due),
                 // so on a large cluster passes back to back after every event were quadratic
-                // (issue 28, `scale 10000`); spaced by their own duration, one pass takes in
+                // (`scale 10000`); spaced by their own duration, one pass takes in
                 // all the events that arrived meanwhile. A small cluster's pass takes a
                 // millisecond, so its timing is unchanged.
                 tokio::time::sleep(took.clamp(Duration::from_millis(3), MAX_EVENT_GAP)).await;

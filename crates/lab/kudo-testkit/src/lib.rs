@@ -103,3 +103,130 @@ pub mod real_cluster {
 }
 
 pub mod registry;
+
+/// kstatus' verdict on a custom resource, for tests that read the manager's statuses as Flux
+/// (`wait`, `healthChecks`), Helm 4 (`--wait`), kpt and Config Sync read them.
+///
+/// The rules of sigs.k8s.io/cli-utils `pkg/kstatus/status` (`checkGenericProperties`, and
+/// `checkGeneration` in `generic.go`, current release), implemented here so that the tests judge
+/// with the consumer's rules rather than with ours, in kstatus' order:
+/// 1. `metadata.deletionTimestamp` set → `Terminating`;
+/// 2. `status.observedGeneration` present and ≠ `metadata.generation` → `InProgress` (absent:
+///    the check is skipped);
+/// 3. a condition `Reconciling` with status `True` → `InProgress`;
+/// 4. a condition `Stalled` with status `True` → `Failed`;
+/// 5. a `Ready` condition: `True` → `Current`, `False`/`Unknown` → `InProgress`;
+/// 6. otherwise `Current` (a custom resource kstatus knows nothing more about).
+pub mod kstatus {
+    use serde_json::Value;
+
+    /// kstatus' status of a resource.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum Status {
+        Terminating,
+        InProgress,
+        Failed,
+        Current,
+    }
+
+    /// The verdict on `obj` (JSON as the API server returns it).
+    pub fn compute(obj: &Value) -> Status {
+        if obj
+            .pointer("/metadata/deletionTimestamp")
+            .and_then(Value::as_str)
+            .is_some_and(|t| !t.is_empty())
+        {
+            return Status::Terminating;
+        }
+        let generation = obj.pointer("/metadata/generation").and_then(Value::as_i64);
+        if let Some(observed) = obj.pointer("/status/observedGeneration").and_then(Value::as_i64)
+            && Some(observed) != generation
+        {
+            return Status::InProgress;
+        }
+        let conditions = obj
+            .pointer("/status/conditions")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        let is_true = |t: &str| conditions.iter().any(|c| c["type"] == t && c["status"] == "True");
+        if is_true("Reconciling") {
+            return Status::InProgress;
+        }
+        if is_true("Stalled") {
+            return Status::Failed;
+        }
+        match conditions.iter().find(|c| c["type"] == "Ready") {
+            Some(c) if c["status"] == "True" => Status::Current,
+            Some(_) => Status::InProgress,
+            None => Status::Current,
+        }
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+        use serde_json::json;
+
+        #[test]
+        fn the_rules_in_kstatus_order() {
+            let obj = |meta: Value, status: Value| json!({"metadata": meta, "status": status});
+            let cond = |t: &str, s: &str| json!({"type": t, "status": s});
+            let cases = [
+                (
+                    obj(
+                        json!({"generation": 2, "deletionTimestamp": "2026-01-01T00:00:00Z"}),
+                        json!({}),
+                    ),
+                    Status::Terminating,
+                ),
+                (
+                    obj(
+                        json!({"generation": 2}),
+                        json!({"observedGeneration": 1, "conditions": [cond("Ready", "True")]}),
+                    ),
+                    Status::InProgress,
+                ),
+                (
+                    obj(
+                        json!({"generation": 2}),
+                        json!({"conditions": [cond("Ready", "True")]}),
+                    ),
+                    Status::Current,
+                ),
+                (
+                    obj(
+                        json!({"generation": 2}),
+                        json!({"observedGeneration": 2, "conditions": [cond("Reconciling", "True"), cond("Stalled", "True")]}),
+                    ),
+                    Status::InProgress,
+                ),
+                (
+                    obj(
+                        json!({"generation": 2}),
+                        json!({"observedGeneration": 2, "conditions": [cond("Stalled", "True"), cond("Ready", "True")]}),
+                    ),
+                    Status::Failed,
+                ),
+                (
+                    obj(
+                        json!({"generation": 2}),
+                        json!({"conditions": [cond("Ready", "Unknown")]}),
+                    ),
+                    Status::InProgress,
+                ),
+                (
+                    obj(
+                        json!({"generation": 2}),
+                        json!({"conditions": [cond("Ready", "False")]}),
+                    ),
+                    Status::InProgress,
+                ),
+                (obj(json!({"generation": 2}), json!({})), Status::Current),
+            ];
+            for (o, want) in cases {
+                assert_eq!(compute(&o), want, "{o}");
+            }
+        }
+    }
+}

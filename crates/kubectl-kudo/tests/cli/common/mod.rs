@@ -57,6 +57,17 @@ pub fn kudo_in(home: &Path, kubeconfig: &Path, ns: &str, args: &[&str]) -> (i32,
     )
 }
 
+/// Whether the real `kubectl` is on PATH (the e2e tests drive it).
+#[allow(dead_code)] // each test binary compiles this module; not all of them run kubectl
+pub fn kubectl_available() -> bool {
+    Command::new("kubectl")
+        .args(["version", "--client"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
 /// `kubectl-kudo dev` as a child process; killed when dropped, whatever happened.
 pub struct Dev {
     child: Child,
