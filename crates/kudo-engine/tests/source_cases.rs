@@ -140,10 +140,7 @@ fn cond(type_: &str, status: &str) -> Condition {
 fn status_with(ready: &str, last_check: Option<&str>) -> OperatorSourceStatus {
     OperatorSourceStatus {
         observed_generation: Some(2),
-        conditions: vec![
-            cond(conditions::READY, ready),
-            cond(conditions::RECONCILING, "False"),
-        ],
+        conditions: vec![cond(conditions::READY, ready)],
         last_check_time: last_check.map(str::to_string),
         ..Default::default()
     }
@@ -156,11 +153,22 @@ fn due_at_once_for_news_else_after_the_interval_or_the_failure_retry() {
     let ok = status_with("True", Some("2026-01-02T02:58:00Z"));
     assert_eq!(due(Some(&ok), Some(3), 600, now), Due::Now, "a new generation");
     let mut running = ok.clone();
-    running.conditions[1].status = "True".into();
+    let mut progressing = cond(conditions::RECONCILING, "True");
+    progressing.reason = "Progressing".into();
+    running.conditions.push(progressing);
     assert_eq!(
         due(Some(&running), Some(2), 600, now),
         Due::Now,
         "a check that never ended"
+    );
+    let mut retrying = status_with("False", Some("2026-01-02T02:59:30Z"));
+    let mut retry = cond(conditions::RECONCILING, "True");
+    retry.reason = "RegistryError".into();
+    retrying.conditions.push(retry);
+    assert_eq!(
+        due(Some(&retrying), Some(2), 600, now),
+        Due::After(FAILURE_RETRY_SECS - 30),
+        "a failure being retried waits for the retry"
     );
     assert_eq!(
         due(Some(&status_with("True", None)), Some(2), 600, now),
@@ -360,7 +368,6 @@ fn the_status_while_a_new_generation_is_checked() {
         strs(&[
             ("Ready", "Unknown", "Progressing"),
             ("Reconciling", "True", "Progressing"),
-            ("Stalled", "False", "Progressing"),
         ])
     );
     assert!(
@@ -391,20 +398,18 @@ fn a_stored_artifact_is_ready_and_says_who_signed_it() {
         states(&st),
         strs(&[
             ("Ready", "True", "Stored"),
-            ("Reconciling", "False", "Stored"),
-            ("Stalled", "False", "Stored"),
             ("SignatureVerified", "True", "Verified"),
         ])
     );
     assert!(st.conditions.iter().all(|c| c.observed_generation == Some(3)));
-    // A condition's transition time moves only when its status does (Stalled stayed False).
+    // Reconciling is gone (abnormal-true: present only while True); the times are the check's.
     let moved: Vec<&str> = st
         .conditions
         .iter()
         .filter(|c| c.last_transition_time == NOW)
         .map(|c| c.type_.as_str())
         .collect();
-    assert_eq!(moved, ["Ready", "Reconciling", "SignatureVerified"]);
+    assert_eq!(moved, ["Ready", "SignatureVerified"]);
     assert_eq!(
         find(&st, "Ready").unwrap().message,
         "operator version demo-1.0-0.2.0 is stored from oci://reg:5000/ops/demo@sha256:aaaa"
@@ -437,7 +442,7 @@ fn a_stored_artifact_is_ready_and_says_who_signed_it() {
 }
 
 #[test]
-fn a_failed_check_is_stalled_keeps_what_runs_and_says_what_the_signature_check_found() {
+fn a_failed_check_is_stalled_or_retried_keeps_what_runs_and_says_what_the_signature_check_found() {
     let now = at(NOW);
     let good = checked(None, Some(1), &stored(Some(KEY)), Checking::Signatures, None, now);
     let fail = |kind, signature: Option<&str>| {
@@ -476,6 +481,12 @@ fn a_failed_check_is_stalled_keeps_what_runs_and_says_what_the_signature_check_f
             Some(("False", "VerificationRequired")),
         ),
         (
+            FailureKind::Secret,
+            None,
+            Checking::Signatures,
+            Some(("Unknown", "SecretUnavailable")),
+        ),
+        (
             FailureKind::Registry,
             None,
             Checking::Signatures,
@@ -505,19 +516,18 @@ fn a_failed_check_is_stalled_keeps_what_runs_and_says_what_the_signature_check_f
             now,
         );
         let reason = kind.reason();
-        assert_eq!(
-            states(&st)[..3],
-            strs(&[
-                ("Ready", "False", reason),
-                ("Reconciling", "False", reason),
-                ("Stalled", "True", reason)
-            ])[..],
-            "{kind:?}"
-        );
-        assert_eq!(
-            find(&st, "Stalled").unwrap().message,
-            format!("{kind:?} happened")
-        );
+        // A failure the next check may overcome is retried (Reconciling), any other is Stalled.
+        let (shown, gone) = if kind.is_transient() {
+            ("Reconciling", "Stalled")
+        } else {
+            ("Stalled", "Reconciling")
+        };
+        for (t, status) in [("Ready", "False"), (shown, "True")] {
+            let c = find(&st, t).unwrap();
+            assert_eq!((c.status.as_str(), c.reason.as_str()), (status, reason), "{kind:?}");
+        }
+        assert!(find(&st, gone).is_none(), "{kind:?}");
+        assert_eq!(find(&st, shown).unwrap().message, format!("{kind:?} happened"));
         assert_eq!(
             sig(&st),
             want.map(|(s, r)| (s.to_string(), r.to_string())),

@@ -8,6 +8,7 @@ use kube::api::DynamicObject;
 use kube::runtime::controller::Action;
 use kudo_api::{CLEANUP_FINALIZER, Instance, OperatorVersion};
 use kudo_engine::EventType;
+use kudo_engine::progress::Activity;
 use kudo_engine::source::policy::{UNVERIFIED_REASON, refusal};
 use tracing::warn;
 
@@ -38,7 +39,13 @@ impl Reconciler<'_> {
             return Ok(Some(Action::await_change()));
         }
         warn!("{msg}");
-        if self.set_not_ready(inst, UNVERIFIED_REASON, &msg).await? {
+        // Stalled: only a change makes it runnable (a source storing it, or the policy lifted).
+        let block = Activity::Blocked {
+            reason: UNVERIFIED_REASON,
+            message: &msg,
+            stalled: true,
+        };
+        if self.set_not_ready(raw, inst, &block).await? {
             self.event(raw, EventType::Warning, UNVERIFIED_REASON, "Reconcile", &msg)
                 .await;
         }

@@ -126,6 +126,13 @@ impl FailureKind {
         }
     }
 
+    /// Whether the next check may succeed with nothing changed but time: the registry answers
+    /// again, the Secret is applied (Git applies objects in any order). Such a failure is
+    /// `Reconciling` (retried), every other one `Stalled` (it needs a change by someone).
+    pub fn is_transient(self) -> bool {
+        matches!(self, FailureKind::Registry | FailureKind::Secret)
+    }
+
     /// Whether the failure is the signature check's refusal (`SignatureVerified=False`).
     pub fn is_refused_signature(self) -> bool {
         matches!(
@@ -201,7 +208,7 @@ pub enum Due {
 }
 
 /// When the next check is: at once for a new generation, a check that never finished
-/// (`Reconciling=True`) or no recorded check; else `interval` after the last one, or at most
+/// (`Reconciling=True`, reason `Progressing`) or no recorded check; else `interval` after the last one, or at most
 /// [`FAILURE_RETRY_SECS`] after a failed one.
 pub fn due(
     status: Option<&OperatorSourceStatus>,
@@ -213,7 +220,11 @@ pub fn due(
         return Due::Now;
     };
     let is_true = |t: &str| st.conditions.iter().any(|c| c.type_ == t && c.status == "True");
-    if st.observed_generation != generation || is_true(conditions::RECONCILING) {
+    // `Reconciling` of a check still running, not of a failure being retried.
+    let unfinished = st.conditions.iter().any(|c| {
+        c.type_ == conditions::RECONCILING && c.status == "True" && c.reason == status::PROGRESSING
+    });
+    if st.observed_generation != generation || unfinished {
         return Due::Now;
     }
     let Some(last) = st

@@ -1,13 +1,17 @@
 //! What an OperatorSource's status says, by the kstatus rules: `status.observedGeneration` is the
 //! generation the conditions describe (each condition carries it too); `Ready` is True once the
-//! artifact is stored; `Reconciling` (abnormal-true) is True only while a check of a new generation
-//! runs; `Stalled` (abnormal-true) is True when a check failed, with the failure's reason; and
+//! artifact is stored, False when the last check failed; the abnormal-true `Reconciling` and
+//! `Stalled` are present only while True, as on Instances (`crate::progress`): `Reconciling` while
+//! a check of a new generation runs and after a failure that a later check may overcome
+//! ([`super::FailureKind::is_transient`]: the registry, a Secret not there yet), `Stalled` after
+//! any other failure (it needs a change: the spec, a signature, the package); and
 //! `SignatureVerified` says what the signature check found (absent under `provider: none`).
 
 use kudo_api::Condition;
 use kudo_api::source::{OperatorSourceStatus, SourceArtifact, StoredOperatorVersion, conditions};
 
 use super::Failure;
+use crate::progress::keep;
 use crate::readiness::set_condition;
 use crate::time::Timestamp;
 
@@ -57,32 +61,30 @@ fn condition(
 }
 
 /// The status while a check of a new generation runs: observed, `Reconciling=True`, `Ready`
-/// Unknown. `None` when the generation was observed already (a periodic re-check is not written
-/// before it ends).
+/// Unknown, no `Stalled`. `None` when the generation was observed already (a periodic re-check is
+/// not written before it ends).
 pub fn reconciling(
     old: Option<&OperatorSourceStatus>,
     generation: Option<i64>,
     url: &str,
     now: Timestamp,
 ) -> Option<OperatorSourceStatus> {
-    let mut st = old.cloned().unwrap_or_default();
     if old.is_some_and(|o| o.observed_generation == generation) {
         return None;
     }
+    let mut st = old.cloned().unwrap_or_default();
     st.observed_generation = generation;
     let msg = format!("checking {url}");
-    for (t, s) in [
-        (conditions::READY, "Unknown"),
-        (conditions::RECONCILING, "True"),
-        (conditions::STALLED, "False"),
-    ] {
-        set_condition(
-            &mut st.conditions,
-            condition(t, s, "Progressing", msg.clone(), generation, now),
-        );
-    }
+    let ready = condition(conditions::READY, "Unknown", PROGRESSING, msg.clone(), generation, now);
+    set_condition(&mut st.conditions, ready);
+    let progressing = Some((PROGRESSING.to_string(), msg));
+    keep(&mut st.conditions, conditions::RECONCILING, progressing, generation, now);
+    keep(&mut st.conditions, conditions::STALLED, None, generation, now);
     Some(st)
 }
+
+/// The reason of `Ready=Unknown` and `Reconciling` while a check runs.
+pub(crate) const PROGRESSING: &str = "Progressing";
 
 /// The status after a check: the conditions for `outcome`, the artifact stored (a failure keeps
 /// the last one: it is what runs), `operatorVersions` with the stored entry and without those
@@ -103,7 +105,7 @@ pub fn checked(
         st.operator_versions.retain(|e| names.contains(&e.name));
     }
     let cond = |t: &str, s: &str, reason: &str, msg: String| condition(t, s, reason, msg, generation, now);
-    let (ready, stalled, signature) = match outcome {
+    let (ready, abnormal, signature) = match outcome {
         Outcome::Stored(stored) => {
             st.operator_versions.retain(|e| e.name != stored.entry.name);
             st.operator_versions.push(stored.entry.clone());
@@ -111,57 +113,27 @@ pub fn checked(
             let a = &stored.artifact;
             let msg = format!("operator version {} is stored from {}", a.operator_version, a.url);
             let signature = a.signature.as_ref().map(|s| {
-                cond(
-                    conditions::SIGNATURE_VERIFIED,
-                    "True",
-                    "Verified",
-                    format!("{} is signed by {s}", a.url),
-                )
+                let msg = format!("{} is signed by {s}", a.url);
+                cond(conditions::SIGNATURE_VERIFIED, "True", "Verified", msg)
             });
-            (
-                cond(conditions::READY, "True", "Stored", msg),
-                cond(conditions::STALLED, "False", "Stored", String::new()),
-                signature,
-            )
+            (cond(conditions::READY, "True", "Stored", msg), None, signature)
         }
         Outcome::Failed(f) => {
             let reason = f.kind.reason();
-            let signature = match (&f.signature, checking) {
-                (Some(s), _) => Some(cond(
-                    conditions::SIGNATURE_VERIFIED,
-                    "True",
-                    "Verified",
-                    format!("signed by {s}"),
-                )),
-                (None, _) if f.kind.is_refused_signature() => Some(cond(
-                    conditions::SIGNATURE_VERIFIED,
-                    "False",
-                    reason,
-                    f.message.clone(),
-                )),
-                (None, Checking::Nothing) => None,
-                (None, _) => Some(cond(
-                    conditions::SIGNATURE_VERIFIED,
-                    "Unknown",
-                    reason,
-                    format!("not known: the check failed ({reason})"),
-                )),
+            let ready = cond(conditions::READY, "False", reason, f.message.clone());
+            let which = if f.kind.is_transient() {
+                conditions::RECONCILING
+            } else {
+                conditions::STALLED
             };
-            (
-                cond(conditions::READY, "False", reason, f.message.clone()),
-                cond(conditions::STALLED, "True", reason, f.message.clone()),
-                signature,
-            )
+            let abnormal = (which, (reason.to_string(), f.message.clone()));
+            (ready, Some(abnormal), failed_signature(f, checking, &cond))
         }
     };
-    let reconciling = cond(
-        conditions::RECONCILING,
-        "False",
-        ready.reason.as_str(),
-        String::new(),
-    );
-    for c in [ready, reconciling, stalled] {
-        set_condition(&mut st.conditions, c);
+    set_condition(&mut st.conditions, ready);
+    for t in [conditions::RECONCILING, conditions::STALLED] {
+        let value = abnormal.clone().filter(|(which, _)| *which == t).map(|(_, v)| v);
+        keep(&mut st.conditions, t, value, generation, now);
     }
     match signature {
         Some(c) => {
@@ -172,4 +144,36 @@ pub fn checked(
             .retain(|c| c.type_ != conditions::SIGNATURE_VERIFIED),
     }
     st
+}
+
+/// `SignatureVerified` after a failed check: True when the signature verified before the failure,
+/// False when the failure is the signature check's refusal, absent under `provider: none`, else
+/// Unknown (the check stopped before the signature).
+fn failed_signature(
+    f: &Failure,
+    checking: Checking,
+    cond: &dyn Fn(&str, &str, &str, String) -> Condition,
+) -> Option<Condition> {
+    let reason = f.kind.reason();
+    match (&f.signature, checking) {
+        (Some(s), _) => Some(cond(
+            conditions::SIGNATURE_VERIFIED,
+            "True",
+            "Verified",
+            format!("signed by {s}"),
+        )),
+        (None, _) if f.kind.is_refused_signature() => Some(cond(
+            conditions::SIGNATURE_VERIFIED,
+            "False",
+            reason,
+            f.message.clone(),
+        )),
+        (None, Checking::Nothing) => None,
+        (None, _) => Some(cond(
+            conditions::SIGNATURE_VERIFIED,
+            "Unknown",
+            reason,
+            format!("not known: the check failed ({reason})"),
+        )),
+    }
 }
