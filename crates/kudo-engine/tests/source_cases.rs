@@ -524,7 +524,11 @@ fn a_failed_check_is_stalled_or_retried_keeps_what_runs_and_says_what_the_signat
         };
         for (t, status) in [("Ready", "False"), (shown, "True")] {
             let c = find(&st, t).unwrap();
-            assert_eq!((c.status.as_str(), c.reason.as_str()), (status, reason), "{kind:?}");
+            assert_eq!(
+                (c.status.as_str(), c.reason.as_str()),
+                (status, reason),
+                "{kind:?}"
+            );
         }
         assert!(find(&st, gone).is_none(), "{kind:?}");
         assert_eq!(find(&st, shown).unwrap().message, format!("{kind:?} happened"));

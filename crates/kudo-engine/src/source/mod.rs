@@ -221,9 +221,10 @@ pub fn due(
     };
     let is_true = |t: &str| st.conditions.iter().any(|c| c.type_ == t && c.status == "True");
     // `Reconciling` of a check still running, not of a failure being retried.
-    let unfinished = st.conditions.iter().any(|c| {
-        c.type_ == conditions::RECONCILING && c.status == "True" && c.reason == status::PROGRESSING
-    });
+    let unfinished = st
+        .conditions
+        .iter()
+        .any(|c| c.type_ == conditions::RECONCILING && c.status == "True" && c.reason == status::PROGRESSING);
     if st.observed_generation != generation || unfinished {
         return Due::Now;
     }

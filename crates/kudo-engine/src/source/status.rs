@@ -75,10 +75,23 @@ pub fn reconciling(
     let mut st = old.cloned().unwrap_or_default();
     st.observed_generation = generation;
     let msg = format!("checking {url}");
-    let ready = condition(conditions::READY, "Unknown", PROGRESSING, msg.clone(), generation, now);
+    let ready = condition(
+        conditions::READY,
+        "Unknown",
+        PROGRESSING,
+        msg.clone(),
+        generation,
+        now,
+    );
     set_condition(&mut st.conditions, ready);
     let progressing = Some((PROGRESSING.to_string(), msg));
-    keep(&mut st.conditions, conditions::RECONCILING, progressing, generation, now);
+    keep(
+        &mut st.conditions,
+        conditions::RECONCILING,
+        progressing,
+        generation,
+        now,
+    );
     keep(&mut st.conditions, conditions::STALLED, None, generation, now);
     Some(st)
 }
