@@ -343,7 +343,7 @@ fn strs(v: &[(&str, &str, &str)]) -> Vec<(String, String, String)> {
 }
 
 fn stored(signature: Option<&str>) -> Outcome {
-    Outcome::Stored(Stored {
+    Outcome::Stored(Box::new(Stored {
         artifact: SourceArtifact {
             url: PINNED.into(),
             digest: "sha256:aaaa".into(),
@@ -355,7 +355,7 @@ fn stored(signature: Option<&str>) -> Outcome {
             signature: signature.map(str::to_string),
         },
         entry: entry(PINNED, "sha256:s1", signature),
-    })
+    }))
 }
 
 #[test]

@@ -200,7 +200,7 @@ async fn check(ctx: &Sources, src: &OperatorSource, w: &Wanted) -> Result<Outcom
         source: &src.metadata.name,
     };
     Ok(match store::store(&at, &pulled, recorded).await? {
-        Ok(stored) => Outcome::Stored(stored),
+        Ok(stored) => Outcome::Stored(Box::new(stored)),
         Err(f) => Outcome::Failed(f),
     })
 }

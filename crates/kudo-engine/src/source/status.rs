@@ -19,7 +19,7 @@ use crate::time::Timestamp;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Outcome {
     /// The artifact is stored (created, adopted or kept).
-    Stored(Stored),
+    Stored(Box<Stored>),
     Failed(Failure),
 }
 
