@@ -208,8 +208,8 @@ pub enum Due {
 }
 
 /// When the next check is: at once for a new generation, a check that never finished
-/// (`Reconciling=True`, reason `Progressing`) or no recorded check; else `interval` after the last one, or at most
-/// [`FAILURE_RETRY_SECS`] after a failed one.
+/// (`Reconciling=True`, reason `Progressing`) or no recorded check; else `interval` after the
+/// last one, or at most [`FAILURE_RETRY_SECS`] after a failed one.
 pub fn due(
     status: Option<&OperatorSourceStatus>,
     generation: Option<i64>,
