@@ -227,7 +227,7 @@ impl Env {
 }
 
 /// Runs `cmd` with `stdin` written to it.
-fn with_stdin(cmd: &mut Command, stdin: &str) -> Output {
+pub(super) fn with_stdin(cmd: &mut Command, stdin: &str) -> Output {
     let mut child = cmd
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

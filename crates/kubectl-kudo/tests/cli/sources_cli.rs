@@ -8,7 +8,6 @@
 //!
 //! Without the registry the tests print why and pass; under `CI=true` they fail instead.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -16,7 +15,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::common;
-use super::oci_cli::{Env, examples, first_operator_at, ok};
+use super::oci_cli::{Env, examples, first_operator_at, ok, with_stdin};
 
 const OV_020: &str = "first-operator-1.7.9-0.2.0";
 const OV_021: &str = "first-operator-1.7.9-0.2.1";
@@ -35,16 +34,7 @@ impl Cluster<'_> {
             .arg(self.kc)
             .args(["-n", self.ns])
             .args(args);
-        let mut child = cmd
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut input = child.stdin.take().unwrap();
-        input.write_all(stdin.unwrap_or_default().as_bytes()).unwrap();
-        drop(input);
-        child.wait_with_output().unwrap()
+        with_stdin(&mut cmd, stdin.unwrap_or_default())
     }
 
     fn apply(&self, yaml: &str) {

@@ -21,8 +21,8 @@ mod typed_api;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::StreamExt;
 use futures::future::BoxFuture;
-use futures::{FutureExt, StreamExt};
 use kube::ResourceExt;
 use kube::api::{Api, ApiResource, DynamicObject, ListParams, Patch, PatchParams};
 use kube::runtime::controller::{Action, Controller};
@@ -79,14 +79,7 @@ pub(crate) fn start(inc: &mut Incarnation) -> BoxFuture<'static, ()> {
     let run = Controller::new_with(api, watcher::Config::default(), source_resource())
         .run(reconcile, error_policy, ctx)
         .for_each(|_| futures::future::ready(()));
-    let stop = inc.stop.clone();
-    async move {
-        tokio::select! {
-            _ = run => {}
-            _ = stop.cancelled() => {}
-        }
-    }
-    .boxed()
+    inc.until_stopped(run)
 }
 
 fn error_policy(obj: Arc<DynamicObject>, err: &SourceError, _: Arc<Sources>) -> Action {
