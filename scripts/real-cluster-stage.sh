@@ -8,7 +8,9 @@
 #   (a) every example's kuttl suite with `kubectl-kudo test --kubeconfig …`, and
 #   (b) `cargo test --workspace -- --ignored real_cluster_`: every test named real_cluster_* that is
 #       #[ignore]d for this stage; they find the cluster through $KUDO_REAL_CLUSTER_KUBECONFIG and
-#       rely on this manager (they start none of their own).
+#       rely on this manager (they start none of their own, except the OperatorSource test: its
+#       manager runs with --require-verified-sources in $KUDO_REAL_CLUSTER_VERIFIED_NAMESPACE, which
+#       the stage's manager leaves alone).
 # The manager and the cluster are stopped at the end, also on failure. Prints the stage's time.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -74,7 +76,10 @@ step "start one cluster-wide manager out of cluster (log: $MANAGER_LOG)"
 metrics_port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
 export KUDO_REAL_CLUSTER_METRICS="127.0.0.1:$metrics_port"
 export KUDO_REAL_CLUSTER_MANAGER_LOG="$MANAGER_LOG"
+# One namespace is left to the manager a test starts itself with --require-verified-sources.
+export KUDO_REAL_CLUSTER_VERIFIED_NAMESPACE="kudo-rs-verified-sources"
 "$KUDO" manager --kubeconfig "$KUBECONFIG_PATH" --leader-elect=false \
+  --exclude-namespace "$KUDO_REAL_CLUSTER_VERIFIED_NAMESPACE" \
   --metrics-address "127.0.0.1:$metrics_port" >"$MANAGER_LOG" 2>&1 &
 manager_pid=$!
 for i in $(seq 1 300); do

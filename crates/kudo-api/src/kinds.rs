@@ -160,7 +160,8 @@ pub const BUILTIN_KINDS: &[KnownKind] = &[
     ),
 ];
 
-/// KUDO's own kinds (`kudo.dev/v1beta1`), served through the CRDs of [`crate::crd_manifests`].
+/// KUDO's own kinds (`kudo.dev/v1beta1`) and kudo-rs's (`kudo-rs.dev`), served through the CRDs
+/// of [`crate::crd_manifests`].
 pub const KUDO_KINDS: &[KnownKind] = &[
     k(crate::GROUP, crate::VERSION, "Operator", "operators", true),
     k(
@@ -171,6 +172,13 @@ pub const KUDO_KINDS: &[KnownKind] = &[
         true,
     ),
     k(crate::GROUP, crate::VERSION, "Instance", "instances", true),
+    k(
+        crate::source::GROUP,
+        crate::source::VERSION,
+        crate::source::KIND,
+        crate::source::PLURAL,
+        true,
+    ),
 ];
 
 /// The known kind `kind` of API group `group` (`""` for core), built-in or KUDO's.

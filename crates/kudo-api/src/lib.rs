@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 pub mod duration;
 pub mod kinds;
 pub mod rbac;
+pub mod source;
 pub mod strconv;
 mod task_kind;
 pub use task_kind::TaskKind;
@@ -902,14 +903,16 @@ pub struct Instance {
     pub status: Option<InstanceStatus>,
 }
 
-/// The three `kudo.dev/v1beta1` CustomResourceDefinitions (apiextensions v1), in install order:
-/// operators, operatorversions, instances. Schema-compatible with KUDO v0.19's, so existing KUDO YAML
-/// applies unchanged; printer columns added for `kubectl get`.
-pub fn crd_manifests() -> [&'static str; 3] {
+/// The CustomResourceDefinitions (apiextensions v1) of the manager, in install order: the three
+/// `kudo.dev/v1beta1` ones (operators, operatorversions, instances; schema-compatible with KUDO
+/// v0.19's, so existing KUDO YAML applies unchanged; printer columns added for `kubectl get`), then
+/// kudo-rs's own kinds (`kudo-rs.dev`: operatorsources, [`source`]).
+pub fn crd_manifests() -> [&'static str; 4] {
     [
         include_str!("../crds/operators.yaml"),
         include_str!("../crds/operatorversions.yaml"),
         include_str!("../crds/instances.yaml"),
+        include_str!("../crds/operatorsources.yaml"),
     ]
 }
 
@@ -1036,7 +1039,8 @@ mod tests {
             [
                 "operators.kudo.dev",
                 "operatorversions.kudo.dev",
-                "instances.kudo.dev"
+                "instances.kudo.dev",
+                "operatorsources.kudo-rs.dev"
             ]
         );
     }

@@ -53,6 +53,14 @@ pub struct ControllerConfig {
     /// if set. More than 1 needs [`Self::leader_election`] (its lease name, namespace, identity
     /// and duration are the shard Leases').
     pub shards: u32,
+    /// Run only OperatorVersions stored by an OperatorSource that verified their signature and
+    /// unchanged since (`kudo_engine::source::policy`); an Instance of any other fails with a
+    /// condition and an Event, and nothing is applied for it. Sources with `verify.provider: none`
+    /// are refused.
+    pub require_verified_sources: bool,
+    /// Namespaces whose Instances, typed objects and OperatorSources this manager leaves alone
+    /// (a cluster-wide manager beside one that watches only such a namespace).
+    pub exclude_namespaces: Vec<String>,
 }
 
 impl Default for ControllerConfig {
@@ -70,6 +78,8 @@ impl Default for ControllerConfig {
             default_service_account: None,
             revision_history_limit: kudo_engine::revision::DEFAULT_HISTORY_LIMIT,
             shards: 1,
+            require_verified_sources: false,
+            exclude_namespaces: Vec::new(),
         }
     }
 }
@@ -91,6 +101,13 @@ impl ControllerConfig {
             return Err(Error::InvalidConfig(format!(
                 "shards must be at most {} (a shard is a set of the Instances' hash buckets)",
                 kudo_engine::shard::BUCKETS
+            )));
+        }
+        if let Some(ns) = &config.namespace
+            && config.exclude_namespaces.contains(ns)
+        {
+            return Err(Error::InvalidConfig(format!(
+                "namespace {ns} is both the only one watched and excluded"
             )));
         }
         if config.shards > 1 && config.leader_election.is_none() {

@@ -1,6 +1,7 @@
 //! The controllers one manager incarnation runs, each a module with its own watches, started from
 //! [`CONTROLLERS`] by [`run`]: the Instance controller (plans, drift, autopilot,
-//! [`crate::instances`]) and one controller per typed API ([`crate::typed`]). A new controller is
+//! [`crate::instances`]), one controller per typed API ([`crate::typed`]) and the package
+//! sources' ([`crate::sources`]). A new controller is
 //! a module with a [`crate::incarnation::Start`] function and one line in [`CONTROLLERS`].
 //!
 //! An incarnation lives while this replica acts: for the whole process without leader election,
@@ -18,11 +19,14 @@ use crate::config::ControllerConfig;
 use crate::gate::Sharding;
 use crate::incarnation::{Incarnation, Start};
 use crate::ops::Health;
-use crate::{instances, typed};
+use crate::{instances, sources, typed};
 
 /// The controllers of an incarnation, by name, in the order they start.
-pub(crate) static CONTROLLERS: &[(&str, Start)] =
-    &[("instances", instances::start), ("typed APIs", typed::start)];
+pub(crate) static CONTROLLERS: &[(&str, Start)] = &[
+    ("instances", instances::start),
+    ("typed APIs", typed::start),
+    ("operator sources", sources::start),
+];
 
 /// One controller incarnation: every controller of [`CONTROLLERS`] on its own task until
 /// `shutdown` completes (graceful: each stops taking new work and finishes what runs). Dropped,
@@ -34,6 +38,7 @@ pub(crate) async fn run(
     health: Arc<Health>,
     shutdown: impl Future,
 ) {
+    sharding.gate.exclude(&config.exclude_namespaces);
     let mut inc = Incarnation {
         client,
         config,

@@ -50,6 +50,8 @@ pub(crate) struct ShardGate {
     /// Instances (namespace, name) this replica is labelling with their bucket: their leaving the
     /// unlabelled watch is a move to the labelled one (crate::views::Merge), not a deletion.
     labelling: Mutex<HashSet<(String, String)>>,
+    /// Namespaces left to another manager (`--exclude-namespace`): nothing there passes.
+    excluded: std::sync::OnceLock<Vec<String>>,
 }
 
 /// The shards a replica holds, numbered: every grant or revocation is a new version.
@@ -98,6 +100,7 @@ impl ShardGate {
             published: tokio::sync::watch::Sender::new(HeldSet::default()),
             listed: Mutex::default(),
             labelling: Mutex::default(),
+            excluded: std::sync::OnceLock::new(),
         })
     }
 
@@ -117,6 +120,7 @@ impl ShardGate {
             published: tokio::sync::watch::Sender::new(HeldSet::default()),
             listed: Mutex::new(vec![0; views]),
             labelling: Mutex::default(),
+            excluded: std::sync::OnceLock::new(),
         };
         (Arc::new(gate), rx)
     }
@@ -129,8 +133,23 @@ impl ShardGate {
         self.held.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Leaves `namespaces` to another manager, before the controllers start (once; later calls
+    /// change nothing).
+    pub fn exclude(&self, namespaces: &[String]) {
+        let _ = self.excluded.set(namespaces.to_vec());
+    }
+
+    fn excludes(&self, namespace: &str) -> bool {
+        self.excluded
+            .get()
+            .is_some_and(|ex| ex.iter().any(|n| n == namespace))
+    }
+
     /// A pass for a reconcile of `namespace/name`, if this replica acts on its shard.
     pub fn enter(&self, namespace: &str, name: &str) -> Option<Pass> {
+        if self.excludes(namespace) {
+            return None;
+        }
         if self.count == 1 {
             return Some(Pass(None));
         }
@@ -151,6 +170,9 @@ impl ShardGate {
 
     /// Whether this replica acts on the shard of `namespace/name`.
     pub fn holds(&self, namespace: &str, name: &str) -> bool {
+        if self.excludes(namespace) {
+            return false;
+        }
         self.count == 1
             || self
                 .held_map()
@@ -327,6 +349,14 @@ mod tests {
         gate.renewed(1);
         assert!(gate.enter("ns", &a).is_some());
         assert!(ShardGate::all().enter("ns", &b).is_some());
+    }
+
+    #[test]
+    fn excluded_namespaces_never_pass() {
+        let gate = ShardGate::all();
+        gate.exclude(&["theirs".to_string()]);
+        assert!(gate.enter("theirs", "a").is_none() && !gate.holds("theirs", "a"));
+        assert!(gate.enter("ours", "a").is_some() && gate.holds("ours", "a"));
     }
 
     #[tokio::test]

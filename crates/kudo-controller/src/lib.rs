@@ -61,6 +61,7 @@ pub mod shard;
 
 // The controllers, each with its watches.
 mod instances;
+mod sources;
 mod typed;
 mod views;
 mod watches;

@@ -75,6 +75,7 @@ pub mod rollback;
 pub mod rotation;
 pub mod schedule;
 pub mod shard;
+pub mod source;
 pub mod status;
 pub mod tasks;
 pub mod time;

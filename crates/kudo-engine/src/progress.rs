@@ -112,8 +112,9 @@ fn denial(conditions: &[Condition]) -> Option<String> {
         .map(|c| c.message.clone())
 }
 
-/// Sets `type_` True with `(reason, message)`, or removes it (`None`).
-fn keep(
+/// Sets `type_` True with `(reason, message)`, or removes it (`None`): the abnormal-true
+/// conditions of every status the manager writes (also `kudo_engine::source::status`).
+pub(crate) fn keep(
     conditions: &mut Vec<Condition>,
     type_: &str,
     value: Option<(String, String)>,

@@ -278,6 +278,28 @@ pub fn breaking_fields(spec_schema: &Value, spec: &Value) -> Vec<String> {
     out
 }
 
+/// Every object of the typed kind (`objects`, as the API server returns them) whose spec the new
+/// `crd`'s schema would refuse, as `KIND NS/NAME: problem` ([`breaking_fields`]): the upgrade guard
+/// of `install`/`upgrade` and of the manager's package sources.
+pub fn broken_objects(api: &TypedApi, crd: &Value, objects: &[Value]) -> Vec<String> {
+    let schema = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"];
+    let mut out = Vec::new();
+    for o in objects {
+        let meta = &o["metadata"];
+        let who = format!(
+            "{} {}/{}",
+            api.kind,
+            meta["namespace"].as_str().unwrap_or_default(),
+            meta["name"].as_str().unwrap_or_default()
+        );
+        let spec = o.get("spec").cloned().unwrap_or(Value::Null);
+        for problem in breaking_fields(schema, &spec) {
+            out.push(format!("{who}: {problem}"));
+        }
+    }
+    out
+}
+
 /// Whether an existing CRD of the typed API's name may be written by this operator.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Ownership {

@@ -89,6 +89,16 @@ pub struct ManagerArgs {
     #[arg(long, default_value_t = 1, value_name = "N",
           value_parser = clap::value_parser!(u16).range(1..=256))]
     pub worker_threads: u16,
+    /// Run only OperatorVersions that an OperatorSource stored after verifying their signature,
+    /// unchanged since: an Instance of any other OperatorVersion fails (condition Ready=False,
+    /// reason UnverifiedOperatorVersion, and a Warning Event) and nothing is applied for it;
+    /// OperatorSources with verify.provider none are refused (docs/security.md).
+    #[arg(long)]
+    pub require_verified_sources: bool,
+    /// Leave the Instances, typed objects and OperatorSources of NAMESPACE to another manager
+    /// (one started with --watch-namespace NAMESPACE). Repeatable, or comma-separated.
+    #[arg(long, value_name = "NAMESPACE", value_delimiter = ',')]
+    pub exclude_namespace: Vec<String>,
 }
 
 /// The Lease namespace: flag, `$KUDO_POD_NAMESPACE`, the in-cluster namespace file, `kudo-system`.
@@ -177,10 +187,30 @@ pub async fn run(opts: &ClusterOpts, args: ManagerArgs, io: &mut crate::Io<'_>) 
         default_service_account: args.default_service_account.filter(|sa| !sa.is_empty()),
         revision_history_limit: args.revision_history_limit,
         shards: args.shards,
+        require_verified_sources: args.require_verified_sources,
+        exclude_namespaces: args
+            .exclude_namespace
+            .into_iter()
+            .map(|ns| ns.trim().to_string())
+            .filter(|ns| !ns.is_empty())
+            .collect(),
         ..Default::default()
     };
     if let Some(ns) = &config.namespace {
         writeln!(io.err, "watching namespace {ns} only")?;
+    }
+    if !config.exclude_namespaces.is_empty() {
+        writeln!(
+            io.err,
+            "leaving namespaces {} to other managers",
+            config.exclude_namespaces.join(", ")
+        )?;
+    }
+    if config.require_verified_sources {
+        writeln!(
+            io.err,
+            "running only OperatorVersions of verified OperatorSources"
+        )?;
     }
     writeln!(io.err, "{}", startup_line(&config, args.metrics_address))?;
     kudo_controller::run(cluster.client, config, super::dev::wait_for_signal())
@@ -242,6 +272,22 @@ mod tests {
         assert!(T::try_parse_from(["manager", "--leader-elect=maybe"]).is_err());
         assert!(T::try_parse_from(["manager", "--shards", "0"]).is_err());
         assert!(T::try_parse_from(["manager", "--shards", "1025"]).is_err());
+    }
+
+    #[test]
+    fn the_source_policy_and_excluded_namespaces_are_flags() {
+        let t = T::parse_from(["manager"]);
+        assert!(!t.m.require_verified_sources && t.m.exclude_namespace.is_empty());
+        let t = T::parse_from([
+            "manager",
+            "--require-verified-sources",
+            "--exclude-namespace",
+            "a,b",
+            "--exclude-namespace",
+            "c",
+        ]);
+        assert!(t.m.require_verified_sources);
+        assert_eq!(t.m.exclude_namespace, ["a", "b", "c"]);
     }
 
     #[test]

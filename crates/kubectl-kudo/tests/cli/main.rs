@@ -32,6 +32,7 @@ mod schedule_cli;
 mod seeds;
 mod sensitive_cli;
 mod shell_audit;
+mod sources_cli;
 mod template_cli;
 mod typed_api_cli;
 mod ui_browser;

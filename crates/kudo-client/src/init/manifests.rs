@@ -229,6 +229,9 @@ fn deployment(setup: &Setup, namespace: &str, sa: &str) -> Manifest {
     if setup.shards > 1 {
         manager_args.extend(["--shards", shards.as_str()]);
     }
+    if setup.require_verified_sources {
+        manager_args.push("--require-verified-sources");
+    }
     let labels = json!({"app": "kudo-manager", "control-plane": "controller-manager"});
     Manifest {
         resource: known_resource("apps", "Deployment"),
@@ -392,12 +395,28 @@ mod tests {
     }
 
     #[test]
+    fn the_source_policy_is_passed_to_the_manager() {
+        let args = manager_args(&manifests(&Setup::default(), "kudo-system").unwrap());
+        assert!(!args.contains(&"--require-verified-sources".to_string()));
+        let setup = Setup {
+            require_verified_sources: true,
+            ..Setup::default()
+        };
+        let args = manager_args(&manifests(&setup, "kudo-system").unwrap());
+        assert!(
+            args.ends_with(&["--require-verified-sources".to_string()]),
+            "{args:?}"
+        );
+    }
+
+    #[test]
     fn dry_run_manifests_reference_this_versions_image_and_no_webhook() {
         let ms = manifests(&Setup::default(), "kudo-system").unwrap();
         let kinds: Vec<&str> = ms.iter().map(|m| m.object["kind"].as_str().unwrap()).collect();
         assert_eq!(
             kinds,
             [
+                "CustomResourceDefinition",
                 "CustomResourceDefinition",
                 "CustomResourceDefinition",
                 "CustomResourceDefinition",
@@ -452,7 +471,7 @@ mod tests {
         assert_eq!(list["apiVersion"], "v1");
         assert_eq!(list["kind"], "List");
         assert_eq!(list["items"].as_array().unwrap().len(), ms.len());
-        assert_eq!(list["items"][9]["kind"], "Deployment");
+        assert_eq!(list["items"][10]["kind"], "Deployment");
     }
 
     #[test]
@@ -476,7 +495,10 @@ mod tests {
             crd_only: true,
             ..Setup::default()
         };
-        assert_eq!(manifests(&crds, "kudo-system").unwrap().len(), 3);
+        assert_eq!(
+            manifests(&crds, "kudo-system").unwrap().len(),
+            kudo_api::crd_manifests().len()
+        );
         let mine = Setup {
             service_account: Some("mine".into()),
             ..Setup::default()

@@ -26,6 +26,7 @@ mod observe;
 mod pass;
 mod persist;
 mod publish;
+mod verified;
 
 use crate::apply::ClusterObjects;
 use crate::context::Context;
