@@ -53,9 +53,13 @@ pub const PROVIDER_NONE: &str = "none";
 /// Condition types of a source's status (kstatus: `Ready`, and the abnormal-true `Reconciling`
 /// and `Stalled`), and the outcome of the signature check.
 pub mod conditions {
+    /// True once the artifact asked for is stored as an OperatorVersion.
     pub const READY: &str = "Ready";
+    /// True only while a check is under way or will be tried again (a registry or Secret error).
     pub const RECONCILING: &str = "Reconciling";
+    /// True only when the spec cannot succeed without a change (unsigned, untrusted, invalid).
     pub const STALLED: &str = "Stalled";
+    /// Whether the stored artifact's cosign signature verified with a trusted key.
     pub const SIGNATURE_VERIFIED: &str = "SignatureVerified";
 }
 
@@ -63,10 +67,15 @@ pub mod conditions {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct OperatorSource {
+    /// `kudo-rs.dev/v1alpha1`.
     pub api_version: String,
+    /// `OperatorSource`.
     pub kind: String,
+    /// Its name and namespace: the OperatorVersions it stores are created in that namespace.
     pub metadata: ObjectMeta,
+    /// The repository, which artifact of it, how often, and how signatures are checked.
     pub spec: OperatorSourceSpec,
+    /// What the manager found, written by the manager only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<OperatorSourceStatus>,
 }
@@ -113,6 +122,7 @@ pub struct OperatorSourceSpec {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SourceRef {
+    /// One tag of the repository, followed when it moves to another manifest.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tag: Option<String>,
     /// A range (`>=0.2.0 <1.0.0`, `^1.2`, `~0.3`; Masterminds semver, as Flux and Helm read
@@ -139,6 +149,7 @@ pub struct SourceVerification {
 /// A Secret of the object's own namespace, by name.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LocalObjectReference {
+    /// The Secret's name.
     pub name: String,
 }
 
@@ -150,6 +161,7 @@ pub struct OperatorSourceStatus {
     /// The generation the conditions describe.
     #[serde(default)]
     pub observed_generation: Option<i64>,
+    /// `Ready`, `Reconciling`, `Stalled` and `SignatureVerified` ([`conditions`]).
     #[serde(default)]
     pub conditions: Vec<Condition>,
     /// The artifact last stored (kept while a later check fails: it is what runs).
@@ -170,13 +182,16 @@ pub struct OperatorSourceStatus {
 pub struct SourceArtifact {
     /// `oci://HOST/REPO@sha256:…`.
     pub url: String,
+    /// The manifest's `sha256:…` digest.
     pub digest: String,
     /// The tag it was resolved from (`null` for a digest reference).
     #[serde(default)]
     pub tag: Option<String>,
     /// The package's operator name, operatorVersion and appVersion.
     pub operator: String,
+    /// The package's `operatorVersion`.
     pub version: String,
+    /// The package's `appVersion`, when it declares one.
     #[serde(default)]
     pub app_version: Option<String>,
     /// The OperatorVersion object stored.

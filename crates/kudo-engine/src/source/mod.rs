@@ -38,18 +38,22 @@ pub const FAILURE_RETRY_SECS: u64 = 60;
 pub struct Wanted {
     /// `spec.url`, trimmed.
     pub url: String,
+    /// Which artifact of the repository (`spec.ref`).
     pub pick: Pick,
     /// `spec.interval` in seconds.
     pub interval_secs: u64,
+    /// The signature check (`spec.verify`).
     pub verify: Verify,
 }
 
 /// Which artifact of the repository.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Pick {
+    /// `ref.tag`: that tag, whatever manifest it names at each check.
     Tag(String),
     /// A range over the version tags (Masterminds semver).
     Range(String),
+    /// `ref.digest`: exactly that manifest.
     Digest(String),
 }
 
@@ -59,13 +63,18 @@ pub enum Verify {
     /// `provider: none`.
     None,
     /// `provider: cosign` with the public keys of this Secret.
-    Keys { secret: String },
+    Keys {
+        /// The Secret of the source's namespace whose `*.pub` keys are trusted.
+        secret: String,
+    },
 }
 
 /// Why a check did not store its artifact, for the status (see [`FailureKind::reason`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Failure {
+    /// What failed, which decides the condition reason and whether it is retried.
     pub kind: FailureKind,
+    /// The error as the user reads it in the conditions' message.
     pub message: String,
     /// `cosign key sha256:…` when the signature was verified before the failure (the package
     /// itself, or storing it, failed after).
@@ -73,6 +82,7 @@ pub struct Failure {
 }
 
 impl Failure {
+    /// A failure with no verified signature recorded.
     pub fn new(kind: FailureKind, message: impl Into<String>) -> Failure {
         Failure {
             kind,
@@ -202,6 +212,7 @@ fn read_verify(spec: &OperatorSourceSpec) -> Result<Verify, String> {
 /// Whether to ask the registry now.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Due {
+    /// Check at once.
     Now,
     /// In this many seconds.
     After(u64),

@@ -20,12 +20,14 @@ use crate::time::Timestamp;
 pub enum Outcome {
     /// The artifact is stored (created, adopted or kept).
     Stored(Box<Stored>),
+    /// The check failed; the artifact stored before, if any, stays.
     Failed(Failure),
 }
 
 /// A stored artifact and its OperatorVersion.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Stored {
+    /// `status.artifact`.
     pub artifact: SourceArtifact,
     /// Its entry of `status.operatorVersions`.
     pub entry: StoredOperatorVersion,
