@@ -8,8 +8,10 @@
 #   (a) every example's kuttl suite with `kubectl-kudo test --kubeconfig …`, and
 #   (b) `cargo test --workspace -- --ignored real_cluster_`: every test named real_cluster_* that is
 #       #[ignore]d for this stage; they find the cluster through $KUDO_REAL_CLUSTER_KUBECONFIG and
-#       rely on this manager, except those in namespaces rollout-shards-*, which start and stop
-#       sharded managers of their own there (this manager ignores those namespaces).
+#       rely on this manager, except those that start managers of their own in namespaces this
+#       manager ignores: the rollout tests' sharded managers in rollout-shards-*, and the
+#       OperatorSource test's --require-verified-sources manager in
+#       $KUDO_REAL_CLUSTER_VERIFIED_NAMESPACE.
 # The manager and the cluster are stopped at the end, also on failure. Prints the stage's time.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -75,10 +77,13 @@ step "start one cluster-wide manager out of cluster (log: $MANAGER_LOG)"
 metrics_port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
 export KUDO_REAL_CLUSTER_METRICS="127.0.0.1:$metrics_port"
 export KUDO_REAL_CLUSTER_MANAGER_LOG="$MANAGER_LOG"
-# Tests that run sharded managers of their own work in namespaces rollout-shards-*, which this
-# manager leaves to them (crates/kubectl-kudo/tests/cli/rollout_cli.rs).
+# Tests that run managers of their own work in namespaces this manager leaves to them: the
+# rollout tests' sharded managers in rollout-shards-* (crates/kubectl-kudo/tests/cli/rollout_cli.rs),
+# and the OperatorSource test's --require-verified-sources manager in one namespace.
+export KUDO_REAL_CLUSTER_VERIFIED_NAMESPACE="kudo-rs-verified-sources"
 "$KUDO" manager --kubeconfig "$KUBECONFIG_PATH" --leader-elect=false \
   --ignore-namespace 'rollout-shards-*' \
+  --ignore-namespace "$KUDO_REAL_CLUSTER_VERIFIED_NAMESPACE" \
   --metrics-address "127.0.0.1:$metrics_port" >"$MANAGER_LOG" 2>&1 &
 manager_pid=$!
 for i in $(seq 1 300); do

@@ -6,6 +6,11 @@
 //!
 //! Each command group lives in `cmd/<group>.rs` and writes through [`Io`], the long-running ones
 //! (`dev`, `manager`, `test`) included; the manager's own logs go through `tracing` (stderr).
+//!
+//! Not held to `missing_docs` as the library crates are: its public items are the binary's and its
+//! tests', not an API, and on clap's argument structs a doc comment is the `--help` text, which
+//! flags word with `help =` where the wording must differ from a doc.
+#![allow(missing_docs)]
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -77,6 +82,8 @@ pub enum Command {
     Manager(cmd::manager::ManagerArgs),
     /// Search for operators in a repository.
     Search(cmd::repo::SearchArgs),
+    /// Serve a local web page of the Instances and their plans, live (loopback, token-protected).
+    Ui(cmd::ui::UiArgs),
     /// Collect diagnostics about an Instance into a directory.
     Diagnostics(cmd::diagnostics::DiagnosticsArgs),
     /// Print a shell completion script (bash, zsh, fish, …).
@@ -191,6 +198,7 @@ pub async fn run(cli: Cli, io: &mut Io<'_>) -> Result<(), CliError> {
         Command::Get(args) => cmd::get::run(cluster, args, io).await,
         Command::Test(args) => cmd::test::run(cluster, args, io).await,
         Command::Diagnostics(args) => cmd::diagnostics::run(cluster, args, io).await,
+        Command::Ui(args) => cmd::ui::run(cluster, args, io).await,
     }?;
     if code == ExitCode::SUCCESS {
         Ok(())

@@ -26,7 +26,12 @@ pub enum DurationError {
     MissingUnit(String),
     /// A unit Go does not know.
     #[error("time: unknown unit {} in duration {}", go_quote(.unit), go_quote(.input))]
-    UnknownUnit { unit: String, input: String },
+    UnknownUnit {
+        /// The unit as written, e.g. `x` in `1x`.
+        unit: String,
+        /// The whole duration string that was being parsed.
+        input: String,
+    },
 }
 
 /// Nanoseconds per unit, as in Go's `unitMap` (both the micro sign U+00B5 and the Greek mu U+03BC

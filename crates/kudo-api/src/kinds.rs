@@ -9,10 +9,13 @@
 pub struct KnownKind {
     /// API group, `""` for core.
     pub group: &'static str,
+    /// Preferred version the API server serves, e.g. `v1`.
     pub version: &'static str,
+    /// The kind as objects carry it, e.g. `Deployment`.
     pub kind: &'static str,
     /// The resource name in URLs (`deployments`).
     pub plural: &'static str,
+    /// Whether objects of the kind live in a namespace (`false` for cluster-scoped kinds).
     pub namespaced: bool,
 }
 
@@ -30,11 +33,14 @@ impl KnownKind {
 /// A type's identity as objects carry it: `apiVersion` and `kind` (the key of discovery lookups).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct GvkKey {
+    /// `apiVersion`, `group/version` or bare `version` for core.
     pub api_version: String,
+    /// `kind`, e.g. `Deployment`.
     pub kind: String,
 }
 
 impl GvkKey {
+    /// The key of `api_version` and `kind`.
     pub fn new(api_version: &str, kind: &str) -> GvkKey {
         GvkKey {
             api_version: api_version.to_string(),
@@ -154,7 +160,8 @@ pub const BUILTIN_KINDS: &[KnownKind] = &[
     ),
 ];
 
-/// KUDO's own kinds (`kudo.dev/v1beta1`), served through the CRDs of [`crate::crd_manifests`].
+/// KUDO's own kinds (`kudo.dev/v1beta1`) and kudo-rs's (`kudo-rs.dev`), served through the CRDs
+/// of [`crate::crd_manifests`].
 pub const KUDO_KINDS: &[KnownKind] = &[
     k(crate::GROUP, crate::VERSION, "Operator", "operators", true),
     k(
@@ -165,6 +172,13 @@ pub const KUDO_KINDS: &[KnownKind] = &[
         true,
     ),
     k(crate::GROUP, crate::VERSION, "Instance", "instances", true),
+    k(
+        crate::source::GROUP,
+        crate::source::VERSION,
+        crate::source::KIND,
+        crate::source::PLURAL,
+        true,
+    ),
 ];
 
 /// kudo-rs's own kinds (`kudo-rs.dev`), served through the CRDs of [`crate::crd_manifests`]

@@ -133,8 +133,38 @@ const RULE_READ_NAMESPACES: Rule = Rule {
     verbs: &["get"],
 };
 
+/// Package sources (`kudo_controller`'s source controller): the manager watches OperatorSources and
+/// writes their status; the Operators and OperatorVersions it stores are `RULE_KUDO_OBJECTS`, the
+/// pull and key Secrets `RULE_READ_CORE`.
+const RULE_OPERATOR_SOURCES: Rule = Rule {
+    api_groups: &["kudo-rs.dev"],
+    resources: &["operatorsources"],
+    verbs: READ,
+};
+const RULE_OPERATOR_SOURCE_STATUS: Rule = Rule {
+    api_groups: &["kudo-rs.dev"],
+    resources: &["operatorsources/status"],
+    verbs: &["get", "update", "patch"],
+};
+/// The typed API of a package a source stores: its CRD and its ClusterRoles, written as `install`
+/// writes them. The API server lets the manager write only ClusterRoles granting what it holds
+/// itself (RBAC's escalation check), so under `--least-privilege` a typed API's roles are refused
+/// unless the manager is also granted the typed kind (docs/security.md).
+const RULE_TYPED_API_CRDS: Rule = Rule {
+    api_groups: &["apiextensions.k8s.io"],
+    resources: &["customresourcedefinitions"],
+    verbs: &["get", "create", "patch"],
+};
+const RULE_TYPED_API_ROLES: Rule = Rule {
+    api_groups: &["rbac.authorization.k8s.io"],
+    resources: &["clusterroles"],
+    verbs: &["get", "create", "patch"],
+};
+
 /// The rules of the manager's ClusterRole under `--least-privilege`: write access only to
-/// `kudo.dev` objects, the status of `kudo-rs.dev` Rollouts, Events and its Lease, `impersonate` on ServiceAccounts, and read access to
+/// `kudo.dev` objects, the status of `kudo-rs.dev` Rollouts and OperatorSources, Events and its
+/// Lease, the typed API of a package an OperatorSource stores (its CRD and ClusterRoles, no
+/// delete), `impersonate` on ServiceAccounts, and read access to
 /// what its caches and checks read. Everything an Instance applies is applied as the Instance's
 /// ServiceAccount, so none of that is here. Not covered: autopilot rules (plan field `when`) may
 /// watch any kind an OperatorVersion names, and the manager watches those itself; a kind not
@@ -153,6 +183,10 @@ pub const MANAGER_RULES: &[Rule] = &[
     RULE_REVISIONS,
     RULE_ROLLOUTS,
     RULE_ROLLOUTS_STATUS,
+    RULE_OPERATOR_SOURCES,
+    RULE_OPERATOR_SOURCE_STATUS,
+    RULE_TYPED_API_CRDS,
+    RULE_TYPED_API_ROLES,
 ];
 
 /// What the built-in `admin` and `edit` roles gain: managing Instances, Operators and
@@ -179,12 +213,24 @@ const AGGREGATE_TO_EDIT: &[Rule] = &[
     },
 ];
 
-/// What the built-in `view` role gains: reading them.
-const AGGREGATE_TO_VIEW: &[Rule] = &[Rule {
-    api_groups: &["kudo.dev"],
-    resources: &["instances", "operators", "operatorversions"],
+/// Reading OperatorSources: `view` (and through it `edit` and `admin`) may see them, but only
+/// whoever is granted it explicitly may create one, since a source decides which keys a namespace
+/// trusts (docs/security.md).
+const RULE_VIEW_SOURCES: Rule = Rule {
+    api_groups: &["kudo-rs.dev"],
+    resources: &["operatorsources"],
     verbs: READ,
-}];
+};
+
+/// What the built-in `view` role gains: reading them.
+const AGGREGATE_TO_VIEW: &[Rule] = &[
+    Rule {
+        api_groups: &["kudo.dev"],
+        resources: &["instances", "operators", "operatorversions"],
+        verbs: READ,
+    },
+    RULE_VIEW_SOURCES,
+];
 
 /// The rules `kudo-rs:aggregate-to-ROLE` adds to the built-in ROLE (`admin`, `edit`, `view`), so
 /// that whoever holds ROLE in a namespace (a user, or an Instance's ServiceAccount applying the
@@ -205,12 +251,19 @@ mod tests {
         let writes = ["create", "update", "patch", "delete", "deletecollection"];
         for rule in MANAGER_RULES {
             if rule.verbs.iter().any(|v| writes.contains(v)) {
-                let own = ["kudo.dev", "events.k8s.io", "coordination.k8s.io"].contains(&rule.api_groups[0])
-                    || rule.resources == ["rollouts/status"];
+                let own = ["kudo.dev", "kudo-rs.dev", "events.k8s.io", "coordination.k8s.io"]
+                    .contains(&rule.api_groups[0]);
+                // A stored package's typed API: its CRD and ClusterRoles (no delete, no bind, no
+                // escalate: the API server's escalation check applies).
+                let typed_api = [RULE_TYPED_API_CRDS, RULE_TYPED_API_ROLES].contains(rule)
+                    && !rule
+                        .verbs
+                        .iter()
+                        .any(|v| ["delete", "bind", "escalate"].contains(v));
                 // The revision history is the manager's own record (ControllerRevisions it owns).
                 let history = rule.api_groups[0] == "apps" && rule.resources == ["controllerrevisions"];
                 assert!(
-                    (own || history) && rule.api_groups.len() == 1,
+                    (own || history || typed_api) && rule.api_groups.len() == 1,
                     "{:?}",
                     rule.resources
                 );

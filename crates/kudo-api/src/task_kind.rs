@@ -10,11 +10,17 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 /// the quoted string too, exactly as the `String` it replaces did.
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum TaskKind {
+    /// Applies (creates or patches) its rendered resources and waits until they are healthy.
     Apply,
+    /// Deletes its rendered resources.
     Delete,
+    /// Applies or deletes its resources depending on a boolean parameter.
     Toggle,
+    /// Runs a generator Pod and stores files it produces as Secrets or ConfigMaps.
     Pipe,
+    /// Does nothing; succeeds, fails or stays in progress as its spec says (for tests).
     Dummy,
+    /// Installs another operator as a child Instance (an operator dependency).
     KudoOperator,
     /// Any other spelling (including the empty one), kept for error messages.
     Unknown(String),

@@ -101,3 +101,30 @@ pub async fn check_autopilot_kinds(cluster: &Cluster, ov: &OperatorVersion) -> R
     }
     refuse_rules(ov, errors)
 }
+
+/// `kudo_package::verify` plus the checks that need the plan engine (which depends on
+/// kudo-package, so they cannot live in it): every plan's `schedule:`, rendered with the
+/// parameters' defaults, must be blank or a valid schedule.
+pub fn verify_package(
+    pkg: &kudo_package::Package,
+    checks: kudo_package::verify::ParamChecks,
+) -> kudo_package::verify::Verification {
+    let mut v = kudo_package::verify::verify(pkg, checks);
+    let opts = kudo_package::resources::ConvertOptions {
+        instance_name: None,
+        namespace: None,
+        parameters: BTreeMap::new(),
+        service_account: None,
+    };
+    if let Ok(res) = kudo_package::resources::to_resources(pkg, &opts) {
+        let ctx = kudo_package::render::RenderContext::offline(
+            &res.instance.metadata.name,
+            "default",
+            BTreeMap::new(),
+        );
+        for e in kudo_engine::schedule::check_schedules(&res.operator_version, &ctx) {
+            v.error(e);
+        }
+    }
+    v
+}

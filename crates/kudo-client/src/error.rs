@@ -266,8 +266,8 @@ pub enum Error {
         name: String,
     },
     /// Parameter values that do not fit the typed object's spec.
-    #[error("{0}")]
-    TypedSpec(String),
+    #[error(transparent)]
+    TypedSpec(#[from] kudo_package::typed_api::SpecFieldError),
     /// `upgrade` to another operator's package.
     #[error("instance {instance} runs operator {current}, not {new}")]
     OtherOperator {

@@ -21,6 +21,31 @@ use crate::install::{
 use crate::{Error, Result};
 
 /// The manifests of `req` installed in `namespace` (see the module docs).
+///
+/// ```
+/// use std::collections::BTreeMap;
+/// use kudo_client::install::InstallRequest;
+///
+/// let package = kudo_package::read_path(std::path::Path::new("../../examples/first-operator"))?;
+/// let req = InstallRequest {
+///     package,
+///     source: kudo_repo::Source::Local("examples/first-operator".into()),
+///     dependencies: kudo_repo::Dependencies::default(),
+///     instance: Some("web".into()),
+///     values: BTreeMap::from([("REPLICAS".into(), "3".into())]),
+///     parameter_secrets: Vec::new(),
+///     service_account: None,
+///     skip_instance: false,
+///     create_namespace: false,
+///     allow_breaking_changes: false,
+/// };
+/// let objects = kudo_client::manifests::install_manifests(&req, "team-a")?;
+/// let kinds: Vec<&str> = objects.iter().filter_map(|o| o["kind"].as_str()).collect();
+/// assert_eq!(kinds, ["Operator", "OperatorVersion", "Instance"]);
+/// assert_eq!(objects[2]["metadata"]["namespace"], "team-a");
+/// assert_eq!(objects[2]["spec"]["parameters"]["REPLICAS"], "3");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn install_manifests(req: &InstallRequest, namespace: &str) -> Result<Vec<Value>> {
     let (res, split) = install_resources(req, namespace)?;
     check_autopilot_rules(&res.operator_version)?;

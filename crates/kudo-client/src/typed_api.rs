@@ -78,21 +78,11 @@ async fn breaking(cluster: &Cluster, ov: &OperatorVersion, crd: &Value) -> Resul
         Err(kube::Error::Api(e)) if e.code == 404 => return Ok(Vec::new()),
         Err(e) => return Err(e.into()),
     };
-    let schema = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"];
-    let mut out = Vec::new();
-    for o in objects {
-        let who = format!(
-            "{} {}/{}",
-            api.kind,
-            o.metadata.namespace.clone().unwrap_or_default(),
-            o.metadata.name.clone().unwrap_or_default()
-        );
-        let spec = o.data.get("spec").cloned().unwrap_or(Value::Null);
-        for problem in typed_api::breaking_fields(schema, &spec) {
-            out.push(format!("{who}: {problem}"));
-        }
-    }
-    Ok(out)
+    let objects: Vec<Value> = objects
+        .into_iter()
+        .map(serde_json::to_value)
+        .collect::<std::result::Result<_, _>>()?;
+    Ok(typed_api::broken_objects(api, crd, &objects))
 }
 
 /// Creates or updates the CRD [`check`] planned and its ClusterRoles (server-side apply, the CLI's

@@ -57,6 +57,11 @@ pub struct ControllerConfig {
     /// if set. More than 1 needs [`Self::leader_election`] (its lease name, namespace, identity
     /// and duration are the shard Leases').
     pub shards: u32,
+    /// Run only OperatorVersions stored by an OperatorSource that verified their signature and
+    /// unchanged since (`kudo_engine::source::policy`); an Instance of any other fails with a
+    /// condition and an Event, and nothing is applied for it. Sources with `verify.provider: none`
+    /// are refused.
+    pub require_verified_sources: bool,
 }
 
 impl Default for ControllerConfig {
@@ -75,6 +80,7 @@ impl Default for ControllerConfig {
             default_service_account: None,
             revision_history_limit: kudo_engine::revision::DEFAULT_HISTORY_LIMIT,
             shards: 1,
+            require_verified_sources: false,
         }
     }
 }
@@ -96,6 +102,13 @@ impl ControllerConfig {
             return Err(Error::InvalidConfig(format!(
                 "shards must be at most {} (a shard is a set of the Instances' hash buckets)",
                 kudo_engine::shard::BUCKETS
+            )));
+        }
+        if let Some(ns) = &config.namespace
+            && kudo_engine::scope::ignored(&config.ignored_namespaces, ns)
+        {
+            return Err(Error::InvalidConfig(format!(
+                "namespace {ns} is both the only one watched and ignored"
             )));
         }
         if config.shards > 1 && config.leader_election.is_none() {
@@ -126,8 +139,10 @@ pub struct LeaderElection {
 /// A leader-election setting that cannot work ([`LeaderElection::validate`]).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum LeaderConfigError {
+    /// A name, namespace or identity is empty or blank; holds which setting (`lease name`, …).
     #[error("leader election: the {0} must not be empty")]
     Empty(&'static str),
+    /// The lease duration is below 2 s or not a whole number of seconds; holds the value given.
     #[error("leader election: the lease duration must be a whole number of seconds, at least 2 (got {0:?})")]
     LeaseDuration(Duration),
 }

@@ -1,7 +1,7 @@
 //! The controllers one manager incarnation runs, each a module with its own watches, started from
 //! [`CONTROLLERS`] by [`run`]: the Instance controller (plans, drift, autopilot,
-//! [`crate::instances`]), one controller per typed API ([`crate::typed`]) and the fleet rollouts
-//! ([`crate::rollouts`]). A new controller is
+//! [`crate::instances`]), one controller per typed API ([`crate::typed`]), the fleet rollouts
+//! ([`crate::rollouts`]) and the package sources ([`crate::sources`]). A new controller is
 //! a module with a [`crate::incarnation::Start`] function and one line in [`CONTROLLERS`].
 //!
 //! An incarnation lives while this replica acts: for the whole process without leader election,
@@ -19,13 +19,14 @@ use crate::config::ControllerConfig;
 use crate::gate::Sharding;
 use crate::incarnation::{Incarnation, Start};
 use crate::ops::Health;
-use crate::{instances, rollouts, typed};
+use crate::{instances, rollouts, sources, typed};
 
 /// The controllers of an incarnation, by name, in the order they start.
 pub(crate) static CONTROLLERS: &[(&str, Start)] = &[
     ("instances", instances::start),
     ("typed APIs", typed::start),
     ("rollouts", rollouts::start),
+    ("operator sources", sources::start),
 ];
 
 /// One controller incarnation: every controller of [`CONTROLLERS`] on its own task until

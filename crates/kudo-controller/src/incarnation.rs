@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use futures::FutureExt;
 use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
@@ -26,3 +27,17 @@ pub(crate) struct Incarnation {
 /// Sets a controller up (its watches, what it shares) and returns the future that runs it until
 /// [`Incarnation::stop`] is cancelled.
 pub(crate) type Start = fn(&mut Incarnation) -> BoxFuture<'static, ()>;
+
+impl Incarnation {
+    /// `run` until the incarnation stops (then dropped where it waits).
+    pub fn until_stopped(&self, run: impl Future<Output = ()> + Send + 'static) -> BoxFuture<'static, ()> {
+        let stop = self.stop.clone();
+        async move {
+            tokio::select! {
+                _ = run => {}
+                _ = stop.cancelled() => {}
+            }
+        }
+        .boxed()
+    }
+}

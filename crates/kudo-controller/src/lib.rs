@@ -62,6 +62,7 @@ pub mod shard;
 // The controllers, each with its watches.
 mod instances;
 mod rollouts;
+mod sources;
 mod typed;
 mod views;
 mod watches;

@@ -48,8 +48,11 @@ pub type Sourced = Result<SourcedValues, SourceError>;
     "parameter {child_parameter:?} of child instance {child} would hold the value of sensitive parameter {sensitive:?} inside a longer value; pass it unchanged ({{{{ .Params.{sensitive} }}}}) so that the child reads it from its Secret"
 )]
 pub struct ChildSourceError {
+    /// Name of the child Instance the KudoOperator task creates.
     pub child: String,
+    /// The parameter of the child whose rendered value would embed the sensitive value.
     pub child_parameter: String,
+    /// The parent's sensitive parameter whose value would leak into the child's spec.
     pub sensitive: String,
 }
 

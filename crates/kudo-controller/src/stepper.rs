@@ -26,14 +26,40 @@ use crate::{autopilot, metrics};
 
 /// Runs single reconciles of Instances (see the module docs).
 ///
-/// ```no_run
-/// # async fn demo(client: kube::Client) -> Result<(), kudo_controller::ReconcileError> {
+/// ```
+/// use kube::api::{Api, ApiResource, DynamicObject, PostParams};
 /// use kudo_controller::{ControllerConfig, Stepper};
+/// use kudo_package::resources::{ConvertOptions, to_resources};
 ///
-/// let manager = Stepper::new(client, ControllerConfig::default());
-/// manager.reconcile("default", "my-instance").await?; // admits the Instance, starts deploy
-/// // … make a Deployment ready, edit the spec …
-/// manager.reconcile("default", "my-instance").await?; // the next pass
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// // An in-process API server: no socket, the embedded server's own semantics.
+/// let server = kudo_apiserver::ApiServer::in_process(Default::default())?;
+/// let client = kube::Client::new(server.service(), "default");
+/// kudo_controller::install_crds(&client, "doc", std::time::Duration::from_secs(10)).await?;
+///
+/// // What `kubectl kudo install examples/first-operator` creates.
+/// let package = kudo_package::read_path(std::path::Path::new("../../examples/first-operator"))?;
+/// let res = to_resources(&package, &ConvertOptions::default())?;
+/// for object in [
+///     serde_json::to_value(&res.operator)?,
+///     serde_json::to_value(&res.operator_version)?,
+///     serde_json::to_value(&res.instance)?,
+/// ] {
+///     let kind = object["kind"].as_str().unwrap_or_default();
+///     let ar = ApiResource::from_gvk(&kube::api::GroupVersionKind::gvk("kudo.dev", "v1beta1", kind));
+///     let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &ar);
+///     api.create(&PostParams::default(), &serde_json::from_value(object)?).await?;
+/// }
+///
+/// let manager = Stepper::new(client.clone(), ControllerConfig::default());
+/// manager.reconcile("default", &res.instance.metadata.name).await?; // admits it, starts deploy
+/// // … make its Deployment ready, edit the spec, reconcile again: each call is one pass.
+///
+/// let ar = ApiResource::from_gvk(&kube::api::GroupVersionKind::gvk("kudo.dev", "v1beta1", "Instance"));
+/// let instances: Api<DynamicObject> = Api::namespaced_with(client, "default", &ar);
+/// let instance = instances.get(&res.instance.metadata.name).await?;
+/// assert_eq!(instance.data["spec"]["planExecution"]["planName"], "deploy");
 /// # Ok(()) }
 /// ```
 pub struct Stepper {

@@ -11,8 +11,8 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::StreamExt;
 use futures::future::BoxFuture;
-use futures::{FutureExt, StreamExt};
 use kube::ResourceExt;
 use kube::api::{Api, ApiResource, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::core::GroupVersionKind;
@@ -59,14 +59,7 @@ pub(crate) fn start(inc: &mut Incarnation) -> BoxFuture<'static, ()> {
         inc.config.namespace.clone(),
         inc.sharding.gate.clone(),
     );
-    let stop = inc.stop.clone();
-    async move {
-        tokio::select! {
-            _ = run => {}
-            _ = stop.cancelled() => {}
-        }
-    }
-    .boxed()
+    inc.until_stopped(run)
 }
 
 /// Watches OperatorVersions (in the manager's scope) and starts one controller per typed kind

@@ -22,8 +22,11 @@ pub enum DependencyError {
         "task {task} of operator version {parent} needs operator version {missing}, which is not installed in the namespace (install the parent package with `kubectl kudo install`, which installs its dependencies)"
     )]
     Missing {
+        /// Name of the OperatorVersion whose task needs the dependency.
         parent: String,
+        /// Name of the `KudoOperator` task.
         task: String,
+        /// Name of the OperatorVersion the task instantiates, not found in the namespace.
         missing: String,
     },
     /// Following `KudoOperator` tasks leads back to an OperatorVersion already on the path.
@@ -32,8 +35,11 @@ pub enum DependencyError {
     /// The child parameters do not satisfy the child OperatorVersion.
     #[error("task {task}: parameters for operator version {child} are invalid: {}", .problems.join("; "))]
     InvalidParameters {
+        /// Name of the `KudoOperator` task.
         task: String,
+        /// Name of the child OperatorVersion.
         child: String,
+        /// One message per parameter problem.
         problems: Vec<String>,
     },
 }

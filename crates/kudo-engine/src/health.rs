@@ -20,6 +20,7 @@ use serde_json::Value;
 /// Verdict on one object.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Health {
+    /// Healthy: a step waiting on the object may complete.
     Healthy,
     /// Not (yet) healthy; the message says what is awaited.
     Progressing(String),
@@ -28,6 +29,7 @@ pub enum Health {
 }
 
 impl Health {
+    /// Whether the verdict is [`Health::Healthy`].
     pub fn is_healthy(&self) -> bool {
         matches!(self, Health::Healthy)
     }

@@ -22,12 +22,23 @@ use crate::triggers::{Admission, Decision, InstanceChange, decide};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Origin {
     /// The plan's `schedule:` came due; `due` is the occurrence (RFC 3339, UTC).
-    Schedule { due: String },
+    Schedule {
+        /// The occurrence that came due, RFC 3339 UTC.
+        due: String,
+    },
     /// An autopilot rule of the plan's `when:` fired; `observed` describes what it saw.
-    Autopilot { rule: String, observed: String },
+    Autopilot {
+        /// The rule's key, `PLAN/INDEX` (as in `status.autopilot`).
+        rule: String,
+        /// What the condition saw when it fired, for the Event.
+        observed: String,
+    },
     /// The value of sensitive parameters changed in their Secret (`parameters`: their names,
     /// comma-separated); the plan is their trigger plan.
-    Rotation { parameters: String },
+    Rotation {
+        /// Names of the rotated parameters, comma-separated.
+        parameters: String,
+    },
 }
 
 impl std::fmt::Display for Origin {
@@ -48,10 +59,12 @@ impl std::fmt::Display for Origin {
 /// A plan the manager wants to start, and the parameter values to set with it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Initiation {
+    /// The plan to start, e.g. `backup`.
     pub plan: String,
     /// Values written into `spec.parameters` with the trigger (autopilot `setParameters`; empty
     /// for schedules).
     pub set_parameters: BTreeMap<String, String>,
+    /// What started it, for the `PlanStarted` Event and the revision history.
     pub origin: Origin,
 }
 

@@ -77,6 +77,7 @@ pub mod rotation;
 pub mod schedule;
 pub mod scope;
 pub mod shard;
+pub mod source;
 pub mod status;
 pub mod tasks;
 pub mod time;

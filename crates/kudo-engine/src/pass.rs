@@ -14,11 +14,17 @@ use crate::waiting::bounded_waiting;
 
 /// Event reasons the pass reports; the strings are KUDO's where KUDO had one.
 pub mod reasons {
+    /// Normal Event when a plan run starts.
     pub const PLAN_STARTED: &str = "PlanStarted";
+    /// Event when a run reaches a terminal status (Normal on COMPLETE, Warning otherwise).
     pub const PLAN_FINISHED: &str = "PlanFinished";
+    /// A step names a task the OperatorVersion does not declare: the plan fails fatally.
     pub const UNKNOWN_TASK_NAME: &str = "UnknownTaskName";
+    /// A task's spec is invalid for its kind ([`crate::tasks::validate_task`]): fatal.
     pub const TASK_BUILD_ERROR: &str = "TaskBuildError";
+    /// The plan status lacks a phase the plan declares: fatal.
     pub const MISSING_PHASE_STATUS: &str = "MissingPhaseStatus";
+    /// A phase status lacks a step the phase declares: fatal.
     pub const MISSING_STEP_STATUS: &str = "MissingStepStatus";
     /// A `KudoOperator` dependency graph with a cycle or a missing OperatorVersion (KUDO's name for
     /// both).
@@ -63,17 +69,27 @@ pub enum TaskOutcome {
     Transient(String),
     /// A non-retryable failure: the pass stops and the plan becomes FATAL_ERROR. `reason` is the
     /// Kubernetes event reason (KUDO's: `TaskRenderingError`, `FailedTerminalStateError`, ...).
-    Fatal { reason: String, message: String },
+    Fatal {
+        /// The Event reason, e.g. `TaskRenderingError`.
+        reason: String,
+        /// What failed, for the Event and the plan status.
+        message: String,
+    },
 }
 
 /// One task the controller must execute now. Borrows only from the OperatorVersion spec, so it can
 /// be held across an `.await` while the pass itself stays untouched.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TaskCall<'a> {
+    /// The plan being run.
     pub plan: &'a str,
+    /// The phase of the task's step.
     pub phase: &'a str,
+    /// The step the task belongs to.
     pub step: &'a str,
+    /// The task's name as the step lists it.
     pub task_name: &'a str,
+    /// The task, as the OperatorVersion declares it.
     pub task: &'a Task,
     /// `planStatus.uid` of the run (KUDO labels objects with it).
     pub plan_uid: String,
@@ -82,22 +98,29 @@ pub struct TaskCall<'a> {
 /// Kubernetes event type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EventType {
+    /// An informational Event, e.g. a plan started or completed.
     Normal,
+    /// A failure users should look at, e.g. a plan that ended in FATAL_ERROR.
     Warning,
 }
 
 /// An event the controller should emit on the Instance.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Event {
+    /// Normal or Warning.
     pub type_: EventType,
+    /// The Event's reason, one of [`reasons`] or a task's.
     pub reason: String,
+    /// The Event's human-readable message.
     pub message: String,
 }
 
 /// The fatal failure that ended the pass, if any.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Fatal {
+    /// The Event reason, e.g. `StepTimeout`.
     pub reason: String,
+    /// What failed, as written to the plan status.
     pub message: String,
 }
 
@@ -108,6 +131,7 @@ pub struct Fatal {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Timing {
+    /// `planExecution.uid` of the run the start times belong to.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub uid: String,
     /// When the plan first went IN_PROGRESS (RFC 3339).
@@ -135,6 +159,7 @@ impl Timing {
         }
     }
 
+    /// Whether nothing is recorded (no plan or step start time).
     pub fn is_empty(&self) -> bool {
         self.plan_started.is_none() && self.steps.is_empty()
     }
@@ -150,14 +175,18 @@ impl Timing {
 /// What a pass did, for the controller to act on.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PassSummary {
+    /// The plan the pass ran.
     pub plan: String,
+    /// The plan's status before the pass.
     pub status_before: ExecutionStatus,
+    /// The plan's status after the pass.
     pub status: ExecutionStatus,
     /// Whether any status or message in the plan's tree changed (the timestamp is bumped only
     /// then, which is what makes [`crate::requeue_after_secs`] grow while a plan waits).
     pub changed: bool,
     /// Events to emit, in order.
     pub events: Vec<Event>,
+    /// The fatal failure that ended the pass, if any.
     pub fatal: Option<Fatal>,
     /// Number of [`TaskCall`]s handed out and reported.
     pub tasks_run: usize,

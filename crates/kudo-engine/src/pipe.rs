@@ -28,36 +28,66 @@ fn base_name_ok(name: &str) -> bool {
 /// Why a rendered generator Pod breaks KUDO's constraints ([`validate_pod`]).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PipePodError {
+    /// The Pod declares `containers`; the manager adds its own waiter container.
     #[error("pipe pod should define no containers, only one init container")]
     HasContainers,
+    /// The Pod does not have exactly one init container (holds how many it has).
     #[error("pipe pod should define exactly one init container, found {0}")]
     InitContainers(usize),
+    /// The Pod does not have exactly one volume, or it is not an `emptyDir`.
     #[error("pipe pod should define exactly one volume of type emptyDir")]
     Volume,
+    /// `restartPolicy` is neither empty nor `OnFailure` (holds the one given).
     #[error("pipe pod restartPolicy must be empty or OnFailure, found {0}")]
     RestartPolicy(String),
+    /// The init container does not mount the `emptyDir` volume (holds the volume's name).
     #[error("pipe pod init container should mount the emptyDir volume {0:?}")]
     Mount(String),
+    /// A pipe file lies outside the `emptyDir` mount path.
     #[error("pipe file {path} should be a sub-directory of the pipe pod's emptyDir mount path {mount}")]
-    OutsideMount { path: String, mount: String },
+    OutsideMount {
+        /// The pipe file's path as the task gives it.
+        path: String,
+        /// The init container's mount path of the `emptyDir`.
+        mount: String,
+    },
+    /// A pipe file's base name has characters other than `[-._a-zA-Z0-9]`.
     #[error("pipe file {path}: its name {base:?} must match [-._a-zA-Z0-9]+")]
-    FileName { path: String, base: String },
+    FileName {
+        /// The pipe file's path as the task gives it.
+        path: String,
+        /// Its base name.
+        base: String,
+    },
 }
 
 /// Why an env file cannot be read ([`parse_env_file`]).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum EnvFileError {
+    /// The file's bytes are not UTF-8.
     #[error("env file is not valid UTF-8")]
     NotUtf8,
+    /// A line's key is not a valid environment variable name.
     #[error("line {line}: {key:?} is not a valid environment variable name")]
-    InvalidName { line: usize, key: String },
+    InvalidName {
+        /// The line number, from 1.
+        line: usize,
+        /// The key as written.
+        key: String,
+    },
 }
 
 /// Why a pipe artifact cannot be built ([`artifact`]).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ArtifactError {
+    /// An `envFile`'s content cannot be parsed.
     #[error("env file {file}: {source}")]
-    EnvFile { file: String, source: EnvFileError },
+    EnvFile {
+        /// The `envFile` path in the generator Pod.
+        file: String,
+        /// What is wrong with its content.
+        source: EnvFileError,
+    },
 }
 
 /// Checks the rendered generator Pod against KUDO's constraints; `Err` is the reason.

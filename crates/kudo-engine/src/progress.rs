@@ -41,14 +41,22 @@ pub const PLAN_CANCELLED: &str = "PlanCancelled";
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Activity<'a> {
     /// The manager executes this run (the plan and its uid): running, or ended in this reconcile.
-    Run { plan: &'a str, uid: &'a str },
+    Run {
+        /// The plan being run.
+        plan: &'a str,
+        /// The run's `planExecution.uid`.
+        uid: &'a str,
+    },
     /// No plan is scheduled.
     Idle,
     /// Nothing can run (`reason`, `message`): until the user fixes something (`stalled`), or
     /// until something appears (an OperatorVersion applied after its Instance).
     Blocked {
+        /// Reason of the `Stalled` condition when `stalled`, else of `Reconciling`.
         reason: &'a str,
+        /// The condition's message.
         message: &'a str,
+        /// Whether only a change by the user can unblock the Instance (`Stalled=True`).
         stalled: bool,
     },
 }
@@ -104,8 +112,9 @@ fn denial(conditions: &[Condition]) -> Option<String> {
         .map(|c| c.message.clone())
 }
 
-/// Sets `type_` True with `(reason, message)`, or removes it (`None`).
-fn keep(
+/// Sets `type_` True with `(reason, message)`, or removes it (`None`): the abnormal-true
+/// conditions of every status the manager writes (also `kudo_engine::source::status`).
+pub(crate) fn keep(
     conditions: &mut Vec<Condition>,
     type_: &str,
     value: Option<(String, String)>,

@@ -14,10 +14,15 @@ use serde_json::Value;
 use crate::health::{Health, health};
 use crate::time::Timestamp;
 
+/// The Instance's readiness condition type.
 pub const READY: &str = "Ready";
+/// `Ready=True` reason: the last plan completed or every watched object is healthy.
 pub const RESOURCES_READY: &str = "ResourcesReady";
+/// `Ready=False` reason: some of the Instance's objects are not healthy (the message says which).
 pub const RESOURCE_NOT_READY: &str = "ResourceNotReady";
+/// `Ready=Unknown` reason: a deploy, update or upgrade plan is running.
 pub const PLAN_IN_PROGRESS: &str = "PlanInProgress";
+/// `Ready=Unknown` reason: a plan ended in FATAL_ERROR (or a lifecycle plan was cancelled).
 pub const PLAN_IN_FATAL_ERROR: &str = "PlanInFatalError";
 /// Condition reporting a spec change KUDO's webhook would have rejected.
 pub const CHANGE_ACCEPTED: &str = "ChangeAccepted";

@@ -158,6 +158,7 @@ pub fn recreate_reason(live: &serde_json::Value, run_uid: &str) -> Option<String
 /// The failed run `plan retry` re-runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RetryTarget {
+    /// The plan whose failed run is retried.
     pub plan: String,
     /// `status.planStatus[plan].uid`: the run the annotation names.
     pub failed_uid: String,
@@ -169,27 +170,43 @@ pub enum RetryRefusal {
     #[error(
         "plan {plan} is scheduled on instance {instance} (status {status}): wait for it to finish or cancel it first"
     )]
+    /// A plan is scheduled or running on the Instance; a retry replaces no running plan.
     PlanScheduled {
+        /// The Instance's name.
         instance: String,
+        /// The scheduled plan.
         plan: String,
+        /// Its `spec.planExecution.status`, or `scheduled` when it has none.
         status: String,
     },
+    /// The plan named with `--plan` has no status on the Instance (`status.planStatus`).
     #[error("plan {plan} does not exist on instance {instance} (plans: {known})")]
     UnknownPlan {
+        /// The Instance's name.
         instance: String,
+        /// The plan asked for.
         plan: String,
+        /// The plans the Instance has a status for, comma-separated.
         known: String,
     },
     #[error(
         "plan {plan} of instance {instance} is {status}, not FATAL_ERROR: only a failed plan can be retried (plan trigger runs it again from the start)"
     )]
+    /// The plan named with `--plan` is not FATAL_ERROR (or its status records no run uid).
     NotFailed {
+        /// The Instance's name.
         instance: String,
+        /// The plan asked for.
         plan: String,
+        /// Its status.
         status: ExecutionStatus,
     },
+    /// No `--plan` was given and no plan of the Instance is FATAL_ERROR.
     #[error("no plan of instance {instance} is FATAL_ERROR: nothing to retry")]
-    NothingFailed { instance: String },
+    NothingFailed {
+        /// The Instance's name.
+        instance: String,
+    },
 }
 
 /// Which failed run `plan retry --instance <instance> [--plan <plan>]` re-runs, or why it refuses:

@@ -42,17 +42,37 @@ pub enum StartedBy {
     /// `kubectl apply`).
     User,
     /// A plan's `schedule:` came due.
-    Schedule { due: String },
+    Schedule {
+        /// The occurrence that came due, RFC 3339 UTC.
+        due: String,
+    },
     /// Sensitive parameters' values changed in their Secret.
-    Rotation { parameters: String },
+    Rotation {
+        /// Names of the rotated parameters, comma-separated.
+        parameters: String,
+    },
     /// An autopilot rule fired.
-    Autopilot { rule: String },
+    Autopilot {
+        /// The rule's key, `PLAN/INDEX`.
+        rule: String,
+    },
     /// `kubectl kudo rollback` from revision `from` to revision `to`.
-    Rollback { from: u64, to: u64 },
+    Rollback {
+        /// The revision the Instance was at.
+        from: u64,
+        /// The revision whose spec was restored.
+        to: u64,
+    },
     /// `kubectl kudo plan retry` of the failed run `of`.
-    Retry { of: String },
+    Retry {
+        /// `planExecution.uid` of the failed run.
+        of: String,
+    },
     /// The fleet rollout `name` (a `kudo-rs.dev` Rollout) changed the Instance.
-    Rollout { name: String },
+    Rollout {
+        /// The Rollout's name.
+        name: String,
+    },
 }
 
 impl StartedBy {
@@ -90,7 +110,9 @@ pub struct RevisionData {
     /// Its `spec.version`, for the CHANGE column.
     #[serde(default)]
     pub version: String,
+    /// The plan the run executes.
     pub plan: String,
+    /// The run's `planExecution.uid` (also the [`RUN_LABEL`]).
     pub plan_uid: String,
     /// `spec.parameters` without the values of parameters the OperatorVersion marks sensitive.
     #[serde(default)]
@@ -98,6 +120,7 @@ pub struct RevisionData {
     /// `spec.parameterSources`: where sensitive values come from (references only).
     #[serde(default)]
     pub parameter_sources: BTreeMap<String, ParameterSource>,
+    /// Who started the run.
     pub started_by: StartedBy,
     /// The change in words: `NODE_COUNT: 3 → 5`, `upgrade 0.1.0 → 0.2.0`, `install`.
     #[serde(default)]
@@ -107,13 +130,18 @@ pub struct RevisionData {
 /// A run's outcome as recorded on its revision.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
+    /// The run completed.
     Complete,
+    /// The run ended in FATAL_ERROR.
     FatalError,
+    /// The run was cancelled.
     Cancelled,
+    /// A newer run of the Instance started before this one ended.
     Replaced,
 }
 
 impl Outcome {
+    /// The spelling in [`OUTCOME_ANNOTATION`] and the STATUS column.
     pub fn as_str(self) -> &'static str {
         match self {
             Outcome::Complete => "COMPLETE",
@@ -148,14 +176,17 @@ impl Outcome {
 /// One revision as read back from its ControllerRevision.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Revision {
+    /// The revision number (the ControllerRevision's `revision`), the first run being 1.
     pub number: u64,
     /// The ControllerRevision's name.
     pub name: String,
+    /// When the revision was recorded (the ControllerRevision's `creationTimestamp`).
     pub created: String,
     /// When the outcome was recorded.
     pub finished: Option<String>,
     /// `None` while the run goes on.
     pub outcome: Option<Outcome>,
+    /// What the revision records.
     pub data: RevisionData,
 }
 

@@ -20,18 +20,24 @@ use crate::triggers::{ChangeDenied, Decision, judge_client_change};
 /// Why no rollback can be made.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RollbackError {
+    /// The Instance has no revisions (it never ran a plan under kudo-rs's history).
     #[error("it has no recorded revisions (kudo-rs records every plan run from this version on)")]
     NoHistory,
+    /// `--to-revision` names a revision that does not exist; holds it and the existing numbers.
     #[error("revision {0} does not exist (revisions: {1})")]
     NoSuchRevision(u64, String),
+    /// The chosen revision has the current parameters and OperatorVersion already.
     #[error("revision {0} has the current parameters and OperatorVersion: nothing to roll back")]
     Unchanged(u64),
     #[error(
         "no earlier revision whose plan completed has other parameters or another OperatorVersion; name one with --to-revision"
     )]
+    /// No earlier completed revision differs from the current spec, and none was named.
     NoTarget,
+    /// KUDO's rules for a change refuse the rollback (not only because a plan is running).
     #[error("{0}")]
     Denied(String),
+    /// The restored spec would trigger no plan (holds the target revision).
     #[error("the change to revision {0} would start no plan")]
     NoPlan(u64),
 }
@@ -49,10 +55,12 @@ pub struct RollbackMark {
 }
 
 impl RollbackMark {
+    /// Reads the mark from the annotation value; `None` when it is not a valid mark.
     pub fn parse(value: &str) -> Option<RollbackMark> {
         serde_json::from_str(value).ok()
     }
 
+    /// The annotation value, JSON such as `{"from":5,"to":3}`.
     pub fn to_annotation(&self) -> String {
         serde_json::to_string(self).unwrap_or_default()
     }

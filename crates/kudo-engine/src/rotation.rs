@@ -50,12 +50,20 @@ pub enum Decision {
     Record(Fingerprints),
     /// These parameters rotated: run `plan` (their trigger plan) and record the fingerprints.
     Trigger {
+        /// The trigger plan of the rotated parameters.
         plan: String,
+        /// Names of the rotated parameters.
         parameters: Vec<String>,
+        /// The current fingerprints to record.
         record: Fingerprints,
     },
     /// The rotated parameters trigger no usable plan (KUDO's message); record, run nothing.
-    Invalid { message: String, record: Fingerprints },
+    Invalid {
+        /// Why no plan can run, in KUDO's words.
+        message: String,
+        /// The current fingerprints to record.
+        record: Fingerprints,
+    },
 }
 
 /// Decides about the current fingerprints given the recorded ones (see the module docs).

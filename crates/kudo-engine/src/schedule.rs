@@ -35,16 +35,32 @@ pub enum ScheduleError {
     #[error(
         "invalid schedule {expr:?}: {reason} (expected a 5-field cron expression in UTC, @hourly, @daily, @weekly, @monthly, @yearly or @every <duration>)"
     )]
-    Invalid { expr: String, reason: String },
+    /// The rendered `schedule:` is no usable cron expression, nickname or `@every` duration.
+    Invalid {
+        /// The schedule as rendered from the plan's `schedule:`.
+        expr: String,
+        /// What is wrong with it.
+        reason: String,
+    },
 }
 
 /// A parsed, non-empty schedule.
 #[derive(Debug, Clone)]
 pub enum Schedule {
     /// A cron expression (5 fields or an `@` nickname), evaluated in UTC.
-    Cron { expr: String, cron: Box<Cron> },
+    Cron {
+        /// The expression as written, for messages.
+        expr: String,
+        /// The parsed expression.
+        cron: Box<Cron>,
+    },
     /// `@every D`: every `secs` seconds (at least 1).
-    Every { expr: String, secs: u64 },
+    Every {
+        /// The expression as written, for messages.
+        expr: String,
+        /// The interval in whole seconds.
+        secs: u64,
+    },
 }
 
 const NICKNAMES: [&str; 7] = [
@@ -156,12 +172,25 @@ impl Schedule {
 pub enum Decision {
     /// Start the plan for occurrence `due`; record `due` as the last scheduled time; the next
     /// occurrence after that is `next`.
-    Due { due: Timestamp, next: Option<Timestamp> },
+    Due {
+        /// The occurrence to run.
+        due: Timestamp,
+        /// The occurrence after it; `None` when there is none.
+        next: Option<Timestamp>,
+    },
     /// Occurrence `due` came while a plan runs: skip it (record `due` as the last scheduled time,
     /// report `ScheduledPlanSkipped`).
-    Skip { due: Timestamp, next: Option<Timestamp> },
+    Skip {
+        /// The occurrence skipped.
+        due: Timestamp,
+        /// The occurrence after it; `None` when there is none.
+        next: Option<Timestamp>,
+    },
     /// Nothing is due; look again at `next` (`None`: the pattern never matches again).
-    Wait { next: Option<Timestamp> },
+    Wait {
+        /// The next occurrence; `None` when there is none.
+        next: Option<Timestamp>,
+    },
 }
 
 /// What is known about a scheduled plan's past: `status.schedules.<plan>`.

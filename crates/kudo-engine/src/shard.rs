@@ -118,6 +118,7 @@ impl LeaseView {
 pub struct Survey<'a> {
     /// This replica's identity.
     pub me: &'a str,
+    /// The tick's time in Unix milliseconds, compared with [`LeaseView::valid_until_ms`].
     pub now_ms: i64,
     /// The shard count (`--shards`).
     pub shards: u32,

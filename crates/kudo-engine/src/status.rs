@@ -135,7 +135,10 @@ pub enum Wake {
     Poll,
     /// Every waiting task waits for a watched object of this Instance: its watch event triggers
     /// the next pass, and the timer is only a backstop of this many seconds.
-    Watch { backstop_secs: u64 },
+    Watch {
+        /// Seconds after which to pass again even without a watch event.
+        backstop_secs: u64,
+    },
 }
 
 /// When to look at a plan again after a pass: `None` once it is terminal; else KUDO's delay

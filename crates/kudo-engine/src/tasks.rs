@@ -9,26 +9,42 @@ use kudo_api::{Parameter, Task, TaskKind};
 /// Why a task fails build-time validation ([`validate_task`]).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TaskBuildError {
+    /// An Apply or Delete task lists no `resources` (holds the kind).
     #[error("task validation error: {0} task has an empty resource list, use a Dummy task instead")]
     EmptyResources(TaskKind),
+    /// A Toggle task lists no `resources`.
     #[error("task validation error: Toggle task has an empty resource list")]
     ToggleWithoutResources,
+    /// A Toggle task names no `parameter`.
     #[error("task validation error: Toggle task has no parameter")]
     ToggleWithoutParameter,
+    /// A Pipe task names no `pod` template.
     #[error("task validation error: Pipe task has no pod template")]
     PipeWithoutPod,
+    /// A Pipe task has no `pipe` entries.
     #[error("task validation error: Pipe task has no pipe entries")]
     PipeWithoutEntries,
+    /// A pipe entry sets both or neither of `file` and `envFile` (holds the entry's key).
     #[error("task validation error: pipe entry {0:?} must set exactly one of file or envFile")]
     PipeFileOrEnvFile(String),
+    /// A pipe entry's `kind` is neither `Secret` nor `ConfigMap`.
     #[error("task validation error: pipe entry {key:?} has kind {kind:?}, expected Secret or ConfigMap")]
-    PipeKind { key: String, kind: String },
+    PipeKind {
+        /// The entry's `key`.
+        key: String,
+        /// The `kind` it gives.
+        kind: String,
+    },
+    /// A pipe entry's `key` is empty or has characters other than `[a-zA-Z0-9_-]` (holds it).
     #[error("task validation error: pipe key {0:?} must match ^[a-zA-Z0-9_\\-]+$")]
     PipeKey(String),
+    /// A KudoOperator task names no `package`.
     #[error("task validation error: KudoOperator task has no package")]
     KudoOperatorWithoutPackage,
+    /// A KudoOperator task names no `operatorVersion`.
     #[error("task validation error: KudoOperator task has no operatorVersion")]
     KudoOperatorWithoutVersion,
+    /// The task's `kind` is none KUDO knows (holds the spelling).
     #[error("unknown task kind {0}")]
     UnknownKind(String),
 }
@@ -36,12 +52,22 @@ pub enum TaskBuildError {
 /// Why a Toggle task cannot decide between Apply and Delete ([`toggle_action`]).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ToggleError {
+    /// The Toggle task's `parameter` is not a parameter of the OperatorVersion.
     #[error("toggle task {task}: parameter {parameter:?} is not declared in the OperatorVersion")]
-    Undeclared { task: String, parameter: String },
+    Undeclared {
+        /// The Toggle task's name.
+        task: String,
+        /// The parameter it names.
+        parameter: String,
+    },
+    /// The parameter's value is not a boolean as Go's `strconv.ParseBool` reads it.
     #[error("toggle task {task}: value {value:?} of parameter {parameter:?} is not a boolean")]
     NotBoolean {
+        /// The Toggle task's name.
         task: String,
+        /// The parameter it names.
         parameter: String,
+        /// The value that is not a boolean.
         value: String,
     },
 }

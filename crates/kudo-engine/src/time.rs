@@ -12,8 +12,10 @@ use thiserror::Error;
 /// can be surfaced verbatim in a step/plan message.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum TimeError {
+    /// The string is not an RFC 3339 timestamp (holds it).
     #[error("invalid RFC 3339 timestamp {0:?}")]
     Timestamp(String),
+    /// Not a usable timeout: no Go-style duration or bare seconds, or negative (holds it).
     #[error("invalid duration {0:?}: expected a Go-style duration such as \"30s\", \"10m\" or \"1h30m\"")]
     Duration(String),
 }
@@ -30,6 +32,7 @@ impl Timestamp {
         Timestamp { secs }
     }
 
+    /// Seconds since the Unix epoch.
     pub fn unix(self) -> i64 {
         self.secs
     }
@@ -102,6 +105,7 @@ impl Timestamp {
         self.secs.saturating_sub(earlier.secs)
     }
 
+    /// The instant `secs` seconds later (saturating at the largest representable instant).
     pub fn plus_seconds(self, secs: u64) -> Timestamp {
         Timestamp {
             secs: self.secs.saturating_add(i64::try_from(secs).unwrap_or(i64::MAX)),

@@ -24,8 +24,11 @@ use kudo_package::params::ParamValueError;
 
 /// Plan names with a special meaning.
 pub const DEPLOY: &str = "deploy";
+/// The plan a parameter change runs when no changed parameter names a `trigger` (else `deploy`).
 pub const UPDATE: &str = "update";
+/// The plan an upgrade to another OperatorVersion runs (falling back to `update`, then `deploy`).
 pub const UPGRADE: &str = "upgrade";
+/// The plan the manager runs when an Instance is deleted, before its finalizer is released.
 pub const CLEANUP: &str = "cleanup";
 
 /// Why a plan is scheduled (for events/logs).
@@ -48,15 +51,28 @@ pub enum ScheduleReason {
 pub enum Decision {
     /// Schedule `plan` with a fresh uid (planExecution = {plan, new uid, NEVER_RUN}); restarts it
     /// if it is the plan already scheduled.
-    Schedule { plan: String, reason: ScheduleReason },
+    Schedule {
+        /// The plan to schedule.
+        plan: String,
+        /// Why it is scheduled.
+        reason: ScheduleReason,
+    },
     /// KUDO would have rejected the change; `message` is KUDO's wording.
-    Deny { message: String },
+    Deny {
+        /// KUDO's wording of the refusal.
+        message: String,
+    },
     /// The user asked to stop the scheduled plan `plan` (run `uid`): set
     /// `spec.planExecution.status: CANCELLED` on that run, or cleared `spec.planExecution.planName`.
     /// The controller stops the run at the next task boundary (status CANCELLED) and unschedules
     /// it. Evaluated before the parameter diff, so a denied parameter change still stored does not
     /// block the cancellation (kudo-rs extension; KUDO denied every cancellation).
-    Cancel { plan: String, uid: String },
+    Cancel {
+        /// The plan to stop.
+        plan: String,
+        /// `planExecution.uid` of the run to stop.
+        uid: String,
+    },
     /// `spec.planExecution.status` became terminal: clear `spec.planExecution`.
     ClearTerminal,
     /// Nothing to do for plan execution.
@@ -66,6 +82,7 @@ pub enum Decision {
 /// The result of admitting a change: the decision plus the spec edits KUDO's webhook made.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Admission {
+    /// What the change means for plan execution.
     pub decision: Decision,
     /// Values to write into `spec.parameters` (defaults of immutable parameters on create).
     pub set_parameters: BTreeMap<String, String>,
@@ -138,6 +155,7 @@ impl Admission {
 pub struct InstanceChange<'a> {
     /// The previously admitted Instance; `None` for a creation.
     pub old: Option<&'a Instance>,
+    /// The Instance as changed.
     pub new: &'a Instance,
     /// The OperatorVersion `old` references (same as `new_ov` unless this is an upgrade; ignored
     /// on create).
@@ -589,10 +607,18 @@ pub struct ChangeDenied(pub String);
 /// Why changed parameters cannot select a plan ([`triggered_by_parameter_update`]).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TriggerError {
+    /// A changed parameter's `trigger` names a plan the OperatorVersion does not have.
     #[error("param {param} defined trigger plan {plan}, but plan not defined in operatorversion")]
-    UndefinedPlan { param: String, plan: String },
+    UndefinedPlan {
+        /// The parameter.
+        param: String,
+        /// The plan its `trigger` names.
+        plan: String,
+    },
+    /// No parameter names a `trigger` and the OperatorVersion has neither `update` nor `deploy`.
     #[error("couldn't find any plans that would be triggered by the update")]
     NoPlan,
+    /// The changed parameters name different trigger plans (holds them).
     #[error("triggering multiple plans: [{}] at once is not allowed", .0.join(" "))]
     MultiplePlans(Vec<String>),
 }

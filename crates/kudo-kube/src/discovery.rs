@@ -25,8 +25,11 @@ pub fn known_resource(group: &str, kind: &str) -> ApiResource {
 /// Outcome of a lookup.
 #[derive(Debug, Clone)]
 pub enum Resolved {
+    /// The server serves the kind.
     Found {
+        /// The resource to address objects of the kind with (group, version, plural).
         resource: ApiResource,
+        /// Whether objects of the kind live in a namespace.
         namespaced: bool,
     },
     /// The server does not serve this kind (e.g. the CRD is absent): a fatal task error.
@@ -54,6 +57,7 @@ fn split_api_version(api_version: &str) -> (&str, &str) {
 }
 
 impl Cache {
+    /// An empty cache that asks the API server through `client` on a miss.
     pub fn new(client: kube::Client) -> Cache {
         Cache {
             client,

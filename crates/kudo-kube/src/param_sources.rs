@@ -11,58 +11,103 @@ use serde_json::Value;
 /// the Secret, never a value.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SourceError {
+    /// The `secretKeyRef` of the source lacks its `name` or its `key`.
     #[error("parameter {param:?}: parameterSources.secretKeyRef needs both name and key")]
-    IncompleteSelector { param: String },
+    IncompleteSelector {
+        /// The sensitive parameter whose source failed.
+        param: String,
+    },
+    /// The source is not a `secretKeyRef` (the only kind of source supported).
     #[error("parameter {param:?}: parameterSources supports only secretKeyRef")]
-    UnsupportedSource { param: String },
+    UnsupportedSource {
+        /// The sensitive parameter whose source failed.
+        param: String,
+    },
     /// The Secret could not be read (`reason`: the server's reason and code, not its body).
     #[error("parameter {param:?}: reading Secret {namespace}/{secret} failed: {reason}")]
     Read {
+        /// The sensitive parameter whose source failed.
         param: String,
+        /// Namespace of the Secret (the Instance's).
         namespace: String,
+        /// Name of the Secret (`secretKeyRef.name`).
         secret: String,
+        /// The server's reason and status code.
         reason: String,
     },
+    /// The Secret the source names does not exist.
     #[error("parameter {param:?}: Secret {namespace}/{secret} not found")]
     SecretNotFound {
+        /// The sensitive parameter whose source failed.
         param: String,
+        /// Namespace of the Secret (the Instance's).
         namespace: String,
+        /// Name of the Secret (`secretKeyRef.name`).
         secret: String,
     },
+    /// The Secret exists but has no such key in its `data`.
     #[error("parameter {param:?}: Secret {namespace}/{secret} has no key {key:?}")]
     NoKey {
+        /// The sensitive parameter whose source failed.
         param: String,
+        /// Namespace of the Secret (the Instance's).
         namespace: String,
+        /// Name of the Secret (`secretKeyRef.name`).
         secret: String,
+        /// The Secret key (`secretKeyRef.key`).
         key: String,
     },
+    /// The key's data is not valid base64 (as the API serves Secret `data`).
     #[error("parameter {param:?}: key {key:?} of Secret {namespace}/{secret} is not valid base64")]
     NotBase64 {
+        /// The sensitive parameter whose source failed.
         param: String,
+        /// Namespace of the Secret (the Instance's).
         namespace: String,
+        /// Name of the Secret (`secretKeyRef.name`).
         secret: String,
+        /// The Secret key (`secretKeyRef.key`).
         key: String,
     },
+    /// The decoded value is not UTF-8 text, so it cannot be a parameter value.
     #[error("parameter {param:?}: key {key:?} of Secret {namespace}/{secret} is not UTF-8 text")]
     NotUtf8 {
+        /// The sensitive parameter whose source failed.
         param: String,
+        /// Namespace of the Secret (the Instance's).
         namespace: String,
+        /// Name of the Secret (`secretKeyRef.name`).
         secret: String,
+        /// The Secret key (`secretKeyRef.key`).
         key: String,
     },
+    /// `spec.parameterSources` names a parameter the OperatorVersion does not declare.
     #[error("parameter {param:?} in parameterSources is not a parameter of {operator_version}")]
-    Undeclared { param: String, operator_version: String },
+    Undeclared {
+        /// The undeclared parameter name.
+        param: String,
+        /// Name of the Instance's OperatorVersion.
+        operator_version: String,
+    },
     /// A required parameter's source holds an empty value (`what`: the Secret key).
     #[error("parameter {param:?} is required but {what} is empty")]
-    Required { param: String, what: String },
+    Required {
+        /// The sensitive parameter whose source failed.
+        param: String,
+        /// Where the empty value came from, e.g. `Secret key db/password`.
+        what: String,
+    },
     /// KUDO's validation refused the value (`what`: the Secret key, `value_type`: the declared
     /// type).
     #[error(
         "parameter {param:?} has an invalid value (from {what}, type {value_type:?}; the value is not shown)"
     )]
     Invalid {
+        /// The sensitive parameter whose source failed.
         param: String,
+        /// Where the value came from, e.g. `Secret key db/password`.
         what: String,
+        /// The parameter's declared `value-type`.
         value_type: String,
     },
 }

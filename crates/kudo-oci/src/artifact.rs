@@ -25,7 +25,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
 
-use crate::error::OciError;
+use crate::error::{EpochError, OciError};
 use crate::reference::{OciRef, check_digest};
 
 /// `artifactType` of a package manifest.
@@ -65,9 +65,13 @@ pub const ACCEPTED_MANIFESTS: &[&str] = &[OCI_MANIFEST, OCI_INDEX, DOCKER_MANIFE
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Descriptor {
+    /// `mediaType` of the content, e.g. [`LAYER_MEDIA_TYPE`].
     pub media_type: String,
+    /// `digest`: `sha256:<hex>` of the content's bytes, by which the registry stores the blob.
     pub digest: String,
+    /// `size` of the content in bytes.
     pub size: u64,
+    /// `annotations`, e.g. `org.opencontainers.image.title` on the package layer.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub annotations: BTreeMap<String, String>,
 }
@@ -88,14 +92,20 @@ impl Descriptor {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Manifest {
+    /// `schemaVersion`, always 2.
     pub schema_version: u32,
+    /// `mediaType` of the manifest itself ([`OCI_MANIFEST`]); optional on the wire.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub media_type: Option<String>,
+    /// `artifactType`, [`ARTIFACT_TYPE`] for a package; absent in manifests some tools write.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub artifact_type: Option<String>,
+    /// The config blob: the JSON naming the package, or the OCI empty descriptor.
     pub config: Descriptor,
+    /// The layers; a package has exactly one, its `package create` tarball.
     #[serde(default)]
     pub layers: Vec<Descriptor>,
+    /// Manifest annotations: title, version, created, description, source, app version.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub annotations: BTreeMap<String, String>,
 }
@@ -183,20 +193,19 @@ impl Artifact {
 }
 
 /// `created` for a push: `$SOURCE_DATE_EPOCH` (seconds) when set, else the Unix epoch, in RFC 3339.
-pub fn created_timestamp() -> Result<String, String> {
+pub fn created_timestamp() -> Result<String, EpochError> {
     created_from(std::env::var("SOURCE_DATE_EPOCH").ok().as_deref())
 }
 
 /// `created` for a `SOURCE_DATE_EPOCH` value (none or blank: the epoch).
-fn created_from(source_date_epoch: Option<&str>) -> Result<String, String> {
+fn created_from(source_date_epoch: Option<&str>) -> Result<String, EpochError> {
     let secs = match source_date_epoch.map(str::trim) {
         Some(v) if !v.is_empty() => v
             .parse::<i64>()
-            .map_err(|_| format!("SOURCE_DATE_EPOCH={v:?} is not a number of seconds"))?,
+            .map_err(|_| EpochError::NotANumber(v.to_string()))?,
         _ => 0,
     };
-    let t = chrono::DateTime::from_timestamp(secs, 0)
-        .ok_or_else(|| format!("SOURCE_DATE_EPOCH={secs} is out of range"))?;
+    let t = chrono::DateTime::from_timestamp(secs, 0).ok_or(EpochError::OutOfRange(secs))?;
     Ok(t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
 }
 
@@ -418,10 +427,9 @@ mod tests {
         assert_eq!(created_from(None).unwrap(), "1970-01-01T00:00:00Z");
         assert_eq!(created_from(Some(" ")).unwrap(), "1970-01-01T00:00:00Z");
         assert_eq!(created_from(Some("1700000000")).unwrap(), "2023-11-14T22:13:20Z");
-        assert!(
-            created_from(Some("yesterday"))
-                .unwrap_err()
-                .contains("SOURCE_DATE_EPOCH")
+        assert_eq!(
+            created_from(Some("yesterday")).unwrap_err().to_string(),
+            "SOURCE_DATE_EPOCH=\"yesterday\" is not a number of seconds"
         );
     }
 }

@@ -98,6 +98,17 @@ impl DockerConfig {
         Ok(DockerConfig { path, doc })
     }
 
+    /// The content of a `kubernetes.io/dockerconfigjson` Secret (`.dockerconfigjson`), named
+    /// `origin` in messages (`Secret NS/NAME`). Only `auths` is read, as the kubelet reads a pull
+    /// secret: `credHelpers` and `credsStore` are dropped, since a Secret's content must not choose a
+    /// program for the manager to run.
+    pub fn from_pull_secret(bytes: &[u8], origin: &str) -> Result<DockerConfig, OciError> {
+        let mut config = DockerConfig::parse(bytes, Some(PathBuf::from(origin)))?;
+        config.doc.remove("credHelpers");
+        config.doc.remove("credsStore");
+        Ok(config)
+    }
+
     fn label(&self) -> String {
         self.path
             .as_ref()
@@ -376,6 +387,18 @@ mod tests {
                 .unwrap()
                 .is_none()
         );
+    }
+
+    #[test]
+    fn a_pull_secret_names_no_helper() {
+        let doc =
+            r#"{"auths": {"h:1": {"auth": "dTpw"}}, "credsStore": "evil", "credHelpers": {"h:1": "x"}}"#;
+        let c = DockerConfig::from_pull_secret(doc.as_bytes(), "Secret ns/regcred").unwrap();
+        assert_eq!(c.helper_for("h:1"), None);
+        let got = c.credentials_for("h:1").unwrap().unwrap();
+        assert_eq!(got.describe(), "user \"u\" from Secret ns/regcred");
+        let e = DockerConfig::from_pull_secret(b"[]", "Secret ns/regcred").unwrap_err();
+        assert_eq!(e.to_string(), "credentials: Secret ns/regcred: not a JSON object");
     }
 
     #[test]

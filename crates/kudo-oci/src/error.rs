@@ -190,3 +190,46 @@ impl OciError {
         }
     }
 }
+
+/// A PEM text that is not a key of the form asked for ([`crate::TrustedKey::from_pem`],
+/// [`crate::PrivateKey::from_pem`]); a file's refusal becomes [`OciError::Key`] naming the file.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum KeyError {
+    /// A private key where a verification needs the public one.
+    #[error("this is a private key; --key of a verification takes the public key (BEGIN PUBLIC KEY)")]
+    PrivateKeyGiven,
+    /// cosign's own password-encrypted format, which this client does not decrypt.
+    #[error(
+        "cosign's password-encrypted key format is not read; make a key with \
+         `kubectl kudo package keygen` or openssl (docs/distributing.md)"
+    )]
+    Encrypted,
+    /// Not an ECDSA P-256 public key in SubjectPublicKeyInfo PEM.
+    #[error("not an ECDSA P-256 public key in SubjectPublicKeyInfo PEM (BEGIN PUBLIC KEY): {0}")]
+    NotPublicKey(String),
+    /// Not an ECDSA P-256 private key in PKCS#8 or SEC1 PEM.
+    #[error("not an ECDSA P-256 private key in PKCS#8 (BEGIN PRIVATE KEY) or SEC1 PEM: {0}")]
+    NotPrivateKey(String),
+}
+
+/// An operatorVersion that cannot be an OCI tag ([`crate::reference::version_tag`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "tag {tag:?} is not 1-128 characters of letters, digits, '_', '.' and '-' (not starting with \
+     '.' or '-')"
+)]
+pub struct TagError {
+    /// The tag as it would be written.
+    pub tag: String,
+}
+
+/// A `SOURCE_DATE_EPOCH` that gives no push time ([`crate::artifact::created_timestamp`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EpochError {
+    /// Not an integer number of seconds.
+    #[error("SOURCE_DATE_EPOCH={0:?} is not a number of seconds")]
+    NotANumber(String),
+    /// Seconds outside what a timestamp can hold.
+    #[error("SOURCE_DATE_EPOCH={0} is out of range")]
+    OutOfRange(i64),
+}

@@ -32,7 +32,7 @@ pub mod registry;
 pub mod signature;
 
 pub use credentials::{Credential, DockerConfig};
-pub use error::OciError;
+pub use error::{EpochError, KeyError, OciError, TagError};
 pub use reference::{OciRef, is_oci};
 pub use registry::{Pulled, Pushed, Registry, RegistryOptions, Signed};
 pub use signature::{PrivateKey, TrustPolicy, TrustedKey, Verification};

@@ -8,7 +8,7 @@
 
 use std::fmt;
 
-use crate::error::OciError;
+use crate::error::{OciError, TagError};
 
 /// The scheme every reference starts with.
 pub const SCHEME: &str = "oci://";
@@ -142,9 +142,9 @@ impl fmt::Display for OciRef {
 
 /// The tag a package version is pushed under: its operatorVersion, with `+` (build metadata,
 /// which tags cannot hold) written `_`, as Helm does for charts.
-pub fn version_tag(operator_version: &str) -> Result<String, String> {
+pub fn version_tag(operator_version: &str) -> Result<String, TagError> {
     let tag = operator_version.replace('+', "_");
-    check_tag(&tag)?;
+    check_tag(&tag).map_err(|_| TagError { tag: tag.clone() })?;
     Ok(tag)
 }
 

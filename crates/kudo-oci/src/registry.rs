@@ -53,6 +53,9 @@ impl Default for Limits {
 pub struct RegistryOptions {
     /// A PEM file of CA certificates trusted beside the system roots (`--ca-file`).
     pub ca_file: Option<PathBuf>,
+    /// CA certificates (PEM) trusted beside the system roots, given as content (an in-cluster
+    /// source's Secret); with `ca_file`, both are trusted.
+    pub ca_pem: Option<Vec<u8>>,
     /// Plain HTTP instead of HTTPS (`--plain-http`); never chosen on its own.
     pub plain_http: bool,
     /// Connect and read timeout of each request (none: 30 s to connect, no read limit).
@@ -132,12 +135,21 @@ impl Registry {
             platform_resolver: None,
             ..Default::default()
         };
-        if let Some(path) = &options.ca_file {
-            let data = std::fs::read(path).map_err(|e| OciError::io(path, e))?;
+        let file = match &options.ca_file {
+            Some(path) => Some((
+                std::fs::read(path).map_err(|e| OciError::io(path, e))?,
+                format!("--ca-file {}", path.display()),
+            )),
+            None => None,
+        };
+        let given = options
+            .ca_pem
+            .clone()
+            .map(|d| (d, "the CA certificates".to_string()));
+        for (data, what) in file.into_iter().chain(given) {
             if !String::from_utf8_lossy(&data).contains("BEGIN CERTIFICATE") {
                 return Err(OciError::Credentials(format!(
-                    "--ca-file {}: no PEM certificate (BEGIN CERTIFICATE) in it",
-                    path.display()
+                    "{what}: no PEM certificate (BEGIN CERTIFICATE) in it"
                 )));
             }
             config.extra_root_certificates.push(Certificate {

@@ -39,7 +39,7 @@ use p256::pkcs8::{DecodePrivateKey, DecodePublicKey, EncodePrivateKey, EncodePub
 use serde::Serialize;
 use sha2::{Digest as _, Sha256};
 
-use crate::error::OciError;
+use crate::error::{KeyError, OciError};
 use crate::reference::OciRef;
 
 /// Media type of a signature layer.
@@ -67,13 +67,12 @@ impl fmt::Debug for TrustedKey {
 
 impl TrustedKey {
     /// Parses a SubjectPublicKeyInfo PEM P-256 key.
-    pub fn from_pem(name: &str, pem: &str) -> Result<TrustedKey, String> {
+    pub fn from_pem(name: &str, pem: &str) -> Result<TrustedKey, KeyError> {
         let key = VerifyingKey::from_public_key_pem(pem.trim()).map_err(|e| {
             if pem.contains("PRIVATE KEY") {
-                "this is a private key; --key of a verification takes the public key (BEGIN PUBLIC KEY)"
-                    .to_string()
+                KeyError::PrivateKeyGiven
             } else {
-                format!("not an ECDSA P-256 public key in SubjectPublicKeyInfo PEM (BEGIN PUBLIC KEY): {e}")
+                KeyError::NotPublicKey(e.to_string())
             }
         })?;
         Ok(TrustedKey {
@@ -100,11 +99,11 @@ impl TrustedKey {
 
 /// Reads a PEM key file with `parse` (name, text); a refusal is an [`OciError::Key`] naming the
 /// file.
-fn read_key<T>(path: &Path, parse: impl FnOnce(&str, &str) -> Result<T, String>) -> Result<T, OciError> {
+fn read_key<T>(path: &Path, parse: impl FnOnce(&str, &str) -> Result<T, KeyError>) -> Result<T, OciError> {
     let pem = std::fs::read_to_string(path).map_err(|e| OciError::io(path, e))?;
-    parse(&path.display().to_string(), &pem).map_err(|message| OciError::Key {
+    parse(&path.display().to_string(), &pem).map_err(|e| OciError::Key {
         path: path.to_path_buf(),
-        message,
+        message: e.to_string(),
     })
 }
 
@@ -122,14 +121,10 @@ pub struct PrivateKey {
 
 impl PrivateKey {
     /// Parses a PKCS#8 or SEC1 PEM P-256 private key.
-    pub fn from_pem(name: &str, pem: &str) -> Result<PrivateKey, String> {
+    pub fn from_pem(name: &str, pem: &str) -> Result<PrivateKey, KeyError> {
         let pem = pem.trim();
         if pem.contains("ENCRYPTED SIGSTORE PRIVATE KEY") || pem.contains("ENCRYPTED COSIGN PRIVATE KEY") {
-            return Err(
-                "cosign's password-encrypted key format is not read; make a key with \
-                        `kubectl kudo package keygen` or openssl (docs/distributing.md)"
-                    .into(),
-            );
+            return Err(KeyError::Encrypted);
         }
         let key = if pem.contains("BEGIN EC PRIVATE KEY") {
             p256::SecretKey::from_sec1_pem(pem)
@@ -138,9 +133,7 @@ impl PrivateKey {
         } else {
             SigningKey::from_pkcs8_pem(pem).map_err(|e| e.to_string())
         };
-        let key = key.map_err(|e| {
-            format!("not an ECDSA P-256 private key in PKCS#8 (BEGIN PRIVATE KEY) or SEC1 PEM: {e}")
-        })?;
+        let key = key.map_err(KeyError::NotPrivateKey)?;
         Ok(PrivateKey {
             name: name.to_string(),
             key,
@@ -486,16 +479,17 @@ mod tests {
             k.fingerprint()
         );
         let e = TrustedKey::from_pem("k", &k.private_pem()).unwrap_err();
-        assert!(e.contains("this is a private key"), "{e}");
+        assert_eq!(e, crate::KeyError::PrivateKeyGiven);
+        assert!(e.to_string().contains("this is a private key"), "{e}");
         let e = PrivateKey::from_pem("k", "-----BEGIN ENCRYPTED SIGSTORE PRIVATE KEY-----\nx\n")
             .err()
             .unwrap();
-        assert!(e.contains("password-encrypted"), "{e}");
+        assert_eq!(e, crate::KeyError::Encrypted);
+        assert!(e.to_string().contains("password-encrypted"), "{e}");
         assert!(PrivateKey::from_pem("k", "garbage").is_err());
-        assert!(
-            TrustedKey::from_pem("k", "garbage")
-                .unwrap_err()
-                .contains("SubjectPublicKeyInfo")
-        );
+        assert!(matches!(
+            TrustedKey::from_pem("k", "garbage"),
+            Err(crate::KeyError::NotPublicKey(_))
+        ));
     }
 }

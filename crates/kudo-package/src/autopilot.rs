@@ -33,14 +33,19 @@ const COMPREHENSIONS: [&str; 5] = [".all(", ".exists(", ".exists_one(", ".map(",
 /// Why a condition was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ConditionError {
+    /// The condition is blank.
     #[error("condition is empty")]
     Empty,
+    /// The condition is longer than [`MAX_CONDITION_LEN`] bytes (its length).
     #[error("condition is {0} bytes long; at most {MAX_CONDITION_LEN} are allowed")]
     TooLong(usize),
+    /// Brackets nest deeper than [`MAX_NESTING`] (the depth found).
     #[error("condition nests brackets {0} deep; at most {MAX_NESTING} are allowed")]
     TooDeep(usize),
+    /// More than [`MAX_COMPREHENSIONS`] comprehension macros (the number found).
     #[error("condition uses {0} comprehension macros; at most {MAX_COMPREHENSIONS} are allowed")]
     TooManyComprehensions(usize),
+    /// The CEL parser refused the condition (its message, on one line).
     #[error("condition is not valid CEL: {0}")]
     Syntax(String),
 }
@@ -85,8 +90,10 @@ pub fn compile_condition(src: &str) -> Result<cel_interpreter::Program, Conditio
 /// Why a rule's `for`/`cooldown` was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DurationError {
+    /// Not a Go duration string (the text as given).
     #[error("{0:?} is not a Go duration (e.g. 30s, 5m, 1h30m)")]
     Invalid(String),
+    /// A valid Go duration, but below zero (the text as given).
     #[error("{0:?} is negative")]
     Negative(String),
 }
@@ -108,6 +115,7 @@ pub fn parse_rule_duration(s: &str) -> Result<std::time::Duration, DurationError
 /// What the checks need to know of a declared parameter.
 #[derive(Debug, Clone, Copy)]
 pub struct ParamInfo {
+    /// Whether `params.yaml` declares the parameter `immutable`, which a rule may not set.
     pub immutable: bool,
 }
 

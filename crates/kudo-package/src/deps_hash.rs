@@ -39,11 +39,14 @@ pub const LAST_APPLIED_ANNOTATION: &str = "kudo.dev/last-applied-configuration";
 /// KUDO's sort order by kind; both are in group "" version "v1".
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum DependencyKind {
+    /// A `v1` ConfigMap, referenced by a `volumes[].configMap`.
     ConfigMap,
+    /// A `v1` Secret, referenced by `imagePullSecrets` or a `volumes[].secret`.
     Secret,
 }
 
 impl DependencyKind {
+    /// The Kubernetes `kind` of the dependency (`ConfigMap` or `Secret`).
     pub fn as_str(self) -> &'static str {
         match self {
             DependencyKind::ConfigMap => "ConfigMap",
@@ -55,8 +58,11 @@ impl DependencyKind {
 /// One referenced object. Field order = KUDO's sort order (group and version are equal for all).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Dependency {
+    /// Whether a ConfigMap or a Secret is referenced.
     pub kind: DependencyKind,
+    /// Namespace of the referencing object (dependencies are always looked up there).
     pub namespace: String,
+    /// `metadata.name` of the referenced ConfigMap or Secret.
     pub name: String,
 }
 
@@ -117,19 +123,30 @@ pub fn for_hash(live: Value) -> Value {
 /// Why the dependencies hash cannot be computed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum HashError {
+    /// The dependency (rendered or live) is not a JSON object, so it cannot be sanitised.
     #[error("dependency is not an object")]
     NotAnObject,
     /// The sanitised object cannot be written as YAML (the writer's message).
     #[error("{0}")]
     Yaml(String),
+    /// Hashing one dependency of an object failed; wraps the cause.
     #[error("error calculating hash for {name} of type {kind}: {source}")]
     Dependency {
+        /// `metadata.name` of the dependency.
         name: String,
+        /// Kind of the dependency (`ConfigMap` or `Secret`).
         kind: String,
+        /// Why its hash could not be computed.
         source: Box<HashError>,
     },
+    /// Computing the annotation for one rendered object of a task failed; wraps the cause.
     #[error("failed to add dependency hash to {object}: {source}")]
-    Object { object: String, source: Box<HashError> },
+    Object {
+        /// `metadata.name` of the rendered object whose pod template has the dependencies.
+        object: String,
+        /// Why the hash could not be computed.
+        source: Box<HashError>,
+    },
 }
 
 /// The sanitised YAML KUDO hashed for one dependency (see the module docs).

@@ -18,22 +18,32 @@ use serde_json::{Map, Value, json};
 /// Who owns the rendered objects (the Instance).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Owner {
+    /// `apiVersion` of the owner (`kudo.dev/v1beta1` for an Instance).
     pub api_version: String,
+    /// `kind` of the owner (`Instance`).
     pub kind: String,
+    /// `metadata.name` of the owner.
     pub name: String,
+    /// `metadata.uid` of the owner; [`OFFLINE_UID`] when rendering offline.
     pub uid: String,
 }
 
 /// Everything enhancement needs to know about the run.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Metadata {
+    /// Name of the Instance: the `kudo.dev/instance` label.
     pub instance_name: String,
+    /// Namespace of the Instance, into which namespaced objects are forced.
     pub instance_namespace: String,
+    /// Name of the Operator: the `kudo.dev/operator` label.
     pub operator_name: String,
     /// OperatorVersion `spec.version`.
     pub operator_version: String,
+    /// The plan being run: the `kudo.dev/plan` annotation.
     pub plan: String,
+    /// The phase of the plan the object belongs to: the `kudo.dev/phase` annotation.
     pub phase: String,
+    /// The step of the phase the object belongs to: the `kudo.dev/step` annotation.
     pub step: String,
     /// The plan execution UID (`kudo.dev/last-plan-execution-uid`).
     pub plan_uid: String,

@@ -81,21 +81,29 @@ pub enum Numbers {
     Decoded,
 }
 
+/// A list or a map where a package file's field takes a string.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("expected a string, found a {found}")]
+pub struct NotAScalar {
+    /// `list` or `map`.
+    pub found: &'static str,
+}
+
 /// A scalar as the string a Go string field would receive; `null` → "".
-pub fn scalar_string(v: &Value) -> Result<String, String> {
+pub fn scalar_string(v: &Value) -> Result<String, NotAScalar> {
     scalar_text(v, Numbers::Go)
 }
 
 /// A scalar as a string field's value, numbers written as `numbers` says; `null` → "".
-pub fn scalar_text(v: &Value, numbers: Numbers) -> Result<String, String> {
+pub fn scalar_text(v: &Value, numbers: Numbers) -> Result<String, NotAScalar> {
     match (v, numbers) {
         (Value::Null, _) => Ok(String::new()),
         (Value::String(s), _) => Ok(s.clone()),
         (Value::Bool(b), _) => Ok(b.to_string()),
         (Value::Number(_), Numbers::Go) => Ok(go_sprint(v)),
         (Value::Number(n), Numbers::Decoded) => Ok(n.to_string()),
-        (Value::Array(_), _) => Err("expected a string, found a list".into()),
-        (Value::Object(_), _) => Err("expected a string, found a map".into()),
+        (Value::Array(_), _) => Err(NotAScalar { found: "list" }),
+        (Value::Object(_), _) => Err(NotAScalar { found: "map" }),
     }
 }
 
@@ -224,7 +232,7 @@ fn rewrite_field(
         message,
     };
     if let Str = field {
-        let s = scalar_string(map.get(key).unwrap_or(&Value::Null)).map_err(err)?;
+        let s = scalar_string(map.get(key).unwrap_or(&Value::Null)).map_err(|e| err(e.to_string()))?;
         map.insert(key.to_string(), Value::String(s));
         return Ok(());
     }

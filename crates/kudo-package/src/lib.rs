@@ -15,6 +15,7 @@ pub mod create;
 pub mod deps_hash;
 pub mod enhance;
 pub mod error;
+pub mod graph;
 pub mod lenient;
 pub mod list;
 pub mod live;

@@ -8,6 +8,7 @@ use crate::model::Package;
 #[derive(Clone, Debug, Default)]
 pub struct Table {
     rows: Vec<Vec<String>>,
+    /// Widest a cell may be before it is word-wrapped; `None` never wraps.
     pub max_col_width: Option<usize>,
 }
 
@@ -37,10 +38,12 @@ fn wrap(s: &str, max: usize) -> Vec<String> {
 }
 
 impl Table {
+    /// An empty table with no wrapping.
     pub fn new() -> Table {
         Table::default()
     }
 
+    /// Appends one row; rows may have different numbers of cells.
     pub fn row<S: Into<String>>(&mut self, cells: impl IntoIterator<Item = S>) {
         self.rows.push(cells.into_iter().map(Into::into).collect());
     }
@@ -88,8 +91,11 @@ impl Table {
 /// Options of `package list parameters`.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ParamListOptions {
+    /// `--descriptions`: add a `Descriptions` column to the table.
     pub descriptions: bool,
+    /// `--required`: list only the names of parameters that are required and have no default.
     pub required_only: bool,
+    /// `--names`: list only the parameter names.
     pub names_only: bool,
 }
 
@@ -156,11 +162,14 @@ pub fn tasks(pkg: &Package) -> String {
 /// A tree node for box-drawing output.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct TreeNode {
+    /// The text shown for this node (a plan, phase, step or task name).
     pub label: String,
+    /// The nodes drawn below this one, in order.
     pub children: Vec<TreeNode>,
 }
 
 impl TreeNode {
+    /// A leaf node with `label` and no children.
     pub fn new(label: impl Into<String>) -> TreeNode {
         TreeNode {
             label: label.into(),

@@ -14,36 +14,51 @@ use crate::lenient::de as lenient;
 pub use kudo_api::TaskKind;
 use kudo_api::{Maintainer, Plan, Task};
 
+/// The only `apiVersion` a package file may declare (an empty one is read as this).
 pub const API_VERSION: &str = "kudo.dev/v1beta1";
+/// File name of the operator definition (metadata, tasks and plans) at the package root.
 pub const OPERATOR_FILE: &str = "operator.yaml";
+/// File name of the parameter declarations at the package root.
 pub const PARAMS_FILE: &str = "params.yaml";
 
 /// `operator.yaml`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct OperatorFile {
+    /// `apiVersion`: [`API_VERSION`] (the reader fills it in when absent).
     #[serde(default, deserialize_with = "lenient::string")]
     pub api_version: String,
+    /// `name`: the operator's name, which names the Operator object and the package.
     #[serde(default, deserialize_with = "lenient::string")]
     pub name: String,
+    /// `description`: free text about the operator, carried into the Operator's spec.
     #[serde(default, deserialize_with = "lenient::string")]
     pub description: String,
+    /// `operatorVersion`: the version of the package itself (the OperatorVersion's `spec.version`).
     #[serde(default, deserialize_with = "lenient::string")]
     pub operator_version: String,
+    /// `appVersion`: the version of the application the package deploys; optional.
     #[serde(default, deserialize_with = "lenient::string")]
     pub app_version: String,
+    /// `kudoVersion`: the lowest KUDO version the package declares it needs.
     #[serde(default, rename = "kudoVersion", deserialize_with = "lenient::string")]
     pub kudo_version: String,
+    /// `kubernetesVersion`: the lowest Kubernetes version the package declares it needs.
     #[serde(default, deserialize_with = "lenient::string")]
     pub kubernetes_version: String,
+    /// `maintainers`: who maintains the package.
     #[serde(default, deserialize_with = "lenient::or_default")]
     pub maintainers: Vec<Maintainer>,
+    /// `url`: home page or source URL of the operator.
     #[serde(default, deserialize_with = "lenient::string")]
     pub url: String,
+    /// `tasks`: every task the plans' steps may refer to, by name.
     #[serde(default, deserialize_with = "lenient::or_default")]
     pub tasks: Vec<Task>,
+    /// `plans`: the plans by name (`deploy`, `update`, …), each made of phases, steps and tasks.
     #[serde(default, deserialize_with = "lenient::or_default")]
     pub plans: BTreeMap<String, Plan>,
+    /// `namespaceManifest`: template rendered to create the Instance's namespace, or empty.
     #[serde(default, deserialize_with = "lenient::string")]
     pub namespace_manifest: String,
     /// kudo-rs extension: the operator's typed API (a CRD per operator).
@@ -52,6 +67,7 @@ pub struct OperatorFile {
 }
 
 impl OperatorFile {
+    /// The task `name`, as a step of a plan refers to it; `None` when not declared.
     pub fn task(&self, name: &str) -> Option<&Task> {
         self.tasks.iter().find(|t| t.name == name)
     }
@@ -61,12 +77,16 @@ impl OperatorFile {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Group {
+    /// The group's name, as a parameter's `group` refers to it.
     #[serde(default, deserialize_with = "lenient::string")]
     pub name: String,
+    /// The title shown for the group.
     #[serde(default, deserialize_with = "lenient::string")]
     pub display_name: String,
+    /// Free-text description of the group.
     #[serde(default, deserialize_with = "lenient::string")]
     pub description: String,
+    /// Priority for ordering the groups in a UI.
     #[serde(default, deserialize_with = "lenient::or_default")]
     pub prio: i64,
 }
@@ -103,8 +123,10 @@ impl std::ops::Deref for DeclaredParameter {
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ParamsFile {
+    /// `apiVersion`: [`API_VERSION`] (the reader fills it in when absent).
     #[serde(default, deserialize_with = "lenient::string")]
     pub api_version: String,
+    /// `groups`: the parameter groups parameters may be shown in (UI only).
     #[serde(default, deserialize_with = "lenient::or_default")]
     pub groups: Vec<Group>,
     /// kudo-rs extension: cross-parameter CEL rules (root `x-kubernetes-validations`).
@@ -121,6 +143,7 @@ pub struct ParamsFile {
 }
 
 impl ParamsFile {
+    /// The parameter declared as `name`, if any.
     pub fn get(&self, name: &str) -> Option<&DeclaredParameter> {
         self.parameters.iter().find(|p| p.name == name)
     }
@@ -134,7 +157,9 @@ impl ParamsFile {
 /// A whole package as read from a directory or tarball.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Package {
+    /// The parsed `operator.yaml`.
     pub operator: OperatorFile,
+    /// The parsed `params.yaml`.
     pub params: ParamsFile,
     /// Template key (path below `templates/`) → content. Sorted by key.
     pub templates: BTreeMap<String, String>,

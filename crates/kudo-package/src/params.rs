@@ -25,21 +25,36 @@ pub enum TypeError {
     /// An integer/number/boolean string Go's `strconv` refuses (`reason` is its message).
     #[error("type is \"{value_type}\" but format of {} is invalid: {reason}", go_quote(.value))]
     Scalar {
+        /// The declared type (`integer`, `number` or `boolean`).
         value_type: String,
+        /// The value as given.
         value: String,
+        /// The message of Go's `strconv` for it.
         reason: String,
     },
     /// An `array`/`map` string that does not decode to one.
     #[error("type is \"{value_type}\", but format of {value} is invalid")]
-    Structured { value_type: String, value: String },
+    Structured {
+        /// The declared type (`array` or `map`).
+        value_type: String,
+        /// The value as given.
+        value: String,
+    },
     /// A decoded non-string where a string is declared (`value` printed as Go's `%s`).
     #[error("type is \"string\" but format is invalid: {0}")]
     NotString(String),
     /// A decoded value of the wrong shape for integer/number/boolean.
     #[error("type is \"{value_type}\" but format of {value} is invalid")]
-    NotScalar { value_type: String, value: String },
+    NotScalar {
+        /// The declared type (`integer`, `number` or `boolean`).
+        value_type: String,
+        /// The value as Go's `%s` prints it.
+        value: String,
+    },
+    /// A decoded non-array value where `array` is declared (printed as Go's `%s`).
     #[error("type is \"array\" but value {0} is not an array")]
     NotArray(String),
+    /// A decoded non-map value where `map` is declared (printed as Go's `%s`).
     #[error("type is \"map\" but value {0} is not a map")]
     NotMap(String),
 }
@@ -47,21 +62,33 @@ pub enum TypeError {
 /// Why an instance value is refused (KUDO's `ValidateValue`, [`validate_value`]).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ParamValueError {
+    /// The parameter is required, has no default and no value was given.
     #[error("parameter {} is required but has no value set", go_quote(.name))]
-    Required { name: String },
+    Required {
+        /// The parameter's name.
+        name: String,
+    },
+    /// The value does not have the parameter's declared type.
     #[error("parameter {} has an invalid value {}: {source}", go_quote(.name), go_quote(.value))]
     Type {
+        /// The parameter's name.
         name: String,
+        /// The value as given.
         value: String,
+        /// Why the value is not of the declared type.
         source: TypeError,
     },
+    /// The parameter has an `enum` and the value is not one of its entries.
     #[error(
         "parameter {} has an invalid value {}: value is {}, but only allowed values are {}",
         go_quote(.name), go_quote(.value), go_quote(.value), go_list(.allowed)
     )]
     NotAllowed {
+        /// The parameter's name.
         name: String,
+        /// The value as given.
         value: String,
+        /// The declared `enum` values, as the OperatorVersion stores them.
         allowed: Vec<String>,
     },
     /// kudo-rs extension: the typed value breaks a schema keyword of the declaration.
@@ -69,14 +96,22 @@ pub enum ParamValueError {
     /// `message` is the validator's short wording (`12 is greater than the maximum of 9`).
     #[error("parameter {path}: {message}")]
     Schema {
+        /// The parameter's name.
         name: String,
+        /// Where in the value the violation is: the name, with the element for a nested value.
         path: String,
+        /// The validator's short description of the violation.
         message: String,
     },
     /// kudo-rs extension: a package-level rule (`x-kubernetes-validations` of
     /// `params.yaml`) does not hold for the values together.
     #[error("parameters do not satisfy the rule {rule:?}{}", rule_message(.message))]
-    Rule { rule: String, message: String },
+    Rule {
+        /// The CEL expression of the rule.
+        rule: String,
+        /// The rule's own `message`, empty when it has none.
+        message: String,
+    },
 }
 
 fn rule_message(message: &str) -> String {
@@ -91,16 +126,21 @@ fn rule_message(message: &str) -> String {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("parameter {} has an invalid {value_type} value: {source}", go_quote(.name))]
 pub struct TemplateParamError {
+    /// The parameter's name.
     pub name: String,
+    /// The declared type (`array` or `map`).
     pub value_type: String,
+    /// Why the stored value does not decode.
     pub source: StructuredValueError,
 }
 
 /// A malformed `-p NAME=VALUE` argument ([`parse_cli_params`]).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CliParamError {
+    /// The argument has no `=`.
     #[error("parameter {0:?} is not of the form NAME=VALUE")]
     NotNameValue(String),
+    /// The argument has nothing before its `=`.
     #[error("parameter {0:?} has an empty name")]
     EmptyName(String),
 }
@@ -109,12 +149,28 @@ pub enum CliParamError {
 /// ([`parse_param_file`]).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ParamFileError {
+    /// The file is not YAML.
     #[error("{file}: invalid YAML: {message}")]
-    Yaml { file: String, message: String },
+    Yaml {
+        /// The parameter file as named on the command line or in the task.
+        file: String,
+        /// The YAML reader's message.
+        message: String,
+    },
+    /// The file's top level is not a map (an empty file is fine).
     #[error("{file}: a parameter file must be a YAML map of NAME: value")]
-    NotAMap { file: String },
+    NotAMap {
+        /// The parameter file as named on the command line or in the task.
+        file: String,
+    },
+    /// An entry of the file has a `null` value.
     #[error("{file}: parameter {key:?} has a null value")]
-    Null { file: String, key: String },
+    Null {
+        /// The parameter file as named on the command line or in the task.
+        file: String,
+        /// The parameter name whose value is `null`.
+        key: String,
+    },
 }
 
 /// The default an `array` or `map` parameter gets when `params.yaml` has none (or `default:`

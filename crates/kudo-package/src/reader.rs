@@ -47,6 +47,7 @@ pub fn read_path(path: &Path) -> Result<Package, PackageError> {
     read_path_with(path, &Limits::default())
 }
 
+/// [`read_path`] with explicit [`Limits`] instead of the defaults.
 pub fn read_path_with(path: &Path, limits: &Limits) -> Result<Package, PackageError> {
     let meta = std::fs::metadata(path).map_err(|e| PackageError::io(path.display(), e))?;
     if meta.is_dir() {
@@ -77,6 +78,7 @@ pub fn read_dir(root: &Path) -> Result<Package, PackageError> {
     read_dir_with(root, &Limits::default())
 }
 
+/// [`read_dir`] with explicit [`Limits`] instead of the defaults.
 pub fn read_dir_with(root: &Path, limits: &Limits) -> Result<Package, PackageError> {
     let mut files = BTreeMap::new();
     let mut state = WalkState { entries: 0, total: 0 };
@@ -211,6 +213,7 @@ impl<R: Read> Read for Bounded<R> {
     }
 }
 
+/// [`read_tgz`] with explicit [`Limits`] instead of the defaults.
 pub fn read_tgz_with(reader: impl Read, label: &str, limits: &Limits) -> Result<Package, PackageError> {
     // Tar framing adds 512 bytes per entry on top of the content.
     let raw_limit = limits.max_total_size + (limits.max_entries as u64 + 2) * 1024;

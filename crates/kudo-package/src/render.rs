@@ -18,7 +18,9 @@ use crate::params::{parse_bool, template_params};
 /// What the controller does with a rendered object.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Action {
+    /// Create or update the object (Apply tasks, and Toggle tasks whose parameter is true).
     Apply,
+    /// Delete the object (Delete tasks, and Toggle tasks whose parameter is false).
     Delete,
     /// The generator Pod of a Pipe task (applied, then its files copied out and the Pod deleted).
     PipePod,
@@ -27,6 +29,7 @@ pub enum Action {
 }
 
 impl Action {
+    /// The action's name in `package render` output (`apply`, `delete`, …).
     pub fn as_str(self) -> &'static str {
         match self {
             Action::Apply => "apply",
@@ -40,13 +43,19 @@ impl Action {
 /// One rendered, enhanced object and where it came from.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RenderedObject {
+    /// The plan being rendered.
     pub plan: String,
+    /// The phase of the plan the object's step belongs to.
     pub phase: String,
+    /// The step whose task produced the object.
     pub step: String,
+    /// The task, as named in `operator.yaml`, whose resource the object was rendered from.
     pub task: String,
     /// Template key the object was rendered from.
     pub template: String,
+    /// What the controller does with the object.
     pub action: Action,
+    /// The rendered object after enhancement (labels, annotations, namespace, owner).
     pub object: serde_json::Value,
 }
 
@@ -60,7 +69,9 @@ pub type DependencyFn = Arc<dyn Fn(&crate::deps_hash::Dependency) -> Option<serd
 /// The run a render belongs to.
 #[derive(Clone)]
 pub struct RenderContext {
+    /// Name of the Instance the plan runs for (`.Name` in templates).
     pub instance_name: String,
+    /// Namespace of the Instance (`.Namespace` in templates), into which objects are placed.
     pub namespace: String,
     /// Instance parameter values (undeclared names are ignored, as in KUDO).
     pub parameters: BTreeMap<String, String>,
@@ -134,21 +145,41 @@ impl RenderContext {
 /// A render failure, worded like KUDO's fatal task errors and naming plan/phase/step/task.
 #[derive(Debug, thiserror::Error)]
 pub enum RenderError {
+    /// The OperatorVersion has no plan of that name.
     #[error("plan {0:?} does not exist")]
     NoPlan(String),
+    /// The parameter values do not pass validation (one message per problem).
     #[error("invalid parameters: {}", .0.join("; "))]
     InvalidParams(Vec<String>),
+    /// The plan's `schedule:` (kudo-rs extension) does not render.
     #[error("schedule of plan {plan:?}: {message}")]
-    Schedule { plan: String, message: String },
+    Schedule {
+        /// The plan whose `schedule:` failed.
+        plan: String,
+        /// What went wrong.
+        message: String,
+    },
     /// A template outside any task (an autopilot rule's field, named by `field`).
     #[error("{field}: {message}")]
-    Field { field: String, message: String },
+    Field {
+        /// Where the template is, e.g. the autopilot rule's field.
+        field: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// Rendering one task of a step failed (a template error, output that is not objects, a bad
+    /// Toggle parameter, an unknown task kind, …).
     #[error("{plan}.{phase}.{step}.{task}: {message}")]
     Task {
+        /// The plan being rendered.
         plan: String,
+        /// The phase of the failing step.
         phase: String,
+        /// The step of the failing task.
         step: String,
+        /// The task as named in `operator.yaml`.
         task: String,
+        /// What went wrong.
         message: String,
     },
 }
@@ -284,6 +315,46 @@ pub fn render_schedule(
 }
 
 /// Renders every step of `plan_name`, in plan order. Parameters are validated first.
+///
+/// ```
+/// use std::collections::BTreeMap;
+/// use kudo_package::render::{RenderContext, render_plan};
+/// use kudo_package::resources::{ConvertOptions, to_resources};
+///
+/// let files = BTreeMap::from([
+///     ("operator.yaml".to_string(), br#"
+/// apiVersion: kudo.dev/v1beta1
+/// name: web
+/// operatorVersion: 0.1.0
+/// tasks:
+///   - name: app
+///     kind: Apply
+///     spec: {resources: [cm.yaml]}
+/// plans:
+///   deploy:
+///     strategy: serial
+///     phases:
+///       - {name: main, strategy: serial, steps: [{name: everything, tasks: [app]}]}
+/// "#.to_vec()),
+///     ("params.yaml".to_string(), b"parameters:\n  - {name: GREETING, default: hello}\n".to_vec()),
+///     ("templates/cm.yaml".to_string(), br#"
+/// apiVersion: v1
+/// kind: ConfigMap
+/// metadata: {name: {{ .Name }}-greeting}
+/// data: {text: {{ .Params.GREETING | quote }}}
+/// "#.to_vec()),
+/// ]);
+/// let package = kudo_package::reader::from_files(files, "web")?;
+/// let resources = to_resources(&package, &ConvertOptions::default())?;
+/// let values = BTreeMap::from([("GREETING".to_string(), "hi".to_string())]);
+/// let ctx = RenderContext::offline("web-instance", "default", values);
+/// let objects = render_plan(&resources.operator_version, "deploy", &ctx)?;
+/// assert_eq!(objects.len(), 1);
+/// assert_eq!(objects[0].step, "everything");
+/// assert_eq!(objects[0].object["metadata"]["name"], "web-instance-greeting");
+/// assert_eq!(objects[0].object["data"]["text"], "hi");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn render_plan(
     ov: &OperatorVersion,
     plan_name: &str,

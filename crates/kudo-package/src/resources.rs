@@ -12,8 +12,11 @@ use crate::model::{Package, TaskKind};
 /// The three cluster objects of a package.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Resources {
+    /// The Operator object: the package as a whole.
     pub operator: api::Operator,
+    /// The OperatorVersion object: tasks, plans and parameter definitions of this version.
     pub operator_version: api::OperatorVersion,
+    /// The Instance object that runs the package with the given parameter values.
     pub instance: api::Instance,
 }
 

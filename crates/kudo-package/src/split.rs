@@ -11,6 +11,7 @@ use crate::error::PackageError;
 pub struct Document {
     /// 1-based index among the non-empty documents of the file.
     pub index: usize,
+    /// The decoded object (a mapping with `apiVersion` and `kind`).
     pub object: serde_json::Value,
 }
 
@@ -127,16 +128,26 @@ pub fn split_documents(text: &str) -> Vec<&str> {
 /// Why rendered output is not a list of Kubernetes objects ([`parse_objects`]).
 #[derive(Debug, thiserror::Error)]
 pub enum ObjectsError {
+    /// A document of the output is not valid YAML.
     #[error("parsing rendered YAML from {file} failed (document {document}): {source}")]
     Yaml {
+        /// The template key the output was rendered from.
         file: String,
+        /// 1-based index of the failing document among the non-empty ones.
         document: usize,
+        /// The YAML reader's error.
         source: PackageError,
     },
+    /// A document is valid YAML but not a mapping with `apiVersion` and `kind`.
     #[error(
         "parsing rendered YAML from {file} failed (document {document}): not a Kubernetes object (needs apiVersion and kind)"
     )]
-    NotAnObject { file: String, document: usize },
+    NotAnObject {
+        /// The template key the output was rendered from.
+        file: String,
+        /// 1-based index of the failing document among the non-empty ones.
+        document: usize,
+    },
 }
 
 /// Splits and decodes rendered output of template `file` into objects (each must be a mapping with

@@ -20,6 +20,7 @@ use serde_json::{Map, Value, json};
 pub struct Mapping {
     /// The removed `apiVersion` (`policy/v1beta1`).
     pub from: &'static str,
+    /// The `kind` the mapping applies to (`PodDisruptionBudget`).
     pub kind: &'static str,
     /// The served replacement (`policy/v1`).
     pub to: &'static str,
@@ -133,7 +134,12 @@ pub enum TranslateError {
     #[error(
         "{kind} {api_version} is not served and kudo-rs knows no translation of {api_version} {kind} to a served version"
     )]
-    NoMapping { api_version: String, kind: String },
+    NoMapping {
+        /// The object's `apiVersion`, which the cluster does not serve.
+        api_version: String,
+        /// The object's `kind`.
+        kind: String,
+    },
     /// The replacement version has no place for a field the object sets.
     #[error("{0}")]
     LosesInformation(Box<Loss>),
@@ -143,20 +149,28 @@ pub enum TranslateError {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("cannot translate {kind} {name:?} from {from} to {to}: field {field} {reason}")]
 pub struct Loss {
+    /// The object's `kind`.
     pub kind: String,
+    /// The object's `metadata.name`.
     pub name: String,
+    /// The removed `apiVersion` the object uses.
     pub from: String,
+    /// The served `apiVersion` it would be translated to.
     pub to: String,
     /// Path of the field, e.g. `spec.rollbackTo`.
     pub field: String,
+    /// Why the field cannot be carried over, completing "field X …" in the message.
     pub reason: String,
 }
 
 /// A translated object.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Translated {
+    /// The object as the served version spells it.
     pub object: Value,
+    /// The removed `apiVersion` the object was written for.
     pub from: String,
+    /// The served `apiVersion` it now has.
     pub to: String,
     /// Meaning-preserving adjustments made on the way (old defaults written out, a schema
     /// marked as preserving unknown fields…), for the user to read.

@@ -218,12 +218,30 @@ pub fn parameters_of(ov: &OperatorVersion, spec: &Value) -> BTreeMap<String, Str
         .collect()
 }
 
+/// A parameter value [`spec_fields`] cannot write into a typed object's `spec`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SpecFieldError {
+    /// Not declared, or sensitive (sensitive values never go into a typed object).
+    #[error("parameter {0} is not a field of the typed API")]
+    NotAField(String),
+    /// The string does not parse as the parameter's declared type.
+    #[error("parameter {name}: {value:?} is not of type {expected}")]
+    WrongType {
+        /// The parameter.
+        name: String,
+        /// The value given.
+        value: String,
+        /// The declared type (`integer`, `boolean`, …).
+        expected: String,
+    },
+}
+
 /// The typed `spec` fields for Instance parameter strings (what `kubectl kudo update` writes into
 /// a typed object). Parameters not declared, sensitive, or not of their type are returned as errors.
 pub fn spec_fields(
     ov: &OperatorVersion,
     values: &BTreeMap<String, String>,
-) -> Result<Map<String, Value>, String> {
+) -> Result<Map<String, Value>, SpecFieldError> {
     let mut out = Map::new();
     for (name, s) in values {
         let p = ov
@@ -232,9 +250,12 @@ pub fn spec_fields(
             .iter()
             .find(|p| &p.name == name)
             .filter(|p| !p.is_sensitive())
-            .ok_or_else(|| format!("parameter {name} is not a field of the typed API"))?;
-        let v = typed_value(p, s)
-            .ok_or_else(|| format!("parameter {name}: {s:?} is not of type {}", p.value_type()))?;
+            .ok_or_else(|| SpecFieldError::NotAField(name.clone()))?;
+        let v = typed_value(p, s).ok_or_else(|| SpecFieldError::WrongType {
+            name: name.clone(),
+            value: s.clone(),
+            expected: p.value_type().to_string(),
+        })?;
         out.insert(name.clone(), v);
     }
     Ok(out)
@@ -259,10 +280,34 @@ pub fn breaking_fields(spec_schema: &Value, spec: &Value) -> Vec<String> {
     out
 }
 
+/// Every object of the typed kind (`objects`, as the API server returns them) whose spec the new
+/// `crd`'s schema would refuse, as `KIND NS/NAME: problem` ([`breaking_fields`]): the upgrade guard
+/// of `install`/`upgrade` and of the manager's package sources.
+pub fn broken_objects(api: &TypedApi, crd: &Value, objects: &[Value]) -> Vec<String> {
+    let schema = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"];
+    let mut out = Vec::new();
+    for o in objects {
+        let meta = &o["metadata"];
+        let who = format!(
+            "{} {}/{}",
+            api.kind,
+            meta["namespace"].as_str().unwrap_or_default(),
+            meta["name"].as_str().unwrap_or_default()
+        );
+        let spec = o.get("spec").cloned().unwrap_or(Value::Null);
+        for problem in breaking_fields(schema, &spec) {
+            out.push(format!("{who}: {problem}"));
+        }
+    }
+    out
+}
+
 /// Whether an existing CRD of the typed API's name may be written by this operator.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Ownership {
+    /// No CRD of that name exists: it may be created.
     Absent,
+    /// The CRD is labelled with this operator's name: it may be updated.
     Ours,
     /// Made by something else; the text says by what, for the error message.
     Foreign(String),

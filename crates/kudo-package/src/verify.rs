@@ -13,17 +13,22 @@ use crate::yaml::go_s;
 /// Errors make a package invalid; warnings do not.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Verification {
+    /// Problems that make the package invalid (`package verify` fails).
     pub errors: Vec<String>,
+    /// Problems reported without failing the package.
     pub warnings: Vec<String>,
 }
 
 impl Verification {
+    /// Whether no error was found (warnings do not count).
     pub fn is_valid(&self) -> bool {
         self.errors.is_empty()
     }
+    /// Records an error.
     pub fn error(&mut self, s: impl Into<String>) {
         self.errors.push(s.into());
     }
+    /// Records a warning.
     pub fn warn(&mut self, s: impl Into<String>) {
         self.warnings.push(s.into());
     }
@@ -38,11 +43,17 @@ impl Verification {
 /// The optional `--param-checks` (all produce warnings).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ParamChecks {
+    /// `display`: warn about parameters without a proper `displayName`.
     pub display: bool,
+    /// `hint`: warn about parameters without a proper `hint`.
     pub hint: bool,
+    /// `desc`: warn about parameters without a proper `description`.
     pub desc: bool,
+    /// `type`: warn about parameters without an explicit `type`.
     pub type_: bool,
+    /// `hasgroup`: warn about parameters not assigned to a group.
     pub hasgroup: bool,
+    /// `groups`: warn about groups without a proper `displayName` or `description`.
     pub groups: bool,
 }
 

@@ -16,7 +16,9 @@ pub const COMMUNITY_URL: &str = "https://kudo-repository.storage.googleapis.com/
 /// One configured repository.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RepoEntry {
+    /// The repository's name, as `--repo` and the context refer to it.
     pub name: String,
+    /// Base URL of the repository, below which its `index.yaml` is found.
     pub url: String,
 }
 
@@ -24,11 +26,13 @@ pub struct RepoEntry {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RepositoryConfig {
+    /// `repoVersion`: format version of the file ([`REPO_VERSION`]).
     #[serde(default)]
     pub repo_version: String,
     /// Name of the repository used when a command gets no `--repo`.
     #[serde(default)]
     pub context: String,
+    /// The configured repositories; names are unique.
     #[serde(default)]
     pub repositories: Vec<RepoEntry>,
 }

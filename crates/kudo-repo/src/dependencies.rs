@@ -33,7 +33,9 @@ pub struct Pin {
 /// One dependency package, with the source it was loaded from (for messages).
 #[derive(Debug)]
 pub struct Dependency {
+    /// The dependency package as read.
     pub package: Package,
+    /// Where it was loaded from.
     pub source: Source,
 }
 
@@ -49,11 +51,14 @@ pub struct Dependencies {
 /// A `KudoOperator` task of a package: the OperatorVersion name of the parent and the task name.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct PinKey {
+    /// OperatorVersion name of the package that has the `KudoOperator` task.
     pub parent_operator_version: String,
+    /// The task's name, as in the parent's `operator.yaml`.
     pub task: String,
 }
 
 impl PinKey {
+    /// The key of task `task` of the package whose OperatorVersion is `parent_operator_version`.
     pub fn new(parent_operator_version: &str, task: &str) -> PinKey {
         PinKey {
             parent_operator_version: parent_operator_version.to_string(),

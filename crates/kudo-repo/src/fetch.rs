@@ -79,7 +79,9 @@ impl std::fmt::Display for Location {
 /// Downloads with limits and a timeout. Cheap to build; one per command.
 pub struct Fetcher {
     agent: ureq::Agent,
+    /// Largest repository index read, in bytes ([`DEFAULT_MAX_INDEX_BYTES`] by default).
     pub max_index_bytes: u64,
+    /// Largest package tarball read, in bytes ([`DEFAULT_MAX_PACKAGE_BYTES`] by default).
     pub max_package_bytes: u64,
     /// How OCI registries are reached and what their packages must satisfy.
     pub oci: crate::oci::OciSettings,

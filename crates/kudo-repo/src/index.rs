@@ -26,12 +26,14 @@ pub const DEFAULT_INDEX_URL: &str = "http://localhost/";
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PackageVersion {
+    /// `appVersion` of the package; empty when it declares none.
     #[serde(
         default,
         deserialize_with = "lenient::string_keeping_numbers",
         skip_serializing_if = "String::is_empty"
     )]
     pub app_version: String,
+    /// `description` from the package's `operator.yaml`.
     #[serde(
         default,
         deserialize_with = "lenient::string_keeping_numbers",
@@ -45,14 +47,17 @@ pub struct PackageVersion {
         skip_serializing_if = "String::is_empty"
     )]
     pub digest: String,
+    /// `maintainers` from the package's `operator.yaml`.
     #[serde(
         default,
         deserialize_with = "lenient::maintainers",
         skip_serializing_if = "Vec::is_empty"
     )]
     pub maintainers: Vec<Maintainer>,
+    /// The operator's name; filled from the entry's key when absent.
     #[serde(default, deserialize_with = "lenient::string_keeping_numbers")]
     pub name: String,
+    /// `operatorVersion` of the package.
     #[serde(default, deserialize_with = "lenient::string_keeping_numbers")]
     pub operator_version: String,
     /// Withdrawn versions stay listed (indexes are append-only) but are never resolved.
@@ -104,8 +109,10 @@ impl PackageVersion {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct IndexFile {
+    /// `apiVersion` of the index file ([`INDEX_API_VERSION`] when written); required.
     #[serde(default, deserialize_with = "lenient::string_keeping_numbers")]
     pub api_version: String,
+    /// The published versions, by operator name.
     #[serde(default, deserialize_with = "lenient::or_default")]
     pub entries: BTreeMap<String, Vec<PackageVersion>>,
     /// RFC 3339 time the index was written.
@@ -120,7 +127,9 @@ pub struct IndexFile {
 /// Filters of a lookup; `None` or an empty string matches anything.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct VersionFilter<'a> {
+    /// `--app-version`: the wanted `appVersion`.
     pub app_version: Option<&'a str>,
+    /// `--operator-version`: the wanted `operatorVersion`.
     pub operator_version: Option<&'a str>,
 }
 

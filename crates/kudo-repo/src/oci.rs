@@ -134,8 +134,9 @@ pub(crate) fn resolve_in_registry(
     Ok(into_source(pulled, &requested))
 }
 
-/// The tags that are versions, newest first.
-fn version_tags(tags: &[String]) -> Vec<String> {
+/// The tags that are versions (`+` written `_`), newest first by [`cmp_version`]: how a registry
+/// repository's versions are ordered, here and for an in-cluster OperatorSource's range.
+pub fn version_tags(tags: &[String]) -> Vec<String> {
     let mut out: Vec<String> = tags
         .iter()
         .filter(|t| lenient_semver(&t.replace('_', "+")).is_some())

@@ -27,10 +27,15 @@ pub struct Request<'a> {
 /// annotations: [`Source::operator_version_annotations`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Source {
+    /// A local package directory or tarball, by the path as given.
     Local(String),
+    /// A tarball downloaded from an http(s) URL, as given.
     Url(String),
+    /// A package looked up by operator name in a repository's index.
     Repository {
+        /// Name of the repository.
         repo: String,
+        /// URL of the tarball the package was downloaded from.
         url: String,
     },
     /// An OCI artifact.

@@ -31,28 +31,47 @@ pub enum Rule {
     /// The value's JSON type is not the declared `type` (`integer`, `number`, `string`, `boolean`,
     /// `array`, `object`).
     Type {
+        /// The declared `type`.
         expected: String,
     },
+    /// The value is not one of the schema's `enum` values.
     Enum {
+        /// The `enum` values, in schema order.
         allowed: Vec<Value>,
     },
+    /// The number is above `maximum` (or equal to it when `exclusiveMaximum` is true).
     Maximum {
+        /// The schema's `maximum`.
         limit: Value,
+        /// kube's boolean `exclusiveMaximum`: the limit itself is not allowed.
         exclusive: bool,
     },
+    /// The number is below `minimum` (or equal to it when `exclusiveMinimum` is true).
     Minimum {
+        /// The schema's `minimum`.
         limit: Value,
+        /// kube's boolean `exclusiveMinimum`: the limit itself is not allowed.
         exclusive: bool,
     },
+    /// The number is not a multiple of the schema's `multipleOf`, which this holds.
     MultipleOf(Value),
+    /// The string has more characters than `maxLength`, which this holds.
     MaxLength(u64),
+    /// The string has fewer characters than `minLength`, which this holds.
     MinLength(u64),
+    /// The string does not match the schema's `pattern`, which this holds.
     Pattern(String),
+    /// The string is not valid in the checked `format` this names (see [`Formats`]).
     Format(String),
+    /// The array has more elements than `maxItems`, which this holds.
     MaxItems(u64),
+    /// The array has fewer elements than `minItems`, which this holds.
     MinItems(u64),
+    /// The array has equal elements although the schema sets `uniqueItems`.
     UniqueItems,
+    /// The object has more properties than `maxProperties`, which this holds.
     MaxProperties(u64),
+    /// The object has fewer properties than `minProperties`, which this holds.
     MinProperties(u64),
     /// A `required` property is absent.
     Required,
@@ -60,7 +79,9 @@ pub enum Rule {
     NotAllowed,
     /// A CEL `x-kubernetes-validations` rule evaluated to false (or failed to evaluate).
     Cel {
+        /// The rule's CEL expression as the schema writes it.
         rule: String,
+        /// The rule's `message`, reported instead of the expression when set.
         message: Option<String>,
     },
     /// Validation rules (CEL) were not evaluated because the value broke a structural rule that
@@ -78,6 +99,7 @@ pub struct Violation {
     pub path: String,
     /// The offending value (for `Required`, `Value::Null`).
     pub value: Value,
+    /// Which rule was broken, with the schema's figures.
     pub rule: Rule,
     /// The declared `type` of the schema node that holds the rule (empty when it declares none):
     /// kube-apiserver shows it as the "value" of a CEL rule's failure (`Invalid value: "object"`).
@@ -154,8 +176,10 @@ fn list(vs: &[Value]) -> String {
 /// are ignored); operator parameters also know `quantity`, `duration`, `cron` and `dns1123-label`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Formats {
+    /// Only the formats kube-apiserver checks: what custom objects are validated with.
     #[default]
     Kube,
+    /// kube's formats plus `quantity`, `duration`, `cron` and `dns1123-label` (parameters).
     Extended,
 }
 
@@ -180,7 +204,9 @@ pub fn validate(
 pub struct SchemaError {
     /// Dotted path of the schema node (`properties.NODE_COUNT`); empty at the root.
     pub path: String,
+    /// The keyword at fault, e.g. `pattern` or `minimum`.
     pub keyword: String,
+    /// What is wrong with it.
     pub message: String,
 }
 

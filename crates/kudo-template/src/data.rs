@@ -17,8 +17,10 @@ use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 /// Why template data cannot be decoded.
 #[derive(Debug, thiserror::Error)]
 pub enum DataError {
+    /// The data is not valid JSON (`serde_json`'s error).
     #[error("{0}")]
     Json(#[source] serde_json::Error),
+    /// The data is not valid YAML (the reader's error, displayed as `line L column C: what`).
     #[error("{}", yaml_error_message(.0))]
     Yaml(#[source] serde_saphyr::Error),
     /// YAML that `sigs.k8s.io/yaml` cannot convert to JSON (a null key, a non-finite float).

@@ -16,10 +16,15 @@ use crate::value::Value;
 pub enum ParamType {
     /// `interface{}`: any value, passed as is.
     Any,
+    /// `string`
     String,
+    /// `int`
     Int,
+    /// `int64`
     Int64,
+    /// `float64`
     Float64,
+    /// `bool`
     Bool,
     /// `[]interface{}`
     ListAny,
@@ -35,18 +40,21 @@ pub enum ParamType {
 /// A function's Go signature.
 #[derive(Clone, Debug)]
 pub struct Signature {
+    /// The fixed parameters, in order.
     pub params: Vec<ParamType>,
     /// `...T` final parameter, if any.
     pub variadic: Option<ParamType>,
 }
 
 impl Signature {
+    /// A signature with fixed parameters only.
     pub fn new(params: &[ParamType]) -> Signature {
         Signature {
             params: params.to_vec(),
             variadic: None,
         }
     }
+    /// A signature with fixed parameters followed by `...rest`.
     pub fn variadic(params: &[ParamType], rest: ParamType) -> Signature {
         Signature {
             params: params.to_vec(),
@@ -61,6 +69,7 @@ impl Signature {
 pub struct FuncError(pub String);
 
 impl FuncError {
+    /// An error with message `msg`.
     pub fn new(msg: impl Into<String>) -> FuncError {
         FuncError(msg.into())
     }
@@ -70,6 +79,7 @@ impl FuncError {
 /// rendering the same plan run twice yields identical objects (KUDO re-rendered on every pass and
 /// restarted pods because random values changed).
 pub struct FuncEnv {
+    /// The seeded generator behind the random functions (`randAlphaNum`, keys, certificates, …).
     pub rng: rand_chacha::ChaCha20Rng,
     /// Upper bound on the number of elements a function may create in one list/string
     /// (`until`, `repeat`, …), so a template cannot exhaust memory.
@@ -77,6 +87,8 @@ pub struct FuncEnv {
 }
 
 impl FuncEnv {
+    /// An environment whose random functions are seeded with `seed` (kudo-rs derives it from the
+    /// plan execution UID and the template name), with the default item limit.
     pub fn with_seed(seed: u64) -> FuncEnv {
         use rand::SeedableRng;
         FuncEnv {
@@ -93,7 +105,9 @@ pub type FuncBody = dyn Fn(&mut FuncEnv, &[Value]) -> Result<Value, FuncError> +
 /// A declared function.
 #[derive(Clone)]
 pub struct Function {
+    /// The Go signature the engine checks and converts arguments against.
     pub sig: Signature,
+    /// The Rust implementation, called with the converted arguments.
     pub body: Arc<FuncBody>,
 }
 
@@ -101,10 +115,12 @@ pub struct Function {
 /// this map, but a name here shadows nothing: Go forbids redefining builtins only by convention.
 #[derive(Clone, Default)]
 pub struct FuncMap {
+    /// The registered functions by the name templates call them with.
     pub funcs: HashMap<String, Function>,
 }
 
 impl FuncMap {
+    /// An empty map.
     pub fn new() -> FuncMap {
         FuncMap::default()
     }
@@ -123,10 +139,12 @@ impl FuncMap {
         );
     }
 
+    /// The function registered as `name`, if any.
     pub fn get(&self, name: &str) -> Option<&Function> {
         self.funcs.get(name)
     }
 
+    /// Whether a function is registered as `name`.
     pub fn contains(&self, name: &str) -> bool {
         self.funcs.contains_key(name)
     }

@@ -54,14 +54,22 @@ pub enum Error {
     /// The text could not be parsed (`error parsing template: template: NAME:LINE: MSG`).
     #[error("error parsing template: template: {name}:{line}: {message}")]
     Parse {
+        /// Name of the template (the file) the error is in.
         name: String,
+        /// 1-based line of the error.
         line: usize,
+        /// Go's parse error message, without the `template: NAME:LINE:` prefix.
         message: String,
     },
     /// Execution failed. `message` is Go's `template: NAME:LINE:COL: executing "T" at <NODE>: MSG`;
     /// `limit` is true when one of the [`limits`] stopped the render (not a Go error).
     #[error("error rendering template: {message}")]
-    Exec { message: String, limit: bool },
+    Exec {
+        /// Go's full execution error message.
+        message: String,
+        /// Whether a render limit, not a Go error, stopped execution.
+        limit: bool,
+    },
 }
 
 /// A parsed template file: its main body plus every `define`/`block` it contains.
@@ -144,6 +152,24 @@ impl Template {
 }
 
 /// Parses and executes `text` with [`kudo_funcs`] and random seed 0 (tests, one-off renders).
+///
+/// ```
+/// use kudo_template::Value;
+///
+/// // Template data as KUDO builds it: JSON objects become Go `map[string]interface {}`.
+/// let data = Value::from_json(&serde_json::json!({"Name": "db", "Params": {"REPLICAS": "3"}}));
+/// let out = kudo_template::render(
+///     "statefulset.yaml",
+///     "name: {{ .Name | upper }}\nreplicas: {{ .Params.REPLICAS | int | add 1 }}",
+///     &data,
+/// )?;
+/// assert_eq!(out, "name: DB\nreplicas: 4");
+///
+/// // A missing key is an error with Go's wording, as KUDO users see it in plan status.
+/// let err = kudo_template::render("t", "{{ .Params.NOPE }}", &data).unwrap_err();
+/// assert!(err.to_string().contains("map has no entry for key \"NOPE\""), "{err}");
+/// # Ok::<(), kudo_template::Error>(())
+/// ```
 pub fn render(name: &str, text: &str, data: &Value) -> Result<String, Error> {
     let t = Template::parse(name, text, &kudo_funcs())?;
     let mut env = FuncEnv::with_seed(0);

@@ -18,7 +18,9 @@ use crate::lex::{Item, ItemType, Lexer};
 /// One parsed template (the file's main body or a `define`/`block` body).
 #[derive(Clone, Debug)]
 pub struct Tree {
+    /// The template's name: the file name for the main body, else the `define`/`block` name.
     pub name: String,
+    /// The body's nodes, in source order.
     pub root: Vec<Node>,
 }
 
@@ -27,32 +29,49 @@ pub struct Tree {
 pub enum Node {
     /// Literal text (after trim markers were applied).
     Text {
+        /// Byte offset of the text in the template.
         pos: usize,
         /// Short texts (`-`, `.`, `, `) are inline, longer ones one allocation as before.
         text: Ident,
     },
     /// `{{ pipeline }}`; prints the value unless the pipeline declares variables.
     Action {
+        /// Byte offset of the action's `{{`.
         pos: usize,
+        /// 1-based line of the action.
         line: usize,
+        /// The pipeline to evaluate.
         pipe: Pipe,
     },
+    /// `{{if pipeline}} … {{else}} … {{end}}`.
     If(Branch),
+    /// `{{range pipeline}} … {{else}} … {{end}}`.
     Range(Branch),
+    /// `{{with pipeline}} … {{else}} … {{end}}`.
     With(Branch),
     /// `{{template "name" pipeline}}` (also what a `{{block}}` leaves in place).
     Template {
+        /// Byte offset of the action.
         pos: usize,
+        /// 1-based line of the action.
         line: usize,
+        /// The name of the template to execute (a `define` or `block`).
         name: String,
+        /// The value passed as dot to it; `None` passes nil.
         pipe: Option<Pipe>,
     },
+    /// `{{break}}` inside a `range`.
     Break {
+        /// Byte offset of the action.
         pos: usize,
+        /// 1-based line of the action.
         line: usize,
     },
+    /// `{{continue}}` inside a `range`.
     Continue {
+        /// Byte offset of the action.
         pos: usize,
+        /// 1-based line of the action.
         line: usize,
     },
 }
@@ -60,10 +79,15 @@ pub enum Node {
 /// The shared shape of `if`, `range` and `with`.
 #[derive(Clone, Debug)]
 pub struct Branch {
+    /// Byte offset of the `if`/`range`/`with` keyword.
     pub pos: usize,
+    /// 1-based line of the keyword.
     pub line: usize,
+    /// The condition (for `range`, the value iterated over).
     pub pipe: Pipe,
+    /// The nodes executed when the condition is non-empty (per element for `range`).
     pub list: Vec<Node>,
+    /// The `{{else}}` nodes, if any; an `{{else if}}` is one nested `if` node here.
     pub else_list: Option<Vec<Node>>,
 }
 
@@ -71,19 +95,24 @@ pub struct Branch {
 /// separated by `|`.
 #[derive(Clone, Debug)]
 pub struct Pipe {
+    /// Byte offset of the pipeline.
     pub pos: usize,
+    /// 1-based line of the pipeline.
     pub line: usize,
     /// `=` rather than `:=`.
     pub is_assign: bool,
     /// Declared/assigned variable names, `$` included (e.g. `"$x"`).
     pub decl: Vec<(usize, Ident)>,
+    /// The commands, in order; each one's result is the last argument of the next.
     pub cmds: Vec<Command>,
 }
 
 /// One command of a pipeline: a function/field/value followed by arguments.
 #[derive(Clone, Debug)]
 pub struct Command {
+    /// Byte offset of the command.
     pub pos: usize,
+    /// The operands: the first is what is called or evaluated, the rest its arguments.
     pub args: SmallVec<[Arg; 2]>,
 }
 
@@ -103,45 +132,67 @@ pub type Idents = SmallVec<[Ident; 2]>;
 pub enum Arg {
     /// `.A.B.C` — a field chain on dot; `idents` is `["A","B","C"]`.
     Field {
+        /// Byte offset of the operand.
         pos: usize,
+        /// The field names after the dot, in order.
         idents: Idents,
     },
     /// `$x.A.B` — `idents[0]` is the variable (`"$x"` or `"$"`), the rest field names.
     Variable {
+        /// Byte offset of the operand.
         pos: usize,
+        /// The variable followed by the field names.
         idents: Idents,
     },
     /// A function name (builtin or from the function map).
     Identifier {
+        /// Byte offset of the name.
         pos: usize,
+        /// The function name.
         name: Ident,
     },
     /// `(pipeline).A.B` or `func.A` — fields applied to another operand.
     Chain {
+        /// Byte offset of the operand.
         pos: usize,
+        /// The operand the fields are applied to.
         node: Box<Arg>,
+        /// The field names applied, in order.
         fields: Idents,
     },
     /// A parenthesised pipeline.
     Pipe(Box<Pipe>),
+    /// `.`: the current data (dot).
     Dot {
+        /// Byte offset of the dot.
         pos: usize,
     },
+    /// The `nil` constant.
     Nil {
+        /// Byte offset of the constant.
         pos: usize,
     },
+    /// `true` or `false`.
     Bool {
+        /// Byte offset of the constant.
         pos: usize,
+        /// The constant's value.
         val: bool,
     },
+    /// A numeric or character constant.
     Number {
+        /// Byte offset of the constant.
         pos: usize,
+        /// The constant's interpretations.
         num: Number,
     },
     /// A string constant: `quoted` is the source spelling, `text` the unquoted value.
     String {
+        /// Byte offset of the constant.
         pos: usize,
+        /// The constant as written, quotes included.
         quoted: Ident,
+        /// The constant's value, escapes resolved.
         text: Ident,
     },
 }
@@ -151,16 +202,24 @@ pub enum Arg {
 pub struct Number {
     /// The source spelling (short: inline, no allocation).
     pub text: Ident,
+    /// Whether the constant has an exact `int64` value (`int64` holds it).
     pub is_int: bool,
+    /// Whether the constant has an exact `uint64` value (`uint64` holds it).
     pub is_uint: bool,
+    /// Whether the constant has a `float64` value (`float64` holds it).
     pub is_float: bool,
+    /// Always false: complex constants are refused at parse time, though Go accepts them.
     pub is_complex: bool,
+    /// The value as `int64`, meaningful when `is_int`.
     pub int64: i64,
+    /// The value as `uint64`, meaningful when `is_uint`.
     pub uint64: u64,
+    /// The value as `float64`, meaningful when `is_float`.
     pub float64: f64,
 }
 
 impl Arg {
+    /// Byte offset of the operand in the template text.
     pub fn pos(&self) -> usize {
         match self {
             Arg::Field { pos, .. }
@@ -178,6 +237,7 @@ impl Arg {
 }
 
 impl Node {
+    /// Byte offset of the node in the template text.
     pub fn pos(&self) -> usize {
         match self {
             Node::Text { pos, .. }

@@ -16,10 +16,15 @@ use std::rc::Rc;
 pub enum ElemType {
     /// `interface {}`
     Interface,
+    /// `string`
     String,
+    /// `int`
     Int,
+    /// `int64`
     Int64,
+    /// `float64`
     Float64,
+    /// `bool`
     Bool,
     /// `uint8` (only `[]uint8`/`[]byte`)
     Uint8,
@@ -43,7 +48,9 @@ impl ElemType {
 /// A Go slice (immutable once built).
 #[derive(Clone, Debug)]
 pub struct List {
+    /// The slice's Go element type (`[]string` vs `[]interface {}`).
     pub elem: ElemType,
+    /// The elements, shared between copies of the value.
     pub items: Rc<Vec<Value>>,
 }
 
@@ -51,7 +58,9 @@ pub struct List {
 /// `range` and `fmt` do.
 #[derive(Clone, Debug)]
 pub struct Map {
+    /// The map's Go element type (`map[string]string` vs `map[string]interface {}`).
     pub elem: ElemType,
+    /// The entries, sorted by key and shared between aliases of the map.
     pub entries: Rc<RefCell<BTreeMap<String, Value>>>,
 }
 
@@ -98,6 +107,7 @@ pub trait GoObject: fmt::Debug {
 pub enum Value {
     /// Untyped nil (a nil `interface{}`), e.g. JSON `null` or a missing optional value.
     Nil,
+    /// Go `bool`.
     Bool(bool),
     /// Go `int`.
     Int(i64),
@@ -105,13 +115,18 @@ pub enum Value {
     Int64(i64),
     /// Go `float64` (every JSON/YAML number is one).
     Float(f64),
+    /// Go `string`.
     String(Rc<str>),
+    /// A Go slice.
     List(List),
+    /// A Go `map[string]T`.
     Map(Map),
+    /// Any other Go value (`time.Time`, `*semver.Version`, …).
     Object(Rc<dyn GoObject>),
 }
 
 impl Value {
+    /// A Go `string` value.
     pub fn str(s: impl Into<Rc<str>>) -> Value {
         Value::String(s.into())
     }
@@ -193,6 +208,7 @@ impl Value {
         }
     }
 
+    /// The text of a Go `string`; `None` for every other value.
     pub fn as_str(&self) -> Option<&str> {
         match self {
             Value::String(s) => Some(s),

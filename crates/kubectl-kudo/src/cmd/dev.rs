@@ -80,6 +80,10 @@ pub struct DevArgs {
     /// 127.240.0.2, …) in `status.loadBalancer.ingress`, listening on its TCP ports.
     #[arg(long)]
     pub no_load_balancer: bool,
+    /// Run the manager with `--require-verified-sources`: only OperatorVersions an
+    /// OperatorSource stored after verifying their signature run (docs/distributing.md).
+    #[arg(long)]
+    pub require_verified_sources: bool,
 }
 
 /// The account `dev --least-privilege` applies Instances as, by default.
@@ -183,6 +187,7 @@ pub async fn run(opts: &ClusterOpts, args: DevArgs, io: &mut crate::Io<'_>) -> R
         client.clone(),
         kudo_controller::ControllerConfig {
             default_service_account: args.least_privilege.then(|| DEV_INSTANCE_ACCOUNT.to_string()),
+            require_verified_sources: args.require_verified_sources,
             ..Default::default()
         },
         stopped(stop_rx.clone()),
@@ -236,6 +241,12 @@ fn notices(
         writeln!(
             io.err,
             "least privilege: each Instance is applied as ServiceAccount {DEV_INSTANCE_ACCOUNT} of its namespace (or its spec.serviceAccountName); default/{DEV_INSTANCE_ACCOUNT} has the built-in admin role"
+        )?;
+    }
+    if args.require_verified_sources {
+        writeln!(
+            io.err,
+            "running only OperatorVersions of verified OperatorSources"
         )?;
     }
     writeln!(

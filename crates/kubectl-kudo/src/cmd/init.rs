@@ -114,6 +114,10 @@ pub struct InitArgs {
     #[arg(long, value_name = "NAME", default_value = DEFAULT_INSTANCE_ACCOUNT,
           requires = "least_privilege", value_parser = parse_account)]
     pub default_service_account: String,
+    /// Start the manager with --require-verified-sources: it runs only OperatorVersions that an
+    /// OperatorSource stored after verifying their signature (docs/distributing.md).
+    #[arg(long)]
+    pub require_verified_sources: bool,
 }
 
 impl InitArgs {
@@ -129,6 +133,7 @@ impl InitArgs {
             image_pull_policy: self.kudo_image_pull_policy.as_str().to_string(),
             replicas: self.replicas,
             shards: self.shards,
+            require_verified_sources: self.require_verified_sources,
         }
     }
 }

@@ -61,9 +61,11 @@ pub struct ManagerArgs {
     /// can then share a cluster, one per namespace; OperatorVersions are read from any namespace.
     #[arg(long, env = "KUDO_WATCH_NAMESPACE", value_name = "NAMESPACE")]
     pub watch_namespace: Option<String>,
-    /// Leave this namespace to another manager (repeatable; a trailing `*` matches a prefix):
-    /// nothing in it is reconciled, and no rollout of this manager changes an Instance there.
-    #[arg(long = "ignore-namespace", value_name = "NAMESPACE")]
+    /// Leave this namespace to another manager (one started with --watch-namespace NAMESPACE;
+    /// repeatable or comma-separated; a trailing `*` matches a prefix): no Instance, typed object
+    /// or OperatorSource in it is reconciled, and no rollout of this manager changes an Instance
+    /// there.
+    #[arg(long = "ignore-namespace", value_name = "NAMESPACE", value_delimiter = ',')]
     pub ignore_namespaces: Vec<String>,
     /// Lockdown: an Instance without spec.serviceAccountName is applied as ServiceAccount NAME of
     /// its own namespace (system:serviceaccount:<namespace>:NAME), never as the manager; if that
@@ -93,6 +95,12 @@ pub struct ManagerArgs {
     #[arg(long, default_value_t = 1, value_name = "N",
           value_parser = clap::value_parser!(u16).range(1..=256))]
     pub worker_threads: u16,
+    /// Run only OperatorVersions that an OperatorSource stored after verifying their signature,
+    /// unchanged since: an Instance of any other OperatorVersion fails (condition Ready=False,
+    /// reason UnverifiedOperatorVersion, and a Warning Event) and nothing is applied for it;
+    /// OperatorSources with verify.provider none are refused (docs/security.md).
+    #[arg(long)]
+    pub require_verified_sources: bool,
 }
 
 /// The Lease namespace: flag, `$KUDO_POD_NAMESPACE`, the in-cluster namespace file, `kudo-system`.
@@ -178,10 +186,16 @@ pub async fn run(opts: &ClusterOpts, args: ManagerArgs, io: &mut crate::Io<'_>) 
         metrics_addr: Some(args.metrics_address),
         leader_election,
         namespace: args.watch_namespace.filter(|ns| !ns.is_empty()),
-        ignored_namespaces: args.ignore_namespaces,
+        ignored_namespaces: args
+            .ignore_namespaces
+            .into_iter()
+            .map(|ns| ns.trim().to_string())
+            .filter(|ns| !ns.is_empty())
+            .collect(),
         default_service_account: args.default_service_account.filter(|sa| !sa.is_empty()),
         revision_history_limit: args.revision_history_limit,
         shards: args.shards,
+        require_verified_sources: args.require_verified_sources,
         ..Default::default()
     };
     if let Some(ns) = &config.namespace {
@@ -192,6 +206,12 @@ pub async fn run(opts: &ClusterOpts, args: ManagerArgs, io: &mut crate::Io<'_>) 
             io.err,
             "ignoring namespaces {}",
             config.ignored_namespaces.join(", ")
+        )?;
+    }
+    if config.require_verified_sources {
+        writeln!(
+            io.err,
+            "running only OperatorVersions of verified OperatorSources"
         )?;
     }
     writeln!(io.err, "{}", startup_line(&config, args.metrics_address))?;
@@ -254,6 +274,22 @@ mod tests {
         assert!(T::try_parse_from(["manager", "--leader-elect=maybe"]).is_err());
         assert!(T::try_parse_from(["manager", "--shards", "0"]).is_err());
         assert!(T::try_parse_from(["manager", "--shards", "1025"]).is_err());
+    }
+
+    #[test]
+    fn the_source_policy_and_ignored_namespaces_are_flags() {
+        let t = T::parse_from(["manager"]);
+        assert!(!t.m.require_verified_sources && t.m.ignore_namespaces.is_empty());
+        let t = T::parse_from([
+            "manager",
+            "--require-verified-sources",
+            "--ignore-namespace",
+            "a,b",
+            "--ignore-namespace",
+            "c",
+        ]);
+        assert!(t.m.require_verified_sources);
+        assert_eq!(t.m.ignore_namespaces, ["a", "b", "c"]);
     }
 
     #[test]

@@ -5,6 +5,7 @@
 pub mod cluster;
 pub mod dev;
 pub mod diagnostics;
+pub mod format;
 pub mod get;
 pub mod init;
 pub mod instance;
@@ -19,4 +20,5 @@ pub mod revision;
 pub mod rollout;
 pub mod template;
 pub mod test;
+pub mod ui;
 pub mod version;

@@ -14,7 +14,7 @@ use kudo_oci::{
 use kudo_package::verify::ParamChecks;
 
 use super::cluster::ClusterOpts;
-use super::package::Output;
+use super::format::Output;
 use crate::Io;
 
 /// How to reach a registry.
@@ -110,7 +110,7 @@ pub async fn push(
     }
     let pkg = kudo_package::read_path(package)
         .with_context(|| format!("failed to read package {}", package.display()))?;
-    let v = super::package::verify_package(&pkg, ParamChecks::default());
+    let v = kudo_client::checks::verify_package(&pkg, ParamChecks::default());
     if !v.is_valid() {
         bail!(
             "package verification found {} error(s); not pushing: {}",
@@ -127,7 +127,7 @@ pub async fn push(
         })?;
         target = target.with_tag(&tag);
     }
-    let created = kudo_oci::artifact::created_timestamp().map_err(anyhow::Error::msg)?;
+    let created = kudo_oci::artifact::created_timestamp()?;
     let client = Registry::new(registry_options(opts, registry)?)?;
     let pushed = client.push_package(&pkg, &target, &created).await?;
     let pinned = pushed.reference.with_digest(&pushed.digest);

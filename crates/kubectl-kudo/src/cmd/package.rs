@@ -12,10 +12,12 @@ use clap::{Args, Subcommand, ValueEnum};
 use kudo_package::list::{self, ParamListOptions};
 use kudo_package::render::{RenderContext, render_plan};
 use kudo_package::resources::{ConvertOptions, to_resources};
-use kudo_package::verify::{ParamChecks, Verification, verify};
+use kudo_package::verify::{ParamChecks, Verification};
 use kudo_package::{Package, params, read_path};
 
+pub use super::format::Output;
 use crate::Io;
+use kudo_client::checks::verify_package;
 
 #[derive(Args, Debug)]
 pub struct PackageArgs {
@@ -23,10 +25,15 @@ pub struct PackageArgs {
     pub command: PackageCommand,
 }
 
+/// `package graph -o`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Output {
-    Yaml,
-    Json,
+pub enum GraphOutput {
+    /// An SVG picture (no Graphviz needed).
+    Svg,
+    /// Graphviz's DOT language.
+    Dot,
+    /// A mermaid flowchart (GitHub renders it in a ```mermaid block).
+    Mermaid,
 }
 
 #[derive(Subcommand, Debug)]
@@ -62,6 +69,24 @@ pub enum PackageCommand {
         /// Print the result as yaml or json instead of tables.
         #[arg(short, long)]
         output: Option<Output>,
+    },
+    /// Draw the plans of a package as a graph: phases in order, the steps of each with their
+    /// tasks, arrows where one runs after another (the layout of `kubectl kudo ui`).
+    #[command(
+        after_help = "Serial steps stand in a row joined by arrows (wrapped every 4 steps); parallel steps stand side\nby side with no arrow between them; the phases of a serial plan follow one another downwards.\n\nExamples:\n  kubectl kudo package graph ./examples/galera > galera-plans.svg\n  kubectl kudo package graph ./examples/galera --plan deploy -o mermaid\n  kubectl kudo package graph galera --repo community -o dot | dot -Tpng > plans.png"
+    )]
+    Graph {
+        /// Package directory or .tgz, or an operator name in a repository.
+        #[arg(default_value = ".")]
+        package: String,
+        #[command(flatten)]
+        source: super::repo::PackageSourceOpts,
+        /// Only this plan (default: every plan, by name).
+        #[arg(long)]
+        plan: Option<String>,
+        /// Output format.
+        #[arg(short, long, default_value = "svg")]
+        output: GraphOutput,
     },
     /// Print the parameters as a JSON Schema (draft 2020-12) for a values file given with -P.
     #[command(
@@ -293,6 +318,32 @@ fn load(path: &Path) -> anyhow::Result<Package> {
     read_path(path).with_context(|| format!("failed to read package {}", path.display()))
 }
 
+/// `package graph PKG`: the plans drawn by `kudo_package::graph`.
+fn graph(
+    opts: &super::cluster::ClusterOpts,
+    package: &str,
+    source: &super::repo::PackageSourceOpts,
+    plan: Option<&str>,
+    output: GraphOutput,
+    io: &mut Io<'_>,
+) -> anyhow::Result<ExitCode> {
+    use kudo_package::graph::{Format, draw};
+    let pkg = load_listed(opts, package, source)?;
+    let res = to_resources(&pkg, &ConvertOptions::default())?;
+    let format = match output {
+        GraphOutput::Svg => Format::Svg,
+        GraphOutput::Dot => Format::Dot,
+        GraphOutput::Mermaid => Format::Mermaid,
+    };
+    let name = format!("{} {}", pkg.operator.name, pkg.operator.operator_version);
+    write!(
+        io.out,
+        "{}",
+        draw(&res.operator_version.spec, &name, plan, format)?
+    )?;
+    Ok(ExitCode::SUCCESS)
+}
+
 /// `package argocd-health [PKG]`: the argocd-cm patch for Instances and PKG's typed API.
 fn argocd_health(
     opts: &super::cluster::ClusterOpts,
@@ -454,6 +505,12 @@ pub async fn run(
             }
             Ok(ExitCode::SUCCESS)
         }
+        PackageCommand::Graph {
+            package,
+            source,
+            plan,
+            output,
+        } => graph(opts, &package, &source, plan.as_deref(), output, io),
         PackageCommand::ArgocdHealth { package, source } => argocd_health(opts, package, &source, io),
         PackageCommand::Create {
             package,
@@ -614,24 +671,4 @@ async fn run_oci(
             overwrite,
         } => oci::keygen(&destination, &name, overwrite, io),
     }
-}
-
-/// `kudo_package::verify` plus the checks that need the plan engine (which depends on
-/// kudo-package, so they cannot live in it): every plan's `schedule:`, rendered with the
-/// parameters' defaults, must be blank or a valid schedule.
-pub fn verify_package(pkg: &Package, checks: ParamChecks) -> Verification {
-    let mut v = verify(pkg, checks);
-    let opts = ConvertOptions {
-        instance_name: None,
-        namespace: None,
-        parameters: BTreeMap::new(),
-        service_account: None,
-    };
-    if let Ok(res) = to_resources(pkg, &opts) {
-        let ctx = RenderContext::offline(&res.instance.metadata.name, "default", BTreeMap::new());
-        for e in kudo_engine::schedule::check_schedules(&res.operator_version, &ctx) {
-            v.error(e);
-        }
-    }
-    v
 }

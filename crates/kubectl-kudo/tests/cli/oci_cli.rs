@@ -17,7 +17,7 @@ use kudo_testkit::registry::{Setup, TestRegistry};
 
 use super::common;
 
-fn examples() -> PathBuf {
+pub(super) fn examples() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples")
 }
 
@@ -25,7 +25,7 @@ fn tools_script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cli/oci_tools.py")
 }
 
-fn in_ci() -> bool {
+pub(super) fn in_ci() -> bool {
     std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
 }
 
@@ -50,9 +50,9 @@ fn clients_available() -> bool {
 }
 
 /// A registry, a home for the CLI (`--home`, `HOME`, `DOCKER_CONFIG`), and the tools around them.
-struct Env {
-    reg: TestRegistry,
-    tmp: tempfile::TempDir,
+pub(super) struct Env {
+    pub(super) reg: TestRegistry,
+    pub(super) tmp: tempfile::TempDir,
 }
 
 fn out(o: &Output) -> String {
@@ -64,14 +64,14 @@ fn out(o: &Output) -> String {
 }
 
 #[track_caller]
-fn ok(o: Output) -> String {
+pub(super) fn ok(o: Output) -> String {
     assert!(o.status.success(), "exit {:?}:\n{}", o.status.code(), out(&o));
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
 /// Exit 1 and `needle` in stderr.
 #[track_caller]
-fn fails(o: Output, needle: &str) -> String {
+pub(super) fn fails(o: Output, needle: &str) -> String {
     let err = String::from_utf8_lossy(&o.stderr).into_owned();
     assert_eq!(o.status.code(), Some(1), "{}", out(&o));
     assert!(err.contains(needle), "{needle:?} not in:\n{err}");
@@ -79,7 +79,7 @@ fn fails(o: Output, needle: &str) -> String {
 }
 
 impl Env {
-    fn start() -> Option<Env> {
+    pub(super) fn start() -> Option<Env> {
         let reg = TestRegistry::start(Setup::default())?;
         if !clients_available() {
             return None;
@@ -88,20 +88,20 @@ impl Env {
         Some(Env { reg, tmp })
     }
 
-    fn path(&self, p: &str) -> PathBuf {
+    pub(super) fn path(&self, p: &str) -> PathBuf {
         self.tmp.path().join(p)
     }
 
-    fn ca(&self) -> String {
+    pub(super) fn ca(&self) -> String {
         self.reg.ca_file().display().to_string()
     }
 
     /// `oci://ADDR/repo`.
-    fn oci(&self, repo: &str) -> String {
+    pub(super) fn oci(&self, repo: &str) -> String {
         format!("oci://{}/{repo}", self.reg.addr)
     }
 
-    fn command(&self, docker_config: &str) -> Command {
+    pub(super) fn command(&self, docker_config: &str) -> Command {
         let mut c = Command::new(env!("CARGO_BIN_EXE_kubectl-kudo"));
         c.arg("--home")
             .arg(self.path("kudo"))
@@ -114,7 +114,7 @@ impl Env {
     }
 
     /// `kubectl-kudo ARGS` with the test's Docker config.
-    fn kudo(&self, args: &[&str]) -> Output {
+    pub(super) fn kudo(&self, args: &[&str]) -> Output {
         self.command("docker").args(args).output().unwrap()
     }
 
@@ -139,7 +139,7 @@ impl Env {
         args
     }
 
-    fn login(&self) {
+    pub(super) fn login(&self) {
         let args = self.login_args();
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let o = self.kudo_stdin(&args, &format!("{}\n", self.reg.password));
@@ -147,7 +147,7 @@ impl Env {
     }
 
     /// `package push PKG oci://ADDR/REPO` (`-o json`): the printed digest.
-    fn push(&self, pkg: &Path, repo: &str) -> String {
+    pub(super) fn push(&self, pkg: &Path, repo: &str) -> String {
         let o = self.kudo(&[
             "package",
             "push",
@@ -177,7 +177,7 @@ impl Env {
     }
 
     /// `package sign REF --key KEY --ca-file CA`.
-    fn sign(&self, pinned: &str, key: &Path) -> Output {
+    pub(super) fn sign(&self, pinned: &str, key: &Path) -> Output {
         self.kudo(&[
             "package",
             "sign",
@@ -227,7 +227,7 @@ impl Env {
 }
 
 /// Runs `cmd` with `stdin` written to it.
-fn with_stdin(cmd: &mut Command, stdin: &str) -> Output {
+pub(super) fn with_stdin(cmd: &mut Command, stdin: &str) -> Output {
     let mut child = cmd
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -239,7 +239,7 @@ fn with_stdin(cmd: &mut Command, stdin: &str) -> Output {
 }
 
 /// A copy of examples/first-operator with another operatorVersion.
-fn first_operator_at(dir: &Path, version: &str) -> PathBuf {
+pub(super) fn first_operator_at(dir: &Path, version: &str) -> PathBuf {
     let to = dir.join(format!("first-operator-{version}"));
     super::common::copy_dir(&examples().join("first-operator"), &to);
     let op = to.join("operator.yaml");
@@ -253,7 +253,7 @@ fn first_operator_at(dir: &Path, version: &str) -> PathBuf {
     to
 }
 
-fn kubectl_json(kubeconfig: &Path, args: &[&str]) -> serde_json::Value {
+pub(super) fn kubectl_json(kubeconfig: &Path, args: &[&str]) -> serde_json::Value {
     let o = Command::new("kubectl")
         .arg("--kubeconfig")
         .arg(kubeconfig)

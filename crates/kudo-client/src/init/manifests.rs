@@ -229,6 +229,9 @@ fn deployment(setup: &Setup, namespace: &str, sa: &str) -> Manifest {
     if setup.shards > 1 {
         manager_args.extend(["--shards", shards.as_str()]);
     }
+    if setup.require_verified_sources {
+        manager_args.push("--require-verified-sources");
+    }
     let labels = json!({"app": "kudo-manager", "control-plane": "controller-manager"});
     Manifest {
         resource: known_resource("apps", "Deployment"),
@@ -389,6 +392,21 @@ mod tests {
         assert!(ms.iter().all(|m| m.object["kind"] != "ServiceAccount"));
         let binding = find(&ms, "ClusterRoleBinding", "kudo-manager-rolebinding").unwrap();
         assert_eq!(binding["subjects"][0]["name"], "mine");
+    }
+
+    #[test]
+    fn the_source_policy_is_passed_to_the_manager() {
+        let args = manager_args(&manifests(&Setup::default(), "kudo-system").unwrap());
+        assert!(!args.contains(&"--require-verified-sources".to_string()));
+        let setup = Setup {
+            require_verified_sources: true,
+            ..Setup::default()
+        };
+        let args = manager_args(&manifests(&setup, "kudo-system").unwrap());
+        assert!(
+            args.ends_with(&["--require-verified-sources".to_string()]),
+            "{args:?}"
+        );
     }
 
     #[test]

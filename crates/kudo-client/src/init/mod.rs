@@ -45,6 +45,8 @@ pub struct Setup {
     pub replicas: i32,
     /// The manager's `--shards`.
     pub shards: u32,
+    /// The manager's `--require-verified-sources`.
+    pub require_verified_sources: bool,
 }
 
 impl Default for Setup {
@@ -60,6 +62,7 @@ impl Default for Setup {
             image_pull_policy: "Always".to_string(),
             replicas: 1,
             shards: 1,
+            require_verified_sources: false,
         }
     }
 }

@@ -27,6 +27,7 @@ mod pass;
 mod persist;
 mod publish;
 mod recreate;
+mod verified;
 
 use crate::apply::ClusterObjects;
 use crate::context::Context;

@@ -190,7 +190,10 @@ impl Reconciler<'_> {
         who: &str,
     ) -> Result<ControlFlow<Action, Arc<OperatorVersion>>, ReconcileError> {
         let action = match self.get_ov(inst, &inst.spec).await {
-            Ok(Some(ov)) => return Ok(ControlFlow::Continue(ov)),
+            Ok(Some(ov)) => match self.refuse_unverified(raw, inst, &ov, who).await? {
+                Some(action) => action,
+                None => return Ok(ControlFlow::Continue(ov)),
+            },
             Ok(None) => self.operator_version_unusable(raw, inst, who, None).await?,
             Err(ReconcileError::Decode(_, e)) => {
                 self.operator_version_unusable(raw, inst, who, Some(&e)).await?

@@ -109,8 +109,11 @@ impl Evaluation {
 pub struct RuleRead {
     /// `plan "P" when[I]`, the prefix of every message about the rule.
     pub at: String,
+    /// `apiVersion` of the watched object, rendered from the rule's `resource`.
     pub api_version: String,
+    /// `kind` of the watched object, rendered.
     pub kind: String,
+    /// Name of the watched object, rendered.
     pub name: String,
 }
 
@@ -121,22 +124,31 @@ pub enum ReadError {
     /// The server serves no such kind.
     #[error("unknown resource kind {kind} ({api_version}): {message}")]
     UnknownKind {
+        /// `apiVersion` of the rule's resource.
         api_version: String,
+        /// `kind` of the rule's resource.
         kind: String,
+        /// What the discovery lookup said.
         message: String,
     },
     /// Discovery could not be asked.
     #[error("discovery of {kind} ({api_version}) failed: {message}")]
     Discovery {
+        /// `apiVersion` of the rule's resource.
         api_version: String,
+        /// `kind` of the rule's resource.
         kind: String,
+        /// The discovery error.
         message: String,
     },
     /// The object could not be read.
     #[error("reading {kind} {name} failed: {message}")]
     Read {
+        /// `kind` of the rule's resource.
         kind: String,
+        /// Name of the object that could not be read.
         name: String,
+        /// The API error.
         message: String,
     },
 }

@@ -37,6 +37,7 @@ pub struct RuleInput {
     pub for_secs: u64,
     /// `cooldown` in whole seconds (rounded up).
     pub cooldown_secs: u64,
+    /// The manager's clock at this reconcile.
     pub now: Timestamp,
     /// A plan is scheduled or running on the Instance.
     pub plan_running: bool,
@@ -49,7 +50,10 @@ pub enum RuleDecision {
     Fire,
     /// The condition holds but the rule may not fire yet (its `for` window or cooldown runs, or
     /// a plan runs): evaluate again at `until` (`None`: when the running plan ends).
-    Hold { until: Option<Timestamp> },
+    Hold {
+        /// When to evaluate again; `None`: when the running plan ends.
+        until: Option<Timestamp>,
+    },
     /// The condition does not hold: nothing to wait for.
     Idle,
 }
@@ -57,7 +61,9 @@ pub enum RuleDecision {
 /// The decision and the rule's new `holdingSince`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RuleOutcome {
+    /// Fire, hold or idle.
     pub decision: RuleDecision,
+    /// The `holdingSince` to record in `status.autopilot`; `None` resets the window.
     pub holding_since: Option<Timestamp>,
 }
 
@@ -105,12 +111,16 @@ pub fn decide_rule(i: &RuleInput) -> RuleOutcome {
 /// Why an autopilot evaluation could not produce a boolean.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum EvalError {
+    /// The condition does not compile as CEL.
     #[error("{0}")]
     Compile(#[from] kudo_package::autopilot::ConditionError),
+    /// CEL evaluation failed, e.g. a missing field of `object` or a type error.
     #[error("evaluation failed: {0}")]
     Execution(String),
+    /// The condition evaluated to a non-boolean value (shown).
     #[error("the condition returned {0}, not a bool")]
     NotBool(String),
+    /// The watched object cannot be converted to a CEL value.
     #[error("the watched object cannot be given to CEL: {0}")]
     Input(String),
 }

@@ -22,9 +22,11 @@ pub type Uids<'u> = &'u mut (dyn FnMut() -> String + Send);
 pub struct Admitted {
     /// The spec to store (admission edits applied); equals the current spec for a denial.
     pub spec: InstanceSpec,
+    /// The finalizers to store, e.g. with [`kudo_api::CLEANUP_FINALIZER`] added or removed.
     pub finalizers: Vec<String>,
     /// The spec whose plan and parameters are executed; `None` when nothing was ever admitted.
     pub exec: Option<InstanceSpec>,
+    /// Why the change was refused (the `ChangeAccepted=False` message); `None` when admitted.
     pub denial: Option<String>,
     /// Spec the admitted-spec annotation should hold.
     pub remember: Option<InstanceSpec>,

@@ -19,8 +19,11 @@ pub const DRIFT_POLICY_ANNOTATION_RS: &str = "kudo-rs.dev/drift-policy";
 /// What to do about drift.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Policy {
+    /// Re-apply drifted objects as the last plan left them (the default).
     Repair,
+    /// Leave drifted objects alone; report them in the `Drifted` condition and an Event.
     Report,
+    /// Do not check for drift.
     Ignore,
 }
 

@@ -16,13 +16,22 @@ pub enum Effect {
     /// Publish an Event on the Instance. `action` separates Event series (the recorder merges
     /// Events of one reason and action, keeping the first note).
     Event {
+        /// Normal or Warning.
         type_: EventType,
+        /// The Event's reason, e.g. `PlanStarted`.
         reason: String,
+        /// The Event's action; Events of one reason and action form a series.
         action: String,
+        /// The Event's note.
         message: String,
     },
     /// A log line of the reconcile (decisions are logged where they are executed).
-    Log { level: LogLevel, message: String },
+    Log {
+        /// How severe the line is.
+        level: LogLevel,
+        /// The log line.
+        message: String,
+    },
     /// A change of the Instance's status, written with this reconcile's status write.
     Status(StatusChange),
     /// Look at the Instance again within this long even without a watch event.
@@ -32,8 +41,11 @@ pub enum Effect {
 /// Level of an [`Effect::Log`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LogLevel {
+    /// Detail for debugging the manager's decisions.
     Debug,
+    /// A decision or action worth knowing in normal operation.
     Info,
+    /// Something wrong that the reconcile carries on past.
     Warn,
 }
 
@@ -46,7 +58,10 @@ pub enum StatusChange {
     Autopilot(BTreeMap<String, AutopilotRuleStatus>),
     /// The `ChangeAccepted` condition of this reconcile's admission: `False` with a denial's
     /// message, removed when the change was admitted.
-    Admission { denial: Option<String> },
+    Admission {
+        /// The refused change's message; `None`: the change was admitted.
+        denial: Option<String>,
+    },
 }
 
 impl StatusChange {

@@ -19,6 +19,7 @@ pub struct IdleStep {
     /// Check the objects of the completed lifecycle runs for drift under this policy; `None`: no
     /// check (the Instance is being deleted, a lifecycle run failed, or drift is ignored).
     pub drift: Option<Policy>,
+    /// Events, log lines and status changes the idle step asks for.
     pub effects: Vec<Effect>,
 }
 

@@ -39,6 +39,7 @@ pub struct Initiating<'a> {
 }
 
 impl<'a> Initiating<'a> {
+    /// Starts the initiators on `obs`, with nothing admitted yet.
     pub fn new(obs: Observed<'a>) -> Self {
         Initiating {
             obs,

@@ -25,6 +25,7 @@ pub struct Observed<'a> {
     pub admitted_ov: Option<&'a OperatorVersion>,
     /// `metadata.deletionTimestamp` is set.
     pub deleting: bool,
+    /// The manager's clock at this reconcile.
     pub now: Timestamp,
     /// The autopilot rules' evaluation; filled for initiators that need
     /// [`Observation::Autopilot`].
@@ -78,7 +79,9 @@ pub enum Autopilot {
 /// What the manager read for one [`Observation`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Provided {
+    /// The state of the sensitive parameters ([`Observation::Sensitive`]).
     Sensitive(Sensitive),
+    /// The autopilot rules' evaluation ([`Observation::Autopilot`]).
     Autopilot(Autopilot),
 }
 
@@ -95,7 +98,9 @@ pub enum Sensitive {
     /// Fingerprints of the current values; `fresh_key`: the key was created just now, so
     /// recorded fingerprints (made with a lost key) mean nothing.
     Current {
+        /// Fingerprint of each sensitive parameter's current value, by parameter name.
         fingerprints: Fingerprints,
+        /// Whether the fingerprint key was created in this reconcile.
         fresh_key: bool,
     },
 }
@@ -171,7 +176,10 @@ pub enum AutopilotRead {
     /// Every rule, reading (and watching) the objects they name. `waiting`: a plan is scheduled
     /// or running, or a change of the spec is not admitted yet; rules then wait (their windows
     /// keep counting, nothing fires).
-    Rules { waiting: bool },
+    Rules {
+        /// Whether rules must wait (a plan is scheduled or running, or a change is unadmitted).
+        waiting: bool,
+    },
 }
 
 /// What an initiator needs read before it decides: none, one or several [`Observation`]s.

@@ -12,7 +12,9 @@ use super::annotations::{ADMITTED_SPEC_ANNOTATION, RETRY_ANNOTATION};
 /// What a reconcile wants stored in the Instance's spec and metadata.
 #[derive(Debug, Clone, Copy)]
 pub struct Stored<'a> {
+    /// The spec to store (admission edits applied).
     pub spec: &'a InstanceSpec,
+    /// The finalizers to store.
     pub finalizers: &'a [String],
     /// The spec the admitted-spec annotation should hold (`None`: leave it).
     pub remember: Option<&'a InstanceSpec>,

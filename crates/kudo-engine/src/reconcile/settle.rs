@@ -31,8 +31,11 @@ pub const CLUSTER_OBJECTS_FINALIZER: &str = "kudo-rs.dev/cluster-objects";
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 #[serde(from = "(String, String, String)", into = "(String, String, String)")]
 pub struct ClusterObject {
+    /// `apiVersion` of the object, e.g. `rbac.authorization.k8s.io/v1`.
     pub api_version: String,
+    /// `kind` of the object, e.g. `ClusterRole`.
     pub kind: String,
+    /// Name of the object (cluster-scoped, so no namespace).
     pub name: String,
 }
 
@@ -61,6 +64,7 @@ pub struct Settle<'a> {
     pub ov: &'a OperatorVersion,
     /// The status after the pass.
     pub status: &'a InstanceStatus,
+    /// `metadata.deletionTimestamp` is set: the cleanup finalizer may be released.
     pub deleting: bool,
     /// The timing annotation the pass produced (`None`: remove).
     pub timing: Option<String>,
@@ -71,6 +75,7 @@ pub struct Settle<'a> {
 /// The finalizers and annotations to store.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Settled {
+    /// The finalizers to store (the cleanup finalizer released, the cluster-objects one added).
     pub finalizers: Vec<String>,
     /// `None`: remove the annotation.
     pub annotations: BTreeMap<&'static str, Option<String>>,

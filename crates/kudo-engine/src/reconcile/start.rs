@@ -24,7 +24,9 @@ use crate::time::Timestamp;
 /// The run whose first pass is judged, and when it started.
 #[derive(Debug, Clone, Copy)]
 pub struct Starting<'a> {
+    /// The plan being run.
     pub plan: &'a str,
+    /// The run's `planExecution.uid`.
     pub uid: &'a str,
     /// When the plan first went IN_PROGRESS (the timing the admission stored); `None`: unknown,
     /// and the status is written.
@@ -33,6 +35,7 @@ pub struct Starting<'a> {
     /// cleanup plan of an Instance being deleted, whose spec is not written) would be decided
     /// again with another uid by the next reconcile: its status is written at once.
     pub durable: bool,
+    /// The manager's clock at this reconcile.
     pub now: Timestamp,
 }
 

@@ -28,8 +28,11 @@ pub struct StepInput<'a> {
     pub exec: &'a InstanceSpec,
     /// The Instance's annotations (the retry mark, the plan timing).
     pub annotations: &'a BTreeMap<String, String>,
+    /// The Instance's namespace.
     pub namespace: &'a str,
+    /// The Instance's name.
     pub name: &'a str,
+    /// The manager's clock at this reconcile.
     pub now: Timestamp,
 }
 
@@ -49,15 +52,21 @@ pub enum Step {
     /// pass), or the run is terminal already. Its plan status is stored as it is
     /// ([`store_plan_status`]).
     Ended {
+        /// The plan status to store as it is.
         plan_status: PlanStatus,
+        /// The pass that marked the unfinished run CANCELLED, if a cancellation ended it.
         cancelled: Option<Box<PassSummary>>,
+        /// Events, log lines and status changes of the decision.
         effects: Vec<Effect>,
     },
     /// Render the plan and pass over it ([`start_pass`]); `retry_of` is the failed run a
     /// `plan retry` replaces (the new run keeps its COMPLETE steps).
     Pass {
+        /// The plan status the pass starts from (initialised for a new run).
         plan_status: PlanStatus,
+        /// `planExecution.uid` of the failed run a `plan retry` replaces, if this run is a retry.
         retry_of: Option<String>,
+        /// Events, log lines and status changes of the decision.
         effects: Vec<Effect>,
     },
 }
@@ -222,7 +231,9 @@ pub fn store_plan_status(
 pub struct PassEnd<'a> {
     /// The run's plan and uid.
     pub plan: &'a str,
+    /// `planExecution.uid` of the run.
     pub uid: &'a str,
+    /// What the pass did.
     pub summary: &'a PassSummary,
     /// Some task waits for something no watch reports (a Dummy or Pipe task, a deletion, an
     /// unwatched kind).
@@ -236,8 +247,11 @@ pub struct PassEnd<'a> {
     pub recreated: bool,
     /// The status as stored, and whether the stored spec names this run.
     pub stored: &'a InstanceStatus,
+    /// Whether the stored `spec.planExecution` names this run (see [`Starting::durable`]).
     pub durable: bool,
+    /// The Instance's `metadata.generation`, recorded as the `Ready` condition's generation.
     pub generation: Option<i64>,
+    /// The manager's clock at this reconcile.
     pub now: Timestamp,
 }
 
@@ -253,6 +267,7 @@ pub struct AfterPass {
     /// The status stays as stored (only the run's start happened, see [`start_unwritten`]):
     /// `status` was reset to it, and the pass's Events wait for the pass that writes.
     pub keep_stored_status: bool,
+    /// The Events and log lines the end of the pass asks for.
     pub effects: Vec<Effect>,
 }
 

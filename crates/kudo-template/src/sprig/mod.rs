@@ -37,6 +37,7 @@ mod misc;
 mod random;
 mod regex;
 mod semver;
+pub use semver::VersionRange;
 mod strings;
 mod url;
 

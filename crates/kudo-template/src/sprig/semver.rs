@@ -221,6 +221,7 @@ fn compare_pre_part(s: &str, o: &str) -> Ordering {
     }
 }
 
+#[derive(Clone, Debug)]
 struct Constraint {
     con: Version,
     op: String,
@@ -418,9 +419,35 @@ fn tilde(v: &Version, c: &Constraint) -> bool {
 
 /// `semverCompare CONSTRAINT VERSION`.
 pub(crate) fn semver_compare(constraint: &str, version: &str) -> Result<bool, String> {
-    let cs = new_constraints(constraint)?;
+    let range = VersionRange::parse(constraint)?;
     let v = Version::parse(version)?;
-    Ok(cs.iter().any(|and| and.iter().all(|c| check(&v, c))))
+    Ok(range.admits(&v))
+}
+
+/// A version range as `semverCompare` reads it (Masterminds semver v3: the syntax Helm and Flux
+/// use for ranges), parsed once: what an OperatorSource's `ref.semver` is matched with.
+#[derive(Clone, Debug)]
+pub struct VersionRange {
+    ors: Vec<Vec<Constraint>>,
+}
+
+impl VersionRange {
+    /// Parses `>=0.2.0 <1.0.0`, `^1.2 || ~2.0`, …; the error is Masterminds' wording.
+    pub fn parse(range: &str) -> Result<VersionRange, String> {
+        Ok(VersionRange {
+            ors: new_constraints(range)?,
+        })
+    }
+
+    /// Whether `version` (loosely parsed: `v1`, `1.2`) is in the range; a string that is not a
+    /// version is in no range.
+    pub fn matches(&self, version: &str) -> bool {
+        Version::parse(version).is_ok_and(|v| self.admits(&v))
+    }
+
+    fn admits(&self, v: &Version) -> bool {
+        self.ors.iter().any(|and| and.iter().all(|c| check(v, c)))
+    }
 }
 
 impl GoObject for Version {

@@ -1,69 +1,16 @@
 //! Shared by the bounded fuzz/property tests, included by path from the property tests
 //! of several crates (`#[path = ...] mod bounded_fuzz;`):
-//! * a counting global allocator: each test thread measures the peak of its own live heap while it
-//!   runs one input, so "no unbounded memory" is an assertion, not a hope (per-thread counters,
-//!   because the test harness runs tests on several threads at once);
+//! * the counting global allocator of `kudo-heap-meter` installed, and [`bounded`] over it: each
+//!   test thread measures the peak of its own live heap while it runs one input;
 //! * [`cases`]: the per-property case count (`PROPTEST_CASES` for longer local runs);
 //! * [`mutated`]: structure-aware inputs made by mutating a real file of the format under test.
 
 #![allow(dead_code)] // each including test binary uses a different part
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-
-struct Meter;
-
-thread_local! {
-    static LIVE: Cell<isize> = const { Cell::new(0) };
-    static PEAK: Cell<isize> = const { Cell::new(0) };
-}
-
-fn add(n: isize) {
-    // `try_with`: during thread teardown the counters may be gone; allocation must still work.
-    let _ = LIVE.try_with(|l| {
-        let v = l.get() + n;
-        l.set(v);
-        let _ = PEAK.try_with(|p| {
-            if v > p.get() {
-                p.set(v);
-            }
-        });
-    });
-}
-
-// SAFETY: every call is forwarded unchanged to the system allocator; the counters are only
-// bookkeeping in const-initialized thread-locals, which never allocate.
-unsafe impl GlobalAlloc for Meter {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        add(layout.size() as isize);
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        add(layout.size() as isize);
-        unsafe { System.alloc_zeroed(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        add(-(layout.size() as isize));
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        add(new_size as isize - layout.size() as isize);
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
+pub use kudo_heap_meter::peak_during;
 
 #[global_allocator]
-static METER: Meter = Meter;
-
-/// Runs `f` and returns its result with the peak number of heap bytes this thread held at once
-/// beyond what it held when `f` started.
-pub fn peak_during<T>(f: impl FnOnce() -> T) -> (T, usize) {
-    let base = LIVE.with(Cell::get);
-    let saved_peak = PEAK.with(|p| p.replace(base));
-    let r = f();
-    let peak = PEAK.with(|p| p.replace(saved_peak.max(p.get())));
-    (r, (peak - base).max(0) as usize)
-}
+static METER: kudo_heap_meter::Meter = kudo_heap_meter::Meter;
 
 /// Default ceiling for one input: far above what any parser here needs for a few-KiB input,
 /// far below what an unbounded expansion (alias bombs, decompression bombs) would reach.

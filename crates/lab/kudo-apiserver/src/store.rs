@@ -1369,7 +1369,6 @@ fn storage_def(def: &ResourceDef) -> ResourceDef {
     def.clone()
 }
 
-/// The object as served in `def`'s version (CRDs without conversion webhooks only rewrite apiVersion).
 /// [`present`] without a copy when the stored object already has `def`'s apiVersion and kind
 /// (every kind but the events.k8s.io view of core Events, in the version it is stored in): a
 /// watch writes each event once per watcher, so copies of large objects added up.
@@ -1383,6 +1382,9 @@ pub fn present_ref<'a>(def: &ResourceDef, obj: &'a Value) -> std::borrow::Cow<'a
     std::borrow::Cow::Owned(present(def, obj))
 }
 
+/// The object as served in `def`'s version (CRDs without conversion webhooks only rewrite
+/// apiVersion): the events.k8s.io view of a stored core Event, else the stored object with
+/// `def`'s apiVersion and kind.
 pub fn present(def: &ResourceDef, obj: &Value) -> Value {
     let mut o = if def.is_events_v1() {
         crate::events::from_core(obj)

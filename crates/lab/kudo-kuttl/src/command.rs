@@ -64,16 +64,22 @@ pub fn expand_env(input: &str, vars: &BTreeMap<String, String>) -> String {
 /// Why a command cannot be run ([`split_args`], [`build_argv`]).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ArgvError {
+    /// A `'` has no closing quote (the command line as given).
     #[error("unterminated single quote in {0:?}")]
     UnterminatedSingleQuote(String),
+    /// A `"` has no closing quote (the command line as given).
     #[error("unterminated double quote in {0:?}")]
     UnterminatedDoubleQuote(String),
+    /// The command sets both `command:` and `script:`.
     #[error("command and script can not be set in the same configuration")]
     CommandAndScript,
+    /// The command sets neither `command:` nor `script:`.
     #[error("command or script must be set")]
     NeitherCommandNorScript,
+    /// A `script:` sets `namespaced: true`, which only a `command:` supports.
     #[error("script can not use 'namespaced', use the $NAMESPACE environment variable instead")]
     NamespacedScript,
+    /// The `command:` has no words once its variables are expanded.
     #[error("command is empty after expansion")]
     Empty,
 }

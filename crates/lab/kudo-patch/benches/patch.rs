@@ -2,6 +2,9 @@
 //! typical Deployment (create, no-op re-apply, changed re-apply), managedFields
 //! bookkeeping of an update, and a strategic merge patch.
 
+// `criterion_group!` defines a public function a doc comment cannot reach.
+#![allow(missing_docs)]
+
 use criterion::{Criterion, black_box, criterion_group, criterion_main};
 use kudo_patch::{Gvk, ssa, strategic};
 use serde_json::{Value, json};

@@ -146,27 +146,40 @@ impl PathElement {
 /// Why a `fieldsV1` value cannot be read.
 #[derive(Debug, thiserror::Error)]
 pub enum FieldsV1Error {
+    /// A `k:` element's JSON does not parse.
     #[error("invalid key element {element:?}: {source}")]
     Key {
+        /// The element as written.
         element: String,
+        /// The JSON parser's error.
         source: serde_json::Error,
     },
+    /// A `k:` element's JSON is not an object of key fields (the element).
     #[error("invalid key element {0:?}: not an object")]
     KeyNotObject(String),
+    /// A `v:` element's JSON does not parse.
     #[error("invalid value element {element:?}: {source}")]
     Value {
+        /// The element as written.
         element: String,
+        /// The JSON parser's error.
         source: serde_json::Error,
     },
+    /// An `i:` element's index is not a number.
     #[error("invalid index element {element:?}: {source}")]
     Index {
+        /// The element as written.
         element: String,
+        /// The integer parser's error.
         source: std::num::ParseIntError,
     },
+    /// An element without one of the prefixes `f:`, `k:`, `v:`, `i:` (the element).
     #[error("unknown path element {0:?}")]
     UnknownElement(String),
+    /// The `fieldsV1` value is not a JSON object.
     #[error("FieldsV1 must be a JSON object")]
     NotAnObject,
+    /// The value under a path element is not a JSON object (the element's key).
     #[error("FieldsV1 entry {0:?} must be an object")]
     EntryNotObject(String),
 }

@@ -93,13 +93,23 @@ impl ManagedFieldsEntry {
 /// Why `metadata.managedFields` cannot be read ([`managed_fields`]).
 #[derive(Debug, thiserror::Error)]
 pub enum ManagedFieldsError {
+    /// `metadata.managedFields` is present but not a list.
     #[error("metadata.managedFields must be a list")]
     NotAList,
+    /// An entry's `fieldsType` is something other than `FieldsV1`.
     #[error("managedFields[{index}]: unsupported fieldsType {fields_type:?}")]
-    FieldsType { index: usize, fields_type: String },
+    FieldsType {
+        /// Index of the entry in `metadata.managedFields`.
+        index: usize,
+        /// The `fieldsType` it declares.
+        fields_type: String,
+    },
+    /// An entry's `fieldsV1` cannot be read.
     #[error("managedFields[{index}]: {source}")]
     Fields {
+        /// Index of the entry in `metadata.managedFields`.
         index: usize,
+        /// Why its `fieldsV1` cannot be read.
         source: crate::fieldpath::FieldsV1Error,
     },
 }

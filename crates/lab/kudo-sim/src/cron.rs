@@ -17,7 +17,12 @@ pub enum CronError {
     FieldCount(usize),
     /// A field contains something that is not a number, name, range, step or list.
     #[error("invalid {field} field {value:?}")]
-    Field { field: &'static str, value: String },
+    Field {
+        /// Which field (`minute`, `hour`, `day-of-month`, `month` or `day-of-week`).
+        field: &'static str,
+        /// The offending text: the field as written, or the value within it that is invalid.
+        value: String,
+    },
     /// `TZ=`/`CRON_TZ=` prefixes are rejected by Kubernetes too (use `spec.timeZone`).
     #[error("time zone prefixes are not supported in schedules; use spec.timeZone")]
     TimeZonePrefix,

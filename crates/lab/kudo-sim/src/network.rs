@@ -18,8 +18,11 @@ use crate::shell::{Network, Resolved, Server};
 /// The objects the network is made of, as of one pass.
 #[derive(Debug, Clone, Default)]
 pub struct ClusterView {
+    /// The pods: their IPs, and the host names of pods below a Service's subdomain.
     pub pods: Vec<Arc<Pod>>,
+    /// The Services, whose names and cluster IPs the cluster DNS and routing use.
     pub services: Vec<Arc<Service>>,
+    /// The Endpoints: a Service's ready pods, for headless names and routing.
     pub endpoints: Vec<Arc<Endpoints>>,
 }
 

@@ -54,6 +54,7 @@ pub struct Backend {
     pub pod: String,
     /// What it stands in for.
     pub server: String,
+    /// How the stand-in answers connections.
     pub protocol: shell::Protocol,
 }
 

@@ -9,6 +9,8 @@
 //! with htpasswd auth or the token flow (a token service of the test's), and TLS from a CA made
 //! for the test.
 
+/// The real Kubernetes control plane of `../shared/real-cluster`: where its kubeconfig is, and
+/// helpers for tests that run on it.
 pub mod real_cluster {
     use std::path::{Path, PathBuf};
     use std::process::{Command, Stdio};
@@ -123,9 +125,13 @@ pub mod kstatus {
     /// kstatus' status of a resource.
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub enum Status {
+        /// `metadata.deletionTimestamp` is set.
         Terminating,
+        /// Not yet reconciled: generation not observed, `Reconciling`, or `Ready` not `True`.
         InProgress,
+        /// A `Stalled` condition is `True`.
         Failed,
+        /// Reconciled: `Ready` is `True`, or nothing says otherwise.
         Current,
     }
 

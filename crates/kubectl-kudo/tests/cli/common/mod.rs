@@ -192,3 +192,24 @@ pub fn openssl(args: &[&str], input: &[u8]) -> String {
     );
     String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr)
 }
+
+/// Whether `tool --version`-like `args` runs. Where it does not, the test skips with `why`
+/// printed, except under `CI=true`, where `.ci/run` installs the tool and its absence fails.
+#[allow(dead_code)] // each test binary compiles this module; not all of them use it
+pub fn tool_or_skip(tool: &str, args: &[&str], why: &str) -> bool {
+    let ok = Command::new(tool)
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        let msg = format!("{tool} is not installed (apt-get install it; .ci/run does): {why}");
+        assert!(
+            !std::env::var("CI").is_ok_and(|v| v == "true" || v == "1"),
+            "{msg}"
+        );
+        eprintln!("SKIPPED: {msg}");
+    }
+    ok
+}

@@ -23,6 +23,8 @@ pub trait Initiator: Sync {
     fn needs(&self, _obs: &Observed<'_>) -> Needs {
         Needs::new()
     }
+    /// Decides this source's change from `obs`, adding its admission and effects to `adm`; new runs
+    /// take their uid from `uids`.
     fn initiate(&self, obs: &Observed<'_>, adm: &mut Admitting, uids: Uids<'_>);
 }
 

@@ -22,6 +22,7 @@ pub fn kubectl_available() -> bool {
         .is_ok_and(|s| s.success())
 }
 
+/// Returns from the calling test, with a `SKIPPED` note, when kubectl is not installed.
 #[macro_export]
 macro_rules! require_kubectl {
     () => {

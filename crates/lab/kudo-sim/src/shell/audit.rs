@@ -27,6 +27,7 @@ pub struct Use {
     /// As written, with the container's literal environment expanded
     /// (`/bin/kafka-server-start.sh`).
     pub program: String,
+    /// How kudo-sim treats the program.
     pub handling: Handling,
 }
 

@@ -37,8 +37,11 @@ const SYSTEM_DIRS: [&str; 24] = [
 /// Mode, owner and group of a path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Meta {
+    /// Permission bits (`0o755` for a new directory, `0o644` for a new file).
     pub mode: u32,
+    /// Owning user id.
     pub uid: u32,
+    /// Owning group id.
     pub gid: u32,
 }
 

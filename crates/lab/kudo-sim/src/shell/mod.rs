@@ -82,6 +82,7 @@ pub struct Mount {
     pub path: String,
     /// Volume name (the key of its tree in [`PodFs::volumes`]).
     pub volume: String,
+    /// Whether writes fail: `readOnly`, and always for configMap/secret/downwardAPI/projected.
     pub read_only: bool,
     /// What the volume is (for messages): `emptyDir`, `persistentVolumeClaim`, `configMap`, …
     pub source: String,
@@ -94,7 +95,9 @@ pub struct Mount {
 pub struct Container {
     /// Container name (its private root).
     pub name: String,
+    /// The container's image (`image`), which picks the server a stand-in is for.
     pub image: String,
+    /// The volumes the container mounts (`volumeMounts`).
     pub mounts: Vec<Mount>,
     /// Literal environment (`env[].value`, and the pod fields of `valueFrom.fieldRef`).
     pub env: BTreeMap<String, String>,
@@ -106,7 +109,9 @@ pub struct Container {
     pub subdomain: String,
     /// The pod's IP.
     pub ip: String,
+    /// The pod's namespace.
     pub namespace: String,
+    /// The pod's name.
     pub pod: String,
     /// `containerPort`s.
     pub ports: Vec<u16>,

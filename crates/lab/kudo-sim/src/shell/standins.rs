@@ -20,11 +20,17 @@ use super::Container;
 /// How a stand-in answers its clients.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Protocol {
+    /// ZooKeeper: the four-letter words (`ruok`, `srvr`, `stat`) and `zkCli.sh`'s znodes.
     ZooKeeper,
+    /// A Kafka broker: accepts connections, answers nothing.
     Kafka,
+    /// Redis: `PING` and `redis-cli`'s keys and cluster commands.
     Redis,
+    /// Cassandra: accepts connections, answers nothing.
     Cassandra,
+    /// MySQL: `mysql`'s and `mysqldump`'s databases.
     MySql,
+    /// HTTP: every request gets a `200 OK` naming the stand-in.
     Http,
     /// Accepts connections, answers nothing.
     Tcp,
@@ -33,8 +39,11 @@ pub enum Protocol {
 /// A kind of server: its name, protocol and usual ports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Kind {
+    /// The server's name (`ZooKeeper`, `Kafka broker`), shown as what a stand-in stands in for.
     pub name: &'static str,
+    /// How a stand-in for it answers its clients.
     pub protocol: Protocol,
+    /// The ports it usually listens on, when the container declares none.
     pub ports: &'static [u16],
 }
 
@@ -168,6 +177,7 @@ pub const REFUSED_IN_IMAGES: &[(&str, &str, &str)] = &[(
 pub struct StandIn {
     /// What it stands in for (`ZooKeeper`).
     pub server: &'static str,
+    /// How it answers its clients.
     pub protocol: Protocol,
     /// The program (or `the entrypoint of IMAGE`) it started from.
     pub program: String,
@@ -178,18 +188,22 @@ pub struct StandIn {
 /// A running stand-in and what its clients stored in it.
 #[derive(Debug, Clone)]
 pub struct Server {
+    /// The stand-in that runs.
     pub standin: StandIn,
     /// `namespace/pod`.
     pub pod: String,
+    /// What its clients stored in it.
     pub data: Data,
 }
 
 /// What a stand-in's clients can change.
 #[derive(Debug, Clone)]
 pub enum Data {
+    /// A stand-in whose clients store nothing.
     None,
     /// znode path → data.
     ZooKeeper(BTreeMap<String, Vec<u8>>),
+    /// The keys and cluster state of a Redis stand-in.
     Redis(RedisData),
     /// Database names.
     MySql(BTreeSet<String>),
@@ -198,9 +212,11 @@ pub enum Data {
 /// A Redis stand-in's keys and cluster membership.
 #[derive(Debug, Clone, Default)]
 pub struct RedisData {
+    /// Key → value, as `SET` stored them.
     pub keys: BTreeMap<String, String>,
     /// `ip:port` of every node of the cluster it was made part of, masters first.
     pub cluster: Vec<String>,
+    /// How many of the `cluster` nodes are masters (the first ones).
     pub masters: usize,
 }
 

@@ -8,7 +8,7 @@ use crate::engine::{InvolvedObject, Sim, Snapshot, ar};
 use crate::util::{created_ms, fmt_time, merge_patch_changes, owner_ref, time_ms};
 
 use super::job::job_finished;
-use super::{delete_owned, name, ns, status_of, to_value, uid};
+use super::{Owned, delete_owned, name, ns, status_of, to_value, uid};
 
 pub async fn cronjobs(sim: &mut Sim, snap: &Snapshot) {
     if !(snap.ready.cronjobs && snap.ready.jobs) {
@@ -77,10 +77,12 @@ pub async fn cronjobs(sim: &mut Sim, snap: &Snapshot) {
                     delete_owned(
                         sim,
                         &owner,
-                        &namespace,
-                        &ar::<Job>(),
-                        &job_name,
-                        j.metadata.uid.as_deref(),
+                        Owned {
+                            resource: &ar::<Job>(),
+                            namespace: &namespace,
+                            name: &job_name,
+                            uid: j.metadata.uid.as_deref(),
+                        },
                         true,
                         &format!("Deleted job {job_name}"),
                         "cronjob-controller",
@@ -142,10 +144,12 @@ pub async fn cronjobs(sim: &mut Sim, snap: &Snapshot) {
                             delete_owned(
                                 sim,
                                 &owner,
-                                &namespace,
-                                &ar::<Job>(),
-                                &job_name,
-                                j.metadata.uid.as_deref(),
+                                Owned {
+                                    resource: &ar::<Job>(),
+                                    namespace: &namespace,
+                                    name: &job_name,
+                                    uid: j.metadata.uid.as_deref(),
+                                },
                                 true,
                                 &format!("Deleted job {job_name}"),
                                 "cronjob-controller",

@@ -193,20 +193,35 @@ pub(super) async fn ensure_revision<K: kube::Resource<DynamicType = ()>>(
         .await;
 }
 
+/// An object a workload controller owns, as [`delete_owned`] removes it.
+pub(super) struct Owned<'a> {
+    /// Its kind's API resource.
+    pub resource: &'a kube::api::ApiResource,
+    /// Its namespace (the owner's).
+    pub namespace: &'a str,
+    /// Its name.
+    pub name: &'a str,
+    /// The uid it had when the controller saw it, so a newer object of the name is never hit.
+    pub uid: Option<&'a str>,
+}
+
 /// What a workload controller does when it removes an object it owns: delete it (guarded by its
 /// uid so a newer object of the same name is never hit) and record its `SuccessfulDelete` Event
 /// with the controller's own wording and component name.
 pub(super) async fn delete_owned(
     sim: &mut Sim,
     owner: &InvolvedObject,
-    namespace: &str,
-    resource: &kube::api::ApiResource,
-    name: &str,
-    uid: Option<&str>,
+    owned: Owned<'_>,
     background: bool,
     message: &str,
     component: &str,
 ) {
+    let Owned {
+        resource,
+        namespace,
+        name,
+        uid,
+    } = owned;
     sim.delete(resource, Some(namespace), name, None, uid, background)
         .await;
     sim.event(

@@ -9,7 +9,8 @@ use crate::engine::{InvolvedObject, Sim, Snapshot, ar};
 use crate::util::{merge_patch_changes, owner_ref, pod_active, pod_available, pod_available_at, pod_ready};
 
 use super::{
-    create_named_pods, delete_owned, deletion_rank, name, ns, pod_from_template, status_of, to_value, uid,
+    Owned, create_named_pods, delete_owned, deletion_rank, name, ns, pod_from_template, status_of, to_value,
+    uid,
 };
 
 pub async fn replicasets(sim: &mut Sim, snap: &Snapshot) {
@@ -54,10 +55,12 @@ pub async fn replicasets(sim: &mut Sim, snap: &Snapshot) {
                 delete_owned(
                     sim,
                     &owner,
-                    &namespace,
-                    &ar::<Pod>(),
-                    &pod_name,
-                    Some(&pod_uid),
+                    Owned {
+                        resource: &ar::<Pod>(),
+                        namespace: &namespace,
+                        name: &pod_name,
+                        uid: Some(&pod_uid),
+                    },
                     false,
                     &format!("Deleted pod: {pod_name}"),
                     "replicaset-controller",

@@ -13,7 +13,8 @@ use crate::util::{
 };
 
 use super::{
-    STS_REVISION_LABEL, delete_owned, ensure_revision, name, ns, pod_from_template, status_of, to_value,
+    Owned, STS_REVISION_LABEL, delete_owned, ensure_revision, name, ns, pod_from_template, status_of,
+    to_value,
 };
 
 fn sts_ordinal(sts_name: &str, pod_name: &str) -> Option<i32> {
@@ -168,10 +169,12 @@ pub async fn statefulsets(sim: &mut Sim, snap: &Snapshot) {
                 delete_owned(
                     sim,
                     &owner,
-                    &namespace,
-                    &ar::<Pod>(),
-                    &pod_name,
-                    p.metadata.uid.as_deref(),
+                    Owned {
+                        resource: &ar::<Pod>(),
+                        namespace: &namespace,
+                        name: &pod_name,
+                        uid: p.metadata.uid.as_deref(),
+                    },
                     false,
                     &format!("delete Pod {pod_name} in StatefulSet {sts_name} successful"),
                     "statefulset-controller",
@@ -193,10 +196,12 @@ pub async fn statefulsets(sim: &mut Sim, snap: &Snapshot) {
                 delete_owned(
                     sim,
                     &owner,
-                    &namespace,
-                    &ar::<Pod>(),
-                    &pod_name,
-                    p.metadata.uid.as_deref(),
+                    Owned {
+                        resource: &ar::<Pod>(),
+                        namespace: &namespace,
+                        name: &pod_name,
+                        uid: p.metadata.uid.as_deref(),
+                    },
                     false,
                     &format!("delete Pod {pod_name} in StatefulSet {sts_name} successful"),
                     "statefulset-controller",
