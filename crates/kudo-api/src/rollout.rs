@@ -13,20 +13,33 @@ use serde::{Deserialize, Serialize};
 
 use crate::{Condition, ObjectMeta};
 
+/// The API group: kudo-rs's own, apart from KUDO's `kudo.dev`.
 pub const GROUP: &str = "kudo-rs.dev";
+/// The version of the group this module is the wire format of.
 pub const VERSION: &str = "v1alpha1";
+/// The `apiVersion` of a Rollout: [`GROUP`]/[`VERSION`].
 pub const API_VERSION: &str = "kudo-rs.dev/v1alpha1";
+/// The `kind` of a Rollout.
 pub const KIND: &str = "Rollout";
 /// The resource name in URLs.
 pub const PLURAL: &str = "rollouts";
 
+/// A fleet rollout: one change carried to the Instances it selects, wave by wave, by the
+/// manager's rollout controller (so it goes on after the CLI exits or a manager restarts).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Rollout {
+    /// Always [`API_VERSION`].
     pub api_version: String,
+    /// Always [`KIND`].
     pub kind: String,
+    /// Its name (cluster-scoped: no namespace), uid and generation; the uid goes into the mark it
+    /// leaves on every Instance it changes.
     pub metadata: ObjectMeta,
+    /// What to change and how carefully: written by `kubectl kudo rollout start`, steered by
+    /// `pause`, `resume` and `abort`.
     pub spec: RolloutSpec,
+    /// What the manager observed and did; absent until its first decision.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<RolloutStatus>,
 }
@@ -51,6 +64,7 @@ impl Rollout {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RolloutSpec {
+    /// The OperatorVersion and/or parameter values every selected Instance gets.
     pub target: Target,
     /// Which Instances: a label selector (empty: every Instance).
     #[serde(default)]
@@ -77,6 +91,7 @@ pub struct RolloutSpec {
     /// How many Instances may fail (count or percentage of all) before `onFailure`; default 0.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_failures: Option<Amount>,
+    /// What happens once more Instances failed than `maxFailures` allows; default `Pause`.
     #[serde(default)]
     pub on_failure: OnFailure,
     /// No Instance is changed while set (`kubectl kudo rollout pause`/`resume`).
@@ -117,6 +132,8 @@ pub struct Wave {
     /// Only Instances with these labels.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub selector: Option<LabelSelector>,
+    /// How many of this wave's Instances change at once (count or percentage of the wave);
+    /// overrides `spec.maxConcurrent`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_concurrent: Option<Amount>,
     /// The wave waits for approval (`spec.approvedWaves`) before it starts.
@@ -137,9 +154,13 @@ pub struct Gate {
     pub rules: Vec<GateRule>,
 }
 
+/// One named CEL condition of the [`Gate`], checked on every changed Instance.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct GateRule {
+    /// Names the rule in why an Instance is not healthy (`gate rule NAME is false`).
     pub name: String,
+    /// The CEL expression over `object` (the Instance) and `params`; one that does not compile
+    /// is refused by `rollout start` and makes the Rollout `Invalid`.
     pub condition: String,
 }
 
@@ -157,7 +178,9 @@ pub enum OnFailure {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum Amount {
+    /// A plain count: `3` on the wire.
     Count(u64),
+    /// A string: a percentage (`"25%"`) or a count written as text (`"3"`).
     Text(String),
 }
 
@@ -204,8 +227,10 @@ impl Amount {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LabelSelector {
+    /// Labels an Instance must carry, each with exactly this value.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub match_labels: BTreeMap<String, String>,
+    /// Further requirements on the labels; all must hold.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub match_expressions: Vec<Requirement>,
 }
@@ -213,9 +238,11 @@ pub struct LabelSelector {
 /// `metav1.LabelSelectorRequirement`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Requirement {
+    /// The label the requirement is about.
     pub key: String,
     /// `In`, `NotIn`, `Exists` or `DoesNotExist`.
     pub operator: String,
+    /// The values `In` and `NotIn` compare with; empty for `Exists` and `DoesNotExist`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub values: Vec<String>,
 }
@@ -223,12 +250,16 @@ pub struct Requirement {
 /// A selector the API server would refuse.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SelectorError {
+    /// The requirement at this index has an operator metav1 does not know.
     #[error("matchExpressions[{0}]: operator {1:?} is not In, NotIn, Exists or DoesNotExist")]
     Operator(usize, String),
+    /// An `In` or `NotIn` requirement (at this index) without values.
     #[error("matchExpressions[{0}]: {1} needs values")]
     NoValues(usize, String),
+    /// An `Exists` or `DoesNotExist` requirement (at this index) that lists values.
     #[error("matchExpressions[{0}]: {1} takes no values")]
     Values(usize, String),
+    /// A part of a kubectl `-l` selector that reads as no requirement.
     #[error("{0:?} is not a label selector requirement (k=v, k!=v, k in (a,b), k notin (a,b), k, !k)")]
     Syntax(String),
 }
@@ -361,41 +392,54 @@ impl LabelSelector {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RolloutStatus {
+    /// The `metadata.generation` of the spec this status was decided for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
     /// `Progressing`, `Paused`, `WaitingForApproval`, `Halted`, `RollingBack`, `Complete`,
     /// `RolledBack`, `Aborted`, `Invalid` (see `kudo_engine::rollout::Phase`).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub phase: String,
+    /// The phase in words: the current wave's counts, or why the rollout stopped.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub message: String,
     /// How many Instances the rollout took when it started (percentages are of this).
     #[serde(default)]
     pub total: u64,
+    /// When the manager first decided for the rollout (RFC 3339).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub started_at: Option<String>,
+    /// When it reached a final phase: `Complete`, `RolledBack` or `Aborted` (RFC 3339).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finished_at: Option<String>,
+    /// Every wave of the spec in the order they run: the canary first, `remaining` last if any.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub waves: Vec<WaveStatus>,
+    /// Every Instance the rollout took, with its wave and outcome: the record a restarted manager
+    /// (or the one a shard moved to) decides from.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub instances: Vec<InstanceRollout>,
+    /// kstatus conditions `Reconciling`, `Stalled` and `Ready`, each with its `observedGeneration`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<Condition>,
 }
 
+/// How one wave of the rollout stands.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct WaveStatus {
+    /// The wave's name: `canary`, a declared wave's (`wave-N` by default), or `remaining`.
     pub name: String,
     /// `Pending`, `WaitingForApproval`, `Progressing`, `Complete`.
     #[serde(default)]
     pub phase: String,
+    /// When the wave started changing Instances: the one before completed and, if it asks for
+    /// approval, `spec.approvedWaves` names it (RFC 3339).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub started_at: Option<String>,
     /// Since when every changed Instance of the wave has been healthy (the gate's clock).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub healthy_since: Option<String>,
+    /// When its gate passed and its healthy Instances succeeded (RFC 3339).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub completed_at: Option<String>,
 }
@@ -409,6 +453,7 @@ pub struct InstanceRollout {
     /// The Instance's uid: one deleted and created again is another Instance.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub uid: String,
+    /// The name of the wave it was placed in; kept once placed, across manager restarts.
     pub wave: String,
     /// `Pending`, `Waiting`, `Progressing`, `Healthy`, `Succeeded`, `Failed`, `Skipped`,
     /// `Deleted`, `RollingBack`, `RolledBack`.
@@ -416,13 +461,16 @@ pub struct InstanceRollout {
     /// Its newest revision before the rollout's run, and the revision of that run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub from_revision: Option<u64>,
+    /// The revision the rollout's change made of it (`revision 1 → 2`: this is the 2).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub to_revision: Option<u64>,
     /// The plan the change runs and its run's uid.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub plan: String,
+    /// The uid of the plan run the manager admitted for the change (from the Instance's mark).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub run: String,
+    /// When the rollout wrote its change (RFC 3339): the progress deadline counts from here.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub changed_at: Option<String>,
     /// Why it waits, or what it is doing.

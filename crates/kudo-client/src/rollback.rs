@@ -24,9 +24,11 @@ pub struct RollbackPlan {
     pub from: u64,
     /// The spec the Instance gets.
     pub proposed: InstanceSpec,
+    /// The plan that runs and whether a running plan blocks the rollback (`--force` cancels it).
     pub judged: Judged,
     /// The OperatorVersion the Instance runs, and the one the rollback restores.
     pub current_ov: OperatorVersion,
+    /// The OperatorVersion of the revision rolled back to.
     pub target_ov: OperatorVersion,
 }
 

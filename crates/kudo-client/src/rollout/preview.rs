@@ -15,11 +15,13 @@ use crate::cluster::Cluster;
 /// One Instance of the preview.
 #[derive(Debug, Clone)]
 pub struct Planned {
+    /// The Instance as read now.
     pub instance: Instance,
     /// Its wave (`""`: none, it has the target already).
     pub wave: String,
     /// The OperatorVersion it runs and the one the change gives it (`None`: missing).
     pub current_ov: Option<OperatorVersion>,
+    /// The OperatorVersion the change would give it, where the Instance looks up its own.
     pub target_ov: Option<OperatorVersion>,
     /// The spec the change would write.
     pub proposed: kudo_api::InstanceSpec,
@@ -28,7 +30,9 @@ pub struct Planned {
 /// The waves (in order) and the Instances of each, as the rollout would start.
 #[derive(Debug, Clone)]
 pub struct Preview {
+    /// The names of the waves, in the order they would run.
     pub waves: Vec<String>,
+    /// Every Instance the rollout would take, with its wave.
     pub instances: Vec<Planned>,
 }
 

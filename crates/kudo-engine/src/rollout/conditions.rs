@@ -10,7 +10,9 @@ use super::phase;
 use crate::readiness::{READY, set_condition};
 use crate::time::Timestamp;
 
+/// Condition type True while work remains (`Progressing`, `RollingBack`, `Paused`, …).
 pub const RECONCILING: &str = "Reconciling";
+/// Condition type True when the rollout cannot go on without someone (`Halted`, `Invalid`, …).
 pub const STALLED: &str = "Stalled";
 
 /// `(Reconciling, Stalled, Ready)` of a rollout phase.

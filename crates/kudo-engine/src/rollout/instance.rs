@@ -19,15 +19,29 @@ pub enum View {
     /// No mark of this rollout.
     Untouched,
     /// Marked; the manager has not admitted the change yet.
-    Admitting { at: String },
+    Admitting {
+        /// When the change was written (RFC 3339, from the mark).
+        at: String,
+    },
     /// The rollout's run goes on.
-    Running { at: String, run: String, plan: String },
+    Running {
+        /// When the change was written (RFC 3339, from the mark).
+        at: String,
+        /// The uid of the run the manager admitted for the change.
+        run: String,
+        /// The plan that run executes.
+        plan: String,
+    },
     /// The rollout's run ended with this status (COMPLETE, FATAL_ERROR or CANCELLED), or another
     /// run replaced it (`None`).
     Ended {
+        /// When the change was written (RFC 3339, from the mark).
         at: String,
+        /// The uid of the run the manager admitted for the change.
         run: String,
+        /// The plan that run executed.
         plan: String,
+        /// Its final status; `None`: another run replaced it before one was recorded.
         status: Option<ExecutionStatus>,
     },
 }
@@ -41,6 +55,7 @@ impl View {
         }
     }
 
+    /// The rollout's run of it and that run's plan, once the manager admitted the change.
     pub fn run(&self) -> Option<(&str, &str)> {
         match self {
             View::Running { run, plan, .. } | View::Ended { run, plan, .. } => Some((run, plan)),

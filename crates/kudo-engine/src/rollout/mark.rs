@@ -15,6 +15,7 @@ pub const ROLLOUT_ANNOTATION: &str = "kudo-rs.dev/rollout";
 pub struct RolloutMark {
     /// The Rollout's name and uid (a Rollout deleted and created again is another one).
     pub name: String,
+    /// The Rollout's uid: the mark is the rollout's own only while this matches.
     pub uid: String,
     /// When the change was written (RFC 3339): the progress deadline counts from here.
     pub at: String,
@@ -34,6 +35,7 @@ impl RolloutMark {
         RolloutMark::of(annotations).filter(|m| m.run.is_none())
     }
 
+    /// The mark as the annotation's JSON value.
     pub fn to_annotation(&self) -> String {
         serde_json::to_string(self).unwrap_or_default()
     }

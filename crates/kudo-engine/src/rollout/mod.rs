@@ -52,14 +52,22 @@ use crate::time::Timestamp;
 
 /// `status.phase` of a Rollout.
 pub mod phase {
+    /// Waves run (Instances change, or a gate is awaited), or an abort waits for changes to end.
     pub const PROGRESSING: &str = "Progressing";
+    /// `spec.paused` is set: no Instance is changed until it is cleared.
     pub const PAUSED: &str = "Paused";
+    /// The next wave asks for approval and `spec.approvedWaves` does not name it yet.
     pub const WAITING_FOR_APPROVAL: &str = "WaitingForApproval";
     /// More failures than `maxFailures` with `onFailure: Pause`.
     pub const HALTED: &str = "Halted";
+    /// More failures than `maxFailures` with `onFailure: Rollback`: the changed Instances go back
+    /// to the revisions they had before.
     pub const ROLLING_BACK: &str = "RollingBack";
+    /// Every wave completed (final).
     pub const COMPLETE: &str = "Complete";
+    /// Every changed Instance was rolled back, or failed to be (final).
     pub const ROLLED_BACK: &str = "RolledBack";
+    /// `spec.abort` was set and no Instance is changing any more (final).
     pub const ABORTED: &str = "Aborted";
     /// The spec cannot be used (the message says why).
     pub const INVALID: &str = "Invalid";
@@ -75,22 +83,32 @@ pub mod instance_phase {
     pub const PROGRESSING: &str = "Progressing";
     /// Its run completed and it is healthy: it waits for its wave's gate.
     pub const HEALTHY: &str = "Healthy";
+    /// Its wave's gate passed while it was healthy: the change is done.
     pub const SUCCEEDED: &str = "Succeeded";
+    /// Its run ended other than COMPLETE, it was not healthy within `progressDeadline`, or KUDO's
+    /// rules refused the change; `failure` says why, and the failure budget counts it.
     pub const FAILED: &str = "Failed";
     /// Not changed: it had the target already, or it joined too late.
     pub const SKIPPED: &str = "Skipped";
     /// Deleted, or no longer selected.
     pub const DELETED: &str = "Deleted";
+    /// Going back to its revision before the rollout's run (`onFailure: Rollback`).
     pub const ROLLING_BACK: &str = "RollingBack";
+    /// Back on the values of its revision before the rollout's run.
     pub const ROLLED_BACK: &str = "RolledBack";
+    /// Its rollback was refused or cannot be made (the message says why).
     pub const ROLLBACK_FAILED: &str = "RollbackFailed";
 }
 
 /// `phase` of a wave.
 pub mod wave_phase {
+    /// Not started: an earlier wave has not completed yet.
     pub const PENDING: &str = "Pending";
+    /// Waits for `spec.approvedWaves` to name it (`kubectl kudo rollout resume`).
     pub const WAITING_FOR_APPROVAL: &str = "WaitingForApproval";
+    /// Its Instances are being changed, or its gate is awaited.
     pub const PROGRESSING: &str = "Progressing";
+    /// Its gate passed: every changed Instance was healthy together for `minSuccessTime`.
     pub const COMPLETE: &str = "Complete";
 }
 
@@ -116,6 +134,7 @@ pub fn key(inst: &Instance) -> String {
 /// An Instance the rollout selects, as the controller read it.
 #[derive(Debug, Clone, Copy)]
 pub struct Seen<'a> {
+    /// The Instance as read, with the resourceVersion its change is guarded by.
     pub instance: &'a Instance,
     /// The OperatorVersion it runs; `None` when it does not exist.
     pub current_ov: Option<&'a OperatorVersion>,
@@ -130,8 +149,11 @@ pub struct Seen<'a> {
 /// manager's scope, and the clock.
 #[derive(Debug, Clone)]
 pub struct Observed<'a> {
+    /// The Rollout as stored, its status the record the decision starts from.
     pub rollout: &'a Rollout,
+    /// Every Instance the rollout selects in the manager's scope.
     pub instances: Vec<Seen<'a>>,
+    /// The clock: deadlines and the gate's `minSuccessTime` are measured against it.
     pub now: Timestamp,
 }
 
@@ -141,14 +163,27 @@ pub enum Action {
     /// Write the target into the Instance (`instance`: `namespace/name`) with `mark`; `plan`
     /// is the plan KUDO's rules say it runs.
     Change {
+        /// The Instance to change, `namespace/name`.
         instance: String,
+        /// The plan the change runs, by KUDO's trigger rules (recorded in the status).
         plan: String,
+        /// The mark to write with the change (without `run`: the manager adds it on admission).
         mark: RolloutMark,
     },
     /// Cancel the rollout's own run `run` of the Instance (a rollback waits for it to stop).
-    Cancel { instance: String, run: String },
+    Cancel {
+        /// The Instance, `namespace/name`.
+        instance: String,
+        /// The uid of the rollout's own run (from its mark): only that run is cancelled.
+        run: String,
+    },
     /// Roll the Instance back to revision `to` (its newest before the rollout's run).
-    Rollback { instance: String, to: u64 },
+    Rollback {
+        /// The Instance, `namespace/name`.
+        instance: String,
+        /// The revision number to restore the values of.
+        to: u64,
+    },
 }
 
 /// The outcome of [`decide`].
@@ -156,6 +191,7 @@ pub enum Action {
 pub struct Decision {
     /// The status to write (when it differs from the stored one).
     pub status: RolloutStatus,
+    /// What to write to Instances: changes, cancellations of its own runs, rollbacks.
     pub actions: Vec<Action>,
     /// Decide again after at most this many seconds, without any event (`None`: never, the
     /// rollout is over).

@@ -16,33 +16,46 @@ pub const DEFAULT_PROGRESS_DEADLINE: &str = "10m";
 /// One wave as the rollout runs it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WaveDef {
+    /// `canary`, a declared wave's name (`wave-N` by default), or `remaining`.
     pub name: String,
     /// At most this many Instances (of the rollout's total); `None`: every one left.
     pub size: Option<Amount>,
+    /// Only Instances with these labels.
     pub selector: Option<LabelSelector>,
+    /// How many of the wave's Instances change at once (count or percentage of the wave);
+    /// `None`: `spec.maxConcurrent`, else all of them.
     pub max_concurrent: Option<Amount>,
+    /// The wave waits for `spec.approvedWaves` to name it before it starts.
     pub approval: bool,
 }
 
 /// The checked spec.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Settings {
+    /// The waves in the order they run: the canary, the declared ones, then `remaining` if needed.
     pub waves: Vec<WaveDef>,
+    /// How long a changed Instance may take to be COMPLETE and healthy (`spec.progressDeadline`).
     pub progress_deadline_secs: u64,
+    /// How long a wave's changed Instances must stay healthy together before the next starts.
     pub min_success_secs: u64,
     /// `(name, CEL condition)`, each compiled once here.
     pub rules: Vec<(String, String)>,
+    /// How many Instances may fail (`spec.maxFailures`, default 0) before `on_failure`.
     pub max_failures: Amount,
+    /// What happens once the failure budget is exceeded: halt, or roll the changed Instances back.
     pub on_failure: OnFailure,
 }
 
 /// What makes a spec unusable; the message names the field.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SpecError {
+    /// `spec.target` would change nothing: neither an OperatorVersion nor parameters.
     #[error("spec.target names neither an operatorVersion nor parameters")]
     NoTarget,
+    /// The field (its path, e.g. `spec.waves[0].size`) and what is wrong with it.
     #[error("{0}: {1}")]
     Field(String, String),
+    /// Two waves share a name, so the status could not tell them apart.
     #[error("spec.waves: two waves are named {0:?}")]
     DuplicateWave(String),
 }

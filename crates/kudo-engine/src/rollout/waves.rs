@@ -16,7 +16,9 @@ use super::settings::WaveDef;
 /// One Instance to place: its `namespace/name` and labels.
 #[derive(Debug, Clone, Copy)]
 pub struct Candidate<'a> {
+    /// `namespace/name`: the order Instances are placed in and how the status names them.
     pub key: &'a str,
+    /// Its labels, matched against each wave's selector.
     pub labels: &'a BTreeMap<String, String>,
 }
 
