@@ -420,6 +420,7 @@ mod tests {
                 "CustomResourceDefinition",
                 "CustomResourceDefinition",
                 "CustomResourceDefinition",
+                "CustomResourceDefinition",
                 "Namespace",
                 "ServiceAccount",
                 "ClusterRoleBinding",
@@ -471,7 +472,7 @@ mod tests {
         assert_eq!(list["apiVersion"], "v1");
         assert_eq!(list["kind"], "List");
         assert_eq!(list["items"].as_array().unwrap().len(), ms.len());
-        assert_eq!(list["items"][10]["kind"], "Deployment");
+        assert_eq!(list["items"][11]["kind"], "Deployment");
     }
 
     #[test]

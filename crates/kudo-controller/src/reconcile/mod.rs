@@ -162,11 +162,7 @@ impl<'c> Reconciler<'c> {
         let mut out = Outcome::new(&stored, now);
         self.execute(&stored.raw, &init.later, &mut out).await;
         let Some(exec) = stored.admitted.exec.clone() else {
-            // A creation KUDO would have rejected: nothing runs until the spec is fixed.
-            let (old, mut status) = (&out.old, out.status.clone());
-            conclude(old, &mut status, &Activity::Idle, out.generation, now);
-            self.write_status(old, &status).await?;
-            return Ok(Action::requeue(out.requeue.or(self.ctx.config.idle_resync)));
+            return self.rest_unadmitted(&out, now).await;
         };
         let (ov, sourced) = self.executed_ov(&stored, &exec).await?;
         let annotations = self.annotations(&stored.inst, &exec);
@@ -188,6 +184,15 @@ impl<'c> Reconciler<'c> {
         self.settle_run(&input, stored.deleting, writes, &out).await?;
         let base = requeue.unwrap_or(self.ctx.config.idle_resync);
         Ok(Action::requeue(out.requeue.or(base)))
+    }
+
+    /// A creation KUDO would have rejected: its status says why, and nothing runs until the spec
+    /// is fixed.
+    async fn rest_unadmitted(&self, out: &Outcome, now: Timestamp) -> Result<Action, ReconcileError> {
+        let (old, mut status) = (&out.old, out.status.clone());
+        conclude(old, &mut status, &Activity::Idle, out.generation, now);
+        self.write_status(old, &status).await?;
+        Ok(Action::requeue(out.requeue.or(self.ctx.config.idle_resync)))
     }
 
     /// The OperatorVersion and sensitive values the executed spec runs with: another
