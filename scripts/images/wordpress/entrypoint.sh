@@ -58,7 +58,10 @@ until MYSQL_PWD=$pass mariadb -h "$host" -u "$user" --connect-timeout=5 \
 done
 log "database $name on $host ready"
 
+# Debian's envvars reads unset variables (APACHE_CONFDIR), which `set -u` refuses.
+set +u
 # shellcheck disable=SC1091
 source /etc/apache2/envvars
+set -u
 mkdir -p /run/apache2 /run/lock/apache2
 exec apache2 -DFOREGROUND
