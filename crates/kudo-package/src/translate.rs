@@ -242,6 +242,32 @@ pub fn translate(obj: &Value) -> Result<Translated, TranslateError> {
     })
 }
 
+/// An expected-object pattern (a kuttl assert or error file: a partial object matched as a
+/// subset) written for a removed `apiVersion`, in the served replacement; `Ok(None)` when no
+/// translation is known. A pattern that is a whole object is translated as [`translate`] does, so
+/// it names what the manager applied; one that names only an identity (`apiVersion`, `kind`,
+/// `metadata`, e.g. a CRD asserted by name) just gets the new `apiVersion`, where [`translate`]
+/// would miss the fields it needs. Any other pattern the translation refuses is that error.
+pub fn translate_pattern(pattern: &Value) -> Result<Option<Value>, TranslateError> {
+    let av = pattern["apiVersion"].as_str().unwrap_or_default();
+    let kind = pattern["kind"].as_str().unwrap_or_default();
+    let Some(m) = mapping(av, kind) else {
+        return Ok(None);
+    };
+    let identity_only = pattern
+        .as_object()
+        .is_some_and(|o| o.keys().all(|k| matches!(k.as_str(), "apiVersion" | "kind" | "metadata")));
+    match translate(pattern) {
+        Ok(t) => Ok(Some(t.object)),
+        Err(_) if identity_only => {
+            let mut p = pattern.clone();
+            p["apiVersion"] = Value::String(m.to.to_string());
+            Ok(Some(p))
+        }
+        Err(e) => Err(e),
+    }
+}
+
 /// The object being translated.
 struct Tx {
     m: &'static Mapping,
@@ -1075,6 +1101,40 @@ mod tests {
         json!({"apiVersion": "apiextensions.k8s.io/v1beta1", "kind": "CustomResourceDefinition",
             "metadata": {"name": "foos.example.com"},
             "spec": spec})
+    }
+
+    #[test]
+    fn a_pattern_naming_only_a_crd_gets_the_served_version() {
+        let p = json!({"apiVersion": "apiextensions.k8s.io/v1beta1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "servicemonitors.monitoring.coreos.com"}});
+        let t = translate_pattern(&p).unwrap().unwrap();
+        assert_eq!(
+            t,
+            json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+                "metadata": {"name": "servicemonitors.monitoring.coreos.com"}})
+        );
+    }
+
+    #[test]
+    fn a_whole_pattern_is_translated_as_the_manager_translates_it() {
+        let whole = crd(json!({"group": "example.com", "version": "v1alpha1", "scope": "Namespaced",
+            "names": {"plural": "foos", "kind": "Foo"}}));
+        assert_eq!(translate_pattern(&whole).unwrap().unwrap(), tr(whole.clone()).object);
+    }
+
+    #[test]
+    fn a_partial_pattern_with_fields_the_translation_needs_is_refused() {
+        let partial = crd(json!({"group": "example.com"}));
+        let err = translate_pattern(&partial).unwrap_err().to_string();
+        assert!(err.contains("spec.version"), "{err}");
+    }
+
+    #[test]
+    fn a_served_or_unknown_version_is_left_alone() {
+        for av in ["apiextensions.k8s.io/v1", "example.com/v1beta1"] {
+            let p = json!({"apiVersion": av, "kind": "CustomResourceDefinition", "metadata": {"name": "x"}});
+            assert_eq!(translate_pattern(&p).unwrap(), None, "{av}");
+        }
     }
 
     #[test]

@@ -134,6 +134,25 @@ impl Cluster {
         Ok((ar, namespaced))
     }
 
+    /// `obj` as the server can take it. An object of an `apiVersion` Kubernetes has removed (a
+    /// KUDO test's `apiextensions.k8s.io/v1beta1` CRD) is translated to its replacement with
+    /// [`kudo_package::translate`], the rule the manager applies to packages, and likewise only
+    /// when discovery does not serve the version; `pattern` says it is an assert or error file
+    /// (a partial object, [`kudo_package::translate::translate_pattern`]).
+    pub async fn served_form(&self, obj: &Value, pattern: bool) -> Result<Value, Error> {
+        let av = obj["apiVersion"].as_str().unwrap_or_default();
+        let kind = obj["kind"].as_str().unwrap_or_default();
+        if kudo_package::translate::mapping(av, kind).is_none() || self.resolve(av, kind).await.is_ok() {
+            return Ok(obj.clone());
+        }
+        let translated = if pattern {
+            kudo_package::translate::translate_pattern(obj).map(Option::unwrap_or_default)
+        } else {
+            kudo_package::translate::translate(obj).map(|t| t.object)
+        };
+        translated.map_err(|e| Error::Cluster(e.to_string()))
+    }
+
     fn api(&self, ar: &ApiResource, namespace: Option<&str>) -> Api<DynamicObject> {
         match namespace {
             Some(ns) => Api::namespaced_with(self.client.clone(), ns, ar),
@@ -172,8 +191,8 @@ impl Cluster {
 
     /// Creates the object, or merge-patches it when it exists (kuttl's create-or-update).
     pub async fn apply(&self, obj: &Value, default_ns: &str) -> Result<(ObjectKey, Applied), Error> {
-        let (mut key, ar) = self.key_of(obj, default_ns).await?;
-        let mut body = obj.clone();
+        let mut body = self.served_form(obj, false).await?;
+        let (mut key, ar) = self.key_of(&body, default_ns).await?;
         if let Some(ns) = &key.namespace {
             body["metadata"]["namespace"] = Value::String(ns.clone());
         }

@@ -633,18 +633,30 @@ fn mismatch_report(what: &str, expected: &Value, actual: &Value) -> String {
     s
 }
 
-async fn check_assert(ctx: &Ctx, exp: &SourcedObject, namespace: &str) -> CheckResult {
+/// The identity and the expected object of an assert or error file, in a version the server
+/// serves ([`crate::k8s::Cluster::served_form`]); `Err` is the check's failure (`word` names the
+/// file's role in the message).
+async fn expected_in_served_version(
+    ctx: &Ctx,
+    exp: &SourcedObject,
+    namespace: &str,
+    word: &str,
+) -> Result<(ObjectKey, Value), CheckResult> {
     let what = describe_object(&exp.object);
-    let (key, _) = match ctx.cluster.key_of(&exp.object, namespace).await {
-        Ok(k) => k,
-        Err(e) => {
-            return CheckResult {
-                passed: String::new(),
-                failure: Some(format!("assert {what} failed: {e}")),
-            };
-        }
+    let failed = |e: Error| CheckResult {
+        passed: String::new(),
+        failure: Some(format!("{word} {what} failed: {e}")),
     };
-    let mut expected = exp.object.clone();
+    let expected = ctx.cluster.served_form(&exp.object, true).await.map_err(failed)?;
+    let (key, _) = ctx.cluster.key_of(&expected, namespace).await.map_err(failed)?;
+    Ok((key, expected))
+}
+
+async fn check_assert(ctx: &Ctx, exp: &SourcedObject, namespace: &str) -> CheckResult {
+    let (key, mut expected) = match expected_in_served_version(ctx, exp, namespace, "assert").await {
+        Ok(k) => k,
+        Err(failed) => return failed,
+    };
     if let Some(ns) = &key.namespace {
         expected["metadata"]["namespace"] = Value::String(ns.clone());
     }
@@ -745,17 +757,10 @@ fn selector_text(labels: &BTreeMap<String, String>) -> String {
 }
 
 async fn check_absent(ctx: &Ctx, exp: &SourcedObject, namespace: &str) -> CheckResult {
-    let what = describe_object(&exp.object);
-    let (key, _) = match ctx.cluster.key_of(&exp.object, namespace).await {
+    let (key, mut expected) = match expected_in_served_version(ctx, exp, namespace, "errors").await {
         Ok(k) => k,
-        Err(e) => {
-            return CheckResult {
-                passed: String::new(),
-                failure: Some(format!("errors {what} failed: {e}")),
-            };
-        }
+        Err(failed) => return failed,
     };
-    let mut expected = exp.object.clone();
     if let Some(ns) = &key.namespace {
         expected["metadata"]["namespace"] = Value::String(ns.clone());
     }

@@ -276,3 +276,37 @@ async fn start_control_plane_runs_no_workloads_and_start_kind_does() {
         "{text}"
     );
 }
+
+/// A KUDO test written for Kubernetes < 1.22: its step applies, its assert names and its errors
+/// file names `apiextensions.k8s.io/v1beta1` CRDs, which the server no longer serves.
+const REMOVED_VERSION: &[(&str, &str)] = &[
+    (
+        "tests/old-crd/00-crd.yaml",
+        "apiVersion: apiextensions.k8s.io/v1beta1\nkind: CustomResourceDefinition\nmetadata:\n  name: widgets.example.com\nspec:\n  group: example.com\n  version: v1\n  scope: Namespaced\n  names:\n    plural: widgets\n    kind: Widget\n",
+    ),
+    (
+        "tests/old-crd/00-assert.yaml",
+        "apiVersion: apiextensions.k8s.io/v1beta1\nkind: CustomResourceDefinition\nmetadata:\n  name: widgets.example.com\n",
+    ),
+    (
+        "tests/old-crd/00-errors.yaml",
+        "apiVersion: apiextensions.k8s.io/v1beta1\nkind: CustomResourceDefinition\nmetadata:\n  name: gadgets.example.com\n",
+    ),
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn removed_api_versions_in_steps_asserts_and_errors_are_translated_as_the_manager_does() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write_tree(dir.path(), REMOVED_VERSION);
+    let (log, lines) = capture();
+    let summary = kudo_kuttl::run(options(dir.path(), 20), log).await.expect("run");
+    let text = lines.lock().expect("lock").join("\n");
+    assert!(summary.success(), "{text}");
+    for line in [
+        "applied CustomResourceDefinition widgets.example.com (created)",
+        "assert CustomResourceDefinition widgets.example.com passed",
+        "errors CustomResourceDefinition gadgets.example.com passed",
+    ] {
+        assert!(text.contains(line), "{line:?} not in:\n{text}");
+    }
+}
