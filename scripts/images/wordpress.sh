@@ -4,8 +4,9 @@
 #
 #   scripts/images/wordpress.sh        # prints the archive path (cached in target/images/)
 #
-# Named docker.io/library/wordpress:4.8.0-apache, the name the examples ask for (wordpress:<appVersion>-apache);
-# the software is Debian bookworm's: WordPress 6.1, Apache 2.4, PHP 8.2, whatever the tag says.
+# Named docker.io/library/wordpress:4.8.0-apache, the name the examples ask for
+# (wordpress:<appVersion>-apache); the software is Debian bookworm's: WordPress 6.1, Apache 2.4, PHP 8.2,
+# whatever the tag says.
 # What the templates rely on (the Docker library image's behaviour, done by our own
 # scripts/images/wordpress/entrypoint.sh): WORDPRESS_DB_HOST and WORDPRESS_DB_PASSWORD, the database
 # created when missing, port 80, wp-content on the volume at /var/www/html.

@@ -37,10 +37,12 @@ check_site() {
     --data-urlencode admin_password=kudo-rs-Adm1n --data-urlencode admin_password2=kudo-rs-Adm1n \
     --data-urlencode pw_weak=1 --data-urlencode admin_email=admin@example.invalid \
     --data-urlencode blog_public=0 --data-urlencode language=) || rn_fail "POST install.php?step=2 on $ip"
-  grep -q 'Success!' <<<"$out" || { echo "$out" | tail -n 40 >&2; rn_fail "installer step 2 of $inst: no Success!"; }
+  grep -q 'Success!' <<<"$out" ||
+    { echo "$out" | tail -n 40 >&2; rn_fail "installer step 2 of $inst: no Success!"; }
   rn_log "ok: installer step 2 of $inst: Success!"
   out=$(curl -fsS --max-time 30 "http://$ip/") || rn_fail "GET / on $ip"
-  grep -qF "$title" <<<"$out" || { echo "$out" | head -n 40 >&2; rn_fail "front page of $inst without its title"; }
+  grep -qF "$title" <<<"$out" ||
+    { echo "$out" | head -n 40 >&2; rn_fail "front page of $inst without its title"; }
   rn_log "ok: front page of $inst renders '$title' (read from MySQL)"
   pod=$(kubectl -n "$RN_NS" get pods -l "$db_sel" -o jsonpath='{.items[0].metadata.name}')
   rn_eq "blogname in MySQL ($pod)" "$title" "$(rn_exec "$pod" -- mysql -uroot -p"$PW" -N -B \

@@ -254,9 +254,10 @@ pub fn translate_pattern(pattern: &Value) -> Result<Option<Value>, TranslateErro
     let Some(m) = mapping(av, kind) else {
         return Ok(None);
     };
-    let identity_only = pattern
-        .as_object()
-        .is_some_and(|o| o.keys().all(|k| matches!(k.as_str(), "apiVersion" | "kind" | "metadata")));
+    let identity_only = pattern.as_object().is_some_and(|o| {
+        o.keys()
+            .all(|k| matches!(k.as_str(), "apiVersion" | "kind" | "metadata"))
+    });
     match translate(pattern) {
         Ok(t) => Ok(Some(t.object)),
         Err(_) if identity_only => {
@@ -1117,9 +1118,14 @@ mod tests {
 
     #[test]
     fn a_whole_pattern_is_translated_as_the_manager_translates_it() {
-        let whole = crd(json!({"group": "example.com", "version": "v1alpha1", "scope": "Namespaced",
-            "names": {"plural": "foos", "kind": "Foo"}}));
-        assert_eq!(translate_pattern(&whole).unwrap().unwrap(), tr(whole.clone()).object);
+        let whole = crd(
+            json!({"group": "example.com", "version": "v1alpha1", "scope": "Namespaced",
+            "names": {"plural": "foos", "kind": "Foo"}}),
+        );
+        assert_eq!(
+            translate_pattern(&whole).unwrap().unwrap(),
+            tr(whole.clone()).object
+        );
     }
 
     #[test]

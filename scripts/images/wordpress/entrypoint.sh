@@ -38,7 +38,8 @@ chown -R www-data:www-data "$content"
   echo "define('DB_PASSWORD', $(php_str "$pass"));"
   echo "define('DB_HOST', $(php_str "$host"));"
   echo "define('WP_CONTENT_DIR', '$content');"
-  for k in AUTH_KEY SECURE_AUTH_KEY LOGGED_IN_KEY NONCE_KEY AUTH_SALT SECURE_AUTH_SALT LOGGED_IN_SALT NONCE_SALT; do
+  for k in AUTH_KEY SECURE_AUTH_KEY LOGGED_IN_KEY NONCE_KEY \
+    AUTH_SALT SECURE_AUTH_SALT LOGGED_IN_SALT NONCE_SALT; do
     echo "define('$k', '$(salt)');"
   done
   echo "\$table_prefix = 'wp_';"
