@@ -146,7 +146,7 @@ impl Cluster {
             return Ok(obj.clone());
         }
         let translated = if pattern {
-            kudo_package::translate::translate_pattern(obj).map(Option::unwrap_or_default)
+            kudo_package::translate::translate_pattern(obj).map(|p| p.unwrap_or_else(|| obj.clone()))
         } else {
             kudo_package::translate::translate(obj).map(|t| t.object)
         };
