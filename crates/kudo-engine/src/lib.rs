@@ -66,6 +66,7 @@ pub mod errors;
 pub mod field_ownership;
 pub mod health;
 pub mod initiate;
+pub mod migrate;
 pub mod pass;
 pub mod pipe;
 pub mod progress;
