@@ -58,10 +58,29 @@ async fn migrate_first_operator(kubeconfig: &Path, home: &Path, tag: &str) {
         &["install", pkg.to_str().unwrap(), "--skip-instance"],
     );
     assert_eq!(code, 0, "{out}{err}");
-    kudo019::init(&client, &sys, &ns).await;
+    kudo019::init(&client, &sys).await;
     let run_uid = "6f1f1c5e-0000-4000-8000-000000000001";
     let before = kudo019::first_operator(&client, &ns, "web", "first-operator-1.7.9-0.2.0", run_uid).await;
 
+    kudo019::webhook(&client, &sys, &ns).await;
+    if webhooks {
+        // The API server picks a new webhook configuration up within a few seconds.
+        let deadline = Instant::now() + Duration::from_secs(15);
+        loop {
+            let touch = json!({"metadata": {"labels": {"touched": "yes"}}});
+            let write = instances(&client, &ns)
+                .patch("web", &Default::default(), &kube::api::Patch::Merge(&touch))
+                .await;
+            if write.is_err() {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "KUDO's broken webhook refuses Instance writes"
+            );
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        }
+    }
     let args = ["migrate", "--kudo-namespace", sys.as_str()];
     let (code, plan, err) = common::kudo_in(home, kubeconfig, &sys, &args[..3]);
     assert_eq!(code, 0, "{plan}{err}");
@@ -71,7 +90,7 @@ async fn migrate_first_operator(kubeconfig: &Path, home: &Path, tag: &str) {
     );
     assert!(
         plan.contains("Deployment/web-nginx [")
-            && plan.contains(" manager (Update)] KUDO owns fields, last-applied"),
+            && plan.contains("manager (Update)] KUDO owns fields, last-applied"),
         "{plan}"
     );
     assert!(plan.contains("Nothing was changed"), "{plan}");
@@ -110,7 +129,14 @@ async fn migrate_first_operator(kubeconfig: &Path, home: &Path, tag: &str) {
     );
     // The pod template is untouched (no rollout); the generation moves only because removing an
     // annotation of a Deployment bumps it (kube-apiserver's deployment strategy does).
-    assert_eq!(after["spec"]["template"], before["spec"]["template"]);
+    assert_eq!(
+        after["spec"]["template"]["spec"],
+        before["spec"]["template"]["spec"]
+    );
+    assert_eq!(
+        after["spec"]["template"]["metadata"]["annotations"],
+        before["spec"]["template"]["metadata"]["annotations"]
+    );
     let managers: Vec<&Value> = after["metadata"]["managedFields"]
         .as_array()
         .unwrap()

@@ -57,10 +57,9 @@ pub async fn served(client: &kube::Client, group_version: &str) -> bool {
     client.list_api_group_resources(group_version).await.is_ok()
 }
 
-/// `kudo init --unsafe-self-signed-webhook-ca` in `ns`, the webhook limited to namespace `only`
-/// (KUDO's has no namespaceSelector; the tests share one cluster, and a webhook that fails every
-/// Instance write must not reach other tests' namespaces).
-pub async fn init(client: &kube::Client, ns: &str, only: &str) {
+/// `kudo init --unsafe-self-signed-webhook-ca` in `ns` but its webhook configuration
+/// ([`webhook`]).
+pub async fn init(client: &kube::Client, ns: &str) {
     let sa = json!({"apiVersion": "v1", "kind": "ServiceAccount",
         "metadata": {"name": "kudo-manager", "namespace": ns}});
     create(client, &sa, "serviceaccounts", false).await;
@@ -73,20 +72,6 @@ pub async fn init(client: &kube::Client, ns: &str, only: &str) {
         "metadata": {"name": "kudo-webhook-server-secret", "namespace": ns},
         "data": {"tls.crt": "dGlueS1jYQ==", "tls.key": "dGlueS1rZXk="}});
     create(client, &secret, "secrets", false).await;
-    let hook = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
-        "metadata": {"name": format!("kudo-manager-instance-admission-webhook-config-{ns}")},
-        "webhooks": [{"name": "instance-admission.kudo.dev", "admissionReviewVersions": ["v1beta1"],
-            "sideEffects": "None", "failurePolicy": "Fail", "matchPolicy": "Equivalent",
-            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": only}},
-            "clientConfig": {"caBundle": "dGlueS1jYQ==", "service": {"name": "kudo-controller-manager-service",
-                "namespace": ns, "path": "/admit-kudo-dev-v1beta1-instance"}},
-            "rules": [{"apiGroups": ["kudo.dev"], "apiVersions": ["v1beta1"],
-                "operations": ["CREATE", "UPDATE"], "resources": ["instances"], "scope": "Namespaced"}]}]});
-    if served(client, "admissionregistration.k8s.io/v1").await {
-        create(client, &hook, "mutatingwebhookconfigurations", false).await;
-    } else {
-        eprintln!("the cluster serves no admissionregistration.k8s.io/v1: no webhook configuration");
-    }
     let sts = json!({"apiVersion": "apps/v1", "kind": "StatefulSet",
         "metadata": {"name": "kudo-controller-manager", "namespace": ns,
             "labels": {"app": "kudo-manager", "control-plane": "controller-manager"}},
@@ -140,4 +125,27 @@ pub async fn first_operator(client: &kube::Client, ns: &str, name: &str, ov: &st
                 "spec": {"containers": [{"name": "nginx", "image": "nginx:1.7.9",
                     "ports": [{"containerPort": 80}]}]}}}});
     create(client, &deploy, "deployments", true).await
+}
+
+/// KUDO's MutatingWebhookConfiguration for Instances in namespace `only`, calling the Service of
+/// KUDO's namespace `ns`, which does not exist (KUDO's manager is gone or its Service deleted): from
+/// now on every Instance write there fails, as on such a KUDO cluster. Written last, since it
+/// would refuse the fixture's Instance too. KUDO's has no namespaceSelector; this one has, since
+/// the tests share one cluster and a webhook that fails every Instance write must not reach other
+/// tests' namespaces.
+pub async fn webhook(client: &kube::Client, ns: &str, only: &str) {
+    let hook = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+        "metadata": {"name": format!("kudo-manager-instance-admission-webhook-config-{ns}")},
+        "webhooks": [{"name": "instance-admission.kudo.dev", "admissionReviewVersions": ["v1beta1"],
+            "sideEffects": "None", "failurePolicy": "Fail", "matchPolicy": "Equivalent",
+            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": only}},
+            "clientConfig": {"caBundle": "dGlueS1jYQ==", "service": {"name": "kudo-controller-manager-service",
+                "namespace": ns, "path": "/admit-kudo-dev-v1beta1-instance"}},
+            "rules": [{"apiGroups": ["kudo.dev"], "apiVersions": ["v1beta1"],
+                "operations": ["CREATE", "UPDATE"], "resources": ["instances"], "scope": "Namespaced"}]}]});
+    if served(client, "admissionregistration.k8s.io/v1").await {
+        create(client, &hook, "mutatingwebhookconfigurations", false).await;
+    } else {
+        eprintln!("the cluster serves no admissionregistration.k8s.io/v1: no webhook configuration");
+    }
 }
