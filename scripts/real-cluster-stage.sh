@@ -82,7 +82,7 @@ export KUDO_REAL_CLUSTER_MANAGER_LOG="$MANAGER_LOG"
 # and the OperatorSource test's --require-verified-sources manager in one namespace.
 export KUDO_REAL_CLUSTER_VERIFIED_NAMESPACE="kudo-rs-verified-sources"
 "$KUDO" manager --kubeconfig "$KUBECONFIG_PATH" --leader-elect=false \
-  --ignore-namespace 'rollout-shards-*' \
+  --ignore-namespace 'rollout-shards-*' --ignore-namespace 'kudo-migrate-*' \
   --ignore-namespace "$KUDO_REAL_CLUSTER_VERIFIED_NAMESPACE" \
   --metrics-address "127.0.0.1:$metrics_port" >"$MANAGER_LOG" 2>&1 &
 manager_pid=$!

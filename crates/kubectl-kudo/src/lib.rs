@@ -49,6 +49,8 @@ pub enum Command {
     Dev(cmd::dev::DevArgs),
     /// Install KUDO's CRDs and manager into the cluster (or print them with --dry-run).
     Init(cmd::init::InitArgs),
+    /// Move a cluster from KUDO 0.19's manager to kudo-rs without recreating objects.
+    Migrate(cmd::migrate::MigrateArgs),
     /// Install an operator package and create an Instance of it.
     Install(cmd::instance::InstallArgs),
     /// Change parameters of an Instance (runs the plan the parameters trigger).
@@ -186,6 +188,7 @@ pub async fn run(cli: Cli, io: &mut Io<'_>) -> Result<(), CliError> {
         }
         Command::Dev(args) => cmd::dev::run(cluster, args, io).await,
         Command::Init(args) => cmd::init::run(cluster, args, io).await,
+        Command::Migrate(args) => cmd::migrate::run(cluster, args, io).await,
         Command::Manager(args) => cmd::manager::run(cluster, args, io).await,
         Command::Install(args) => cmd::instance::install(cluster, args, io).await,
         Command::Update(args) => cmd::instance::update(cluster, args, io).await,

@@ -17,6 +17,7 @@ mod error;
 pub mod init;
 pub mod install;
 pub mod manifests;
+pub mod migrate;
 pub mod plan;
 pub mod preview;
 mod provenance;

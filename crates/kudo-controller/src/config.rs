@@ -67,7 +67,7 @@ pub struct ControllerConfig {
 impl Default for ControllerConfig {
     fn default() -> Self {
         ControllerConfig {
-            field_manager: "kudo".to_string(),
+            field_manager: kudo_engine::field_ownership::FIELD_MANAGER.to_string(),
             requeue_backstop: Duration::from_secs(300),
             idle_resync: Duration::from_secs(300),
             error_requeue: Duration::from_secs(5),

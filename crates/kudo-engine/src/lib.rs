@@ -58,12 +58,15 @@
 //!   `Ready` condition.
 //! * [`tasks`]: task build-time validation, effective parameter values, Toggle's choice.
 //! * [`errors`]: which API errors are transient and which fatal.
+//! * [`field_ownership`]: moving field ownership from another writer to kudo's apply manager.
 
 pub mod autopilot;
 pub mod dependencies;
 pub mod errors;
+pub mod field_ownership;
 pub mod health;
 pub mod initiate;
+pub mod migrate;
 pub mod pass;
 pub mod pipe;
 pub mod progress;

@@ -84,6 +84,11 @@ pub struct DevArgs {
     /// OperatorSource stored after verifying their signature run (docs/distributing.md).
     #[arg(long)]
     pub require_verified_sources: bool,
+    /// Leave this namespace to another manager (repeatable or comma-separated; a trailing `*`
+    /// matches a prefix), as `kubectl kudo manager --ignore-namespace`: e.g. for a manager started
+    /// with `--watch-namespace`, or objects another KUDO manager still runs.
+    #[arg(long = "ignore-namespace", value_name = "NAMESPACE", value_delimiter = ',')]
+    pub ignore_namespaces: Vec<String>,
 }
 
 /// The account `dev --least-privilege` applies Instances as, by default.
@@ -188,6 +193,7 @@ pub async fn run(opts: &ClusterOpts, args: DevArgs, io: &mut crate::Io<'_>) -> R
         kudo_controller::ControllerConfig {
             default_service_account: args.least_privilege.then(|| DEV_INSTANCE_ACCOUNT.to_string()),
             require_verified_sources: args.require_verified_sources,
+            ignored_namespaces: args.ignore_namespaces.clone(),
             ..Default::default()
         },
         stopped(stop_rx.clone()),

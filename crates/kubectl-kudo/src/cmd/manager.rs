@@ -22,7 +22,7 @@ const IN_CLUSTER_NAMESPACE_FILE: &str = "/var/run/secrets/kubernetes.io/servicea
 )]
 pub struct ManagerArgs {
     /// Field manager name used for server-side apply.
-    #[arg(long, default_value = "kudo")]
+    #[arg(long, default_value = kudo_engine::field_ownership::FIELD_MANAGER)]
     pub field_manager: String,
     /// How many Instances are reconciled in parallel.
     #[arg(long, default_value_t = 4)]

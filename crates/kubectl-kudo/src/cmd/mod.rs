@@ -10,6 +10,7 @@ pub mod get;
 pub mod init;
 pub mod instance;
 pub mod manager;
+pub mod migrate;
 pub mod oci;
 pub mod package;
 pub mod plan;

@@ -4,6 +4,7 @@
 //! file. Run one area with `cargo test -p kubectl-kudo --test cli seeds::` (a name filter).
 
 mod common;
+mod migrate_cli;
 
 mod argocd_health;
 mod autopilot_cli;

@@ -43,7 +43,7 @@ pub use verdict::{Verdict, verdict};
 
 /// The field manager the manager applies with (`ControllerConfig::field_manager`'s default), so
 /// a server-side preview merges exactly as the manager's apply will.
-pub const MANAGER_FIELD_MANAGER: &str = "kudo";
+pub const MANAGER_FIELD_MANAGER: &str = kudo_engine::field_ownership::FIELD_MANAGER;
 
 /// Where a preview's diffs are computed.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]

@@ -5,6 +5,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+pub mod kudo019;
+
 pub const BIN: &str = env!("CARGO_BIN_EXE_kubectl-kudo");
 
 /// `../shared` beside the checkout (the catalog, the seeds), else `/work/shared`, where it is on
