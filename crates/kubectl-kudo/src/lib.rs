@@ -49,7 +49,7 @@ pub enum Command {
     Dev(cmd::dev::DevArgs),
     /// Install KUDO's CRDs and manager into the cluster (or print them with --dry-run).
     Init(cmd::init::InitArgs),
-    /// Move a cluster from KUDO 0.19's manager to kudo-rs without recreating objects.
+    // The help comes from MigrateArgs: a doc comment here would replace its long text.
     Migrate(cmd::migrate::MigrateArgs),
     /// Install an operator package and create an Instance of it.
     Install(cmd::instance::InstallArgs),
