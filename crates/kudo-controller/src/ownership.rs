@@ -59,10 +59,25 @@ pub(crate) async fn claim(
                     &Patch::<()>::Json(patch),
                 )
                 .await
-                .map_err(|e| api_error("field ownership transfer of", obj, e))?;
+                .map_err(|e| transfer_failed(obj, e))?;
             }
             tracing::info!(object = %kudo_engine::waiting::describe(obj), "adopting (--take-ownership)");
             Ok(())
         }
+    }
+}
+
+/// The hand-over's patch failed. Its `test` of the resourceVersion fails (422) whenever anyone
+/// wrote the object since it was read (a controller updating a Deployment's status does, all the
+/// time), and a conflict is the same race: the next pass reads the object again. Anything else
+/// is judged as any apply error.
+fn transfer_failed(obj: &Value, e: kube::Error) -> TaskOutcome {
+    match e {
+        kube::Error::Api(s) if s.code == 422 || s.code == 409 => TaskOutcome::Transient(format!(
+            "field ownership transfer of {} raced with another write ({}); it is read again",
+            kudo_engine::waiting::describe(obj),
+            s.message
+        )),
+        other => api_error("field ownership transfer of", obj, other),
     }
 }
