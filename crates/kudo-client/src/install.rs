@@ -37,6 +37,9 @@ pub struct InstallRequest {
     pub create_namespace: bool,
     /// Write the typed API even where existing objects would no longer be valid.
     pub allow_breaking_changes: bool,
+    /// Let the Instance's first plan adopt existing objects another tool created
+    /// ([`kudo_engine::ownership::TAKE_OWNERSHIP_ANNOTATION`]).
+    pub take_ownership: bool,
 }
 
 /// An `install --in-cluster`: a new Instance of an installed OperatorVersion.
@@ -55,6 +58,8 @@ pub struct InClusterRequest {
     pub parameter_secrets: Vec<String>,
     /// `spec.serviceAccountName` of the new Instance.
     pub service_account: Option<String>,
+    /// See [`InstallRequest::take_ownership`].
+    pub take_ownership: bool,
 }
 
 /// What `install` wrote. Each object was also reported to the [`Progress`] as it was written.
@@ -141,6 +146,7 @@ pub(crate) fn install_resources(req: &InstallRequest, namespace: &str) -> Result
     )?;
     req.dependencies.pin(&mut res.operator_version);
     provenance::annotate(&mut res.operator_version, &req.source);
+    ask_ownership(&mut res.instance, req.take_ownership);
     let split = prepare_instance(
         &mut res.instance,
         &res.operator_version,
@@ -305,6 +311,15 @@ async fn create_instance(cluster: &Cluster, instance: &Instance, split: &Split) 
     })
 }
 
+/// `--take-ownership`: the annotation the manager reads for the Instance's first run (and
+/// removes when that run ends).
+fn ask_ownership(instance: &mut kudo_api::Instance, take: bool) {
+    if take {
+        let key = kudo_engine::ownership::TAKE_OWNERSHIP_ANNOTATION.to_string();
+        instance.metadata.annotations.insert(key, "true".to_string());
+    }
+}
+
 /// `install NAME --in-cluster`: a new Instance of the newest matching OperatorVersion already
 /// installed in the namespace.
 pub async fn install_in_cluster(cluster: &Cluster, req: InClusterRequest) -> Result<CreatedInstance> {
@@ -319,6 +334,7 @@ pub async fn install_in_cluster(cluster: &Cluster, req: InClusterRequest) -> Res
             service_account: req.service_account.clone(),
         },
     );
+    ask_ownership(&mut instance, req.take_ownership);
     check_autopilot_rules(&ov)?;
     check_autopilot_kinds(cluster, &ov).await?;
     let split = prepare_instance(&mut instance, &ov, req.values, &req.parameter_secrets)?;

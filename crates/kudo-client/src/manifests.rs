@@ -38,6 +38,7 @@ use crate::{Error, Result};
 ///     skip_instance: false,
 ///     create_namespace: false,
 ///     allow_breaking_changes: false,
+///     take_ownership: false,
 /// };
 /// let objects = kudo_client::manifests::install_manifests(&req, "team-a")?;
 /// let kinds: Vec<&str> = objects.iter().filter_map(|o| o["kind"].as_str()).collect();

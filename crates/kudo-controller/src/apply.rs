@@ -22,6 +22,15 @@ pub use kudo_engine::reconcile::ClusterObject;
 /// them itself on uninstall (KUDO leaked them, #1073).
 pub type ClusterObjects = Mutex<BTreeSet<ClusterObject>>;
 
+/// What a plan's apply writes with: where cluster-scoped objects are noted, and whose objects
+/// may be written ([`kudo_engine::ownership`]).
+pub(crate) struct Writer<'a> {
+    pub cluster: &'a ClusterObjects,
+    pub claimant: &'a kudo_engine::ownership::Claimant,
+    /// Cluster-scoped objects the Instance recorded before this reconcile.
+    pub recorded: &'a BTreeSet<ClusterObject>,
+}
+
 /// Why drift repair could not apply an object ([`apply_object`]).
 #[derive(Debug, thiserror::Error)]
 pub enum ApplyObjectError {
@@ -34,6 +43,15 @@ pub enum ApplyObjectError {
 
 /// The dynamic API for an object, or the task outcome when its kind cannot be used.
 pub async fn api_for(ctx: &Context, obj: &Value) -> Result<(Api<Lean>, String, bool), TaskOutcome> {
+    api_as(ctx, obj).await
+}
+
+/// [`api_for`] with any object type of the dynamic API (e.g. `DynamicObject` to read
+/// managedFields, which [`Lean`] skips).
+pub(crate) async fn api_as<K>(ctx: &Context, obj: &Value) -> Result<(Api<K>, String, bool), TaskOutcome>
+where
+    K: kube::Resource<DynamicType = kube::api::ApiResource, Scope = kube::core::DynamicResourceScope>,
+{
     let av = obj["apiVersion"].as_str().unwrap_or("");
     let kind = obj["kind"].as_str().unwrap_or("");
     let Some(name) = obj["metadata"]["name"].as_str().filter(|n| !n.is_empty()) else {
@@ -61,7 +79,7 @@ pub async fn api_for(ctx: &Context, obj: &Value) -> Result<(Api<Lean>, String, b
 
 /// Turns a failed API call into the task outcome: requests the server rejected as invalid are
 /// fatal with the server's message, the rest is retried.
-fn api_error(what: &str, obj: &Value, e: kube::Error) -> TaskOutcome {
+pub(crate) fn api_error(what: &str, obj: &Value, e: kube::Error) -> TaskOutcome {
     match e {
         kube::Error::Api(s) => {
             let msg = format!("{what} {} failed: {}", describe(obj), s.message);
@@ -72,6 +90,22 @@ fn api_error(what: &str, obj: &Value, e: kube::Error) -> TaskOutcome {
         }
         other => TaskOutcome::Transient(format!("{what} {} failed: {other}", describe(obj))),
     }
+}
+
+/// Whether a cluster-scoped object is one the Instance applied before (recorded on it, or in
+/// this reconcile).
+fn is_recorded(writer: &Writer<'_>, obj: &Value, name: &str) -> bool {
+    let me = ClusterObject {
+        api_version: obj["apiVersion"].as_str().unwrap_or("").to_string(),
+        kind: obj["kind"].as_str().unwrap_or("").to_string(),
+        name: name.to_string(),
+    };
+    writer.recorded.contains(&me)
+        || writer
+            .cluster
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains(&me)
 }
 
 /// Notes a cluster-scoped object about to be applied (see [`ClusterObjects`]). Recorded before the
@@ -92,12 +126,10 @@ fn record_cluster_scoped(cluster: &ClusterObjects, obj: &Value, name: &str) {
 pub(crate) async fn apply_for_task(
     ctx: &Context,
     obj: &Value,
-    cluster: &ClusterObjects,
+    writer: &Writer<'_>,
 ) -> Result<Option<String>, TaskOutcome> {
     let (api, name, namespaced) = api_for(ctx, obj).await?;
-    if !namespaced {
-        record_cluster_scoped(cluster, obj, &name);
-    }
+    let known = !namespaced && is_recorded(writer, obj, &name);
     if let Some(applied) = ctx.memory.applied.already_applied(obj) {
         // The watch cache's copy when it is no older than our apply; else ask the server.
         let av = obj["apiVersion"].as_str().unwrap_or("");
@@ -117,6 +149,10 @@ pub(crate) async fn apply_for_task(
             Ok(None) => {}
             Err(e) => return Err(api_error("get of", obj, e)),
         }
+    }
+    crate::ownership::claim(ctx, obj, &name, writer.claimant, namespaced, known).await?;
+    if !namespaced {
+        record_cluster_scoped(writer.cluster, obj, &name);
     }
     let pp = PatchParams::apply(&ctx.config.field_manager).force();
     let live = api

@@ -88,6 +88,7 @@ mod timings;
 mod apply;
 mod dependencies;
 pub mod drift;
+mod ownership;
 pub mod param_sources;
 mod pipe;
 mod reasons;

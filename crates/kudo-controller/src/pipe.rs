@@ -10,7 +10,7 @@ use kudo_engine::pipe::{MAX_PIPE_FILE_SIZE, WAITER, artifact, init_command, rewr
 use serde_json::{Value, json};
 use tokio::io::AsyncReadExt;
 
-use crate::apply::{ClusterObjects, apply_for_task};
+use crate::apply::{Writer, apply_for_task};
 use crate::context::Context;
 use crate::reasons;
 
@@ -112,7 +112,7 @@ pub async fn run(
     pipes: &[PipeSpec],
     pod: &Value,
     artifact_names: &std::collections::BTreeMap<String, String>,
-    cluster: &ClusterObjects,
+    cluster: &Writer<'_>,
 ) -> TaskOutcome {
     if let Err(e) = validate_pod(pod, pipes) {
         return fatal(format!("task {task}: {e}"));

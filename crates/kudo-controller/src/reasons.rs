@@ -13,6 +13,8 @@ pub const DUMMY_TASK_ERROR: &str = "DummyTaskError";
 pub const PIPE_TASK_ERROR: &str = "PipeTaskError";
 pub const KUDO_OPERATOR_TASK_ERROR: &str = "KudoOperatorTaskError";
 pub const SERVICE_ACCOUNT_NOT_FOUND: &str = "ServiceAccountNotFound";
+/// An object the plan renders exists and is not this Instance's (`kudo_engine::ownership`).
+pub const OWNERSHIP_CONFLICT: &str = "OwnershipConflict";
 
 /// A task outcome that fails the plan with `reason` and `message`.
 pub fn fatal(reason: &str, message: impl Into<String>) -> TaskOutcome {

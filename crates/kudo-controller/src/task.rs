@@ -8,7 +8,7 @@ use kudo_api::{OperatorVersion, TaskKind};
 use kudo_engine::{TaskCall, TaskOutcome};
 use kudo_package::render::{Action, RenderedObject};
 
-use crate::apply::{self, ClusterObjects};
+use crate::apply::{self, Writer};
 use crate::context::Context;
 use crate::reasons::{self, fatal};
 use crate::render::Rendered;
@@ -39,7 +39,7 @@ pub async fn run_task(
     ov: &OperatorVersion,
     rendered: &Rendered,
     params: &BTreeMap<String, String>,
-    cluster: &ClusterObjects,
+    cluster: &Writer<'_>,
 ) -> TaskOutcome {
     if let Some(e) = rendered.unresolved() {
         return TaskOutcome::Transient(e.to_string());
@@ -151,7 +151,7 @@ pub(crate) fn wait_ends_on_watch(
 async fn run_objects<'r>(
     ctx: &Context,
     objects: impl Iterator<Item = &'r RenderedObject>,
-    cluster: &ClusterObjects,
+    cluster: &Writer<'_>,
 ) -> TaskOutcome {
     let mut waiting = Vec::new();
     let mut transient = Vec::new();

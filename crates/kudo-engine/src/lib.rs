@@ -58,6 +58,7 @@
 //!   `Ready` condition.
 //! * [`tasks`]: task build-time validation, effective parameter values, Toggle's choice.
 //! * [`errors`]: which API errors are transient and which fatal.
+//! * [`ownership`]: whether an apply may write an existing object, or adopt it.
 //! * [`field_ownership`]: moving field ownership from another writer to kudo's apply manager.
 
 pub mod autopilot;
@@ -67,6 +68,7 @@ pub mod field_ownership;
 pub mod health;
 pub mod initiate;
 pub mod migrate;
+pub mod ownership;
 pub mod pass;
 pub mod pipe;
 pub mod progress;

@@ -299,6 +299,7 @@ async fn demo(
         service_account: Default::default(),
         wait: WaitOpts::default(),
         allow_breaking_changes: false,
+        take_ownership: false,
         dry_run: false,
         output: None,
     };

@@ -141,6 +141,12 @@ pub struct InstallArgs {
     /// objects of it would no longer be valid under the new schema.
     #[arg(long)]
     pub allow_breaking_changes: bool,
+    /// Adopt objects the package renders that already exist and were created by another tool
+    /// (kubectl, Helm): the first plan labels them, makes the Instance their owner and moves their
+    /// field ownership to the manager, UIDs unchanged. Without it such an object fails the plan,
+    /// unchanged. Objects of another Instance are never adopted. Valid for the first plan only.
+    #[arg(long)]
+    pub take_ownership: bool,
     /// Print the objects install would create (Operator, OperatorVersion, the typed API's CRD and
     /// ClusterRoles, the Instance; with --create-namespace the Namespace first) instead of
     /// creating them, for Git: no request is made. Sensitive values are refused: give them as
@@ -306,6 +312,7 @@ pub async fn install(opts: &ClusterOpts, args: InstallArgs, io: &mut Io<'_>) -> 
         skip_instance: args.skip_instance,
         create_namespace: args.create_namespace,
         allow_breaking_changes: args.allow_breaking_changes,
+        take_ownership: args.take_ownership,
     };
     if args.dry_run {
         return print_manifests(opts, &req, args.output.unwrap_or_default(), io).await;
@@ -371,6 +378,7 @@ async fn install_in_cluster(opts: &ClusterOpts, args: InstallArgs, io: &mut Io<'
         values,
         parameter_secrets: args.params.parameter_secrets.clone(),
         service_account: args.service_account.name(),
+        take_ownership: args.take_ownership,
     };
     let created = install::install_in_cluster(&cluster, req).await?;
     created_instance(&cluster, created, &args.wait, io).await
@@ -438,6 +446,7 @@ pub async fn upgrade(opts: &ClusterOpts, args: UpgradeArgs, io: &mut Io<'_>) -> 
             skip_instance: false,
             create_namespace: false,
             allow_breaking_changes: args.allow_breaking_changes,
+            take_ownership: false,
         };
         return print_manifests(opts, &req, ManifestFormat::Yaml, io).await;
     }

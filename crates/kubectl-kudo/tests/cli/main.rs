@@ -21,6 +21,7 @@ mod kuttl_cli;
 mod least_privilege_cli;
 mod manager_cli;
 mod oci_cli;
+mod ownership_cli;
 mod package_cli;
 mod package_graph_cli;
 mod params_schema_cli;

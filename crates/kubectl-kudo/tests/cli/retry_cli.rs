@@ -6,13 +6,14 @@
 //! ignored, on the real control plane.
 //!
 //! How the plan fails: step `gate` applies the ConfigMap `<instance>-gate`, and the test first
-//! creates that ConfigMap itself as `immutable: true` with other data, so the API server rejects
-//! the manager's apply as Invalid (422: a fatal apply error) on both clusters. Deleting the
+//! creates that ConfigMap itself as `immutable: true` with other data (labelled as the
+//! Instance's), so the API server rejects the manager's apply as Invalid (422: a fatal apply
+//! error) on both clusters. Deleting the
 //! test's ConfigMap removes the cause. Whether step `one` was applied again is read from its
 //! ConfigMap's `kudo.dev/last-plan-execution-uid` annotation (every apply stamps the run's uid)
 //! and its resourceVersion.
 
-use crate::common;
+use crate::common::{self, On};
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -73,76 +74,17 @@ fn package(dir: &Path) -> PathBuf {
     root
 }
 
-/// The ConfigMap that makes step `gate` fail: immutable, with data the plan's differs from.
+/// The ConfigMap that makes step `gate` fail: immutable, with data the plan's differs from. It
+/// carries kudo's labels naming the Instance, so the manager takes it for its own (an object of
+/// someone else's would be refused before any apply) and the API server rejects the apply.
 fn blocker(ns: &str) -> String {
     format!(
-        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {INSTANCE}-gate\n  namespace: {ns}\nimmutable: true\ndata:\n  open: \"no\"\n"
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {INSTANCE}-gate\n  namespace: {ns}\n  labels:\n    heritage: kudo\n    kudo.dev/instance: {INSTANCE}\nimmutable: true\ndata:\n  open: \"no\"\n"
     )
 }
 
-/// One cluster the scenario runs on: its kubeconfig, the namespace, a HOME for the CLI.
-struct On<'a> {
-    home: &'a Path,
-    kubeconfig: &'a Path,
-    ns: &'a str,
-}
-
+/// What the retry scenario reads of its Instance and ConfigMaps.
 impl On<'_> {
-    /// `kubectl-kudo ARGS -n NS`: (exit code, stdout + stderr).
-    async fn kudo(&self, args: &[&str]) -> (i32, String) {
-        let out = tokio::process::Command::new(BIN)
-            .args(args)
-            .arg("--kubeconfig")
-            .arg(self.kubeconfig)
-            .args(["-n", self.ns])
-            .env("HOME", self.home)
-            .env_remove("KUBECONFIG")
-            .output()
-            .await
-            .expect("run kubectl-kudo");
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        (out.status.code().unwrap_or(-1), text)
-    }
-
-    /// `kubectl ARGS -n NS` (stdin from `input`), which must succeed: its stdout.
-    async fn kubectl(&self, args: &[&str], input: Option<&str>) -> String {
-        use tokio::io::AsyncWriteExt;
-        let mut child = tokio::process::Command::new("kubectl")
-            .arg("--kubeconfig")
-            .arg(self.kubeconfig)
-            .args(["-n", self.ns])
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("run kubectl");
-        let mut stdin = child.stdin.take().expect("stdin");
-        if let Some(text) = input {
-            stdin.write_all(text.as_bytes()).await.expect("write stdin");
-        }
-        drop(stdin);
-        let out = child.wait_with_output().await.expect("kubectl output");
-        assert!(
-            out.status.success(),
-            "kubectl {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    async fn get(&self, what: &[&str]) -> Value {
-        let mut args = vec!["get"];
-        args.extend_from_slice(what);
-        args.extend(["-o", "json"]);
-        serde_json::from_str(&self.kubectl(&args, None).await).expect("kubectl json")
-    }
-
     async fn instance(&self) -> Value {
         self.get(&["instances.kudo.dev", INSTANCE]).await
     }

@@ -221,9 +221,21 @@ impl Reconciler<'_> {
         mut rendered: Rendered,
     ) -> bool {
         let params = self.task_parameters(input);
+        let claimant = kudo_engine::ownership::Claimant {
+            namespace: self.ns.clone(),
+            name: self.name.clone(),
+            adopt: kudo_engine::ownership::may_adopt(input.stored),
+            manager: self.ctx.config.field_manager.clone(),
+        };
+        let recorded = kudo_engine::reconcile::stored_cluster_objects(input.stored);
+        let writer = crate::apply::Writer {
+            cluster: &self.cluster,
+            claimant: &claimant,
+            recorded: &recorded,
+        };
         let mut polled = false;
         while let Some(call) = pass.next_task() {
-            let outcome = task::run_task(self.ctx, &call, input.ov, &rendered, &params, &self.cluster)
+            let outcome = task::run_task(self.ctx, &call, input.ov, &rendered, &params, &writer)
                 .instrument(info_span!(
                     "task",
                     phase = call.phase,

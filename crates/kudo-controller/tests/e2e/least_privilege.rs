@@ -167,14 +167,15 @@ async fn an_instance_can_do_no_more_than_its_service_account_on(env: Env) {
         );
     }
 
-    // (a) A ClusterRoleBinding to cluster-admin: 403 naming the account, verb and resource.
+    // (a) A ClusterRoleBinding to cluster-admin: 403 naming the account, verb and resource (the
+    // read that precedes a first apply, which checks whose the object is).
     install_as(&env, &pkg, "crb", "tenant", &[("CASE", "crb")]).await;
     let msg = fatal_message(&env, "crb").await;
     for needle in [
         user.as_str(),
         "forbidden",
         "\"clusterrolebindings\"",
-        "cannot patch",
+        "cannot get",
     ] {
         assert!(msg.contains(needle), "{needle:?} not in {msg}");
     }

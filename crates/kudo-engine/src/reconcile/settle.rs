@@ -107,6 +107,9 @@ pub fn settle(s: &Settle<'_>, mut finalizers: Vec<String>) -> Settled {
     if marked.is_some_and(|a| retry::is_spent(a, s.status)) {
         annotations.insert(RETRY_ANNOTATION, None);
     }
+    if crate::ownership::is_spent(s.inst, s.status) {
+        annotations.insert(crate::ownership::TAKE_OWNERSHIP_ANNOTATION, None);
+    }
     if let Some(record) = ended_record(s.inst, s.status) {
         annotations.insert(ENDED_RUN_ANNOTATION, Some(record));
     }

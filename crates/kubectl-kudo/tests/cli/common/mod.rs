@@ -215,3 +215,69 @@ pub fn tool_or_skip(tool: &str, args: &[&str], why: &str) -> bool {
     }
     ok
 }
+
+/// One cluster the scenario runs on: its kubeconfig, the namespace, a HOME for the CLI.
+#[allow(dead_code)] // each test binary compiles this module; not all of them use it
+pub struct On<'a> {
+    pub home: &'a Path,
+    pub kubeconfig: &'a Path,
+    pub ns: &'a str,
+}
+
+#[allow(dead_code)]
+impl On<'_> {
+    /// `kubectl-kudo ARGS -n NS`: (exit code, stdout + stderr).
+    pub async fn kudo(&self, args: &[&str]) -> (i32, String) {
+        let out = tokio::process::Command::new(BIN)
+            .args(args)
+            .arg("--kubeconfig")
+            .arg(self.kubeconfig)
+            .args(["-n", self.ns])
+            .env("HOME", self.home)
+            .env_remove("KUBECONFIG")
+            .output()
+            .await
+            .expect("run kubectl-kudo");
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (out.status.code().unwrap_or(-1), text)
+    }
+
+    /// `kubectl ARGS -n NS` (stdin from `input`), which must succeed: its stdout.
+    pub async fn kubectl(&self, args: &[&str], input: Option<&str>) -> String {
+        use tokio::io::AsyncWriteExt;
+        let mut child = tokio::process::Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(self.kubeconfig)
+            .args(["-n", self.ns])
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("run kubectl");
+        let mut stdin = child.stdin.take().expect("stdin");
+        if let Some(text) = input {
+            stdin.write_all(text.as_bytes()).await.expect("write stdin");
+        }
+        drop(stdin);
+        let out = child.wait_with_output().await.expect("kubectl output");
+        assert!(
+            out.status.success(),
+            "kubectl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    pub async fn get(&self, what: &[&str]) -> serde_json::Value {
+        let mut args = vec!["get"];
+        args.extend_from_slice(what);
+        args.extend(["-o", "json", "--show-managed-fields"]);
+        serde_json::from_str(&self.kubectl(&args, None).await).expect("kubectl json")
+    }
+}
