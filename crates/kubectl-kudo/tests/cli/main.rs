@@ -9,6 +9,7 @@ mod argocd_health;
 mod autopilot_cli;
 mod catalog;
 mod dev_cli;
+mod faults;
 mod diagnostics;
 mod exec_cli;
 mod fixtures_cli;

@@ -63,6 +63,7 @@ impl Reconciler<'_> {
         } = read;
         admitted.begin(now);
         let (raw, inst) = self.persist_admission(raw, inst, &admitted, &who).await?;
+        crate::failpoint::hit(crate::failpoint::AFTER_ADMISSION_WRITE);
         self.record_revision(&inst, &uid, &admitted, &ov, now).await;
         Ok(StoredAdmission {
             raw,
@@ -75,7 +76,8 @@ impl Reconciler<'_> {
         })
     }
 
-    /// Records the run this admission started as a revision (see [`crate::revisions`]).
+    /// Records the run this admission started as a revision (see [`crate::revisions`]); a run
+    /// going that was admitted before gets the revision a killed manager may have left unwritten.
     async fn record_revision(
         &self,
         inst: &Instance,
@@ -84,14 +86,18 @@ impl Reconciler<'_> {
         ov: &Arc<OperatorVersion>,
         now: Timestamp,
     ) {
-        if let (Some(by), Some(exec)) = (&admitted.started, &admitted.exec) {
-            let run = crate::revisions::Run {
-                inst,
-                uid,
-                spec: exec,
-                ov,
-            };
-            self.ctx.cluster.revisions.record(&run, by.clone(), now).await;
+        let Some(exec) = &admitted.exec else { return };
+        let run = crate::revisions::Run {
+            inst,
+            uid,
+            spec: exec,
+            ov,
+        };
+        let revisions = &self.ctx.cluster.revisions;
+        match &admitted.started {
+            Some(by) => revisions.record(&run, by.clone(), now).await,
+            None if going(inst, exec) => revisions.resume(&run, now).await,
+            None => {}
         }
     }
 
@@ -107,18 +113,22 @@ impl Reconciler<'_> {
         let run = &input.exec.plan_execution;
         let status = &out.status;
         let ended = kudo_engine::revision::ended(&writes.old_status, status, &run.plan_name, &run.uid);
-        let timing = self
-            .persist_run(input, deleting, writes, out)
-            .await?
-            .filter(|_| !run.plan_name.is_empty());
-        self.ctx
-            .memory
-            .timings
-            .keep(&self.ns, &self.name, timing.as_deref());
+        // The outcome goes on the revision before the status says the run ended: killed in
+        // between, the next manager ends the run again and records it again (the same patch);
+        // the other way round, a kill there left the revision without its outcome for good.
         if let Some(outcome) = ended {
             let revisions = &self.ctx.cluster.revisions;
             revisions.finish(input.stored, &run.uid, outcome, input.now).await;
         }
+        let timing = self
+            .persist_run(input, deleting, writes, out)
+            .await?
+            .filter(|_| !run.plan_name.is_empty());
+        crate::failpoint::hit(crate::failpoint::AFTER_STATUS_WRITE);
+        self.ctx
+            .memory
+            .timings
+            .keep(&self.ns, &self.name, timing.as_deref());
         Ok(())
     }
 
@@ -257,7 +267,7 @@ impl Reconciler<'_> {
         {
             let obj = json!({"apiVersion": api_version, "kind": kind, "metadata": {"name": name}});
             match apply::delete(self.ctx, &obj).await {
-                Ok(None) => {}
+                Ok(None) => crate::failpoint::hit(crate::failpoint::MID_DELETE),
                 Ok(Some(waiting)) => pending.push(waiting),
                 Err(TaskOutcome::Transient(e)) => pending.push(e),
                 Err(other) => pending.push(format!("{other:?}")),
@@ -282,6 +292,7 @@ impl Reconciler<'_> {
         inst: &Instance,
         finalizer: &str,
     ) -> Result<(), ReconcileError> {
+        crate::failpoint::hit(crate::failpoint::MID_DELETE);
         let finalizers: Vec<String> = inst
             .metadata
             .finalizers
@@ -401,6 +412,17 @@ impl Reconciler<'_> {
             ..PatchParams::default()
         }
     }
+}
+
+/// Whether the run `exec` schedules has not ended in `inst`'s status.
+fn going(inst: &Instance, exec: &kudo_api::InstanceSpec) -> bool {
+    let run = &exec.plan_execution;
+    !run.uid.is_empty()
+        && !inst
+            .status
+            .as_ref()
+            .and_then(|s| s.plan_status.get(&run.plan_name))
+            .is_some_and(|ps| ps.uid == run.uid && ps.status.is_terminal())
 }
 
 pub(super) fn resource_version(raw: &DynamicObject) -> Option<String> {
