@@ -22,10 +22,10 @@ pub const ENV: &str = "KUDO_FAILPOINT";
 /// After an object of a plan's step was applied (the server answered), before the step's
 /// status is written.
 pub const AFTER_CHILD_APPLY: &str = "after-child-apply";
-/// After an admission (a new run's uid, the plan's start) was written, before its Events and
-/// the plan's pass.
+/// After an admission (a new run's uid, the plan's start) was written, before its revision,
+/// its Events and the plan's pass.
 pub const AFTER_ADMISSION_WRITE: &str = "after-admission-write";
-/// After a reconcile's status was written, before the revision records the run's end.
+/// After the Instance's status was written (the server answered), before anything else.
 pub const AFTER_STATUS_WRITE: &str = "after-status-write";
 /// Before an Event on the Instance is published.
 pub const BEFORE_EVENT: &str = "before-event";

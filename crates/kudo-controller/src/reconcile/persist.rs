@@ -63,7 +63,6 @@ impl Reconciler<'_> {
         } = read;
         admitted.begin(now);
         let (raw, inst) = self.persist_admission(raw, inst, &admitted, &who).await?;
-        crate::failpoint::hit(crate::failpoint::AFTER_ADMISSION_WRITE);
         self.record_revision(&inst, &uid, &admitted, &ov, now).await;
         Ok(StoredAdmission {
             raw,
@@ -124,7 +123,6 @@ impl Reconciler<'_> {
             .persist_run(input, deleting, writes, out)
             .await?
             .filter(|_| !run.plan_name.is_empty());
-        crate::failpoint::hit(crate::failpoint::AFTER_STATUS_WRITE);
         self.ctx
             .memory
             .timings
@@ -153,6 +151,7 @@ impl Reconciler<'_> {
             .await?;
         Ok(match written {
             Some(updated) => {
+                crate::failpoint::hit(crate::failpoint::AFTER_ADMISSION_WRITE);
                 // The pass below continues from exactly this version: its event is an echo.
                 self.echo(&updated);
                 let i = decode_instance(&updated, who)?;
@@ -346,6 +345,7 @@ impl Reconciler<'_> {
             .patch_status(&self.name, &self.patch_params(), &Patch::Merge(body))
             .await?
             .0;
+        crate::failpoint::hit(crate::failpoint::AFTER_STATUS_WRITE);
         self.wrote(&updated);
         // A status change decides nothing a fresh reconcile would decide differently (admission
         // reads the spec): its event is an echo.

@@ -59,7 +59,7 @@ plans:
             tasks: [goodbye]
 "#;
 
-const PARAMS: &str = "apiVersion: kudo.dev/v1beta1\nparameters:\n  - name: ROUND\n    default: \"0\"\n  - name: REPLICAS\n    default: \"1\"\n  - name: JOB_SECONDS\n    default: \"0.3\"\n";
+const PARAMS: &str = "apiVersion: kudo.dev/v1beta1\nparameters:\n  - name: ROUND\n    default: \"0\"\n  - name: REPLICAS\n    default: \"1\"\n  - name: JOB_SECONDS\n    default: \"0.6\"\n";
 
 fn config(name: &str) -> String {
     format!(
