@@ -71,7 +71,9 @@ fn armed() -> &'static Option<Armed> {
     ARMED.get_or_init(|| {
         let value = std::env::var(ENV).ok()?;
         let Some((name, nth)) = parse(&value) else {
-            eprintln!("kudo failpoint: ignoring {ENV}={value:?} (want one of {POINTS:?}, optionally :N with N >= 1)");
+            eprintln!(
+                "kudo failpoint: ignoring {ENV}={value:?} (want one of {POINTS:?}, optionally :N with N >= 1)"
+            );
             return None;
         };
         Some(Armed {

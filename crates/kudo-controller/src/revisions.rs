@@ -63,7 +63,10 @@ impl Recorded {
     }
 
     fn has(&self, run_uid: &str) -> bool {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).contains_key(run_uid)
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains_key(run_uid)
     }
 
     fn take(&self, run_uid: &str) -> Option<String> {
@@ -178,7 +181,11 @@ impl Revisions {
         match api.list(&ListParams::default().labels(&selector)).await {
             Ok(l) if l.items.is_empty() => self.record(run, StartedBy::User, now).await,
             Ok(l) => {
-                if let Some(name) = l.items.first().and_then(|r| kube::Resource::meta(r).name.as_deref()) {
+                if let Some(name) = l
+                    .items
+                    .first()
+                    .and_then(|r| kube::Resource::meta(r).name.as_deref())
+                {
                     self.recorded.remember(run_uid, name);
                 }
             }

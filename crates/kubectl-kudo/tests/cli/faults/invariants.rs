@@ -49,9 +49,19 @@ pub struct Checker {
     pub violations: Vec<String>,
 }
 
-fn watch<K>(client: &kube::Client, ns: &str, kind: &'static str, seen: Arc<Mutex<Seen>>) -> tokio::task::JoinHandle<()>
+fn watch<K>(
+    client: &kube::Client,
+    ns: &str,
+    kind: &'static str,
+    seen: Arc<Mutex<Seen>>,
+) -> tokio::task::JoinHandle<()>
 where
-    K: kube::Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope> + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
+    K: kube::Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + 'static,
 {
     let api: Api<K> = Api::namespaced(client.clone(), ns);
     let config = watcher::Config::default().labels("heritage=kudo");
@@ -109,7 +119,8 @@ impl Checker {
             if ps["status"] == "FATAL_ERROR" && !self.steps.contains_key(&fatal) {
                 let mut text = ps.to_string();
                 text.truncate(600);
-                self.violations.push(format!("{label}: plan {plan} run {uid} FATAL_ERROR: {text}"));
+                self.violations
+                    .push(format!("{label}: plan {plan} run {uid} FATAL_ERROR: {text}"));
                 self.steps.insert(fatal, String::new());
             }
             for ph in ps["phases"].as_array().into_iter().flatten() {
@@ -121,7 +132,10 @@ impl Checker {
                         && now != "COMPLETE"
                         && !uid.is_empty()
                     {
-                        self.violations.push(format!("{label}: step {} of run {uid} went COMPLETE → {now}", key.1));
+                        self.violations.push(format!(
+                            "{label}: step {} of run {uid} went COMPLETE → {now}",
+                            key.1
+                        ));
                     }
                     self.steps.insert(key, now);
                 }
@@ -134,7 +148,8 @@ impl Checker {
         let s = self.seen.lock().unwrap();
         for (key, uids) in &s.uids {
             if uids.len() > 1 {
-                self.violations.push(format!("{label}: {key} was recreated: uids {uids:?}"));
+                self.violations
+                    .push(format!("{label}: {key} was recreated: uids {uids:?}"));
             }
         }
         for key in &s.deletes {
@@ -146,7 +161,8 @@ impl Checker {
     pub async fn check_history(&mut self, instance_uid: &str, runs: usize) {
         let started = self.plan_started().await;
         if started != runs as u64 {
-            self.violations.push(format!("{started} PlanStarted Events for {runs} plan runs"));
+            self.violations
+                .push(format!("{started} PlanStarted Events for {runs} plan runs"));
         }
         let revs = kudo_client::revisions::list(&self.client, &self.ns, &self.instance, instance_uid)
             .await
@@ -157,7 +173,9 @@ impl Checker {
         let first = (runs as u64).saturating_sub(HISTORY_LIMIT) + 1;
         let want: Vec<u64> = (first..=runs as u64).collect();
         if numbers != want {
-            self.violations.push(format!("revisions {numbers:?}, want {want:?} (one per run, consecutive)"));
+            self.violations.push(format!(
+                "revisions {numbers:?}, want {want:?} (one per run, consecutive)"
+            ));
         }
     }
 

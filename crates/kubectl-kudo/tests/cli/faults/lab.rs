@@ -54,7 +54,9 @@ impl Lab {
         let ns = format!("{prefix}-{}", &id[..8]);
         let nss: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
         let body = serde_json::from_value(json!({"metadata": {"name": ns}})).unwrap();
-        nss.create(&PostParams::default(), &body).await.expect("create the namespace");
+        nss.create(&PostParams::default(), &body)
+            .await
+            .expect("create the namespace");
         let home = tempfile::tempdir().unwrap();
         let logs = home.path().join("logs");
         std::fs::create_dir_all(&logs).unwrap();

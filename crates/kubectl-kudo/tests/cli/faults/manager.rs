@@ -34,15 +34,20 @@ impl Manager {
             .open(log)
             .expect("manager log");
         let mut cmd = tokio::process::Command::new(BIN);
-        cmd.args(["manager", "--leader-elect=false", "--metrics-address", "127.0.0.1:0"])
-            .args(["--watch-namespace", ns, "--debounce-ms", "0", "--kubeconfig"])
-            .arg(kubeconfig)
-            .env("HOME", home)
-            .env("RUST_LOG", "info")
-            .env_remove("KUDO_FAILPOINT")
-            .stdout(Stdio::null())
-            .stderr(file)
-            .kill_on_drop(true);
+        cmd.args([
+            "manager",
+            "--leader-elect=false",
+            "--metrics-address",
+            "127.0.0.1:0",
+        ])
+        .args(["--watch-namespace", ns, "--debounce-ms", "0", "--kubeconfig"])
+        .arg(kubeconfig)
+        .env("HOME", home)
+        .env("RUST_LOG", "info")
+        .env_remove("KUDO_FAILPOINT")
+        .stdout(Stdio::null())
+        .stderr(file)
+        .kill_on_drop(true);
         if let Some(fp) = failpoint {
             cmd.env("KUDO_FAILPOINT", fp);
         }

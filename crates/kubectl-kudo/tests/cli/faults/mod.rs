@@ -88,14 +88,22 @@ impl Fault {
 /// Where the plan of a round stands in `inst`: the runs in `prior` are older rounds'.
 fn classify(inst: Option<&Value>, prior: &BTreeSet<String>, shape: Shape) -> When {
     let Some(inst) = inst else {
-        return if shape == Shape::Uninstall { When::After } else { When::Before };
+        return if shape == Shape::Uninstall {
+            When::After
+        } else {
+            When::Before
+        };
     };
     let new = inst["status"]["planStatus"]
         .as_object()
         .into_iter()
         .flatten()
         .map(|(_, ps)| ps)
-        .find(|ps| ps["uid"].as_str().is_some_and(|u| !u.is_empty() && !prior.contains(u)));
+        .find(|ps| {
+            ps["uid"]
+                .as_str()
+                .is_some_and(|u| !u.is_empty() && !prior.contains(u))
+        });
     // A change admitted (its run's uid stored in the spec) is a run begun, even before its
     // first status write.
     let admitted = inst["spec"]["planExecution"]["uid"]
@@ -121,7 +129,9 @@ fn ended(inst: Option<&Value>, prior: &BTreeSet<String>, shape: Shape) -> Option
             .map(|(_, ps)| ps)
             .find(|ps| {
                 ps["status"] == "COMPLETE"
-                    && ps["uid"].as_str().is_some_and(|u| !u.is_empty() && !prior.contains(u))
+                    && ps["uid"]
+                        .as_str()
+                        .is_some_and(|u| !u.is_empty() && !prior.contains(u))
             })
             .map(|ps| ps["uid"].as_str().unwrap_or_default().to_string())
             .filter(|_| shape != Shape::Uninstall),
@@ -148,18 +158,30 @@ impl Rounds {
         let r = format!("ROUND={round}");
         let (v1, v2) = (self.lab.packages.0.clone(), self.lab.packages.1.clone());
         match shape {
-            Shape::Deploy => self.lab.kudo(&["install", v1.to_str().unwrap(), "--instance", INSTANCE, "-p", &r]).await,
+            Shape::Deploy => {
+                self.lab
+                    .kudo(&["install", v1.to_str().unwrap(), "--instance", INSTANCE, "-p", &r])
+                    .await
+            }
             Shape::Update => self.lab.kudo(&["update", "--instance", INSTANCE, "-p", &r]).await,
             Shape::Upgrade => {
                 self.before_upgrade = self.runs.len();
-                self.lab.kudo(&["upgrade", v2.to_str().unwrap(), "--instance", INSTANCE]).await
+                self.lab
+                    .kudo(&["upgrade", v2.to_str().unwrap(), "--instance", INSTANCE])
+                    .await
             }
             Shape::Rollback => {
                 // Back to the last run before the upgrade (0.1.0): revision n is the n-th run.
                 let to = self.before_upgrade.to_string();
-                self.lab.kudo(&["rollback", "--instance", INSTANCE, "--to-revision", &to]).await
+                self.lab
+                    .kudo(&["rollback", "--instance", INSTANCE, "--to-revision", &to])
+                    .await
             }
-            Shape::Trigger => self.lab.kudo(&["plan", "trigger", "--name", "deploy", "--instance", INSTANCE]).await,
+            Shape::Trigger => {
+                self.lab
+                    .kudo(&["plan", "trigger", "--name", "deploy", "--instance", INSTANCE])
+                    .await
+            }
             Shape::Uninstall => self.lab.kudo(&["uninstall", "--instance", INSTANCE]).await,
         };
     }
@@ -206,7 +228,11 @@ impl Rounds {
     /// One round: the change, up to `kills` faulted lives, then one life without faults to the
     /// plan's end (90 s at most).
     async fn round(&mut self, shape: Shape, round: usize, kills: usize) {
-        println!("--- round {round}: {} ({} kills so far)", shape.name(), self.tally.totals().0);
+        println!(
+            "--- round {round}: {} ({} kills so far)",
+            shape.name(),
+            self.tally.totals().0
+        );
         self.change(shape, round).await;
         let prior: BTreeSet<String> = self.runs.iter().cloned().collect();
         for _ in 0..kills {
@@ -216,18 +242,22 @@ impl Rounds {
                 Fault::Delay(_) => None,
             };
             let mut m = self.lab.manager(fp, None);
-            self.drive(&mut m, Some(&fault), shape, Duration::from_secs(6)).await;
+            self.drive(&mut m, Some(&fault), shape, Duration::from_secs(6))
+                .await;
             let fired = m.kill().await == manager::End::FailPoint;
             let inst = self.lab.instance().await;
             let when = classify(inst.as_ref(), &prior, shape);
             self.tally.kill(shape.name(), &fault.label(), fired, when);
             if let Some(i) = &inst {
-                self.checker.snapshot(i, &format!("{} round {round}", shape.name()));
+                self.checker
+                    .snapshot(i, &format!("{} round {round}", shape.name()));
             }
             if when == When::After {
                 break;
             }
-            let rv = inst.as_ref().and_then(|i| i["metadata"]["resourceVersion"].as_str().map(String::from));
+            let rv = inst
+                .as_ref()
+                .and_then(|i| i["metadata"]["resourceVersion"].as_str().map(String::from));
             if when == When::During {
                 self.pending = Some((Instant::now(), shape.name().into(), fault.label(), rv));
             }
@@ -260,10 +290,19 @@ impl Rounds {
 
 /// The order of the rounds after the install: every shape in turn, an upgrade always followed
 /// (after an update) by the rollback to its 0.1.0.
-const CYCLE: [Shape; 5] = [Shape::Update, Shape::Upgrade, Shape::Update, Shape::Rollback, Shape::Trigger];
+const CYCLE: [Shape; 5] = [
+    Shape::Update,
+    Shape::Upgrade,
+    Shape::Update,
+    Shape::Rollback,
+    Shape::Trigger,
+];
 
 fn env_u64(name: &str, default: u64) -> u64 {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
 
 /// `FAULTS` kills (300 by default) over every plan shape; every invariant holds after each.
@@ -302,15 +341,30 @@ async fn faults_kill_points_over_every_plan_shape_leave_every_plan_complete() {
     r.lab.finish().await;
     let bad = manager::bad_lines(&r.lab.logs);
     assert!(bad.is_empty(), "manager logs: {bad:#?}");
-    assert!(r.checker.violations.is_empty(), "invariants: {:#?}", r.checker.violations);
+    assert!(
+        r.checker.violations.is_empty(),
+        "invariants: {:#?}",
+        r.checker.violations
+    );
     let (kills, during) = r.tally.totals();
     assert!(kills >= target, "{kills} kills, wanted {target}");
-    assert!(during * 2 >= target, "only {during} of {kills} kills landed mid-plan");
+    assert!(
+        during * 2 >= target,
+        "only {during} of {kills} kills landed mid-plan"
+    );
 }
 
 fn report(r: &Rounds, seed: u64, started: Instant) {
     let (kills, during) = r.tally.totals();
-    println!("\n=== fault table (seed {seed}, {} plan runs, {} watch events, {:.0} s)", r.runs.len(), r.checker.events(), started.elapsed().as_secs_f64());
+    println!(
+        "\n=== fault table (seed {seed}, {} plan runs, {} watch events, {:.0} s)",
+        r.runs.len(),
+        r.checker.events(),
+        started.elapsed().as_secs_f64()
+    );
     println!("{}", r.tally.table());
-    println!("kills {kills}, mid-plan {during}, violations {}", r.checker.violations.len());
+    println!(
+        "kills {kills}, mid-plan {during}, violations {}",
+        r.checker.violations.len()
+    );
 }

@@ -54,7 +54,10 @@ async fn restart_api_server() -> Duration {
     let dir = PathBuf::from(std::env::var("KUDO_FAULTS_CLUSTER_DIR").expect("KUDO_FAULTS_CLUSTER_DIR"));
     let pid = std::fs::read_to_string(dir.join("run/kube-apiserver.pid")).expect("the API server's pid");
     let at = Instant::now();
-    let st = std::process::Command::new("kill").args(["-KILL", pid.trim()]).status().unwrap();
+    let st = std::process::Command::new("kill")
+        .args(["-KILL", pid.trim()])
+        .status()
+        .unwrap();
     assert!(st.success(), "kill the API server");
     tokio::time::sleep(Duration::from_secs(3)).await;
     let kit = std::env::var("KUDO_FAULTS_KIT").expect("KUDO_FAULTS_KIT");
@@ -64,7 +67,11 @@ async fn restart_api_server() -> Duration {
         .output()
         .await
         .unwrap();
-    assert!(out.status.success(), "start.sh: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "start.sh: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     at.elapsed()
 }
 
@@ -76,11 +83,23 @@ async fn faults_an_api_outage_and_an_api_server_restart_mid_plan_leave_the_plans
     let proxy = super::proxy::Proxy::start(&upstream(&lab.kubeconfig)).await;
     let (via, _) = via_proxy(&lab.kubeconfig, proxy.port, lab.home.path());
     let v1 = lab.packages.0.clone();
-    lab.kudo(&["install", v1.to_str().unwrap(), "--instance", INSTANCE, "-p", "JOB_SECONDS=15"])
-        .await;
+    lab.kudo(&[
+        "install",
+        v1.to_str().unwrap(),
+        "--instance",
+        INSTANCE,
+        "-p",
+        "JOB_SECONDS=15",
+    ])
+    .await;
     let mut m = lab.manager(None, Some(&via));
     let mut runs = Vec::new();
-    assert!(wait_for(&lab, &runs, "job", Duration::from_secs(60)).await.is_some(), "mid-plan");
+    assert!(
+        wait_for(&lab, &runs, "job", Duration::from_secs(60))
+            .await
+            .is_some(),
+        "mid-plan"
+    );
     proxy.refuse();
     tokio::time::sleep(Duration::from_secs(10)).await;
     proxy.black_hole().await;
@@ -88,12 +107,29 @@ async fn faults_an_api_outage_and_an_api_server_restart_mid_plan_leave_the_plans
     proxy.pass().await;
     let back = Instant::now();
     let uid = wait_for(&lab, &runs, "COMPLETE", Duration::from_secs(120)).await;
-    println!("=== outage: 10 s refused + 20 s black-holed mid-plan; COMPLETE {:.1} s after", back.elapsed().as_secs_f64());
+    println!(
+        "=== outage: 10 s refused + 20 s black-holed mid-plan; COMPLETE {:.1} s after",
+        back.elapsed().as_secs_f64()
+    );
     runs.push(uid.expect("the deploy completes after the outage"));
     checker.snapshot(&lab.instance().await.unwrap(), "after the outage");
 
-    lab.kudo(&["update", "--instance", INSTANCE, "-p", "ROUND=1", "-p", "JOB_SECONDS=8"]).await;
-    assert!(wait_for(&lab, &runs, "job", Duration::from_secs(60)).await.is_some(), "mid-plan");
+    lab.kudo(&[
+        "update",
+        "--instance",
+        INSTANCE,
+        "-p",
+        "ROUND=1",
+        "-p",
+        "JOB_SECONDS=8",
+    ])
+    .await;
+    assert!(
+        wait_for(&lab, &runs, "job", Duration::from_secs(60))
+            .await
+            .is_some(),
+        "mid-plan"
+    );
     let away = restart_api_server().await;
     let back = Instant::now();
     let uid = wait_for(&lab, &runs, "COMPLETE", Duration::from_secs(120)).await;
@@ -108,16 +144,25 @@ async fn faults_an_api_outage_and_an_api_server_restart_mid_plan_leave_the_plans
     let inst = lab.instance().await.unwrap();
     checker.snapshot(&inst, "after the restart");
     checker.check_objects("after the restart");
-    checker.check_history(inst["metadata"]["uid"].as_str().unwrap(), runs.len()).await;
+    checker
+        .check_history(inst["metadata"]["uid"].as_str().unwrap(), runs.len())
+        .await;
     checker.stop();
     lab.finish().await;
-    assert!(manager::bad_lines(&lab.logs).is_empty(), "{:#?}", manager::bad_lines(&lab.logs));
+    assert!(
+        manager::bad_lines(&lab.logs).is_empty(),
+        "{:#?}",
+        manager::bad_lines(&lab.logs)
+    );
     assert!(checker.violations.is_empty(), "{:#?}", checker.violations);
 }
 
 /// The API server's `host:port` in `kubeconfig`.
 fn upstream(kubeconfig: &Path) -> String {
     let text = std::fs::read_to_string(kubeconfig).unwrap();
-    let server = text.lines().find_map(|l| l.trim().strip_prefix("server:")).expect("server");
+    let server = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("server:"))
+        .expect("server");
     server.trim().trim_start_matches("https://").to_string()
 }

@@ -70,7 +70,9 @@ impl Proxy {
     pub async fn black_hole(&self) {
         self.frozen.store(true, std::sync::atomic::Ordering::SeqCst);
         if self.tasks.lock().unwrap().is_empty() {
-            let listener = TcpListener::bind(("127.0.0.1", self.port)).await.expect("bind again");
+            let listener = TcpListener::bind(("127.0.0.1", self.port))
+                .await
+                .expect("bind again");
             self.serve(listener);
         }
     }
@@ -80,7 +82,9 @@ impl Proxy {
         self.frozen.store(false, std::sync::atomic::Ordering::SeqCst);
         self.held.lock().unwrap().clear();
         if self.tasks.lock().unwrap().is_empty() {
-            let listener = TcpListener::bind(("127.0.0.1", self.port)).await.expect("bind again");
+            let listener = TcpListener::bind(("127.0.0.1", self.port))
+                .await
+                .expect("bind again");
             self.serve(listener);
         }
     }
@@ -95,7 +99,9 @@ impl Drop for Proxy {
 /// Copies bytes both ways, in chunks; while `frozen`, stops reading (the bytes wait in the
 /// kernel's buffers, and nothing is closed).
 async fn forward(inbound: TcpStream, upstream: String, frozen: Arc<std::sync::atomic::AtomicBool>) {
-    let Ok(outbound) = TcpStream::connect(&upstream).await else { return };
+    let Ok(outbound) = TcpStream::connect(&upstream).await else {
+        return;
+    };
     let (ri, wi) = inbound.into_split();
     let (ro, wo) = outbound.into_split();
     // One task for both directions: aborting it (a refusal) closes both sockets.

@@ -19,9 +19,15 @@ fn package(dir: &Path) -> std::path::PathBuf {
     let root = dir.join("twosteps");
     std::fs::create_dir_all(root.join("templates")).unwrap();
     std::fs::write(root.join("operator.yaml"), OPERATOR).unwrap();
-    std::fs::write(root.join("params.yaml"), "apiVersion: kudo.dev/v1beta1\nparameters:\n  - name: V\n    default: \"0\"\n").unwrap();
+    std::fs::write(
+        root.join("params.yaml"),
+        "apiVersion: kudo.dev/v1beta1\nparameters:\n  - name: V\n    default: \"0\"\n",
+    )
+    .unwrap();
     for step in ["one", "two"] {
-        let cm = format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{{{ .Name }}}}-{step}\ndata:\n  v: \"{{{{ .Params.V }}}}\"\n");
+        let cm = format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{{{ .Name }}}}-{step}\ndata:\n  v: \"{{{{ .Params.V }}}}\"\n"
+        );
         std::fs::write(root.join(format!("templates/{step}.yaml")), cm).unwrap();
     }
     root
@@ -29,7 +35,13 @@ fn package(dir: &Path) -> std::path::PathBuf {
 
 /// Lives of the manager with `failpoint` armed until the deploy run not in `prior` is COMPLETE
 /// (each aborts at its point or is killed after 5 s), then the run's uid.
-async fn run_through(kubeconfig: &Path, home: &Path, failpoint: &str, prior: &[String], client: &kube::Client) -> String {
+async fn run_through(
+    kubeconfig: &Path,
+    home: &Path,
+    failpoint: &str,
+    prior: &[String],
+    client: &kube::Client,
+) -> String {
     let ar = kudo_kube::discovery::known_resource("kudo.dev", "Instance");
     let api: kube::Api<kube::api::DynamicObject> = kube::Api::namespaced_with(client.clone(), "default", &ar);
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -52,12 +64,16 @@ async fn run_through(kubeconfig: &Path, home: &Path, failpoint: &str, prior: &[S
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_manager_killed_between_its_writes_leaves_every_run_its_revision_and_outcome() {
-    let server = kudo_apiserver::ApiServer::start(kudo_apiserver::Config::default()).await.expect("server");
+    let server = kudo_apiserver::ApiServer::start(kudo_apiserver::Config::default())
+        .await
+        .expect("server");
     let home = tempfile::tempdir().unwrap();
     let kubeconfig = home.path().join("kubeconfig");
     server.write_kubeconfig(&kubeconfig).expect("kubeconfig");
     let client = kube::Client::try_from(kube::Config::new(server.url().parse().unwrap())).unwrap();
-    kudo_controller::install_crds(&client, "test", Duration::from_secs(30)).await.expect("crds");
+    kudo_controller::install_crds(&client, "test", Duration::from_secs(30))
+        .await
+        .expect("crds");
     let kudo = |args: &[&str]| {
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_kubectl-kudo"))
             .args(args)
@@ -66,31 +82,55 @@ async fn a_manager_killed_between_its_writes_leaves_every_run_its_revision_and_o
             .env("HOME", home.path())
             .output()
             .unwrap();
-        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     };
     let pkg = package(home.path());
     kudo(&["install", pkg.to_str().unwrap(), "--instance", "r"]);
     // Every life dies right after its admission write, then after each status write.
     let first = run_through(&kubeconfig, home.path(), "after-admission-write:1", &[], &client).await;
     kudo(&["update", "--instance", "r", "-p", "V=1"]);
-    let second = run_through(&kubeconfig, home.path(), "after-admission-write:1", &[first.clone()], &client).await;
+    let second = run_through(
+        &kubeconfig,
+        home.path(),
+        "after-admission-write:1",
+        &[first.clone()],
+        &client,
+    )
+    .await;
     kudo(&["update", "--instance", "r", "-p", "V=2"]);
     let prior = [first.clone(), second.clone()];
     let third = run_through(&kubeconfig, home.path(), "after-status-write:1", &prior, &client).await;
     let inst_uid = {
         let ar = kudo_kube::discovery::known_resource("kudo.dev", "Instance");
-        let api: kube::Api<kube::api::DynamicObject> = kube::Api::namespaced_with(client.clone(), "default", &ar);
+        let api: kube::Api<kube::api::DynamicObject> =
+            kube::Api::namespaced_with(client.clone(), "default", &ar);
         api.get("r").await.unwrap().metadata.uid.unwrap()
     };
-    let revs = kudo_client::revisions::list(&client, "default", "r", &inst_uid).await.unwrap();
+    let revs = kudo_client::revisions::list(&client, "default", "r", &inst_uid)
+        .await
+        .unwrap();
     let got: Vec<(u64, String, Option<String>)> = revs
         .iter()
-        .map(|r| (r.number, r.data.plan_uid.clone(), r.outcome.map(|o| format!("{o:?}"))))
+        .map(|r| {
+            (
+                r.number,
+                r.data.plan_uid.clone(),
+                r.outcome.map(|o| format!("{o:?}")),
+            )
+        })
         .collect();
     let done = Some("Complete".to_string());
     assert_eq!(
         got,
-        vec![(1, first, done.clone()), (2, second, done.clone()), (3, third, done)],
+        vec![
+            (1, first, done.clone()),
+            (2, second, done.clone()),
+            (3, third, done)
+        ],
         "one revision per run, each with its outcome"
     );
     server.shutdown().await;
