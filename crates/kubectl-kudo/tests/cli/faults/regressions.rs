@@ -97,7 +97,7 @@ async fn a_manager_killed_between_its_writes_leaves_every_run_its_revision_and_o
         &kubeconfig,
         home.path(),
         "after-admission-write:1",
-        &[first.clone()],
+        std::slice::from_ref(&first),
         &client,
     )
     .await;
