@@ -93,9 +93,11 @@ impl Reconciler<'_> {
             ov,
         };
         let revisions = &self.ctx.cluster.revisions;
+        // Boxed: the reconcile's future is large already, and debug builds run it on test
+        // threads' 2 MiB stacks.
         match &admitted.started {
-            Some(by) => revisions.record(&run, by.clone(), now).await,
-            None if going(inst, exec) => revisions.resume(&run, now).await,
+            Some(by) => Box::pin(revisions.record(&run, by.clone(), now)).await,
+            None if going(inst, exec) => Box::pin(revisions.resume(&run, now)).await,
             None => {}
         }
     }
@@ -117,7 +119,7 @@ impl Reconciler<'_> {
         // the other way round, a kill there left the revision without its outcome for good.
         if let Some(outcome) = ended {
             let revisions = &self.ctx.cluster.revisions;
-            revisions.finish(input.stored, &run.uid, outcome, input.now).await;
+            Box::pin(revisions.finish(input.stored, &run.uid, outcome, input.now)).await;
         }
         let timing = self
             .persist_run(input, deleting, writes, out)
