@@ -162,6 +162,7 @@ pub(crate) async fn apply_for_task(
     let live = serde_json::to_value(&live).map_err(|e| TaskOutcome::Transient(e.to_string()))?;
     tracing::debug!(object = %describe(obj), "applied");
     ctx.metrics.object_applied();
+    crate::failpoint::hit(crate::failpoint::AFTER_CHILD_APPLY);
     ctx.memory.applied.record(obj, &live);
     applied_echo(ctx, obj, &name, &live);
     judge(ctx, with_type(live, obj))

@@ -75,6 +75,7 @@ mod child_store;
 mod context;
 mod echoes;
 mod events;
+pub mod failpoint;
 mod hook;
 pub mod impersonation;
 mod lean;

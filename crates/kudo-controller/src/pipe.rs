@@ -146,6 +146,7 @@ pub async fn run(
             Err(e) => return fatal(format!("task {task}: {e}")),
         }
     }
+    crate::failpoint::hit(crate::failpoint::MID_PIPE);
     for a in &artifacts {
         match apply_for_task(ctx, a, cluster).await {
             Ok(_) => {}

@@ -41,6 +41,8 @@ pub(crate) struct Revisions {
     client: kube::Client,
     limit: usize,
     recorded: Recorded,
+    /// Runs [`Revisions::resume`] looked up already (bounded like [`Recorded`]).
+    resumed: Mutex<std::collections::HashSet<String>>,
 }
 
 /// The revision this manager recorded for each run still going, by the run's uid: where its
@@ -58,6 +60,13 @@ impl Recorded {
             map.clear();
         }
         map.insert(run_uid.to_string(), revision.to_string());
+    }
+
+    fn has(&self, run_uid: &str) -> bool {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains_key(run_uid)
     }
 
     fn take(&self, run_uid: &str) -> Option<String> {
@@ -80,6 +89,7 @@ impl Revisions {
             client,
             limit,
             recorded: Recorded::default(),
+            resumed: Mutex::default(),
         }
     }
 
@@ -145,6 +155,42 @@ impl Revisions {
             self.recorded.remember(&data.plan_uid, name);
         }
         Ok(created)
+    }
+
+    /// A run found going that this manager did not record: a manager killed between the run's
+    /// admission write and its revision left it without one, which is recorded now (as started
+    /// by a user: the origin is not stored in the Instance). One LIST per such run per process;
+    /// a run whose revision exists is remembered for its outcome.
+    pub async fn resume(&self, run: &Run<'_>, now: Timestamp) {
+        let run_uid = run.spec.plan_execution.uid.as_str();
+        if run_uid.is_empty() || self.recorded.has(run_uid) {
+            return;
+        }
+        {
+            let mut seen = self.resumed.lock().unwrap_or_else(|e| e.into_inner());
+            if seen.len() >= Recorded::CAP {
+                seen.clear();
+            }
+            if !seen.insert(run_uid.to_string()) {
+                return;
+            }
+        }
+        let ns = run.inst.metadata.namespace.as_deref().unwrap_or_default();
+        let api: Api<Lean> = api(&self.client, ns);
+        let selector = format!("{}={}", revision::RUN_LABEL, revision::label_value(run_uid));
+        match api.list(&ListParams::default().labels(&selector)).await {
+            Ok(l) if l.items.is_empty() => self.record(run, StartedBy::User, now).await,
+            Ok(l) => {
+                if let Some(name) = l
+                    .items
+                    .first()
+                    .and_then(|r| kube::Resource::meta(r).name.as_deref())
+                {
+                    self.recorded.remember(run_uid, name);
+                }
+            }
+            Err(e) => warn!(error = %e, "cannot look up the revision of a resumed run"),
+        }
     }
 
     /// Records the outcome of the run `uid` on its revision (the run's plan status just became

@@ -284,6 +284,7 @@ impl Replica {
         }
         for n in shards {
             let Some(l) = seen.shards.get(n) else { continue };
+            crate::failpoint::hit(crate::failpoint::SHARD_HANDOVER);
             match self.free(l).await {
                 Ok(()) => info!(shard = n, "released the shard (above this replica's fair share)"),
                 Err(e) => debug!(shard = n, error = %e, "releasing a shard failed; it expires by itself"),

@@ -12,6 +12,7 @@ mod catalog;
 mod dev_cli;
 mod diagnostics;
 mod exec_cli;
+mod faults;
 mod fixtures_cli;
 mod gitops_cli;
 mod init_cli;

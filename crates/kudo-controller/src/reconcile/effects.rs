@@ -20,19 +20,6 @@ impl Reconciler<'_> {
         }
     }
 
-    /// Publishes the Events and logs the lines among `effects` now (before the status this
-    /// reconcile writes exists); returns the status changes and requeues, for [`Self::execute`].
-    pub(super) async fn execute_now(&self, raw: &DynamicObject, effects: &[Effect]) -> Vec<Effect> {
-        let mut later = Vec::new();
-        for e in effects {
-            match e {
-                Effect::Status(_) | Effect::Requeue(_) => later.push(e.clone()),
-                other => self.publish(raw, other).await,
-            }
-        }
-        later
-    }
-
     /// Executes an Event or a log line.
     async fn publish(&self, raw: &DynamicObject, e: &Effect) {
         match e {

@@ -27,8 +27,8 @@ pub(super) struct Initiated {
     /// The sensitive parameters' values, read once for the reconcile: the rotation check, the
     /// pass and the drift check share them.
     pub sourced: Sourced,
-    /// The effects to execute once the admission is stored (the Events and lines among the
-    /// initiators' first effects were published already).
+    /// The effects to execute once the admission is stored, the initiators' Events and lines
+    /// first.
     pub later: Vec<Effect>,
 }
 
@@ -53,7 +53,10 @@ impl Reconciler<'_> {
             }
         }
         let adm = run.finish();
-        let mut later = self.execute_now(&read.raw, &adm.effects).await;
+        // Nothing is published before the admission is stored: a manager killed in between
+        // would have announced a run (PlanStarted) that the next manager admits under another
+        // uid and announces again.
+        let mut later = adm.effects;
         later.extend(adm.stored);
         let admitted = adm
             .admitted

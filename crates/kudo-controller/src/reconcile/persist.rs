@@ -75,7 +75,8 @@ impl Reconciler<'_> {
         })
     }
 
-    /// Records the run this admission started as a revision (see [`crate::revisions`]).
+    /// Records the run this admission started as a revision (see [`crate::revisions`]); a run
+    /// going that was admitted before gets the revision a killed manager may have left unwritten.
     async fn record_revision(
         &self,
         inst: &Instance,
@@ -84,14 +85,20 @@ impl Reconciler<'_> {
         ov: &Arc<OperatorVersion>,
         now: Timestamp,
     ) {
-        if let (Some(by), Some(exec)) = (&admitted.started, &admitted.exec) {
-            let run = crate::revisions::Run {
-                inst,
-                uid,
-                spec: exec,
-                ov,
-            };
-            self.ctx.cluster.revisions.record(&run, by.clone(), now).await;
+        let Some(exec) = &admitted.exec else { return };
+        let run = crate::revisions::Run {
+            inst,
+            uid,
+            spec: exec,
+            ov,
+        };
+        let revisions = &self.ctx.cluster.revisions;
+        // Boxed: the reconcile's future is large already, and debug builds run it on test
+        // threads' 2 MiB stacks.
+        match &admitted.started {
+            Some(by) => Box::pin(revisions.record(&run, by.clone(), now)).await,
+            None if going(inst, exec) => Box::pin(revisions.resume(&run, now)).await,
+            None => {}
         }
     }
 
@@ -107,6 +114,13 @@ impl Reconciler<'_> {
         let run = &input.exec.plan_execution;
         let status = &out.status;
         let ended = kudo_engine::revision::ended(&writes.old_status, status, &run.plan_name, &run.uid);
+        // The outcome goes on the revision before the status says the run ended: killed in
+        // between, the next manager ends the run again and records it again (the same patch);
+        // the other way round, a kill there left the revision without its outcome for good.
+        if let Some(outcome) = ended {
+            let revisions = &self.ctx.cluster.revisions;
+            Box::pin(revisions.finish(input.stored, &run.uid, outcome, input.now)).await;
+        }
         let timing = self
             .persist_run(input, deleting, writes, out)
             .await?
@@ -115,10 +129,6 @@ impl Reconciler<'_> {
             .memory
             .timings
             .keep(&self.ns, &self.name, timing.as_deref());
-        if let Some(outcome) = ended {
-            let revisions = &self.ctx.cluster.revisions;
-            revisions.finish(input.stored, &run.uid, outcome, input.now).await;
-        }
         Ok(())
     }
 
@@ -143,6 +153,7 @@ impl Reconciler<'_> {
             .await?;
         Ok(match written {
             Some(updated) => {
+                crate::failpoint::hit(crate::failpoint::AFTER_ADMISSION_WRITE);
                 // The pass below continues from exactly this version: its event is an echo.
                 self.echo(&updated);
                 let i = decode_instance(&updated, who)?;
@@ -257,7 +268,7 @@ impl Reconciler<'_> {
         {
             let obj = json!({"apiVersion": api_version, "kind": kind, "metadata": {"name": name}});
             match apply::delete(self.ctx, &obj).await {
-                Ok(None) => {}
+                Ok(None) => crate::failpoint::hit(crate::failpoint::MID_DELETE),
                 Ok(Some(waiting)) => pending.push(waiting),
                 Err(TaskOutcome::Transient(e)) => pending.push(e),
                 Err(other) => pending.push(format!("{other:?}")),
@@ -282,6 +293,7 @@ impl Reconciler<'_> {
         inst: &Instance,
         finalizer: &str,
     ) -> Result<(), ReconcileError> {
+        crate::failpoint::hit(crate::failpoint::MID_DELETE);
         let finalizers: Vec<String> = inst
             .metadata
             .finalizers
@@ -335,6 +347,7 @@ impl Reconciler<'_> {
             .patch_status(&self.name, &self.patch_params(), &Patch::Merge(body))
             .await?
             .0;
+        crate::failpoint::hit(crate::failpoint::AFTER_STATUS_WRITE);
         self.wrote(&updated);
         // A status change decides nothing a fresh reconcile would decide differently (admission
         // reads the spec): its event is an echo.
@@ -401,6 +414,17 @@ impl Reconciler<'_> {
             ..PatchParams::default()
         }
     }
+}
+
+/// Whether the run `exec` schedules has not ended in `inst`'s status.
+fn going(inst: &Instance, exec: &kudo_api::InstanceSpec) -> bool {
+    let run = &exec.plan_execution;
+    !run.uid.is_empty()
+        && !inst
+            .status
+            .as_ref()
+            .and_then(|s| s.plan_status.get(&run.plan_name))
+            .is_some_and(|ps| ps.uid == run.uid && ps.status.is_terminal())
 }
 
 pub(super) fn resource_version(raw: &DynamicObject) -> Option<String> {

@@ -63,6 +63,7 @@ impl Reconciler<'_> {
             note: &note,
             related: related.as_ref(),
         };
+        crate::failpoint::hit(crate::failpoint::BEFORE_EVENT);
         let reference = self.reference(raw);
         // Like client-go's recorder, a refused Event is retried when the refusal is transient
         // (5xx, 429): plan events are how users follow a run, and one 500 should not lose one.
