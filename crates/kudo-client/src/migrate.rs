@@ -293,6 +293,7 @@ pub async fn run(cluster: &Cluster, req: &MigrateRequest<'_>, say: &mut dyn FnMu
             Step::TakeOwnership => take_ownership(cluster, say).await?,
             Step::DropLastApplied => drop_last_applied(cluster, ns, &mut record, say).await?,
         }
+        kudo_kube::failpoint::hit(kudo_kube::failpoint::MIGRATE_STEP_DONE);
         record.finish(step);
         write_record(cluster, ns, &record).await?;
         say(&format!("✓ {}", step.name()));

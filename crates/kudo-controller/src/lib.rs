@@ -75,7 +75,7 @@ mod child_store;
 mod context;
 mod echoes;
 mod events;
-pub mod failpoint;
+pub use kudo_kube::failpoint;
 mod hook;
 pub mod impersonation;
 mod lean;

@@ -9,6 +9,7 @@
 //! which does no IO and knows no kube-rs types.
 
 pub mod discovery;
+pub mod failpoint;
 pub mod param_sources;
 
 pub use discovery::known_resource;

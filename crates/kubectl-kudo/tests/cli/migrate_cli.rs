@@ -39,9 +39,45 @@ fn instances(client: &kube::Client, ns: &str) -> Api<DynamicObject> {
     )
 }
 
+/// Runs `migrate --yes` again and again, each life killed by the fail point
+/// `migrate-step-done` right after a step's effects and before the record says it is done:
+/// the first life after its first step, every later one after its second (its first is the
+/// step the previous life died in, run again). Returns, per killed life, the steps it recorded;
+/// the life that finishes by itself ends the loop.
+fn kill_after_each_step(home: &Path, kubeconfig: &Path, ns: &str, args: &[&str]) -> Vec<Vec<String>> {
+    let mut killed = Vec::new();
+    for life in 0..10 {
+        let nth = if life == 0 { 1 } else { 2 };
+        let out = Command::new(BIN)
+            .args(args)
+            .arg("--kubeconfig")
+            .arg(kubeconfig)
+            .args(["-n", ns])
+            .env("HOME", home)
+            .env("KUDO_FAILPOINT", format!("migrate-step-done:{nth}"))
+            .env_remove("KUBECONFIG")
+            .output()
+            .expect("migrate");
+        let err = String::from_utf8_lossy(&out.stderr);
+        if out.status.success() {
+            return killed;
+        }
+        assert!(
+            err.contains(&format!("kudo failpoint migrate-step-done:{nth} hit")),
+            "life {life} failed without its fail point: {err}"
+        );
+        let steps = err
+            .lines()
+            .filter_map(|l| l.split_once('✓').map(|(_, s)| s.trim().to_string()));
+        killed.push(steps.collect());
+    }
+    panic!("migrate did not finish in 10 lives; killed lives recorded {killed:?}");
+}
+
 /// The whole migration of a first-operator Instance KUDO left mid-plan, in namespaces
-/// `kudo-migrate-<tag>-sys` (KUDO) and `kudo-migrate-<tag>` (the Instance).
-async fn migrate_first_operator(kubeconfig: &Path, home: &Path, tag: &str) {
+/// `kudo-migrate-<tag>-sys` (KUDO) and `kudo-migrate-<tag>` (the Instance). With `kill`, the
+/// `--yes` run is killed after every step's effects and run again until it finishes.
+async fn migrate_first_operator(kubeconfig: &Path, home: &Path, tag: &str, kill: bool) {
     let client = client_for(kubeconfig).await;
     let webhooks = kudo019::served(&client, "admissionregistration.k8s.io/v1").await;
     let (sys, ns) = (format!("kudo-migrate-{tag}-sys"), format!("kudo-migrate-{tag}"));
@@ -89,15 +125,40 @@ async fn migrate_first_operator(kubeconfig: &Path, home: &Path, tag: &str) {
         "{plan}"
     );
     assert!(
-        plan.contains("Deployment/web-nginx [")
-            && plan.contains("manager (Update)] KUDO owns fields, last-applied"),
+        // The other managers (kube-controller-manager's) and their order vary with timing.
+        plan.lines().any(|l| l.contains("Deployment/web-nginx [")
+            && (l.contains("[manager (Update)") || l.contains(", manager (Update)"))
+            && l.ends_with("KUDO owns fields, last-applied")),
         "{plan}"
     );
     assert!(plan.contains("Nothing was changed"), "{plan}");
 
-    let (code, out, err) = common::kudo_in(home, kubeconfig, &sys, &[&args[..], &["--yes"]].concat());
-    assert_eq!(code, 0, "{out}{err}");
-    assert!(err.contains("✓ drop-last-applied"), "{err}");
+    let yes = [&args[..], &["--yes"]].concat();
+    if kill {
+        let killed = kill_after_each_step(home, kubeconfig, &sys, &yes);
+        // Seven steps: the first life records none, each later one the step its predecessor
+        // died in.
+        assert_eq!(killed.len(), 7, "one kill after each step: {killed:?}");
+        assert!(killed[0].is_empty(), "{killed:?}");
+        let redone: Vec<Vec<String>> = killed[1..].to_vec();
+        assert_eq!(
+            redone,
+            [
+                "save",
+                "stop-kudo",
+                "remove-webhook",
+                "install",
+                "convert-status",
+                "take-ownership"
+            ]
+            .map(|s| vec![s.to_string()]),
+            "each life redid the step the last one died in"
+        );
+    } else {
+        let (code, out, err) = common::kudo_in(home, kubeconfig, &sys, &yes);
+        assert_eq!(code, 0, "{out}{err}");
+        assert!(err.contains("✓ drop-last-applied"), "{err}");
+    }
     let sts: Api<StatefulSet> = Api::namespaced(client.clone(), &sys);
     assert_eq!(
         sts.get("kudo-controller-manager").await.unwrap().spec.replicas,
@@ -203,6 +264,45 @@ async fn migrate_first_operator(kubeconfig: &Path, home: &Path, tag: &str) {
         "the apply was a no-op"
     );
 
+    // The fields KUDO wrote are kudo's now: an OperatorVersion whose template no longer renders
+    // the container's ports prunes them (server-side apply prunes only what its manager owns).
+    let next = tempfile::tempdir().unwrap();
+    for f in ["operator.yaml", "params.yaml", "templates/deployment.yaml"] {
+        let text = std::fs::read_to_string(pkg.join(f)).unwrap();
+        let text = text
+            .replace("operatorVersion: 0.2.0", "operatorVersion: 0.3.0")
+            .replace("          ports:\n            - containerPort: 80\n", "");
+        std::fs::create_dir_all(next.path().join(f).parent().unwrap()).unwrap();
+        std::fs::write(next.path().join(f), text).unwrap();
+    }
+    let upgrade = ["upgrade", next.path().to_str().unwrap(), "--instance", "web"];
+    let (code, out, err) = common::kudo_in(home, kubeconfig, &ns, &upgrade);
+    assert_eq!(code, 0, "{out}{err}");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let i = serde_json::to_value(instances(&client, &ns).get("web").await.unwrap()).unwrap();
+        let deploy = &i["status"]["planStatus"]["deploy"];
+        if deploy["uid"] != run_uid && deploy["status"] == "COMPLETE" {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the upgrade did not complete: {}",
+            i["status"]
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let upgraded = serde_json::to_value(deploys.get("web-nginx").await.unwrap()).unwrap();
+    assert_eq!(
+        upgraded["metadata"]["uid"], before["metadata"]["uid"],
+        "not recreated"
+    );
+    let container = &upgraded["spec"]["template"]["spec"]["containers"][0];
+    assert!(
+        container.get("ports").is_none(),
+        "the dropped field was pruned: {container}"
+    );
+
     // Rollback: KUDO's manager and webhook are back.
     let (code, out, err) = common::kudo_in(
         home,
@@ -236,7 +336,16 @@ async fn migrate_first_operator(kubeconfig: &Path, home: &Path, tag: &str) {
 async fn migrate_takes_over_a_kudo_installation_mid_plan() {
     let home = tempfile::tempdir().unwrap();
     let dev = common::start_dev(home.path(), &["--ignore-namespace", "kudo-migrate-*"]);
-    migrate_first_operator(&dev.kubeconfig, home.path(), "dev").await;
+    migrate_first_operator(&dev.kubeconfig, home.path(), "dev", false).await;
+}
+
+/// Killed after any step's effects, before it is recorded, and run again, migrate finishes:
+/// every step is safe to repeat.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn migrate_killed_midway_and_run_again_finishes() {
+    let home = tempfile::tempdir().unwrap();
+    let dev = common::start_dev(home.path(), &["--ignore-namespace", "kudo-migrate-*"]);
+    migrate_first_operator(&dev.kubeconfig, home.path(), "kill", true).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -245,5 +354,5 @@ async fn real_cluster_migrate_takes_over_a_kudo_installation_mid_plan() {
     let home = tempfile::tempdir().unwrap();
     let kubeconfig = kudo_testkit::real_cluster::kubeconfig();
     let tag = kudo_testkit::real_cluster::unique_namespace("r");
-    migrate_first_operator(&kubeconfig, home.path(), &tag).await;
+    migrate_first_operator(&kubeconfig, home.path(), &tag, false).await;
 }

@@ -1,5 +1,7 @@
-//! Named fail points: places inside the manager where a fault test can make the process die at
-//! once, exactly there, to prove that a manager killed between two writes resumes without loss.
+//! Named fail points: places inside the manager (and `kubectl kudo migrate`) where a fault test
+//! can make the process die at once, exactly there, to prove that a process killed between two
+//! writes resumes without loss. Here, below both the manager and the client library, so that
+//! either can name a point.
 //!
 //! `KUDO_FAILPOINT=NAME[:N]` in the manager's environment makes the N-th time (1 when left out)
 //! the point `NAME` is reached abort the process (`std::process::abort`: no destructor runs,
@@ -37,6 +39,10 @@ pub const MID_DELETE: &str = "mid-delete";
 /// During a shard handover: before a replica frees the Lease of a shard it gives up.
 pub const SHARD_HANDOVER: &str = "shard-handover";
 
+/// In `kubectl kudo migrate --yes`: after a step's effects, before the record says it is done
+/// (`:N` is the N-th step this run executes).
+pub const MIGRATE_STEP_DONE: &str = "migrate-step-done";
+
 /// Every named point, for the fault harness and for `KUDO_FAILPOINT` validation.
 pub const POINTS: &[&str] = &[
     AFTER_CHILD_APPLY,
@@ -46,6 +52,7 @@ pub const POINTS: &[&str] = &[
     MID_PIPE,
     MID_DELETE,
     SHARD_HANDOVER,
+    MIGRATE_STEP_DONE,
 ];
 
 /// The armed point: its name and on which visit it fires.
