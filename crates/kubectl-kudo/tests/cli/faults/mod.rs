@@ -367,4 +367,7 @@ fn report(r: &Rounds, seed: u64, started: Instant) {
         "kills {kills}, mid-plan {during}, violations {}",
         r.checker.violations.len()
     );
+    for known in &r.checker.known_open {
+        println!("KNOWN OPEN BUG (not failing the stage, see docs/benchmarks.md): {known}");
+    }
 }
