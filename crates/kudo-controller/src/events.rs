@@ -10,6 +10,7 @@
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::sync::Mutex;
+use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::api::events::v1::Event as K8sEvent;
@@ -63,6 +64,38 @@ struct Open {
     last: Timestamp,
 }
 
+/// The write that publishes one occurrence.
+enum Write {
+    /// The next count of an open series.
+    Count {
+        name: Box<str>,
+        namespace: Box<str>,
+        count: i32,
+    },
+    /// The first Event of a series.
+    Create(Box<K8sEvent>),
+}
+
+/// What one attempt achieved.
+enum Sent {
+    Done,
+    /// The series' Event is gone from the server.
+    Gone,
+}
+
+/// How many times an Event write is tried when the API server refuses it transiently.
+const EVENT_TRIES: u32 = 3;
+
+/// Whether a refused request may succeed when sent again unchanged: server errors, throttling,
+/// and transport failures (the request may not have reached the server).
+fn is_transient(e: &kube::Error) -> bool {
+    match e {
+        kube::Error::Api(s) => s.code >= 500 || s.code == 429,
+        kube::Error::HyperError(_) | kube::Error::Service(_) => true,
+        _ => false,
+    }
+}
+
 impl Recorder {
     /// `instance` names the replica that acts (its leader-election identity or pod name); without
     /// one, the controller's name is used, as kube-runtime does.
@@ -76,45 +109,116 @@ impl Recorder {
     }
 
     /// Publishes `ev` about `regarding`: a new Event, or the next count of its open series.
+    ///
+    /// A write refused transiently (5xx, 429, a transport failure) is sent again, as client-go's
+    /// recorder does: plan events are how users follow a run, and one 500 should not lose one.
+    /// Both writes are idempotent when repeated: a count is set, not added, and a new Event
+    /// keeps the name it was first sent with, so when the refusal hid a stored write (the
+    /// response lost on its way back) the repeat meets `AlreadyExists` and the Event exists once.
     pub async fn publish(&self, ev: &Event<'_>, regarding: &ObjectReference) -> Result<(), kube::Error> {
         let now = Timestamp::now();
         let key = series_key(ev, regarding);
-        let open = {
-            let mut s = self.series.lock().unwrap_or_else(|e| e.into_inner());
-            if s.swept.is_none_or(|t| t + SWEEP_EVERY <= now) {
-                s.open.retain(|_, o| o.last + SERIES_TTL > now);
-                s.swept = Some(now);
-            }
-            s.open
-                .get(&key)
-                .filter(|o| o.last + SERIES_TTL > now)
-                .map(|o| (o.name.clone(), o.namespace.clone(), o.count + 1))
+        let mut write = match self.open_series(&key, now) {
+            Some((name, namespace, count)) => Write::Count {
+                name,
+                namespace,
+                count,
+            },
+            None => Write::Create(Box::new(self.new_event(ev, regarding, now))),
         };
-        if let Some((name, namespace, count)) = open {
-            let api: Api<K8sEvent> = Api::namespaced(self.client.clone(), &namespace);
-            let body = serde_json::json!({
-                "series": {"count": count, "lastObservedTime": MicroTime(now)}
-            });
-            match api
-                .patch(&name, &PatchParams::default(), &Patch::Merge(&body))
-                .await
-            {
-                Ok(_) => {
-                    self.remember(key, name, namespace, count, now);
-                    return Ok(());
-                }
+        let mut backoff = Duration::from_millis(50);
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            match self.send(&write, attempt > 1, now).await {
+                Ok(Sent::Done) => break,
                 // The Event expired on the server (its TTL is an hour by default): start anew.
-                Err(kube::Error::Api(s)) if s.code == 404 => {}
+                Ok(Sent::Gone) => {
+                    write = Write::Create(Box::new(self.new_event(ev, regarding, now)));
+                    attempt = 0;
+                }
+                Err(e) if attempt < EVENT_TRIES && is_transient(&e) => {
+                    tokio::time::sleep(backoff).await;
+                    backoff *= 4;
+                }
                 Err(e) => return Err(e),
             }
         }
+        let (name, namespace, count) = match write {
+            Write::Count {
+                name,
+                namespace,
+                count,
+            } => (name, namespace, count),
+            Write::Create(e) => (
+                e.metadata.name.unwrap_or_default().into(),
+                e.metadata.namespace.unwrap_or_default().into(),
+                1,
+            ),
+        };
+        self.remember(key, name, namespace, count, now);
+        Ok(())
+    }
+
+    /// The open series `key` belongs to: its Event's name and namespace, and the next count.
+    fn open_series(&self, key: &str, now: Timestamp) -> Option<(Box<str>, Box<str>, i32)> {
+        let mut s = self.series.lock().unwrap_or_else(|e| e.into_inner());
+        if s.swept.is_none_or(|t| t + SWEEP_EVERY <= now) {
+            s.open.retain(|_, o| o.last + SERIES_TTL > now);
+            s.swept = Some(now);
+        }
+        s.open
+            .get(key)
+            .filter(|o| o.last + SERIES_TTL > now)
+            .map(|o| (o.name.clone(), o.namespace.clone(), o.count + 1))
+    }
+
+    /// One attempt of `write`; `repeated` when an earlier attempt of the same write may have
+    /// been stored.
+    async fn send(&self, write: &Write, repeated: bool, now: Timestamp) -> Result<Sent, kube::Error> {
+        match write {
+            Write::Count {
+                name,
+                namespace,
+                count,
+            } => {
+                let api: Api<K8sEvent> = Api::namespaced(self.client.clone(), namespace);
+                let body = serde_json::json!({
+                    "series": {"count": count, "lastObservedTime": MicroTime(now)}
+                });
+                match api
+                    .patch(name, &PatchParams::default(), &Patch::Merge(&body))
+                    .await
+                {
+                    Ok(_) => Ok(Sent::Done),
+                    Err(kube::Error::Api(s)) if s.code == 404 => Ok(Sent::Gone),
+                    Err(e) => Err(e),
+                }
+            }
+            Write::Create(event) => {
+                let namespace = event.metadata.namespace.as_deref().unwrap_or("default");
+                match Api::<K8sEvent>::namespaced(self.client.clone(), namespace)
+                    .create(&PostParams::default(), event)
+                    .await
+                {
+                    Ok(_) => Ok(Sent::Done),
+                    Err(kube::Error::Api(s)) if repeated && s.reason == "AlreadyExists" => Ok(Sent::Done),
+                    Err(e) => Err(e),
+                }
+            }
+        }
+    }
+
+    /// The first Event of a series; its name is unique per occurrence (regarding object and the
+    /// time in nanoseconds), so only a repeat of this very write can meet `AlreadyExists`.
+    fn new_event(&self, ev: &Event<'_>, regarding: &ObjectReference, now: Timestamp) -> K8sEvent {
         let namespace = regarding.namespace.clone().unwrap_or_else(|| "default".into());
         let name = format!(
             "{}.{:x}",
             regarding.name.as_deref().unwrap_or(&self.controller),
             now.as_nanosecond()
         );
-        let event = K8sEvent {
+        K8sEvent {
             action: Some(ev.action.to_string()),
             reason: Some(ev.reason.to_string()),
             note: Some(ev.note.to_string()),
@@ -131,17 +235,12 @@ impl Recorder {
                 .to_string(),
             ),
             metadata: ObjectMeta {
-                name: Some(name.clone()),
-                namespace: Some(namespace.clone()),
+                name: Some(name),
+                namespace: Some(namespace),
                 ..ObjectMeta::default()
             },
             ..K8sEvent::default()
-        };
-        Api::<K8sEvent>::namespaced(self.client.clone(), &namespace)
-            .create(&PostParams::default(), &event)
-            .await?;
-        self.remember(key, name.into(), namespace.into(), 1, now);
-        Ok(())
+        }
     }
 
     fn remember(&self, key: Box<str>, name: Box<str>, namespace: Box<str>, count: i32, last: Timestamp) {
@@ -214,5 +313,50 @@ mod tests {
         let mut warning = ev("R", "X", None);
         warning.type_ = EventType::Warning;
         assert_ne!(key(&warning, &a), base);
+    }
+
+    /// Every write stored but answered 500 (the response lost on its way back): the repeats
+    /// find what the first attempt stored, so one occurrence is one Event and a repeat of the
+    /// series is one count, not a second Event per attempt.
+    #[tokio::test]
+    async fn a_lost_acknowledgement_does_not_duplicate_the_event() {
+        use kudo_apiserver::{ApiServer, Config, FaultConfig};
+        let server = ApiServer::start(Config::default()).await.expect("api server");
+        let client = Client::try_from(kube::Config::new(server.url().parse().unwrap())).unwrap();
+        let ns = k8s_openapi::api::core::v1::Namespace {
+            metadata: ObjectMeta {
+                name: Some("ns".into()),
+                ..ObjectMeta::default()
+            },
+            ..Default::default()
+        };
+        Api::all(client.clone())
+            .create(&PostParams::default(), &ns)
+            .await
+            .unwrap();
+        let rec = Recorder::new(client.clone(), REPORTER, None);
+        let a = obj("a", "1");
+        let lost = FaultConfig {
+            lost_write_rate: 1.0,
+            seed: Some(1),
+            ..FaultConfig::default()
+        };
+        server.faults().set(lost).unwrap();
+        let first = rec.publish(&ev("PlanStarted", "deploy", None), &a).await;
+        let again = rec.publish(&ev("PlanStarted", "deploy", None), &a).await;
+        let counters = server.faults().counters();
+        server.faults().clear();
+        // The repeat of a stored count is answered 500 again (a patch meets no AlreadyExists),
+        // so the last attempt's refusal is returned, while the count was stored.
+        assert!(first.is_ok(), "{first:?}");
+        assert!(again.is_err(), "{again:?}");
+        assert!(counters.lost_writes >= 2, "{counters:?}");
+        let events = Api::<K8sEvent>::namespaced(client, "ns")
+            .list(&Default::default())
+            .await
+            .unwrap()
+            .items;
+        assert_eq!(events.len(), 1, "{events:?}");
+        assert_eq!(events[0].series.as_ref().map(|s| s.count), Some(2), "{events:?}");
     }
 }

@@ -1,6 +1,4 @@
-//! Events on the Instance, retried when the refusal is transient.
-
-use std::time::Duration;
+//! Events on the Instance (the retry of a transient refusal is the recorder's).
 
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::api::DynamicObject;
@@ -65,34 +63,8 @@ impl Reconciler<'_> {
         };
         crate::failpoint::hit(crate::failpoint::BEFORE_EVENT);
         let reference = self.reference(raw);
-        // Like client-go's recorder, a refused Event is retried when the refusal is transient
-        // (5xx, 429): plan events are how users follow a run, and one 500 should not lose one.
-        let mut backoff = Duration::from_millis(50);
-        for attempt in 1..=EVENT_TRIES {
-            match self.ctx.cluster.recorder.publish(&ev, &reference).await {
-                Ok(()) => return,
-                Err(e) if attempt < EVENT_TRIES && is_transient(&e) => {
-                    tokio::time::sleep(backoff).await;
-                    backoff *= 4;
-                }
-                Err(e) => {
-                    warn!(reason, error = %e, "publishing event failed");
-                    return;
-                }
-            }
+        if let Err(e) = self.ctx.cluster.recorder.publish(&ev, &reference).await {
+            warn!(reason, error = %e, "publishing event failed");
         }
-    }
-}
-
-/// How many times an Event write is tried when the API server refuses it transiently.
-pub(super) const EVENT_TRIES: u32 = 3;
-
-/// Whether a refused request may succeed when sent again unchanged: server errors, throttling,
-/// and transport failures (the request may not have reached the server).
-pub(super) fn is_transient(e: &kube::Error) -> bool {
-    match e {
-        kube::Error::Api(s) => s.code >= 500 || s.code == 429,
-        kube::Error::HyperError(_) | kube::Error::Service(_) => true,
-        _ => false,
     }
 }

@@ -305,10 +305,16 @@ fn env_u64(name: &str, default: u64) -> u64 {
         .unwrap_or(default)
 }
 
+/// Held by each fault test for its whole run. The fault cluster is one, and the outage test
+/// SIGKILLs its API server: a test running beside it would meet an outage it did not plan for
+/// (its CLI calls fail, its manager's writes are cut off mid-flight), so the tests take turns.
+pub(super) static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// `FAULTS` kills (300 by default) over every plan shape; every invariant holds after each.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "fault cluster: run by scripts/faults-stage.sh"]
 async fn faults_kill_points_over_every_plan_shape_leave_every_plan_complete() {
+    let _turn = ONE_AT_A_TIME.lock().await;
     let target = env_u64("FAULTS", 300);
     let seed = env_u64("FAULTS_SEED", 54);
     let lab = Lab::new("faults-kill").await;
@@ -367,7 +373,4 @@ fn report(r: &Rounds, seed: u64, started: Instant) {
         "kills {kills}, mid-plan {during}, violations {}",
         r.checker.violations.len()
     );
-    for known in &r.checker.known_open {
-        println!("KNOWN OPEN BUG (not failing the stage, see docs/benchmarks.md): {known}");
-    }
 }

@@ -78,6 +78,7 @@ async fn restart_api_server() -> Duration {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "fault cluster: run by scripts/faults-stage.sh"]
 async fn faults_an_api_outage_and_an_api_server_restart_mid_plan_leave_the_plans_complete() {
+    let _turn = super::ONE_AT_A_TIME.lock().await;
     let mut lab = Lab::new("faults-api").await;
     let mut checker = Checker::start(&lab.client, &lab.ns, INSTANCE);
     let proxy = super::proxy::Proxy::start(&upstream(&lab.kubeconfig)).await;
