@@ -21,6 +21,13 @@ pub use task_kind::TaskKind;
 
 /// API group of KUDO's objects, `kudo.dev`.
 pub const GROUP: &str = "kudo.dev";
+/// API group of kudo-rs's own kinds (Rollout, OperatorSource), apart from KUDO's `kudo.dev` so that
+/// KUDO's group keeps exactly the kinds KUDO v0.19 served.
+pub const OWN_GROUP: &str = "kudo-rs.dev";
+/// Version of kudo-rs's own kinds: alpha while their fields may still change.
+pub const OWN_VERSION: &str = "v1alpha1";
+/// `apiVersion` of kudo-rs's own kinds: [`OWN_GROUP`]/[`OWN_VERSION`].
+pub const OWN_API_VERSION: &str = "kudo-rs.dev/v1alpha1";
 /// API version of KUDO's objects, `v1beta1` (the only one KUDO v0.19 served).
 pub const VERSION: &str = "v1beta1";
 /// `apiVersion` of every Operator, OperatorVersion and Instance: `kudo.dev/v1beta1`.

@@ -137,12 +137,12 @@ const RULE_READ_NAMESPACES: Rule = Rule {
 /// writes their status; the Operators and OperatorVersions it stores are `RULE_KUDO_OBJECTS`, the
 /// pull and key Secrets `RULE_READ_CORE`.
 const RULE_OPERATOR_SOURCES: Rule = Rule {
-    api_groups: &["kudo-rs.dev"],
+    api_groups: &[crate::OWN_GROUP],
     resources: &["operatorsources"],
     verbs: READ,
 };
 const RULE_OPERATOR_SOURCE_STATUS: Rule = Rule {
-    api_groups: &["kudo-rs.dev"],
+    api_groups: &[crate::OWN_GROUP],
     resources: &["operatorsources/status"],
     verbs: &["get", "update", "patch"],
 };
@@ -217,7 +217,7 @@ const AGGREGATE_TO_EDIT: &[Rule] = &[
 /// whoever is granted it explicitly may create one, since a source decides which keys a namespace
 /// trusts (docs/security.md).
 const RULE_VIEW_SOURCES: Rule = Rule {
-    api_groups: &["kudo-rs.dev"],
+    api_groups: &[crate::OWN_GROUP],
     resources: &["operatorsources"],
     verbs: READ,
 };
@@ -251,8 +251,13 @@ mod tests {
         let writes = ["create", "update", "patch", "delete", "deletecollection"];
         for rule in MANAGER_RULES {
             if rule.verbs.iter().any(|v| writes.contains(v)) {
-                let own = ["kudo.dev", "kudo-rs.dev", "events.k8s.io", "coordination.k8s.io"]
-                    .contains(&rule.api_groups[0]);
+                let own = [
+                    crate::GROUP,
+                    crate::OWN_GROUP,
+                    "events.k8s.io",
+                    "coordination.k8s.io",
+                ]
+                .contains(&rule.api_groups[0]);
                 // A stored package's typed API: its CRD and ClusterRoles (no delete, no bind, no
                 // escalate: the API server's escalation check applies).
                 let typed_api = [RULE_TYPED_API_CRDS, RULE_TYPED_API_ROLES].contains(rule)

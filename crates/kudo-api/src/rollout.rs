@@ -13,12 +13,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::{Condition, ObjectMeta};
 
-/// The API group: kudo-rs's own, apart from KUDO's `kudo.dev`.
-pub const GROUP: &str = "kudo-rs.dev";
-/// The version of the group this module is the wire format of.
-pub const VERSION: &str = "v1alpha1";
-/// The `apiVersion` of a Rollout: [`GROUP`]/[`VERSION`].
-pub const API_VERSION: &str = "kudo-rs.dev/v1alpha1";
+/// kudo-rs's own group, version and `apiVersion` (one definition for all its kinds).
+pub use crate::{OWN_API_VERSION as API_VERSION, OWN_GROUP as GROUP, OWN_VERSION as VERSION};
 /// The `kind` of a Rollout.
 pub const KIND: &str = "Rollout";
 /// The resource name in URLs.

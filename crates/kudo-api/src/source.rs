@@ -29,12 +29,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::{Condition, ObjectMeta};
 
-/// The API group of kudo-rs's own kinds.
-pub const GROUP: &str = "kudo-rs.dev";
-/// The version of `OperatorSource`.
-pub const VERSION: &str = "v1alpha1";
-/// `kudo-rs.dev/v1alpha1`.
-pub const API_VERSION: &str = "kudo-rs.dev/v1alpha1";
+/// kudo-rs's own group, version and `apiVersion` (one definition for all its kinds).
+pub use crate::{OWN_API_VERSION as API_VERSION, OWN_GROUP as GROUP, OWN_VERSION as VERSION};
 /// The kind.
 pub const KIND: &str = "OperatorSource";
 /// Its resource name.

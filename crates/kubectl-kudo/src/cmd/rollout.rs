@@ -347,13 +347,19 @@ async fn dry_run(
     }
     let mut root = Node::new(format!("{name} (dry run: nothing written)"));
     for (w, list) in &waves {
-        let node = root.push(Node::new(format!("Wave {w}: {} Instances", list.len())));
+        let node = root.push(Node::new(format!(
+            "Wave {w}: {}",
+            kudo_engine::rollout::instances(list.len())
+        )));
         for (k, d) in list {
             node.push(Node::new(format!("{k}: {d}")));
         }
     }
     if !outside.is_empty() {
-        let node = root.push(Node::new(format!("{} Instances in no wave", outside.len())));
+        let node = root.push(Node::new(format!(
+            "{} in no wave",
+            kudo_engine::rollout::instances(outside.len())
+        )));
         for (k, d) in &outside {
             node.push(Node::new(format!("{k}: {d}")));
         }

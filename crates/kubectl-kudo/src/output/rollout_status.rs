@@ -42,8 +42,8 @@ fn instance_line(e: &InstanceRollout) -> String {
 fn wave_node(name: &str, phase: &str, instances: &[&InstanceRollout]) -> Node {
     let count = |p: &str| instances.iter().filter(|e| e.phase == p).count();
     let mut node = Node::new(format!(
-        "Wave {name} [{phase}] {} Instances, {} succeeded, {} failed",
-        instances.len(),
+        "Wave {name} [{phase}] {}, {} succeeded, {} failed",
+        kudo_engine::rollout::instances(instances.len()),
         count(ip::SUCCEEDED),
         instances.iter().filter(|e| !e.failure.is_empty()).count()
     ));
@@ -75,7 +75,10 @@ pub fn render(r: &Rollout) -> String {
     }
     let outside: Vec<&InstanceRollout> = st.instances.iter().filter(|e| e.wave.is_empty()).collect();
     if !outside.is_empty() {
-        let mut node = Node::new(format!("{} Instances in no wave", outside.len()));
+        let mut node = Node::new(format!(
+            "{} in no wave",
+            kudo_engine::rollout::instances(outside.len())
+        ));
         for e in outside {
             node.push(Node::new(instance_line(e)));
         }
@@ -209,13 +212,13 @@ mod tests {
             render(&rollout()),
             "Rollout \"fleet\": wave 2 of 3 (wave-1): …\n.\n\
              └── fleet (operatorVersion app-0.2.0, P=2) [Progressing]\n    \
-             ├── Wave canary [Complete] 1 Instances, 1 succeeded, 0 failed\n    \
+             ├── Wave canary [Complete] 1 Instance, 1 succeeded, 0 failed\n    \
              │   └── ns/a [Succeeded] revision 1 → 2\n    \
              ├── Wave wave-1 [Progressing] 2 Instances, 0 succeeded, 0 failed\n    \
              │   ├── ns/b [Progressing]: plan deploy is running\n    \
              │   └── 1 Pending\n    \
-             ├── Wave remaining [Pending] 1 Instances, 0 succeeded, 0 failed\n    \
-             └── 1 Instances in no wave\n        \
+             ├── Wave remaining [Pending] 1 Instance, 0 succeeded, 0 failed\n    \
+             └── 1 Instance in no wave\n        \
              └── ns/z [Skipped]: already at the target\n"
         );
     }

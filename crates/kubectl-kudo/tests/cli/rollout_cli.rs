@@ -426,7 +426,7 @@ async fn fifty_first_operator_and_twenty_galera_instances_roll_out_in_four_waves
         .await;
     assert!(
         dry.contains(
-            "Wave canary: 1 Instances\n    │   └── default/fo-00: plan deploy would run (operator version changes"
+            "Wave canary: 1 Instance\n    │   └── default/fo-00: plan deploy would run (operator version changes"
         ),
         "{dry}"
     );

@@ -626,7 +626,8 @@ impl<'o, 'a> Run<'o, 'a> {
         }
         if self.obs.rollout.spec.abort {
             let msg = format!(
-                "aborted: {changing} Instances still changing, {} failed",
+                "aborted: {} still changing, {} failed",
+                super::instances(changing),
                 self.failures()
             );
             return (

@@ -122,6 +122,16 @@ pub fn finished(r: &Rollout) -> bool {
     r.status.as_ref().is_some_and(|s| is_final(&s.phase))
 }
 
+/// "1 Instance", "3 Instances": how a rollout's messages and the CLI count Instances.
+///
+/// ```
+/// assert_eq!(kudo_engine::rollout::instances(1), "1 Instance");
+/// assert_eq!(kudo_engine::rollout::instances(0), "0 Instances");
+/// ```
+pub fn instances(n: usize) -> String {
+    format!("{n} Instance{}", if n == 1 { "" } else { "s" })
+}
+
 /// `namespace/name`: how the rollout's status names an Instance.
 pub fn key(inst: &Instance) -> String {
     format!(
