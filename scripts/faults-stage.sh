@@ -6,8 +6,9 @@
 # target/faults-cluster, FRESH=1, one fake node), installs the kudo CRDs, then runs the ignored
 # tests named faults_* of crates/kubectl-kudo/tests/cli/faults/: managers out of cluster
 # (target/debug/kubectl-kudo manager) killed at named fail points and random delays over every plan
-# shape, and an API outage and an API server restart mid-plan. The fault table they print goes to
-# target/faults-cluster/faults.log as well. The cluster is stopped at the end, also on failure;
+# shape, uninstalls with a cleanup plan killed while they delete (FAULTS_UNINSTALLS=N Instances,
+# 12 by default), and an API outage and an API server restart mid-plan; the tests take turns.
+# The fault tables they print go to target/faults-cluster/faults.log as well. The cluster is stopped at the end, also on failure;
 # the stage fails when it takes longer than FAULTS_TIME_LIMIT seconds (720 by default).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -47,6 +48,6 @@ export KUDO_FAULTS_CLUSTER_DIR="$REAL_CLUSTER_DIR" KUDO_FAULTS_KIT="$KIT"
 step "install the kudo CRDs"
 "$ROOT/target/debug/kubectl-kudo" init --crd-only --kubeconfig "$KUBECONFIG_PATH" --home "$REAL_CLUSTER_DIR/kudo-home"
 
-step "faults_* tests (FAULTS=${FAULTS:-300}, FAULTS_SEED=${FAULTS_SEED:-54}, limit ${LIMIT}s)"
+step "faults_* tests (FAULTS=${FAULTS:-300}, FAULTS_UNINSTALLS=${FAULTS_UNINSTALLS:-12}, FAULTS_SEED=${FAULTS_SEED:-54}, limit ${LIMIT}s)"
 timeout "$LIMIT" cargo test -p kubectl-kudo --test cli -- --ignored faults_ --nocapture 2>&1 \
   | tee "$REAL_CLUSTER_DIR/faults.log"

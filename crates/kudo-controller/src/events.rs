@@ -40,6 +40,11 @@ pub(crate) struct Event<'a> {
     pub note: &'a str,
     /// A second object the Event is about (`related`); it also separates series.
     pub related: Option<&'a ObjectReference>,
+    /// `Some(key)`: an occurrence that happens once per key (a run's start or end). It gets an
+    /// Event of its own under a name derived from the key and the regarding object, never a
+    /// series count, so announcing it again (a manager killed before the status write that
+    /// followed, a pass repeated after a conflict) finds the first Event and adds nothing.
+    pub once: Option<&'a str>,
 }
 
 /// Publishes Events as one reporting controller (and replica).
@@ -117,6 +122,9 @@ impl Recorder {
     /// response lost on its way back) the repeat meets `AlreadyExists` and the Event exists once.
     pub async fn publish(&self, ev: &Event<'_>, regarding: &ObjectReference) -> Result<(), kube::Error> {
         let now = Timestamp::now();
+        if let Some(once) = ev.once {
+            return self.publish_once(ev, regarding, once, now).await;
+        }
         let key = series_key(ev, regarding);
         let mut write = match self.open_series(&key, now) {
             Some((name, namespace, count)) => Write::Count {
@@ -157,6 +165,32 @@ impl Recorder {
             ),
         };
         self.remember(key, name, namespace, count, now);
+        Ok(())
+    }
+
+    /// [`Self::publish`] of an Event of its own, named after `once`: `AlreadyExists` means it
+    /// was published already, by this manager or one before it.
+    async fn publish_once(
+        &self,
+        ev: &Event<'_>,
+        regarding: &ObjectReference,
+        once: &str,
+        now: Timestamp,
+    ) -> Result<(), kube::Error> {
+        let mut event = self.new_event(ev, regarding, now);
+        event.metadata.name = Some(once_name(regarding, once));
+        let write = Write::Create(Box::new(event));
+        let mut backoff = Duration::from_millis(50);
+        for attempt in 1.. {
+            match self.send(&write, true, now).await {
+                Ok(_) => break,
+                Err(e) if attempt < EVENT_TRIES && is_transient(&e) => {
+                    tokio::time::sleep(backoff).await;
+                    backoff *= 4;
+                }
+                Err(e) => return Err(e),
+            }
+        }
         Ok(())
     }
 
@@ -257,6 +291,30 @@ impl Recorder {
     }
 }
 
+/// The name of the Event of a once-only occurrence: the regarding object's name (cut so the
+/// whole stays a valid name) and a digest of its uid and `once`, the same in every manager.
+fn once_name(regarding: &ObjectReference, once: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    for part in [regarding.uid.as_deref().unwrap_or_default(), "\0", once] {
+        h.update(part.as_bytes());
+    }
+    let digest = h.finalize();
+    let cut: String = regarding
+        .name
+        .as_deref()
+        .unwrap_or("kudo")
+        .chars()
+        .take(200)
+        .collect();
+    let mut name = cut.trim_end_matches(['-', '.']).to_string();
+    name.push('.');
+    for b in &digest[..8] {
+        let _ = write!(name, "{b:02x}");
+    }
+    name
+}
+
 /// What makes two Events one series: type, reason, action, and the regarding and related
 /// objects (the note is not part of it: a series keeps its first note).
 fn series_key(ev: &Event<'_>, regarding: &ObjectReference) -> Box<str> {
@@ -293,6 +351,7 @@ mod tests {
             action,
             note: "a note",
             related,
+            once: None,
         }
     }
 
@@ -358,5 +417,55 @@ mod tests {
             .items;
         assert_eq!(events.len(), 1, "{events:?}");
         assert_eq!(events[0].series.as_ref().map(|s| s.count), Some(2), "{events:?}");
+    }
+
+    /// A run's start announced by two managers (the first killed before its status write), each
+    /// write's answer lost as well: one Event, no series count.
+    #[tokio::test]
+    async fn a_once_only_event_announced_again_by_another_manager_exists_once() {
+        use kudo_apiserver::{ApiServer, Config, FaultConfig};
+        let server = ApiServer::start(Config::default()).await.expect("api server");
+        let client = Client::try_from(kube::Config::new(server.url().parse().unwrap())).unwrap();
+        let ns = k8s_openapi::api::core::v1::Namespace {
+            metadata: ObjectMeta {
+                name: Some("ns".into()),
+                ..ObjectMeta::default()
+            },
+            ..Default::default()
+        };
+        Api::all(client.clone())
+            .create(&PostParams::default(), &ns)
+            .await
+            .unwrap();
+        let a = obj("a", "1");
+        let mut started = ev("PlanStarted", "deploy", None);
+        started.once = Some("run-1/PlanStarted/deploy");
+        server
+            .faults()
+            .set(FaultConfig {
+                lost_write_rate: 1.0,
+                seed: Some(1),
+                ..FaultConfig::default()
+            })
+            .unwrap();
+        for _ in 0..2 {
+            let manager = Recorder::new(client.clone(), REPORTER, None);
+            let r = manager.publish(&started, &a).await;
+            assert!(r.is_ok(), "{r:?}");
+        }
+        server.faults().clear();
+        let mut next_run = ev("PlanStarted", "deploy", None);
+        next_run.once = Some("run-2/PlanStarted/deploy");
+        Recorder::new(client.clone(), REPORTER, None)
+            .publish(&next_run, &a)
+            .await
+            .unwrap();
+        let events = Api::<K8sEvent>::namespaced(client, "ns")
+            .list(&Default::default())
+            .await
+            .unwrap()
+            .items;
+        assert_eq!(events.len(), 2, "one per run: {events:?}");
+        assert!(events.iter().all(|e| e.series.is_none()), "{events:?}");
     }
 }

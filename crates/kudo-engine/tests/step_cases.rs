@@ -491,6 +491,50 @@ fn a_retry_announces_its_start_in_a_series_of_its_own() {
     );
 }
 
+/// A pass publishes its Events before its status write: a run's start and end are keyed by the
+/// run, so a pass repeated (after a kill or a refused write) announces nothing twice; other
+/// Events stay series.
+#[test]
+fn a_runs_start_and_end_are_published_once_per_run() {
+    let none = BTreeMap::new();
+    let (ps, summary) = pass(
+        plan_status("deploy", "r1", Pending),
+        "r1",
+        TaskOutcome::Done,
+        &none,
+    );
+    let stored = written();
+    let ended = after_pass(&end(&summary, &stored, false), ps.clone(), &mut stored.clone());
+    let retry = PassEnd {
+        retry_of: Some("f0"),
+        ..end(&summary, &stored, false)
+    };
+    let retried = after_pass(&retry, ps, &mut stored.clone());
+    let once = |effects: &[Effect]| -> Vec<(String, Option<String>)> {
+        effects
+            .iter()
+            .filter_map(|e| match e {
+                Effect::Event { reason, once, .. } => Some((reason.clone(), once.clone())),
+                _ => None,
+            })
+            .collect()
+    };
+    let key = |k: &str| Some(k.to_string());
+    assert_eq!(
+        once(&ended.effects),
+        [
+            ("PlanStarted".into(), key("r1/PlanStarted/deploy")),
+            ("PlanFinished".into(), key("r1/PlanFinished/deploy")),
+        ]
+    );
+    assert_eq!(
+        once(&retried.effects)[0],
+        ("PlanStarted".into(), key("r1/PlanStarted/deploy retry of f0"))
+    );
+    let drift = Effect::event(EventType::Normal, "DriftRepaired", "deploy", "m");
+    assert!(matches!(drift, Effect::Event { once: None, .. }));
+}
+
 #[test]
 fn a_pass_that_only_started_the_run_keeps_the_stored_status_until_the_grace_ends() {
     let timing = kudo_engine::Timing {

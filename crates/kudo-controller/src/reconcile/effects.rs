@@ -28,7 +28,18 @@ impl Reconciler<'_> {
                 reason,
                 action,
                 message,
-            } => self.event(raw, *type_, reason, action, message).await,
+                once,
+            } => {
+                let ev = crate::events::Event {
+                    type_: *type_,
+                    reason,
+                    action,
+                    note: message,
+                    related: None,
+                    once: once.as_deref(),
+                };
+                self.publish_event(raw, ev).await
+            }
             Effect::Log { level, message } => match level {
                 LogLevel::Debug => debug!("{message}"),
                 LogLevel::Info => info!("{message}"),

@@ -186,6 +186,7 @@ impl Reconciler<'_> {
         };
         let settled = kudo_engine::reconcile::settle(&settle, writes.finalizers.clone());
         if settled.cleanup_released {
+            crate::failpoint::hit(crate::failpoint::MID_DELETE);
             info!("cleanup finished, removing finalizer");
         }
         let stored = Stored {

@@ -46,25 +46,28 @@ impl Reconciler<'_> {
         message: &str,
         related: Option<ObjectReference>,
     ) {
-        let mut note = message.to_string();
-        if note.len() > 1000 {
-            let mut cut = 1000;
-            while !note.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            note.truncate(cut);
-        }
         let ev = crate::events::Event {
             type_,
             reason,
             action,
-            note: &note,
+            note: message,
             related: related.as_ref(),
+            once: None,
         };
+        self.publish_event(raw, ev).await;
+    }
+
+    /// Publishes `ev` about the Instance, its note cut to the 1,000 bytes an Event may carry.
+    pub(super) async fn publish_event(&self, raw: &DynamicObject, mut ev: crate::events::Event<'_>) {
+        let mut cut = ev.note.len().min(1000);
+        while !ev.note.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        ev.note = &ev.note[..cut];
         crate::failpoint::hit(crate::failpoint::BEFORE_EVENT);
         let reference = self.reference(raw);
         if let Err(e) = self.ctx.cluster.recorder.publish(&ev, &reference).await {
-            warn!(reason, error = %e, "publishing event failed");
+            warn!(reason = ev.reason, error = %e, "publishing event failed");
         }
     }
 }

@@ -24,6 +24,11 @@ pub enum Effect {
         action: String,
         /// The Event's note.
         message: String,
+        /// `Some(key)`: an occurrence that happens once per key (a run's start or end), published
+        /// at most once per key instead of counted into a series. A pass publishes its Events
+        /// before its status write, so a pass repeated after a kill or a refused write announces
+        /// the same start again; the key makes the second announcement a no-op.
+        once: Option<String>,
     },
     /// A log line of the reconcile (decisions are logged where they are executed).
     Log {
@@ -86,6 +91,18 @@ impl Effect {
             reason: reason.to_string(),
             action: action.to_string(),
             message: message.to_string(),
+            once: None,
+        }
+    }
+
+    /// An [`Effect::Event`] published at most once per `key` (see its `once`).
+    pub fn event_once(type_: EventType, reason: &str, action: &str, message: &str, key: String) -> Effect {
+        Effect::Event {
+            type_,
+            reason: reason.to_string(),
+            action: action.to_string(),
+            message: message.to_string(),
+            once: Some(key),
         }
     }
 

@@ -120,7 +120,7 @@ pub fn plan_step(input: &StepInput<'_>, status: &mut InstanceStatus) -> Step {
         if let Ok(mut pass) = PlanPass::start(&input.ov.spec, plan, ps.clone(), now) {
             pass.request_cancel();
             let (new_ps, summary) = pass.finish();
-            effects.extend(pass_events(&summary, plan, None));
+            effects.extend(pass_events(&summary, plan, &input.exec.plan_execution.uid, None));
             (ps, cancelled) = (new_ps, Some(Box::new(summary)));
         }
         effects.push(Effect::log(
@@ -321,13 +321,15 @@ pub fn after_pass(end: &PassEnd<'_>, plan_status: PlanStatus, status: &mut Insta
         requeue,
         timing,
         keep_stored_status: false,
-        effects: pass_events(summary, plan, end.retry_of),
+        effects: pass_events(summary, plan, end.uid, end.retry_of),
     }
 }
 
 /// The Events of a pass, each series named by the plan. A series keeps its first note: a retry's
 /// PlanStarted, which says where the run resumes, gets a series of its own (one per failed run).
-fn pass_events(summary: &PassSummary, plan: &str, retry_of: Option<&str>) -> Vec<Effect> {
+/// The run's start and end happen once per run (`uid`): published once however often the pass
+/// that announces them is repeated.
+fn pass_events(summary: &PassSummary, plan: &str, uid: &str, retry_of: Option<&str>) -> Vec<Effect> {
     summary
         .events
         .iter()
@@ -336,7 +338,12 @@ fn pass_events(summary: &PassSummary, plan: &str, retry_of: Option<&str>) -> Vec
                 Some(failed) if ev.reason == reasons::PLAN_STARTED => format!("{plan} retry of {failed}"),
                 _ => plan.to_string(),
             };
-            Effect::event(ev.type_, &ev.reason, &action, &ev.message)
+            if ev.reason == reasons::PLAN_STARTED || ev.reason == reasons::PLAN_FINISHED {
+                let key = format!("{uid}/{}/{action}", ev.reason);
+                Effect::event_once(ev.type_, &ev.reason, &action, &ev.message, key)
+            } else {
+                Effect::event(ev.type_, &ev.reason, &action, &ev.message)
+            }
         })
         .collect()
 }

@@ -143,15 +143,26 @@ impl Checker {
         }
     }
 
+    /// How many uids the watches saw `kind/name` with (0: never seen).
+    pub fn uids(&self, key: &str) -> usize {
+        self.seen.lock().unwrap().uids.get(key).map_or(0, BTreeSet::len)
+    }
+
+    /// The objects seen with more than one uid: each a breach, worded for `label`.
+    pub fn recreated(&self, label: &str) -> Vec<String> {
+        let s = self.seen.lock().unwrap();
+        s.uids
+            .iter()
+            .filter(|(_, uids)| uids.len() > 1)
+            .map(|(key, uids)| format!("{label}: {key} was recreated: uids {uids:?}"))
+            .collect()
+    }
+
     /// Objects with more than one uid, and delete events: none may exist before the uninstall.
     pub fn check_objects(&mut self, label: &str) {
+        let mut found = self.recreated(label);
+        self.violations.append(&mut found);
         let s = self.seen.lock().unwrap();
-        for (key, uids) in &s.uids {
-            if uids.len() > 1 {
-                self.violations
-                    .push(format!("{label}: {key} was recreated: uids {uids:?}"));
-            }
-        }
         for key in &s.deletes {
             self.violations.push(format!("{label}: {key} was deleted"));
         }

@@ -18,6 +18,7 @@ mod package;
 mod proxy;
 mod regressions;
 mod tally;
+mod uninstall;
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};

@@ -71,6 +71,13 @@ impl Tally {
         row.recovery.push(took);
     }
 
+    /// How many kills of `fault` in `shape` died at their armed fail point.
+    pub fn fired(&self, shape: &str, fault: &str) -> u64 {
+        self.rows
+            .get(&(shape.to_string(), fault.to_string()))
+            .map_or(0, |r| r.fired)
+    }
+
     /// Kills in all, and of those mid-plan.
     pub fn totals(&self) -> (u64, u64) {
         let kills = self.rows.values().map(|r| r.kills).sum();
