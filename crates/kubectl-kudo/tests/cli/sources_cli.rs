@@ -308,8 +308,7 @@ spec:
 
 /// A signed package whose operator declares a typed API, delivered only through a source: the
 /// manager stores its Operator, OperatorVersion and the typed API's CRD (as `install` writes it),
-/// and an object of the typed kind, applied with kubectl, runs as its Instance to COMPLETE. A
-/// package whose CRD name something else owns is refused and nothing of it is stored.
+/// and an object of the typed kind, applied with kubectl, runs as its Instance to COMPLETE.
 fn typed_api_through_a_source(env: &Env, c: &Cluster<'_>) {
     env.login();
     let (key, public) = keys(env, "keys-typed");
@@ -368,7 +367,12 @@ fn typed_api_through_a_source(env: &Env, c: &Cluster<'_>) {
     c.wait("caches.cache.example.com", "mine", |o| {
         o["status"]["plan"] == "deploy" && o["status"]["status"] == "COMPLETE"
     });
+    foreign_crd_refused(env, c);
+}
 
+/// A source of a package whose CRD name something else owns: Stalled, nothing of it stored, the
+/// CRD untouched.
+fn foreign_crd_refused(env: &Env, c: &Cluster<'_>) {
     c.apply(FOREIGN_CRD);
     c.apply(&repo_source_yaml(
         env,
@@ -399,8 +403,8 @@ fn typed_api_through_a_source(env: &Env, c: &Cluster<'_>) {
     );
 }
 
-#[test]
-fn a_typed_api_arrives_through_an_operator_source_and_its_objects_run() {
+/// `scenario` on the embedded cluster of `kubectl kudo dev --require-verified-sources`.
+fn on_the_embedded_cluster(scenario: impl FnOnce(&Env, &Cluster<'_>)) {
     let Some(env) = Env::start() else { return };
     let home = tempfile::tempdir().unwrap();
     let dev = common::start_dev(home.path(), &["--require-verified-sources"]);
@@ -408,19 +412,17 @@ fn a_typed_api_arrives_through_an_operator_source_and_its_objects_run() {
         kc: &dev.kubeconfig,
         ns: "default",
     };
-    typed_api_through_a_source(&env, &c);
+    scenario(&env, &c);
+}
+
+#[test]
+fn a_typed_api_arrives_through_an_operator_source_and_its_objects_run() {
+    on_the_embedded_cluster(typed_api_through_a_source);
 }
 
 #[test]
 fn operator_sources_store_verified_packages_and_the_policy_refuses_everything_else() {
-    let Some(env) = Env::start() else { return };
-    let home = tempfile::tempdir().unwrap();
-    let dev = common::start_dev(home.path(), &["--require-verified-sources"]);
-    let c = Cluster {
-        kc: &dev.kubeconfig,
-        ns: "default",
-    };
-    sources_under_the_policy(&env, &c);
+    on_the_embedded_cluster(sources_under_the_policy);
 }
 
 /// `kubectl-kudo manager` for one namespace with the policy; stopped when dropped.
