@@ -10,8 +10,8 @@
 #       #[ignore]d for this stage; they find the cluster through $KUDO_REAL_CLUSTER_KUBECONFIG and
 #       rely on this manager, except those that start managers of their own in namespaces this
 #       manager ignores: the rollout tests' sharded managers in rollout-shards-*, and the
-#       OperatorSource test's --require-verified-sources manager in
-#       $KUDO_REAL_CLUSTER_VERIFIED_NAMESPACE.
+#       OperatorSource tests' --require-verified-sources managers in the namespaces starting with
+#       $KUDO_REAL_CLUSTER_VERIFIED_NAMESPACE (one each).
 # The manager and the cluster are stopped at the end, also on failure. Prints the stage's time.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -79,11 +79,12 @@ export KUDO_REAL_CLUSTER_METRICS="127.0.0.1:$metrics_port"
 export KUDO_REAL_CLUSTER_MANAGER_LOG="$MANAGER_LOG"
 # Tests that run managers of their own work in namespaces this manager leaves to them: the
 # rollout tests' sharded managers in rollout-shards-* (crates/kubectl-kudo/tests/cli/rollout_cli.rs),
-# and the OperatorSource test's --require-verified-sources manager in one namespace.
+# and the OperatorSource tests' --require-verified-sources managers, one namespace each, all
+# starting with $KUDO_REAL_CLUSTER_VERIFIED_NAMESPACE.
 export KUDO_REAL_CLUSTER_VERIFIED_NAMESPACE="kudo-rs-verified-sources"
 "$KUDO" manager --kubeconfig "$KUBECONFIG_PATH" --leader-elect=false \
   --ignore-namespace 'rollout-shards-*' --ignore-namespace 'kudo-migrate-*' \
-  --ignore-namespace "$KUDO_REAL_CLUSTER_VERIFIED_NAMESPACE" \
+  --ignore-namespace "$KUDO_REAL_CLUSTER_VERIFIED_NAMESPACE*" \
   --metrics-address "127.0.0.1:$metrics_port" >"$MANAGER_LOG" 2>&1 &
 manager_pid=$!
 for i in $(seq 1 300); do

@@ -9,7 +9,7 @@ use kudo_package::resources::{ConvertOptions, Resources, to_resources};
 use kudo_repo::{Dependencies, Source};
 
 use crate::checks::{check_autopilot_kinds, check_autopilot_rules, check_values};
-use crate::cluster::{Cluster, KudoKind};
+use crate::cluster::{Cluster, FIELD_MANAGER, KudoKind};
 use crate::provenance;
 use crate::sensitive::{self, Split};
 use crate::typed_api::{self, AppliedCrd};
@@ -122,7 +122,8 @@ pub async fn install(
     )
     .await?;
     if let Some(planned) = typed {
-        out.typed_crd = Some(typed_api::apply(cluster, &res.operator_version, planned, progress).await?);
+        out.typed_crd =
+            Some(typed_api::apply(cluster, &res.operator_version, planned, FIELD_MANAGER, progress).await?);
     }
     if !req.skip_instance {
         out.instance = Some(create_instance(cluster, &res.instance, &split).await?);

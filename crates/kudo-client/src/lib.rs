@@ -91,3 +91,13 @@ pub trait Progress {
     /// Called once per event, in the order the objects were written.
     fn report(&mut self, event: Event<'_>) -> std::io::Result<()>;
 }
+
+/// A [`Progress`] that reports nothing: for callers with no one to tell (`migrate`'s server-side
+/// install, the manager storing a package source's typed API).
+pub struct Quiet;
+
+impl Progress for Quiet {
+    fn report(&mut self, _: Event<'_>) -> std::io::Result<()> {
+        Ok(())
+    }
+}

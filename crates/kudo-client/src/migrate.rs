@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 
 use crate::cluster::Cluster;
 use crate::init::{InitRequest, Setup};
-use crate::{Error, Event, Progress, Result};
+use crate::{Error, Quiet, Result};
 
 /// The field manager of migrate's own writes (the record, the Instances' admitted spec).
 pub const FIELD_MANAGER: &str = "kubectl-kudo-migrate";
@@ -387,13 +387,6 @@ async fn remove_webhook(cluster: &Cluster, ns: &str, say: &mut dyn FnMut(&str)) 
         }
     }
     Ok(())
-}
-
-struct Quiet;
-impl Progress for Quiet {
-    fn report(&mut self, _: Event<'_>) -> std::io::Result<()> {
-        Ok(())
-    }
 }
 
 async fn install(cluster: &Cluster, req: &MigrateRequest<'_>, say: &mut dyn FnMut(&str)) -> Result<()> {

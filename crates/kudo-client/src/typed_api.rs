@@ -85,19 +85,24 @@ async fn breaking(cluster: &Cluster, ov: &OperatorVersion, crd: &Value) -> Resul
     Ok(typed_api::broken_objects(api, crd, &objects))
 }
 
-/// Creates or updates the CRD [`check`] planned and its ClusterRoles (server-side apply, the CLI's
-/// field manager), reporting the CRD as soon as it is written.
-pub async fn apply(
+/// Creates or updates the CRD [`check`] planned and its ClusterRoles (server-side apply as
+/// `field_manager`: the CLI's [`FIELD_MANAGER`], or the manager's when a package source stores the
+/// package), reporting the CRD as soon as it is written, and returns once the CRD is Established.
+///
+/// Generic over the reporter so that a caller reporting to nobody ([`crate::Quiet`]) gets a `Send`
+/// future (the manager's controllers need one; `&mut dyn Progress` is not `Send`).
+pub async fn apply<P: Progress + ?Sized>(
     cluster: &Cluster,
     ov: &OperatorVersion,
     planned: Planned,
-    progress: &mut dyn Progress,
+    field_manager: &str,
+    progress: &mut P,
 ) -> Result<AppliedCrd> {
     let name = planned.crd["metadata"]["name"]
         .as_str()
         .unwrap_or_default()
         .to_string();
-    let params = PatchParams::apply(FIELD_MANAGER).force();
+    let params = PatchParams::apply(field_manager).force();
     crd_api(cluster)
         .patch(&name, &params, &Patch::Apply(&planned.crd))
         .await?;

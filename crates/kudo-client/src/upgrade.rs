@@ -9,7 +9,7 @@ use kudo_package::resources::{ConvertOptions, to_resources};
 use kudo_repo::{Dependencies, Source};
 
 use crate::checks::{check_values, merged_values, refuse_denied};
-use crate::cluster::{Cluster, KudoKind};
+use crate::cluster::{Cluster, FIELD_MANAGER, KudoKind};
 use crate::install::{existing_operator_version, install_dependencies};
 use crate::plan::{trigger_plan, trigger_spec};
 use crate::provenance;
@@ -235,7 +235,7 @@ async fn apply_new_version(
         })?;
     }
     let typed_crd = match typed {
-        Some(planned) => Some(typed_api::apply(cluster, &n.new_ov, planned, progress).await?),
+        Some(planned) => Some(typed_api::apply(cluster, &n.new_ov, planned, FIELD_MANAGER, progress).await?),
         None => None,
     };
     let mut patch = serde_json::json!({"spec": {"operatorVersion": {"name": n.new_ov.metadata.name}}});

@@ -89,6 +89,11 @@ fn reason<'v>(obj: &'v Value, type_: &str) -> &'v str {
 
 /// An OperatorSource of the test registry's repository `kudo/first-operator`.
 fn source_yaml(env: &Env, name: &str, reference: &str, verify: &str) -> String {
+    repo_source_yaml(env, name, "kudo/first-operator", reference, verify)
+}
+
+/// An OperatorSource of the test registry's repository `repo`.
+fn repo_source_yaml(env: &Env, name: &str, repo: &str, reference: &str, verify: &str) -> String {
     format!(
         "apiVersion: kudo-rs.dev/v1alpha1
 kind: OperatorSource
@@ -101,7 +106,7 @@ spec:
   certSecretRef: {{name: registry-ca}}
   verify: {verify}
 ",
-        url = env.oci("kudo/first-operator")
+        url = env.oci(repo)
     )
 }
 
@@ -111,13 +116,8 @@ const TRUSTED: &str = "{provider: cosign, secretRef: {name: cosign-keys}}";
 /// unsigned. The public key of A.
 fn publish(env: &Env) -> (PathBuf, PathBuf) {
     env.login();
-    let keys = |d: &str| {
-        let dir = env.path(d);
-        ok(env.kudo(&["package", "keygen", "-d", dir.to_str().unwrap()]));
-        (dir.join("kudo.key"), dir.join("kudo.pub"))
-    };
-    let (key_a, pub_a) = keys("keys-a");
-    let (key_b, _) = keys("keys-b");
+    let (key_a, pub_a) = keys(env, "keys-a");
+    let (key_b, _) = keys(env, "keys-b");
     let repo = "kudo/first-operator";
     let d020 = env.push(&examples().join("first-operator"), repo);
     ok(env.sign(&format!("{}@{d020}", env.oci(repo)), &key_a));
@@ -125,6 +125,13 @@ fn publish(env: &Env) -> (PathBuf, PathBuf) {
     ok(env.sign(&format!("{}@{d030}", env.oci(repo)), &key_b));
     env.push(&first_operator_at(env.tmp.path(), "0.4.0"), repo);
     (key_a, pub_a)
+}
+
+/// A key pair made by `package keygen` in `dir` (under the test's directory): private, public.
+fn keys(env: &Env, dir: &str) -> (PathBuf, PathBuf) {
+    let dir = env.path(dir);
+    ok(env.kudo(&["package", "keygen", "-d", dir.to_str().unwrap()]));
+    (dir.join("kudo.key"), dir.join("kudo.pub"))
 }
 
 /// The Secrets a source names, as `kubectl create secret` makes them.
@@ -279,8 +286,125 @@ fn refused_instance(env: &Env, c: &Cluster<'_>) {
     assert!(warned, "a Warning Event says why: {events:#}");
 }
 
-#[test]
-fn operator_sources_store_verified_packages_and_the_policy_refuses_everything_else() {
+/// The typed operator of the scenario below: its operator name, API group and kind.
+const CACHE: (&str, &str, &str) = ("cache", "cache.example.com", "Cache");
+/// An operator whose typed API's CRD name something else holds.
+const WIDGET: (&str, &str, &str) = ("widget", "widget.example.com", "Widget");
+
+/// A CRD `widgets.widget.example.com` as another tool would install it (no kudo labels).
+const FOREIGN_CRD: &str = "apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.widget.example.com}
+spec:
+  group: widget.example.com
+  scope: Namespaced
+  names: {kind: Widget, plural: widgets, singular: widget, listKind: WidgetList}
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+";
+
+/// A signed package whose operator declares a typed API, delivered only through a source: the
+/// manager stores its Operator, OperatorVersion and the typed API's CRD (as `install` writes it),
+/// and an object of the typed kind, applied with kubectl, runs as its Instance to COMPLETE.
+fn typed_api_through_a_source(env: &Env, c: &Cluster<'_>) {
+    env.login();
+    let (key, public) = keys(env, "keys-typed");
+    let params = super::typed_api_cli::V1_PARAMS;
+    for (name, group, kind) in [CACHE, WIDGET] {
+        let dir = super::typed_api_cli::typed_package(env.tmp.path(), (name, group, kind), "0.1.0", params);
+        let repo = format!("kudo/{name}");
+        let digest = env.push(&dir, &repo);
+        ok(env.sign(&format!("{}@{digest}", env.oci(&repo)), &key));
+    }
+    secrets(env, c, &public);
+    c.apply(&repo_source_yaml(
+        env,
+        "cache",
+        "kudo/cache",
+        "{tag: 0.1.0}",
+        TRUSTED,
+    ));
+    let src = c.wait_source("cache", |s| is(s, "Ready", "True"));
+    assert!(is(&src, "SignatureVerified", "True"), "{src:#}");
+    let ov = src["status"]["artifact"]["operatorVersion"].as_str().unwrap();
+    assert_eq!(ov, "cache-0.1.0", "{src:#}");
+    let stored = c.get("operatorversions.kudo.dev", ov).unwrap();
+    assert_eq!(stored["spec"]["api"]["kind"], "Cache", "{stored:#}");
+    let crd = c.wait("crd", "caches.cache.example.com", |crd| {
+        is(crd, "Established", "True")
+    });
+    assert_eq!(crd["metadata"]["labels"]["kudo.dev/operator"], "cache", "{crd:#}");
+    let managers = ok(c.kubectl(
+        &[
+            "get",
+            "crd",
+            "caches.cache.example.com",
+            "--show-managed-fields",
+            "-o",
+            "jsonpath={.metadata.managedFields[*].manager}",
+        ],
+        None,
+    ));
+    assert!(
+        managers.split_whitespace().any(|m| m == "kudo-manager"),
+        "written by the manager: {managers}"
+    );
+
+    c.apply("apiVersion: cache.example.com/v1\nkind: Cache\nmetadata: {name: mine}\nspec: {REPLICAS: 5}\n");
+    let inst = c.wait("instances.kudo.dev", "mine", |i| {
+        i["status"]["planStatus"]["deploy"]["status"] == "COMPLETE"
+    });
+    assert_eq!(inst["spec"]["operatorVersion"]["name"], ov, "{inst:#}");
+    assert_eq!(
+        inst["metadata"]["ownerReferences"][0]["kind"], "Cache",
+        "{inst:#}"
+    );
+    let cm = c.get("configmap", "mine-cm").unwrap();
+    assert_eq!(cm["data"]["replicas"], "5", "{cm:#}");
+    c.wait("caches.cache.example.com", "mine", |o| {
+        o["status"]["plan"] == "deploy" && o["status"]["status"] == "COMPLETE"
+    });
+    foreign_crd_refused(env, c);
+}
+
+/// A source of a package whose CRD name something else owns: Stalled, nothing of it stored, the
+/// CRD untouched.
+fn foreign_crd_refused(env: &Env, c: &Cluster<'_>) {
+    c.apply(FOREIGN_CRD);
+    c.apply(&repo_source_yaml(
+        env,
+        "widget",
+        "kudo/widget",
+        "{tag: 0.1.0}",
+        TRUSTED,
+    ));
+    let src = c.wait_source("widget", |s| is(s, "Stalled", "True"));
+    assert_eq!(reason(&src, "Stalled"), "OperatorVersionConflict", "{src:#}");
+    let msg = condition(&src, "Ready").unwrap()["message"].as_str().unwrap();
+    assert!(
+        msg.contains("CustomResourceDefinition widgets.widget.example.com exists and belongs to"),
+        "{msg}"
+    );
+    assert!(src["status"]["artifact"].is_null(), "{src:#}");
+    for what in [
+        "operatorversions.kudo.dev/widget-0.1.0",
+        "operators.kudo.dev/widget",
+    ] {
+        let (kind, name) = what.split_once('/').unwrap();
+        assert!(c.get(kind, name).is_none(), "{what} was stored");
+    }
+    let foreign = c.get("crd", "widgets.widget.example.com").unwrap();
+    assert!(
+        foreign["metadata"]["labels"].is_null(),
+        "the foreign CRD is untouched: {foreign:#}"
+    );
+}
+
+/// `scenario` on the embedded cluster of `kubectl kudo dev --require-verified-sources`.
+fn on_the_embedded_cluster(scenario: impl FnOnce(&Env, &Cluster<'_>)) {
     let Some(env) = Env::start() else { return };
     let home = tempfile::tempdir().unwrap();
     let dev = common::start_dev(home.path(), &["--require-verified-sources"]);
@@ -288,7 +412,17 @@ fn operator_sources_store_verified_packages_and_the_policy_refuses_everything_el
         kc: &dev.kubeconfig,
         ns: "default",
     };
-    sources_under_the_policy(&env, &c);
+    scenario(&env, &c);
+}
+
+#[test]
+fn a_typed_api_arrives_through_an_operator_source_and_its_objects_run() {
+    on_the_embedded_cluster(typed_api_through_a_source);
+}
+
+#[test]
+fn operator_sources_store_verified_packages_and_the_policy_refuses_everything_else() {
+    on_the_embedded_cluster(sources_under_the_policy);
 }
 
 /// `kubectl-kudo manager` for one namespace with the policy; stopped when dropped.
@@ -301,17 +435,13 @@ impl Drop for PolicyManager {
     }
 }
 
-#[test]
-#[ignore = "real control plane: run by scripts/real-cluster-stage.sh"]
-fn real_cluster_operator_sources_store_verified_packages_and_the_policy_refuses_everything_else() {
-    let Some(env) = Env::start() else { return };
+/// `scenario` on the real control plane in `ns` (created, then deleted), with a manager of its own
+/// for that namespace under `--require-verified-sources` (the stage's manager leaves the namespace
+/// alone); its log is printed if the scenario fails.
+fn on_the_real_cluster(env: &Env, ns: &str, scenario: impl FnOnce(&Env, &Cluster<'_>)) {
     let kc = kudo_testkit::real_cluster::kubeconfig();
-    let ns = std::env::var("KUDO_REAL_CLUSTER_VERIFIED_NAMESPACE").expect(
-        "KUDO_REAL_CLUSTER_VERIFIED_NAMESPACE: the namespace the stage's manager leaves alone \
-         (scripts/real-cluster-stage.sh sets it)",
-    );
-    let c = Cluster { kc: &kc, ns: &ns };
-    ok(c.kubectl(&["create", "namespace", &ns], None));
+    let c = Cluster { kc: &kc, ns };
+    ok(c.kubectl(&["create", "namespace", ns], None));
     let log = std::fs::File::create(env.path("manager.log")).unwrap();
     let child = Command::new(common::BIN)
         .args([
@@ -322,7 +452,7 @@ fn real_cluster_operator_sources_store_verified_packages_and_the_policy_refuses_
         ])
         .args([
             "--watch-namespace",
-            &ns,
+            ns,
             "--require-verified-sources",
             "--kubeconfig",
         ])
@@ -332,14 +462,44 @@ fn real_cluster_operator_sources_store_verified_packages_and_the_policy_refuses_
         .spawn()
         .unwrap();
     let manager = PolicyManager(child);
-    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        sources_under_the_policy(&env, &c)
-    }));
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| scenario(env, &c)));
     drop(manager);
-    let _ = c.kubectl(&["delete", "namespace", &ns, "--wait=false"], None);
+    let _ = c.kubectl(&["delete", "namespace", ns, "--wait=false"], None);
     if let Err(e) = outcome {
         let log = std::fs::read_to_string(env.path("manager.log")).unwrap_or_default();
         eprintln!("the policy manager's log:\n{log}");
         std::panic::resume_unwind(e);
+    }
+}
+
+/// The namespace the stage's manager leaves to the tests' policy managers (`suffix` appended:
+/// the stage ignores every namespace starting with it).
+fn verified_namespace(suffix: &str) -> String {
+    let ns = std::env::var("KUDO_REAL_CLUSTER_VERIFIED_NAMESPACE").expect(
+        "KUDO_REAL_CLUSTER_VERIFIED_NAMESPACE: the namespace prefix the stage's manager leaves \
+         alone (scripts/real-cluster-stage.sh sets it)",
+    );
+    format!("{ns}{suffix}")
+}
+
+#[test]
+#[ignore = "real control plane: run by scripts/real-cluster-stage.sh"]
+fn real_cluster_operator_sources_store_verified_packages_and_the_policy_refuses_everything_else() {
+    let Some(env) = Env::start() else { return };
+    on_the_real_cluster(&env, &verified_namespace(""), sources_under_the_policy);
+}
+
+#[test]
+#[ignore = "real control plane: run by scripts/real-cluster-stage.sh"]
+fn real_cluster_a_typed_api_arrives_through_an_operator_source_and_its_objects_run() {
+    let Some(env) = Env::start() else { return };
+    on_the_real_cluster(&env, &verified_namespace("-typed"), typed_api_through_a_source);
+    let kc = kudo_testkit::real_cluster::kubeconfig();
+    for crd in ["caches.cache.example.com", "widgets.widget.example.com"] {
+        let c = Cluster {
+            kc: &kc,
+            ns: "default",
+        };
+        let _ = c.kubectl(&["delete", "crd", crd, "--wait=false"], None);
     }
 }

@@ -15,10 +15,22 @@ const PLAN: &str = "plans:\n  deploy:\n    strategy: serial\n    phases:\n      
 /// A one-ConfigMap operator `db` with `api: {group: db.example.com, kind: Db}` at `version`,
 /// declaring `params` (params.yaml entries).
 fn package(root: &Path, version: &str, params: &str) -> PathBuf {
-    let dir = root.join(format!("db-{version}"));
+    typed_package(root, ("db", "db.example.com", "Db"), version, params)
+}
+
+/// A one-ConfigMap operator `NAME` with `api: {group: GROUP, kind: KIND, shortNames: [NAMEs1]}`
+/// at `version`, declaring `params` (params.yaml entries); its ConfigMap `<instance>-cm` holds
+/// `REPLICAS`.
+pub(super) fn typed_package(
+    root: &Path,
+    (name, group, kind): (&str, &str, &str),
+    version: &str,
+    params: &str,
+) -> PathBuf {
+    let dir = root.join(format!("{name}-{version}"));
     std::fs::create_dir_all(dir.join("templates")).unwrap();
     let operator = format!(
-        "apiVersion: kudo.dev/v1beta1\nname: db\noperatorVersion: \"{version}\"\napi:\n  group: db.example.com\n  kind: Db\n  shortNames: [dbs1]\ntasks:\n  - name: app\n    kind: Apply\n    spec:\n      resources:\n        - cm.yaml\n{PLAN}"
+        "apiVersion: kudo.dev/v1beta1\nname: {name}\noperatorVersion: \"{version}\"\nkubernetesVersion: 1.15.0\napi:\n  group: {group}\n  kind: {kind}\n  shortNames: [{name}s1]\ntasks:\n  - name: app\n    kind: Apply\n    spec:\n      resources:\n        - cm.yaml\n{PLAN}"
     );
     std::fs::write(dir.join("operator.yaml"), operator).unwrap();
     std::fs::write(
@@ -34,7 +46,7 @@ fn package(root: &Path, version: &str, params: &str) -> PathBuf {
     dir
 }
 
-const V1_PARAMS: &str =
+pub(super) const V1_PARAMS: &str =
     "  - name: REPLICAS\n    type: integer\n    default: 3\n  - name: MODE\n    default: fast\n";
 const V2_PARAMS: &str = "  - name: REPLICAS\n    type: integer\n    default: 3\n";
 

@@ -50,6 +50,9 @@ pub(crate) enum SourceError {
     Kube(#[from] kube::Error),
     #[error("malformed object: {0}")]
     Decode(#[from] serde_json::Error),
+    /// Writing the typed API through the client's code (e.g. its CRD not Established in time).
+    #[error(transparent)]
+    TypedApi(#[from] kudo_client::Error),
 }
 
 /// What every reconcile of a source shares.

@@ -111,11 +111,14 @@ pub(super) async fn store(
         Admission::Refuse(f) => return Ok(Err(f)),
         Admission::Keep => existing_digest.unwrap_or(desired),
         admission => {
-            if let Err(mut f) = typed_api::check(at.client, &objs.ov).await? {
-                f.signature = objs.signature.clone();
-                return Ok(Err(f));
-            }
-            typed_api::apply(at.client, &objs.ov).await?;
+            let planned = match typed_api::check(at.client, &objs.ov).await? {
+                Ok(planned) => planned,
+                Err(mut f) => {
+                    f.signature = objs.signature.clone();
+                    return Ok(Err(f));
+                }
+            };
+            typed_api::apply(at.client, &objs.ov, planned).await?;
             ensure_operator(at, &objs.operator).await?;
             if admission == Admission::Create {
                 create(&ovs, &objs.ov).await?
