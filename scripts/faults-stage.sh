@@ -7,7 +7,8 @@
 # tests named faults_* of crates/kubectl-kudo/tests/cli/faults/: managers out of cluster
 # (target/debug/kubectl-kudo manager) killed at named fail points and random delays over every plan
 # shape, uninstalls with a cleanup plan killed while they delete (FAULTS_UNINSTALLS=N Instances,
-# 12 by default), and an API outage and an API server restart mid-plan; the tests take turns.
+# 12 by default), an API outage and an API server restart mid-plan, and watches expired (410
+# Gone after an etcd compaction) while the manager was stopped; the tests take turns.
 # The fault tables they print go to target/faults-cluster/faults.log as well. The cluster is stopped at the end, also on failure;
 # the stage fails when it takes longer than FAULTS_TIME_LIMIT seconds (720 by default).
 set -euo pipefail

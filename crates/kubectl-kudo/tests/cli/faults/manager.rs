@@ -57,6 +57,17 @@ impl Manager {
         }
     }
 
+    /// Sends `signal` (`STOP`, `CONT`) to the process: a stopped manager keeps its state and
+    /// connections but reads nothing, so the cluster moves on without it.
+    pub fn signal(&self, signal: &str) {
+        let pid = self.child.id().expect("the manager runs").to_string();
+        let st = std::process::Command::new("kill")
+            .args([&format!("-{signal}"), &pid])
+            .status()
+            .expect("run kill");
+        assert!(st.success(), "kill -{signal} {pid}");
+    }
+
     /// Whether the process has ended (at its fail point: nobody else kills it).
     pub fn exited(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(Some(_)))

@@ -1,6 +1,7 @@
 //! The fault harness: managers out of cluster (this build's `kubectl-kudo manager`), killed
 //! over and over on the real control plane of ../shared/real-cluster while plans of every shape
-//! the faulty package has run, and the API server itself taken away. Run by
+//! the faulty package has run, uninstalls killed while they delete, watches expired while the
+//! manager was away, and the API server itself taken away. Run by
 //! scripts/faults-stage.sh (its own cluster, `FAULTS=N` kills, `FAULTS_SEED=S`), which sets
 //! `$KUDO_FAULTS_KUBECONFIG`; the tests are `#[ignore]`d for every other stage.
 //!
@@ -10,6 +11,7 @@
 //! or after its run; then the next life starts. Every round ends with a life without faults that
 //! takes the plan to its end, and the one [`invariants::Checker`] judges the history.
 
+mod expired;
 mod invariants;
 mod lab;
 mod manager;

@@ -28,7 +28,7 @@ fn via_proxy(kubeconfig: &Path, port: u16, dir: &Path) -> (PathBuf, String) {
 
 /// Waits (at most `limit`) until the deploy run not in `prior` has `step` IN_PROGRESS or ends
 /// COMPLETE; the run's uid once COMPLETE.
-async fn wait_for(lab: &Lab, prior: &[String], want: &str, limit: Duration) -> Option<String> {
+pub(super) async fn wait_for(lab: &Lab, prior: &[String], want: &str, limit: Duration) -> Option<String> {
     let deadline = Instant::now() + limit;
     while Instant::now() < deadline {
         if let Some(inst) = lab.instance().await {
@@ -50,7 +50,7 @@ async fn wait_for(lab: &Lab, prior: &[String], want: &str, limit: Duration) -> O
 
 /// SIGKILLs the fault cluster's kube-apiserver and starts it again with the kit; how long the
 /// API server was away.
-async fn restart_api_server() -> Duration {
+pub(super) async fn restart_api_server() -> Duration {
     let dir = PathBuf::from(std::env::var("KUDO_FAULTS_CLUSTER_DIR").expect("KUDO_FAULTS_CLUSTER_DIR"));
     let pid = std::fs::read_to_string(dir.join("run/kube-apiserver.pid")).expect("the API server's pid");
     let at = Instant::now();
