@@ -11,9 +11,9 @@
 //! would be wrong, the callers fall back to a GET:
 //!
 //! * **Instances**: the resourceVersion of the newest copy this manager has seen (its own writes'
-//!   answers, its GETs) is remembered; the cached Instance is used only when it carries exactly
-//!   that version (or nothing was remembered). Otherwise the Instance is read from the server.
-//!   resourceVersions are only compared for equality: they are opaque.
+//!   answers, its GETs, the watch's events; [`InstanceVersions`]) is remembered; the cached
+//!   Instance is used only when it carries exactly that version (or nothing was remembered).
+//!   Otherwise the Instance is read from the server.
 //! * **Objects we applied**: the cached copy is used only when it is at least the generation the
 //!   apply answered with and has the same uid (see [`crate::execute`]); else a GET.
 //! * **Absent from the cache** (not yet seen, or deleted): a GET decides, wherever absence would
@@ -380,8 +380,8 @@ pub(crate) struct Caches {
     pub operator_versions: Store<DynamicObject>,
     /// `(apiVersion, kind)` → store of the `heritage=kudo` objects of that kind.
     children: HashMap<(String, String), Arc<ChildStore>>,
-    /// `(namespace, name)` → resourceVersion of the newest copy of the Instance we have seen.
-    instance_versions: Mutex<HashMap<(String, String), String>>,
+    /// The newest resourceVersion seen of each Instance.
+    instance_versions: Arc<InstanceVersions>,
     /// `(namespace, name)` → a cached OperatorVersion decoded, with the resourceVersion it was
     /// decoded at: every reconcile needs the typed OperatorVersion, and decoding it (to JSON and
     /// back) was 6 % of the manager's CPU in the `scale 1000` bench.
@@ -397,17 +397,49 @@ pub(crate) fn ready(store: &Store<DynamicObject>) -> bool {
     store.wait_until_ready().now_or_never().is_some_and(|r| r.is_ok())
 }
 
+/// `(namespace, name)` → resourceVersion of the newest copy of each Instance seen: this
+/// manager's writes' answers, its GETs, and the Instance watch's events. Newest by
+/// [`kudo_kube::resource_version`], so that a watch event carrying an older copy than one seen
+/// before (a view going back in time, as after a re-list from a lagging API server) does not
+/// lower it: the cache then holds an older copy than the newest seen, and is not used.
+#[derive(Default)]
+pub(crate) struct InstanceVersions(Mutex<HashMap<(String, String), String>>);
+
+impl InstanceVersions {
+    /// Notes `rv` as seen of the Instance (`None`: it is gone, forget it).
+    pub fn saw(&self, ns: &str, name: &str, rv: Option<&str>) {
+        let mut seen = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let key = (ns.to_string(), name.to_string());
+        match (rv, seen.get_mut(&key)) {
+            (None, _) => {
+                seen.remove(&key);
+            }
+            (Some(rv), Some(known)) => {
+                *known = kudo_kube::resource_version::newest(known, rv).to_string();
+            }
+            (Some(rv), None) => {
+                seen.insert(key, rv.to_string());
+            }
+        }
+    }
+
+    fn get(&self, key: &(String, String)) -> Option<String> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).get(key).cloned()
+    }
+}
+
 impl Caches {
     pub fn new(
         instances: Store<DynamicObject>,
         operator_versions: Store<DynamicObject>,
         children: HashMap<(String, String), Arc<ChildStore>>,
+        instance_versions: Arc<InstanceVersions>,
     ) -> Caches {
         Caches {
             instances,
             operator_versions,
             children,
-            instance_versions: Mutex::default(),
+            instance_versions,
             decoded_ovs: Mutex::default(),
         }
     }
@@ -422,15 +454,14 @@ impl Caches {
         let cached = self
             .instances
             .get(&ObjectRef::new_with(name, crate::resources::instance_resource()).within(ns));
-        let mut seen = self.instance_versions.lock().unwrap_or_else(|e| e.into_inner());
         match cached {
             None => {
-                seen.remove(&key);
+                self.instance_versions.saw(ns, name, None);
                 Ok(None)
             }
-            Some(obj) => match seen.get(&key) {
+            Some(obj) => match self.instance_versions.get(&key) {
                 None => Ok(Some(unpacked(&obj))),
-                Some(rv) if obj.metadata.resource_version.as_ref() == Some(rv) => Ok(Some(unpacked(&obj))),
+                Some(rv) if obj.metadata.resource_version.as_ref() == Some(&rv) => Ok(Some(unpacked(&obj))),
                 Some(_) => Err(()),
             },
         }
@@ -438,16 +469,7 @@ impl Caches {
 
     /// Notes the resourceVersion of an Instance copy read from or written to the server.
     pub fn saw_instance(&self, ns: &str, name: &str, rv: Option<&str>) {
-        let mut seen = self.instance_versions.lock().unwrap_or_else(|e| e.into_inner());
-        let key = (ns.to_string(), name.to_string());
-        match rv {
-            Some(rv) => {
-                seen.insert(key, rv.to_string());
-            }
-            None => {
-                seen.remove(&key);
-            }
-        }
+        self.instance_versions.saw(ns, name, rv);
     }
 
     /// The cached OperatorVersion, if the cache has it (`None`: ask the server).
@@ -573,6 +595,20 @@ fn typed_view(obj: &DynamicObject, api_version: &str, kind: &str, metadata: Valu
 
 #[cfg(test)]
 mod tests {
+    /// A copy older than one seen before (a re-list from a lagging API server) does not lower
+    /// the newest version known, so the cache holding it is not used.
+    #[test]
+    fn the_newest_instance_version_seen_is_not_lowered_by_an_older_copy() {
+        let v = InstanceVersions::default();
+        let key = ("ns".to_string(), "i".to_string());
+        for (rv, newest) in [("10", "10"), ("12", "12"), ("11", "12"), ("100", "100")] {
+            v.saw("ns", "i", Some(rv));
+            assert_eq!(v.get(&key).as_deref(), Some(newest), "after {rv}");
+        }
+        v.saw("ns", "i", None);
+        assert_eq!(v.get(&key), None);
+    }
+
     use super::*;
     use serde_json::json;
 

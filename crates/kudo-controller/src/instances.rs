@@ -11,7 +11,7 @@ use kube::runtime::reflector::Store;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use crate::cache::Caches;
+use crate::cache::{Caches, InstanceVersions};
 use crate::context::{Context, Watched};
 use crate::echoes::Echoes;
 use crate::incarnation::Incarnation;
@@ -27,7 +27,8 @@ pub(crate) fn start(inc: &mut Incarnation) -> BoxFuture<'static, ()> {
     let echoes = Arc::new(Echoes::default());
     let child_echoes = Arc::new(Echoes::default());
     let running = Arc::new(Running::default());
-    let instances = watches.instances(echoes.clone(), running.clone());
+    let versions = Arc::new(InstanceVersions::default());
+    let instances = watches.instances(echoes.clone(), running.clone(), versions.clone());
     if let Some(granted) = inc.sharding.granted.take() {
         watches.shards_granted(&instances, granted, gate.count());
     }
@@ -35,7 +36,7 @@ pub(crate) fn start(inc: &mut Incarnation) -> BoxFuture<'static, ()> {
     watches.secrets(&instances);
     let children = watches.children(running, child_echoes.clone());
     let watched = Watched {
-        caches: Caches::new(instances.clone(), operator_versions, children),
+        caches: Caches::new(instances.clone(), operator_versions, children, versions),
         autopilot: watches.autopilot(),
         echoes,
         child_echoes,

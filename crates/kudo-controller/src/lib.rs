@@ -75,6 +75,7 @@ mod child_store;
 mod context;
 mod echoes;
 mod events;
+mod forward;
 pub use kudo_kube::failpoint;
 mod hook;
 pub mod impersonation;

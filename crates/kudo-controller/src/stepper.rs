@@ -77,7 +77,7 @@ impl Stepper {
         // Autopilot watches wake Instances through this channel; nobody listens when stepping.
         let (wake, _) = tokio::sync::mpsc::unbounded_channel();
         let watched = Watched {
-            caches: Caches::new(instances, ovs, HashMap::new()),
+            caches: Caches::new(instances, ovs, HashMap::new(), Default::default()),
             autopilot: autopilot::Watches::new(client.clone(), wake),
             echoes: Default::default(),
             child_echoes: Default::default(),

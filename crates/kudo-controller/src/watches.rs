@@ -22,8 +22,10 @@ use serde::Deserialize;
 
 use kudo_engine::shard::BUCKET_LABEL;
 
+use crate::cache::InstanceVersions;
 use crate::child_store::ChildStore;
 use crate::echoes::Echoes;
+use crate::forward;
 use crate::gate::ShardGate;
 use crate::lean::{Child, Lean, Shape, Whole};
 use crate::running::Running;
@@ -70,7 +72,7 @@ impl Watches {
     fn events<S: Shape>(&self, ar: &ApiResource, labels: &str, view: usize, also: &[&str]) -> ViewStream {
         let watch = |sel: &str| labelled_watch::<S>(self.scoped(ar), sel);
         let Some(gate) = &self.sharded else {
-            return watch(labels);
+            return forward::forward_only(watch(labels));
         };
         let mut views = vec![
             watch(&views::all_of(labels, &format!("!{BUCKET_LABEL}"))),
@@ -80,7 +82,7 @@ impl Watches {
         let gate = gate.clone();
         let instances = ar.kind == "Instance";
         // An Instance this replica just labelled moves to the labelled view (crate::views).
-        views::merged(views, 1, move |o| instances && gate.labelled(o)).boxed()
+        forward::forward_only(views::merged(views, 1, move |o| instances && gate.labelled(o)).boxed())
     }
 
     /// The API of `ar` in the watches' scope.
@@ -94,7 +96,12 @@ impl Watches {
     /// Instances: a change reconciles the Instance itself (unless it is the echo of this
     /// manager's own write, see [`crate::echoes`]) and, for a child Instance (a KudoOperator
     /// task's, label `heritage=kudo`), its parent. Returns their cache.
-    pub fn instances(&mut self, echoes: Arc<Echoes>, running: Arc<Running>) -> Store<DynamicObject> {
+    pub fn instances(
+        &mut self,
+        echoes: Arc<Echoes>,
+        running: Arc<Running>,
+        versions: Arc<InstanceVersions>,
+    ) -> Store<DynamicObject> {
         let iar = instance_resource();
         let writer = Writer::new(iar.clone());
         let store = writer.as_reader();
@@ -108,6 +115,7 @@ impl Watches {
                     running.observe(&i, true);
                     let (ns, name) = (i.namespace().unwrap_or_default(), i.name_any());
                     let rv = i.resource_version().unwrap_or_default();
+                    versions.saw(&ns, &name, Some(&rv));
                     let echo = echoes.is_echo(&ns, &name, &rv);
                     (i, !echo)
                 }
@@ -118,6 +126,8 @@ impl Watches {
                 }
                 watcher::Event::InitApply(i) => {
                     running.observe(&i, true);
+                    let rv = i.resource_version().unwrap_or_default();
+                    versions.saw(&i.namespace().unwrap_or_default(), &i.name_any(), Some(&rv));
                     (i, true)
                 }
                 watcher::Event::Init | watcher::Event::InitDone => return Vec::new(),

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use kudo_apiserver::faults::{ErrorRule, FaultConfig};
+use serde_json::json;
 
 use super::galera_dir;
 use super::harness::Env;
@@ -89,5 +90,83 @@ async fn galera_deploy_completes_under_500s_409s_and_watch_cuts() {
             .contains("gcomm://ft-galera-0.ft-hs,ft-galera-1.ft-hs,ft-galera-2.ft-hs\n"),
         "{cm}"
     );
+    env.stop().await;
+}
+
+/// A view going back in time, as Sieve shows controllers one: every MODIFIED watch event is
+/// followed by the object's previous state (`staleReplayRate` 1.0), for the Instance as for its
+/// children, while a parameter change runs and the Instance idles after it. The manager's caches
+/// then hold older copies than the server; it must neither run a plan again, nor take the
+/// Instance back to its old parameters, nor delete or recreate a child.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_view_going_back_in_time_neither_reruns_nor_downgrades_nor_recreates() {
+    let env = Env::start_bare(kudo_sim::SimConfig::default()).await;
+    // The manager has a User-Agent of its own, so that only its watches are shown the past (the
+    // simulated kube-controller-manager beside it sees the cluster as it is).
+    let mut cfg = kube::Config::new(env.server().url().parse().unwrap());
+    cfg.headers.push((
+        http::header::USER_AGENT,
+        http::HeaderValue::from_static("kudo-manager/stale-view-test"),
+    ));
+    let client = kube::Client::try_from(cfg).unwrap();
+    let manager = env.spawn_controller_with(client, Default::default(), false).await;
+    env.install(&galera_dir(), "sv", BTreeMap::new()).await;
+    let deployed = env.wait_plan("sv", "deploy", "COMPLETE").await;
+    env.wait_ready_replicas("apps/v1", "StatefulSet", "sv-galera", 3)
+        .await;
+    let children = [
+        ("apps/v1", "StatefulSet", "sv-galera"),
+        ("v1", "ConfigMap", "sv-nodeconfig"),
+        ("v1", "ConfigMap", "sv-node-scripts"),
+        ("v1", "Secret", "sv-secret"),
+        ("v1", "Service", "sv-hs"),
+    ];
+    let mut uids = Vec::new();
+    for (av, kind, name) in children {
+        let o = env.get(av, kind, name).await.expect("child");
+        uids.push(o["metadata"]["uid"].clone());
+    }
+    env.server()
+        .faults()
+        .set(FaultConfig {
+            stale_replay_rate: 1.0,
+            stale_replay_agent: Some("kudo-manager".into()),
+            seed: Some(11),
+            ..Default::default()
+        })
+        .expect("valid fault config");
+    env.patch_instance("sv", json!({"spec": {"parameters": {"NODE_COUNT": "5"}}}))
+        .await;
+    let updated = env.wait_plan("sv", "node_update", "COMPLETE").await;
+    env.wait_ready_replicas("apps/v1", "StatefulSet", "sv-galera", 5)
+        .await;
+    // The StatefulSet's and pods' status updates keep the stale views coming while it idles.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let counters = env.server().faults().counters();
+    env.server().faults().clear();
+    eprintln!("fault counters: {counters:?}");
+    assert!(counters.stale_replays > 10, "{counters:?}");
+
+    let inst = env.get("kudo.dev/v1beta1", "Instance", "sv").await.unwrap();
+    assert_eq!(inst["spec"]["parameters"]["NODE_COUNT"], "5", "{inst}");
+    let ps = &inst["status"]["planStatus"];
+    assert_eq!(
+        ps["deploy"]["uid"], deployed["status"]["planStatus"]["deploy"]["uid"],
+        "deploy ran again"
+    );
+    assert_eq!(
+        ps["node_update"]["uid"], updated["status"]["planStatus"]["node_update"]["uid"],
+        "node_update ran again"
+    );
+    assert_eq!(ps["node_update"]["status"], "COMPLETE", "{ps}");
+    let started: i32 = env.event_occurrences("sv", "PlanStarted").await.iter().sum();
+    assert_eq!(started, 2, "one deploy and one node_update run");
+    let sts = env.get("apps/v1", "StatefulSet", "sv-galera").await.unwrap();
+    assert_eq!(sts["spec"]["replicas"], 5, "{sts}");
+    for ((av, kind, name), uid) in children.into_iter().zip(uids) {
+        let o = env.get(av, kind, name).await.expect("child still there");
+        assert_eq!(o["metadata"]["uid"], uid, "{kind} {name} was recreated");
+    }
+    manager.stop().await;
     env.stop().await;
 }

@@ -40,6 +40,13 @@
 //!    changing the cut applies to open watches too (measured from their start, so a watch older
 //!    than the new cut ends at once).
 //!
+//! 5. **Stale replays** (`staleReplayRate`): after a MODIFIED event a watch may send the object's
+//!    previous state again, as another MODIFIED carrying that state's older resourceVersion, the
+//!    way Sieve (OSDI '22) shows a controller a view that went back in time. A client's cache
+//!    then holds an older copy than the server until the next event of that object; a
+//!    controller must not act on it as if the cluster had changed back. `staleReplayAgent` aims
+//!    them at one client (by its User-Agent).
+//!
 //! # Determinism
 //! Random draws come from one generator (SplitMix64) seeded with `seed` when given (a clock
 //! otherwise). Each request draws in a fixed order — jitter (when non-zero), each matching error
@@ -276,6 +283,15 @@ pub struct FaultConfig {
     /// Probability that a successful write's acknowledgement is replaced by a 500.
     #[serde(default)]
     pub lost_write_rate: f64,
+    /// Probability that a watch, right after a MODIFIED event, sends the object's previous state
+    /// again as another MODIFIED (with its older resourceVersion): a view going back in time.
+    #[serde(default)]
+    pub stale_replay_rate: f64,
+    /// Only watches of this client get stale replays: the product of its User-Agent (before
+    /// the `/`), e.g. `kudo-manager`; `None`: every watch. A stale view aimed at the controller
+    /// under test, not at the simulated cluster components beside it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stale_replay_agent: Option<String>,
     /// Seed of the random draws; `None` seeds from the clock.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed: Option<u64>,
@@ -289,6 +305,7 @@ impl FaultConfig {
             || !self.jitter.is_zero()
             || self.watch_cut.is_some()
             || self.lost_write_rate > 0.0
+            || self.stale_replay_rate > 0.0
     }
 
     /// Rejects statuses other than 500/429/409, rates outside `0..=1` and a zero watch cut.
@@ -297,6 +314,7 @@ impl FaultConfig {
             r.validate()?;
         }
         check_rate(self.lost_write_rate)?;
+        check_rate(self.stale_replay_rate)?;
         if self.watch_cut.is_some_and(|d| d.is_zero()) {
             return Err(FaultError::Duration(
                 "0 (a watch cut must be longer than zero)".into(),
@@ -331,6 +349,9 @@ impl fmt::Display for FaultConfig {
         if self.lost_write_rate > 0.0 {
             parts.push(format!("lost-write rate {}", self.lost_write_rate));
         }
+        if self.stale_replay_rate > 0.0 {
+            parts.push(format!("stale-replay rate {}", self.stale_replay_rate));
+        }
         if let Some(s) = self.seed {
             parts.push(format!("seed {s}"));
         }
@@ -358,6 +379,8 @@ pub struct FaultCounters {
     pub watch_cuts: u64,
     /// Writes executed whose acknowledgement was replaced by a 500.
     pub lost_writes: u64,
+    /// Previous states sent again after a MODIFIED watch event.
+    pub stale_replays: u64,
 }
 
 /// Bad fault settings (CLI values or admin JSON).
@@ -615,6 +638,29 @@ impl Faults {
 
     pub(crate) fn count_watch_cut(&self) {
         self.lock().counters.watch_cuts += 1;
+    }
+
+    /// Whether the watch of client `agent` that just sent a MODIFIED event sends the object's
+    /// previous state after it (drawn with `staleReplayRate`, counted when drawn).
+    pub(crate) fn stale_replay(&self, agent: &str) -> bool {
+        if !self.is_active() {
+            return false;
+        }
+        let mut st = self.lock();
+        let st = &mut *st;
+        if st
+            .config
+            .stale_replay_agent
+            .as_deref()
+            .is_some_and(|a| a != agent)
+        {
+            return false;
+        }
+        let fires = st.rng.fires(st.config.stale_replay_rate);
+        if fires {
+            st.counters.stale_replays += 1;
+        }
+        fires
     }
 
     pub(crate) fn count_lost_write(&self) {

@@ -1153,6 +1153,8 @@ impl Ctx {
             fields: f,
             table,
             include: self.include().to_string(),
+            faults: faults.clone(),
+            agent: self.agent.clone(),
         };
         tokio::spawn(async move {
             let ended = w
@@ -1213,6 +1215,10 @@ struct Watcher {
     fields: FieldSelector,
     table: bool,
     include: String,
+    /// For the stale replays ([`crate::faults`]).
+    faults: Faults,
+    /// The client's User-Agent product (stale replays may be aimed at one client).
+    agent: String,
 }
 
 impl Watcher {
@@ -1291,6 +1297,15 @@ impl Watcher {
         Some(self.line(t, &ev.object))
     }
 
+    /// The previous state of a MODIFIED object this watch served (both states match its
+    /// selectors), when a stale replay is drawn for it.
+    fn stale(&self, ev: &WatchEvent) -> Option<Bytes> {
+        let old = ev.old.as_deref()?;
+        let served =
+            ev.type_ == EventType::Modified && self.matches_stored(&ev.object) && self.matches_stored(old);
+        (served && self.faults.stale_replay(&self.agent)).then(|| self.line("MODIFIED", old))
+    }
+
     #[allow(clippy::too_many_arguments)]
     async fn run(
         self,
@@ -1353,7 +1368,11 @@ impl Watcher {
                             continue;
                         }
                         last_rv = ev.rv;
-                        if let Some(line) = self.translate(&ev)
+                        let Some(line) = self.translate(&ev) else { continue };
+                        if tx.send(Ok(line)).await.is_err() {
+                            return WatchEnd::Other;
+                        }
+                        if let Some(line) = self.stale(&ev)
                             && tx.send(Ok(line)).await.is_err() {
                                 return WatchEnd::Other;
                             }

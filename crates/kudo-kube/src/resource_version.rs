@@ -1,0 +1,58 @@
+//! Ordering resourceVersions, as Kubernetes 1.35 allows clients to (KEP-5504, "comparable
+//! resource versions", stable in 1.35): a resourceVersion is a decimal integer without leading
+//! zeros, so the longer one is newer and two of the same length compare as text. Before that KEP
+//! they were opaque and only comparable for equality; a server whose versions do not have that
+//! form (an aggregated API, say) still gets equality only: [`compare`] answers `None`.
+
+use std::cmp::Ordering;
+
+/// Whether `rv` has the comparable form: a decimal integer without leading zeros.
+fn comparable(rv: &str) -> bool {
+    !rv.is_empty() && rv.bytes().all(|b| b.is_ascii_digit()) && (rv == "0" || !rv.starts_with('0'))
+}
+
+/// How `a` orders against `b` (`Greater`: `a` is newer); `None` when either is not comparable.
+///
+/// ```
+/// use std::cmp::Ordering;
+/// use kudo_kube::resource_version::compare;
+/// assert_eq!(compare("100", "99"), Some(Ordering::Greater));
+/// assert_eq!(compare("7", "7"), Some(Ordering::Equal));
+/// assert_eq!(compare("12", "13"), Some(Ordering::Less));
+/// assert_eq!(compare("007", "8"), None);
+/// assert_eq!(compare("abc", "8"), None);
+/// ```
+pub fn compare(a: &str, b: &str) -> Option<Ordering> {
+    (comparable(a) && comparable(b)).then(|| a.len().cmp(&b.len()).then_with(|| a.cmp(b)))
+}
+
+/// The newer of `known` and `seen`; `seen` when they cannot be compared (the latest word wins,
+/// as when versions were opaque).
+pub fn newest<'a>(known: &'a str, seen: &'a str) -> &'a str {
+    match compare(known, seen) {
+        Some(Ordering::Greater) => known,
+        _ => seen,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_order_by_length_then_text_and_odd_ones_only_by_the_latest_word() {
+        let cases = [
+            ("9", "10", "10"),
+            ("10", "9", "10"),
+            ("123", "122", "123"),
+            ("5", "5", "5"),
+            ("0", "1", "1"),
+            ("x1", "2", "2"),
+            ("2", "x1", "x1"),
+            ("", "3", "3"),
+        ];
+        for (known, seen, want) in cases {
+            assert_eq!(newest(known, seen), want, "{known} vs {seen}");
+        }
+    }
+}
