@@ -20,8 +20,11 @@
 //!   Nothing is loaded from outside: the style sheet and script are in the binary, and the
 //!   Content-Security-Policy allows only the page's own origin.
 
+mod actions;
 pub mod assets;
 pub mod auth;
+pub mod events;
+pub mod history;
 mod live;
 mod pages;
 mod routes;

@@ -1,7 +1,9 @@
-//! The live plans of an Instance page: one watch of that one Instance per open page, forwarded as
-//! server-sent events. Each change of the Instance sends an event `plans` whose data is the plans'
-//! HTML fragment ([`crate::pages::plans`]), rendered by the server as the page was; the deletion
-//! of the Instance sends `gone`. The watch ends when the page closes the request.
+//! The live parts of an Instance page: per open page, one watch of that one Instance and one of
+//! the Events about it, forwarded as server-sent events. Each change of the Instance sends an
+//! event `plans` whose data is the plans' HTML fragment ([`crate::pages::plans`]), rendered by the
+//! server as the page was; its deletion sends `gone`. Each change of its Events sends `events`,
+//! the Events list ([`crate::events::list`]) from the watch's own store. The watches end when the
+//! page closes the request.
 
 use std::convert::Infallible;
 
@@ -9,12 +11,13 @@ use axum::extract::{Path, State};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures::{Stream, StreamExt};
+use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, DynamicObject};
-use kube::runtime::{WatchStreamExt, watcher};
+use kube::runtime::{WatchStreamExt, reflector, watcher};
 use kudo_api::Instance;
 use kudo_client::cluster::{Cluster, KudoKind, from_dynamic};
 
-use crate::{Ui, pages, routes};
+use crate::{Ui, events, pages, routes};
 
 /// `GET /i/{ns}/{name}/events`.
 pub(crate) async fn events(State(ui): State<Ui>, Path((ns, name)): Path<(String, String)>) -> Response {
@@ -28,6 +31,11 @@ pub(crate) async fn events(State(ui): State<Ui>, Path((ns, name)): Path<(String,
 }
 
 fn stream(cluster: Cluster, name: String) -> impl Stream<Item = Result<Event, Infallible>> {
+    let events = event_stream(&cluster, &name);
+    futures::stream::select(instance_stream(cluster, name), events)
+}
+
+fn instance_stream(cluster: Cluster, name: String) -> impl Stream<Item = Result<Event, Infallible>> {
     let api: Api<DynamicObject> = Api::namespaced_with(
         cluster.client.clone(),
         &cluster.namespace,
@@ -50,6 +58,26 @@ fn stream(cluster: Cluster, name: String) -> impl Stream<Item = Result<Event, In
                 _ => None,
             }
         }
+    })
+}
+
+/// The `events` events: the list again from the reflector's store once the first listing is
+/// complete and at each change after it.
+fn event_stream(cluster: &Cluster, name: &str) -> impl Stream<Item = Result<Event, Infallible>> + use<> {
+    let (api, fields) = events::api(cluster, name);
+    let (store, writer) = reflector::store();
+    let watch = watcher(api, watcher::Config::default().fields(&fields)).default_backoff();
+    reflector(writer, watch).filter_map(move |ev| {
+        let ready = matches!(
+            ev,
+            Ok(watcher::Event::InitDone | watcher::Event::Apply(_) | watcher::Event::Delete(_))
+        );
+        let html = ready.then(|| {
+            let all: Vec<_> = store.state().iter().map(|e| (**e).clone()).collect();
+            let rows = events::rows(&all, Timestamp::now());
+            events::list(&Ok(rows)).into_string()
+        });
+        async move { html.map(|h| Ok(Event::default().event("events").data(h))) }
     })
 }
 

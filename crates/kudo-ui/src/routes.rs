@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::{Form, Path, Request, State};
+use axum::extract::{Path, Query, Request, State};
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{Html, IntoResponse, Redirect, Response};
@@ -14,7 +14,7 @@ use kudo_api::{Instance, OperatorVersion};
 use kudo_client::cluster::{Cluster, KudoKind, from_dynamic};
 
 use crate::auth::{Decision, Gate, Request as Facts};
-use crate::{Ui, assets, live, pages, view};
+use crate::{Ui, actions, assets, events, live, pages, view};
 
 /// Only the page's own origin: no outside script, style, font, frame or connection.
 const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; \
@@ -27,7 +27,11 @@ pub(crate) fn router(ui: Ui, gate: Gate) -> Router {
         .route("/assets/app.js", get(script))
         .route("/i/{ns}/{name}", get(instance_page))
         .route("/i/{ns}/{name}/events", get(live::events))
-        .route("/i/{ns}/{name}/trigger", post(trigger))
+        .route("/i/{ns}/{name}/diff", get(history_diff))
+        .route("/i/{ns}/{name}/trigger", post(actions::trigger))
+        .route("/i/{ns}/{name}/cancel", post(actions::cancel))
+        .route("/i/{ns}/{name}/retry", post(actions::retry))
+        .route("/i/{ns}/{name}/rollback", post(actions::rollback))
         .layer(middleware::from_fn_with_state(Arc::new(gate), guard))
         .with_state(ui)
 }
@@ -72,7 +76,7 @@ async fn guard(State(gate): State<Arc<Gate>>, req: Request, next: Next) -> Respo
     resp
 }
 
-fn refusal(status: StatusCode, title: &str, why: &str) -> Response {
+pub(crate) fn refusal(status: StatusCode, title: &str, why: &str) -> Response {
     (status, Html(pages::message(title, why))).into_response()
 }
 
@@ -157,34 +161,59 @@ pub(crate) fn cluster(ui: &Ui, ns: &str) -> Cluster {
 }
 
 async fn instance_page(State(ui): State<Ui>, Path((ns, name)): Path<(String, String)>) -> Response {
-    match cluster(&ui, &ns).instance_and_operator_version(&name).await {
-        Ok((inst, ov)) => Html(pages::instance(&inst, &ov)).into_response(),
-        Err(e) => failed(e),
-    }
+    let cluster = cluster(&ui, &ns);
+    let (inst, ov) = match cluster.instance_and_operator_version(&name).await {
+        Ok(found) => found,
+        Err(e) => return failed(e),
+    };
+    let (events, revisions) = futures::join!(
+        events::read(&cluster, &name),
+        kudo_client::revisions::of(&cluster.client, &inst)
+    );
+    let extras = pages::Extras {
+        events: events.map_err(|e| e.to_string()),
+        revisions: revisions.map_err(|e| e.to_string()),
+    };
+    Html(pages::instance(&inst, &ov, &extras)).into_response()
 }
 
 #[derive(serde::Deserialize)]
-struct TriggerForm {
-    plan: String,
+struct DiffQuery {
+    from: u64,
+    to: u64,
 }
 
-/// Triggers a plan with the function `plan trigger` calls; back to the Instance's page.
-async fn trigger(
+/// The differences between two revisions ([`kudo_engine::revision::differences`]).
+async fn history_diff(
     State(ui): State<Ui>,
     Path((ns, name)): Path<(String, String)>,
-    Form(form): Form<TriggerForm>,
+    Query(q): Query<DiffQuery>,
 ) -> Response {
     let cluster = cluster(&ui, &ns);
-    let req = kudo_client::plan::TriggerRequest {
-        instance: name.clone(),
-        plan: form.plan,
+    let (inst, ov) = match cluster.instance_and_operator_version(&name).await {
+        Ok(found) => found,
+        Err(e) => return failed(e),
     };
-    let done = async {
-        let prepared = kudo_client::plan::prepare_trigger(&cluster, &req).await?;
-        kudo_client::plan::trigger(&cluster, &prepared).await
+    let revs = match kudo_client::revisions::of(&cluster.client, &inst).await {
+        Ok(revs) => revs,
+        Err(e) => return refusal(StatusCode::BAD_GATEWAY, "Error", &e.to_string()),
     };
-    match done.await {
-        Ok(_) => Redirect::to(&pages::instance_path(&ns, &name)).into_response(),
-        Err(e) => refusal(StatusCode::CONFLICT, "Not triggered", &e.to_string()),
-    }
+    let find = |n: u64| revs.iter().find(|r| r.number == n);
+    let (Some(from), Some(to)) = (find(q.from), find(q.to)) else {
+        let known: Vec<String> = revs.iter().map(|r| r.number.to_string()).collect();
+        let why = format!(
+            "revision {} or {} does not exist (revisions: {})",
+            q.from,
+            q.to,
+            known.join(", ")
+        );
+        return refusal(StatusCode::NOT_FOUND, "No such revision", &why);
+    };
+    let defaults = kudo_engine::revision::defaults(&ov);
+    let d = kudo_engine::revision::differences(&from.data, &to.data, &defaults);
+    Html(pages::revision_diff(
+        &inst,
+        crate::history::diff(from, to, &d, &ov),
+    ))
+    .into_response()
 }

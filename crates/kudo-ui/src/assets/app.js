@@ -1,6 +1,7 @@
 "use strict";
 // kubectl kudo ui: the filter of the Instances table, the confirmation of actions, and the live
-// plans of an Instance page (server-sent events replacing the server-rendered fragment).
+// plans and Events of an Instance page (server-sent events replacing the server-rendered
+// fragments).
 (function () {
   var filter = document.getElementById("filter");
   if (filter) {
@@ -29,6 +30,13 @@
     plans.innerHTML = e.data;
     updates += 1;
     document.body.dataset.updates = String(updates);
+  });
+  var events = document.getElementById("events");
+  source.addEventListener("events", function (e) {
+    if (events) {
+      events.innerHTML = e.data;
+      document.body.dataset.eventUpdates = String(Number(document.body.dataset.eventUpdates || 0) + 1);
+    }
   });
   source.addEventListener("gone", function (e) {
     plans.textContent = e.data;
