@@ -94,7 +94,7 @@ pub fn list(rows: &Result<Vec<EventRow>, String>) -> Markup {
         @match rows {
             Err(e) => p.message { "Cannot list the Events: " (e) },
             Ok(rows) if rows.is_empty() => p { "No Events." },
-            Ok(rows) => table.events {
+            Ok(rows) => div.scroll { table.events {
                 thead { tr {
                     th scope="col" { "Type" } th scope="col" { "Reason" } th scope="col" { "Note" }
                     th scope="col" { "Count" } th scope="col" { "Age" }
@@ -107,7 +107,7 @@ pub fn list(rows: &Result<Vec<EventRow>, String>) -> Markup {
                         }
                     }
                 }
-            },
+            } },
         }
     }
 }

@@ -73,9 +73,10 @@ fn compare_form(base: &str, revs: &[Revision]) -> Markup {
 fn table(base: &str, revs: &[Revision]) -> Markup {
     let newest = revs.last().map_or(0, |r| r.number);
     html! {
-        table.revisions {
+        div.scroll { table.revisions {
             thead { tr {
-                th scope="col" { "Revision" } th scope="col" { "Updated" } th scope="col" { "Operator version" }
+                th scope="col" { "Revision" } th scope="col" { "Updated" }
+                th scope="col" { "Operator version" }
                 th scope="col" { "Plan" } th scope="col" { "Status" } th scope="col" { "Took" }
                 th scope="col" { "By" } th scope="col" { "Change" } th scope="col" { "Action" }
             } }
@@ -90,7 +91,7 @@ fn table(base: &str, revs: &[Revision]) -> Markup {
                     }
                 }
             }
-        }
+        } }
     }
 }
 
@@ -115,7 +116,7 @@ pub fn diff(from: &Revision, to: &Revision, d: &Differences, ov: &OperatorVersio
     };
     let (a, b) = (from.number, to.number);
     html! {
-        table.diff {
+        div.scroll { table.diff {
             thead { tr {
                 th scope="col" { "" } th scope="col" { "Revision " (a) } th scope="col" { "Revision " (b) }
             } }
@@ -127,7 +128,8 @@ pub fn diff(from: &Revision, to: &Revision, d: &Differences, ov: &OperatorVersio
                 }
                 @for c in &d.values {
                     tr.changed data-parameter=(c.name) {
-                        th scope="row" { (c.name) } td { (value(&c.name, &c.before)) } td { (value(&c.name, &c.after)) }
+                        th scope="row" { (c.name) }
+                        td { (value(&c.name, &c.before)) } td { (value(&c.name, &c.after)) }
                     }
                 }
                 @for k in &d.sources {
@@ -136,7 +138,7 @@ pub fn diff(from: &Revision, to: &Revision, d: &Differences, ov: &OperatorVersio
                     }
                 }
             }
-        }
+        } }
         @if d == &Differences::default() {
             p { "Revisions " (a) " and " (b) " record the same operator version and values." }
         }

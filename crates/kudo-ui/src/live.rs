@@ -1,9 +1,11 @@
-//! The live parts of an Instance page: per open page, one watch of that one Instance and one of
-//! the Events about it, forwarded as server-sent events. Each change of the Instance sends an
-//! event `plans` whose data is the plans' HTML fragment ([`crate::pages::plans`]), rendered by the
-//! server as the page was; its deletion sends `gone`. Each change of its Events sends `events`,
-//! the Events list ([`crate::events::list`]) from the watch's own store. The watches end when the
-//! page closes the request.
+//! The live parts of an Instance page: per open page, one watch of that one Instance, one of the
+//! Events about it and one of its revisions, forwarded as server-sent events. Each change of the
+//! Instance sends an event `plans` whose data is the plans' HTML fragment
+//! ([`crate::pages::plans`]), rendered by the server as the page was; its deletion sends `gone`.
+//! Each change of its Events sends `events`, the Events list ([`crate::events::list`]), and each
+//! change of its revisions (its ControllerRevisions) sends `revisions`
+//! ([`crate::history::section`]), each rendered from its watch's own store. The watches end when
+//! the page closes the request.
 
 use std::convert::Infallible;
 
@@ -17,22 +19,27 @@ use kube::runtime::{WatchStreamExt, reflector, watcher};
 use kudo_api::Instance;
 use kudo_client::cluster::{Cluster, KudoKind, from_dynamic};
 
-use crate::{Ui, events, pages, routes};
+use crate::{Ui, events, history, pages, routes};
 
 /// `GET /i/{ns}/{name}/events`.
 pub(crate) async fn events(State(ui): State<Ui>, Path((ns, name)): Path<(String, String)>) -> Response {
     let cluster = routes::cluster(&ui, &ns);
-    if let Err(e) = cluster.instance(&name).await {
-        return (axum::http::StatusCode::NOT_FOUND, e.to_string()).into_response();
-    }
-    Sse::new(stream(cluster, name))
+    let inst = match cluster.instance(&name).await {
+        Ok(inst) => inst,
+        Err(e) => return (axum::http::StatusCode::NOT_FOUND, e.to_string()).into_response(),
+    };
+    let uid = inst
+        .metadata
+        .other
+        .get("uid")
+        .and_then(|v| v.as_str())
+        .unwrap_or_default();
+    let revisions = revision_stream(&cluster, &name, uid.to_string());
+    let events = event_stream(&cluster, &name);
+    let all = futures::stream::select(instance_stream(cluster, name), events);
+    Sse::new(futures::stream::select(all, revisions))
         .keep_alive(KeepAlive::default())
         .into_response()
-}
-
-fn stream(cluster: Cluster, name: String) -> impl Stream<Item = Result<Event, Infallible>> {
-    let events = event_stream(&cluster, &name);
-    futures::stream::select(instance_stream(cluster, name), events)
 }
 
 fn instance_stream(cluster: Cluster, name: String) -> impl Stream<Item = Result<Event, Infallible>> {
@@ -65,19 +72,58 @@ fn instance_stream(cluster: Cluster, name: String) -> impl Stream<Item = Result<
 /// complete and at each change after it.
 fn event_stream(cluster: &Cluster, name: &str) -> impl Stream<Item = Result<Event, Infallible>> + use<> {
     let (api, fields) = events::api(cluster, name);
-    let (store, writer) = reflector::store();
-    let watch = watcher(api, watcher::Config::default().fields(&fields)).default_backoff();
+    let config = watcher::Config::default().fields(&fields);
+    stored(api, (), config, "events", |all| {
+        events::list(&Ok(events::rows(all, Timestamp::now())))
+    })
+}
+
+/// The `revisions` events: the revision history (its ControllerRevisions, one watch) as it
+/// changes: a run admitted, an outcome recorded, an old revision pruned.
+fn revision_stream(
+    cluster: &Cluster,
+    name: &str,
+    uid: String,
+) -> impl Stream<Item = Result<Event, Infallible>> + use<> {
+    let (api, selector) = kudo_client::revisions::api(&cluster.client, &cluster.namespace, name);
+    let base = pages::instance_path(&cluster.namespace, name);
+    let config = watcher::Config::default().labels(&selector);
+    stored(
+        api,
+        kudo_client::revisions::resource(),
+        config,
+        "revisions",
+        move |all| history::section(&base, &Ok(kudo_client::revisions::of_objects(all, &uid))),
+    )
+}
+
+/// A watch (of objects of type `dyntype`) with its own store, sending the event `name` rendered by
+/// `render` from everything stored, once the first listing is complete and at each change after
+/// it.
+fn stored<K>(
+    api: Api<K>,
+    dyntype: K::DynamicType,
+    config: watcher::Config,
+    name: &'static str,
+    render: impl Fn(&[K]) -> maud::Markup,
+) -> impl Stream<Item = Result<Event, Infallible>>
+where
+    K: kube::Resource<DynamicType: Eq + std::hash::Hash + Clone> + Clone,
+    K: serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
+{
+    let writer = reflector::store::Writer::new(dyntype);
+    let store = writer.as_reader();
+    let watch = watcher(api, config).default_backoff();
     reflector(writer, watch).filter_map(move |ev| {
         let ready = matches!(
             ev,
             Ok(watcher::Event::InitDone | watcher::Event::Apply(_) | watcher::Event::Delete(_))
         );
         let html = ready.then(|| {
-            let all: Vec<_> = store.state().iter().map(|e| (**e).clone()).collect();
-            let rows = events::rows(&all, Timestamp::now());
-            events::list(&Ok(rows)).into_string()
+            let all: Vec<K> = store.state().iter().map(|o| (**o).clone()).collect();
+            render(&all).into_string()
         });
-        async move { html.map(|h| Ok(Event::default().event("events").data(h))) }
+        async move { html.map(|h| Ok(Event::default().event(name).data(h))) }
     })
 }
 

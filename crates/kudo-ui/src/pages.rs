@@ -115,7 +115,7 @@ pub fn instance(inst: &Instance, ov: &OperatorVersion, extras: &Extras) -> Strin
             div #plans data-events=(format!("{base}/events")) aria-live="polite" { (plans(inst, ov)) }
             h2 #events-title { "Events" }
             div #events aria-live="polite" { (events::list(&extras.events)) }
-            (history::section(&base, &extras.revisions))
+            div #history aria-live="polite" { (history::section(&base, &extras.revisions)) }
             (parameters(inst, ov))
         },
     )
@@ -156,11 +156,10 @@ pub fn plans(inst: &Instance, ov: &OperatorVersion) -> Markup {
                     @if active.as_deref() == Some(plan.name.as_str()) { " " span.active { "active" } }
                 }
                 @if let Some(t) = updated { p.updated { "updated " time { (t) } } }
+                @let (p, ask) = (&plan.name, |verb: &str| format!("{verb} plan {} {on}?", plan.name));
                 div.actions {
-                    (action(&base, "trigger", &plan.name, &format!("Trigger plan {} {on}?", plan.name), "Trigger"))
-                    @if scheduled == &plan.name {
-                        (action(&base, "cancel", &plan.name, &format!("Cancel plan {} {on}?", plan.name), "Cancel"))
-                    }
+                    (action(&base, "trigger", p, &ask("Trigger"), "Trigger"))
+                    @if scheduled == p { (action(&base, "cancel", p, &ask("Cancel"), "Cancel")) }
                     @if plan.status == Some(ExecutionStatus::FatalError) {
                         (action(&base, "retry", &plan.name,
                             &format!("Retry plan {} {on} from its first failed step?", plan.name), "Retry"))

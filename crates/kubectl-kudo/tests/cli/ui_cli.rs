@@ -227,21 +227,23 @@ fn the_events_of_an_instance_page_follow_a_plan_the_cli_triggers() {
             }
         }
     };
-    let mut next_plans = |events: &mut Vec<String>| loop {
+    // The next `plans` event's run; the `events` and `revisions` events before it are kept.
+    let (mut events, mut revisions) = (Vec::new(), Vec::new());
+    let mut next_plans = || loop {
         match next_event() {
             (n, data) if n == "plans" => return run_of(&data),
             (n, data) if n == "events" => events.push(data),
+            (n, data) if n == "revisions" => revisions.push(data),
             _ => {}
         }
     };
-    let mut events = Vec::new();
-    let (first_uid, first) = next_plans(&mut events);
+    let (first_uid, first) = next_plans();
     assert_eq!(first, "COMPLETE");
     ui.kudo(&["plan", "trigger", "--name", "deploy", "--instance", INSTANCE]);
     let deadline = Instant::now() + Duration::from_secs(60);
     let mut seen = Vec::new();
     while Instant::now() < deadline {
-        let (uid, status) = next_plans(&mut events);
+        let (uid, status) = next_plans();
         if uid != first_uid {
             seen.push(status.clone());
             if status == "COMPLETE" {
@@ -256,9 +258,15 @@ fn the_events_of_an_instance_page_follow_a_plan_the_cli_triggers() {
     );
     // The Events list came with the stream (the install's run) and again when the trigger's run
     // was reported (a new Event, or the series' count raised).
+    drop(next_plans);
     assert!(events.len() >= 2, "the Events list was pushed again: {events:?}");
     let last = events.last().unwrap();
     assert!(last.contains("data-reason=\"PlanStarted\""), "{last}");
+    // And the revisions: the trigger's run is revision 2.
+    assert!(
+        revisions.iter().any(|h| h.contains("data-revision=\"2\"")),
+        "{revisions:?}"
+    );
 }
 
 /// The page's requests: a GET with the cookie, a form POST with the cookie and the page's Origin.

@@ -1,6 +1,6 @@
 "use strict";
 // kubectl kudo ui: the filter of the Instances table, the confirmation of actions, and the live
-// plans and Events of an Instance page (server-sent events replacing the server-rendered
+// plans, Events and revisions of an Instance page (server-sent events replacing the server-rendered
 // fragments).
 (function () {
   var filter = document.getElementById("filter");
@@ -36,6 +36,13 @@
     if (events) {
       events.innerHTML = e.data;
       document.body.dataset.eventUpdates = String(Number(document.body.dataset.eventUpdates || 0) + 1);
+    }
+  });
+  var history = document.getElementById("history");
+  source.addEventListener("revisions", function (e) {
+    if (history) {
+      history.innerHTML = e.data;
+      document.body.dataset.revisionUpdates = String(Number(document.body.dataset.revisionUpdates || 0) + 1);
     }
   });
   source.addEventListener("gone", function (e) {
