@@ -9,7 +9,7 @@
 
 use std::convert::Infallible;
 
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures::{Stream, StreamExt};
@@ -19,7 +19,7 @@ use kube::runtime::{WatchStreamExt, reflector, watcher};
 use kudo_api::Instance;
 use kudo_client::cluster::{Cluster, KudoKind, from_dynamic};
 
-use crate::{Ui, events, history, pages, routes};
+use crate::{Ui, events, history, pages, routes, view};
 
 /// `GET /i/{ns}/{name}/events`.
 pub(crate) async fn events(State(ui): State<Ui>, Path((ns, name)): Path<(String, String)>) -> Response {
@@ -111,20 +111,84 @@ where
     K: kube::Resource<DynamicType: Eq + std::hash::Hash + Clone> + Clone,
     K: serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
 {
+    let (store, changed) = changes(api, dyntype, config);
+    changed.map(move |()| {
+        Ok(Event::default()
+            .event(name)
+            .data(render(&all(&store)).into_string()))
+    })
+}
+
+/// A watch with its own store: the store, and a stream that yields once the first listing is
+/// complete and at each change after it (errors are retried by the watcher with a backoff).
+fn changes<K>(
+    api: Api<K>,
+    dyntype: K::DynamicType,
+    config: watcher::Config,
+) -> (reflector::Store<K>, impl Stream<Item = ()>)
+where
+    K: kube::Resource<DynamicType: Eq + std::hash::Hash + Clone> + Clone,
+    K: serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
+{
     let writer = reflector::store::Writer::new(dyntype);
     let store = writer.as_reader();
     let watch = watcher(api, config).default_backoff();
-    reflector(writer, watch).filter_map(move |ev| {
+    let changed = reflector(writer, watch).filter_map(|ev| {
         let ready = matches!(
             ev,
             Ok(watcher::Event::InitDone | watcher::Event::Apply(_) | watcher::Event::Delete(_))
         );
-        let html = ready.then(|| {
-            let all: Vec<K> = store.state().iter().map(|o| (**o).clone()).collect();
-            render(&all).into_string()
+        futures::future::ready(ready.then_some(()))
+    });
+    (store, changed)
+}
+
+/// Everything in `store`.
+fn all<K: kube::Resource<DynamicType: Eq + std::hash::Hash + Clone> + Clone>(
+    store: &reflector::Store<K>,
+) -> Vec<K> {
+    store.state().iter().map(|o| (**o).clone()).collect()
+}
+
+#[derive(serde::Deserialize)]
+pub(crate) struct ListQuery {
+    namespace: Option<String>,
+}
+
+/// `GET /instances/events`: the Instances table's rows (event `instances`) from one watch of the
+/// Instances and one of the OperatorVersions (of `ui.namespace`, else of `?namespace=`, else of
+/// every namespace), at each change of either.
+pub(crate) async fn instances(State(ui): State<Ui>, Query(q): Query<ListQuery>) -> Response {
+    let ns = ui.namespace.clone().or(q.namespace);
+    let api = |kind: KudoKind| match &ns {
+        Some(ns) => Api::<DynamicObject>::namespaced_with(ui.client.clone(), ns, &kind.resource()),
+        None => Api::all_with(ui.client.clone(), &kind.resource()),
+    };
+    let (kinds, ovs) = (KudoKind::Instance, KudoKind::OperatorVersion);
+    let (insts, a) = changes(api(kinds), kinds.resource(), watcher::Config::default());
+    let (ovs, b) = changes(api(ovs), ovs.resource(), watcher::Config::default());
+    // Each stream yields first when its listing is complete: no rows until both are, so no row
+    // is drawn without its OperatorVersion. Nothing here may wait on one stream while the other
+    // is not polled.
+    let (a, b) = (a.map(|()| 0), b.map(|()| 1));
+    let stream = futures::stream::select(a, b)
+        .scan([false; 2], |listed, which: usize| {
+            listed[which] = true;
+            futures::future::ready(Some(listed[0] && listed[1]))
+        })
+        .filter_map(move |both| {
+            let rows = both.then(|| view::rows(typed(all(&insts)), &typed(all(&ovs))));
+            let html = rows.map(|r| pages::instance_rows(&r).into_string());
+            futures::future::ready(
+                html.map(|h| Ok::<_, Infallible>(Event::default().event("instances").data(h))),
+            )
         });
-        async move { html.map(|h| Ok(Event::default().event(name).data(h))) }
-    })
+    Sse::new(stream).keep_alive(KeepAlive::default()).into_response()
+}
+
+/// The objects that parse as `T`.
+pub(crate) fn typed<T: serde::de::DeserializeOwned>(objs: Vec<DynamicObject>) -> Vec<T> {
+    objs.into_iter().filter_map(|o| from_dynamic(o).ok()).collect()
 }
 
 /// The `plans` event of the Instance `obj`.

@@ -31,8 +31,9 @@ fn page(title: &str, body: Markup) -> String {
     .into_string()
 }
 
-/// The Instances table; `note`: a line above it (e.g. listing fell back to one namespace).
-pub fn instances(rows: &[Row], note: Option<&str>) -> String {
+/// The Instances table; `note`: a line above it (e.g. listing fell back to one namespace);
+/// `live`: where its rows come from as they change.
+pub fn instances(rows: &[Row], note: Option<&str>, live: &str) -> String {
     page(
         "Instances",
         html! {
@@ -40,33 +41,38 @@ pub fn instances(rows: &[Row], note: Option<&str>) -> String {
             @if let Some(n) = note { p.note { (n) } }
             label for="filter" { "Filter " }
             input #filter type="search" placeholder="name, operator, plan, status…";
-            table #instances {
+            div.scroll { table #instances data-events=(live) {
                 thead { tr {
                     th scope="col" { "Namespace" } th scope="col" { "Name" } th scope="col" { "Operator" }
                     th scope="col" { "Version" } th scope="col" { "Active plan" } th scope="col" { "Status" }
                     th scope="col" { "Health" } th scope="col" { "Last change" }
                 } }
-                tbody {
-                    @for r in rows {
-                        tr {
-                            td { (r.namespace) }
-                            td { a href=(instance_path(&r.namespace, &r.name)) { (r.name) } }
-                            td { (r.operator) } td { (r.operator_version) }
-                            @match &r.plan {
-                                Some((plan, st)) => {
-                                    td { (plan) }
-                                    td { (badge(Some(*st))) }
-                                }
-                                None => { td { "—" } td { "—" } }
-                            }
-                            td { (r.health) } td { time { (r.changed) } }
-                        }
-                    }
-                    @if rows.is_empty() { tr { td colspan="8" { "No Instances." } } }
-                }
-            }
+                tbody aria-live="polite" { (instance_rows(rows)) }
+            } }
         },
     )
+}
+
+/// The rows of the Instances table: the fragment the live updates replace.
+pub fn instance_rows(rows: &[Row]) -> Markup {
+    html! {
+        @for r in rows {
+            tr {
+                td { (r.namespace) }
+                td { a href=(instance_path(&r.namespace, &r.name)) { (r.name) } }
+                td { (r.operator) } td { (r.operator_version) }
+                @match &r.plan {
+                    Some((plan, st)) => {
+                        td { (plan) }
+                        td { (badge(Some(*st))) }
+                    }
+                    None => { td { "—" } td { "—" } }
+                }
+                td { (r.health) } td { time { (r.changed) } }
+            }
+        }
+        @if rows.is_empty() { tr { td colspan="8" { "No Instances." } } }
+    }
 }
 
 /// The path of an Instance's page.

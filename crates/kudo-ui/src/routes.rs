@@ -10,8 +10,7 @@ use axum::middleware::{self, Next};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use kube::api::{Api, DynamicObject, ListParams};
-use kudo_api::{Instance, OperatorVersion};
-use kudo_client::cluster::{Cluster, KudoKind, from_dynamic};
+use kudo_client::cluster::{Cluster, KudoKind};
 
 use crate::auth::{Decision, Gate, Request as Facts};
 use crate::{Ui, actions, assets, events, live, pages, view};
@@ -25,6 +24,7 @@ pub(crate) fn router(ui: Ui, gate: Gate) -> Router {
         .route("/", get(index))
         .route("/assets/style.css", get(style))
         .route("/assets/app.js", get(script))
+        .route("/instances/events", get(live::instances))
         .route("/i/{ns}/{name}", get(instance_page))
         .route("/i/{ns}/{name}/events", get(live::events))
         .route("/i/{ns}/{name}/diff", get(history_diff))
@@ -136,21 +136,12 @@ async fn index(State(ui): State<Ui>) -> Response {
         Ok(l) => l,
         Err(e) => return refusal(StatusCode::BAD_GATEWAY, "Error", &e.to_string()),
     };
-    let ovs: Vec<OperatorVersion> = ovs.into_iter().filter_map(|o| from_dynamic(o).ok()).collect();
-    let rows: Vec<view::Row> = insts
-        .into_iter()
-        .filter_map(|o| from_dynamic::<Instance>(o).ok())
-        .map(|inst| {
-            let ns = inst.metadata.namespace.clone().unwrap_or_default();
-            let ov_ns = inst.spec.operator_version_namespace(&ns).to_string();
-            let ov = ovs.iter().find(|o| {
-                o.metadata.name == inst.spec.operator_version.name
-                    && o.metadata.namespace.as_deref() == Some(ov_ns.as_str())
-            });
-            view::row(&inst, ov)
-        })
-        .collect();
-    Html(pages::instances(&rows, note.as_deref())).into_response()
+    let rows = view::rows(live::typed(insts), &live::typed(ovs));
+    let live = match (&ui.namespace, &note) {
+        (None, Some(_)) => format!("/instances/events?namespace={}", ui.client.default_namespace()),
+        _ => "/instances/events".to_string(),
+    };
+    Html(pages::instances(&rows, note.as_deref(), &live)).into_response()
 }
 
 pub(crate) fn cluster(ui: &Ui, ns: &str) -> Cluster {

@@ -199,23 +199,25 @@ pub(crate) fn run_of(html: &str) -> (String, String) {
     )
 }
 
-#[test]
-fn the_events_of_an_instance_page_follow_a_plan_the_cli_triggers() {
-    let ui = Served::start();
+/// The server-sent events of `path`: a function giving the next event's (name, first data line),
+/// waiting up to 60 s for it.
+fn sse(ui: &Served, path: &str) -> impl FnMut() -> (String, String) + use<> {
+    let path = path.to_string();
     let mut s = TcpStream::connect(&ui.addr).unwrap();
     let req = format!(
-        "GET /i/default/{INSTANCE}/events HTTP/1.1\r\nHost: {}\r\nCookie: {}\r\n\
-         Accept: text/event-stream\r\n\r\n",
+        "GET {path} HTTP/1.1\r\nHost: {}\r\nCookie: {}\r\nAccept: text/event-stream\r\n\r\n",
         ui.addr,
         ui.cookie()
     );
     s.write_all(req.as_bytes()).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
     let mut lines = BufReader::new(s).lines();
-    // (event name, first data line) of the next server-sent event.
-    let mut next_event = || {
+    move || {
         let mut name = String::new();
+        // Keep-alive comments come every 15 s, so the read timeout alone would never fire.
+        let deadline = Instant::now() + Duration::from_secs(60);
         loop {
+            assert!(Instant::now() < deadline, "no event within 60 s on {path}");
             let line = lines
                 .next()
                 .expect("the stream stays open")
@@ -226,7 +228,37 @@ fn the_events_of_an_instance_page_follow_a_plan_the_cli_triggers() {
                 return (name, data.to_string());
             }
         }
-    };
+    }
+}
+
+#[test]
+fn the_instances_list_follows_an_install() {
+    let ui = Served::start();
+    let mut next_event = sse(&ui, "/instances/events");
+    let (name, rows) = next_event();
+    assert_eq!(name, "instances");
+    assert!(rows.contains(&format!(">{INSTANCE}</a>")), "{rows}");
+    let pkg = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/first-operator");
+    ui.kudo(&["install", pkg.to_str().unwrap(), "--instance", "second"]);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let (_, rows) = next_event();
+        if rows.contains(">second</a>") && rows.contains(">COMPLETE</span>") {
+            // By namespace and name: first-operator-instance, then second.
+            assert!(
+                rows.find(">second</a>") > rows.find(&format!(">{INSTANCE}</a>")),
+                "{rows}"
+            );
+            break;
+        }
+        assert!(Instant::now() < deadline, "the new Instance never showed: {rows}");
+    }
+}
+
+#[test]
+fn the_events_of_an_instance_page_follow_a_plan_the_cli_triggers() {
+    let ui = Served::start();
+    let mut next_event = sse(&ui, &format!("/i/default/{INSTANCE}/events"));
     // The next `plans` event's run; the `events` and `revisions` events before it are kept.
     let (mut events, mut revisions) = (Vec::new(), Vec::new());
     let mut next_plans = || loop {
