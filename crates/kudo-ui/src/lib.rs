@@ -27,6 +27,7 @@ pub mod events;
 pub mod history;
 mod live;
 mod pages;
+pub mod rollouts;
 mod routes;
 pub mod view;
 

@@ -17,9 +17,10 @@ use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, DynamicObject};
 use kube::runtime::{WatchStreamExt, reflector, watcher};
 use kudo_api::Instance;
+use kudo_api::rollout::Rollout;
 use kudo_client::cluster::{Cluster, KudoKind, from_dynamic};
 
-use crate::{Ui, events, history, pages, routes, view};
+use crate::{Ui, events, history, pages, rollouts, routes, view};
 
 /// `GET /i/{ns}/{name}/events`.
 pub(crate) async fn events(State(ui): State<Ui>, Path((ns, name)): Path<(String, String)>) -> Response {
@@ -183,6 +184,21 @@ pub(crate) async fn instances(State(ui): State<Ui>, Query(q): Query<ListQuery>) 
                 html.map(|h| Ok::<_, Infallible>(Event::default().event("instances").data(h))),
             )
         });
+    Sse::new(stream).keep_alive(KeepAlive::default()).into_response()
+}
+
+/// `GET /rollouts/{name}/events`: the rollout's page fragment ([`crate::rollouts::detail`]) at
+/// each change of it, from one watch of that one Rollout.
+pub(crate) async fn rollout(State(ui): State<Ui>, Path(name): Path<String>) -> Response {
+    let resource = kudo_client::rollout::resource();
+    let api: Api<DynamicObject> = Api::all_with(ui.client.clone(), &resource);
+    let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
+    let stream = stored(api, resource, config, "rollout", |all| {
+        match typed::<Rollout>(all.to_vec()).first() {
+            Some(r) => rollouts::detail(r),
+            None => maud::html! { p.message { "The Rollout was deleted." } },
+        }
+    });
     Sse::new(stream).keep_alive(KeepAlive::default()).into_response()
 }
 

@@ -11,7 +11,7 @@ use crate::history;
 use crate::view::{self, Row};
 
 /// A whole page: `title`, the navigation and `body`.
-fn page(title: &str, body: Markup) -> String {
+pub(crate) fn page(title: &str, body: Markup) -> String {
     html! {
         (DOCTYPE)
         html lang="en" {
@@ -23,7 +23,7 @@ fn page(title: &str, body: Markup) -> String {
                 script src="/assets/app.js" defer {}
             }
             body {
-                header { nav aria-label="main" { a href="/" { "Instances" } } }
+                header { nav aria-label="main" { a href="/" { "Instances" } " " a href="/rollouts" { "Rollouts" } } }
                 main { (body) }
             }
         }
@@ -88,7 +88,7 @@ const SEGMENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
     .remove(b'_')
     .remove(b'~');
 
-fn enc(s: &str) -> String {
+pub(crate) fn enc(s: &str) -> String {
     percent_encoding::utf8_percent_encode(s, SEGMENT).to_string()
 }
 

@@ -13,7 +13,7 @@ use kube::api::{Api, DynamicObject, ListParams};
 use kudo_client::cluster::{Cluster, KudoKind};
 
 use crate::auth::{Decision, Gate, Request as Facts};
-use crate::{Ui, actions, assets, events, live, pages, view};
+use crate::{Ui, actions, assets, events, live, pages, rollouts, view};
 
 /// Only the page's own origin: no outside script, style, font, frame or connection.
 const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; \
@@ -25,6 +25,9 @@ pub(crate) fn router(ui: Ui, gate: Gate) -> Router {
         .route("/assets/style.css", get(style))
         .route("/assets/app.js", get(script))
         .route("/instances/events", get(live::instances))
+        .route("/rollouts", get(rollouts::list_page))
+        .route("/rollouts/{name}", get(rollouts::rollout_page))
+        .route("/rollouts/{name}/events", get(live::rollout))
         .route("/i/{ns}/{name}", get(instance_page))
         .route("/i/{ns}/{name}/events", get(live::events))
         .route("/i/{ns}/{name}/diff", get(history_diff))

@@ -495,3 +495,48 @@ fn a_failed_plan_is_retried_from_the_page() {
     let (status, refused) = ui.post(&retry, "plan=deploy");
     assert_eq!(status, 409, "a plan that did not fail is not retried: {refused}");
 }
+
+#[test]
+fn the_rollouts_pages_show_the_waves_and_the_outcome_of_each_instance() {
+    let ui = Served::start();
+    let (status, empty) = ui.get("/rollouts");
+    assert_eq!(status, 200, "{empty}");
+    assert!(empty.contains("No Rollouts."), "{empty}");
+    ui.kudo(&[
+        "rollout",
+        "start",
+        "replicas",
+        "-p",
+        "REPLICAS=3",
+        "-l",
+        "kudo.dev/operator=first-operator",
+        "--min-success-time",
+        "1s",
+        "--wait",
+        "--wait-time",
+        "120",
+    ]);
+    let (status, list) = ui.get("/rollouts");
+    assert_eq!(status, 200, "{list}");
+    assert!(
+        list.contains("data-rollout=\"replicas\"")
+            && list.contains("<code>REPLICAS=3</code>")
+            && list.contains(">Complete</span>"),
+        "{list}"
+    );
+    let (status, page) = ui.get("/rollouts/replicas");
+    assert_eq!(status, 200, "{page}");
+    let row = format!("data-instance=\"default/{INSTANCE}\" data-phase=\"Succeeded\"");
+    assert!(
+        page.contains("data-wave=\"canary\" data-phase=\"Complete\"")
+            && page.contains(&row)
+            && page.contains("1 → 2")
+            && page.contains(&format!("href=\"/i/default/{INSTANCE}\"")),
+        "{page}"
+    );
+    let mut next_event = sse(&ui, "/rollouts/replicas/events");
+    let (name, detail) = next_event();
+    assert_eq!(name, "rollout");
+    assert!(detail.contains(&row), "{detail}");
+    assert_eq!(ui.get("/rollouts/nope").0, 404);
+}

@@ -1,7 +1,7 @@
 "use strict";
 // kubectl kudo ui: the filter of the Instances table, the confirmation of actions, and the live
 // parts of the pages: server-sent events replacing the server-rendered fragments (the Instances
-// table's rows; an Instance's plans, Events and revisions).
+// table's rows; an Instance's plans, Events and revisions; a Rollout's waves).
 (function () {
   var filter = document.getElementById("filter");
   function applyFilter() {
@@ -45,6 +45,10 @@
   if (table && table.dataset.events) {
     follow(open(table.dataset.events), "instances", table.querySelector("tbody"), "rowUpdates",
       function () { if (filter) { applyFilter(); } });
+  }
+  var rollout = document.getElementById("rollout");
+  if (rollout && rollout.dataset.events) {
+    follow(open(rollout.dataset.events), "rollout", rollout, "updates");
   }
   var plans = document.getElementById("plans");
   if (!plans || !plans.dataset.events) {
