@@ -1,6 +1,6 @@
 //! The Events about an Instance (`events.k8s.io/v1` whose `regarding` is the Instance: what the
 //! manager reports as plans start, finish or fail), newest first, as `kubectl events` lists them.
-//! The page shows them at load and [`crate::live`] keeps them current through one watch.
+//! The page shows them at load and the live updates keep them current through one watch.
 
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::jiff::{SignedDuration, Timestamp, Unit};

@@ -1,7 +1,7 @@
 //! The Rollouts pages: every fleet rollout (`kudo-rs.dev` Rollouts, read by
 //! [`kudo_client::rollout`], the functions `rollout list|status` call) and one rollout's waves in
 //! order with the Instances placed in each and their outcome, and its gate; the page of one
-//! rollout follows it live through one watch ([`crate::live`]).
+//! rollout follows it live through one watch (the live updates).
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
