@@ -148,6 +148,65 @@ pub fn diff(from: &Revision, to: &Revision, d: &Differences, ov: &OperatorVersio
 #[cfg(test)]
 mod tests {
     use super::*;
+    use kudo_engine::revision::ValueChange;
+    use serde_json::json;
+
+    fn revision(number: u64, params: serde_json::Value) -> Revision {
+        Revision {
+            number,
+            name: format!("db-{number}"),
+            created: "2026-01-01T00:00:00Z".into(),
+            finished: Some("2026-01-01T00:01:05Z".into()),
+            outcome: None,
+            data: serde_json::from_value(json!({
+                "operatorVersion": "db-0.1.0", "plan": "deploy", "planUid": "u",
+                "parameters": params, "startedBy": {"by": "user"}
+            }))
+            .unwrap(),
+        }
+    }
+
+    #[test]
+    fn the_diff_masks_what_the_operator_version_marks_sensitive() {
+        let ov: OperatorVersion = serde_json::from_value(json!({
+            "apiVersion": "kudo.dev/v1beta1", "kind": "OperatorVersion",
+            "metadata": {"name": "db-0.1.0", "namespace": "ns"},
+            "spec": {"version": "0.1.0", "parameters": [
+                {"name": "NODE_COUNT"}, {"name": "PASSWORD", "sensitive": true, "default": "hunter22"}
+            ]}
+        }))
+        .unwrap();
+        let (a, b) = (
+            revision(1, json!({"NODE_COUNT": "3"})),
+            revision(2, json!({"NODE_COUNT": "5"})),
+        );
+        let change = |name: &str, before: &str, after: Option<&str>| ValueChange {
+            name: name.into(),
+            before: Some(before.into()),
+            after: after.map(str::to_string),
+        };
+        let d = Differences {
+            version: None,
+            values: vec![
+                change("NODE_COUNT", "3", Some("5")),
+                change("PASSWORD", "hunter22", None),
+            ],
+            sources: vec!["PASSWORD".into()],
+        };
+        let html = diff(&a, &b, &d, &ov).into_string();
+        assert!(
+            html.contains("<code>3</code>") && html.contains("<code>5</code>"),
+            "{html}"
+        );
+        assert!(!html.contains("hunter22"), "{html}");
+        assert_eq!(html.matches("(sensitive)").count(), 3, "{html}");
+        assert_eq!(took(&a).as_deref(), Some("1m05s"));
+        let same = diff(&a, &a, &Differences::default(), &ov).into_string();
+        assert!(
+            same.contains("record the same operator version and values"),
+            "{same}"
+        );
+    }
 
     #[test]
     fn durations_use_two_units_at_most() {
