@@ -904,6 +904,17 @@ pub struct Instance {
     pub status: Option<InstanceStatus>,
 }
 
+impl Instance {
+    /// `metadata.uid` (empty before the server assigned one).
+    pub fn uid(&self) -> &str {
+        self.metadata
+            .other
+            .get("uid")
+            .and_then(|v| v.as_str())
+            .unwrap_or("")
+    }
+}
+
 /// The CustomResourceDefinitions (apiextensions v1) the manager serves, in install order: the
 /// three `kudo.dev/v1beta1` ones (operators, operatorversions, instances), schema-compatible with
 /// KUDO v0.19's so existing KUDO YAML applies unchanged, printer columns added for `kubectl get`;

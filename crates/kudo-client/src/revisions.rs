@@ -43,12 +43,6 @@ pub fn of_objects(objects: &[DynamicObject], uid: &str) -> Vec<Revision> {
 
 /// The revisions of `inst` (in its own namespace).
 pub async fn of(client: &kube::Client, inst: &kudo_api::Instance) -> Result<Vec<Revision>, kube::Error> {
-    let uid = inst
-        .metadata
-        .other
-        .get("uid")
-        .and_then(|v| v.as_str())
-        .unwrap_or_default();
     let ns = inst.metadata.namespace.as_deref().unwrap_or_default();
-    list(client, ns, &inst.metadata.name, uid).await
+    list(client, ns, &inst.metadata.name, inst.uid()).await
 }

@@ -29,13 +29,7 @@ pub(crate) async fn events(State(ui): State<Ui>, Path((ns, name)): Path<(String,
         Ok(inst) => inst,
         Err(e) => return (axum::http::StatusCode::NOT_FOUND, e.to_string()).into_response(),
     };
-    let uid = inst
-        .metadata
-        .other
-        .get("uid")
-        .and_then(|v| v.as_str())
-        .unwrap_or_default();
-    let revisions = revision_stream(&cluster, &name, uid.to_string());
+    let revisions = revision_stream(&cluster, &name, inst.uid().to_string());
     let events = event_stream(&cluster, &name);
     let all = futures::stream::select(instance_stream(cluster, name), events);
     Sse::new(futures::stream::select(all, revisions))
