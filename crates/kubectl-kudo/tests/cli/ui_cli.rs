@@ -446,6 +446,10 @@ fn the_instance_page_compares_revisions_cancels_a_stuck_plan_and_rolls_back() {
         refused.contains("no plan is running on instance default/k"),
         "{refused}"
     );
+    let cancel = ["plan", "cancel", "--instance", "k"];
+    let (code, out) = kudo(ui.home.path(), &ui.dev.kubeconfig, &cancel);
+    assert_eq!(code, 1, "the CLI refuses alike: {out}");
+    assert!(out.contains("no plan is running on instance default/k"), "{out}");
 
     // Roll back to revision 1 from the page: the plan runs with its values (CMD at its default).
     let (status, refused) = ui.post("/i/default/k/rollback", "revision=99");
