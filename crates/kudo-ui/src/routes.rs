@@ -181,8 +181,12 @@ struct DiffQuery {
 async fn history_diff(
     State(ui): State<Ui>,
     Path((ns, name)): Path<(String, String)>,
-    Query(q): Query<DiffQuery>,
+    q: Result<Query<DiffQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Response {
+    let Ok(Query(q)) = q else {
+        let why = "choose two revisions to compare: ?from=N&to=M";
+        return refusal(StatusCode::BAD_REQUEST, "Bad request", why);
+    };
     let cluster = cluster(&ui, &ns);
     let (inst, ov) = match cluster.instance_and_operator_version(&name).await {
         Ok(found) => found,

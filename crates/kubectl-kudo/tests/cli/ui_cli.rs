@@ -404,6 +404,9 @@ fn the_instance_page_compares_revisions_cancels_a_stuck_plan_and_rolls_back() {
         "{diff}"
     );
     assert_eq!(ui.get("/i/default/k/diff?from=1&to=9").0, 404);
+    let (status, bad) = ui.get("/i/default/k/diff?from=one");
+    assert_eq!(status, 400);
+    assert!(bad.contains("choose two revisions to compare"), "{bad}");
 
     // A Deployment that never becomes available: the plan stays IN_PROGRESS; cancel it.
     let (done_uid, _) = ui.deploy_run("k");
