@@ -155,10 +155,7 @@ pub(crate) struct ListQuery {
 /// every namespace), at each change of either.
 pub(crate) async fn instances(State(ui): State<Ui>, Query(q): Query<ListQuery>) -> Response {
     let ns = ui.namespace.clone().or(q.namespace);
-    let api = |kind: KudoKind| match &ns {
-        Some(ns) => Api::<DynamicObject>::namespaced_with(ui.client.clone(), ns, &kind.resource()),
-        None => Api::all_with(ui.client.clone(), &kind.resource()),
-    };
+    let api = |kind: KudoKind| routes::kind_api(&ui.client, ns.as_deref(), kind);
     let (kinds, ovs) = (KudoKind::Instance, KudoKind::OperatorVersion);
     let (insts, a) = changes(api(kinds), kinds.resource(), watcher::Config::default());
     let (ovs, b) = changes(api(ovs), ovs.resource(), watcher::Config::default());

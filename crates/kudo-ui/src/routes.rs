@@ -107,16 +107,21 @@ async fn script() -> impl IntoResponse {
     )
 }
 
+/// The objects of `kind` in namespace `ns`, or in every namespace.
+pub(crate) fn kind_api(client: &kube::Client, ns: Option<&str>, kind: KudoKind) -> Api<DynamicObject> {
+    match ns {
+        Some(ns) => Api::namespaced_with(client.clone(), ns, &kind.resource()),
+        None => Api::all_with(client.clone(), &kind.resource()),
+    }
+}
+
 /// The Instances of `ui.namespace`, or of every namespace; where listing every namespace is
 /// forbidden, those of the kubeconfig's namespace, saying so.
 async fn index(State(ui): State<Ui>) -> Response {
     let list = |ns: Option<&str>| {
         let (client, ns) = (ui.client.clone(), ns.map(str::to_string));
         async move {
-            let api = |kind: KudoKind| match &ns {
-                Some(ns) => Api::<DynamicObject>::namespaced_with(client.clone(), ns, &kind.resource()),
-                None => Api::all_with(client.clone(), &kind.resource()),
-            };
+            let api = |kind: KudoKind| kind_api(&client, ns.as_deref(), kind);
             let insts = api(KudoKind::Instance).list(&ListParams::default()).await?;
             let ovs = api(KudoKind::OperatorVersion)
                 .list(&ListParams::default())
