@@ -50,6 +50,13 @@ pub struct ObjectMeta {
     pub other: BTreeMap<String, serde_json::Value>,
 }
 
+impl ObjectMeta {
+    /// `uid` (empty before the server assigned one).
+    pub fn uid(&self) -> &str {
+        self.other.get("uid").and_then(|v| v.as_str()).unwrap_or("")
+    }
+}
+
 /// `corev1.ObjectReference` as KUDO uses it (`kind`/`name`, optionally `namespace`).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -907,11 +914,7 @@ pub struct Instance {
 impl Instance {
     /// `metadata.uid` (empty before the server assigned one).
     pub fn uid(&self) -> &str {
-        self.metadata
-            .other
-            .get("uid")
-            .and_then(|v| v.as_str())
-            .unwrap_or("")
+        self.metadata.uid()
     }
 }
 
