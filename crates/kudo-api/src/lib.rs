@@ -57,6 +57,13 @@ pub struct ObjectMeta {
     pub other: BTreeMap<String, serde_json::Value>,
 }
 
+impl ObjectMeta {
+    /// `uid` (empty before the server assigned one).
+    pub fn uid(&self) -> &str {
+        self.other.get("uid").and_then(|v| v.as_str()).unwrap_or("")
+    }
+}
+
 /// `corev1.ObjectReference` as KUDO uses it (`kind`/`name`, optionally `namespace`).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -909,6 +916,13 @@ pub struct Instance {
     /// The plan statuses and conditions the manager writes; `None` on a new Instance.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<InstanceStatus>,
+}
+
+impl Instance {
+    /// `metadata.uid` (empty before the server assigned one).
+    pub fn uid(&self) -> &str {
+        self.metadata.uid()
+    }
 }
 
 /// The CustomResourceDefinitions (apiextensions v1) the manager serves, in install order: the

@@ -43,11 +43,7 @@ pub struct Rollout {
 impl Rollout {
     /// `metadata.uid` (empty before the server assigned one).
     pub fn uid(&self) -> &str {
-        self.metadata
-            .other
-            .get("uid")
-            .and_then(|v| v.as_str())
-            .unwrap_or("")
+        self.metadata.uid()
     }
 
     /// `metadata.generation`: the spec version the status says it observed.

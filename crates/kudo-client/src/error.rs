@@ -358,6 +358,14 @@ pub enum Error {
         /// The Instance.
         instance: String,
     },
+    /// `plan cancel` on an Instance with no plan scheduled or running.
+    #[error("no plan is running on instance {namespace}/{instance}")]
+    NoPlanRunning {
+        /// The namespace.
+        namespace: String,
+        /// The Instance.
+        instance: String,
+    },
     /// `rollback` refused before anything was written.
     #[error("rolling back instance {instance}: {message}")]
     RollbackRefused {

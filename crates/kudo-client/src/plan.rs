@@ -1,6 +1,7 @@
-//! Starting plans by hand: `plan trigger` (a fresh run of a plan, from the top, as KUDO's) and
-//! `plan retry` (the FATAL_ERROR run again from its first failed step). Both are judged by KUDO's
-//! admission rules before anything is written, so a refusal writes nothing.
+//! Starting and stopping plans by hand: `plan trigger` (a fresh run of a plan, from the top, as
+//! KUDO's), `plan retry` (the FATAL_ERROR run again from its first failed step) and `plan cancel`.
+//! Triggers and retries are judged by KUDO's admission rules before anything is written, so a
+//! refusal writes nothing.
 
 use kudo_api::{Instance, InstanceSpec, OperatorVersion};
 
@@ -84,6 +85,28 @@ pub async fn trigger(cluster: &Cluster, prepared: &PreparedTrigger) -> Result<Tr
         plan: prepared.plan.clone(),
         previous: PreviousRuns::of(&prepared.instance),
     })
+}
+
+/// `plan cancel`: marks the plan scheduled on Instance `instance` CANCELLED (the manager stops it
+/// at its next task boundary). Returns the plan's name; with no plan scheduled, nothing is
+/// written.
+pub async fn cancel(cluster: &Cluster, instance: &str) -> Result<String> {
+    let inst = cluster.instance(instance).await?;
+    let plan = inst.spec.plan_execution.plan_name;
+    if plan.is_empty() {
+        return Err(Error::NoPlanRunning {
+            namespace: cluster.namespace.clone(),
+            instance: instance.to_string(),
+        });
+    }
+    cluster
+        .merge_patch(
+            KudoKind::Instance,
+            instance,
+            kudo_engine::reconcile::cancel_patch(),
+        )
+        .await?;
+    Ok(plan)
 }
 
 /// `plan retry` of the Instance `instance` (`plan`: which plan, default the FATAL_ERROR one

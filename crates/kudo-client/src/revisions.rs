@@ -6,6 +6,18 @@ use kube::api::{Api, DynamicObject, ListParams};
 use kudo_engine::revision::{self, Revision};
 use kudo_kube::discovery::known_resource;
 
+/// The ControllerRevisions API of namespace `ns` and the label selector of Instance `name`'s
+/// revisions (which [`kudo_engine::revision::history`] then narrows to the Instance's uid).
+pub fn api(client: &kube::Client, ns: &str, name: &str) -> (Api<DynamicObject>, String) {
+    let selector = format!("{}={}", kudo_api::labels::INSTANCE, revision::label_value(name));
+    (Api::namespaced_with(client.clone(), ns, &resource()), selector)
+}
+
+/// apps/v1 ControllerRevision, the kind revisions are recorded as.
+pub fn resource() -> kube::discovery::ApiResource {
+    known_resource("apps", "ControllerRevision")
+}
+
 /// The revisions of Instance `ns/name` with uid `uid`, oldest first (selected by the instance
 /// label, then by owner uid).
 pub async fn list(
@@ -14,26 +26,23 @@ pub async fn list(
     name: &str,
     uid: &str,
 ) -> Result<Vec<Revision>, kube::Error> {
-    let selector = format!("{}={}", kudo_api::labels::INSTANCE, revision::label_value(name));
-    let api: Api<DynamicObject> =
-        Api::namespaced_with(client.clone(), ns, &known_resource("apps", "ControllerRevision"));
+    let (api, selector) = api(client, ns, name);
     let items = api.list(&ListParams::default().labels(&selector)).await?;
-    let values: Vec<serde_json::Value> = items
-        .items
+    Ok(of_objects(&items.items, uid))
+}
+
+/// The revisions among `objects` (ControllerRevisions) of the Instance with uid `uid`, oldest
+/// first.
+pub fn of_objects(objects: &[DynamicObject], uid: &str) -> Vec<Revision> {
+    let values: Vec<serde_json::Value> = objects
         .iter()
         .filter_map(|o| serde_json::to_value(o).ok())
         .collect();
-    Ok(revision::history(&values, uid))
+    revision::history(&values, uid)
 }
 
 /// The revisions of `inst` (in its own namespace).
 pub async fn of(client: &kube::Client, inst: &kudo_api::Instance) -> Result<Vec<Revision>, kube::Error> {
-    let uid = inst
-        .metadata
-        .other
-        .get("uid")
-        .and_then(|v| v.as_str())
-        .unwrap_or_default();
     let ns = inst.metadata.namespace.as_deref().unwrap_or_default();
-    list(client, ns, &inst.metadata.name, uid).await
+    list(client, ns, &inst.metadata.name, inst.uid()).await
 }

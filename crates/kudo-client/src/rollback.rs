@@ -78,6 +78,19 @@ pub async fn prepare(cluster: &Cluster, inst: &Instance, to: Option<u64>) -> Res
     })
 }
 
+/// KUDO's rule for a rollback while a plan runs: refused when [`prepare`] found a running plan
+/// the rollback's plan would not restart (the CLI's `--force` cancels it first).
+pub fn refuse_blocked(inst: &Instance, plan: &RollbackPlan) -> Result<()> {
+    match &plan.judged.blocked_by {
+        Some(running) => Err(Error::RollbackBlocked {
+            instance: inst.metadata.name.clone(),
+            running: running.clone(),
+            plan: plan.judged.plan.clone(),
+        }),
+        None => Ok(()),
+    }
+}
+
 /// The merge patch of a rollback: the restored values (a value the target lacks is removed), the
 /// mark, and the resourceVersion the decision was made on.
 fn rollback_patch(inst: &Instance, plan: &RollbackPlan) -> Result<serde_json::Value> {

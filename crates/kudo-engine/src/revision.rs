@@ -240,14 +240,72 @@ pub fn snapshot(
         started_by,
         change: String::new(),
     };
-    let defaults: BTreeMap<String, String> = ov
-        .spec
+    data.change = change_summary(previous, &data, &defaults(ov));
+    data
+}
+
+/// The parameters' default values in `ov` (what a value not set on an Instance is).
+pub fn defaults(ov: &OperatorVersion) -> BTreeMap<String, String> {
+    ov.spec
         .parameters
         .iter()
         .filter_map(|p| Some((p.name.clone(), p.default.clone()?)))
+        .collect()
+}
+
+/// How one revision's values differ from another's: the CHANGE column in words
+/// ([`change_summary`]) and the diff of two chosen revisions `kubectl kudo ui` shows.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Differences {
+    /// The versions of the OperatorVersions (before, after), when the OperatorVersions differ.
+    pub version: Option<(String, String)>,
+    /// The parameter values that differ, by name.
+    pub values: Vec<ValueChange>,
+    /// The parameters whose Secret reference differs (their values are never recorded).
+    pub sources: Vec<String>,
+}
+
+/// One parameter's value in two revisions: a value not set is its default, else `None`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ValueChange {
+    /// The parameter.
+    pub name: String,
+    /// Its value in the older revision.
+    pub before: Option<String>,
+    /// Its value in the newer revision.
+    pub after: Option<String>,
+}
+
+/// How `next` differs from `prev`; a value not set is taken from `defaults`, so a change between
+/// a default and the same value set explicitly is no difference.
+pub fn differences(
+    prev: &RevisionData,
+    next: &RevisionData,
+    defaults: &BTreeMap<String, String>,
+) -> Differences {
+    let version = (prev.operator_version != next.operator_version)
+        .then(|| (version_of(prev).to_string(), version_of(next).to_string()));
+    let values = changed_keys(&prev.parameters, &next.parameters)
+        .into_iter()
+        .filter_map(|k| {
+            let value = |m: &BTreeMap<String, String>| m.get(k).or_else(|| defaults.get(k)).cloned();
+            let (before, after) = (value(&prev.parameters), value(&next.parameters));
+            (before != after).then(|| ValueChange {
+                name: k.to_string(),
+                before,
+                after,
+            })
+        })
         .collect();
-    data.change = change_summary(previous, &data, &defaults);
-    data
+    let sources = changed_keys(&prev.parameter_sources, &next.parameter_sources)
+        .into_iter()
+        .map(str::to_string)
+        .collect();
+    Differences {
+        version,
+        values,
+        sources,
+    }
 }
 
 /// The CHANGE column: how `next` differs from `previous` in words; a value not set is shown as
@@ -264,16 +322,26 @@ pub fn change_summary(
     if let StartedBy::Rollback { to, .. } = &next.started_by {
         parts.push(format!("rollback to {to}"));
     }
-    if prev.operator_version != next.operator_version {
+    let diff = differences(prev, next, defaults);
+    if let Some((before, after)) = &diff.version {
         let word = if matches!(next.started_by, StartedBy::Rollback { .. }) {
             "operator"
         } else {
             "upgrade"
         };
-        parts.push(format!("{word} {} → {}", version_of(prev), version_of(next)));
+        parts.push(format!("{word} {before} → {after}"));
     }
-    parts.extend(value_changes(&prev.parameters, &next.parameters, defaults));
-    for k in changed_keys(&prev.parameter_sources, &next.parameter_sources) {
+    let unset = || "(unset)".to_string();
+    for c in &diff.values {
+        let (before, after) = (c.before.as_deref().map(shorten), c.after.as_deref().map(shorten));
+        parts.push(format!(
+            "{}: {} → {}",
+            c.name,
+            before.unwrap_or_else(unset),
+            after.unwrap_or_else(unset)
+        ));
+    }
+    for k in &diff.sources {
         parts.push(format!("{k}: source changed"));
     }
     if parts.is_empty() {
@@ -288,31 +356,6 @@ fn version_of(d: &RevisionData) -> &str {
     } else {
         &d.version
     }
-}
-
-/// `NAME: old → new` per changed value (long values shortened); a change between a default and
-/// the same value set explicitly is no change in words.
-fn value_changes(
-    old: &BTreeMap<String, String>,
-    new: &BTreeMap<String, String>,
-    defaults: &BTreeMap<String, String>,
-) -> Vec<String> {
-    changed_keys(old, new)
-        .into_iter()
-        .filter_map(|k| {
-            let value =
-                |m: &BTreeMap<String, String>| m.get(k).or_else(|| defaults.get(k)).map(|v| shorten(v));
-            let (before, after) = (value(old), value(new));
-            let unset = || "(unset)".to_string();
-            (before != after).then(|| {
-                format!(
-                    "{k}: {} → {}",
-                    before.unwrap_or_else(unset),
-                    after.unwrap_or_else(unset)
-                )
-            })
-        })
-        .collect()
 }
 
 fn changed_keys<'m, V: PartialEq>(

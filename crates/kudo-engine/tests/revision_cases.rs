@@ -164,6 +164,49 @@ fn the_change_column_says_what_changed_in_words() {
 }
 
 #[test]
+fn the_differences_of_two_revisions_keep_whole_values_and_read_defaults() {
+    use revision::{Differences, ValueChange};
+    let change = |name: &str, before: Option<&str>, after: Option<&str>| ValueChange {
+        name: name.into(),
+        before: before.map(str::to_string),
+        after: after.map(str::to_string),
+    };
+    let long = "9".repeat(40);
+    let mut sourced = data("db-0.2.0", &[("NODE_COUNT", &long)], StartedBy::User);
+    sourced.parameter_sources.insert(
+        "PASSWORD".into(),
+        ParameterSource::secret("db-parameters", "PASSWORD"),
+    );
+    let defaults = BTreeMap::from([("STORAGE".to_string(), "1Gi".to_string())]);
+    let older = data(
+        "db-0.1.0",
+        &[("NODE_COUNT", "3"), ("STORAGE", "1Gi")],
+        StartedBy::User,
+    );
+    assert_eq!(
+        revision::differences(&older, &sourced, &defaults),
+        Differences {
+            version: Some(("0.1.0".into(), "0.2.0".into())),
+            values: vec![change("NODE_COUNT", Some("3"), Some(&long))],
+            sources: vec!["PASSWORD".into()],
+        }
+    );
+    let unset = data("db-0.1.0", &[("TAG", "a")], StartedBy::User);
+    assert_eq!(
+        revision::differences(&unset, &older, &BTreeMap::new()).values,
+        vec![
+            change("NODE_COUNT", None, Some("3")),
+            change("STORAGE", None, Some("1Gi")),
+            change("TAG", Some("a"), None),
+        ]
+    );
+    assert_eq!(
+        revision::differences(&older, &older, &defaults),
+        Differences::default()
+    );
+}
+
+#[test]
 fn a_snapshot_never_holds_a_sensitive_value() {
     let o = ov("db-0.1.0", "0.1.0", &["deploy"]);
     let mut s = running(

@@ -1,18 +1,21 @@
 //! `kubectl kudo ui`: a local web page of the Instances a kubeconfig can see and of each one's
-//! plans, drawn as graphs that fill in live while a plan runs.
+//! plans, drawn as graphs that fill in live while a plan runs, with its Events and revisions, the
+//! CLI's plan actions, and the fleet rollouts.
 //!
 //! Why this shape:
 //! - **Server-side HTML** ([`maud`], checked at compile time) plus one small hand-written script
 //!   ([`assets`]): the CLI stays one file with no front-end toolchain, and the page reads (and
 //!   the tests check it) without running any JavaScript but the live updates.
-//! - **Server-sent events** for live updates: each open Instance page holds one request on which
-//!   the server forwards a watch of that one Instance, re-rendering the plans' HTML fragment on
-//!   each change ([`live`]). No polling loop lists the cluster; SSE needs no protocol upgrade and
-//!   reconnects by itself.
+//! - **Server-sent events** for live updates: each open page holds one request on which the
+//!   server forwards narrow watches (an Instance page: that one Instance, its Events and its
+//!   revisions), re-rendering an HTML fragment on each change ([`live`]). No polling loop lists
+//!   the cluster; SSE needs no protocol upgrade and reconnects by itself.
 //! - **The CLI's rules, not a second copy**: which run a plan shows is
 //!   [`kudo_client::wait::scheduled_run`] / [`kudo_client::wait::last_executed_plan`] (what
 //!   `plan status` prints), the graph is [`kudo_package::graph`] (what `package graph` draws),
-//!   and triggering a plan is [`kudo_client::plan::trigger_plan`] (what `plan trigger` calls).
+//!   the revisions and their differences are [`kudo_client::revisions`] and
+//!   [`kudo_engine::revision::differences`] (what `history` lists), and every action is the
+//!   library function its CLI command calls (module `actions`).
 //! - **Access**: the page acts with the user's own credentials, so it is served on loopback by
 //!   default and every request needs the random token printed with the URL, handed over once in
 //!   the query and kept in an `HttpOnly; SameSite=Strict` cookie ([`auth`]); a `Host` other than
@@ -20,10 +23,14 @@
 //!   Nothing is loaded from outside: the style sheet and script are in the binary, and the
 //!   Content-Security-Policy allows only the page's own origin.
 
+mod actions;
 pub mod assets;
 pub mod auth;
+pub mod events;
+pub mod history;
 mod live;
 mod pages;
+pub mod rollouts;
 mod routes;
 pub mod view;
 

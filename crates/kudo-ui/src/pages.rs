@@ -1,14 +1,17 @@
 //! The HTML of the pages ([`maud`]: escaped by default, checked at compile time). Every status is
 //! written out as a word beside its colour; controls carry names a screen reader reads.
 
-use kudo_api::{Instance, OperatorVersion};
+use kudo_api::{ExecutionStatus, Instance, OperatorVersion};
+use kudo_engine::revision::Revision;
 use kudo_package::graph::{PhaseNode, PlanGraph, StepNode, Strategy, palette, status_word, svg::task_line};
 use maud::{DOCTYPE, Markup, html};
 
+use crate::events::{self, EventRow};
+use crate::history;
 use crate::view::{self, Row};
 
 /// A whole page: `title`, the navigation and `body`.
-fn page(title: &str, body: Markup) -> String {
+pub(crate) fn page(title: &str, body: Markup) -> String {
     html! {
         (DOCTYPE)
         html lang="en" {
@@ -20,7 +23,7 @@ fn page(title: &str, body: Markup) -> String {
                 script src="/assets/app.js" defer {}
             }
             body {
-                header { nav aria-label="main" { a href="/" { "Instances" } } }
+                header { nav aria-label="main" { a href="/" { "Instances" } " " a href="/rollouts" { "Rollouts" } } }
                 main { (body) }
             }
         }
@@ -28,8 +31,9 @@ fn page(title: &str, body: Markup) -> String {
     .into_string()
 }
 
-/// The Instances table; `note`: a line above it (e.g. listing fell back to one namespace).
-pub fn instances(rows: &[Row], note: Option<&str>) -> String {
+/// The Instances table; `note`: a line above it (e.g. listing fell back to one namespace);
+/// `live`: where its rows come from as they change.
+pub fn instances(rows: &[Row], note: Option<&str>, live: &str) -> String {
     page(
         "Instances",
         html! {
@@ -37,33 +41,38 @@ pub fn instances(rows: &[Row], note: Option<&str>) -> String {
             @if let Some(n) = note { p.note { (n) } }
             label for="filter" { "Filter " }
             input #filter type="search" placeholder="name, operator, plan, status…";
-            table #instances {
+            div.scroll { table #instances data-events=(live) {
                 thead { tr {
                     th scope="col" { "Namespace" } th scope="col" { "Name" } th scope="col" { "Operator" }
                     th scope="col" { "Version" } th scope="col" { "Active plan" } th scope="col" { "Status" }
                     th scope="col" { "Health" } th scope="col" { "Last change" }
                 } }
-                tbody {
-                    @for r in rows {
-                        tr {
-                            td { (r.namespace) }
-                            td { a href=(instance_path(&r.namespace, &r.name)) { (r.name) } }
-                            td { (r.operator) } td { (r.operator_version) }
-                            @match &r.plan {
-                                Some((plan, st)) => {
-                                    td { (plan) }
-                                    td { (badge(Some(*st))) }
-                                }
-                                None => { td { "—" } td { "—" } }
-                            }
-                            td { (r.health) } td { time { (r.changed) } }
-                        }
-                    }
-                    @if rows.is_empty() { tr { td colspan="8" { "No Instances." } } }
-                }
-            }
+                tbody aria-live="polite" { (instance_rows(rows)) }
+            } }
         },
     )
+}
+
+/// The rows of the Instances table: the fragment the live updates replace.
+pub fn instance_rows(rows: &[Row]) -> Markup {
+    html! {
+        @for r in rows {
+            tr {
+                td { (r.namespace) }
+                td { a href=(instance_path(&r.namespace, &r.name)) { (r.name) } }
+                td { (r.operator) } td { (r.operator_version) }
+                @match &r.plan {
+                    Some((plan, st)) => {
+                        td { (plan) }
+                        td { (badge(Some(*st))) }
+                    }
+                    None => { td { "—" } td { "—" } }
+                }
+                td { (r.health) } td { time { (r.changed) } }
+            }
+        }
+        @if rows.is_empty() { tr { td colspan="8" { "No Instances." } } }
+    }
 }
 
 /// The path of an Instance's page.
@@ -79,15 +88,24 @@ const SEGMENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
     .remove(b'_')
     .remove(b'~');
 
-fn enc(s: &str) -> String {
+pub(crate) fn enc(s: &str) -> String {
     percent_encoding::utf8_percent_encode(s, SEGMENT).to_string()
 }
 
-/// An Instance's page: what it runs, its plans (live) and its parameters.
-pub fn instance(inst: &Instance, ov: &OperatorVersion) -> String {
+/// What an Instance page shows besides the Instance: its Events and its revisions (each the
+/// error's text when it could not be read).
+pub struct Extras {
+    /// The Events about it.
+    pub events: Result<Vec<EventRow>, String>,
+    /// Its revisions, oldest first.
+    pub revisions: Result<Vec<Revision>, String>,
+}
+
+/// An Instance's page: what it runs, its plans and Events (live), its revisions and parameters.
+pub fn instance(inst: &Instance, ov: &OperatorVersion, extras: &Extras) -> String {
     let ns = inst.metadata.namespace.clone().unwrap_or_default();
     let name = &inst.metadata.name;
-    let events = format!("{}/events", instance_path(&ns, name));
+    let base = instance_path(&ns, name);
     page(
         name,
         html! {
@@ -96,8 +114,29 @@ pub fn instance(inst: &Instance, ov: &OperatorVersion) -> String {
                 "Operator version " b { (ov.metadata.name) }
                 " · health " b #health { (view::health(inst)) }
             }
-            div #plans data-events=(events) aria-live="polite" { (plans(inst, ov)) }
+            nav aria-label="sections" {
+                a href="#events-title" { "Events" } " · " a href="#revisions" { "Revisions" }
+                " · " a href="#parameters" { "Parameters" }
+            }
+            div #plans data-events=(format!("{base}/events")) aria-live="polite" { (plans(inst, ov)) }
+            h2 #events-title { "Events" }
+            div #events aria-live="polite" { (events::list(&extras.events)) }
+            div #history aria-live="polite" { (history::section(&base, &extras.revisions)) }
             (parameters(inst, ov))
+        },
+    )
+}
+
+/// The diff page of two revisions of an Instance.
+pub fn revision_diff(inst: &Instance, body: Markup) -> String {
+    let ns = inst.metadata.namespace.clone().unwrap_or_default();
+    let name = &inst.metadata.name;
+    page(
+        &format!("{name}: revisions"),
+        html! {
+            h1 { "Instance " (ns) "/" (name) ": differences between revisions" }
+            p { a href=(format!("{}#revisions", instance_path(&ns, name))) { "Back to the Instance" } }
+            (body)
         },
     )
 }
@@ -105,8 +144,10 @@ pub fn instance(inst: &Instance, ov: &OperatorVersion) -> String {
 /// The plans of an Instance: the fragment the live updates replace.
 pub fn plans(inst: &Instance, ov: &OperatorVersion) -> Markup {
     let ns = inst.metadata.namespace.clone().unwrap_or_default();
-    let trigger = format!("{}/trigger", instance_path(&ns, &inst.metadata.name));
+    let base = instance_path(&ns, &inst.metadata.name);
+    let on = format!("on {ns}/{}", inst.metadata.name);
     let active = view::active_plan(inst, Some(ov)).map(|(p, _)| p);
+    let scheduled = &inst.spec.plan_execution.plan_name;
     // The active plan first, then the others by name.
     let mut all = view::plans(inst, ov);
     all.sort_by_key(|(p, _)| active.as_deref() != Some(p.name.as_str()));
@@ -121,13 +162,27 @@ pub fn plans(inst: &Instance, ov: &OperatorVersion) -> Markup {
                     @if active.as_deref() == Some(plan.name.as_str()) { " " span.active { "active" } }
                 }
                 @if let Some(t) = updated { p.updated { "updated " time { (t) } } }
-                form.trigger method="post" action=(trigger)
-                    data-confirm=(format!("Trigger plan {} on {ns}/{}?", plan.name, inst.metadata.name)) {
-                    input type="hidden" name="plan" value=(plan.name);
-                    button type="submit" { "Trigger " (plan.name) }
+                @let (p, ask) = (&plan.name, |verb: &str| format!("{verb} plan {} {on}?", plan.name));
+                div.actions {
+                    (action(&base, "trigger", p, &ask("Trigger"), "Trigger"))
+                    @if scheduled == p { (action(&base, "cancel", p, &ask("Cancel"), "Cancel")) }
+                    @if plan.status == Some(ExecutionStatus::FatalError) {
+                        (action(&base, "retry", &plan.name,
+                            &format!("Retry plan {} {on} from its first failed step?", plan.name), "Retry"))
+                    }
                 }
                 (phases(&plan))
             }
+        }
+    }
+}
+
+/// A button posting `plan` to `base/verb`, behind the confirmation `ask`.
+fn action(base: &str, verb: &str, plan: &str, ask: &str, label: &str) -> Markup {
+    html! {
+        form class=(verb) method="post" action=(format!("{base}/{verb}")) data-confirm=(ask) {
+            input type="hidden" name="plan" value=(plan);
+            button type="submit" { (label) " " (plan) }
         }
     }
 }
@@ -183,7 +238,7 @@ fn badge(status: Option<kudo_api::ExecutionStatus>) -> Markup {
 fn parameters(inst: &Instance, ov: &OperatorVersion) -> Markup {
     let sensitive = |p: &str| ov.spec.parameters.iter().any(|d| d.name == p && d.is_sensitive());
     html! {
-        h2 { "Parameters" }
+        h2 #parameters { "Parameters" }
         @if inst.spec.parameters.is_empty() && inst.spec.parameter_sources.is_empty() {
             p { "All parameters at their defaults." }
         } @else {

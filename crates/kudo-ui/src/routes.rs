@@ -4,17 +4,16 @@
 use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::{Form, Path, Request, State};
+use axum::extract::{Path, Query, Request, State};
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use kube::api::{Api, DynamicObject, ListParams};
-use kudo_api::{Instance, OperatorVersion};
-use kudo_client::cluster::{Cluster, KudoKind, from_dynamic};
+use kudo_client::cluster::{Cluster, KudoKind};
 
 use crate::auth::{Decision, Gate, Request as Facts};
-use crate::{Ui, assets, live, pages, view};
+use crate::{Ui, actions, assets, events, live, pages, rollouts, view};
 
 /// Only the page's own origin: no outside script, style, font, frame or connection.
 const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; \
@@ -25,9 +24,17 @@ pub(crate) fn router(ui: Ui, gate: Gate) -> Router {
         .route("/", get(index))
         .route("/assets/style.css", get(style))
         .route("/assets/app.js", get(script))
+        .route("/instances/events", get(live::instances))
+        .route("/rollouts", get(rollouts::list_page))
+        .route("/rollouts/{name}", get(rollouts::rollout_page))
+        .route("/rollouts/{name}/events", get(live::rollout))
         .route("/i/{ns}/{name}", get(instance_page))
         .route("/i/{ns}/{name}/events", get(live::events))
-        .route("/i/{ns}/{name}/trigger", post(trigger))
+        .route("/i/{ns}/{name}/diff", get(history_diff))
+        .route("/i/{ns}/{name}/trigger", post(actions::trigger))
+        .route("/i/{ns}/{name}/cancel", post(actions::cancel))
+        .route("/i/{ns}/{name}/retry", post(actions::retry))
+        .route("/i/{ns}/{name}/rollback", post(actions::rollback))
         .layer(middleware::from_fn_with_state(Arc::new(gate), guard))
         .with_state(ui)
 }
@@ -72,7 +79,7 @@ async fn guard(State(gate): State<Arc<Gate>>, req: Request, next: Next) -> Respo
     resp
 }
 
-fn refusal(status: StatusCode, title: &str, why: &str) -> Response {
+pub(crate) fn refusal(status: StatusCode, title: &str, why: &str) -> Response {
     (status, Html(pages::message(title, why))).into_response()
 }
 
@@ -100,16 +107,21 @@ async fn script() -> impl IntoResponse {
     )
 }
 
+/// The objects of `kind` in namespace `ns`, or in every namespace.
+pub(crate) fn kind_api(client: &kube::Client, ns: Option<&str>, kind: KudoKind) -> Api<DynamicObject> {
+    match ns {
+        Some(ns) => Api::namespaced_with(client.clone(), ns, &kind.resource()),
+        None => Api::all_with(client.clone(), &kind.resource()),
+    }
+}
+
 /// The Instances of `ui.namespace`, or of every namespace; where listing every namespace is
 /// forbidden, those of the kubeconfig's namespace, saying so.
 async fn index(State(ui): State<Ui>) -> Response {
     let list = |ns: Option<&str>| {
         let (client, ns) = (ui.client.clone(), ns.map(str::to_string));
         async move {
-            let api = |kind: KudoKind| match &ns {
-                Some(ns) => Api::<DynamicObject>::namespaced_with(client.clone(), ns, &kind.resource()),
-                None => Api::all_with(client.clone(), &kind.resource()),
-            };
+            let api = |kind: KudoKind| kind_api(&client, ns.as_deref(), kind);
             let insts = api(KudoKind::Instance).list(&ListParams::default()).await?;
             let ovs = api(KudoKind::OperatorVersion)
                 .list(&ListParams::default())
@@ -132,21 +144,12 @@ async fn index(State(ui): State<Ui>) -> Response {
         Ok(l) => l,
         Err(e) => return refusal(StatusCode::BAD_GATEWAY, "Error", &e.to_string()),
     };
-    let ovs: Vec<OperatorVersion> = ovs.into_iter().filter_map(|o| from_dynamic(o).ok()).collect();
-    let rows: Vec<view::Row> = insts
-        .into_iter()
-        .filter_map(|o| from_dynamic::<Instance>(o).ok())
-        .map(|inst| {
-            let ns = inst.metadata.namespace.clone().unwrap_or_default();
-            let ov_ns = inst.spec.operator_version_namespace(&ns).to_string();
-            let ov = ovs.iter().find(|o| {
-                o.metadata.name == inst.spec.operator_version.name
-                    && o.metadata.namespace.as_deref() == Some(ov_ns.as_str())
-            });
-            view::row(&inst, ov)
-        })
-        .collect();
-    Html(pages::instances(&rows, note.as_deref())).into_response()
+    let rows = view::rows(live::typed(insts), &live::typed(ovs));
+    let live = match (&ui.namespace, &note) {
+        (None, Some(_)) => format!("/instances/events?namespace={}", ui.client.default_namespace()),
+        _ => "/instances/events".to_string(),
+    };
+    Html(pages::instances(&rows, note.as_deref(), &live)).into_response()
 }
 
 pub(crate) fn cluster(ui: &Ui, ns: &str) -> Cluster {
@@ -157,34 +160,63 @@ pub(crate) fn cluster(ui: &Ui, ns: &str) -> Cluster {
 }
 
 async fn instance_page(State(ui): State<Ui>, Path((ns, name)): Path<(String, String)>) -> Response {
-    match cluster(&ui, &ns).instance_and_operator_version(&name).await {
-        Ok((inst, ov)) => Html(pages::instance(&inst, &ov)).into_response(),
-        Err(e) => failed(e),
-    }
+    let cluster = cluster(&ui, &ns);
+    let (inst, ov) = match cluster.instance_and_operator_version(&name).await {
+        Ok(found) => found,
+        Err(e) => return failed(e),
+    };
+    let (events, revisions) = futures::join!(
+        events::read(&cluster, &name),
+        kudo_client::revisions::of(&cluster.client, &inst)
+    );
+    let extras = pages::Extras {
+        events: events.map_err(|e| e.to_string()),
+        revisions: revisions.map_err(|e| e.to_string()),
+    };
+    Html(pages::instance(&inst, &ov, &extras)).into_response()
 }
 
 #[derive(serde::Deserialize)]
-struct TriggerForm {
-    plan: String,
+struct DiffQuery {
+    from: u64,
+    to: u64,
 }
 
-/// Triggers a plan with the function `plan trigger` calls; back to the Instance's page.
-async fn trigger(
+/// The differences between two revisions ([`kudo_engine::revision::differences`]).
+async fn history_diff(
     State(ui): State<Ui>,
     Path((ns, name)): Path<(String, String)>,
-    Form(form): Form<TriggerForm>,
+    q: Result<Query<DiffQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Response {
+    let Ok(Query(q)) = q else {
+        let why = "choose two revisions to compare: ?from=N&to=M";
+        return refusal(StatusCode::BAD_REQUEST, "Bad request", why);
+    };
     let cluster = cluster(&ui, &ns);
-    let req = kudo_client::plan::TriggerRequest {
-        instance: name.clone(),
-        plan: form.plan,
+    let (inst, ov) = match cluster.instance_and_operator_version(&name).await {
+        Ok(found) => found,
+        Err(e) => return failed(e),
     };
-    let done = async {
-        let prepared = kudo_client::plan::prepare_trigger(&cluster, &req).await?;
-        kudo_client::plan::trigger(&cluster, &prepared).await
+    let revs = match kudo_client::revisions::of(&cluster.client, &inst).await {
+        Ok(revs) => revs,
+        Err(e) => return refusal(StatusCode::BAD_GATEWAY, "Error", &e.to_string()),
     };
-    match done.await {
-        Ok(_) => Redirect::to(&pages::instance_path(&ns, &name)).into_response(),
-        Err(e) => refusal(StatusCode::CONFLICT, "Not triggered", &e.to_string()),
-    }
+    let find = |n: u64| revs.iter().find(|r| r.number == n);
+    let (Some(from), Some(to)) = (find(q.from), find(q.to)) else {
+        let known: Vec<String> = revs.iter().map(|r| r.number.to_string()).collect();
+        let why = format!(
+            "revision {} or {} does not exist (revisions: {})",
+            q.from,
+            q.to,
+            known.join(", ")
+        );
+        return refusal(StatusCode::NOT_FOUND, "No such revision", &why);
+    };
+    let defaults = kudo_engine::revision::defaults(&ov);
+    let d = kudo_engine::revision::differences(&from.data, &to.data, &defaults);
+    Html(pages::revision_diff(
+        &inst,
+        crate::history::diff(from, to, &d, &ov),
+    ))
+    .into_response()
 }

@@ -83,6 +83,24 @@ pub fn row(inst: &Instance, ov: Option<&OperatorVersion>) -> Row {
     }
 }
 
+/// The rows of `insts`, each with its OperatorVersion from `ovs` when there, by namespace and name.
+pub fn rows(insts: Vec<Instance>, ovs: &[OperatorVersion]) -> Vec<Row> {
+    let mut rows: Vec<Row> = insts
+        .into_iter()
+        .map(|inst| {
+            let ns = inst.metadata.namespace.clone().unwrap_or_default();
+            let ov_ns = inst.spec.operator_version_namespace(&ns).to_string();
+            let ov = ovs.iter().find(|o| {
+                o.metadata.name == inst.spec.operator_version.name
+                    && o.metadata.namespace.as_deref() == Some(ov_ns.as_str())
+            });
+            row(&inst, ov)
+        })
+        .collect();
+    rows.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
+    rows
+}
+
 /// Every plan of `ov` with the run the Instance's status records for it (or the run scheduled
 /// and not yet shown, as `plan status` draws it), with the run's uid.
 pub fn plans(inst: &Instance, ov: &OperatorVersion) -> Vec<(PlanGraph, String)> {

@@ -3,10 +3,10 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 use clap::{Args, Subcommand, ValueEnum};
 use kudo_api::{Instance, OperatorVersion};
-use kudo_client::cluster::{Cluster, KudoKind};
+use kudo_client::cluster::Cluster;
 use kudo_client::plan::TriggerRequest;
 use kudo_client::wait::Settled;
 
@@ -141,18 +141,7 @@ pub async fn run(opts: &ClusterOpts, args: PlanArgs, io: &mut Io<'_>) -> Result<
             Ok(ExitCode::SUCCESS)
         }
         PlanCommand::Cancel { instance } => {
-            let (inst, _) = load(&cluster, &instance).await?;
-            let plan = inst.spec.plan_execution.plan_name.clone();
-            if plan.is_empty() {
-                bail!("no plan is running on instance {}/{instance}", cluster.namespace);
-            }
-            cluster
-                .merge_patch(
-                    KudoKind::Instance,
-                    &instance,
-                    kudo_engine::reconcile::cancel_patch(),
-                )
-                .await?;
+            let plan = kudo_client::plan::cancel(&cluster, &instance).await?;
             writeln!(
                 io.out,
                 "Cancelled {plan} plan for {}/{instance} instance",

@@ -147,12 +147,7 @@ pub async fn rollback(opts: &ClusterOpts, args: RollbackArgs, io: &mut Io<'_>) -
     let mut plan = rollback::prepare(&cluster, &inst, args.to_revision).await?;
     if let Some(running) = plan.judged.blocked_by.clone() {
         if !args.force {
-            return Err(kudo_client::Error::RollbackBlocked {
-                instance: args.instance.clone(),
-                running,
-                plan: plan.judged.plan.clone(),
-            }
-            .into());
+            rollback::refuse_blocked(&inst, &plan)?;
         }
         if args.dry_run.is_set() {
             writeln!(io.err, "# --force would first cancel plan {running}")?;

@@ -12,7 +12,7 @@ use crate::Io;
 
 #[derive(Args, Debug)]
 #[command(
-    after_help = "Prints a URL with a random token; the first request trades it for a cookie (HttpOnly,\nSameSite=Strict), and a request without it is refused (401). The page acts with your kubeconfig's\ncredentials: it lists the Instances of every namespace you may list (of one with -n), draws\neach Instance's plans (phases, steps, their strategy and status, what a step waits for), live,\nand triggers a plan after a confirmation. It loads nothing from outside this process.\n\nExamples:\n  kubectl kudo ui\n  kubectl kudo ui -n team-a --address 127.0.0.1:8088\n  kubectl kudo ui --address 0.0.0.0:8088   # every interface: anyone with the token can act as you"
+    after_help = "Prints a URL with a random token; the first request trades it for a cookie (HttpOnly,\nSameSite=Strict), and a request without it is refused (401). The page acts with your kubeconfig's\ncredentials: it lists the Instances of every namespace you may list (of one with -n), draws\neach Instance's plans (phases, steps, their strategy and status, what a step waits for) with\nits Events and revisions, live, compares two revisions, and after a confirmation triggers,\ncancels or retries a plan or rolls back to a revision (what plan trigger|cancel|retry and\nrollback do). It shows fleet rollouts wave by wave. It loads nothing from outside this process.\n\nExamples:\n  kubectl kudo ui\n  kubectl kudo ui -n team-a --address 127.0.0.1:8088\n  kubectl kudo ui --address 0.0.0.0:8088   # every interface: anyone with the token can act as you"
 )]
 pub struct UiArgs {
     /// Address to listen on (port 0: a free one). Loopback by default: only this machine reaches it.

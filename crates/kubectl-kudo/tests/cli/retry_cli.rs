@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_kubectl-kudo");
-const INSTANCE: &str = "r";
+pub(crate) const INSTANCE: &str = "r";
 
 const OPERATOR: &str = r#"apiVersion: kudo.dev/v1beta1
 name: retrier
@@ -52,7 +52,7 @@ plans:
             tasks: [gate]
 "#;
 
-fn package(dir: &Path) -> PathBuf {
+pub(crate) fn package(dir: &Path) -> PathBuf {
     let root = dir.join("retrier");
     std::fs::create_dir_all(root.join("templates")).unwrap();
     std::fs::write(root.join("operator.yaml"), OPERATOR).unwrap();
@@ -77,7 +77,7 @@ fn package(dir: &Path) -> PathBuf {
 /// The ConfigMap that makes step `gate` fail: immutable, with data the plan's differs from. It
 /// carries kudo's labels naming the Instance, so the manager takes it for its own (an object of
 /// someone else's would be refused before any apply) and the API server rejects the apply.
-fn blocker(ns: &str) -> String {
+pub(crate) fn blocker(ns: &str) -> String {
     format!(
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {INSTANCE}-gate\n  namespace: {ns}\n  labels:\n    heritage: kudo\n    kudo.dev/instance: {INSTANCE}\nimmutable: true\ndata:\n  open: \"no\"\n"
     )

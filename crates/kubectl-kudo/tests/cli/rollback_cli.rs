@@ -79,7 +79,7 @@ data:
   cmd: {{ .Params.CMD | quote }}
 "#;
 
-fn package(root: &Path, with_rollback_plan: bool) -> PathBuf {
+pub(crate) fn package(root: &Path, with_rollback_plan: bool) -> PathBuf {
     let dir = root.join(if with_rollback_plan { "keeper-rb" } else { "keeper" });
     std::fs::create_dir_all(dir.join("templates")).unwrap();
     let mut operator = OPERATOR.to_string();

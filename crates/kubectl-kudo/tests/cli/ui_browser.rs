@@ -4,12 +4,12 @@
 //! with tokio-tungstenite, already in the build through kube, rather than a CDP crate whose
 //! generated protocol bindings would add minutes of compilation for these few calls.
 //!
-//! The page is opened with the token, an Instance's page follows a plan triggered by the CLI
-//! without a reload, a plan is triggered from the page's own button, and along the way: the
-//! cookie is not readable by scripts, every request goes to the UI's own address, every control
-//! has a name, no positive tabindex reorders focus, the status colours as rendered have a contrast
-//! of at least 4.5:1, and a narrow window needs no horizontal scrolling. Screenshots land in
-//! target/tmp/ui-screenshots/.
+//! The page is opened with the token, an Instance's page follows a plan triggered by the CLI (its
+//! steps, Events and revisions) without a reload, a plan is triggered from the page's own button,
+//! and along the way: the cookie is not readable by scripts, every request goes to the UI's own
+//! address, every control has a name, no positive tabindex reorders focus, the status colours as
+//! rendered have a contrast of at least 4.5:1, and a narrow window needs no horizontal scrolling.
+//! Screenshots land in target/tmp/ui-screenshots/.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -269,6 +269,12 @@ async fn the_page_in_headless_chromium_follows_and_triggers_a_plan() {
          document.querySelector('[data-step=everything]').dataset.status === 'COMPLETE'"
     );
     cdp.until(&done, 60).await;
+    // The Events list was replaced when the run was reported, with the page still the same.
+    let events = "Number(document.body.dataset.eventUpdates || 0) >= 2 && \
+                  !!document.querySelector('#events tr[data-reason=PlanStarted]')";
+    cdp.until(events, 30).await;
+    cdp.until("!!document.querySelector('#history tr[data-revision=\"2\"]')", 30)
+        .await;
     assert_eq!(
         cdp.eval("window.kept === true").await,
         json!(true),

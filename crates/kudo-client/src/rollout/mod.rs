@@ -19,10 +19,12 @@ use crate::{Error, Result};
 
 /// The Rollouts' API (cluster-scoped).
 pub fn api(cluster: &Cluster) -> Api<DynamicObject> {
-    Api::all_with(
-        cluster.client.clone(),
-        &kudo_kube::known_resource(kudo_api::rollout::GROUP, kudo_api::rollout::KIND),
-    )
+    Api::all_with(cluster.client.clone(), &resource())
+}
+
+/// The Rollouts' resource.
+pub fn resource() -> kube::discovery::ApiResource {
+    kudo_kube::known_resource(kudo_api::rollout::GROUP, kudo_api::rollout::KIND)
 }
 
 fn rollout_error(e: kube::Error, name: &str) -> Error {
