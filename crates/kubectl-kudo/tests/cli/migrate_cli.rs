@@ -476,7 +476,9 @@ async fn migrate_galera(kubeconfig: &Path, home: &Path, tag: &str, pods: bool) {
             assert!(Instant::now() < deadline, "galera's 3 pods did not become ready");
             tokio::time::sleep(Duration::from_secs(1)).await;
         }
-        galera_pods(&client, &ns, "db").await
+        let before = galera_pods(&client, &ns, "db").await;
+        assert_eq!(before.len(), 3, "{before:?}");
+        before
     } else {
         BTreeMap::new()
     };
