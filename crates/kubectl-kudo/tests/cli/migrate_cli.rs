@@ -454,6 +454,18 @@ async fn migrate_galera(kubeconfig: &Path, home: &Path, tag: &str, pods: bool) {
     let Some(written) = kudo019::galera(&client, &pkg, &ns, "db", ov, run_uid).await else {
         return;
     };
+    let mut kinds = BTreeMap::new();
+    for o in &written {
+        *kinds.entry(o["kind"].as_str().unwrap()).or_insert(0) += 1;
+    }
+    let want = [
+        ("ConfigMap", 3),
+        ("Deployment", 1),
+        ("Secret", 1),
+        ("Service", 3),
+        ("StatefulSet", 1),
+    ];
+    assert_eq!(kinds, want.into(), "what galera's first eight steps apply");
     let sts_before = written.iter().find(|o| o["kind"] == "StatefulSet").unwrap();
     let template = &sts_before["spec"]["template"];
     assert!(
