@@ -164,12 +164,7 @@ fn kill_after_each_step(home: &Path, kubeconfig: &Path, ns: &str, args: &[&str])
 async fn migrate_first_operator(kubeconfig: &Path, home: &Path, tag: &str, kill: bool) {
     let client = client_for(kubeconfig).await;
     let webhooks = kudo019::served(&client, "admissionregistration.k8s.io/v1").await;
-    let (sys, ns) = (format!("kudo-migrate-{tag}-sys"), format!("kudo-migrate-{tag}"));
-    let nss: Api<Namespace> = Api::all(client.clone());
-    for n in [&sys, &ns] {
-        let o = serde_json::from_value(json!({"metadata": {"name": n}})).unwrap();
-        nss.create(&PostParams::default(), &o).await.expect("namespace");
-    }
+    let (sys, ns) = namespaces(&client, tag).await;
     let pkg = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/first-operator");
     let (code, out, err) = common::kudo_in(
         home,
@@ -430,32 +425,23 @@ fn steps_run(log: &Path) -> BTreeSet<String> {
         .collect()
 }
 
-/// galera "installed by KUDO" and stopped mid-way through deploy (`kudo019::GALERA_STEPS`), in
-/// `kudo-migrate-<tag>(-sys)`: `migrate --yes` hands every object over without recreating one,
-/// and a kudo-rs manager resumes the plan at its IN_PROGRESS step and finishes it. With `pods`
-/// (the real control plane: its StatefulSet controller makes the pods, the fake kubelet runs
-/// them) the pods are running before and the same pods after.
-async fn migrate_galera(kubeconfig: &Path, home: &Path, tag: &str, pods: bool) {
-    let client = client_for(kubeconfig).await;
-    let webhooks = kudo019::served(&client, "admissionregistration.k8s.io/v1").await;
+/// Namespaces `kudo-migrate-<tag>-sys` (KUDO's) and `kudo-migrate-<tag>` (the Instance's),
+/// created.
+async fn namespaces(client: &kube::Client, tag: &str) -> (String, String) {
     let (sys, ns) = (format!("kudo-migrate-{tag}-sys"), format!("kudo-migrate-{tag}"));
     let nss: Api<Namespace> = Api::all(client.clone());
     for n in [&sys, &ns] {
         let o = serde_json::from_value(json!({"metadata": {"name": n}})).unwrap();
         nss.create(&PostParams::default(), &o).await.expect("namespace");
     }
-    let pkg = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/galera");
-    let install = ["install", pkg.to_str().unwrap(), "--skip-instance"];
-    let (code, out, err) = common::kudo_in(home, kubeconfig, &ns, &install);
-    assert_eq!(code, 0, "{out}{err}");
-    kudo019::init(&client, &sys).await;
-    let run_uid = "6f1f1c5e-0000-4000-8000-000000000002";
-    let ov = "galera-10.5.3-0.1.0";
-    let Some(written) = kudo019::galera(&client, &pkg, &ns, "db", ov, run_uid).await else {
-        return;
-    };
+    (sys, ns)
+}
+
+/// The fixture wrote galera's objects as KUDO would have: what the eight steps apply, the
+/// StatefulSet's pod template with KUDO's dependencies hash and YAML 1.1's octal mode.
+fn assert_written_as_kudo_writes(written: &[Value]) {
     let mut kinds = BTreeMap::new();
-    for o in &written {
+    for o in written {
         *kinds.entry(o["kind"].as_str().unwrap()).or_insert(0) += 1;
     }
     let want = [
@@ -474,23 +460,87 @@ async fn migrate_galera(kubeconfig: &Path, home: &Path, tag: &str, pods: bool) {
     );
     // sigs.k8s.io/yaml reads YAML 1.1: galera's `defaultMode: 0755` is octal.
     assert_eq!(template["spec"]["volumes"][1]["configMap"]["defaultMode"], 0o755);
-    let sts: Api<StatefulSet> = Api::namespaced(client.clone(), &ns);
-    let pods_before = if pods {
-        let deadline = Instant::now() + Duration::from_secs(180);
-        while sts
-            .get("db-galera")
-            .await
-            .unwrap()
-            .status
-            .and_then(|s| s.ready_replicas)
-            != Some(3)
-        {
-            assert!(Instant::now() < deadline, "galera's 3 pods did not become ready");
-            tokio::time::sleep(Duration::from_secs(1)).await;
+}
+
+/// Waits (up to 180 s) until galera's StatefulSet `db-galera` in `ns` has its three pods ready;
+/// their UIDs by name.
+async fn ready_pods(client: &kube::Client, ns: &str) -> BTreeMap<String, String> {
+    let sts: Api<StatefulSet> = Api::namespaced(client.clone(), ns);
+    let deadline = Instant::now() + Duration::from_secs(180);
+    while sts
+        .get("db-galera")
+        .await
+        .unwrap()
+        .status
+        .and_then(|s| s.ready_replicas)
+        != Some(3)
+    {
+        assert!(Instant::now() < deadline, "galera's 3 pods did not become ready");
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    let before = galera_pods(client, ns, "db").await;
+    assert_eq!(before.len(), 3, "{before:?}");
+    before
+}
+
+/// After kudo-rs finished galera's deploy: what the bootstrap steps made is gone (`cleanup`
+/// deletes it), everything else is the object the fixture wrote, handed over, the StatefulSet's
+/// generation and pod template as KUDO left them.
+fn assert_after_the_plan(objects: Vec<(Value, Option<Value>)>) {
+    for (before, now) in objects {
+        let what = format!("{} {}", before["kind"], before["metadata"]["name"]);
+        let step = before["metadata"]["annotations"]["kudo.dev/step"]
+            .as_str()
+            .unwrap();
+        let Some(now) = now else {
+            // The cleanup step deletes what the bootstrap steps made.
+            assert!(step.starts_with("bootstrap_"), "{what} (step {step}) is gone");
+            continue;
+        };
+        assert!(
+            !step.starts_with("bootstrap_"),
+            "{what}: cleanup did not delete it"
+        );
+        assert_eq!(
+            now["metadata"]["uid"], before["metadata"]["uid"],
+            "{what} recreated"
+        );
+        assert_handed_over(&now);
+        if before["kind"] == "StatefulSet" {
+            assert_eq!(
+                now["metadata"]["generation"], before["metadata"]["generation"],
+                "{what}"
+            );
+            assert_eq!(
+                now["spec"]["template"], before["spec"]["template"],
+                "{what}: pod template"
+            );
         }
-        let before = galera_pods(&client, &ns, "db").await;
-        assert_eq!(before.len(), 3, "{before:?}");
-        before
+    }
+}
+
+/// galera "installed by KUDO" and stopped mid-way through deploy (`kudo019::GALERA_STEPS`), in
+/// `kudo-migrate-<tag>(-sys)`: `migrate --yes` hands every object over without recreating one,
+/// and a kudo-rs manager resumes the plan at its IN_PROGRESS step and finishes it. With `pods`
+/// (the real control plane: its StatefulSet controller makes the pods, the fake kubelet runs
+/// them) the pods are running before and the same pods after.
+async fn migrate_galera(kubeconfig: &Path, home: &Path, tag: &str, pods: bool) {
+    let client = client_for(kubeconfig).await;
+    let webhooks = kudo019::served(&client, "admissionregistration.k8s.io/v1").await;
+    let (sys, ns) = namespaces(&client, tag).await;
+    let pkg = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/galera");
+    let install = ["install", pkg.to_str().unwrap(), "--skip-instance"];
+    let (code, out, err) = common::kudo_in(home, kubeconfig, &ns, &install);
+    assert_eq!(code, 0, "{out}{err}");
+    kudo019::init(&client, &sys).await;
+    let run_uid = "6f1f1c5e-0000-4000-8000-000000000002";
+    let ov = "galera-10.5.3-0.1.0";
+    let Some(written) = kudo019::galera(&client, &pkg, &ns, "db", ov, run_uid).await else {
+        return;
+    };
+    assert_written_as_kudo_writes(&written);
+    let pods_before = if pods {
+        ready_pods(&client, &ns).await
     } else {
         BTreeMap::new()
     };
@@ -531,36 +581,7 @@ async fn migrate_galera(kubeconfig: &Path, home: &Path, tag: &str, pods: bool) {
         std::fs::read_to_string(&log).unwrap()
     );
 
-    for (before, now) in read_again(&client, &written).await {
-        let what = format!("{} {}", before["kind"], before["metadata"]["name"]);
-        let step = before["metadata"]["annotations"]["kudo.dev/step"]
-            .as_str()
-            .unwrap();
-        let Some(now) = now else {
-            // The cleanup step deletes what the bootstrap steps made.
-            assert!(step.starts_with("bootstrap_"), "{what} (step {step}) is gone");
-            continue;
-        };
-        assert!(
-            !step.starts_with("bootstrap_"),
-            "{what}: cleanup did not delete it"
-        );
-        assert_eq!(
-            now["metadata"]["uid"], before["metadata"]["uid"],
-            "{what} recreated"
-        );
-        assert_handed_over(&now);
-        if before["kind"] == "StatefulSet" {
-            assert_eq!(
-                now["metadata"]["generation"], before["metadata"]["generation"],
-                "{what}"
-            );
-            assert_eq!(
-                now["spec"]["template"], before["spec"]["template"],
-                "{what}: pod template"
-            );
-        }
-    }
+    assert_after_the_plan(read_again(&client, &written).await);
     if pods {
         assert_eq!(
             galera_pods(&client, &ns, "db").await,
