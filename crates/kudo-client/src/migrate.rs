@@ -400,10 +400,6 @@ async fn install(cluster: &Cluster, req: &MigrateRequest<'_>, say: &mut dyn FnMu
     Ok(())
 }
 
-/// How long an Instance write waits for the API server to stop calling KUDO's deleted webhook
-/// (its configuration cache lags the delete by seconds; a minute covers a loaded control plane).
-const STALE_WEBHOOK_WAIT: Duration = Duration::from_secs(60);
-
 async fn convert(cluster: &Cluster, say: &mut dyn FnMut(&str)) -> Result<()> {
     for (inst, _) in instances(cluster).await? {
         let Some(patch) = decide::instance_patch(&inst) else {
@@ -412,26 +408,8 @@ async fn convert(cluster: &Cluster, say: &mut dyn FnMut(&str)) -> Result<()> {
         let ns = inst["metadata"]["namespace"].as_str().unwrap_or("default");
         let name = inst["metadata"]["name"].as_str().unwrap_or_default();
         let api: Api<DynamicObject> = Api::namespaced_with(cluster.client.clone(), ns, &instance_resource());
-        let start = Instant::now();
-        loop {
-            match api
-                .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
-                .await
-            {
-                Ok(_) => break,
-                Err(kube::Error::Api(s))
-                    if decide::stale_kudo_webhook_call(s.code, &s.message)
-                        && start.elapsed() < STALE_WEBHOOK_WAIT =>
-                {
-                    say(&format!(
-                        "⌛ the API server still calls KUDO's deleted webhook ({}s)",
-                        start.elapsed().as_secs()
-                    ));
-                    tokio::time::sleep(Duration::from_secs(1)).await;
-                }
-                Err(e) => return Err(e.into()),
-            }
-        }
+        api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await?;
         say(&format!(
             "Instance {ns}/{name}: spec admitted for kudo-rs, its run continues"
         ));

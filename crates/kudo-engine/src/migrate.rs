@@ -203,18 +203,6 @@ pub fn is_kudo_webhook(config: &Value, kudo_namespace: &str) -> bool {
     })
 }
 
-/// The name of the webhook in KUDO's configuration (`kudo init`).
-pub const KUDO_WEBHOOK_NAME: &str = "instance-admission.kudo.dev";
-
-/// Whether a refused write (HTTP `code`, `message`) is the API server still calling KUDO's
-/// webhook after its configuration was deleted: kube-apiserver reads webhook configurations
-/// through an informer, so a delete reaches it seconds later, and on a busy control plane
-/// Instance writes fail with "failed calling webhook" meanwhile. Such a write is retried; any
-/// other failure (another tool's webhook included) is not.
-pub fn stale_kudo_webhook_call(code: u16, message: &str) -> bool {
-    code == 500 && message.contains(&format!("failed calling webhook \"{KUDO_WEBHOOK_NAME}\""))
-}
-
 /// An object as it can be created again: without the fields the API server sets.
 pub fn restorable(obj: &Value) -> Value {
     let mut o = obj.clone();

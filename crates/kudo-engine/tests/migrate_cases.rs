@@ -5,7 +5,6 @@ use std::collections::BTreeMap;
 use kudo_engine::migrate::{
     KUDO_FIELD_MANAGER, LAST_APPLIED_ANNOTATION, Record, Step, applied_by, drop_last_applied_patch,
     instance_patch, is_kudo_webhook, kudo_owns_fields, object_key, ownership_patch, restorable,
-    stale_kudo_webhook_call,
 };
 use kudo_engine::reconcile::ADMITTED_SPEC_ANNOTATION;
 use serde_json::{Value, json};
@@ -207,21 +206,4 @@ fn last_applied_is_removed_guarded_and_objects_restore_without_server_fields() {
     let r = restorable(&d);
     assert!(r["metadata"].get("uid").is_none() && r["metadata"].get("resourceVersion").is_none());
     assert_eq!(r["metadata"]["name"], "web");
-}
-
-#[test]
-fn a_write_refused_by_kudos_deleted_webhook_is_retried_and_no_other() {
-    let kudo = "Internal error occurred: failed calling webhook \"instance-admission.kudo.dev\": \
-        could not get REST client: unable to load root certificates";
-    let other = "Internal error occurred: failed calling webhook \"validate.example.com\": timeout";
-    let cases = [
-        (500, kudo, true),
-        (500, other, false),
-        (400, kudo, false),
-        (409, "the object has been modified", false),
-        (500, "etcdserver: request timed out", false),
-    ];
-    for (code, message, want) in cases {
-        assert_eq!(stale_kudo_webhook_call(code, message), want, "{code} {message}");
-    }
 }
