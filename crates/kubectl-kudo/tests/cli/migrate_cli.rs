@@ -369,9 +369,16 @@ async fn migrate_killed_midway_and_run_again_finishes() {
     migrate_first_operator(&dev.kubeconfig, home.path(), "kill", true).await;
 }
 
+/// Taken by each migration on the real control plane: migrate converts every Instance of the
+/// cluster, so a migration would take over the other test's KUDO Instance too, while that
+/// test's broken webhook still refuses writes of it. On the real cluster one migration runs at
+/// a time (the embedded ones have a cluster each).
+static REAL_CLUSTER_MIGRATION: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real control plane; run by scripts/real-cluster-stage.sh"]
 async fn real_cluster_migrate_takes_over_a_kudo_installation_mid_plan() {
+    let _turn = REAL_CLUSTER_MIGRATION.lock().await;
     let home = tempfile::tempdir().unwrap();
     let kubeconfig = kudo_testkit::real_cluster::kubeconfig();
     let tag = kudo_testkit::real_cluster::unique_namespace("r");
@@ -601,6 +608,7 @@ async fn migrate_takes_over_galera_mid_plan() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real control plane; run by scripts/real-cluster-stage.sh"]
 async fn real_cluster_migrate_takes_over_galera_mid_plan() {
+    let _turn = REAL_CLUSTER_MIGRATION.lock().await;
     let home = tempfile::tempdir().unwrap();
     let kubeconfig = kudo_testkit::real_cluster::kubeconfig();
     let tag = kudo_testkit::real_cluster::unique_namespace("rg");
