@@ -257,8 +257,13 @@ pub fn applied_by(obj: &Value, instance: &str, instance_uid: &str, namespaced: b
 /// the current spec recorded, the scheduled run keeps its uid and the pass resumes at its first
 /// step that is not COMPLETE. A run KUDO finished whose `planExecution` its webhook had not
 /// cleared yet (the manager stopped between its two writes) is cleared here, as the webhook would
-/// have.
+/// have. An Instance KUDO's manager never wrote ([`run_by_kudo`]) gets nothing: it has no run
+/// to continue, and marking its spec admitted would keep kudo-rs from ever starting its
+/// `deploy` (an Instance created with kudo-rs while the migration runs is one).
 pub fn instance_patch(inst: &Value) -> Option<Value> {
+    if !run_by_kudo(inst) {
+        return None;
+    }
     let annotations = &inst["metadata"]["annotations"];
     let mut patch = json!({});
     if annotations.get(ADMITTED_SPEC_ANNOTATION).is_none() {
@@ -307,6 +312,16 @@ pub fn ownership_patch(obj: &Value) -> Option<Value> {
     let moved = take_over(&entries, by_kudo, FIELD_MANAGER, api_version)?;
     let rv = obj["metadata"]["resourceVersion"].as_str().unwrap_or_default();
     Some(managed_fields_patch(&moved, rv))
+}
+
+/// Whether KUDO's manager ever wrote the Instance `inst`: it writes every Instance's status
+/// (and its spec, to unschedule a finished run), so its managedFields name [`KUDO_FIELD_MANAGER`].
+pub fn run_by_kudo(inst: &Value) -> bool {
+    let entries = inst["metadata"]["managedFields"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or(&[]);
+    entries.iter().any(|e| e["manager"] == KUDO_FIELD_MANAGER)
 }
 
 /// Whether KUDO's manager still owns any field of `obj` outside the status (what the ownership

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use kudo_engine::migrate::{
     KUDO_FIELD_MANAGER, LAST_APPLIED_ANNOTATION, Record, Step, applied_by, drop_last_applied_patch,
-    instance_patch, is_kudo_webhook, kudo_owns_fields, object_key, ownership_patch, restorable,
+    instance_patch, is_kudo_webhook, kudo_owns_fields, object_key, ownership_patch, restorable, run_by_kudo,
 };
 use kudo_engine::reconcile::ADMITTED_SPEC_ANNOTATION;
 use serde_json::{Value, json};
@@ -111,7 +111,9 @@ fn objects_of_the_instance_are_those_with_its_labels_and_owner() {
 #[test]
 fn an_instance_kudo_ran_keeps_its_run_and_gets_its_spec_admitted() {
     let running = json!({
-        "metadata": {"name": "inst", "annotations": {}},
+        "metadata": {"name": "inst", "annotations": {},
+            "managedFields": [{"manager": "kubectl-kudo", "operation": "Update"},
+                {"manager": KUDO_FIELD_MANAGER, "operation": "Update", "subresource": "status"}]},
         "spec": {"operatorVersion": {"name": "op-0.1.0"}, "parameters": {"A": "1"},
                  "planExecution": {"planName": "deploy", "uid": "u1", "status": "IN_PROGRESS"}},
         "status": {"planStatus": {"deploy": {"name": "deploy", "status": "IN_PROGRESS", "uid": "u1"}}}
@@ -155,6 +157,33 @@ fn an_instance_kudo_ran_keeps_its_run_and_gets_its_spec_admitted() {
         None,
         "a second run of the step changes nothing"
     );
+}
+
+#[test]
+fn an_instance_kudos_manager_never_wrote_is_left_for_kudo_rs_to_start() {
+    let created = |managers: &[(&str, Option<&str>)]| {
+        let entries: Vec<Value> = managers
+            .iter()
+            .map(|(m, sub)| json!({"manager": m, "operation": "Update", "subresource": sub}))
+            .collect();
+        json!({"metadata": {"name": "inst", "managedFields": entries},
+            "spec": {"operatorVersion": {"name": "op-0.1.0"},
+                     "planExecution": {"planName": "deploy", "uid": "u1"}}})
+    };
+    let cases = [
+        (created(&[]), false),
+        (created(&[("kubectl-kudo", None)]), false),
+        (created(&[("kudo", None), ("kubectl", None)]), false),
+        (
+            created(&[("kubectl-kudo", None), (KUDO_FIELD_MANAGER, Some("status"))]),
+            true,
+        ),
+        (created(&[(KUDO_FIELD_MANAGER, None)]), true),
+    ];
+    for (inst, kudo_ran) in cases {
+        assert_eq!(run_by_kudo(&inst), kudo_ran, "{inst}");
+        assert_eq!(instance_patch(&inst).is_some(), kudo_ran, "{inst}");
+    }
 }
 
 #[test]

@@ -3,13 +3,14 @@
 //! control plane (the stage's manager ignores `kudo-migrate-*` too). After the migration a
 //! manager watching the Instance's namespace finishes the plan KUDO was running.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
-use k8s_openapi::api::core::v1::Namespace;
-use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, PostParams};
+use k8s_openapi::api::core::v1::{Namespace, Pod};
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, PostParams};
 use serde_json::{Value, json};
 
 use crate::common::{self, BIN, kudo019};
@@ -37,6 +38,89 @@ fn instances(client: &kube::Client, ns: &str) -> Api<DynamicObject> {
         ns,
         &ApiResource::from_gvk_with_plural(&gvk, "instances"),
     )
+}
+
+/// Waits (up to 15 s: the API server picks a new webhook configuration up within seconds) until
+/// KUDO's broken webhook refuses writes of Instance `name`.
+async fn webhook_refuses(client: &kube::Client, ns: &str, name: &str) {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let touch = json!({"metadata": {"labels": {"touched": "yes"}}});
+        let write = instances(client, ns)
+            .patch(name, &Default::default(), &kube::api::Patch::Merge(&touch))
+            .await;
+        if write.is_err() {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "KUDO's broken webhook refuses Instance writes"
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+}
+
+/// A kudo-rs manager watching `ns`; with `log`, its controller's debug log goes there (JSON lines).
+fn manager(kubeconfig: &Path, home: &Path, ns: &str, log: Option<&Path>) -> Manager {
+    let mut cmd = Command::new(BIN);
+    cmd.args([
+        "manager",
+        "--leader-elect=false",
+        "--metrics-address",
+        "127.0.0.1:0",
+        "--watch-namespace",
+        ns,
+        "--kubeconfig",
+    ])
+    .arg(kubeconfig)
+    .env("HOME", home)
+    .stdout(Stdio::null())
+    .stderr(Stdio::null());
+    if let Some(log) = log {
+        cmd.arg("--json-logs")
+            .env("RUST_LOG", "kudo_controller=debug")
+            .stdout(std::fs::File::create(log).unwrap());
+    }
+    Manager(cmd.spawn().expect("manager"))
+}
+
+/// Waits (up to 120 s) until Instance `name`'s deploy plan is COMPLETE; returns the Instance.
+async fn deploy_completes(client: &kube::Client, ns: &str, name: &str) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let i = serde_json::to_value(instances(client, ns).get(name).await.unwrap()).unwrap();
+        if i["status"]["planStatus"]["deploy"]["status"] == "COMPLETE" {
+            return i;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "deploy did not complete under kudo-rs: {}",
+            i["status"]
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+/// `obj`'s fields are kudo's (no entry of KUDO's manager left) and KUDO's last-applied
+/// annotation is gone.
+fn assert_handed_over(obj: &Value) {
+    let what = format!("{} {}", obj["kind"], obj["metadata"]["name"]);
+    let managers: Vec<&Value> = obj["metadata"]["managedFields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| &e["manager"])
+        .collect();
+    assert!(
+        managers.contains(&&json!("kudo")) && !managers.contains(&&json!(kudo019::MANAGER)),
+        "{what}: {managers:?}"
+    );
+    assert!(
+        obj["metadata"]["annotations"]
+            .get("kudo.dev/last-applied-configuration")
+            .is_none(),
+        "{what} still carries the last-applied annotation"
+    );
 }
 
 /// Runs `migrate --yes` again and again, each life killed by the fail point
@@ -80,12 +164,7 @@ fn kill_after_each_step(home: &Path, kubeconfig: &Path, ns: &str, args: &[&str])
 async fn migrate_first_operator(kubeconfig: &Path, home: &Path, tag: &str, kill: bool) {
     let client = client_for(kubeconfig).await;
     let webhooks = kudo019::served(&client, "admissionregistration.k8s.io/v1").await;
-    let (sys, ns) = (format!("kudo-migrate-{tag}-sys"), format!("kudo-migrate-{tag}"));
-    let nss: Api<Namespace> = Api::all(client.clone());
-    for n in [&sys, &ns] {
-        let o = serde_json::from_value(json!({"metadata": {"name": n}})).unwrap();
-        nss.create(&PostParams::default(), &o).await.expect("namespace");
-    }
+    let (sys, ns) = namespaces(&client, tag).await;
     let pkg = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/first-operator");
     let (code, out, err) = common::kudo_in(
         home,
@@ -100,22 +179,7 @@ async fn migrate_first_operator(kubeconfig: &Path, home: &Path, tag: &str, kill:
 
     kudo019::webhook(&client, &sys, &ns).await;
     if webhooks {
-        // The API server picks a new webhook configuration up within a few seconds.
-        let deadline = Instant::now() + Duration::from_secs(15);
-        loop {
-            let touch = json!({"metadata": {"labels": {"touched": "yes"}}});
-            let write = instances(&client, &ns)
-                .patch("web", &Default::default(), &kube::api::Patch::Merge(&touch))
-                .await;
-            if write.is_err() {
-                break;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "KUDO's broken webhook refuses Instance writes"
-            );
-            tokio::time::sleep(Duration::from_millis(300)).await;
-        }
+        webhook_refuses(&client, &ns, "web").await;
     }
     let args = ["migrate", "--kudo-namespace", sys.as_str()];
     let (code, plan, err) = common::kudo_in(home, kubeconfig, &sys, &args[..3]);
@@ -198,58 +262,15 @@ async fn migrate_first_operator(kubeconfig: &Path, home: &Path, tag: &str, kill:
         after["spec"]["template"]["metadata"]["annotations"],
         before["spec"]["template"]["metadata"]["annotations"]
     );
-    let managers: Vec<&Value> = after["metadata"]["managedFields"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| &e["manager"])
-        .collect();
-    assert!(
-        managers.contains(&&json!("kudo")) && !managers.contains(&&json!("manager")),
-        "{managers:?}"
-    );
-    assert!(
-        after["metadata"]["annotations"]
-            .get("kudo.dev/last-applied-configuration")
-            .is_none()
-    );
+    assert_handed_over(&after);
 
     // Run again: every step recorded, nothing to do.
     let (code, out, err) = common::kudo_in(home, kubeconfig, &sys, &[&args[..], &["--yes"]].concat());
     assert_eq!(code, 0, "{out}{err}");
     assert!(!err.contains('✓'), "no step ran twice: {err}");
 
-    let _manager = Manager(
-        Command::new(BIN)
-            .args([
-                "manager",
-                "--leader-elect=false",
-                "--metrics-address",
-                "127.0.0.1:0",
-                "--watch-namespace",
-                &ns,
-                "--kubeconfig",
-            ])
-            .arg(kubeconfig)
-            .env("HOME", home)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("manager"),
-    );
-    let deadline = Instant::now() + Duration::from_secs(120);
-    let inst = loop {
-        let i = serde_json::to_value(instances(&client, &ns).get("web").await.unwrap()).unwrap();
-        if i["status"]["planStatus"]["deploy"]["status"] == "COMPLETE" {
-            break i;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "deploy did not complete under kudo-rs: {}",
-            i["status"]
-        );
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    };
+    let _manager = manager(kubeconfig, home, &ns, None);
+    let inst = deploy_completes(&client, &ns, "web").await;
     assert_eq!(
         inst["status"]["planStatus"]["deploy"]["uid"], run_uid,
         "KUDO's run continued, not a new one"
@@ -348,11 +369,248 @@ async fn migrate_killed_midway_and_run_again_finishes() {
     migrate_first_operator(&dev.kubeconfig, home.path(), "kill", true).await;
 }
 
+/// Taken by each migration on the real control plane: migrate converts every Instance of the
+/// cluster, so a migration would take over the other test's KUDO Instance too, while that
+/// test's broken webhook still refuses writes of it. On the real cluster one migration runs at
+/// a time (the embedded ones have a cluster each).
+static REAL_CLUSTER_MIGRATION: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real control plane; run by scripts/real-cluster-stage.sh"]
 async fn real_cluster_migrate_takes_over_a_kudo_installation_mid_plan() {
+    let _turn = REAL_CLUSTER_MIGRATION.lock().await;
     let home = tempfile::tempdir().unwrap();
     let kubeconfig = kudo_testkit::real_cluster::kubeconfig();
     let tag = kudo_testkit::real_cluster::unique_namespace("r");
     migrate_first_operator(&kubeconfig, home.path(), &tag, false).await;
+}
+
+/// Every object the fixture wrote, read again: `(before, now)`, `now` `None` where it is gone.
+async fn read_again(client: &kube::Client, written: &[Value]) -> Vec<(Value, Option<Value>)> {
+    let mut out = Vec::new();
+    for before in written {
+        let (kind, ns) = (
+            before["kind"].as_str().unwrap(),
+            before["metadata"]["namespace"].as_str(),
+        );
+        let (group, version) = before["apiVersion"]
+            .as_str()
+            .unwrap()
+            .split_once('/')
+            .unwrap_or(("", before["apiVersion"].as_str().unwrap()));
+        let gvk = GroupVersionKind::gvk(group, version, kind);
+        let plural = format!("{}s", kind.to_ascii_lowercase());
+        let ar = ApiResource::from_gvk_with_plural(&gvk, &plural);
+        let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), ns.unwrap(), &ar);
+        let now = api
+            .get_opt(before["metadata"]["name"].as_str().unwrap())
+            .await
+            .unwrap();
+        out.push((before.clone(), now.map(|o| serde_json::to_value(o).unwrap())));
+    }
+    out
+}
+
+/// The UIDs of the pods of galera's StatefulSet in `ns`, by name.
+async fn galera_pods(client: &kube::Client, ns: &str, name: &str) -> BTreeMap<String, String> {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    let lp = ListParams::default().labels(&format!("app=galera,instance={name}"));
+    let list = pods.list(&lp).await.unwrap();
+    list.into_iter()
+        .map(|p| (p.metadata.name.unwrap(), p.metadata.uid.unwrap()))
+        .collect()
+}
+
+/// The steps the kudo-rs manager ran tasks of, from its JSON debug log ("task ran", field
+/// `step`).
+fn steps_run(log: &Path) -> BTreeSet<String> {
+    let text = std::fs::read_to_string(log).unwrap();
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|l| l["fields"]["message"] == "task ran")
+        .filter_map(|l| l["fields"]["step"].as_str().map(String::from))
+        .collect()
+}
+
+/// Namespaces `kudo-migrate-<tag>-sys` (KUDO's) and `kudo-migrate-<tag>` (the Instance's),
+/// created.
+async fn namespaces(client: &kube::Client, tag: &str) -> (String, String) {
+    let (sys, ns) = (format!("kudo-migrate-{tag}-sys"), format!("kudo-migrate-{tag}"));
+    let nss: Api<Namespace> = Api::all(client.clone());
+    for n in [&sys, &ns] {
+        let o = serde_json::from_value(json!({"metadata": {"name": n}})).unwrap();
+        nss.create(&PostParams::default(), &o).await.expect("namespace");
+    }
+    (sys, ns)
+}
+
+/// The fixture wrote galera's objects as KUDO would have: what the eight steps apply, the
+/// StatefulSet's pod template with KUDO's dependencies hash and YAML 1.1's octal mode.
+fn assert_written_as_kudo_writes(written: &[Value]) {
+    let mut kinds = BTreeMap::new();
+    for o in written {
+        *kinds.entry(o["kind"].as_str().unwrap()).or_insert(0) += 1;
+    }
+    let want = [
+        ("ConfigMap", 3),
+        ("Deployment", 1),
+        ("Secret", 1),
+        ("Service", 3),
+        ("StatefulSet", 1),
+    ];
+    assert_eq!(kinds, want.into(), "what galera's first eight steps apply");
+    let sts_before = written.iter().find(|o| o["kind"] == "StatefulSet").unwrap();
+    let template = &sts_before["spec"]["template"];
+    assert!(
+        template["metadata"]["annotations"]["kudo.dev/dependencies-hash"].is_string(),
+        "KUDO hashes the node-scripts ConfigMap the pods mount: {template}"
+    );
+    // sigs.k8s.io/yaml reads YAML 1.1: galera's `defaultMode: 0755` is octal.
+    assert_eq!(template["spec"]["volumes"][1]["configMap"]["defaultMode"], 0o755);
+}
+
+/// Waits (up to 180 s) until galera's StatefulSet `db-galera` in `ns` has its three pods ready;
+/// their UIDs by name.
+async fn ready_pods(client: &kube::Client, ns: &str) -> BTreeMap<String, String> {
+    let sts: Api<StatefulSet> = Api::namespaced(client.clone(), ns);
+    let deadline = Instant::now() + Duration::from_secs(180);
+    while sts
+        .get("db-galera")
+        .await
+        .unwrap()
+        .status
+        .and_then(|s| s.ready_replicas)
+        != Some(3)
+    {
+        assert!(Instant::now() < deadline, "galera's 3 pods did not become ready");
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    let before = galera_pods(client, ns, "db").await;
+    assert_eq!(before.len(), 3, "{before:?}");
+    before
+}
+
+/// After kudo-rs finished galera's deploy: what the bootstrap steps made is gone (`cleanup`
+/// deletes it), everything else is the object the fixture wrote, handed over, the StatefulSet's
+/// generation and pod template as KUDO left them.
+fn assert_after_the_plan(objects: Vec<(Value, Option<Value>)>) {
+    for (before, now) in objects {
+        let what = format!("{} {}", before["kind"], before["metadata"]["name"]);
+        let step = before["metadata"]["annotations"]["kudo.dev/step"]
+            .as_str()
+            .unwrap();
+        let Some(now) = now else {
+            // The cleanup step deletes what the bootstrap steps made.
+            assert!(step.starts_with("bootstrap_"), "{what} (step {step}) is gone");
+            continue;
+        };
+        assert!(
+            !step.starts_with("bootstrap_"),
+            "{what}: cleanup did not delete it"
+        );
+        assert_eq!(
+            now["metadata"]["uid"], before["metadata"]["uid"],
+            "{what} recreated"
+        );
+        assert_handed_over(&now);
+        if before["kind"] == "StatefulSet" {
+            assert_eq!(
+                now["metadata"]["generation"], before["metadata"]["generation"],
+                "{what}"
+            );
+            assert_eq!(
+                now["spec"]["template"], before["spec"]["template"],
+                "{what}: pod template"
+            );
+        }
+    }
+}
+
+/// galera "installed by KUDO" and stopped mid-way through deploy (`kudo019::GALERA_STEPS`), in
+/// `kudo-migrate-<tag>(-sys)`: `migrate --yes` hands every object over without recreating one,
+/// and a kudo-rs manager resumes the plan at its IN_PROGRESS step and finishes it. With `pods`
+/// (the real control plane: its StatefulSet controller makes the pods, the fake kubelet runs
+/// them) the pods are running before and the same pods after.
+async fn migrate_galera(kubeconfig: &Path, home: &Path, tag: &str, pods: bool) {
+    let client = client_for(kubeconfig).await;
+    let webhooks = kudo019::served(&client, "admissionregistration.k8s.io/v1").await;
+    let (sys, ns) = namespaces(&client, tag).await;
+    let pkg = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/galera");
+    let install = ["install", pkg.to_str().unwrap(), "--skip-instance"];
+    let (code, out, err) = common::kudo_in(home, kubeconfig, &ns, &install);
+    assert_eq!(code, 0, "{out}{err}");
+    kudo019::init(&client, &sys).await;
+    let run_uid = "6f1f1c5e-0000-4000-8000-000000000002";
+    let ov = "galera-10.5.3-0.1.0";
+    let Some(written) = kudo019::galera(&client, &pkg, &ns, "db", ov, run_uid).await else {
+        return;
+    };
+    assert_written_as_kudo_writes(&written);
+    let pods_before = if pods {
+        ready_pods(&client, &ns).await
+    } else {
+        BTreeMap::new()
+    };
+    kudo019::webhook(&client, &sys, &ns).await;
+    if webhooks {
+        webhook_refuses(&client, &ns, "db").await;
+    }
+
+    let yes = ["migrate", "--kudo-namespace", sys.as_str(), "--yes"];
+    let (code, out, err) = common::kudo_in(home, kubeconfig, &sys, &yes);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(err.contains("✓ drop-last-applied"), "{err}");
+    let migrated = read_again(&client, &written).await;
+    for (before, now) in &migrated {
+        let what = format!("{} {}", before["kind"], before["metadata"]["name"]);
+        let now = now.as_ref().unwrap_or_else(|| panic!("{what} is gone"));
+        assert_eq!(
+            now["metadata"]["uid"], before["metadata"]["uid"],
+            "{what} recreated"
+        );
+        assert_handed_over(now);
+    }
+
+    let log = home.join("manager.log");
+    let manager = manager(kubeconfig, home, &ns, Some(&log));
+    let inst = deploy_completes(&client, &ns, "db").await;
+    drop(manager);
+    assert_eq!(
+        inst["status"]["planStatus"]["deploy"]["uid"], run_uid,
+        "KUDO's run continued, not a new one"
+    );
+    let ran = steps_run(&log);
+    let expected: BTreeSet<String> = ["statefulset", "cleanup"].map(String::from).into();
+    assert_eq!(
+        ran,
+        expected,
+        "resumed at KUDO's IN_PROGRESS step, not from the top: {}",
+        std::fs::read_to_string(&log).unwrap()
+    );
+
+    assert_after_the_plan(read_again(&client, &written).await);
+    if pods {
+        assert_eq!(
+            galera_pods(&client, &ns, "db").await,
+            pods_before,
+            "no pod restarted"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn migrate_takes_over_galera_mid_plan() {
+    let home = tempfile::tempdir().unwrap();
+    let dev = common::start_dev(home.path(), &["--ignore-namespace", "kudo-migrate-*"]);
+    migrate_galera(&dev.kubeconfig, home.path(), "galera-dev", false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real control plane; run by scripts/real-cluster-stage.sh"]
+async fn real_cluster_migrate_takes_over_galera_mid_plan() {
+    let _turn = REAL_CLUSTER_MIGRATION.lock().await;
+    let home = tempfile::tempdir().unwrap();
+    let kubeconfig = kudo_testkit::real_cluster::kubeconfig();
+    let tag = kudo_testkit::real_cluster::unique_namespace("rg");
+    migrate_galera(&kubeconfig, home.path(), &tag, true).await;
 }
