@@ -66,6 +66,10 @@ pub struct DevArgs {
     /// Probability that a write is executed but answered with a 500 (lost acknowledgement).
     #[arg(long, value_name = "RATE", default_value_t = 0.0)]
     pub fault_lost_write_rate: f64,
+    /// Probability that a watch, after a MODIFIED event, sends the object's previous state again
+    /// (a view going back in time, as after a re-list from a lagging API server).
+    #[arg(long, value_name = "RATE", default_value_t = 0.0)]
+    pub fault_stale_replay_rate: f64,
     /// Seed of the fault draws, for reproducible runs (default: from the clock).
     #[arg(long, value_name = "N")]
     pub fault_seed: Option<u64>,
@@ -116,6 +120,8 @@ impl DevArgs {
             jitter,
             watch_cut: self.fault_watch_cut,
             lost_write_rate: self.fault_lost_write_rate,
+            stale_replay_rate: self.fault_stale_replay_rate,
+            stale_replay_agent: None,
             seed: self.fault_seed,
         };
         config.validate().context("invalid --fault-* flags")?;
