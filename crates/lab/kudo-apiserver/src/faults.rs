@@ -748,7 +748,7 @@ mod tests {
     #[test]
     fn json_round_trip_and_validation() {
         let v = json!({"errors": [{"verb": "*", "status": 409, "rate": 0.5}], "latencyMs": 5,
-            "watchCutMs": 1000, "lostWriteRate": 0.1, "seed": 3});
+            "watchCutMs": 1000, "lostWriteRate": 0.1, "staleReplayRate": 0.2, "seed": 3});
         let c: FaultConfig = serde_json::from_value(v.clone()).unwrap();
         assert_eq!(c.watch_cut, Some(Duration::from_secs(1)));
         let mut back = serde_json::to_value(&c).unwrap();

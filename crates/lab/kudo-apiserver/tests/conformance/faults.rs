@@ -382,13 +382,14 @@ async fn admin_endpoint_round_trip() {
     assert_eq!(
         body,
         json!({
-            "config": {"errors": [], "latencyMs": 0, "jitterMs": 0, "lostWriteRate": 0.0},
+            "config": {"errors": [], "latencyMs": 0, "jitterMs": 0, "lostWriteRate": 0.0, "staleReplayRate": 0.0},
             "counters": serde_json::to_value(FaultCounters::default()).unwrap(),
         })
     );
     let config = json!({
         "errors": [{"verb": "list", "status": 500, "rate": 1.0}, {"verb": "*", "status": 409, "rate": 0.25}],
-        "latencyMs": 10, "jitterMs": 5, "watchCutMs": 2000, "lostWriteRate": 0.5, "seed": 7
+        "latencyMs": 10, "jitterMs": 5, "watchCutMs": 2000, "lostWriteRate": 0.5, "seed": 7,
+        "staleReplayRate": 0.25, "staleReplayAgent": "kudo-manager"
     });
     let (code, _, body) = raw(&client, "PUT", &url, Some(config.clone())).await;
     assert_eq!(code, 200, "{body}");
