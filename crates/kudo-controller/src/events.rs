@@ -374,13 +374,11 @@ mod tests {
         assert_ne!(key(&warning, &a), base);
     }
 
-    /// Every write stored but answered 500 (the response lost on its way back): the repeats
-    /// find what the first attempt stored, so one occurrence is one Event and a repeat of the
-    /// series is one count, not a second Event per attempt.
-    #[tokio::test]
-    async fn a_lost_acknowledgement_does_not_duplicate_the_event() {
-        use kudo_apiserver::{ApiServer, Config, FaultConfig};
-        let server = ApiServer::start(Config::default()).await.expect("api server");
+    /// The embedded API server with namespace `ns`, and a client of it.
+    async fn server_with_namespace() -> (kudo_apiserver::RunningServer, Client) {
+        let server = kudo_apiserver::ApiServer::start(kudo_apiserver::Config::default())
+            .await
+            .expect("api server");
         let client = Client::try_from(kube::Config::new(server.url().parse().unwrap())).unwrap();
         let ns = k8s_openapi::api::core::v1::Namespace {
             metadata: ObjectMeta {
@@ -393,6 +391,16 @@ mod tests {
             .create(&PostParams::default(), &ns)
             .await
             .unwrap();
+        (server, client)
+    }
+
+    /// Every write stored but answered 500 (the response lost on its way back): the repeats
+    /// find what the first attempt stored, so one occurrence is one Event and a repeat of the
+    /// series is one count, not a second Event per attempt.
+    #[tokio::test]
+    async fn a_lost_acknowledgement_does_not_duplicate_the_event() {
+        use kudo_apiserver::FaultConfig;
+        let (server, client) = server_with_namespace().await;
         let rec = Recorder::new(client.clone(), REPORTER, None);
         let a = obj("a", "1");
         let lost = FaultConfig {
@@ -423,20 +431,8 @@ mod tests {
     /// write's answer lost as well: one Event, no series count.
     #[tokio::test]
     async fn a_once_only_event_announced_again_by_another_manager_exists_once() {
-        use kudo_apiserver::{ApiServer, Config, FaultConfig};
-        let server = ApiServer::start(Config::default()).await.expect("api server");
-        let client = Client::try_from(kube::Config::new(server.url().parse().unwrap())).unwrap();
-        let ns = k8s_openapi::api::core::v1::Namespace {
-            metadata: ObjectMeta {
-                name: Some("ns".into()),
-                ..ObjectMeta::default()
-            },
-            ..Default::default()
-        };
-        Api::all(client.clone())
-            .create(&PostParams::default(), &ns)
-            .await
-            .unwrap();
+        use kudo_apiserver::FaultConfig;
+        let (server, client) = server_with_namespace().await;
         let a = obj("a", "1");
         let mut started = ev("PlanStarted", "deploy", None);
         started.once = Some("run-1/PlanStarted/deploy");

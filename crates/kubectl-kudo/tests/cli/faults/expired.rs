@@ -112,9 +112,7 @@ async fn faults_watches_expired_while_the_manager_was_away_are_listed_again_with
     let _turn = super::ONE_AT_A_TIME.lock().await;
     let mut lab = Lab::new("faults-410").await;
     let mut checker = Checker::start(&lab.client, &lab.ns, INSTANCE);
-    let v1 = lab.packages.0.clone();
-    lab.kudo(&["install", v1.to_str().unwrap(), "--instance", INSTANCE])
-        .await;
+    lab.install(&[]).await;
     let mut m = lab.manager(None, None);
     let mut runs = Vec::new();
     let first = wait_for(&lab, &runs, "COMPLETE", Duration::from_secs(90)).await;

@@ -93,6 +93,17 @@ impl Lab {
         text
     }
 
+    /// Installs version 0.1.0 of the faulty package as the lab's Instance, with `-p` `params`;
+    /// the CLI's output.
+    pub async fn install(&self, params: &[&str]) -> String {
+        let v1 = self.packages.0.to_str().unwrap().to_string();
+        let mut args = vec!["install", v1.as_str(), "--instance", INSTANCE];
+        for p in params {
+            args.extend(["-p", p]);
+        }
+        self.kudo(&args).await
+    }
+
     /// The Instance as stored; `None` once it is gone. Retried while the API server is away.
     pub async fn instance(&self) -> Option<Value> {
         let ar = kudo_kube::discovery::known_resource("kudo.dev", "Instance");

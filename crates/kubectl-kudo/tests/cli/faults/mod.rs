@@ -159,13 +159,9 @@ impl Rounds {
     /// Changes the Instance as `shape` does (no manager runs).
     async fn change(&mut self, shape: Shape, round: usize) {
         let r = format!("ROUND={round}");
-        let (v1, v2) = (self.lab.packages.0.clone(), self.lab.packages.1.clone());
+        let v2 = self.lab.packages.1.clone();
         match shape {
-            Shape::Deploy => {
-                self.lab
-                    .kudo(&["install", v1.to_str().unwrap(), "--instance", INSTANCE, "-p", &r])
-                    .await
-            }
+            Shape::Deploy => self.lab.install(&[&r]).await,
             Shape::Update => self.lab.kudo(&["update", "--instance", INSTANCE, "-p", &r]).await,
             Shape::Upgrade => {
                 self.before_upgrade = self.runs.len();

@@ -83,16 +83,7 @@ async fn faults_an_api_outage_and_an_api_server_restart_mid_plan_leave_the_plans
     let mut checker = Checker::start(&lab.client, &lab.ns, INSTANCE);
     let proxy = super::proxy::Proxy::start(&upstream(&lab.kubeconfig)).await;
     let (via, _) = via_proxy(&lab.kubeconfig, proxy.port, lab.home.path());
-    let v1 = lab.packages.0.clone();
-    lab.kudo(&[
-        "install",
-        v1.to_str().unwrap(),
-        "--instance",
-        INSTANCE,
-        "-p",
-        "JOB_SECONDS=15",
-    ])
-    .await;
+    lab.install(&["JOB_SECONDS=15"]).await;
     let mut m = lab.manager(None, Some(&via));
     let mut runs = Vec::new();
     assert!(

@@ -96,16 +96,7 @@ where
 async fn round(i: u64, rng: &mut Rng, tally: &mut Tally) -> Vec<String> {
     let mut lab = Lab::new("faults-del").await;
     let mut checker = Checker::start(&lab.client, &lab.ns, INSTANCE);
-    let v1 = lab.packages.0.clone();
-    lab.kudo(&[
-        "install",
-        v1.to_str().unwrap(),
-        "--instance",
-        INSTANCE,
-        "-p",
-        "JOB_SECONDS=0.1",
-    ])
-    .await;
+    lab.install(&["JOB_SECONDS=0.1"]).await;
     let none = BTreeSet::new();
     let mut m = lab.manager(None, None);
     live(&lab, &mut m, Duration::from_secs(90), |inst| {
