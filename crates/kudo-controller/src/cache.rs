@@ -415,7 +415,7 @@ impl InstanceVersions {
                 seen.remove(&key);
             }
             (Some(rv), Some(known)) => {
-                *known = kudo_kube::resource_version::newest(known, rv).to_string();
+                kudo_kube::resource_version::advance(known, rv);
             }
             (Some(rv), None) => {
                 seen.insert(key, rv.to_string());

@@ -134,23 +134,9 @@ impl Recorder {
             },
             None => Write::Create(Box::new(self.new_event(ev, regarding, now))),
         };
-        let mut backoff = Duration::from_millis(50);
-        let mut attempt = 0;
-        loop {
-            attempt += 1;
-            match self.send(&write, attempt > 1, now).await {
-                Ok(Sent::Done) => break,
-                // The Event expired on the server (its TTL is an hour by default): start anew.
-                Ok(Sent::Gone) => {
-                    write = Write::Create(Box::new(self.new_event(ev, regarding, now)));
-                    attempt = 0;
-                }
-                Err(e) if attempt < EVENT_TRIES && is_transient(&e) => {
-                    tokio::time::sleep(backoff).await;
-                    backoff *= 4;
-                }
-                Err(e) => return Err(e),
-            }
+        // The Event expired on the server (its TTL is an hour by default): start anew.
+        while let Sent::Gone = self.send_retrying(&write, false, now).await? {
+            write = Write::Create(Box::new(self.new_event(ev, regarding, now)));
         }
         let (name, namespace, count) = match write {
             Write::Count {
@@ -179,19 +165,32 @@ impl Recorder {
     ) -> Result<(), kube::Error> {
         let mut event = self.new_event(ev, regarding, now);
         event.metadata.name = Some(once_name(regarding, once));
-        let write = Write::Create(Box::new(event));
+        self.send_retrying(&Write::Create(Box::new(event)), true, now)
+            .await
+            .map(drop)
+    }
+
+    /// [`Self::send`], sent again while the refusal is transient (at most [`EVENT_TRIES`]
+    /// attempts, 50 ms apart, then four times longer each); `repeated` when a write of the same
+    /// Event may be stored already before the first attempt.
+    async fn send_retrying(
+        &self,
+        write: &Write,
+        repeated: bool,
+        now: Timestamp,
+    ) -> Result<Sent, kube::Error> {
         let mut backoff = Duration::from_millis(50);
-        for attempt in 1.. {
-            match self.send(&write, true, now).await {
-                Ok(_) => break,
+        let mut attempt = 1;
+        loop {
+            match self.send(write, repeated || attempt > 1, now).await {
                 Err(e) if attempt < EVENT_TRIES && is_transient(&e) => {
                     tokio::time::sleep(backoff).await;
                     backoff *= 4;
+                    attempt += 1;
                 }
-                Err(e) => return Err(e),
+                other => return other,
             }
         }
-        Ok(())
     }
 
     /// The open series `key` belongs to: its Event's name and namespace, and the next count.

@@ -12,7 +12,6 @@
 //! Only live changes are dropped: a re-list (`InitApply`) is the watch's whole new state and
 //! passes on whole, and it moves the newest versions known to what it lists.
 
-use std::cmp::Ordering;
 use std::collections::HashMap;
 
 use futures::StreamExt;
@@ -29,13 +28,7 @@ impl Newest {
     /// Whether a live change carrying `rv` of `key` is passed on (it is not older than the
     /// newest delivered); the newest is moved to it when passed.
     fn live(&mut self, key: (String, String), rv: &str) -> bool {
-        if let Some(known) = self.0.get(&key)
-            && kudo_kube::resource_version::compare(rv, known) == Some(Ordering::Less)
-        {
-            return false;
-        }
-        self.0.insert(key, rv.to_string());
-        true
+        kudo_kube::resource_version::advance(self.0.entry(key).or_default(), rv)
     }
 }
 

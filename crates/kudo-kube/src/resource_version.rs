@@ -26,13 +26,14 @@ pub fn compare(a: &str, b: &str) -> Option<Ordering> {
     (comparable(a) && comparable(b)).then(|| a.len().cmp(&b.len()).then_with(|| a.cmp(b)))
 }
 
-/// The newer of `known` and `seen`; `seen` when they cannot be compared (the latest word wins,
-/// as when versions were opaque).
-pub fn newest<'a>(known: &'a str, seen: &'a str) -> &'a str {
-    match compare(known, seen) {
-        Some(Ordering::Greater) => known,
-        _ => seen,
+/// Moves `known` to `seen` unless `seen` is older; whether it moved (or was equal). Versions
+/// that cannot be compared move it: the latest word wins, as when versions were opaque.
+pub fn advance(known: &mut String, seen: &str) -> bool {
+    if compare(seen, known) == Some(Ordering::Less) {
+        return false;
     }
+    seen.clone_into(known);
+    true
 }
 
 #[cfg(test)]
@@ -41,18 +42,24 @@ mod tests {
 
     #[test]
     fn versions_order_by_length_then_text_and_odd_ones_only_by_the_latest_word() {
+        // (known, seen, known afterwards, moved)
         let cases = [
-            ("9", "10", "10"),
-            ("10", "9", "10"),
-            ("123", "122", "123"),
-            ("5", "5", "5"),
-            ("0", "1", "1"),
-            ("x1", "2", "2"),
-            ("2", "x1", "x1"),
-            ("", "3", "3"),
+            ("9", "10", "10", true),
+            ("10", "9", "10", false),
+            ("123", "122", "123", false),
+            ("5", "5", "5", true),
+            ("0", "1", "1", true),
+            ("x1", "2", "2", true),
+            ("2", "x1", "x1", true),
+            ("", "3", "3", true),
         ];
-        for (known, seen, want) in cases {
-            assert_eq!(newest(known, seen), want, "{known} vs {seen}");
+        for (known, seen, want, moved) in cases {
+            let mut k = known.to_string();
+            assert_eq!(
+                (advance(&mut k, seen), k.as_str()),
+                (moved, want),
+                "{known} vs {seen}"
+            );
         }
     }
 }
