@@ -71,9 +71,6 @@ impl Fault {
     }
 
     fn pick(rng: &mut Rng, shape: Shape) -> Fault {
-        if rng.below(100) < 40 {
-            return Fault::Delay(Duration::from_millis(50 + rng.below(950)));
-        }
         let points: &[(&str, u64)] = match shape {
             Shape::Uninstall => &[("mid-delete", 2), ("after-child-apply", 1), ("before-event", 2)],
             _ => &[
@@ -83,6 +80,15 @@ impl Fault {
                 ("after-admission-write", 1),
             ],
         };
+        Fault::pick_from(rng, 40, (50, 950), points)
+    }
+
+    /// A random delay (`percent` of the time, `from` ms plus up to `span` ms), else one of
+    /// `points` (name, visits) armed at a visit drawn among its first `visits`.
+    fn pick_from(rng: &mut Rng, percent: u64, (from, span): (u64, u64), points: &[(&str, u64)]) -> Fault {
+        if rng.below(100) < percent {
+            return Fault::Delay(Duration::from_millis(from + rng.below(span)));
+        }
         let (name, visits) = points[rng.below(points.len() as u64) as usize];
         Fault::Point(format!("{name}:{}", 1 + rng.below(visits)))
     }

@@ -23,24 +23,24 @@ use super::invariants::Checker;
 use super::lab::{INSTANCE, Lab};
 use super::manager::{self, End};
 use super::tally::{Rng, Tally, When};
-use super::{Shape, classify, ended, env_u64};
+use super::{Fault, Shape, classify, ended, env_u64};
 
-/// The fault of one life of an uninstall round, and its label in the table.
+/// The fault of one life of an uninstall round: the armed fail point, how long the life may
+/// last, and its label in the table.
 fn pick(rng: &mut Rng) -> (Option<String>, Duration, String) {
-    if rng.below(100) < 30 {
-        // An uninstall on the fake kubelet ends within a second: short delays land inside it.
-        let d = Duration::from_millis(20 + rng.below(380));
-        return (None, d, "random delay".into());
-    }
-    let points: [(&str, u64); 4] = [
+    // An uninstall on the fake kubelet ends within a second: short delays land inside it.
+    let points = [
         ("mid-delete", 1),
         ("after-child-apply", 1),
         ("after-status-write", 1),
         ("before-event", 2),
     ];
-    let (name, visits) = points[rng.below(points.len() as u64) as usize];
-    let armed = format!("{name}:{}", 1 + rng.below(visits));
-    (Some(armed), Duration::from_secs(6), format!("fail point {name}"))
+    let fault = Fault::pick_from(rng, 30, (20, 380), &points);
+    let label = fault.label();
+    match fault {
+        Fault::Point(armed) => (Some(armed), Duration::from_secs(6), label),
+        Fault::Delay(d) => (None, d, label),
+    }
 }
 
 /// Waits (at most `limit`) for the manager to exit, `done` to hold, or `stop_after` to pass.
