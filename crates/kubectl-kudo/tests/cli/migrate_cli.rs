@@ -132,14 +132,8 @@ fn kill_after_each_step(home: &Path, kubeconfig: &Path, ns: &str, args: &[&str])
     let mut killed = Vec::new();
     for life in 0..10 {
         let nth = if life == 0 { 1 } else { 2 };
-        let out = Command::new(BIN)
-            .args(args)
-            .arg("--kubeconfig")
-            .arg(kubeconfig)
-            .args(["-n", ns])
-            .env("HOME", home)
+        let out = common::kudo_command(home, kubeconfig, ns, args)
             .env("KUDO_FAILPOINT", format!("migrate-step-done:{nth}"))
-            .env_remove("KUBECONFIG")
             .output()
             .expect("migrate");
         let err = String::from_utf8_lossy(&out.stderr);

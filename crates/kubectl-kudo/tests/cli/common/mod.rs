@@ -40,16 +40,23 @@ pub fn kudo(home: &Path, kubeconfig: Option<&Path>, args: &[&str]) -> (i32, Stri
     )
 }
 
-/// Runs `kubectl-kudo ARGS --kubeconfig KC -n NS` with `HOME=home`: exit code, stdout, stderr.
+/// `kubectl-kudo ARGS --kubeconfig KC -n NS` with `HOME=home` and no `$KUBECONFIG`, to run.
 #[allow(dead_code)] // each test binary compiles this module; not all of them run the CLI this way
-pub fn kudo_in(home: &Path, kubeconfig: &Path, ns: &str, args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(BIN)
-        .args(args)
+pub fn kudo_command(home: &Path, kubeconfig: &Path, ns: &str, args: &[&str]) -> Command {
+    let mut cmd = Command::new(BIN);
+    cmd.args(args)
         .arg("--kubeconfig")
         .arg(kubeconfig)
         .args(["-n", ns])
         .env("HOME", home)
-        .env_remove("KUBECONFIG")
+        .env_remove("KUBECONFIG");
+    cmd
+}
+
+/// Runs `kubectl-kudo ARGS --kubeconfig KC -n NS` with `HOME=home`: exit code, stdout, stderr.
+#[allow(dead_code)] // each test binary compiles this module; not all of them run the CLI this way
+pub fn kudo_in(home: &Path, kubeconfig: &Path, ns: &str, args: &[&str]) -> (i32, String, String) {
+    let out = kudo_command(home, kubeconfig, ns, args)
         .output()
         .expect("run kubectl-kudo");
     (
